@@ -1,0 +1,111 @@
+import { PathEscapeError, errorMessage } from "../src/errors.js";
+import { describeAction } from "../src/context/builder.js";
+import type { Runtime } from "../src/runtime.js";
+import { killOrphan } from "../src/sandbox/executor.js";
+import type { LedgerEvent, PayloadOf } from "../src/state.js";
+import { getTool, type ToolContext } from "../tools/index.js";
+import { branchWriter, type NodeDeps, type NodeFn } from "./deps.js";
+
+type Feedback = PayloadOf<"environment_feedback">;
+
+async function execute(rt: Runtime, action: LedgerEvent<"agent_action">, signal?: AbortSignal): Promise<Feedback> {
+  const a = action.payload;
+  const started = performance.now();
+  const base = { tool: a.tool, durationMs: 0 };
+  if (a.invalid) return { ...base, status: "rejected", output: a.invalid, errorClass: "invalid_call" };
+  const tool = getTool(a.tool);
+  if (!tool) return { ...base, status: "rejected", output: `Unknown tool "${a.tool}".`, errorClass: "invalid_call" };
+
+  const previous = await rt.ledger.actionStart(action.id);
+  if (previous && !tool.idempotent) {
+    // The runner died while this ran. Running it again could repeat a side effect, so the model
+    // is told and decides; a process group the dead runner left behind is stopped first.
+    const killed = killOrphan(previous);
+    return {
+      ...base,
+      status: "interrupted",
+      output:
+        `${describeAction(a.tool, a.args)} was interrupted: the runner stopped (crash or kill) while it was running, ` +
+        `started at ${previous.startedAt}. It was NOT run again, because it may have side effects. ` +
+        `Check the workspace state (files, test results) before deciding whether to run it again.` +
+        (killed ? " A leftover process of it was stopped." : ""),
+      errorClass: "interrupted",
+    };
+  }
+  const ctx: ToolContext = {
+    workspace: rt.workspace,
+    sandbox: rt.sandbox,
+    searcher: rt.searcher,
+    commandTimeoutMs: rt.settings.commandTimeoutMs,
+    testTimeoutMs: rt.settings.testTimeoutMs,
+    outputCapBytes: rt.settings.outputCapBytes,
+    signal,
+    guard: previous?.guard ?? null,
+  };
+  try {
+    let guard = previous?.guard ?? null;
+    if (!previous) {
+      guard = tool.prepare ? await tool.prepare(a.args as never, ctx) : null;
+      await rt.ledger.markActionStarted({ actionId: action.id, pid: null, pgid: null, procStart: null, guard });
+    }
+    ctx.onProcessStart = (p) => rt.ledger.markActionStarted({ actionId: action.id, ...p, guard });
+    const r = await tool.run(a.args as never, ctx);
+    return {
+      tool: a.tool,
+      status: r.status,
+      output: r.output,
+      durationMs: Math.round(performance.now() - started),
+      exitCode: r.exitCode,
+      signal: r.signal,
+      stdout: r.stdout,
+      stderr: r.stderr,
+      truncated: r.truncated,
+      filesChanged: r.filesChanged,
+      tests: r.tests,
+      errorClass: r.errorClass ?? (r.status === "error" ? "tool_error" : null),
+      sandbox: r.sandbox,
+      command: r.command,
+      effects: r.effects,
+    };
+  } catch (err) {
+    const denied = err instanceof PathEscapeError;
+    return {
+      ...base,
+      durationMs: Math.round(performance.now() - started),
+      status: "error",
+      output: denied ? errorMessage(err) : `${a.tool} failed: ${errorMessage(err)}`,
+      errorClass: denied ? "path_outside_workspace" : "tool_error",
+    };
+  }
+}
+
+/**
+ * Runs the pending actions. An action that already has feedback (a re-run after a crash) is not run
+ * again; an interrupted non-idempotent one gets `interrupted` feedback instead of a second run.
+ */
+export function createActNode(deps: NodeDeps): NodeFn {
+  return async (state, config) => {
+    const rt = await deps.resolve(config);
+    const w = branchWriter(rt, state, config, "act");
+    for (const id of state.pendingActions) {
+      const action = (await rt.ledger.get(id)) as LedgerEvent<"agent_action"> | null;
+      if (!action || action.type !== "agent_action") throw new Error(`pending action ${id} is not in the ledger`);
+      const { event: fb, reused } = await w.once(`feedback/${id}`, "environment_feedback", () => execute(rt, action, config.signal), id);
+      for (const [j, effect] of (fb.payload.effects ?? []).entries()) {
+        if (effect.kind === "decision") {
+          await w.append(`effect/${id}/${j}`, "decision", { text: effect.text, step: action.payload.step }, id);
+        } else if (effect.kind === "plan") {
+          await w.append(`effect/${id}/${j}`, "plan_update", { subtasks: effect.subtasks, reason: "update_plan", evidence: fb.id }, id);
+        }
+      }
+      const p = fb.payload;
+      const detail = p.tests ? ` (${p.tests.passed} passed, ${p.tests.failed} failed)` : p.errorClass ? ` (${p.errorClass})` : "";
+      rt.progress?.({
+        node: "act",
+        step: state.step,
+        text: `${describeAction(action.payload.tool, action.payload.args)} → ${p.status}${detail}${reused ? " [recorded before restart]" : ""}`,
+      });
+    }
+    return { ledgerHead: w.head };
+  };
+}

@@ -1,0 +1,31 @@
+import { buildPrompt } from "../src/context/builder.js";
+import { toolSpecs } from "../tools/index.js";
+import { branchWriter, type NodeDeps, type NodeFn } from "./deps.js";
+
+/** Builds this step's prompt under the token budget and records what went in (and what did not). */
+export function createContextNode(deps: NodeDeps): NodeFn {
+  return async (state, config) => {
+    const rt = await deps.resolve(config);
+    const w = branchWriter(rt, state, config, "context");
+    const { event } = await w.once("context", "context_built", async () => {
+      const built = await buildPrompt({
+        ledger: rt.ledger,
+        state,
+        maxSteps: rt.settings.maxSteps,
+        budgetTokens: rt.settings.budgetTokens,
+        recentTurns: rt.settings.recentTurns,
+        tools: toolSpecs(),
+      });
+      const promptRef = await rt.ledger.putBlob(JSON.stringify(built.messages));
+      return {
+        step: state.step + 1,
+        promptRef,
+        tokens: built.tokens,
+        budget: rt.settings.budgetTokens,
+        items: built.items,
+        omitted: built.omitted,
+      };
+    });
+    return { contextId: event.id, ledgerHead: w.head };
+  };
+}

@@ -1,0 +1,63 @@
+import { randomUUID } from "node:crypto";
+import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import { BranchWriter } from "../src/ledger/writer.js";
+import type { ChatMessage, ModelResponse, ToolSpecLike } from "../src/models/port.js";
+import type { Runtime } from "../src/runtime.js";
+import type { LedgerEvent, ModelNode, TaskStateValue } from "../src/state.js";
+
+/** What every node factory receives: a way to get the run's Runtime from the graph config. */
+export interface NodeDeps {
+  resolve(config: LangGraphRunnableConfig): Promise<Runtime>;
+}
+
+/** A node: reads the small state, writes the ledger, returns a partial state update. */
+export type NodeFn<U = Partial<TaskStateValue>> = (state: TaskStateValue, config: LangGraphRunnableConfig) => Promise<U>;
+
+/** The thread (run) id of this graph run. */
+export function threadIdOf(config: LangGraphRunnableConfig): string {
+  const id = config.configurable?.thread_id ?? config.executionInfo?.threadId;
+  if (!id) throw new Error("ledgerloop nodes need a thread_id in the config");
+  return String(id);
+}
+
+/** A writer on the run's branch, keyed by this task so that a re-run after a crash finds its own writes. */
+export function branchWriter(rt: Runtime, state: TaskStateValue, config: LangGraphRunnableConfig, node: string): BranchWriter {
+  const info = config.executionInfo;
+  // Outside a graph run (unit tests calling a node directly) there is no task id to be stable on.
+  const scope = info?.taskId ? `${node}:${info.taskId}` : `${node}:${randomUUID()}`;
+  return new BranchWriter(rt.ledger, threadIdOf(config), state.ledgerHead, scope, info?.checkpointId ?? null);
+}
+
+/**
+ * Calls the model once per node run: a re-run after a crash reuses the recorded response instead of
+ * asking again (the answer may differ, and the first one may already have been acted on).
+ */
+export async function callModel(
+  rt: Runtime,
+  w: BranchWriter,
+  node: ModelNode,
+  turn: number,
+  messages: ChatMessage[],
+  tools: ToolSpecLike[],
+  opts: { promptRef?: string; signal?: AbortSignal } = {},
+): Promise<{ response: ModelResponse; event: LedgerEvent<"model_call"> | null }> {
+  const previous = await w.find<"model_call">("model");
+  if (previous) {
+    w.head = previous.id;
+    return { response: { content: previous.payload.content, toolCalls: previous.payload.toolCalls }, event: previous };
+  }
+  const started = performance.now();
+  const response = await rt.model.invoke({ node, turn, messages: rt.redactor.redactDeep(messages), tools, signal: opts.signal });
+  if (response.exhausted) return { response, event: null };
+  const event = await w.append("model", "model_call", {
+    node,
+    turn,
+    model: rt.model.name,
+    promptRef: opts.promptRef,
+    content: response.content,
+    toolCalls: response.toolCalls,
+    usage: response.usage,
+    durationMs: Math.round(performance.now() - started),
+  });
+  return { response, event };
+}

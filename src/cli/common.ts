@@ -1,0 +1,87 @@
+import fs from "node:fs";
+import type { Command } from "commander";
+import type Database from "better-sqlite3";
+import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import { CliError, LedgerloopError } from "../errors.js";
+import { RunRegistry } from "../ledger/runs.js";
+import { SqliteLedger } from "../ledger/sqlite-ledger.js";
+import { openStateDb } from "../ledger/state-db.js";
+import { resolveWorkspace, stateLocation } from "../runtime.js";
+import { defaultRedactor } from "../secrets.js";
+
+/** Options every command that reads a workspace's state accepts. */
+export interface WorkspaceArgs {
+  workspace?: string;
+  stateDir?: string;
+  json?: boolean;
+}
+
+/** Adds --workspace and --state-dir to a command. */
+export function workspaceOptions(cmd: Command): Command {
+  return cmd
+    .option("-w, --workspace <dir>", "the workspace directory (default: current directory)")
+    .option("--state-dir <dir>", "where the state database lives (default: <workspace>/.ledgerloop)");
+}
+
+/** Progress and logs go to stderr, so stdout stays clean for --json. */
+export function log(line: string): void {
+  process.stderr.write(defaultRedactor.redact(line) + "\n");
+}
+
+export function printJson(value: unknown): void {
+  process.stdout.write(JSON.stringify(value) + "\n");
+}
+
+export interface OpenedState {
+  workspace: string;
+  stateDir: string;
+  dbPath: string;
+  db: Database.Database;
+  ledger: SqliteLedger;
+  runs: RunRegistry;
+  checkpointer: SqliteSaver;
+  close(): void;
+}
+
+/** Opens an existing state database for inspection; never creates one. */
+export function openExistingState(args: WorkspaceArgs): OpenedState {
+  const workspace = resolveWorkspace(args.workspace ?? process.cwd());
+  const { stateDir, dbPath } = stateLocation(workspace, args.stateDir);
+  if (!fs.existsSync(dbPath)) {
+    throw new CliError(`no ledgerloop state in ${workspace} (${dbPath} does not exist); start a run with \`ledgerloop run\``, 1, "NO_STATE");
+  }
+  const db = openStateDb(dbPath, { create: false });
+  return {
+    workspace,
+    stateDir,
+    dbPath,
+    db,
+    ledger: new SqliteLedger(db),
+    runs: new RunRegistry(db),
+    checkpointer: new SqliteSaver(db),
+    close: () => db.close(),
+  };
+}
+
+/** Fails with a one-line error unless the thread has checkpoints. */
+export function requireThread(state: OpenedState, threadId: string): void {
+  if (!state.runs.hasCheckpoints(threadId)) {
+    throw new CliError(`unknown thread "${threadId}" in ${state.dbPath}; list runs with \`ledgerloop threads\``, 1, "UNKNOWN_THREAD");
+  }
+}
+
+/** Exit code for an error reaching the top level. */
+export function exitCodeFor(err: unknown): number {
+  if (err instanceof CliError) return err.exitCode;
+  if (err instanceof LedgerloopError) return err.code === "CONFIG_INVALID" || err.code === "MODEL_UNKNOWN" ? 2 : 1;
+  return 1;
+}
+
+/** Parses a positive integer flag, naming the flag on failure. */
+export function intOption(name: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n <= 0) throw new CliError(`${name} must be a positive integer, got "${value}"`, 2, "CONFIG_INVALID");
+    return n;
+  };
+}

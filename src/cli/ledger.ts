@@ -1,0 +1,80 @@
+import type { Command } from "commander";
+import { CliError } from "../errors.js";
+import { EVENT_TYPES, type EventType, type LedgerEvent } from "../state.js";
+import { openExistingState, printJson, requireThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
+
+export interface LedgerArgs extends WorkspaceArgs {
+  type?: string[];
+  file?: string;
+  /** Only the events of the branch ending at this event (default: every branch). */
+  head?: string;
+  chain?: string;
+}
+
+/** A run's ledger events, filtered by type, file, branch or causal chain. */
+export async function handleLedger(thread: string, args: LedgerArgs): Promise<LedgerEvent[]> {
+  const types = (args.type ?? []).flatMap((t) => t.split(",")).filter(Boolean);
+  for (const t of types) {
+    if (!EVENT_TYPES.includes(t as EventType)) {
+      throw new CliError(`unknown event type "${t}"; known: ${EVENT_TYPES.join(", ")}`, 2, "CONFIG_INVALID");
+    }
+  }
+  const st = openExistingState(args);
+  try {
+    requireThread(st, thread);
+    let events: LedgerEvent[];
+    if (args.chain) events = await st.ledger.causalChain(args.chain);
+    else if (args.file) events = await st.ledger.byFile(thread, args.file);
+    else if (args.head) events = await st.ledger.branch(args.head);
+    else events = await st.ledger.list(thread);
+    if (types.length) events = events.filter((e) => types.includes(e.type));
+    return events.filter((e) => e.threadId === thread);
+  } finally {
+    st.close();
+  }
+}
+
+function oneLine(e: LedgerEvent): string {
+  const p = e.payload as Record<string, unknown>;
+  let what = "";
+  switch (e.type) {
+    case "agent_action":
+      what = `${p.tool} ${JSON.stringify(p.args ?? p.argsText ?? {}).slice(0, 100)}${p.invalid ? " [invalid]" : ""}`;
+      break;
+    case "environment_feedback":
+      what = `${p.tool} → ${p.status}${p.errorClass ? ` (${p.errorClass})` : ""}`;
+      break;
+    case "decision":
+      what = String(p.text);
+      break;
+    case "run_status":
+      what = String(p.status);
+      break;
+    case "model_call":
+      what = `${p.node} turn ${p.turn}: ${(p.toolCalls as unknown[]).length} tool call(s)`;
+      break;
+    default:
+      what = JSON.stringify(p).slice(0, 100);
+  }
+  return `${String(e.seq).padStart(5)}  ${e.ts}  ${e.type.padEnd(20)} ${what}`;
+}
+
+export function registerLedger(program: Command): void {
+  workspaceOptions(
+    program
+      .command("ledger")
+      .description("print a run's ledger events (actions, feedback, decisions, ...)")
+      .argument("<thread>", "the run id")
+      .option("--type <type...>", "only these event types (repeat or comma-separate)")
+      .option("--file <path>", "only events about this workspace path")
+      .option("--head <eventId>", "only the branch ending at this event")
+      .option("--chain <eventId>", "the causal chain of an event (action → feedback → effects)")
+      .option("--json", "one JSON object per line"),
+  ).action(async (thread: string, opts: LedgerArgs) => {
+    const events = await handleLedger(thread, opts);
+    for (const e of events) {
+      if (opts.json) printJson(e);
+      else process.stdout.write(oneLine(e) + "\n");
+    }
+  });
+}

@@ -1,0 +1,49 @@
+import { Command, CommanderError } from "commander";
+import { errorMessage } from "../errors.js";
+import { exitCodeFor, log } from "./common.js";
+import { registerDemo } from "./demo.js";
+import { registerHistory } from "./history.js";
+import { registerLedger } from "./ledger.js";
+import { registerResume } from "./resume.js";
+import { registerRun } from "./run.js";
+import { registerThreads } from "./threads.js";
+
+/** The `ledgerloop` command line. */
+export function buildProgram(): Command {
+  const program = new Command()
+    .name("ledgerloop")
+    .description("A runtime layer for long-horizon coding agents: checkpointed LangGraph runs with a write-ahead ledger.")
+    .version("0.1.0")
+    .showHelpAfterError("(run with --help for usage)")
+    .exitOverride();
+  registerRun(program);
+  registerResume(program);
+  registerDemo(program);
+  registerHistory(program);
+  registerLedger(program);
+  registerThreads(program);
+  return program;
+}
+
+/** Runs the CLI; errors become one line on stderr and a non-zero exit code. */
+export async function main(argv = process.argv): Promise<void> {
+  try {
+    await buildProgram().parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      process.exitCode = err.exitCode;
+      return;
+    }
+    log(`ledgerloop: ${errorMessage(err)}`);
+    if (process.env.LEDGERLOOP_DEBUG) console.error(err);
+    process.exitCode = exitCodeFor(err);
+  }
+}
+
+// `ledgerloop ledger ... | head` closes the pipe early: that is the reader's choice, not an error.
+process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+  if (err.code === "EPIPE") process.exit(process.exitCode ?? 0);
+  throw err;
+});
+
+await main();

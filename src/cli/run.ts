@@ -1,0 +1,114 @@
+import { randomBytes } from "node:crypto";
+import type { Command } from "commander";
+import { CliError } from "../errors.js";
+import { RunRegistry } from "../ledger/runs.js";
+import { createRuntime, type ProgressEvent, type Runtime } from "../runtime.js";
+import { driveRun, type DriveResult } from "./drive.js";
+import { intOption, log, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
+
+export interface RunArgs extends WorkspaceArgs {
+  thread?: string;
+  model?: string;
+  maxSteps?: number;
+  budget?: number;
+  quiet?: boolean;
+}
+
+/** A new run id: sortable by time, unique enough to never collide on one machine. */
+export function newThreadId(now = new Date()): string {
+  const ts = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
+  return `run-${ts}-${randomBytes(3).toString("hex")}`;
+}
+
+/** Prints one progress line per node event on stderr. */
+export function progressPrinter(quiet = false): (e: ProgressEvent) => void {
+  return (e) => {
+    if (!quiet) log(`[step ${String(e.step).padStart(3)}] ${e.node.padEnd(9)} ${e.text}`);
+  };
+}
+
+/** Runs the rest of the process with SIGINT/SIGTERM turned into a graceful stop of the run. */
+export async function withStopSignal<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const ac = new AbortController();
+  const stop = () => {
+    log("stopping: the run will be resumable with `ledgerloop resume`");
+    ac.abort();
+  };
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  try {
+    return await fn(ac.signal);
+  } finally {
+    process.off("SIGINT", stop);
+    process.off("SIGTERM", stop);
+  }
+}
+
+/** Prints a run's outcome: one JSON object, or a human summary with the commands to inspect it. */
+export function reportResult(r: DriveResult, rt: Runtime, json?: boolean): void {
+  if (json) {
+    printJson(r);
+    return;
+  }
+  const ws = rt.workspace;
+  log(`\nrun ${r.thread}: ${r.status} after ${r.steps} step(s)${r.error ? ` (${r.error})` : ""}`);
+  log(`state: ${rt.dbPath}`);
+  log(`inspect: ledgerloop history ${r.thread} -w ${ws}`);
+  log(`         ledgerloop ledger ${r.thread} -w ${ws}`);
+  if (r.status !== "finished") log(`resume:  ledgerloop resume ${r.thread} -w ${ws}`);
+}
+
+/** Starts a new run on a workspace. */
+export async function handleRun(task: string, args: RunArgs): Promise<{ result: DriveResult; runtime: Runtime }> {
+  if (!task.trim()) throw new CliError("the task must not be empty", 2, "CONFIG_INVALID");
+  const model = args.model ?? process.env.LEDGERLOOP_MODEL;
+  if (!model) {
+    throw new CliError(
+      "no model given: pass --model openai:<name> (with OPENAI_API_KEY / OPENAI_BASE_URL) or --model scripted:<trajectory.json>, or set LEDGERLOOP_MODEL",
+      2,
+      "CONFIG_INVALID",
+    );
+  }
+  const rt = await createRuntime(
+    {
+      workspace: args.workspace ?? process.cwd(),
+      stateDir: args.stateDir,
+      model,
+      ...(args.maxSteps ? { maxSteps: args.maxSteps } : {}),
+      ...(args.budget ? { budgetTokens: args.budget } : {}),
+    },
+    { progress: progressPrinter(args.quiet), recordRequestsFile: process.env.LEDGERLOOP_RECORD_REQUESTS },
+  );
+  try {
+    const runs = new RunRegistry(rt.db);
+    const thread = args.thread ?? newThreadId();
+    if (runs.hasCheckpoints(thread) || runs.get(thread)) {
+      throw new CliError(`thread "${thread}" already exists; continue it with \`ledgerloop resume ${thread}\``, 1, "THREAD_EXISTS");
+    }
+    runs.register(thread, rt.redactor.redact(task), rt.settings);
+    if (!args.quiet && !args.json) log(`run ${thread} in ${rt.workspace} with ${rt.model.name}`);
+    const result = await withStopSignal((signal) => driveRun(rt, thread, task, signal));
+    reportResult(result, rt, args.json);
+    return { result, runtime: rt };
+  } finally {
+    await rt.close();
+  }
+}
+
+export function registerRun(program: Command): void {
+  workspaceOptions(
+    program
+      .command("run")
+      .description("start a new run of the agent on a task")
+      .argument("<task>", "what the agent should do")
+      .option("-t, --thread <id>", "run id (default: generated)")
+      .option("-m, --model <spec>", "openai:<name> or scripted:<trajectory.json> (default: $LEDGERLOOP_MODEL)")
+      .option("--max-steps <n>", "stop after this many decide steps", intOption("--max-steps"))
+      .option("--budget <tokens>", "prompt budget in tokens", intOption("--budget"))
+      .option("--json", "print one JSON object with the outcome on stdout")
+      .option("-q, --quiet", "no progress lines"),
+  ).action(async (task: string, opts: RunArgs) => {
+    const { result } = await handleRun(task, opts);
+    process.exitCode = result.status === "finished" ? 0 : 1;
+  });
+}

@@ -1,0 +1,74 @@
+/**
+ * One error family for the whole runtime. `code` is a stable literal that callers and tests match on;
+ * `name` follows the concrete class so logs say what failed.
+ */
+export class LedgerloopError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** Bad configuration, flags or settings given by the user. */
+export class ConfigError extends LedgerloopError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("CONFIG_INVALID", message, options);
+  }
+}
+
+/** The state database is unreadable, corrupt, or belongs to something else. */
+export class StateStoreError extends LedgerloopError {
+  constructor(
+    code: "STATE_DB_CORRUPT" | "STATE_DB_FOREIGN" | "STATE_DB_LOCKED" | "STATE_DB_UNREADABLE",
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(code, message, options);
+  }
+}
+
+/** A ledger invariant was violated (unknown parent, invalid payload, key reused for another event). */
+export class LedgerError extends LedgerloopError {
+  constructor(
+    code: "LEDGER_INVALID_EVENT" | "LEDGER_UNKNOWN_PARENT" | "LEDGER_KEY_CONFLICT" | "LEDGER_NOT_FOUND",
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(code, message, options);
+  }
+}
+
+/** A path the agent asked for lies outside the workspace (or leads out through a symlink). */
+export class PathEscapeError extends LedgerloopError {
+  constructor(message: string) {
+    super("PATH_OUTSIDE_WORKSPACE", message);
+  }
+}
+
+/** The model endpoint failed or answered something unusable. */
+export class ModelError extends LedgerloopError {
+  constructor(
+    code: "MODEL_UNKNOWN" | "MODEL_UNREACHABLE" | "MODEL_BAD_RESPONSE" | "SCRIPT_INVALID",
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(code, message, options);
+  }
+}
+
+/** A user-facing CLI failure: one line on stderr and this exit code. */
+export class CliError extends LedgerloopError {
+  readonly exitCode: number;
+  constructor(message: string, exitCode = 1, code = "CLI_ERROR", options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.exitCode = exitCode;
+  }
+}
+
+/** Message of any thrown value, without the stack. */
+export function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return String(err);
+}

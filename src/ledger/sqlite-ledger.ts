@@ -1,0 +1,381 @@
+import { createHash, randomUUID } from "node:crypto";
+import { deflateRawSync, inflateRawSync } from "node:zlib";
+import type Database from "better-sqlite3";
+import { LedgerError } from "../errors.js";
+import { defaultRedactor, type Redactor } from "../secrets.js";
+import { EventBody, SCHEMA_VERSION, type EventType, type LedgerEvent } from "../state.js";
+import type { ActionStart, AppendEvent, Ledger, ListQuery, ThreadInfo } from "./port.js";
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS ll_events (
+  id TEXT PRIMARY KEY,
+  thread_id TEXT NOT NULL,
+  parent_id TEXT REFERENCES ll_events(id),
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  ts TEXT NOT NULL,
+  checkpoint_id TEXT,
+  caused_by TEXT,
+  idempotency_key TEXT,
+  schema_version INTEGER NOT NULL,
+  payload TEXT NOT NULL,
+  UNIQUE (thread_id, seq),
+  UNIQUE (thread_id, idempotency_key)
+);
+CREATE INDEX IF NOT EXISTS ll_events_type ON ll_events(thread_id, type, seq);
+CREATE INDEX IF NOT EXISTS ll_events_parent ON ll_events(parent_id);
+CREATE INDEX IF NOT EXISTS ll_events_caused ON ll_events(caused_by);
+CREATE TRIGGER IF NOT EXISTS ll_events_no_update BEFORE UPDATE ON ll_events
+  BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: events cannot be updated'); END;
+CREATE TRIGGER IF NOT EXISTS ll_events_no_delete BEFORE DELETE ON ll_events
+  BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: events cannot be deleted'); END;
+CREATE TABLE IF NOT EXISTS ll_event_files (
+  thread_id TEXT NOT NULL,
+  path TEXT NOT NULL,
+  event_id TEXT NOT NULL,
+  PRIMARY KEY (thread_id, path, event_id)
+) WITHOUT ROWID;
+-- Events (or '' for the thread root) that have more than one child. A thread without forks is a
+-- single chain, and its branch views can be read by seq without walking parent links.
+CREATE TABLE IF NOT EXISTS ll_forks (
+  thread_id TEXT NOT NULL,
+  event_id TEXT NOT NULL,
+  PRIMARY KEY (thread_id, event_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ll_blobs (
+  hash TEXT PRIMARY KEY,
+  size INTEGER NOT NULL,
+  data BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ll_action_starts (
+  action_id TEXT PRIMARY KEY,
+  started_at TEXT NOT NULL,
+  pid INTEGER,
+  pgid INTEGER,
+  proc_start TEXT,
+  guard TEXT
+);
+CREATE TABLE IF NOT EXISTS ll_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+`;
+
+interface Row {
+  id: string;
+  thread_id: string;
+  parent_id: string | null;
+  seq: number;
+  type: string;
+  ts: string;
+  checkpoint_id: string | null;
+  caused_by: string | null;
+  idempotency_key: string | null;
+  schema_version: number;
+  payload: string;
+}
+
+function toEvent(r: Row): LedgerEvent {
+  return {
+    id: r.id,
+    threadId: r.thread_id,
+    parentId: r.parent_id,
+    seq: r.seq,
+    type: r.type,
+    ts: r.ts,
+    checkpointId: r.checkpoint_id,
+    causedBy: r.caused_by,
+    idempotencyKey: r.idempotency_key,
+    schemaVersion: r.schema_version,
+    payload: JSON.parse(r.payload),
+  } as LedgerEvent;
+}
+
+/** Workspace paths an event refers to, for the by-file query. */
+function pathsOf(type: EventType, payload: Record<string, unknown>): string[] {
+  const out = new Set<string>();
+  const add = (p: unknown) => {
+    if (typeof p === "string" && p.length > 0 && p.length < 1024) out.add(p.replace(/\\/g, "/").replace(/^\.\//, ""));
+  };
+  if (type === "agent_action") {
+    const args = payload.args as Record<string, unknown> | undefined;
+    if (args && typeof args === "object") add(args.path);
+  }
+  const changes = payload.filesChanged ?? payload.changed;
+  if (changes && typeof changes === "object") {
+    for (const list of Object.values(changes as Record<string, unknown>)) {
+      if (Array.isArray(list)) list.forEach(add);
+    }
+  }
+  return [...out];
+}
+
+export interface SqliteLedgerOptions {
+  redactor?: Redactor;
+  /** Clock, injectable for tests. */
+  now?: () => Date;
+}
+
+/** The Ledger on SQLite, in the same database file as the checkpoints. */
+export class SqliteLedger implements Ledger {
+  private readonly db: Database.Database;
+  private readonly redactor: Redactor;
+  private readonly now: () => Date;
+  private readonly stmts: ReturnType<SqliteLedger["prepare"]>;
+
+  constructor(db: Database.Database, opts: SqliteLedgerOptions = {}) {
+    this.db = db;
+    this.redactor = opts.redactor ?? defaultRedactor;
+    this.now = opts.now ?? (() => new Date());
+    if (!db.readonly) {
+      db.exec(SCHEMA);
+      db.prepare("INSERT OR IGNORE INTO ll_meta (key, value) VALUES ('schema_version', ?)").run(String(SCHEMA_VERSION));
+    }
+    this.stmts = this.prepare();
+  }
+
+  private prepare() {
+    const db = this.db;
+    return {
+      byId: db.prepare<[string], Row>("SELECT * FROM ll_events WHERE id = ?"),
+      byKey: db.prepare<[string, string], Row>("SELECT * FROM ll_events WHERE thread_id = ? AND idempotency_key = ?"),
+      maxSeq: db.prepare<[string], { m: number | null }>("SELECT MAX(seq) AS m FROM ll_events WHERE thread_id = ?"),
+      hasChild: db.prepare<[string], { one: number }>("SELECT 1 AS one FROM ll_events WHERE parent_id = ? LIMIT 1"),
+      hasRoot: db.prepare<[string], { one: number }>(
+        "SELECT 1 AS one FROM ll_events WHERE thread_id = ? AND parent_id IS NULL LIMIT 1",
+      ),
+      hasForks: db.prepare<[string], { one: number }>("SELECT 1 AS one FROM ll_forks WHERE thread_id = ? LIMIT 1"),
+      addFork: db.prepare("INSERT OR IGNORE INTO ll_forks (thread_id, event_id) VALUES (?, ?)"),
+      insert: db.prepare(
+        `INSERT INTO ll_events (id, thread_id, parent_id, seq, type, ts, checkpoint_id, caused_by, idempotency_key, schema_version, payload)
+         VALUES (@id, @thread_id, @parent_id, @seq, @type, @ts, @checkpoint_id, @caused_by, @idempotency_key, @schema_version, @payload)`,
+      ),
+      addFile: db.prepare("INSERT OR IGNORE INTO ll_event_files (thread_id, path, event_id) VALUES (?, ?, ?)"),
+      putBlob: db.prepare("INSERT OR IGNORE INTO ll_blobs (hash, size, data) VALUES (?, ?, ?)"),
+      getBlob: db.prepare<[string], { data: Buffer }>("SELECT data FROM ll_blobs WHERE hash = ?"),
+      markStart: db.prepare(
+        `INSERT INTO ll_action_starts (action_id, started_at, pid, pgid, proc_start, guard) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT(action_id) DO UPDATE SET pid = excluded.pid, pgid = excluded.pgid,
+           proc_start = excluded.proc_start, guard = COALESCE(ll_action_starts.guard, excluded.guard)`,
+      ),
+      getStart: db.prepare<[string], { action_id: string; started_at: string; pid: number | null; pgid: number | null; proc_start: string | null; guard: string | null }>(
+        "SELECT * FROM ll_action_starts WHERE action_id = ?",
+      ),
+    };
+  }
+
+  async append<T extends EventType>(event: AppendEvent<T>): Promise<LedgerEvent<T>> {
+    return this.appendSync(event);
+  }
+
+  /** Synchronous append (one SQLite transaction). */
+  appendSync<T extends EventType>(event: AppendEvent<T>): LedgerEvent<T> {
+    const run = this.db.transaction((): LedgerEvent<T> => {
+      const key = event.idempotencyKey ?? null;
+      if (key) {
+        const existing = this.stmts.byKey.get(event.threadId, key);
+        if (existing) {
+          if (existing.type !== event.type || existing.parent_id !== (event.parentId ?? null)) {
+            throw new LedgerError(
+              "LEDGER_KEY_CONFLICT",
+              `idempotency key ${key} already names a ${existing.type} event with parent ${existing.parent_id}; refusing a ${event.type} with parent ${event.parentId}`,
+            );
+          }
+          return toEvent(existing) as LedgerEvent<T>;
+        }
+      }
+      const payload = this.redactor.redactDeep(event.payload);
+      const parsed = EventBody.safeParse({ type: event.type, payload });
+      if (!parsed.success) {
+        const issues = parsed.error.issues
+          .slice(0, 3)
+          .map((i) => `${i.path.slice(1).join(".") || String(i.path[0] ?? "(root)")}: ${i.message}`)
+          .join("; ");
+        throw new LedgerError("LEDGER_INVALID_EVENT", `invalid ${String(event.type)} event: ${issues}`);
+      }
+      if (event.parentId) {
+        const parent = this.stmts.byId.get(event.parentId);
+        if (!parent || parent.thread_id !== event.threadId) {
+          throw new LedgerError(
+            "LEDGER_UNKNOWN_PARENT",
+            `parent event ${event.parentId} does not exist in thread ${event.threadId}`,
+          );
+        }
+        if (this.stmts.hasChild.get(event.parentId)) this.stmts.addFork.run(event.threadId, event.parentId);
+      } else if (this.stmts.hasRoot.get(event.threadId)) {
+        this.stmts.addFork.run(event.threadId, "");
+      }
+      const seq = (this.stmts.maxSeq.get(event.threadId)?.m ?? 0) + 1;
+      const row: Row = {
+        id: randomUUID(),
+        thread_id: event.threadId,
+        parent_id: event.parentId ?? null,
+        seq,
+        type: event.type,
+        ts: this.now().toISOString(),
+        checkpoint_id: event.checkpointId ?? null,
+        caused_by: event.causedBy ?? null,
+        idempotency_key: key,
+        schema_version: SCHEMA_VERSION,
+        payload: JSON.stringify(parsed.data.payload),
+      };
+      this.stmts.insert.run(row);
+      for (const p of pathsOf(event.type, parsed.data.payload as Record<string, unknown>)) {
+        this.stmts.addFile.run(event.threadId, p, row.id);
+      }
+      return toEvent(row) as LedgerEvent<T>;
+    });
+    return run.immediate();
+  }
+
+  async get(id: string): Promise<LedgerEvent | null> {
+    const r = this.stmts.byId.get(id);
+    return r ? toEvent(r) : null;
+  }
+
+  async findByKey(threadId: string, idempotencyKey: string): Promise<LedgerEvent | null> {
+    const r = this.stmts.byKey.get(threadId, idempotencyKey);
+    return r ? toEvent(r) : null;
+  }
+
+  async list(threadId: string, q: ListQuery = {}): Promise<LedgerEvent[]> {
+    return this.selectLinear(threadId, Number.MAX_SAFE_INTEGER, q);
+  }
+
+  private selectLinear(threadId: string, maxSeq: number, q: ListQuery): LedgerEvent[] {
+    const where = ["thread_id = ?", "seq <= ?"];
+    const args: unknown[] = [threadId, maxSeq];
+    if (q.types?.length) {
+      where.push(`type IN (${q.types.map(() => "?").join(",")})`);
+      args.push(...q.types);
+    }
+    if (q.afterSeq !== undefined) {
+      where.push("seq > ?");
+      args.push(q.afterSeq);
+    }
+    let sql = `SELECT * FROM ll_events WHERE ${where.join(" AND ")} ORDER BY seq`;
+    if (q.last !== undefined) sql = `SELECT * FROM (${sql} DESC LIMIT ${Math.max(0, Math.floor(q.last))}) ORDER BY seq`;
+    return (this.db.prepare(sql).all(...args) as Row[]).map(toEvent);
+  }
+
+  async branch(headId: string | null, q: ListQuery = {}): Promise<LedgerEvent[]> {
+    return this.branchSync(headId, q);
+  }
+
+  /** Synchronous branch view. */
+  branchSync(headId: string | null, q: ListQuery = {}): LedgerEvent[] {
+    if (!headId) return [];
+    const head = this.stmts.byId.get(headId);
+    if (!head) throw new LedgerError("LEDGER_NOT_FOUND", `no ledger event ${headId}`);
+    if (!this.stmts.hasForks.get(head.thread_id)) return this.selectLinear(head.thread_id, head.seq, q);
+    const where: string[] = [];
+    const args: unknown[] = [headId];
+    if (q.types?.length) {
+      where.push(`e.type IN (${q.types.map(() => "?").join(",")})`);
+      args.push(...q.types);
+    }
+    if (q.afterSeq !== undefined) {
+      where.push("e.seq > ?");
+      args.push(q.afterSeq);
+    }
+    // Seq grows along every branch, so a walk can stop as soon as it passes below afterSeq.
+    const stop = q.afterSeq !== undefined ? ` WHERE e.seq > ${Math.floor(q.afterSeq)}` : "";
+    let sql = `WITH RECURSIVE b(id) AS (
+        SELECT id FROM ll_events WHERE id = ?
+        UNION ALL SELECT e.parent_id FROM ll_events e JOIN b ON e.id = b.id${stop ? stop + " AND" : " WHERE"} e.parent_id IS NOT NULL
+      )
+      SELECT e.* FROM b JOIN ll_events e ON e.id = b.id ${where.length ? "WHERE " + where.join(" AND ") : ""} ORDER BY e.seq`;
+    if (q.last !== undefined) sql = `SELECT * FROM (${sql} DESC LIMIT ${Math.max(0, Math.floor(q.last))}) ORDER BY seq`;
+    return (this.db.prepare(sql).all(...args) as Row[]).map(toEvent);
+  }
+
+  async byFile(threadId: string, path: string): Promise<LedgerEvent[]> {
+    const p = path.replace(/\\/g, "/").replace(/^\.\//, "");
+    const rows = this.db
+      .prepare<[string, string], Row>(
+        `SELECT e.* FROM ll_event_files f JOIN ll_events e ON e.id = f.event_id
+         WHERE f.thread_id = ? AND f.path = ? ORDER BY e.seq`,
+      )
+      .all(threadId, p);
+    const events = rows.map(toEvent);
+    // Feedback to an action on the file belongs to the file's story too.
+    const actionIds = events.filter((e) => e.type === "agent_action").map((e) => e.id);
+    const seen = new Set(events.map((e) => e.id));
+    for (const e of await this.causedBy(actionIds)) if (!seen.has(e.id)) events.push(e);
+    return events.sort((a, b) => a.seq - b.seq);
+  }
+
+  async causedBy(eventIds: string[]): Promise<LedgerEvent[]> {
+    if (eventIds.length === 0) return [];
+    const out: LedgerEvent[] = [];
+    for (let i = 0; i < eventIds.length; i += 500) {
+      const chunk = eventIds.slice(i, i + 500);
+      const rows = this.db
+        .prepare(`SELECT * FROM ll_events WHERE caused_by IN (${chunk.map(() => "?").join(",")}) ORDER BY seq`)
+        .all(...chunk) as Row[];
+      out.push(...rows.map(toEvent));
+    }
+    return out.sort((a, b) => a.seq - b.seq);
+  }
+
+  async causalChain(eventId: string): Promise<LedgerEvent[]> {
+    const start = this.stmts.byId.get(eventId);
+    if (!start) throw new LedgerError("LEDGER_NOT_FOUND", `no ledger event ${eventId}`);
+    const rows = this.db
+      .prepare<[string, string], Row>(
+        `WITH RECURSIVE up(id, caused_by) AS (
+           SELECT id, caused_by FROM ll_events WHERE id = ?
+           UNION SELECT e.id, e.caused_by FROM ll_events e JOIN up ON e.id = up.caused_by
+         ), down(id) AS (
+           SELECT ?
+           UNION SELECT e.id FROM ll_events e JOIN down ON e.caused_by = down.id
+         )
+         SELECT * FROM ll_events WHERE id IN (SELECT id FROM up UNION SELECT id FROM down) ORDER BY seq`,
+      )
+      .all(eventId, eventId);
+    return rows.map(toEvent);
+  }
+
+  async threads(): Promise<ThreadInfo[]> {
+    const rows = this.db
+      .prepare(
+        `SELECT thread_id, COUNT(*) AS n, MIN(ts) AS first_ts, MAX(ts) AS last_ts,
+           (SELECT json_extract(payload, '$.goal') FROM ll_events s WHERE s.thread_id = e.thread_id AND s.type = 'task_spec' ORDER BY seq LIMIT 1) AS goal,
+           (SELECT json_extract(payload, '$.status') FROM ll_events s WHERE s.thread_id = e.thread_id AND s.type = 'run_status' ORDER BY seq DESC LIMIT 1) AS status
+         FROM ll_events e GROUP BY thread_id ORDER BY MAX(ts) DESC`,
+      )
+      .all() as Array<{ thread_id: string; n: number; first_ts: string; last_ts: string; goal: string | null; status: string | null }>;
+    return rows.map((r) => ({
+      threadId: r.thread_id,
+      events: r.n,
+      firstTs: r.first_ts,
+      lastTs: r.last_ts,
+      goal: r.goal,
+      status: r.status,
+    }));
+  }
+
+  async putBlob(content: string): Promise<string> {
+    const text = this.redactor.redact(content);
+    const hash = createHash("sha256").update(text).digest("hex");
+    this.stmts.putBlob.run(hash, Buffer.byteLength(text), deflateRawSync(Buffer.from(text)));
+    return hash;
+  }
+
+  async getBlob(ref: string): Promise<string | null> {
+    const r = this.stmts.getBlob.get(ref);
+    return r ? inflateRawSync(r.data).toString("utf8") : null;
+  }
+
+  async markActionStarted(s: Omit<ActionStart, "startedAt">): Promise<void> {
+    this.stmts.markStart.run(s.actionId, this.now().toISOString(), s.pid, s.pgid, s.procStart, s.guard);
+  }
+
+  async actionStart(actionId: string): Promise<ActionStart | null> {
+    const r = this.stmts.getStart.get(actionId);
+    return r
+      ? { actionId: r.action_id, startedAt: r.started_at, pid: r.pid, pgid: r.pgid, procStart: r.proc_start, guard: r.guard }
+      : null;
+  }
+
+  async close(): Promise<void> {
+    // The database belongs to whoever opened it (it is shared with the checkpointer).
+  }
+}

@@ -1,0 +1,106 @@
+import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import { ChatOpenAI } from "@langchain/openai";
+import { ModelError, errorMessage } from "../errors.js";
+import type { ToolCallRecord } from "../state.js";
+import type { ChatMessage, ChatModel, ModelRequest, ModelResponse } from "./port.js";
+
+export interface OpenAIModelOptions {
+  model: string;
+  apiKey?: string;
+  baseURL?: string;
+  temperature?: number;
+  maxRetries?: number;
+  timeoutMs?: number;
+  maxOutputTokens?: number;
+}
+
+function toLangChain(messages: ChatMessage[]): BaseMessage[] {
+  return messages.map((m) => {
+    switch (m.role) {
+      case "system":
+        return new SystemMessage(m.content);
+      case "user":
+        return new HumanMessage(m.content);
+      case "assistant":
+        return new AIMessage({
+          content: m.content,
+          tool_calls: (m.toolCalls ?? []).map((c) => ({
+            id: c.id,
+            name: c.name,
+            // A call whose arguments were not JSON is replayed with its raw text kept visible.
+            args: c.args !== undefined && typeof c.args === "object" && c.args !== null ? (c.args as Record<string, unknown>) : { _raw: c.argsText ?? "" },
+            type: "tool_call" as const,
+          })),
+        });
+      case "tool":
+        return new ToolMessage({ content: m.content, tool_call_id: m.toolCallId, name: m.name });
+    }
+  });
+}
+
+function textOf(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    return content.map((p) => (typeof p === "string" ? p : p && typeof p === "object" && "text" in p ? String(p.text) : "")).join("");
+  }
+  return "";
+}
+
+/**
+ * Any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, LM Studio, llama.cpp server) through
+ * LangChain's ChatOpenAI, with tools bound per request.
+ */
+export class OpenAIChatModel implements ChatModel {
+  readonly name: string;
+  private readonly client: ChatOpenAI;
+  private readonly baseURL: string;
+
+  constructor(opts: OpenAIModelOptions) {
+    this.name = `openai:${opts.model}`;
+    this.baseURL = opts.baseURL ?? "https://api.openai.com/v1";
+    this.client = new ChatOpenAI({
+      model: opts.model,
+      apiKey: opts.apiKey ?? "not-needed",
+      temperature: opts.temperature,
+      maxRetries: opts.maxRetries ?? 2,
+      timeout: opts.timeoutMs ?? 120_000,
+      maxTokens: opts.maxOutputTokens,
+      configuration: { baseURL: this.baseURL },
+    });
+  }
+
+  async invoke(req: ModelRequest): Promise<ModelResponse> {
+    const bound = req.tools.length
+      ? this.client.bindTools(
+          req.tools.map((t) => ({ type: "function" as const, function: { name: t.name, description: t.description, parameters: t.parameters } })),
+        )
+      : this.client;
+    let msg: AIMessage;
+    try {
+      msg = (await bound.invoke(toLangChain(req.messages), { signal: req.signal })) as AIMessage;
+    } catch (err) {
+      const text = errorMessage(err);
+      const unreachable = /ECONNREFUSED|ENOTFOUND|fetch failed|Connection error|ETIMEDOUT|EAI_AGAIN|socket hang up/i.test(
+        text + String((err as { cause?: unknown })?.cause ?? ""),
+      );
+      throw new ModelError(
+        unreachable ? "MODEL_UNREACHABLE" : "MODEL_BAD_RESPONSE",
+        unreachable
+          ? `model endpoint ${this.baseURL} is unreachable (${text}); check OPENAI_BASE_URL and that the server is running`
+          : `model ${this.name} at ${this.baseURL} failed: ${text}`,
+        { cause: err },
+      );
+    }
+    const calls: ToolCallRecord[] = [];
+    for (const c of msg.tool_calls ?? []) calls.push({ id: c.id ?? `call_${calls.length}`, name: c.name, args: c.args });
+    for (const c of msg.invalid_tool_calls ?? []) {
+      calls.push({ id: c.id ?? `call_${calls.length}`, name: c.name ?? "", argsText: c.args ?? "" });
+    }
+    const usage = msg.usage_metadata;
+    return {
+      content: textOf(msg.content),
+      toolCalls: calls,
+      usage: usage ? { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens } : undefined,
+    };
+  }
+}

@@ -1,0 +1,39 @@
+import type { ModelNode, ToolCallRecord } from "../state.js";
+
+/** A provider-neutral chat message; the prompt blobs in the ledger store exactly these. */
+export type ChatMessage =
+  | { role: "system"; content: string }
+  | { role: "user"; content: string }
+  | { role: "assistant"; content: string; toolCalls?: ToolCallRecord[] }
+  | { role: "tool"; toolCallId: string; name: string; content: string };
+
+export interface ToolSpecLike {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+export interface ModelRequest {
+  /** Which node asks: a scripted model keeps one list of turns per node. */
+  node: ModelNode;
+  /** How many turns this node has already taken on this branch (0-based index of this one). */
+  turn: number;
+  messages: ChatMessage[];
+  tools: ToolSpecLike[];
+  signal?: AbortSignal;
+}
+
+export interface ModelResponse {
+  content: string;
+  toolCalls: ToolCallRecord[];
+  usage?: { inputTokens?: number; outputTokens?: number };
+  /** The scripted model has no turn left for this node. */
+  exhausted?: boolean;
+}
+
+/** The model port: one request in, one response out. */
+export interface ChatModel {
+  /** Spec string, e.g. "openai:gpt-4o-mini" or "scripted:/path/demo.json". */
+  readonly name: string;
+  invoke(req: ModelRequest): Promise<ModelResponse>;
+}

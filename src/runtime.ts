@@ -1,0 +1,132 @@
+import fs from "node:fs";
+import path from "node:path";
+import type Database from "better-sqlite3";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import type { Checkpoint, CheckpointMetadata, PendingWrite } from "@langchain/langgraph-checkpoint";
+import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import { ConfigError } from "./errors.js";
+import type { Ledger } from "./ledger/port.js";
+import { SqliteLedger } from "./ledger/sqlite-ledger.js";
+import { openStateDb } from "./ledger/state-db.js";
+import { createModel } from "./models/factory.js";
+import type { ChatModel } from "./models/port.js";
+import { createLexicalSearcher } from "./retrieval/lexical.js";
+import type { CodeSearcher } from "./retrieval/port.js";
+import { createLocalSandbox } from "./sandbox/executor.js";
+import type { Sandbox } from "./sandbox/port.js";
+import { createRedactor, secretValuesFromEnv, type Redactor } from "./secrets.js";
+import { RunSettings, type RunSettingsInput } from "./settings.js";
+
+/** A line of progress a node reports (the CLI prints these on stderr). */
+export interface ProgressEvent {
+  node: string;
+  step: number;
+  text: string;
+}
+
+/** Everything a run needs, built once from its settings. */
+export interface Runtime {
+  settings: RunSettings;
+  /** Absolute, realpath'd workspace. */
+  workspace: string;
+  stateDir: string;
+  dbPath: string;
+  db: Database.Database;
+  ledger: Ledger;
+  checkpointer: SqliteSaver;
+  sandbox: Sandbox;
+  model: ChatModel;
+  searcher: CodeSearcher;
+  redactor: Redactor;
+  progress?: (e: ProgressEvent) => void;
+  close(): Promise<void>;
+}
+
+export interface RuntimeOverrides {
+  model?: ChatModel;
+  sandbox?: Sandbox;
+  progress?: (e: ProgressEvent) => void;
+  /** Scripted models append every request here (JSON lines). */
+  recordRequestsFile?: string;
+}
+
+/**
+ * SqliteSaver that redacts secrets from every checkpoint and pending write before they are stored:
+ * a token pasted into a goal must not end up on disk.
+ */
+export class RedactingSqliteSaver extends SqliteSaver {
+  constructor(
+    db: Database.Database,
+    private readonly redactor: Redactor,
+  ) {
+    super(db);
+  }
+
+  override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata): Promise<RunnableConfig> {
+    return super.put(config, this.redactor.redactDeep(checkpoint), this.redactor.redactDeep(metadata));
+  }
+
+  override async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {
+    return super.putWrites(
+      config,
+      writes.map(([channel, value]) => [channel, this.redactor.redactDeep(value)] as PendingWrite),
+      taskId,
+    );
+  }
+}
+
+/** Resolves and checks the workspace directory, returning its real path. */
+export function resolveWorkspace(dir: string): string {
+  const abs = path.resolve(dir);
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(abs);
+  } catch {
+    throw new ConfigError(`workspace ${abs} does not exist`);
+  }
+  if (!st.isDirectory()) throw new ConfigError(`workspace ${abs} is not a directory`);
+  return fs.realpathSync(abs);
+}
+
+/** Where the state database of a workspace lives. */
+export function stateLocation(workspace: string, stateDir?: string): { stateDir: string; dbPath: string } {
+  const dir = path.resolve(stateDir ?? path.join(workspace, ".ledgerloop"));
+  return { stateDir: dir, dbPath: path.join(dir, "state.db") };
+}
+
+/** Validates settings and builds the runtime. The model is built before any file is touched. */
+export async function createRuntime(input: RunSettingsInput, overrides: RuntimeOverrides = {}): Promise<Runtime> {
+  const parsed = RunSettings.safeParse(input);
+  if (!parsed.success) {
+    const i = parsed.error.issues[0]!;
+    throw new ConfigError(`invalid setting ${i.path.join(".") || "(settings)"}: ${i.message}`);
+  }
+  const settings = parsed.data;
+  const workspace = resolveWorkspace(settings.workspace);
+  const redactor = createRedactor(secretValuesFromEnv());
+  const model = overrides.model ?? createModel(settings.model, { recordFile: overrides.recordRequestsFile });
+  const { stateDir, dbPath } = stateLocation(workspace, settings.stateDir);
+  const db = openStateDb(dbPath);
+  // Keep the state out of the user's own git history.
+  const gi = path.join(stateDir, ".gitignore");
+  if (!fs.existsSync(gi)) fs.writeFileSync(gi, "*\n");
+  const ledger = new SqliteLedger(db, { redactor });
+  const checkpointer = new RedactingSqliteSaver(db, redactor);
+  return {
+    settings: { ...settings, workspace, stateDir },
+    workspace,
+    stateDir,
+    dbPath,
+    db,
+    ledger,
+    checkpointer,
+    sandbox: overrides.sandbox ?? createLocalSandbox({ outputCapBytes: settings.outputCapBytes }),
+    model,
+    searcher: createLexicalSearcher(workspace),
+    redactor,
+    progress: overrides.progress,
+    async close() {
+      if (db.open) db.close();
+    },
+  };
+}

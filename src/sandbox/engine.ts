@@ -1,0 +1,106 @@
+import { diffSnapshots, statSnapshot } from "../workspace/files.js";
+import type { FileChanges, TestCounts } from "../state.js";
+import { classifyError } from "./error-class.js";
+import { capText } from "./output-cap.js";
+import type { ExecResult, ProcessInfo, Sandbox } from "./port.js";
+import { parseTestOutput } from "./test-results.js";
+
+export interface CommandFeedback {
+  command: string;
+  exec: ExecResult;
+  filesChanged: FileChanges;
+  tests: TestCounts | null;
+  errorClass: string | null;
+  /** The text the model reads. */
+  output: string;
+  ok: boolean;
+}
+
+export interface RunCommandOptions {
+  sandbox: Sandbox;
+  workspace: string;
+  command: string;
+  timeoutMs: number;
+  outputCapBytes: number;
+  signal?: AbortSignal;
+  onStart?: (p: ProcessInfo) => void | Promise<void>;
+  /** Treat the run as a test run: failing tests make it a failure even with exit code 0. */
+  expectTests?: boolean;
+}
+
+/**
+ * The one execution engine: runs a command through the sandbox and turns what happened into
+ * structured feedback (exit, output, files changed, parsed tests, error class). `run_command`,
+ * `run_tests` and `ledgerloop exec` all go through here.
+ */
+export async function runCommand(o: RunCommandOptions): Promise<CommandFeedback> {
+  const before = await statSnapshot(o.workspace);
+  const exec = await o.sandbox.exec({
+    command: o.command,
+    cwd: o.workspace,
+    timeoutMs: o.timeoutMs,
+    outputCapBytes: o.outputCapBytes,
+    signal: o.signal,
+    onStart: o.onStart,
+  });
+  const after = await statSnapshot(o.workspace);
+  const filesChanged = await diffSnapshots(o.workspace, before, after);
+  const tests = exec.denied ? null : parseTestOutput(`${exec.stdout}\n${exec.stderr}`);
+  const errorClass = classifyError({
+    exitCode: exec.exitCode,
+    signal: exec.signal,
+    stdout: exec.stdout,
+    stderr: exec.stderr,
+    timedOut: exec.timedOut,
+    limit: exec.limit ?? null,
+    denied: Boolean(exec.denied),
+    tests,
+  });
+  const testsFailed = Boolean(tests && tests.failed > 0);
+  const ok = errorClass === null && !(o.expectTests && testsFailed);
+  return {
+    command: o.command,
+    exec,
+    filesChanged,
+    tests,
+    errorClass: ok ? null : (errorClass ?? (testsFailed ? "test_failure" : "unknown")),
+    output: formatFeedback(o.command, exec, filesChanged, tests, o.outputCapBytes),
+    ok,
+  };
+}
+
+function formatFeedback(
+  command: string,
+  r: ExecResult,
+  files: FileChanges,
+  tests: TestCounts | null,
+  cap: number,
+): string {
+  const lines: string[] = [];
+  if (r.denied) {
+    lines.push(`command refused by policy (rule ${r.denied.rule}): ${r.denied.reason}`);
+    return lines.join("\n");
+  }
+  const how = r.timedOut
+    ? `timed out after ${r.durationMs} ms and was killed`
+    : r.limit
+      ? `stopped: ${r.limit} limit exceeded`
+      : r.signal
+        ? `killed by ${r.signal}`
+        : `exit code ${r.exitCode}`;
+  lines.push(`$ ${command}`, `${how} (${(r.durationMs / 1000).toFixed(2)} s, sandbox: ${r.isolation})`);
+  if (tests) {
+    const failing = tests.failedTests.length ? `; failing: ${tests.failedTests.slice(0, 10).join(", ")}` : "";
+    lines.push(`tests (${tests.framework}): ${tests.passed} passed, ${tests.failed} failed, ${tests.skipped} skipped${failing}`);
+  }
+  const changed = [
+    ...files.created.map((f) => `+${f}`),
+    ...files.modified.map((f) => `~${f}`),
+    ...files.deleted.map((f) => `-${f}`),
+  ];
+  if (changed.length) lines.push(`files changed: ${changed.slice(0, 30).join(" ")}${changed.length > 30 ? " …" : ""}`);
+  if (r.stdout.trim()) lines.push("--- stdout ---", capText(r.stdout.trimEnd(), cap));
+  if (r.stderr.trim()) lines.push("--- stderr ---", capText(r.stderr.trimEnd(), cap));
+  if (r.truncated) lines.push("(output was cut in the middle; re-run with a narrower command to see the rest)");
+  return lines.join("\n");
+}

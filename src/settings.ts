@@ -1,0 +1,21 @@
+import { z } from "zod";
+
+/** Run settings with their defaults; every field can come from flags, config or the graph context. */
+export const RunSettings = z
+  .object({
+    workspace: z.string().min(1),
+    /** Defaults to <workspace>/.ledgerloop */
+    stateDir: z.string().min(1).optional(),
+    model: z.string().min(1).default("scripted:"),
+    maxSteps: z.number().int().positive().max(100_000).default(50),
+    budgetTokens: z.number().int().min(1000).default(16_000),
+    recentTurns: z.number().int().min(1).max(100).default(6),
+    commandTimeoutMs: z.number().int().min(100).default(120_000),
+    testTimeoutMs: z.number().int().min(100).default(300_000),
+    outputCapBytes: z.number().int().min(1024).default(16 * 1024),
+    failureStreakLimit: z.number().int().positive().default(3),
+    summarizeThresholdTokens: z.number().int().positive().default(8_000),
+  })
+  .strict();
+export type RunSettings = z.infer<typeof RunSettings>;
+export type RunSettingsInput = z.input<typeof RunSettings>;

@@ -1,0 +1,271 @@
+import { z } from "zod";
+import { StateSchema } from "@langchain/langgraph";
+
+/** Version of the ledger event payload schemas; bump when a payload changes shape. */
+export const SCHEMA_VERSION = 1;
+
+export const SubtaskStatus = z.enum(["pending", "in_progress", "completed", "blocked"]);
+export type SubtaskStatus = z.infer<typeof SubtaskStatus>;
+
+export const Subtask = z.object({
+  id: z.string().min(1).max(64),
+  description: z.string().min(1).max(2000),
+  status: SubtaskStatus,
+  /** Ledger event that justified the last status change (a passing test run, a finish, a plan update). */
+  evidence: z.string().optional(),
+});
+export type Subtask = z.infer<typeof Subtask>;
+
+export const RunStatus = z.enum([
+  "running",
+  "finished",
+  "failed",
+  "script_exhausted",
+  "max_steps",
+  "interrupted",
+]);
+export type RunStatus = z.infer<typeof RunStatus>;
+
+export const ModelNode = z.enum(["plan", "decide", "reflect", "summarize"]);
+export type ModelNode = z.infer<typeof ModelNode>;
+
+/**
+ * The graph state. It is written in full at every superstep, so nothing in it may grow with the
+ * length of the run: history lives in the ledger, and the state keeps references and counters.
+ * The only arrays are the plan (bounded by the plan size) and this turn's pending action ids.
+ */
+export const TaskState = new StateSchema({
+  goal: z.string().default(""),
+  status: RunStatus.default("running"),
+  /** Number of decide turns taken so far. */
+  step: z.number().int().default(0),
+  subtasks: z.array(Subtask).default(() => []),
+  /** Id of the newest ledger event on this run's branch. */
+  ledgerHead: z.string().nullable().default(null),
+  /** `agent_action` event ids chosen by the last decide and not yet observed. */
+  pendingActions: z.array(z.string()).default(() => []),
+  /** `context_built` event the next decide reads its prompt from. */
+  contextId: z.string().nullable().default(null),
+  /** Consecutive steps whose actions all failed. */
+  failureStreak: z.number().int().default(0),
+  /** Set when the plan must be (re)made before the next context. */
+  needsPlan: z.boolean().default(true),
+  /** Estimated tokens of ledger history not yet folded into a summary. */
+  unsummarizedTokens: z.number().int().default(0),
+  /** Highest ledger seq covered by a summary on this branch. */
+  summarizedThroughSeq: z.number().int().default(0),
+  /** How many model turns each node has consumed; a scripted model replays by these indexes. */
+  modelTurns: z
+    .object({
+      plan: z.number().int(),
+      decide: z.number().int(),
+      reflect: z.number().int(),
+      summarize: z.number().int(),
+    })
+    .default(() => ({ plan: 0, decide: 0, reflect: 0, summarize: 0 })),
+  /** Why the last reflect ran, so observe does not reflect twice on the same streak. */
+  reflectedAtStep: z.number().int().default(-1),
+  /** Where observe routes next; computed there because it knows the run's thresholds. */
+  next: z.enum(["context", "plan", "reflect", "summarize"]).default("context"),
+  /** Workspace revision this state corresponds to (time travel). */
+  workspaceRev: z.string().nullable().default(null),
+});
+export type TaskStateValue = typeof TaskState.State;
+export type TaskStateUpdate = typeof TaskState.Update;
+
+/**
+ * Serializable run settings: they travel in the graph's context so that the LangGraph server can
+ * pass them too. Non-serializable dependencies (ledger, sandbox, model) are closed over instead.
+ */
+export const RunContext = z.object({
+  workspace: z.string().optional(),
+  stateDir: z.string().optional(),
+  model: z.string().optional(),
+  maxSteps: z.number().int().positive().optional(),
+  /** Prompt budget in tokens for the context node. */
+  budgetTokens: z.number().int().positive().optional(),
+  /** Consecutive failed steps that trigger a reflection. */
+  failureStreakLimit: z.number().int().positive().optional(),
+  /** Unsummarised history (tokens) that triggers the summarize node. */
+  summarizeThresholdTokens: z.number().int().positive().optional(),
+});
+export type RunContext = z.infer<typeof RunContext>;
+
+// ---------------------------------------------------------------------------------------------
+// Ledger events
+// ---------------------------------------------------------------------------------------------
+
+export const ToolCallRecord = z.object({
+  id: z.string(),
+  name: z.string(),
+  /** Parsed arguments when they were valid JSON, otherwise the raw text under `argsText`. */
+  args: z.unknown().optional(),
+  argsText: z.string().optional(),
+});
+export type ToolCallRecord = z.infer<typeof ToolCallRecord>;
+
+export const FileChanges = z.object({
+  created: z.array(z.string()),
+  modified: z.array(z.string()),
+  deleted: z.array(z.string()),
+});
+export type FileChanges = z.infer<typeof FileChanges>;
+
+export const TestCounts = z.object({
+  framework: z.string(),
+  passed: z.number().int(),
+  failed: z.number().int(),
+  skipped: z.number().int(),
+  failedTests: z.array(z.string()),
+});
+export type TestCounts = z.infer<typeof TestCounts>;
+
+export const TaskSpecPayload = z.object({
+  goal: z.string(),
+  subtasks: z.array(Subtask),
+  source: z.enum(["model", "deterministic", "user"]),
+  memories: z.array(z.string()).optional(),
+});
+export const PlanUpdatePayload = z.object({
+  subtasks: z.array(Subtask),
+  reason: z.string(),
+  evidence: z.string().optional(),
+});
+export const AgentActionPayload = z.object({
+  tool: z.string(),
+  args: z.unknown().optional(),
+  argsText: z.string().optional(),
+  callId: z.string(),
+  step: z.number().int(),
+  /** Stable per decision; a retried or resumed run finds the action by it instead of re-deciding. */
+  idempotencyKey: z.string(),
+  /** Safe to run again after a crash mid-run (reads, writes of known content). */
+  idempotent: z.boolean(),
+  /** Set when the call was rejected before running (unknown tool, bad JSON, schema failure). */
+  invalid: z.string().optional(),
+});
+/** Side effects on the run that a tool asks for; the runtime turns them into ledger events. */
+export const ActionEffect = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("decision"), text: z.string() }),
+  z.object({ kind: z.literal("plan"), subtasks: z.array(Subtask) }),
+  z.object({ kind: z.literal("finish"), summary: z.string() }),
+]);
+export type ActionEffect = z.infer<typeof ActionEffect>;
+
+export const FeedbackStatus = z.enum(["ok", "error", "rejected", "interrupted"]);
+export const EnvironmentFeedbackPayload = z.object({
+  tool: z.string(),
+  status: FeedbackStatus,
+  /** What the model is shown as the tool result (already capped). */
+  output: z.string(),
+  exitCode: z.number().int().nullable().optional(),
+  signal: z.string().nullable().optional(),
+  durationMs: z.number(),
+  stdout: z.string().optional(),
+  stderr: z.string().optional(),
+  truncated: z.boolean().optional(),
+  filesChanged: FileChanges.optional(),
+  tests: TestCounts.nullable().optional(),
+  errorClass: z.string().nullable().optional(),
+  sandbox: z.string().optional(),
+  command: z.string().optional(),
+  effects: z.array(ActionEffect).optional(),
+});
+export const WorkspaceSnapshotPayload = z.object({
+  kind: z.enum(["light", "deep"]),
+  fileCount: z.number().int().optional(),
+  changed: FileChanges,
+  tree: z.string().optional(),
+  revision: z.string().nullable().optional(),
+});
+export const DecisionPayload = z.object({ text: z.string(), step: z.number().int() });
+export const ContextItem = z.object({
+  section: z.string(),
+  source: z.string(),
+  tokens: z.number().int(),
+  score: z.number().optional(),
+  note: z.string().optional(),
+});
+export type ContextItem = z.infer<typeof ContextItem>;
+export const ContextBuiltPayload = z.object({
+  step: z.number().int(),
+  /** Blob holding the exact messages sent to the model. */
+  promptRef: z.string(),
+  tokens: z.number().int(),
+  budget: z.number().int(),
+  items: z.array(ContextItem),
+  omitted: z.array(ContextItem),
+});
+export const ModelCallPayload = z.object({
+  node: ModelNode,
+  turn: z.number().int(),
+  model: z.string(),
+  promptRef: z.string().optional(),
+  content: z.string(),
+  toolCalls: z.array(ToolCallRecord),
+  usage: z
+    .object({ inputTokens: z.number().int(), outputTokens: z.number().int() })
+    .partial()
+    .optional(),
+  durationMs: z.number().optional(),
+  /** True when the scripted model had no turn left for this node. */
+  exhausted: z.boolean().optional(),
+});
+export const ReflectionPayload = z.object({
+  trigger: z.enum(["subtask_completed", "failure_streak", "end_of_run"]),
+  lessons: z.array(z.string()),
+  source: z.enum(["model", "deterministic"]),
+  fromEvents: z.array(z.string()),
+});
+export const SummaryPayload = z.object({
+  fromSeq: z.number().int(),
+  toSeq: z.number().int(),
+  eventIds: z.array(z.string()),
+  text: z.string(),
+  tier: z.enum(["mid", "far"]),
+  source: z.enum(["model", "deterministic"]),
+});
+export const RunStatusPayload = z.object({
+  status: RunStatus,
+  steps: z.number().int(),
+  reason: z.string().optional(),
+});
+
+const ev = <T extends string, P extends z.ZodType>(type: T, payload: P) =>
+  z.object({ type: z.literal(type), payload });
+
+/** Every ledger event type with its payload schema. */
+export const EventBody = z.discriminatedUnion("type", [
+  ev("task_spec", TaskSpecPayload),
+  ev("plan_update", PlanUpdatePayload),
+  ev("agent_action", AgentActionPayload),
+  ev("environment_feedback", EnvironmentFeedbackPayload),
+  ev("workspace_snapshot", WorkspaceSnapshotPayload),
+  ev("decision", DecisionPayload),
+  ev("context_built", ContextBuiltPayload),
+  ev("model_call", ModelCallPayload),
+  ev("reflection", ReflectionPayload),
+  ev("summary", SummaryPayload),
+  ev("run_status", RunStatusPayload),
+]);
+export type EventBody = z.infer<typeof EventBody>;
+export type EventType = EventBody["type"];
+export const EVENT_TYPES = EventBody.options.map((o) => o.shape.type.value) as EventType[];
+
+export type PayloadOf<T extends EventType> = Extract<EventBody, { type: T }>["payload"];
+
+export const LedgerEventEnvelope = z.object({
+  id: z.string(),
+  threadId: z.string(),
+  parentId: z.string().nullable(),
+  seq: z.number().int(),
+  ts: z.string(),
+  checkpointId: z.string().nullable(),
+  causedBy: z.string().nullable(),
+  idempotencyKey: z.string().nullable(),
+  schemaVersion: z.number().int(),
+});
+
+/** A stored ledger event: envelope plus a typed body. */
+export type LedgerEvent<T extends EventType = EventType> = z.infer<typeof LedgerEventEnvelope> &
+  Extract<EventBody, { type: T }>;

@@ -1,0 +1,34 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, it, expect } from "vitest";
+import { SqliteLedger } from "../../src/ledger/sqlite-ledger.js";
+import { openStateDb } from "../../src/ledger/state-db.js";
+import { ledgerConformance } from "./conformance.js";
+
+ledgerConformance("sqlite", {
+  async create() {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ll-ledger-"));
+    const db = openStateDb(path.join(dir, "state.db"));
+    return {
+      ledger: new SqliteLedger(db),
+      async dispose() {
+        db.close();
+        fs.rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  },
+});
+
+describe("sqlite ledger specifics", () => {
+  it("cannot be updated or deleted behind its back", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ll-ledger-"));
+    const db = openStateDb(path.join(dir, "state.db"));
+    const ledger = new SqliteLedger(db);
+    const e = ledger.appendSync({ threadId: "t", parentId: null, type: "decision", payload: { text: "a", step: 0 } });
+    expect(() => db.prepare("UPDATE ll_events SET payload = '{}' WHERE id = ?").run(e.id)).toThrow(/append-only/);
+    expect(() => db.prepare("DELETE FROM ll_events").run()).toThrow(/append-only/);
+    db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+});

@@ -1,0 +1,22 @@
+import { z } from "zod";
+import { defineTool } from "./tool.js";
+
+export const FinishArgs = z
+  .object({
+    summary: z.string().min(1).max(4000).describe("What was done, how it was verified, and anything left open."),
+  })
+  .strict();
+export type FinishArgs = z.infer<typeof FinishArgs>;
+
+/** Ends the task. */
+export const finishTool = defineTool({
+  name: "finish",
+  description:
+    "Finish the task when the goal is met and verified (tests pass). The summary goes into the run's report. " +
+    "Do not call other tools in the same turn.",
+  schema: FinishArgs,
+  idempotent: true,
+  async run(args) {
+    return { status: "ok", output: "Task finished.", effects: [{ kind: "finish", summary: args.summary }] };
+  },
+});

@@ -1,0 +1,85 @@
+import { z } from "zod";
+import { editFileTool } from "./edit-file.js";
+import { finishTool } from "./finish.js";
+import { listFilesTool } from "./list-files.js";
+import { readFileTool } from "./read-file.js";
+import { recordDecisionTool } from "./record-decision.js";
+import { runCommandTool } from "./run-command.js";
+import { runTestsTool } from "./run-tests.js";
+import { searchCodeTool } from "./search-code.js";
+import type { ToolDefinition } from "./tool.js";
+import { updatePlanTool } from "./update-plan.js";
+import { writeFileTool } from "./write-file.js";
+
+export type { ToolContext, ToolDefinition, ToolResult, ToolEffect, CodeSearcher } from "./tool.js";
+
+/** Every tool the agent can call, by name. Names and arguments are a public contract. */
+export const TOOLS: readonly ToolDefinition[] = [
+  readFileTool,
+  writeFileTool,
+  editFileTool,
+  listFilesTool,
+  searchCodeTool,
+  runCommandTool,
+  runTestsTool,
+  updatePlanTool,
+  recordDecisionTool,
+  finishTool,
+] as ToolDefinition[];
+
+const BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));
+
+/** The tool of that name, or undefined. */
+export function getTool(name: string): ToolDefinition | undefined {
+  return BY_NAME.get(name);
+}
+
+/** A tool as the model sees it: name, description, JSON Schema of the arguments. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+/** Model-facing specs of the given tools (all by default). */
+export function toolSpecs(tools: readonly ToolDefinition[] = TOOLS): ToolSpec[] {
+  return tools.map((t) => {
+    const { $schema: _drop, ...parameters } = z.toJSONSchema(t.schema, { io: "input", unrepresentable: "any" }) as Record<
+      string,
+      unknown
+    >;
+    return { name: t.name, description: t.description, parameters };
+  });
+}
+
+export type ValidatedCall =
+  | { ok: true; tool: ToolDefinition; args: unknown }
+  | { ok: false; error: string };
+
+/** Checks a model's tool call: known tool, JSON arguments, schema. Never throws. */
+export function validateToolCall(name: string, args: unknown, argsText?: string): ValidatedCall {
+  const tool = BY_NAME.get(name);
+  if (!tool) {
+    return { ok: false, error: `Unknown tool "${name}". Available tools: ${TOOLS.map((t) => t.name).join(", ")}.` };
+  }
+  let value = args;
+  if (value === undefined && argsText !== undefined) {
+    try {
+      value = JSON.parse(argsText);
+    } catch (err) {
+      return {
+        ok: false,
+        error: `Arguments of ${name} are not valid JSON (${(err as Error).message}): ${argsText.slice(0, 200)}`,
+      };
+    }
+  }
+  const parsed = tool.schema.safeParse(value ?? {});
+  if (!parsed.success) {
+    const issues = parsed.error.issues
+      .slice(0, 5)
+      .map((i) => `${i.path.length ? i.path.join(".") : "(arguments)"}: ${i.message}`)
+      .join("; ");
+    return { ok: false, error: `Invalid arguments for ${name}: ${issues}.` };
+  }
+  return { ok: true, tool, args: parsed.data };
+}

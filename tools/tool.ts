@@ -1,0 +1,67 @@
+import { z } from "zod";
+import type { CodeSearcher } from "../src/retrieval/port.js";
+import type { ProcessInfo, Sandbox } from "../src/sandbox/port.js";
+import type { ActionEffect, FileChanges, TestCounts } from "../src/state.js";
+
+export type { CodeSearcher };
+
+/** What a tool may use. Built once per run by the runtime. */
+export interface ToolContext {
+  /** Absolute, realpath'd workspace root. */
+  workspace: string;
+  sandbox: Sandbox;
+  searcher: CodeSearcher;
+  commandTimeoutMs: number;
+  testTimeoutMs: number;
+  outputCapBytes: number;
+  signal?: AbortSignal;
+  /** Reports the process of a command as soon as it exists (crash recovery records it). */
+  onProcessStart?: (p: ProcessInfo) => void | Promise<void>;
+  /** The guard `prepare` returned on the first attempt, when this is a re-run after a crash. */
+  guard?: string | null;
+}
+
+export type ToolEffect = ActionEffect;
+
+/** The structured result of one tool call; failures the model can act on are results, not throws. */
+export interface ToolResult {
+  status: "ok" | "error";
+  /** What the model reads. */
+  output: string;
+  exitCode?: number | null;
+  signal?: string | null;
+  stdout?: string;
+  stderr?: string;
+  truncated?: boolean;
+  filesChanged?: FileChanges;
+  tests?: TestCounts | null;
+  errorClass?: string | null;
+  sandbox?: string;
+  command?: string;
+  effects?: ToolEffect[];
+}
+
+export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
+  name: string;
+  /** Model-facing: what the tool does, when to use it, and what it returns. */
+  description: string;
+  schema: S;
+  /**
+   * Safe to run again after a crash interrupted it. Non-idempotent tools that were interrupted are
+   * reported as such to the model and not re-run.
+   */
+  idempotent: boolean;
+  /** Taken before the first attempt and handed back on a re-run (see edit_file). */
+  prepare?(args: z.infer<S>, ctx: ToolContext): Promise<string | null>;
+  run(args: z.infer<S>, ctx: ToolContext): Promise<ToolResult>;
+}
+
+/** Identity helper that keeps the schema's type on `run`. */
+export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): ToolDefinition<S> {
+  return def;
+}
+
+/** A recoverable failure, returned to the model. */
+export function toolError(output: string, errorClass: string | null = null): ToolResult {
+  return { status: "error", output, errorClass };
+}
