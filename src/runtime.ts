@@ -5,6 +5,7 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import type { Checkpoint, CheckpointMetadata, PendingWrite } from "@langchain/langgraph-checkpoint";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { ConfigError } from "./errors.js";
+import { failpoint } from "./failpoints.js";
 import type { Ledger } from "./ledger/port.js";
 import { SqliteLedger } from "./ledger/sqlite-ledger.js";
 import { openStateDb } from "./ledger/state-db.js";
@@ -63,7 +64,9 @@ export class RedactingSqliteSaver extends SqliteSaver {
   }
 
   override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata): Promise<RunnableConfig> {
-    return super.put(config, this.redactor.redactDeep(checkpoint), this.redactor.redactDeep(metadata));
+    const saved = await super.put(config, this.redactor.redactDeep(checkpoint), this.redactor.redactDeep(metadata));
+    failpoint("checkpoint-put");
+    return saved;
   }
 
   override async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {

@@ -2,6 +2,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type Database from "better-sqlite3";
 import { LedgerError } from "../errors.js";
+import { failpoint } from "../failpoints.js";
 import { defaultRedactor, type Redactor } from "../secrets.js";
 import { EventBody, SCHEMA_VERSION, type EventType, type LedgerEvent } from "../state.js";
 import type { ActionStart, AppendEvent, Ledger, ListQuery, ThreadInfo } from "./port.js";
@@ -222,7 +223,9 @@ export class SqliteLedger implements Ledger {
       }
       return toEvent(row) as LedgerEvent<T>;
     });
-    return run.immediate();
+    const stored = run.immediate();
+    failpoint("ledger-append");
+    return stored;
   }
 
   async get(id: string): Promise<LedgerEvent | null> {

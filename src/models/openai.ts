@@ -1,6 +1,7 @@
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { ChatOpenAI } from "@langchain/openai";
 import { ModelError, errorMessage } from "../errors.js";
+import { REDACTED } from "../secrets.js";
 import type { ToolCallRecord } from "../state.js";
 import type { ChatMessage, ChatModel, ModelRequest, ModelResponse } from "./port.js";
 
@@ -38,6 +39,24 @@ function toLangChain(messages: ChatMessage[]): BaseMessage[] {
   });
 }
 
+/**
+ * Where each call id stands in the provider's raw list. LangChain splits parsed and unparsable calls
+ * into two arrays; the model's order (e.g. edit, then run the tests) must survive a malformed call.
+ */
+function rawCallOrder(msg: AIMessage): Map<string, number> {
+  const order = new Map<string, number>();
+  const raw = (msg.additional_kwargs as { tool_calls?: Array<{ id?: string } | undefined> } | undefined)?.tool_calls ?? [];
+  raw.forEach((c, i) => {
+    if (c?.id && !order.has(c.id)) order.set(c.id, i);
+  });
+  // A streamed answer carries its calls as chunks with the provider's index.
+  const chunks = (msg as { tool_call_chunks?: Array<{ id?: string; index?: number }> }).tool_call_chunks ?? [];
+  chunks.forEach((c, i) => {
+    if (c.id && !order.has(c.id)) order.set(c.id, c.index ?? i);
+  });
+  return order;
+}
+
 function textOf(content: unknown): string {
   if (typeof content === "string") return content;
   if (Array.isArray(content)) {
@@ -54,9 +73,11 @@ export class OpenAIChatModel implements ChatModel {
   readonly name: string;
   private readonly client: ChatOpenAI;
   private readonly baseURL: string;
+  private readonly apiKey: string | undefined;
 
   constructor(opts: OpenAIModelOptions) {
     this.name = `openai:${opts.model}`;
+    this.apiKey = opts.apiKey;
     this.baseURL = opts.baseURL ?? "https://api.openai.com/v1";
     this.client = new ChatOpenAI({
       model: opts.model,
@@ -79,28 +100,40 @@ export class OpenAIChatModel implements ChatModel {
     try {
       msg = (await bound.invoke(toLangChain(req.messages), { signal: req.signal })) as AIMessage;
     } catch (err) {
-      const text = errorMessage(err);
+      const raw = errorMessage(err);
       const unreachable = /ECONNREFUSED|ENOTFOUND|fetch failed|Connection error|ETIMEDOUT|EAI_AGAIN|socket hang up/i.test(
-        text + String((err as { cause?: unknown })?.cause ?? ""),
+        raw + String((err as { cause?: unknown })?.cause ?? ""),
       );
+      // Some servers echo the key they rejected; LangChain appends a multi-line troubleshooting note.
+      const text = this.redact(raw).replace(/\s*\n\s*/g, " ").trim();
+      const leaks = raw !== this.redact(raw);
       throw new ModelError(
         unreachable ? "MODEL_UNREACHABLE" : "MODEL_BAD_RESPONSE",
         unreachable
           ? `model endpoint ${this.baseURL} is unreachable (${text}); check OPENAI_BASE_URL and that the server is running`
           : `model ${this.name} at ${this.baseURL} failed: ${text}`,
-        { cause: err },
+        // The original error would carry the echoed key into logs that print causes.
+        { cause: leaks ? undefined : err },
       );
     }
-    const calls: ToolCallRecord[] = [];
-    for (const c of msg.tool_calls ?? []) calls.push({ id: c.id ?? `call_${calls.length}`, name: c.name, args: c.args });
-    for (const c of msg.invalid_tool_calls ?? []) {
-      calls.push({ id: c.id ?? `call_${calls.length}`, name: c.name ?? "", argsText: c.args ?? "" });
-    }
+    const order = rawCallOrder(msg);
+    const found: Array<{ pos: number; call: ToolCallRecord }> = [];
+    const at = (id: string | undefined) => (id !== undefined ? order.get(id) : undefined) ?? Number.MAX_SAFE_INTEGER;
+    for (const c of msg.tool_calls ?? []) found.push({ pos: at(c.id), call: { id: c.id ?? "", name: c.name, args: c.args } });
+    for (const c of msg.invalid_tool_calls ?? []) found.push({ pos: at(c.id), call: { id: c.id ?? "", name: c.name ?? "", argsText: c.args ?? "" } });
+    // Stable: calls without a known position keep LangChain's order after the placed ones.
+    found.sort((a, b) => a.pos - b.pos);
+    const calls = found.map(({ call }, i) => (call.id ? call : { ...call, id: `call_${i}` }));
     const usage = msg.usage_metadata;
     return {
       content: textOf(msg.content),
       toolCalls: calls,
       usage: usage ? { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens } : undefined,
     };
+  }
+
+  /** The text without the API key (too short a key would blank out ordinary text, so it is left). */
+  private redact(text: string): string {
+    return this.apiKey && this.apiKey.length >= 6 ? text.split(this.apiKey).join(REDACTED) : text;
   }
 }

@@ -1,0 +1,121 @@
+import fs from "node:fs";
+import path from "node:path";
+import { once } from "node:events";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cli, cliSpawn, jsonLines } from "../helpers/cli.js";
+import { DEMO_TRAJECTORY, DEMO_WORKSPACE, cleanupTemp, readTree, tempWorkspace } from "../helpers/workspace.js";
+
+type Ev = { id: string; seq: number; type: string; parentId: string | null; causedBy: string | null; payload: unknown };
+
+const VOLATILE = new Set(["durationMs", "promptRef", "idempotencyKey", "usage", "items", "omitted", "tokens", "ts", "startedAt"]);
+
+/** A ledger with ids, times and durations taken out, so two runs of the same script compare equal. */
+function normalize(events: Ev[], ws: string): unknown[] {
+  const seqOf = new Map(events.map((e) => [e.id, e.seq]));
+  const scrub = (v: unknown): unknown => {
+    if (typeof v === "string") {
+      if (seqOf.has(v)) return `#${seqOf.get(v)}`;
+      return v
+        .split(ws)
+        .join("WS")
+        .replace(/\(\d+\.\d\d s, sandbox/g, "(T s, sandbox")
+        .replace(/duration_ms:? [\d.]+/g, "duration_ms T")
+        .replace(/\d{4}-\d\d-\d\dT[\d:.]+Z/g, "TS");
+    }
+    if (Array.isArray(v)) return v.map(scrub);
+    if (v && typeof v === "object") {
+      return Object.fromEntries(Object.entries(v).filter(([k]) => !VOLATILE.has(k)).map(([k, x]) => [k, scrub(x)]));
+    }
+    return v;
+  };
+  return events.map((e) => ({
+    seq: e.seq,
+    type: e.type,
+    parent: e.parentId ? seqOf.get(e.parentId) : null,
+    causedBy: e.causedBy ? seqOf.get(e.causedBy) : null,
+    payload: scrub(e.payload),
+  }));
+}
+
+function ledgerOf(ws: string, thread: string): Ev[] {
+  const r = cli(["ledger", thread, "-w", ws, "--json"]);
+  expect(r.code, r.stderr).toBe(0);
+  return jsonLines<Ev>(r.stdout);
+}
+
+const MODEL = `scripted:${DEMO_TRAJECTORY}`;
+const TASK = "demo task";
+let baseline: { ledger: unknown[]; tree: Record<string, string> };
+
+beforeAll(() => {
+  const ws = tempWorkspace(DEMO_WORKSPACE);
+  const r = cli(["run", TASK, "-w", ws, "--model", MODEL, "--thread", "T", "--json", "-q"]);
+  expect(r.code, r.stderr).toBe(0);
+  expect(JSON.parse(r.stdout)).toMatchObject({ thread: "T", status: "finished", steps: 10 });
+  baseline = { ledger: normalize(ledgerOf(ws, "T"), ws), tree: readTree(ws) };
+});
+afterAll(() => cleanupTemp());
+
+describe("a run killed with SIGKILL resumes to the same workspace and the same ledger", () => {
+  // Points spread over the run: mid-plan, between a model answer and its actions, between an action
+  // and its feedback, right after feedback of the failing test run, between a node's ledger writes
+  // and its checkpoint, and late in the run.
+  const points = ["ledger-append:1", "ledger-append:5", "ledger-append:32", "ledger-append:33", "ledger-append:36", "checkpoint-put:9", "checkpoint-put:30", "ledger-append:51"];
+  it.each(points)("killed at %s", (point) => {
+    const ws = tempWorkspace(DEMO_WORKSPACE);
+    const killed = cli(["run", TASK, "-w", ws, "--model", MODEL, "--thread", "T", "--json", "-q"], {
+      env: { LEDGERLOOP_FAILPOINT: point },
+    });
+    expect(killed.signal).toBe("SIGKILL");
+    expect(killed.stdout).toBe("");
+    const resumed = cli(["resume", "T", "-w", ws, "--json", "-q"]);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ thread: "T", status: "finished", steps: 10 });
+    expect(normalize(ledgerOf(ws, "T"), ws)).toEqual(baseline.ledger);
+    expect(readTree(ws)).toEqual(baseline.tree);
+  });
+});
+
+describe("a run killed in the middle of a slow command", () => {
+  it("does not run the command again, reports it interrupted to the model, and stops its leftover process", async () => {
+    const ws = tempWorkspace(undefined, { "README.md": "x\n" });
+    const traj = path.join(ws, "..", `traj-${path.basename(ws)}.json`);
+    fs.writeFileSync(
+      traj,
+      JSON.stringify({
+        decide: [
+          { tool_calls: [{ name: "run_command", args: { command: "echo started >> started.log; sleep 4; echo done >> done.log" } }] },
+          { tool_calls: [{ name: "finish", args: { summary: "stop" } }] },
+        ],
+      }),
+    );
+    const requests = path.join(ws, "..", `req-${path.basename(ws)}.jsonl`);
+    try {
+      const child = cliSpawn(["run", "slow", "-w", ws, "--model", `scripted:${traj}`, "--thread", "S", "--json", "-q"]);
+      const t0 = Date.now();
+      while (!fs.existsSync(path.join(ws, "started.log"))) {
+        if (Date.now() - t0 > 20_000) throw new Error("the command never started");
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      child.kill("SIGKILL");
+      await once(child, "exit");
+      const resumed = cli(["resume", "S", "-w", ws, "--json", "-q"], { env: { LEDGERLOOP_RECORD_REQUESTS: requests } });
+      expect(resumed.code, resumed.stderr).toBe(0);
+      expect(JSON.parse(resumed.stdout)).toMatchObject({ status: "finished" });
+      // Past the time the orphaned command would have finished: it was stopped, and never re-run.
+      await new Promise((r) => setTimeout(r, Math.max(0, t0 + 5_000 - Date.now())));
+      expect(fs.readFileSync(path.join(ws, "started.log"), "utf8")).toBe("started\n");
+      expect(fs.existsSync(path.join(ws, "done.log"))).toBe(false);
+      const fb = ledgerOf(ws, "S").filter((e) => e.type === "environment_feedback");
+      expect(fb[0]!.payload).toMatchObject({ tool: "run_command", status: "interrupted" });
+      expect(String((fb[0]!.payload as { output: string }).output)).toMatch(/A leftover process of it was stopped/);
+      // The model's next prompt tells it what happened.
+      const sent = jsonLines<{ node: string; turn: number; messages: Array<{ content: string }> }>(fs.readFileSync(requests, "utf8"));
+      const next = sent.find((r) => r.node === "decide" && r.turn === 1)!;
+      expect(next.messages.map((m) => m.content).join("\n")).toMatch(/was interrupted.*NOT run again/s);
+    } finally {
+      fs.rmSync(traj, { force: true });
+      fs.rmSync(requests, { force: true });
+    }
+  });
+});

@@ -1,0 +1,45 @@
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import { REPO } from "./workspace.js";
+
+export const BIN = path.join(REPO, "bin/ledgerloop.js");
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Environment for CLI children: no inherited failpoints or models unless given. */
+function childEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
+  const base = { ...process.env };
+  delete base.LEDGERLOOP_FAILPOINT;
+  delete base.LEDGERLOOP_MODEL;
+  delete base.LEDGERLOOP_RECORD_REQUESTS;
+  return { ...base, ...env };
+}
+
+/** Runs `ledgerloop <args>` as a real child process and waits for it. */
+export function cli(args: string[], opts: { cwd?: string; env?: Record<string, string | undefined>; timeoutMs?: number } = {}): CliResult {
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    cwd: opts.cwd ?? REPO,
+    env: childEnv(opts.env ?? {}),
+    encoding: "utf8",
+    timeout: opts.timeoutMs ?? 60_000,
+  });
+  return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Starts `ledgerloop <args>` without waiting. */
+export function cliSpawn(args: string[], opts: { cwd?: string; env?: Record<string, string | undefined> } = {}): ChildProcess {
+  return spawn(process.execPath, [BIN, ...args], { cwd: opts.cwd ?? REPO, env: childEnv(opts.env ?? {}), stdio: ["ignore", "pipe", "pipe"] });
+}
+
+/** Parses the lines of a --json listing. */
+export function jsonLines<T = Record<string, unknown>>(stdout: string): T[] {
+  return stdout
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as T);
+}
