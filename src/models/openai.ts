@@ -39,22 +39,32 @@ function toLangChain(messages: ChatMessage[]): BaseMessage[] {
   });
 }
 
+type RawToolCall = { id?: string; function?: { name?: string; arguments?: string } };
+
+/** Parsed arguments only when the text is complete JSON; anything else stays raw for the model to see. */
+function toRecord(id: string, name: string, text: string): ToolCallRecord {
+  try {
+    return { id, name, args: JSON.parse(text) as unknown };
+  } catch {
+    return { id, name, argsText: text };
+  }
+}
+
 /**
- * Where each call id stands in the provider's raw list. LangChain splits parsed and unparsable calls
- * into two arrays; the model's order (e.g. edit, then run the tests) must survive a malformed call.
+ * The tool calls in the order the model made them. The provider's raw list is the source of truth:
+ * LangChain puts unparsable calls into a separate list (losing the order, e.g. edit then run the
+ * tests), and on a streamed answer it parses arguments leniently, so a truncated `{"content":"par`
+ * would pass as a valid call with half its content.
  */
-function rawCallOrder(msg: AIMessage): Map<string, number> {
-  const order = new Map<string, number>();
-  const raw = (msg.additional_kwargs as { tool_calls?: Array<{ id?: string } | undefined> } | undefined)?.tool_calls ?? [];
-  raw.forEach((c, i) => {
-    if (c?.id && !order.has(c.id)) order.set(c.id, i);
-  });
-  // A streamed answer carries its calls as chunks with the provider's index.
-  const chunks = (msg as { tool_call_chunks?: Array<{ id?: string; index?: number }> }).tool_call_chunks ?? [];
-  chunks.forEach((c, i) => {
-    if (c.id && !order.has(c.id)) order.set(c.id, c.index ?? i);
-  });
-  return order;
+function toolCallsOf(msg: AIMessage): ToolCallRecord[] {
+  const raw = (msg.additional_kwargs as { tool_calls?: Array<RawToolCall | undefined> } | undefined)?.tool_calls;
+  if (Array.isArray(raw) && raw.length > 0) {
+    return raw.map((c, i) => toRecord(c?.id || `call_${i}`, c?.function?.name ?? "", c?.function?.arguments ?? ""));
+  }
+  const calls: ToolCallRecord[] = [];
+  for (const c of msg.tool_calls ?? []) calls.push({ id: c.id || `call_${calls.length}`, name: c.name, args: c.args });
+  for (const c of msg.invalid_tool_calls ?? []) calls.push({ id: c.id || `call_${calls.length}`, name: c.name ?? "", argsText: c.args ?? "" });
+  return calls;
 }
 
 function textOf(content: unknown): string {
@@ -116,14 +126,7 @@ export class OpenAIChatModel implements ChatModel {
         { cause: leaks ? undefined : err },
       );
     }
-    const order = rawCallOrder(msg);
-    const found: Array<{ pos: number; call: ToolCallRecord }> = [];
-    const at = (id: string | undefined) => (id !== undefined ? order.get(id) : undefined) ?? Number.MAX_SAFE_INTEGER;
-    for (const c of msg.tool_calls ?? []) found.push({ pos: at(c.id), call: { id: c.id ?? "", name: c.name, args: c.args } });
-    for (const c of msg.invalid_tool_calls ?? []) found.push({ pos: at(c.id), call: { id: c.id ?? "", name: c.name ?? "", argsText: c.args ?? "" } });
-    // Stable: calls without a known position keep LangChain's order after the placed ones.
-    found.sort((a, b) => a.pos - b.pos);
-    const calls = found.map(({ call }, i) => (call.id ? call : { ...call, id: `call_${i}` }));
+    const calls = toolCallsOf(msg);
     const usage = msg.usage_metadata;
     return {
       content: textOf(msg.content),

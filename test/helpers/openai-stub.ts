@@ -1,0 +1,215 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** One tool call the stub answers with; `arguments` is sent verbatim, so it may be malformed JSON. */
+export interface StubToolCall {
+  name: string;
+  arguments: string;
+  id?: string;
+}
+
+/** A scripted successful completion. */
+export interface StubCompletion {
+  content?: string | null;
+  tool_calls?: StubToolCall[];
+  usage?: { prompt_tokens: number; completion_tokens: number };
+  /** Wait this long before answering (to test timeouts and aborts). */
+  delayMs?: number;
+}
+
+/** A scripted HTTP failure; the body is shaped like an OpenAI error. */
+export interface StubFailure {
+  status: number;
+  message?: string;
+  delayMs?: number;
+}
+
+export type StubReply = StubCompletion | StubFailure;
+
+/** The JSON body of a chat completion request, loosely typed: tests assert on what was sent. */
+export interface StubRequestBody {
+  model: string;
+  messages: Array<Record<string, unknown> & { role: string }>;
+  tools?: Array<{ type: string; function: { name: string; description?: string; parameters?: unknown } }>;
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean };
+  [key: string]: unknown;
+}
+
+export interface OpenAIStub {
+  /** Base URL ending in `/v1`, for OPENAI_BASE_URL. */
+  url: string;
+  /** Every chat completion request body, parsed, in arrival order (also the failed ones). */
+  requests: StubRequestBody[];
+  /** The headers of each request, parallel to `requests`. */
+  headers: http.IncomingHttpHeaders[];
+  /** Queues replies; each request consumes one, in order. */
+  enqueue(...replies: StubReply[]): void;
+  /** Replies queued but not consumed yet. */
+  pending(): number;
+  close(): Promise<void>;
+}
+
+const DEFAULT_USAGE = { prompt_tokens: 11, completion_tokens: 7 };
+
+function isFailure(r: StubReply): r is StubFailure {
+  return typeof (r as StubFailure).status === "number";
+}
+
+function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function errorBody(message: string, type = "invalid_request_error", code: string | null = null) {
+  return { error: { message, type, param: null, code } };
+}
+
+function usageOf(r: StubCompletion) {
+  const u = r.usage ?? DEFAULT_USAGE;
+  return { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.prompt_tokens + u.completion_tokens };
+}
+
+function toolCallsOf(r: StubCompletion, n: number) {
+  return (r.tool_calls ?? []).map((c, i) => ({
+    id: c.id ?? `call_stub_${n}_${i}`,
+    type: "function" as const,
+    function: { name: c.name, arguments: c.arguments },
+  }));
+}
+
+function completion(r: StubCompletion, model: string, n: number) {
+  const toolCalls = toolCallsOf(r, n);
+  return {
+    id: `chatcmpl-stub-${n}`,
+    object: "chat.completion",
+    created: Math.floor(Date.now() / 1000),
+    model,
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: "assistant",
+          content: r.content ?? null,
+          ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+          refusal: null,
+        },
+        logprobs: null,
+        finish_reason: toolCalls.length ? "tool_calls" : "stop",
+      },
+    ],
+    usage: usageOf(r),
+  };
+}
+
+/** The same answer as server-sent chunks, split the way real servers split them. */
+function chunks(r: StubCompletion, body: StubRequestBody, n: number): unknown[] {
+  const base = { id: `chatcmpl-stub-${n}`, object: "chat.completion.chunk", created: Math.floor(Date.now() / 1000), model: body.model };
+  const choice = (delta: Record<string, unknown>, finish: string | null = null) => ({
+    ...base,
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+  });
+  const out: unknown[] = [choice({ role: "assistant", content: "" })];
+  const content = r.content ?? "";
+  for (let i = 0; i < content.length; i += 8) out.push(choice({ content: content.slice(i, i + 8) }));
+  toolCallsOf(r, n).forEach((c, index) => {
+    out.push(choice({ tool_calls: [{ index, id: c.id, type: "function", function: { name: c.function.name, arguments: "" } }] }));
+    const args = c.function.arguments;
+    for (let i = 0; i < args.length; i += 8) out.push(choice({ tool_calls: [{ index, function: { arguments: args.slice(i, i + 8) } }] }));
+  });
+  out.push(choice({}, r.tool_calls?.length ? "tool_calls" : "stop"));
+  if (body.stream_options?.include_usage) out.push({ ...base, choices: [], usage: usageOf(r) });
+  return out;
+}
+
+/**
+ * A real HTTP server speaking enough of the OpenAI Chat Completions API for ChatOpenAI, answering
+ * from a queue of scripted replies. An empty queue answers 400 (not retried) so a test fails fast.
+ */
+export async function startOpenAIStub(): Promise<OpenAIStub> {
+  const queue: StubReply[] = [];
+  const requests: StubRequestBody[] = [];
+  const headers: http.IncomingHttpHeaders[] = [];
+  let served = 0;
+
+  const server = http.createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on("data", (c: Buffer) => parts.push(c));
+    req.on("end", () => {
+      void handle(req, res, Buffer.concat(parts).toString("utf8")).catch((err: unknown) => {
+        if (!res.headersSent) sendJson(res, 500, errorBody(`openai-stub crashed: ${String(err)}`, "server_error"));
+        else res.destroy();
+      });
+    });
+  });
+
+  async function handle(req: http.IncomingMessage, res: http.ServerResponse, raw: string): Promise<void> {
+    const path = (req.url ?? "/").split("?")[0];
+    if (path !== "/v1/chat/completions") {
+      sendJson(res, 404, errorBody(`openai-stub: no route ${req.method} ${path}`, "invalid_request_error", "not_found"));
+      return;
+    }
+    if (req.method !== "POST") {
+      sendJson(res, 405, errorBody(`openai-stub: ${req.method} not allowed`));
+      return;
+    }
+    let body: StubRequestBody;
+    try {
+      body = JSON.parse(raw) as StubRequestBody;
+    } catch {
+      sendJson(res, 400, errorBody("openai-stub: request body is not JSON"));
+      return;
+    }
+    requests.push(body);
+    headers.push(req.headers);
+    const reply = queue.shift();
+    const n = served++;
+    if (!reply) {
+      sendJson(res, 400, errorBody(`openai-stub: no scripted reply left for request #${n}`));
+      return;
+    }
+    if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
+    if (res.destroyed || req.socket.destroyed) return;
+    if (isFailure(reply)) {
+      sendJson(res, reply.status, errorBody(reply.message ?? `openai-stub: scripted HTTP ${reply.status}`, reply.status >= 500 ? "server_error" : "invalid_request_error"));
+      return;
+    }
+    if (body.stream) {
+      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+      for (const c of chunks(reply, body, n)) res.write(`data: ${JSON.stringify(c)}\n\n`);
+      res.end("data: [DONE]\n\n");
+      return;
+    }
+    sendJson(res, 200, completion(reply, body.model, n));
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    headers,
+    enqueue: (...replies) => void queue.push(...replies),
+    pending: () => queue.length,
+    close: () =>
+      new Promise<void>((resolve) => {
+        // The client keeps connections alive; without this close() waits for them to time out.
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** A base URL on 127.0.0.1 where nothing listens (a port just released by the OS). */
+export async function deadBaseURL(): Promise<string> {
+  const server = http.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `http://127.0.0.1:${port}/v1`;
+}
