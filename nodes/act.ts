@@ -91,11 +91,10 @@ export function createActNode(deps: NodeDeps): NodeFn {
       const action = (await rt.ledger.get(id)) as LedgerEvent<"agent_action"> | null;
       if (!action || action.type !== "agent_action") throw new Error(`pending action ${id} is not in the ledger`);
       const { event: fb, reused } = await w.once(`feedback/${id}`, "environment_feedback", () => execute(rt, action, config.signal), id);
+      // Decisions are recorded here, with the action; plan changes need evidence and are judged by observe.
       for (const [j, effect] of (fb.payload.effects ?? []).entries()) {
         if (effect.kind === "decision") {
           await w.append(`effect/${id}/${j}`, "decision", { text: effect.text, step: action.payload.step }, id);
-        } else if (effect.kind === "plan") {
-          await w.append(`effect/${id}/${j}`, "plan_update", { subtasks: effect.subtasks, reason: "update_plan", evidence: fb.id }, id);
         }
       }
       const p = fb.payload;

@@ -15,6 +15,10 @@ export function createContextNode(deps: NodeDeps): NodeFn {
         budgetTokens: rt.settings.budgetTokens,
         recentTurns: rt.settings.recentTurns,
         tools: toolSpecs(),
+        counter: rt.counter,
+        workspace: rt.workspace,
+        searcher: rt.searcher,
+        store: (config.store as typeof rt.store | undefined) ?? rt.store,
       });
       const promptRef = await rt.ledger.putBlob(JSON.stringify(built.messages));
       return {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { recallLessons } from "../src/memory/lessons.js";
 import type { ChatMessage } from "../src/models/port.js";
 import { walkFiles } from "../src/workspace/files.js";
 import { Subtask } from "../src/state.js";
@@ -54,6 +55,8 @@ export function createPlanNode(deps: NodeDeps): NodeFn {
     const w = branchWriter(rt, state, config, "plan");
     const first = state.subtasks.length === 0;
     const { files } = await walkFiles(rt.workspace, { limit: 200 });
+    const store = (config.store as typeof rt.store | undefined) ?? rt.store;
+    const memories = await recallLessons(store, state.goal, 8);
     const messages: ChatMessage[] = [
       { role: "system", content: PLAN_PROMPT },
       {
@@ -61,6 +64,7 @@ export function createPlanNode(deps: NodeDeps): NodeFn {
         content: [
           `# Goal\n${state.goal}`,
           first ? "" : `# Current plan\n${state.subtasks.map((s) => `- ${s.id} (${s.status}): ${s.description}`).join("\n")}\nSome subtasks are blocked: replan them.`,
+          memories.length ? `# Lessons from earlier runs in this workspace\n${memories.map((m) => `- ${m.text}`).join("\n")}` : "",
           `# Workspace files (first ${files.length})\n${files.join("\n")}`,
         ]
           .filter(Boolean)
@@ -81,7 +85,7 @@ export function createPlanNode(deps: NodeDeps): NodeFn {
     }
     const subtasks = proposed;
     if (first) {
-      await w.append("spec", "task_spec", { goal: state.goal, subtasks, source });
+      await w.append("spec", "task_spec", { goal: state.goal, subtasks, source, memories: memories.map((m) => m.text) });
     } else {
       await w.append("plan", "plan_update", { subtasks, reason: `replan (${source})` });
     }

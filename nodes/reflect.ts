@@ -1,7 +1,8 @@
+import { rememberLessons } from "../src/memory/lessons.js";
 import type { ChatMessage } from "../src/models/port.js";
 import type { LedgerEvent, PayloadOf } from "../src/state.js";
 import { describeAction } from "../src/context/builder.js";
-import { branchWriter, callModel, type NodeDeps, type NodeFn } from "./deps.js";
+import { branchWriter, callModel, threadIdOf, type NodeDeps, type NodeFn } from "./deps.js";
 
 const REFLECT_PROMPT = `You review what just happened in a coding task and write short lessons for later tasks in the
 same workspace: what worked, what failed and why, and project facts (test command, conventions).
@@ -48,15 +49,19 @@ export function deterministicLessons(events: LedgerEvent[]): { lessons: string[]
 }
 
 /**
- * Writes a `reflection` (model lessons, or deterministic ones from the ledger) at the end of a run
- * or after a failure streak; at the end it also records the run's final `run_status`.
+ * Writes a `reflection` (model lessons, or deterministic ones from the ledger) when a subtask is
+ * completed, after a failure streak and at the end of a run, and stores its lessons in long-term
+ * memory (deduplicated, with the events they came from) for later runs in the same workspace. At
+ * the end it also records the run's final `run_status`.
  */
 export function createReflectNode(deps: NodeDeps): NodeFn {
   return async (state, config) => {
     const rt = await deps.resolve(config);
     const w = branchWriter(rt, state, config, "reflect");
     const terminal = state.status !== "running";
-    const trigger: PayloadOf<"reflection">["trigger"] = terminal ? "end_of_run" : state.failureStreak > 0 ? "failure_streak" : "subtask_completed";
+    const trigger: PayloadOf<"reflection">["trigger"] = terminal
+      ? "end_of_run"
+      : (state.reflectTrigger ?? (state.failureStreak > 0 ? "failure_streak" : "subtask_completed"));
     const recent = await rt.ledger.branch(state.ledgerHead, { last: 400 });
     const derived = deterministicLessons(recent);
     const messages: ChatMessage[] = [
@@ -75,11 +80,19 @@ export function createReflectNode(deps: NodeDeps): NodeFn {
           .filter(Boolean)
       : [];
     const lessons = modelLessons.length ? modelLessons.slice(0, 12) : derived.lessons;
-    await w.append("reflection", "reflection", {
+    const reflection = await w.append("reflection", "reflection", {
       trigger,
       lessons,
       source: modelLessons.length ? "model" : "deterministic",
       fromEvents: derived.from,
+    });
+    const store = (config.store as typeof rt.store | undefined) ?? rt.store;
+    // Lessons pass the same redaction as the ledger event they were stored in.
+    await rememberLessons(store, reflection.payload.lessons, {
+      threadId: threadIdOf(config),
+      trigger,
+      eventIds: [reflection.id, ...derived.from].slice(0, 20),
+      at: reflection.ts,
     });
     if (terminal) {
       await w.append("status", "run_status", { status: state.status, steps: state.step });
@@ -88,6 +101,7 @@ export function createReflectNode(deps: NodeDeps): NodeFn {
     return {
       ledgerHead: w.head,
       reflectedAtStep: state.step,
+      reflectTrigger: null,
       modelTurns: event ? { ...state.modelTurns, reflect: turn + 1 } : state.modelTurns,
     };
   };

@@ -9,6 +9,8 @@ import { failpoint } from "./failpoints.js";
 import type { Ledger } from "./ledger/port.js";
 import { SqliteLedger } from "./ledger/sqlite-ledger.js";
 import { openStateDb } from "./ledger/state-db.js";
+import { budgetFor, tokenCounterFor, type ModelProfile, type TokenCounter } from "./context/tokens.js";
+import { SqliteStore } from "./memory/sqlite-store.js";
 import { createModel } from "./models/factory.js";
 import type { ChatModel } from "./models/port.js";
 import { createLexicalSearcher } from "./retrieval/lexical.js";
@@ -27,7 +29,7 @@ export interface ProgressEvent {
 
 /** Everything a run needs, built once from its settings. */
 export interface Runtime {
-  settings: RunSettings;
+  settings: RunSettings & { budgetTokens: number };
   /** Absolute, realpath'd workspace. */
   workspace: string;
   stateDir: string;
@@ -39,6 +41,10 @@ export interface Runtime {
   model: ChatModel;
   searcher: CodeSearcher;
   redactor: Redactor;
+  /** Long-term memory shared by the runs of this workspace (LangGraph BaseStore on SQLite). */
+  store: SqliteStore;
+  counter: TokenCounter;
+  profile: ModelProfile;
   progress?: (e: ProgressEvent) => void;
   close(): Promise<void>;
 }
@@ -108,6 +114,8 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   const workspace = resolveWorkspace(settings.workspace);
   const redactor = createRedactor(secretValuesFromEnv());
   const model = overrides.model ?? createModel(settings.model, { recordFile: overrides.recordRequestsFile });
+  const { counter, profile } = await tokenCounterFor(model.name);
+  const budgetTokens = settings.budgetTokens ?? budgetFor(profile);
   const { stateDir, dbPath } = stateLocation(workspace, settings.stateDir);
   const db = openStateDb(dbPath);
   // Keep the state out of the user's own git history.
@@ -116,7 +124,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   const ledger = new SqliteLedger(db, { redactor });
   const checkpointer = new RedactingSqliteSaver(db, redactor);
   return {
-    settings: { ...settings, workspace, stateDir },
+    settings: { ...settings, workspace, stateDir, budgetTokens },
     workspace,
     stateDir,
     dbPath,
@@ -127,6 +135,9 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     model,
     searcher: createLexicalSearcher(workspace),
     redactor,
+    store: new SqliteStore(db),
+    counter,
+    profile,
     progress: overrides.progress,
     async close() {
       if (db.open) db.close();

@@ -8,7 +8,8 @@ export const RunSettings = z
     stateDir: z.string().min(1).optional(),
     model: z.string().min(1).default("scripted:"),
     maxSteps: z.number().int().positive().max(100_000).default(50),
-    budgetTokens: z.number().int().min(1000).default(16_000),
+    /** Prompt budget; default: the model's context window minus its reserved output. */
+    budgetTokens: z.number().int().min(1000).optional(),
     recentTurns: z.number().int().min(1).max(100).default(6),
     commandTimeoutMs: z.number().int().min(100).default(120_000),
     testTimeoutMs: z.number().int().min(100).default(300_000),

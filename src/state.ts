@@ -50,8 +50,10 @@ export const TaskState = new StateSchema({
   failureStreak: z.number().int().default(0),
   /** Set when the plan must be (re)made before the next context. */
   needsPlan: z.boolean().default(true),
-  /** Estimated tokens of ledger history not yet folded into a summary. */
+  /** Tokens of history older than the recent window and not yet folded into a summary. */
   unsummarizedTokens: z.number().int().default(0),
+  /** Tokens of each turn still inside the recent window (at most `recentTurns` entries). */
+  windowTokens: z.array(z.number().int()).default(() => []),
   /** Highest ledger seq covered by a summary on this branch. */
   summarizedThroughSeq: z.number().int().default(0),
   /** How many model turns each node has consumed; a scripted model replays by these indexes. */
@@ -63,8 +65,10 @@ export const TaskState = new StateSchema({
       summarize: z.number().int(),
     })
     .default(() => ({ plan: 0, decide: 0, reflect: 0, summarize: 0 })),
-  /** Why the last reflect ran, so observe does not reflect twice on the same streak. */
+  /** Step of the last reflection. */
   reflectedAtStep: z.number().int().default(-1),
+  /** Why observe routed to reflect (read by reflect). */
+  reflectTrigger: z.enum(["subtask_completed", "failure_streak", "end_of_run"]).nullable().default(null),
   /** Where observe routes next; computed there because it knows the run's thresholds. */
   next: z.enum(["context", "plan", "reflect", "summarize"]).default("context"),
   /** Workspace revision this state corresponds to (time travel). */

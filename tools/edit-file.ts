@@ -63,6 +63,11 @@ export const editFileTool = defineTool({
           filesChanged: { created: [], modified: [p.rel], deleted: [] },
         };
       }
+      // Neither the content before nor after the edit: someone else changed the file in between, and
+      // applying the edit now could apply it twice (when newText contains oldText).
+      if (now !== guard.before) {
+        return toolError(`${p.rel} changed since this edit was first attempted (before the runner restarted); read it again and redo the edit if still needed.`);
+      }
     }
     const at = occurrences(text, args.oldText);
     if (at.length === 0) {

@@ -63,7 +63,10 @@ export function validateToolCall(name: string, args: unknown, argsText?: string)
     return { ok: false, error: `Unknown tool "${name}". Available tools: ${TOOLS.map((t) => t.name).join(", ")}.` };
   }
   let value = args;
-  if (value === undefined && argsText !== undefined) {
+  if (value === undefined && argsText !== undefined && argsText.trim() === "") {
+    // Some OpenAI-compatible servers send "" for a call without arguments.
+    value = {};
+  } else if (value === undefined && argsText !== undefined) {
     try {
       value = JSON.parse(argsText);
     } catch (err) {

@@ -55,9 +55,13 @@ export const readFileTool = defineTool({
     let bytes = 0;
     const width = String(end).length;
     for (let i = start; i <= end; i++) {
-      const line = `${String(i).padStart(width)}| ${lines[i - 1]}`;
+      let line = `${String(i).padStart(width)}| ${lines[i - 1]}`;
+      if (i === start && line.length > MAX_BYTES) {
+        // One huge line (minified code, a data blob): show its beginning rather than nothing.
+        line = `${line.slice(0, MAX_BYTES)} [line ${i} is ${lines[i - 1]!.length} chars; cut here]`;
+      }
       bytes += line.length + 1;
-      if (bytes > MAX_BYTES) {
+      if (bytes > MAX_BYTES && i > start) {
         end = i - 1;
         break;
       }

@@ -1,17 +1,45 @@
+import fs from "node:fs";
+import path from "node:path";
+import type { BaseStore } from "@langchain/langgraph-checkpoint";
 import type { Ledger } from "../ledger/port.js";
+import { recallLessons } from "../memory/lessons.js";
 import type { ChatMessage, ToolSpecLike } from "../models/port.js";
+import type { CodeSearcher } from "../retrieval/port.js";
 import { capText } from "../sandbox/output-cap.js";
 import type { ContextItem, LedgerEvent, Subtask, TaskStateValue } from "../state.js";
-import { approxTokenCounter, type TokenCounter } from "./tokens.js";
+import { Budget, ContextBudgetError, MESSAGE_OVERHEAD } from "./budget.js";
+import { focusFiles, renderWindows, windows } from "./focus.js";
+import { eventText, lexicalEventSearcher, type EventSearcher } from "./recall.js";
+import { describeAction } from "./render.js";
+import type { TokenCounter } from "./tokens.js";
+
+export { describeAction } from "./render.js";
 
 export const SYSTEM_PROMPT = `You are a coding agent working in a real workspace through tools. Each step, call one or more tools.
 Rules:
 - Read before you edit; edit_file needs the exact current text.
 - Verify your work: run the tests (run_tests) after changes and fix failures before finishing.
 - Record important design decisions with record_decision: they stay visible for the rest of the run.
-- Keep the plan current with update_plan.
+- Keep the plan current with update_plan; a subtask counts as completed only with evidence (passing tests).
 - When the goal is met and verified, call finish with a summary. Do not stop without calling finish.
 - Paths are relative to the workspace root; you cannot leave the workspace.`;
+
+/**
+ * How the budget is shared. The fixed part always goes in; the other sections are filled in this
+ * order, each up to its share of the whole budget (or what is left, if less):
+ *   recent turns  — no share limit: newest first; outputs cut (12k → 3k → 600 chars) before a turn
+ *                   is dropped, and once one turn is dropped every older one is dropped too;
+ *   focus files   — 25%: the files being worked on, windowed around the touched/failing lines;
+ *                   a file that does not fit is dropped whole;
+ *   retrieved code— 20%: search hits for the current subtask, latest error and focus files,
+ *                   not already shown; each hit is kept whole or dropped;
+ *   recalled history — 10%: older events that match the same query, including events folded into
+ *                   a summary (expanded back from it);
+ *   memories      — 8%: lessons from earlier runs in this workspace;
+ *   history       — 15%: far summaries first (compact), then mid-range summaries newest first.
+ * Whatever does not fit is listed in `omitted` with its tokens.
+ */
+export const SECTION_SHARE = { focus: 0.25, retrieved: 0.2, recalled: 0.1, memories: 0.08, history: 0.15 } as const;
 
 export interface BuildInput {
   ledger: Ledger;
@@ -19,9 +47,14 @@ export interface BuildInput {
   maxSteps: number;
   budgetTokens: number;
   tools: ToolSpecLike[];
+  counter: TokenCounter;
   /** How many recent decide turns are shown as full tool-call/result pairs. */
   recentTurns?: number;
-  counter?: TokenCounter;
+  /** Workspace root, for the focus files. */
+  workspace?: string;
+  searcher?: CodeSearcher;
+  eventSearcher?: EventSearcher;
+  store?: BaseStore;
 }
 
 export interface BuiltPrompt {
@@ -34,11 +67,23 @@ export interface BuiltPrompt {
 const NEWEST_OUTPUT_CHARS = 12_000;
 const OLDER_OUTPUT_CHARS = 3_000;
 const SQUEEZED_OUTPUT_CHARS = 600;
+const DECISION_COMPACT_CHARS = 200;
+const GOAL_COMPACT_CHARS = 2_000;
 
 interface Turn {
   call: LedgerEvent<"model_call">;
   actions: LedgerEvent<"agent_action">[];
   feedback: Map<string, LedgerEvent<"environment_feedback">>;
+}
+
+/** Tokens of a list of messages as the chat format counts them. */
+export function messagesTokens(messages: ChatMessage[], counter: TokenCounter): number {
+  let n = 0;
+  for (const m of messages) {
+    n += MESSAGE_OVERHEAD + counter.count(m.content);
+    if (m.role === "assistant" && m.toolCalls?.length) n += counter.count(JSON.stringify(m.toolCalls));
+  }
+  return n;
 }
 
 function planLines(subtasks: Subtask[]): string {
@@ -47,20 +92,9 @@ function planLines(subtasks: Subtask[]): string {
   return subtasks.map((s) => `- ${mark[s.status]} ${s.id} (${s.status}): ${s.description}`).join("\n");
 }
 
-function describeArgs(tool: string, args: unknown): string {
-  if (!args || typeof args !== "object") return "";
-  const a = args as Record<string, unknown>;
-  if (typeof a.path === "string") return a.path;
-  if (typeof a.command === "string") return a.command.slice(0, 120);
-  if (typeof a.query === "string") return a.query;
-  return tool === "update_plan" ? "plan" : "";
-}
-
 /** Renders one turn as assistant tool calls followed by their results, outputs cut to `cap` chars. */
 function turnMessages(t: Turn, cap: number): ChatMessage[] {
-  const msgs: ChatMessage[] = [
-    { role: "assistant", content: t.call.payload.content, toolCalls: t.call.payload.toolCalls },
-  ];
+  const msgs: ChatMessage[] = [{ role: "assistant", content: t.call.payload.content, toolCalls: t.call.payload.toolCalls }];
   for (const call of t.call.payload.toolCalls) {
     const action = t.actions.find((a) => a.payload.callId === call.id);
     const fb = action ? t.feedback.get(action.id) : undefined;
@@ -72,28 +106,42 @@ function turnMessages(t: Turn, cap: number): ChatMessage[] {
   return msgs;
 }
 
+const turnSource = (t: Turn) => `turn:step${t.call.payload.turn + 1}:${t.call.id}`;
+
+/** The fixed part, compacted (decisions and goal shortened) only when it would not fit otherwise. */
+function fixedSections(state: TaskStateValue, decisions: LedgerEvent<"decision">[], status: string, compact: boolean) {
+  const goal = compact ? capText(state.goal, GOAL_COMPACT_CHARS) : state.goal;
+  const sections: Array<{ section: string; source: string; text: string }> = [
+    { section: "goal", source: "state.goal", text: `# Goal\n${goal}` },
+    { section: "plan", source: "state.subtasks", text: `# Plan\n${planLines(state.subtasks)}` },
+  ];
+  if (decisions.length) {
+    const lines = decisions.map((d, i) => {
+      const text = compact ? capText(d.payload.text, DECISION_COMPACT_CHARS) : d.payload.text;
+      return `${i + 1}. (step ${d.payload.step}) ${text}`;
+    });
+    sections.push({ section: "decisions", source: `ledger:decision×${decisions.length}`, text: `# Decisions (pinned)\n${lines.join("\n")}` });
+  }
+  sections.push({ section: "status", source: "state", text: `# Run status\n${status}` });
+  return sections;
+}
+
 /**
- * Assembles one decide prompt under a token budget: the fixed part (instructions, goal, plan,
- * pinned decisions, run status) always; then the most recent turns in full, newest first, cutting
- * older outputs before dropping whole turns; then summaries of older history. Every included and
- * every left-out piece is listed with its tokens so the prompt can be explained afterwards.
+ * Assembles one decide prompt under a token budget (see SECTION_SHARE for the rules) and lists
+ * every included and every left-out piece with its tokens, so the prompt can be explained later.
  */
 export async function buildPrompt(input: BuildInput): Promise<BuiltPrompt> {
-  const { ledger, state } = input;
-  const counter = input.counter ?? approxTokenCounter;
+  const { ledger, state, counter } = input;
   const head = state.ledgerHead;
   const K = input.recentTurns ?? 6;
-  const items: ContextItem[] = [];
-  const omitted: ContextItem[] = [];
-  const tok = (s: string) => counter.count(s);
+  const budget = new Budget(input.budgetTokens, counter);
 
   const decisions = (await ledger.branch(head, { types: ["decision"] })) as LedgerEvent<"decision">[];
   const feedbackTail = (await ledger.branch(head, { types: ["environment_feedback"], last: 30 })) as LedgerEvent<"environment_feedback">[];
   const lastTests = [...feedbackTail].reverse().find((e) => e.payload.tests);
-  const snapshots = (await ledger.branch(head, { types: ["workspace_snapshot"], last: 50 })) as LedgerEvent<"workspace_snapshot">[];
-  const summaries = (await ledger.branch(head, { types: ["summary"], last: 10 })) as LedgerEvent<"summary">[];
+  const lastFailure = [...feedbackTail].reverse().find((e) => e.payload.status !== "ok");
 
-  // --- fixed part -------------------------------------------------------------------------------
+  // --- fixed part: always present --------------------------------------------------------------
   const status: string[] = [`Step ${state.step + 1} of at most ${input.maxSteps}.`];
   if (lastTests?.payload.tests) {
     const t = lastTests.payload.tests;
@@ -104,33 +152,31 @@ export async function buildPrompt(input: BuildInput): Promise<BuiltPrompt> {
     );
   }
   if (state.failureStreak > 0) status.push(`The last ${state.failureStreak} step(s) failed: change approach if the same error repeats.`);
-  const sections: Array<[string, string, string]> = [
-    ["goal", "state.goal", `# Goal\n${state.goal}`],
-    ["plan", "state.subtasks", `# Plan\n${planLines(state.subtasks)}`],
-  ];
-  if (decisions.length) {
-    sections.push([
-      "decisions",
-      `ledger:decision×${decisions.length}`,
-      `# Decisions (pinned)\n${decisions.map((d, i) => `${i + 1}. (step ${d.payload.step}) ${d.payload.text}`).join("\n")}`,
-    ]);
+  const statusText = status.join("\n");
+  const toolTokens = counter.count(JSON.stringify(input.tools));
+  const systemTokens = MESSAGE_OVERHEAD + counter.count(SYSTEM_PROMPT);
+  let fixed = fixedSections(state, decisions, statusText, false);
+  const fixedTokens = (secs: typeof fixed) => secs.reduce((n, s) => n + counter.count(s.text) + 2, MESSAGE_OVERHEAD);
+  if (systemTokens + toolTokens + fixedTokens(fixed) > input.budgetTokens) fixed = fixedSections(state, decisions, statusText, true);
+  const fixedTotal = systemTokens + toolTokens + fixedTokens(fixed);
+  if (fixedTotal > input.budgetTokens) {
+    throw new ContextBudgetError(
+      `the prompt budget (${input.budgetTokens} tokens) is smaller than the fixed part (instructions, tool schemas, goal, plan, ${decisions.length} decisions: ${fixedTotal} tokens); raise --budget`,
+    );
   }
-  sections.push(["status", "state", `# Run status\n${status.join("\n")}`]);
-  let fixedText = sections.map((s) => s[2]).join("\n\n");
-  const toolTokens = tok(JSON.stringify(input.tools));
-  items.push({ section: "system", source: "instructions", tokens: tok(SYSTEM_PROMPT) });
-  items.push({ section: "tools", source: `${input.tools.length} tool schemas`, tokens: toolTokens });
-  for (const [section, source, text] of sections) items.push({ section, source, tokens: tok(text) });
-  let used = items.reduce((n, i) => n + i.tokens, 0);
-  let remaining = input.budgetTokens - used;
+  budget.charge({ section: "system", source: "instructions", tokens: systemTokens });
+  budget.charge({ section: "tools", source: `${input.tools.length} tool schemas`, tokens: toolTokens });
+  budget.charge({ section: "fixed", source: "user message framing", tokens: MESSAGE_OVERHEAD });
+  for (const s of fixed) budget.charge({ section: s.section, source: s.source, tokens: counter.count(s.text) + 2 });
 
-  // --- recent turns -------------------------------------------------------------------------------
+  // --- recent turns ------------------------------------------------------------------------------
   const calls = ((await ledger.branch(head, { types: ["model_call"], last: K * 3 + 4 })) as LedgerEvent<"model_call">[])
     .filter((c) => c.payload.node === "decide")
     .slice(-K);
   const turns: Turn[] = [];
+  let window: LedgerEvent[] = [];
   if (calls.length) {
-    const window = await ledger.branch(head, { afterSeq: calls[0]!.seq - 1 });
+    window = await ledger.branch(head, { afterSeq: calls[0]!.seq - 1 });
     for (const call of calls) {
       const actions = window.filter((e) => e.type === "agent_action" && e.causedBy === call.id) as LedgerEvent<"agent_action">[];
       const ids = new Set(actions.map((a) => a.id));
@@ -141,96 +187,160 @@ export async function buildPrompt(input: BuildInput): Promise<BuiltPrompt> {
       turns.push({ call, actions, feedback });
     }
   }
-  // Newest first: the newest turn keeps the most output; older ones are cut, then squeezed, then dropped.
-  const chosen: Array<{ turn: Turn; msgs: ChatMessage[]; tokens: number; cap: number }> = [];
+  const nudge: ChatMessage = {
+    role: "user",
+    content: "You answered without calling a tool. Continue with a tool call, or call finish if the goal is met and verified.",
+  };
+  const needsNudge = turns.length > 0 && turns.at(-1)!.call.payload.toolCalls.length === 0;
+  if (needsNudge) budget.charge({ section: "recent", source: "continue-nudge", tokens: messagesTokens([nudge], counter) });
+  const chosen: Array<{ turn: Turn; msgs: ChatMessage[] }> = [];
+  let dropping = false;
   for (let i = turns.length - 1; i >= 0; i--) {
     const turn = turns[i]!;
-    const newest = i === turns.length - 1;
-    let cap = newest ? NEWEST_OUTPUT_CHARS : OLDER_OUTPUT_CHARS;
+    if (dropping) {
+      budget.omit({ section: "recent", source: turnSource(turn), tokens: messagesTokens(turnMessages(turn, OLDER_OUTPUT_CHARS), counter), note: "older than a dropped turn" });
+      continue;
+    }
+    let cap = i === turns.length - 1 ? NEWEST_OUTPUT_CHARS : OLDER_OUTPUT_CHARS;
     let msgs = turnMessages(turn, cap);
-    let tokens = tok(JSON.stringify(msgs));
-    while (tokens > remaining && cap > SQUEEZED_OUTPUT_CHARS) {
+    let tokens = messagesTokens(msgs, counter);
+    while (tokens > budget.remaining() && cap > SQUEEZED_OUTPUT_CHARS) {
       cap = Math.max(SQUEEZED_OUTPUT_CHARS, Math.floor(cap / 3));
       msgs = turnMessages(turn, cap);
-      tokens = tok(JSON.stringify(msgs));
+      tokens = messagesTokens(msgs, counter);
     }
-    const source = `turn:step${turn.call.payload.turn + 1}:seq${turn.call.seq}`;
-    if (tokens > remaining) {
-      omitted.push({ section: "recent", source, tokens, note: "over budget: turn dropped" });
-      // Once a turn does not fit, older ones are dropped too: a gap in the chain would mislead.
-      for (let j = i - 1; j >= 0; j--) {
-        const t = turns[j]!;
-        omitted.push({
-          section: "recent",
-          source: `turn:step${t.call.payload.turn + 1}:seq${t.call.seq}`,
-          tokens: tok(JSON.stringify(turnMessages(t, OLDER_OUTPUT_CHARS))),
-          note: "older than a dropped turn",
-        });
-      }
-      break;
-    }
-    chosen.unshift({ turn, msgs, tokens, cap });
-    remaining -= tokens;
+    const note = cap < OLDER_OUTPUT_CHARS ? `outputs cut to ${cap} chars` : undefined;
+    if (budget.take({ section: "recent", source: turnSource(turn), tokens, note })) chosen.unshift({ turn, msgs });
+    else dropping = true; // a gap in the chain would mislead: drop everything older too
   }
-  for (const c of chosen) {
-    items.push({
-      section: "recent",
-      source: `turn:step${c.turn.call.payload.turn + 1}:seq${c.turn.call.seq}`,
-      tokens: c.tokens,
-      note: c.cap < OLDER_OUTPUT_CHARS ? `outputs cut to ${c.cap} chars` : undefined,
-    });
-  }
-
-  // --- workspace and older history ---------------------------------------------------------------
-  const extra: string[] = [];
-  const changed = new Set<string>();
-  for (const s of snapshots) for (const f of [...s.payload.changed.created, ...s.payload.changed.modified]) changed.add(f);
-  if (changed.size) {
-    const list = [...changed].slice(-40);
-    const text = `# Workspace\nFiles this run created or modified: ${list.join(", ")}`;
-    const t = tok(text);
-    if (t <= remaining) {
-      extra.push(text);
-      items.push({ section: "workspace", source: `ledger:workspace_snapshot×${snapshots.length}`, tokens: t });
-      remaining -= t;
-    } else omitted.push({ section: "workspace", source: "workspace_snapshot", tokens: t, note: "over budget" });
-  }
+  const shownEvents = new Set(window.map((e) => e.id));
   const oldestShownSeq = chosen[0]?.turn.call.seq ?? Number.MAX_SAFE_INTEGER;
-  const relevant = summaries.filter((s) => s.payload.fromSeq < oldestShownSeq);
-  const keptSummaries: string[] = [];
-  for (let i = relevant.length - 1; i >= 0; i--) {
-    const s = relevant[i]!;
-    const text = `- (seq ${s.payload.fromSeq}-${s.payload.toSeq}) ${s.payload.text}`;
-    const t = tok(text);
-    const source = `summary:${s.id}`;
-    if (t <= remaining) {
-      keptSummaries.unshift(text);
-      items.push({ section: "history", source, tokens: t });
-      remaining -= t;
-    } else omitted.push({ section: "history", source, tokens: t, note: "over budget" });
-  }
-  if (keptSummaries.length) extra.push(`# Earlier history (summarised)\n${keptSummaries.join("\n")}`);
 
-  fixedText = [fixedText, ...extra].join("\n\n");
-  if (chosen.length) fixedText += "\n\n# Recent steps\nYour most recent tool calls and their results follow.";
-  const messages: ChatMessage[] = [
+  // --- focus files -------------------------------------------------------------------------------
+  const extra: string[] = [];
+  const focusShown = new Set<string>();
+  if (input.workspace) {
+    const recent = window.length ? window : await ledger.branch(head, { last: 60 });
+    const parts: string[] = [];
+    for (const f of focusFiles(recent, input.workspace)) {
+      let text: string;
+      try {
+        const abs = path.join(input.workspace, f.path);
+        if (fs.statSync(abs).size > 512 * 1024) continue;
+        text = fs.readFileSync(abs, "utf8");
+      } catch {
+        continue;
+      }
+      if (text.includes("\u0000")) continue;
+      const rendered = renderWindows(f.path, text, windows(text.split("\n").length, f.lines));
+      const tokens = counter.count(rendered) + 1;
+      if (budget.take({ section: "focus", source: `file:${f.path}`, tokens, note: f.why }, SECTION_SHARE.focus)) {
+        parts.push(rendered);
+        focusShown.add(f.path);
+      }
+    }
+    if (parts.length) extra.push(`# Files you are working on (current content)\n${parts.join("\n\n")}`);
+  }
+
+  // --- retrieved code ----------------------------------------------------------------------------
+  const current = state.subtasks.find((s) => s.status === "in_progress") ?? state.subtasks.find((s) => s.status === "pending");
+  const errorLine = lastFailure?.payload.output.split("\n").find((l) => /error|fail|assert|expected/i.test(l))?.slice(0, 200) ?? "";
+  const query = [current?.description ?? state.goal.slice(0, 300), errorLine, ...focusShown].filter(Boolean).join(" ");
+  if (input.searcher && input.workspace && query.trim()) {
+    const hits = await input.searcher.search(query, 8).catch(() => []);
+    const parts: string[] = [];
+    for (const h of hits) {
+      if (focusShown.has(h.path)) continue;
+      let body = h.preview;
+      try {
+        const lines = fs.readFileSync(path.join(input.workspace, h.path), "utf8").split("\n");
+        const end = Math.min(h.endLine, h.startLine + 39);
+        body = renderWindows(h.path, lines.join("\n"), [[h.startLine, end]]);
+      } catch {
+        body = `## ${h.path}:${h.startLine}-${h.endLine}\n${h.preview}`;
+      }
+      const tokens = counter.count(body) + 1;
+      if (budget.take({ section: "retrieved", source: `file:${h.path}#L${h.startLine}-${h.endLine}`, tokens, score: h.score }, SECTION_SHARE.retrieved)) {
+        parts.push(body);
+      }
+    }
+    if (parts.length) extra.push(`# Possibly relevant code (search: ${query.length > 160 ? `${query.slice(0, 157)}...` : query})\n${parts.join("\n\n")}`);
+  }
+
+  // --- recalled history (reversible summaries) ------------------------------------------------
+  const summaries = (await ledger.branch(head, { types: ["summary"] })) as LedgerEvent<"summary">[];
+  const summarisedBy = (seq: number) => summaries.find((s) => s.payload.fromSeq <= seq && seq <= s.payload.toSeq);
+  if (query.trim() && head) {
+    const searcher = input.eventSearcher ?? lexicalEventSearcher(ledger, head);
+    const hits = await searcher.searchEvents(query, 12).catch(() => []);
+    const parts: string[] = [];
+    for (const h of hits) {
+      if (shownEvents.has(h.eventId)) continue;
+      const e = await ledger.get(h.eventId);
+      if (!e || e.seq >= oldestShownSeq || e.type === "summary") continue;
+      const by = summarisedBy(e.seq);
+      const line = `- (seq ${e.seq}, ${e.type}${by ? `, expanded from summary seq ${by.payload.fromSeq}-${by.payload.toSeq}` : ""}) ${capText(eventText(e), 600)}`;
+      if (budget.take({ section: "recalled", source: `event:${e.id}`, tokens: counter.count(line) + 1, score: h.score, note: by ? `expanded from summary ${by.id}` : undefined }, SECTION_SHARE.recalled)) {
+        parts.push(line);
+        shownEvents.add(e.id);
+      }
+    }
+    if (parts.length) extra.push(`# Earlier events that match the current work\n${parts.join("\n")}`);
+  }
+
+  // --- long-term memories ------------------------------------------------------------------------
+  if (input.store) {
+    const lessons = await recallLessons(input.store, `${state.goal} ${current?.description ?? ""} ${errorLine}`, 6).catch(() => []);
+    const parts: string[] = [];
+    for (const l of lessons) {
+      const line = `- ${l.text}`;
+      if (budget.take({ section: "memories", source: `memory:${l.key}`, tokens: counter.count(line) + 1, score: l.score }, SECTION_SHARE.memories)) parts.push(line);
+    }
+    if (parts.length) extra.push(`# Lessons from earlier runs in this workspace\n${parts.join("\n")}`);
+  }
+
+  // --- older history as tiered summaries ---------------------------------------------------------
+  const older = summaries.filter((s) => s.payload.toSeq < oldestShownSeq);
+  const far = older.filter((s) => s.payload.tier === "far");
+  const coveredByFar = (s: LedgerEvent<"summary">) => far.some((f) => f.payload.fromSeq <= s.payload.fromSeq && s.payload.toSeq <= f.payload.toSeq);
+  const mid = older.filter((s) => s.payload.tier === "mid" && !coveredByFar(s));
+  const histParts: string[] = [];
+  for (const s of far) {
+    const line = `- (far, seq ${s.payload.fromSeq}-${s.payload.toSeq}) ${s.payload.text}`;
+    if (budget.take({ section: "history", source: `summary:${s.id}`, tokens: counter.count(line) + 1, note: "far" }, SECTION_SHARE.history)) histParts.push(line);
+  }
+  const midParts: string[] = [];
+  for (let i = mid.length - 1; i >= 0; i--) {
+    const s = mid[i]!;
+    const line = `- (seq ${s.payload.fromSeq}-${s.payload.toSeq}) ${s.payload.text}`;
+    if (budget.take({ section: "history", source: `summary:${s.id}`, tokens: counter.count(line) + 1, note: "mid" }, SECTION_SHARE.history)) midParts.unshift(line);
+  }
+  if (histParts.length || midParts.length) extra.push(`# Earlier history (summarised)\n${[...histParts, ...midParts].join("\n")}`);
+
+  // --- assemble ------------------------------------------------------------------------------------
+  const closing = chosen.length ? "\n\n# Recent steps\nYour most recent tool calls and their results follow." : "";
+  if (closing) budget.charge({ section: "fixed", source: "recent-steps header", tokens: counter.count(closing) });
+  const assemble = (): ChatMessage[] => [
     { role: "system", content: SYSTEM_PROMPT },
-    { role: "user", content: fixedText },
+    { role: "user", content: [...fixed.map((s) => s.text), ...extra].join("\n\n") + closing },
     ...chosen.flatMap((c) => c.msgs),
+    ...(needsNudge ? [nudge] : []),
   ];
-  const last = chosen.at(-1);
-  if (last && last.turn.call.payload.toolCalls.length === 0) {
-    messages.push({
-      role: "user",
-      content: "You answered without calling a tool. Continue with a tool call, or call finish if the goal is met and verified.",
-    });
+  let messages = assemble();
+  // The parts were counted one by one; BPE merges at the seams can differ by a few tokens. Recount
+  // the real messages and, in the rare case that is over, drop optional sections from the end.
+  let actual = messagesTokens(messages, counter) + toolTokens;
+  while (actual > input.budgetTokens && extra.length) {
+    const dropped = extra.pop()!;
+    budget.omit({ section: "assembly", source: dropped.split("\n")[0]!.slice(0, 80), tokens: counter.count(dropped), note: "dropped after recount" });
+    messages = assemble();
+    actual = messagesTokens(messages, counter) + toolTokens;
   }
-  used = input.budgetTokens - remaining;
-  return { messages, items, omitted, tokens: used };
-}
-
-/** A one-line description of an action, for progress output and summaries. */
-export function describeAction(tool: string, args: unknown): string {
-  const what = describeArgs(tool, args);
-  return what ? `${tool}(${what})` : tool;
+  while (actual > input.budgetTokens && chosen.length) {
+    const dropped = chosen.shift()!;
+    budget.omit({ section: "recent", source: turnSource(dropped.turn), tokens: messagesTokens(dropped.msgs, counter), note: "dropped after recount" });
+    messages = assemble();
+    actual = messagesTokens(messages, counter) + toolTokens;
+  }
+  return { messages, items: budget.items, omitted: budget.omitted, tokens: actual };
 }

@@ -99,8 +99,10 @@ function formatFeedback(
     ...files.deleted.map((f) => `-${f}`),
   ];
   if (changed.length) lines.push(`files changed: ${changed.slice(0, 30).join(" ")}${changed.length > 30 ? " …" : ""}`);
-  if (r.stdout.trim()) lines.push("--- stdout ---", capText(r.stdout.trimEnd(), cap));
-  if (r.stderr.trim()) lines.push("--- stderr ---", capText(r.stderr.trimEnd(), cap));
+  // The sandbox already kept head and tail within the cap and marked the cut: cutting again would
+  // hide how much was lost. capText only guards against a sandbox that returns more than asked.
+  if (r.stdout.trim()) lines.push("--- stdout ---", capText(r.stdout.trimEnd(), 2 * cap));
+  if (r.stderr.trim()) lines.push("--- stderr ---", capText(r.stderr.trimEnd(), 2 * cap));
   if (r.truncated) lines.push("(output was cut in the middle; re-run with a narrower command to see the rest)");
   return lines.join("\n");
 }

@@ -42,9 +42,10 @@ export class OutputCap {
 
   /** The kept text, with a marker saying how much was cut from the middle. */
   text(): string {
-    const head = Buffer.concat(this.head).toString("utf8");
     let tailBuf = Buffer.concat(this.tail);
-    if (!this.truncated) return head + tailBuf.toString("utf8");
+    // Decode uncut output in one piece: a character straddling the head/tail boundary must survive.
+    if (!this.truncated) return Buffer.concat([...this.head, tailBuf]).toString("utf8");
+    const head = Buffer.concat(this.head).toString("utf8");
     tailBuf = tailBuf.subarray(tailBuf.length - this.half);
     const cut = this.total - this.headLen - tailBuf.length;
     // Decoding a buffer cut mid-character yields U+FFFD at the edge; that is acceptable in a log.

@@ -1,0 +1,26 @@
+import { benchLoop } from "./loop.js";
+import type { BenchResult } from "./report.js";
+
+// `npm run bench [name...]`: every benchmark prints its figures next to a baseline measured in the
+// same process, since timings on shared 2-core machines only mean something side by side.
+const all: Record<string, () => Promise<BenchResult[]>> = {
+  loop: () => benchLoop(),
+};
+
+const wanted = process.argv.slice(2);
+const chosen = wanted.length ? wanted : Object.keys(all);
+const results: Record<string, BenchResult[]> = {};
+for (const name of chosen) {
+  const fn = all[name];
+  if (!fn) {
+    console.error(`unknown benchmark "${name}"; known: ${Object.keys(all).join(", ")}`);
+    process.exit(2);
+  }
+  results[name] = await fn();
+}
+if (process.env.BENCH_JSON) {
+  const fs = await import("node:fs");
+  fs.writeFileSync(process.env.BENCH_JSON, JSON.stringify(results, null, 2));
+}
+const missed = Object.values(results).flat().filter((r) => r.ok === false);
+console.log(missed.length ? `\n${missed.length} target(s) missed` : "\nall targets met");
