@@ -32,8 +32,8 @@ interface Spec {
 function synthesize(spec: Spec): { ledger: SqliteLedger; state: TaskStateValue; decisions: string[]; close(): void } {
   const db = openStateDb(path.join(dir, `s${n++}.db`));
   const ledger = new SqliteLedger(db);
-  let head: string | null = null;
-  const append = (type: string, payload: unknown, causedBy?: string) => {
+  let head = null as string | null;
+  const append = (type: string, payload: unknown, causedBy?: string): { id: string } => {
     const e = ledger.appendSync({ threadId: "t", parentId: head, type: type as never, payload: payload as never, causedBy });
     head = e.id;
     return e;
