@@ -34,7 +34,7 @@ function synthesize(spec: Spec): { ledger: SqliteLedger; state: TaskStateValue; 
   const ledger = new SqliteLedger(db);
   let head = null as string | null;
   const append = (type: string, payload: unknown, causedBy?: string): { id: string } => {
-    const e = ledger.appendSync({ threadId: "t", parentId: head, type: type as never, payload: payload as never, causedBy });
+    const e = ledger.appendSync({ threadId: "t", parentId: head, type: type as "decision", payload: payload as never, causedBy });
     head = e.id;
     return e;
   };
