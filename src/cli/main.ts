@@ -1,9 +1,11 @@
 import { Command, CommanderError } from "commander";
 import { errorMessage } from "../errors.js";
 import { exitCodeFor, log } from "./common.js";
+import { registerContext } from "./context.js";
 import { registerDemo } from "./demo.js";
 import { registerHistory } from "./history.js";
 import { registerLedger } from "./ledger.js";
+import { registerMemory } from "./memory.js";
 import { registerResume } from "./resume.js";
 import { registerRun } from "./run.js";
 import { registerThreads } from "./threads.js";
@@ -22,6 +24,8 @@ export function buildProgram(): Command {
   registerHistory(program);
   registerLedger(program);
   registerThreads(program);
+  registerContext(program);
+  registerMemory(program);
   return program;
 }
 

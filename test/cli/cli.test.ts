@@ -27,7 +27,7 @@ describe("ledgerloop demo and the inspection commands", () => {
   it("prints the help", () => {
     const r = cli(["--help"]);
     expect(r.code).toBe(0);
-    for (const c of ["run", "resume", "demo", "history", "ledger", "threads"]) expect(r.stdout).toContain(c);
+    for (const c of ["run", "resume", "demo", "history", "ledger", "threads", "context", "memory"]) expect(r.stdout).toContain(c);
   });
 
   it("threads lists the run with its goal and final status", () => {
@@ -69,6 +69,44 @@ describe("ledgerloop demo and the inspection commands", () => {
     const bad = cli(["ledger", thread, "-w", ws, "--type", "bogus"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/unknown event type "bogus"/);
+  });
+
+  it("context explains a step: what the model saw, why, and what was left out", () => {
+    const r = cli(["context", thread, "-w", ws, "--step", "7", "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    const c = JSON.parse(r.stdout) as {
+      step: number;
+      tokens: number;
+      budget: number;
+      items: Array<{ section: string; source: string; tokens: number }>;
+      omitted: unknown[];
+      messages: Array<{ role: string; content: string }>;
+    };
+    expect(c.step).toBe(7);
+    expect(c.tokens).toBeLessThanOrEqual(c.budget);
+    const sections = new Set(c.items.map((i) => i.section));
+    for (const s of ["system", "tools", "goal", "plan", "decisions", "status", "recent"]) expect(sections.has(s)).toBe(true);
+    expect(c.items.some((i) => i.section === "focus" && i.source.startsWith("file:"))).toBe(true);
+    // Step 7 follows the failing test run: the prompt carries its failing test names.
+    expect(c.messages.map((m) => m.content).join("\n")).toContain("orders service answers /health");
+    const human = cli(["context", thread, "-w", ws, "--step", "7"]);
+    expect(human.stdout).toMatch(/^step 7: \d+ of \d+ tokens/);
+    expect(human.stdout).toContain("included:");
+    const missing = cli(["context", thread, "-w", ws, "--step", "99"]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/no prompt for step 99; steps with prompts: 1-10/);
+  });
+
+  it("memory lists the lessons the run learned and forgets one on request", () => {
+    const lessons = jsonLines<{ key: string; text: string; sources: Array<{ threadId: string }> }>(cli(["memory", "list", "-w", ws, "--json"]).stdout);
+    expect(lessons.length).toBeGreaterThan(0);
+    expect(lessons.every((l) => l.sources[0]!.threadId === thread)).toBe(true);
+    const relevant = jsonLines<{ text: string }>(cli(["memory", "list", "-w", ws, "--json", "--query", "test command"]).stdout);
+    expect(relevant[0]!.text).toMatch(/test command/);
+    const forget = cli(["memory", "forget", lessons[0]!.key.slice(0, 8), "-w", ws]);
+    expect(forget.code, forget.stderr).toBe(0);
+    expect(jsonLines(cli(["memory", "list", "-w", ws, "--json"]).stdout)).toHaveLength(lessons.length - 1);
+    expect(cli(["memory", "forget", "nonexistent", "-w", ws]).code).toBe(1);
   });
 
   it("human output of ledger lists every event, and a reader closing the pipe early is not an error", () => {

@@ -1,0 +1,85 @@
+import type { Command } from "commander";
+import { CliError } from "../errors.js";
+import type { ChatMessage } from "../models/port.js";
+import type { ContextItem, LedgerEvent } from "../state.js";
+import { intOption, openExistingState, printJson, requireThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
+
+export interface ContextArgs extends WorkspaceArgs {
+  step?: number;
+  full?: boolean;
+}
+
+export interface ContextReport {
+  thread: string;
+  step: number;
+  eventId: string;
+  tokens: number;
+  budget: number;
+  items: ContextItem[];
+  omitted: ContextItem[];
+  messages: ChatMessage[];
+}
+
+/** What the model saw at a step of a run, why each piece was there, and what was left out. */
+export async function handleContext(thread: string, args: ContextArgs): Promise<ContextReport> {
+  const st = openExistingState(args);
+  try {
+    requireThread(st, thread);
+    const latest = (await st.checkpointer.getTuple({ configurable: { thread_id: thread } }))?.checkpoint.channel_values as
+      | { ledgerHead?: string | null }
+      | undefined;
+    // The run's current branch decides which prompt a step means after a rewind or fork.
+    const onBranch = latest?.ledgerHead ? await st.ledger.branch(latest.ledgerHead, { types: ["context_built"] }) : [];
+    const all = onBranch.length ? onBranch : await st.ledger.list(thread, { types: ["context_built"] });
+    const built = all as LedgerEvent<"context_built">[];
+    if (!built.length) throw new CliError(`run ${thread} has no prompt recorded yet`, 1, "NO_CONTEXT");
+    const pick = args.step === undefined ? built.at(-1)! : built.filter((e) => e.payload.step === args.step).at(-1);
+    if (!pick) {
+      const steps = built.map((e) => e.payload.step);
+      throw new CliError(`run ${thread} has no prompt for step ${args.step}; steps with prompts: ${Math.min(...steps)}-${Math.max(...steps)}`, 1, "NO_CONTEXT");
+    }
+    const blob = await st.ledger.getBlob(pick.payload.promptRef);
+    return {
+      thread,
+      step: pick.payload.step,
+      eventId: pick.id,
+      tokens: pick.payload.tokens,
+      budget: pick.payload.budget,
+      items: pick.payload.items,
+      omitted: pick.payload.omitted,
+      messages: blob ? (JSON.parse(blob) as ChatMessage[]) : [],
+    };
+  } finally {
+    st.close();
+  }
+}
+
+function table(rows: ContextItem[]): string {
+  return rows
+    .map((i) => `  ${i.section.padEnd(10)} ${String(i.tokens).padStart(6)}  ${i.source}${i.score !== undefined ? `  score ${i.score.toFixed(2)}` : ""}${i.note ? `  (${i.note})` : ""}`)
+    .join("\n");
+}
+
+export function registerContext(program: Command): void {
+  workspaceOptions(
+    program
+      .command("context")
+      .description("show what the model saw at a step: every piece of the prompt, why it was there, and what was left out")
+      .argument("<thread>", "the run id")
+      .option("--step <n>", "the decide step (default: the latest)", intOption("--step"))
+      .option("--full", "print the whole prompt, not just its first lines per message")
+      .option("--json", "one JSON object"),
+  ).action(async (thread: string, opts: ContextArgs) => {
+    const r = await handleContext(thread, opts);
+    if (opts.json) return printJson(r);
+    const out: string[] = [`step ${r.step}: ${r.tokens} of ${r.budget} tokens (event ${r.eventId})`, "included:", table(r.items)];
+    out.push(r.omitted.length ? `left out (${r.omitted.reduce((n, i) => n + i.tokens, 0)} tokens):\n${table(r.omitted)}` : "left out: nothing");
+    out.push("prompt:");
+    for (const m of r.messages) {
+      const body = opts.full ? m.content : m.content.split("\n").slice(0, 6).join("\n") + (m.content.split("\n").length > 6 ? "\n  …" : "");
+      const calls = m.role === "assistant" && m.toolCalls?.length ? ` → ${m.toolCalls.map((c) => c.name).join(", ")}` : "";
+      out.push(`--- ${m.role}${m.role === "tool" ? ` (${m.name})` : ""}${calls}\n${body}`);
+    }
+    process.stdout.write(out.join("\n") + "\n");
+  });
+}
