@@ -1,3 +1,4 @@
+import { benchContext } from "./context.js";
 import { benchLoop } from "./loop.js";
 import type { BenchResult } from "./report.js";
 
@@ -5,6 +6,7 @@ import type { BenchResult } from "./report.js";
 // same process, since timings on shared 2-core machines only mean something side by side.
 const all: Record<string, () => Promise<BenchResult[]>> = {
   loop: () => benchLoop(),
+  context: () => benchContext(),
 };
 
 const wanted = process.argv.slice(2);

@@ -62,4 +62,14 @@ export class Budget {
   omit(item: ContextItem): void {
     this.omitted.push(item);
   }
+
+  /** Moves an accepted item to the omitted list (a late drop, e.g. after the final recount). */
+  retract(section: string, source: string, note: string): void {
+    const i = this.items.findIndex((x) => x.section === section && x.source === source);
+    if (i === -1) return;
+    const [item] = this.items.splice(i, 1);
+    this.used -= item!.tokens;
+    this.spent.set(section, (this.spent.get(section) ?? 0) - item!.tokens);
+    this.omitted.push({ ...item!, note });
+  }
 }

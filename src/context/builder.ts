@@ -108,19 +108,51 @@ function turnMessages(t: Turn, cap: number): ChatMessage[] {
 
 const turnSource = (t: Turn) => `turn:step${t.call.payload.turn + 1}:${t.call.id}`;
 
-/** The fixed part, compacted (decisions and goal shortened) only when it would not fit otherwise. */
-function fixedSections(state: TaskStateValue, decisions: LedgerEvent<"decision">[], status: string, compact: boolean) {
-  const goal = compact ? capText(state.goal, GOAL_COMPACT_CHARS) : state.goal;
+/** Decisions may take this share of the budget before older ones are shortened. */
+const DECISIONS_SHARE = 0.25;
+/** The newest decisions always stay in full. */
+const DECISIONS_KEPT_FULL = 10;
+/** Past this many decisions the middle ones may be elided (level 3); the first ones always stay. */
+const DECISIONS_ELIDE_ABOVE = 60;
+const DECISIONS_KEPT_FIRST = 5;
+const DECISION_NEWEST_CHARS = 600;
+
+/**
+ * The fixed part. Decisions are pinned, so they are never dropped; when they outgrow their share
+ * (or the fixed part outgrows the budget) they are shortened step by step: level 1 cuts all but the
+ * newest 10 to 200 chars; level 2 cuts all but the newest 3 to 60 chars, those 3 to 600, and the
+ * goal to its first and last 1,000 characters; level 3 (only past 60 decisions) also replaces the
+ * middle ones by a pointer to the ledger, keeping the first 5 and the newest 10.
+ */
+function fixedSections(state: TaskStateValue, decisions: LedgerEvent<"decision">[], status: string, level: 0 | 1 | 2 | 3) {
+  const goal = level === 2 ? capText(state.goal, GOAL_COMPACT_CHARS) : state.goal;
   const sections: Array<{ section: string; source: string; text: string }> = [
     { section: "goal", source: "state.goal", text: `# Goal\n${goal}` },
     { section: "plan", source: "state.subtasks", text: `# Plan\n${planLines(state.subtasks)}` },
   ];
   if (decisions.length) {
-    const lines = decisions.map((d, i) => {
-      const text = compact ? capText(d.payload.text, DECISION_COMPACT_CHARS) : d.payload.text;
-      return `${i + 1}. (step ${d.payload.step}) ${text}`;
+    const firstFull = decisions.length - DECISIONS_KEPT_FULL;
+    // Level 3 (only past DECISIONS_ELIDE_ABOVE decisions): the first ones (foundations) and the newest
+    // stay; the middle is replaced by a pointer to the ledger, counted in the provenance.
+    const elide = level === 3 && decisions.length > DECISIONS_ELIDE_ABOVE;
+    const lines = decisions.flatMap((d, i) => {
+      if (elide && i >= DECISIONS_KEPT_FIRST && i < firstFull) {
+        if (i !== DECISIONS_KEPT_FIRST) return [];
+        const mid = decisions.slice(DECISIONS_KEPT_FIRST, firstFull);
+        return [`… ${mid.length} decisions of steps ${mid[0]!.payload.step}-${mid.at(-1)!.payload.step} are in the ledger (ledgerloop ledger <thread> --type decision)`];
+      }
+      const newest = decisions.length - i <= 3;
+      const limit =
+        level === 0 ? Infinity : level === 1 ? (i >= firstFull ? Infinity : DECISION_COMPACT_CHARS) : newest ? DECISION_NEWEST_CHARS : 60;
+      const text = d.payload.text.length > limit ? `${d.payload.text.slice(0, limit - 1)}…` : d.payload.text;
+      return [`${i + 1}. (step ${d.payload.step}) ${text}`];
     });
-    sections.push({ section: "decisions", source: `ledger:decision×${decisions.length}`, text: `# Decisions (pinned)\n${lines.join("\n")}` });
+    const note = level > 0 ? " — older ones shortened; the full text is in the ledger" : "";
+    sections.push({
+      section: "decisions",
+      source: `ledger:decision×${decisions.length}${level ? ` (compact ${level})` : ""}`,
+      text: `# Decisions (pinned${note})\n${lines.join("\n")}`,
+    });
   }
   sections.push({ section: "status", source: "state", text: `# Run status\n${status}` });
   return sections;
@@ -155,9 +187,14 @@ export async function buildPrompt(input: BuildInput): Promise<BuiltPrompt> {
   const statusText = status.join("\n");
   const toolTokens = counter.count(JSON.stringify(input.tools));
   const systemTokens = MESSAGE_OVERHEAD + counter.count(SYSTEM_PROMPT);
-  let fixed = fixedSections(state, decisions, statusText, false);
-  const fixedTokens = (secs: typeof fixed) => secs.reduce((n, s) => n + counter.count(s.text) + 2, MESSAGE_OVERHEAD);
-  if (systemTokens + toolTokens + fixedTokens(fixed) > input.budgetTokens) fixed = fixedSections(state, decisions, statusText, true);
+  const fixedTokens = (secs: ReturnType<typeof fixedSections>) => secs.reduce((n, s) => n + counter.count(s.text) + 2, MESSAGE_OVERHEAD);
+  const decisionTokens = (secs: ReturnType<typeof fixedSections>) => counter.count(secs.find((s) => s.section === "decisions")?.text ?? "");
+  let fixed = fixedSections(state, decisions, statusText, 0);
+  for (const level of [1, 2, 3] as const) {
+    const over = systemTokens + toolTokens + fixedTokens(fixed) > input.budgetTokens;
+    if (!over && decisionTokens(fixed) <= input.budgetTokens * DECISIONS_SHARE) break;
+    fixed = fixedSections(state, decisions, statusText, level);
+  }
   const fixedTotal = systemTokens + toolTokens + fixedTokens(fixed);
   if (fixedTotal > input.budgetTokens) {
     throw new ContextBudgetError(
@@ -218,6 +255,14 @@ export async function buildPrompt(input: BuildInput): Promise<BuiltPrompt> {
 
   // --- focus files -------------------------------------------------------------------------------
   const extra: string[] = [];
+  // For each extra section, the budget items it holds (so a late drop can retract them).
+  const extraSources: Array<Array<{ section: string; source: string }>> = [];
+  let mark = budget.items.length;
+  const pushExtra = (text: string) => {
+    extra.push(text);
+    extraSources.push(budget.items.slice(mark).map((i) => ({ section: i.section, source: i.source })));
+    mark = budget.items.length;
+  };
   const focusShown = new Set<string>();
   if (input.workspace) {
     const recent = window.length ? window : await ledger.branch(head, { last: 60 });
@@ -239,7 +284,7 @@ export async function buildPrompt(input: BuildInput): Promise<BuiltPrompt> {
         focusShown.add(f.path);
       }
     }
-    if (parts.length) extra.push(`# Files you are working on (current content)\n${parts.join("\n\n")}`);
+    if (parts.length) pushExtra(`# Files you are working on (current content)\n${parts.join("\n\n")}`);
   }
 
   // --- retrieved code ----------------------------------------------------------------------------
@@ -264,7 +309,7 @@ export async function buildPrompt(input: BuildInput): Promise<BuiltPrompt> {
         parts.push(body);
       }
     }
-    if (parts.length) extra.push(`# Possibly relevant code (search: ${query.length > 160 ? `${query.slice(0, 157)}...` : query})\n${parts.join("\n\n")}`);
+    if (parts.length) pushExtra(`# Possibly relevant code (search: ${query.length > 160 ? `${query.slice(0, 157)}...` : query})\n${parts.join("\n\n")}`);
   }
 
   // --- recalled history (reversible summaries) ------------------------------------------------
@@ -285,7 +330,7 @@ export async function buildPrompt(input: BuildInput): Promise<BuiltPrompt> {
         shownEvents.add(e.id);
       }
     }
-    if (parts.length) extra.push(`# Earlier events that match the current work\n${parts.join("\n")}`);
+    if (parts.length) pushExtra(`# Earlier events that match the current work\n${parts.join("\n")}`);
   }
 
   // --- long-term memories ------------------------------------------------------------------------
@@ -296,7 +341,7 @@ export async function buildPrompt(input: BuildInput): Promise<BuiltPrompt> {
       const line = `- ${l.text}`;
       if (budget.take({ section: "memories", source: `memory:${l.key}`, tokens: counter.count(line) + 1, score: l.score }, SECTION_SHARE.memories)) parts.push(line);
     }
-    if (parts.length) extra.push(`# Lessons from earlier runs in this workspace\n${parts.join("\n")}`);
+    if (parts.length) pushExtra(`# Lessons from earlier runs in this workspace\n${parts.join("\n")}`);
   }
 
   // --- older history as tiered summaries ---------------------------------------------------------
@@ -315,7 +360,7 @@ export async function buildPrompt(input: BuildInput): Promise<BuiltPrompt> {
     const line = `- (seq ${s.payload.fromSeq}-${s.payload.toSeq}) ${s.payload.text}`;
     if (budget.take({ section: "history", source: `summary:${s.id}`, tokens: counter.count(line) + 1, note: "mid" }, SECTION_SHARE.history)) midParts.unshift(line);
   }
-  if (histParts.length || midParts.length) extra.push(`# Earlier history (summarised)\n${[...histParts, ...midParts].join("\n")}`);
+  if (histParts.length || midParts.length) pushExtra(`# Earlier history (summarised)\n${[...histParts, ...midParts].join("\n")}`);
 
   // --- assemble ------------------------------------------------------------------------------------
   const closing = chosen.length ? "\n\n# Recent steps\nYour most recent tool calls and their results follow." : "";
@@ -331,14 +376,14 @@ export async function buildPrompt(input: BuildInput): Promise<BuiltPrompt> {
   // the real messages and, in the rare case that is over, drop optional sections from the end.
   let actual = messagesTokens(messages, counter) + toolTokens;
   while (actual > input.budgetTokens && extra.length) {
-    const dropped = extra.pop()!;
-    budget.omit({ section: "assembly", source: dropped.split("\n")[0]!.slice(0, 80), tokens: counter.count(dropped), note: "dropped after recount" });
+    extra.pop();
+    for (const source of extraSources.pop() ?? []) budget.retract(source.section, source.source, "dropped after recount");
     messages = assemble();
     actual = messagesTokens(messages, counter) + toolTokens;
   }
   while (actual > input.budgetTokens && chosen.length) {
     const dropped = chosen.shift()!;
-    budget.omit({ section: "recent", source: turnSource(dropped.turn), tokens: messagesTokens(dropped.msgs, counter), note: "dropped after recount" });
+    budget.retract("recent", turnSource(dropped.turn), "dropped after recount");
     messages = assemble();
     actual = messagesTokens(messages, counter) + toolTokens;
   }

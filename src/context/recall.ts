@@ -26,26 +26,41 @@ export function eventText(e: LedgerEvent): string {
   }
 }
 
-const SEARCHED = ["agent_action", "environment_feedback", "decision", "reflection", "summary"] as const;
+const SEARCHED = ["environment_feedback", "decision", "reflection", "summary"] as const;
 
-/** Lexical search over the newest events of a branch: term hits, weighted by rarity. */
-export function lexicalEventSearcher(ledger: Ledger, head: string | null, window = 3000): EventSearcher {
+// Events never change, so their terms are computed once per process.
+const TERMS = new Map<string, Set<string>>();
+const TERMS_LIMIT = 50_000;
+function termsOf(e: LedgerEvent): Set<string> {
+  let t = TERMS.get(e.id);
+  if (t === undefined) {
+    t = new Set(splitTerms(eventText(e)));
+    if (TERMS.size >= TERMS_LIMIT) TERMS.delete(TERMS.keys().next().value as string);
+    TERMS.set(e.id, t);
+  }
+  return t;
+}
+
+/**
+ * Lexical search over the newest events of a branch (feedback, decisions, reflections,
+ * summaries): query terms matched by term (identifier-split), weighted by rarity. The fallback
+ * when no index of the history exists, so it only looks at a window of recent history.
+ */
+export function lexicalEventSearcher(ledger: Ledger, head: string | null, window = 600): EventSearcher {
   return {
     async searchEvents(query, k) {
       const terms = [...new Set(splitTerms(query))];
       if (!terms.length || !head) return [];
       const events = await ledger.branch(head, { types: [...SEARCHED], last: window });
-      const docs = events.map((e) => ({ e, text: eventText(e).toLowerCase() }));
-      const df = new Map(terms.map((t) => [t, docs.filter((d) => d.text.includes(t)).length]));
-      const scored = docs
-        .map(({ e, text }) => {
-          let s = 0;
-          for (const t of terms) if (text.includes(t)) s += Math.log(1 + docs.length / (1 + (df.get(t) ?? 0)));
-          return { eventId: e.id, score: s };
-        })
-        .filter((x) => x.score > 0)
-        .sort((a, b) => b.score - a.score);
-      return scored.slice(0, k);
+      const docs = events.map((e) => ({ e, terms: termsOf(e) }));
+      const idf = new Map(terms.map((t) => [t, Math.log(1 + docs.length / (1 + docs.filter((d) => d.terms.has(t)).length))]));
+      const scored: Array<{ eventId: string; score: number }> = [];
+      for (const { e, terms: have } of docs) {
+        let score = 0;
+        for (const t of terms) if (have.has(t)) score += idf.get(t)!;
+        if (score > 0) scored.push({ eventId: e.id, score });
+      }
+      return scored.sort((a, b) => b.score - a.score).slice(0, k);
     },
   };
 }

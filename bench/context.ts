@@ -1,0 +1,122 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { buildPrompt } from "../src/context/builder.js";
+import { loadTokenCounter } from "../src/context/tokens.js";
+import { SqliteLedger } from "../src/ledger/sqlite-ledger.js";
+import { openStateDb } from "../src/ledger/state-db.js";
+import { SqliteStore } from "../src/memory/sqlite-store.js";
+import { rememberLessons } from "../src/memory/lessons.js";
+import { createLexicalSearcher } from "../src/retrieval/lexical.js";
+import { TaskState, type TaskStateValue } from "../src/state.js";
+import { toolSpecs } from "../tools/index.js";
+import { median, printTable, quantile, type BenchResult } from "./report.js";
+
+const RUNS = Number(process.env.BENCH_CONTEXT_RUNS ?? 30);
+
+function workspace(): string {
+  const ws = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "ll-bench-ctx-")));
+  for (let i = 0; i < 60; i++) {
+    fs.mkdirSync(path.join(ws, `src/m${i % 6}`), { recursive: true });
+    fs.writeFileSync(
+      path.join(ws, `src/m${i % 6}/file${i}.ts`),
+      Array.from({ length: 40 }, (_, j) => `export function op${i}_${j}(x: number) { return x + ${j}; } // cache ${j % 7}`).join("\n"),
+    );
+  }
+  return ws;
+}
+
+/** A ledger of about `events` events shaped like a real run (5 events a step, a decision every 25 steps, summaries). */
+function synthesize(db: import("better-sqlite3").Database, events: number): { head: string; steps: number } {
+  const ledger = new SqliteLedger(db);
+  let head: string | null = null;
+  const add = (type: string, payload: unknown, causedBy?: string): string => {
+    head = ledger.appendSync({ threadId: "b", parentId: head, type: type as "decision", payload: payload as never, causedBy }).id;
+    return head;
+  };
+  add("task_spec", { goal: "Add caching to the service layer and keep the tests green", subtasks: [], source: "deterministic" });
+  let step = 0;
+  let lastSummarised = 1;
+  while ((head ? ledger.branchSync(head, { last: 1 })[0]!.seq : 0) < events) {
+    step++;
+    add("context_built", { step, promptRef: "0".repeat(64), tokens: 9000, budget: 16000, items: [], omitted: [] });
+    const call = add("model_call", { node: "decide", turn: step - 1, model: "bench", content: `step ${step}`, toolCalls: [{ id: `c${step}`, name: "run_command", args: { command: `npm test -- file${step % 60}` } }] });
+    const action = add("agent_action", { tool: "run_command", args: { command: `npm test -- file${step % 60}` }, callId: `c${step}`, step, idempotencyKey: `k${step}`, idempotent: false }, call);
+    const failed = step % 3 === 0;
+    const output = Array.from({ length: 45 }, (_, j) => `${failed ? "FAIL" : "ok"} src/m${step % 6}/file${step % 60}.ts:${j + 1} cache assertion ${j} step ${step}`).join("\n");
+    add("environment_feedback", { tool: "run_command", status: failed ? "error" : "ok", output, durationMs: 12, errorClass: failed ? "test_failure" : null }, action);
+    if (step % 25 === 0) add("decision", { text: `Decision at step ${step}: cache entries expire after ${step} seconds.`, step }, action);
+    if (step % 40 === 0) {
+      const seq = ledger.branchSync(head, { last: 1 })[0]!.seq;
+      add("summary", { fromSeq: lastSummarised, toSeq: seq - 30, eventIds: [], text: `Steps up to ${step - 6}: cache work, ${Math.floor(step / 3)} failing runs fixed.`, tier: "mid", source: "deterministic" });
+      lastSummarised = seq - 29;
+    }
+  }
+  return { head: head!, steps: step };
+}
+
+function stateFor(head: string, steps: number): TaskStateValue {
+  const base = {} as Record<string, unknown>;
+  for (const [k, f] of Object.entries(TaskState.fields)) base[k] = (f as { parse(v: unknown): unknown }).parse(undefined);
+  return {
+    ...base,
+    goal: "Add caching to the service layer and keep the tests green",
+    subtasks: [{ id: "s1", description: "cache the file lookups in src/m1", status: "in_progress" }],
+    ledgerHead: head,
+    step: steps,
+    needsPlan: false,
+  } as TaskStateValue;
+}
+
+/** Context build time and tokens per section at growing ledger sizes, next to a prompt holding all history. */
+export async function benchContext(sizes = [1_000, 10_000, 50_000]): Promise<BenchResult[]> {
+  const counter = await loadTokenCounter("o200k_base");
+  const tools = toolSpecs();
+  const ws = workspace();
+  const rows: BenchResult[] = [];
+  for (const size of sizes) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ll-bench-ctxdb-"));
+    const db = openStateDb(path.join(dir, "state.db"));
+    const { head, steps } = synthesize(db, size);
+    const ledger = new SqliteLedger(db);
+    const store = new SqliteStore(db);
+    await rememberLessons(store, ["Run the cache tests with npm test -- file<N>.", "Cache keys must include the tenant id."], { threadId: "old", trigger: "end_of_run", eventIds: [], at: "" });
+    const state = stateFor(head, steps);
+    const input = { ledger, state, maxSteps: 100_000, budgetTokens: 16_000, tools, counter, workspace: ws, searcher: createLexicalSearcher(ws), store };
+    await buildPrompt(input); // warm caches (tokenizer, statements)
+    const times: number[] = [];
+    let built = await buildPrompt(input);
+    for (let i = 0; i < RUNS; i++) {
+      const t = performance.now();
+      built = await buildPrompt(input);
+      times.push(performance.now() - t);
+    }
+    // The naive alternative: every feedback of the run in the prompt.
+    const t0 = performance.now();
+    const all = await ledger.branch(head, { types: ["environment_feedback"] });
+    const naiveTokens = all.reduce((n, e) => n + counter.count((e.payload as { output: string }).output), 0);
+    const naiveMs = performance.now() - t0;
+    const bySection = new Map<string, number>();
+    for (const i of built.items) bySection.set(i.section, (bySection.get(i.section) ?? 0) + i.tokens);
+    rows.push({
+      name: `context build p50 at ${size} events`,
+      value: median(times),
+      unit: "ms",
+      ...(size === 10_000 ? { target: "<= 30 ms", ok: median(times) <= 30 } : {}),
+      baseline: naiveMs,
+      baselineName: "naive: read+count all history",
+    });
+    rows.push({ name: `context build p95 at ${size} events`, value: quantile(times, 0.95), unit: "ms" });
+    rows.push({ name: `prompt tokens at ${size} events (budget 16000)`, value: built.tokens, unit: "tok", baseline: naiveTokens, baselineName: "naive: all feedback" });
+    rows.push({
+      name: `  tokens per section at ${size}: ${[...bySection].map(([s, n]) => `${s}=${n}`).join(" ")}`,
+      value: built.omitted.reduce((n, o) => n + o.tokens, 0),
+      unit: "tok omitted",
+    });
+    db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  fs.rmSync(ws, { recursive: true, force: true });
+  printTable("context engine", rows);
+  return rows;
+}
