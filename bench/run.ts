@@ -1,5 +1,6 @@
 import { benchContext } from "./context.js";
 import { benchLoop } from "./loop.js";
+import { benchRevisions } from "./revisions.js";
 import type { BenchResult } from "./report.js";
 
 // `npm run bench [name...]`: every benchmark prints its figures next to a baseline measured in the
@@ -7,6 +8,7 @@ import type { BenchResult } from "./report.js";
 const all: Record<string, () => Promise<BenchResult[]>> = {
   loop: () => benchLoop(),
   context: () => benchContext(),
+  revisions: () => benchRevisions(),
 };
 
 const wanted = process.argv.slice(2);

@@ -1,0 +1,154 @@
+import fs from "node:fs";
+import path from "node:path";
+import type { Stats } from "node:fs";
+import { errorMessage } from "../errors.js";
+import { RevisionError } from "./rev-errors.js";
+import type { FlatEntry } from "./rev-tree.js";
+
+// File system steps of snapshot and restore: reading an entry without following links, and changing
+// the workspace one path at a time (temp file + rename), never through anything but real directories.
+
+/** What {@link readEntry} found. */
+export type ReadResult =
+  | { kind: "file" | "symlink"; content: Buffer; st: Stats; stable: boolean }
+  | { kind: "large"; st: Stats }
+  | "vanished"
+  | "unreadable";
+
+/**
+ * Reads a file (never through a symlink: O_NOFOLLOW) or a link's target. `stable` is false when the
+ * file changed while it was read; its content is still recorded, but its stat is not trusted next time.
+ */
+export function readEntry(abs: string, kind: "file" | "symlink", largeBytes: number): ReadResult {
+  if (kind === "symlink") {
+    try {
+      const target = fs.readlinkSync(abs, { encoding: "buffer" });
+      return { kind: "symlink", content: target, st: fs.lstatSync(abs), stable: true };
+    } catch (err) {
+      return isGone(err) ? "vanished" : "unreadable";
+    }
+  }
+  let fd: number;
+  try {
+    fd = fs.openSync(abs, fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    // ELOOP: it became a symlink since the walk; it will be seen as one next time.
+    return isGone(err) || code === "ELOOP" ? "vanished" : "unreadable";
+  }
+  try {
+    const before = fs.fstatSync(fd);
+    if (!before.isFile()) return "vanished";
+    if (before.size > largeBytes) return { kind: "large", st: before };
+    const content = Buffer.allocUnsafe(before.size);
+    let off = 0;
+    while (off < content.length) {
+      const n = fs.readSync(fd, content, off, content.length - off, off);
+      if (n === 0) break;
+      off += n;
+    }
+    const after = fs.fstatSync(fd);
+    const stable = off === before.size && after.size === before.size && after.mtimeMs === before.mtimeMs;
+    return { kind: "file", content: off === content.length ? content : content.subarray(0, off), st: after, stable };
+  } catch {
+    return "unreadable";
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** lstat, or undefined when nothing is there (a parent may be a file: ENOTDIR). */
+export function lstatOrUndefined(abs: string): Stats | undefined {
+  try {
+    return fs.lstatSync(abs);
+  } catch (err) {
+    if (isGone(err)) return undefined;
+    throw err;
+  }
+}
+
+export function unlinkIfPresent(abs: string): void {
+  try {
+    fs.unlinkSync(abs);
+  } catch (err) {
+    if (!isGone(err)) throw err;
+  }
+}
+
+export function isGone(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code === "ENOENT" || code === "ENOTDIR";
+}
+
+/** Every directory implied by a set of file paths ("a/b/c" gives "a" and "a/b"). */
+export function dirsOf(paths: Iterable<string>): Set<string> {
+  const out = new Set<string>();
+  for (const rel of paths) {
+    let i = rel.lastIndexOf("/");
+    while (i > 0) {
+      const dir = rel.slice(0, i);
+      if (out.has(dir)) break;
+      out.add(dir);
+      i = dir.lastIndexOf("/");
+    }
+  }
+  return out;
+}
+
+/** Removes directories left empty by deleting `deleted`, deepest first, except those the revision has. */
+export function removeEmptiedDirs(workspace: string, deleted: string[], keep: Set<string>): void {
+  const candidates = [...dirsOf(deleted)].filter((d) => !keep.has(d));
+  candidates.sort((a, b) => b.split("/").length - a.split("/").length);
+  for (const dir of candidates) {
+    try {
+      fs.rmdirSync(path.join(workspace, dir));
+    } catch {
+      // Not empty (ignored files, .git) or gone: leave it.
+    }
+  }
+}
+
+/** First entry under directory `abs` that restore will not delete (not a directory, not in `deleted`), if any. */
+export function keptContent(abs: string, rel: string, deleted: Set<string>): string | undefined {
+  for (const e of fs.readdirSync(abs, { withFileTypes: true })) {
+    const r = `${rel}/${e.name}`;
+    if (e.isDirectory()) {
+      const found = keptContent(path.join(abs, e.name), r, deleted);
+      if (found !== undefined) return found;
+    } else if (!deleted.has(r)) {
+      return r;
+    }
+  }
+  return undefined;
+}
+
+/** Removes a tree of empty directories, bottom-up; rmdir refuses anything that is not empty. */
+export function removeEmptyTree(abs: string): void {
+  for (const e of fs.readdirSync(abs, { withFileTypes: true })) if (e.isDirectory()) removeEmptyTree(path.join(abs, e.name));
+  fs.rmdirSync(abs);
+}
+
+/** Replaces `abs` with the entry's content (or symlink) through a temp file in the same directory. */
+export function writeAtomically(abs: string, rel: string, e: FlatEntry, data: Buffer): void {
+  const tmp = path.join(path.dirname(abs), `.${path.basename(abs)}.ll-restore-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
+  try {
+    if (e.kind === "symlink") {
+      fs.symlinkSync(data.toString("utf8"), tmp);
+    } else {
+      fs.writeFileSync(tmp, data, { flag: "wx", mode: e.mode });
+      fs.chmodSync(tmp, e.mode); // the umask narrowed the mode given to open()
+    }
+    fs.renameSync(tmp, abs);
+  } catch (err) {
+    fs.rmSync(tmp, { force: true });
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "EISDIR" || code === "ENOTEMPTY" || code === "EEXIST") {
+      throw new RevisionError(
+        "REV_RESTORE_CONFLICT",
+        `cannot restore ${rel}: a directory is in its place (holding ignored files?); move it away and retry`,
+        { cause: err },
+      );
+    }
+    throw new RevisionError("REV_RESTORE_CONFLICT", `cannot restore ${rel}: ${errorMessage(err)}`, { cause: err });
+  }
+}
