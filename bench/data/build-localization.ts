@@ -1,0 +1,117 @@
+// Builds a file-localization dataset from a repository's history: each kept commit's message is a
+// query, the source files it changed (as they existed in its parent) are the answer, and the
+// parent's tree is the corpus. Only ids, messages and paths are written: never the repository's code.
+//
+//   npx tsx bench/data/build-localization.ts <gitDir> <owner/name> <ts|py> <count> <out.json>
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+
+export interface LocalizationQuery {
+  id: string;
+  commit: string;
+  parent: string;
+  date: string;
+  query: string;
+  /** Source files the commit changed, as paths in the parent tree. */
+  answers: string[];
+}
+
+export interface LocalizationSet {
+  repo: string;
+  language: "ts" | "py";
+  /** The mirror directory name the benchmark looks for under /work/.mirror (or $LEDGERLOOP_MIRRORS). */
+  mirror: string;
+  built: string;
+  rules: string;
+  /** Oldest first, so a benchmark can move one working tree forward through history. */
+  queries: LocalizationQuery[];
+}
+
+const SOURCE_EXT: Record<"ts" | "py", RegExp> = {
+  ts: /\.(ts|tsx|mts|cts|js|jsx|mjs|cjs)$/,
+  py: /\.pyi?$/,
+};
+
+/** Tests, docs, examples, benchmarks and generated or config files are not what a query is localized to. */
+export function isSourcePath(p: string, lang: "ts" | "py"): boolean {
+  if (!SOURCE_EXT[lang].test(p)) return false;
+  if (/(^|\/)(tests?|__tests__|spec|specs|docs?|examples?|benchmarks?|fixtures?|e2e|playground|scripts|\.github)\//i.test(p)) return false;
+  if (/\.(test|spec|bench)\.[a-z]+$/i.test(p) || /(^|\/)(test_[^/]*|[^/]*_test\.py|conftest\.py)$/.test(p)) return false;
+  if (/\.d\.ts$/.test(p) || /(^|\/)(vitest|jest|eslint|rollup|vite|tsup|webpack|babel)\.config\.[a-z]+$/.test(p)) return false;
+  return true;
+}
+
+const DOCISH = /\.(md|mdx|rst|txt|json|ya?ml|toml|lock|svg|png|css|html)$/i;
+
+/** Cleans a commit message into a query: subject plus the first paragraph of the body, no trailers or links. */
+export function cleanMessage(subject: string, body: string): string {
+  // GitHub cuts long subjects with "…" and continues them in the body with "…".
+  if (subject.endsWith("…") && body.startsWith("…")) {
+    const nl = body.indexOf("\n");
+    subject = subject.slice(0, -1) + body.slice(1, nl < 0 ? undefined : nl);
+    body = nl < 0 ? "" : body.slice(nl + 1);
+  }
+  const firstPara = body
+    .split(/\n\s*\n/)[0]!
+    .split("\n")
+    .filter((l) => !/^\s*([A-Za-z-]+-by|Co-authored-by|Signed-off-by|Closes|Fixes|Refs?|See)\s*:/i.test(l) && !/^\s*[-*]\s*\[.\]/.test(l))
+    .join(" ");
+  return `${subject} ${firstPara.startsWith("*") || firstPara.startsWith("-") || firstPara.length > 300 ? "" : firstPara}`
+    .replace(/https?:\/\/\S+/g, " ")
+    .replace(/\(#\d+\)|#\d+/g, " ")
+    .replace(/\s+/g, " ")
+    .trim()
+    .slice(0, 500);
+}
+
+function git(gitDir: string, args: string[]): string {
+  return execFileSync("git", ["--git-dir", gitDir, ...args], { encoding: "utf8", maxBuffer: 256 * 1024 * 1024 });
+}
+
+/** Scans history (newest first) and keeps the newest `count` qualifying commits. */
+export function buildSet(gitDir: string, repo: string, lang: "ts" | "py", count: number): LocalizationSet {
+  const log = git(gitDir, ["log", "--no-merges", "--format=%H%x00%P%x00%cI%x00%s%x00%b%x1e"]);
+  const out: LocalizationQuery[] = [];
+  for (const rec of log.split("\x1e")) {
+    if (out.length >= count) break;
+    const [hash, parents, date, subject, body] = rec.replace(/^\n/, "").split("\x00");
+    if (!hash || !parents || parents.includes(" ")) continue;
+    if (/typo|spelling|codespell|docstring|\[docs?\]|readme|changelog/i.test(subject ?? "")) continue;
+    if (/^(v?\d+\.\d+|release|bump|chore\(deps|chore: ?(release|format|lint)|merge|revert|format|lint|typo|ci[:(]|build\(deps|docs?[:(]|test[:(]|style[:(])/i.test(subject ?? "")) continue;
+    const status = git(gitDir, ["diff-tree", "--no-commit-id", "-r", "--name-status", "--no-renames", parents, hash])
+      .trim()
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => l.split("\t") as [string, string]);
+    if (status.length === 0 || status.length > 5) continue;
+    const answers = status.filter(([s, p]) => (s === "M" || s === "D") && isSourcePath(p, lang)).map(([, p]) => p);
+    if (answers.length === 0) continue; // only tests, docs, config or new files
+    if (status.every(([, p]) => DOCISH.test(p) && !isSourcePath(p, lang))) continue;
+    const query = cleanMessage(subject ?? "", body ?? "");
+    if (query.split(" ").filter((w) => /[a-z]{3,}/i.test(w)).length < 3) continue;
+    out.push({ id: hash.slice(0, 10), commit: hash, parent: parents, date: date ?? "", query, answers });
+  }
+  out.reverse();
+  return {
+    repo,
+    language: lang,
+    mirror: repo.replace("/", "+"),
+    built: new Date().toISOString().slice(0, 10),
+    rules:
+      "non-merge commits touching at most 5 files; answers are modified or deleted source files " +
+      "(tests, docs, examples, benchmarks, configs and .d.ts excluded); release/bump/format/typo/docs/test-only commits skipped; " +
+      "query = subject + first body paragraph, trailers, links and issue numbers removed, at most 500 characters",
+    queries: out,
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const [gitDir, repo, lang, count, outFile] = process.argv.slice(2);
+  if (!gitDir || !repo || (lang !== "ts" && lang !== "py") || !count || !outFile) {
+    console.error("usage: build-localization.ts <gitDir> <owner/name> <ts|py> <count> <out.json>");
+    process.exit(2);
+  }
+  const set = buildSet(gitDir, repo, lang, Number(count));
+  fs.writeFileSync(outFile, JSON.stringify(set, null, 2) + "\n");
+  console.error(`${set.queries.length} queries from ${repo} → ${outFile}`);
+}

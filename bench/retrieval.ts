@@ -1,0 +1,380 @@
+// Retrieval quality and speed. Quality: file localization on real repositories' history (see
+// bench/data/build-localization.ts): each commit message searches the tree of the commit's parent,
+// and the files the commit changed are the answer. The hybrid retriever is compared with plain BM25
+// over whole files (FTS5 unicode61, no identifier splitting) on the same trees in the same run.
+// Speed: full index of a ~2,000-file repository, re-index after a one-file change, query latency.
+//
+// The repositories are read from local git mirrors ($LEDGERLOOP_MIRRORS, default /work/.mirror,
+// `<owner>+<name>/repo`); a missing mirror skips its part with a message. Only the datasets (commit
+// ids, messages, paths) are in this repository, never the mirrored code.
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import Database from "better-sqlite3";
+import { createRetriever, isTestPath, MAX_FILE_BYTES, type CodeHit, type Retriever } from "../src/retrieval/hybrid.js";
+import type { SourceName } from "../src/retrieval/fusion.js";
+import { createLexicalSearcher } from "../src/retrieval/lexical.js";
+import { createMemoryVectorIndex, type VectorIndex } from "../src/retrieval/vector-index.js";
+import { walkFiles } from "../src/workspace/files.js";
+import type { LocalizationSet } from "./data/build-localization.js";
+import { median, printTable, quantile, type BenchResult } from "./report.js";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const MIRRORS = process.env.LEDGERLOOP_MIRRORS ?? "/work/.mirror";
+/** The speed corpus: vite at a commit whose tree has 2,024 files. */
+const SPEED_REPO = { repo: "vitejs/vite", mirror: "vitejs+vite", commit: "6851a707f5046cf207c0ed4260c9c353ab127ef0" };
+
+function gitDirOf(mirror: string): string | null {
+  const dir = path.join(MIRRORS, mirror, "repo");
+  return fs.existsSync(path.join(dir, "HEAD")) ? dir : null;
+}
+
+/** A working tree driven by git read-tree with its own index file, so the mirror is never written. */
+class Checkout {
+  readonly dir: string;
+  private readonly indexFile: string;
+  current: string | null = null;
+
+  constructor(
+    private readonly gitDir: string,
+    root: string,
+  ) {
+    this.dir = path.join(root, "tree");
+    this.indexFile = path.join(root, "git-index");
+    fs.mkdirSync(this.dir, { recursive: true });
+  }
+
+  private git(args: string[]): string {
+    return execFileSync("git", ["--git-dir", this.gitDir, "--work-tree", this.dir, ...args], {
+      cwd: this.dir,
+      env: { ...process.env, GIT_INDEX_FILE: this.indexFile },
+      encoding: "utf8",
+      maxBuffer: 256 * 1024 * 1024,
+    });
+  }
+
+  /** Moves the tree to `commit`; returns the paths that changed (all files on the first call). */
+  moveTo(commit: string): string[] {
+    if (this.current === commit) return [];
+    if (this.current === null) {
+      this.git(["read-tree", "--reset", "-u", commit]);
+      this.current = commit;
+      return this.git(["ls-files"]).split("\n").filter(Boolean);
+    }
+    const changed = this.git(["diff", "--name-only", "--no-renames", this.current, commit]).split("\n").filter(Boolean);
+    this.git(["read-tree", "--reset", "-u", commit]);
+    this.current = commit;
+    return changed;
+  }
+}
+
+/** Plain BM25 over whole files: FTS5 with the default unicode61 tokenizer, document = path + content. */
+class BaselineIndex {
+  private readonly db = new Database(":memory:");
+  private readonly ids = new Map<string, number>();
+  private next = 1;
+  constructor(private readonly root: string) {
+    this.db.exec("CREATE VIRTUAL TABLE docs USING fts5(path, body)");
+  }
+
+  async build(): Promise<void> {
+    const { files } = await walkFiles(this.root);
+    this.update(files);
+  }
+
+  update(paths: string[]): void {
+    const del = this.db.prepare("DELETE FROM docs WHERE rowid = ?");
+    const ins = this.db.prepare("INSERT INTO docs(rowid, path, body) VALUES (?, ?, ?)");
+    this.db.transaction(() => {
+      for (const rel of paths) {
+        const old = this.ids.get(rel);
+        if (old !== undefined) {
+          del.run(old);
+          this.ids.delete(rel);
+        }
+        let buf: Buffer;
+        try {
+          const st = fs.statSync(path.join(this.root, rel));
+          if (!st.isFile() || st.size > MAX_FILE_BYTES) continue;
+          buf = fs.readFileSync(path.join(this.root, rel));
+        } catch {
+          continue;
+        }
+        if (buf.subarray(0, 8192).includes(0)) continue;
+        const id = this.next++;
+        ins.run(id, rel, buf.toString("utf8"));
+        this.ids.set(rel, id);
+      }
+    })();
+  }
+
+  /** Plain BM25 ranking; with `dampTests`, test files' scores get the hybrid's test damping (for comparison). */
+  search(query: string, k: number, dampTests = false): string[] {
+    const words = [...new Set(query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])];
+    if (words.length === 0) return [];
+    const q = words.map((w) => `"${w}"`).join(" OR ");
+    const rows = this.db.prepare("SELECT path, -bm25(docs) AS score FROM docs WHERE docs MATCH ? ORDER BY bm25(docs) LIMIT ?").all(q, dampTests ? k * 3 : k) as Array<{ path: string; score: number }>;
+    if (dampTests) for (const r of rows) if (isTestPath(r.path)) r.score *= 0.8;
+    return rows
+      .sort((a, b) => b.score - a.score)
+      .slice(0, k)
+      .map((r) => r.path);
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}
+
+interface Metrics {
+  r1: number;
+  r5: number;
+  r10: number;
+  mrr: number;
+}
+
+function score(ranked: string[], answers: string[]): Metrics {
+  const recallAt = (k: number) => answers.filter((a) => ranked.slice(0, k).includes(a)).length / answers.length;
+  const first = ranked.findIndex((p) => answers.includes(p));
+  return { r1: recallAt(1), r5: recallAt(5), r10: recallAt(10), mrr: first < 0 ? 0 : 1 / (first + 1) };
+}
+
+function mean(ms: Metrics[]): Metrics {
+  const n = ms.length || 1;
+  return {
+    r1: ms.reduce((s, m) => s + m.r1, 0) / n,
+    r5: ms.reduce((s, m) => s + m.r5, 0) / n,
+    r10: ms.reduce((s, m) => s + m.r10, 0) / n,
+    mrr: ms.reduce((s, m) => s + m.mrr, 0) / n,
+  };
+}
+
+/** Distinct files of a result list, in order. */
+function filesOf(hits: CodeHit[]): string[] {
+  const out: string[] = [];
+  for (const h of hits) if (!out.includes(h.path)) out.push(h.path);
+  return out;
+}
+
+const VARIANTS: Array<{ name: string; sources?: SourceName[] }> = [
+  { name: "hybrid (all sources)" },
+  { name: "n-gram only (bm25+path+symbol)", sources: ["bm25", "path", "symbol"] },
+  { name: "chunk BM25 only", sources: ["bm25"] },
+  { name: "vector only (default embedder)", sources: ["vector"] },
+];
+
+export interface LocalizationOutcome {
+  repo: string;
+  queries: number;
+  variants: Record<string, Metrics>;
+  baseline: Metrics;
+  /** The baseline with the hybrid's test-file damping, to show what that prior alone is worth. */
+  baselineDamped: Metrics;
+  queryMs: number[];
+  vectorMs: number[];
+  perQuery: Array<{ id: string; hybrid: Metrics; baseline: Metrics }>;
+}
+
+/** Runs one localization set; null when its mirror is absent. */
+export async function runLocalization(set: LocalizationSet, opts: { vectorIndex?: VectorIndex; log?: (s: string) => void } = {}): Promise<LocalizationOutcome | null> {
+  const log = opts.log ?? ((s: string) => process.stderr.write(s + "\n"));
+  const gitDir = gitDirOf(set.mirror);
+  if (!gitDir) {
+    log(`retrieval bench: skipping ${set.repo}: no mirror at ${path.join(MIRRORS, set.mirror, "repo")} (fetch it, or set LEDGERLOOP_MIRRORS)`);
+    return null;
+  }
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "ll-bench-loc-"));
+  const co = new Checkout(gitDir, root);
+  let retriever: Retriever | undefined;
+  const baseline = new BaselineIndex(co.dir);
+  try {
+    co.moveTo(set.queries[0]!.parent);
+    retriever = await createRetriever({
+      workspace: co.dir,
+      stateDir: path.join(root, "state"),
+      ...(opts.vectorIndex ? { vectorIndex: opts.vectorIndex } : {}),
+      onWarning: (m) => log(`  warning: ${m}`),
+    });
+    const t0 = performance.now();
+    const rep = await retriever.index();
+    await baseline.build();
+    log(`  ${set.repo}: indexed ${rep.indexed} files in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    const per: Record<string, Metrics[]> = Object.fromEntries(VARIANTS.map((v) => [v.name, []]));
+    const base: Metrics[] = [];
+    const baseDamped: Metrics[] = [];
+    const queryMs: number[] = [];
+    const vectorMs: number[] = [];
+    const perQuery: LocalizationOutcome["perQuery"] = [];
+    for (const q of set.queries) {
+      const changed = co.moveTo(q.parent);
+      if (changed.length) {
+        await retriever.refresh(changed);
+        baseline.update(changed);
+      }
+      let hybrid: Metrics | undefined;
+      for (const v of VARIANTS) {
+        const ts = performance.now();
+        const hits = (await retriever.searchAll(q.query, { k: 40, scope: "code", ...(v.sources ? { sources: v.sources } : {}) })) as CodeHit[];
+        if (!v.sources) {
+          queryMs.push(performance.now() - ts);
+          vectorMs.push(retriever.lastSearchTimings?.vectorMs ?? 0);
+        }
+        const m = score(filesOf(hits), q.answers);
+        per[v.name]!.push(m);
+        hybrid ??= m;
+      }
+      const b = score(baseline.search(q.query, 100), q.answers);
+      base.push(b);
+      baseDamped.push(score(baseline.search(q.query, 100, true), q.answers));
+      perQuery.push({ id: q.id, hybrid: hybrid!, baseline: b });
+    }
+    return {
+      repo: set.repo,
+      queries: set.queries.length,
+      variants: Object.fromEntries(Object.entries(per).map(([k, v]) => [k, mean(v)])),
+      baseline: mean(base),
+      baselineDamped: mean(baseDamped),
+      queryMs,
+      vectorMs,
+      perQuery,
+    };
+  } finally {
+    await retriever?.close();
+    baseline.close();
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+}
+
+function loadSets(): LocalizationSet[] {
+  const dir = path.join(HERE, "data");
+  return fs
+    .readdirSync(dir)
+    .filter((f) => /^localization-.*\.json$/.test(f))
+    .sort()
+    .map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")) as LocalizationSet);
+}
+
+/** Speed on a ~2,000-file tree: full index, one-file refresh, query latency (with Chroma's share). */
+async function runSpeed(queries: string[], log: (s: string) => void): Promise<BenchResult[]> {
+  const gitDir = gitDirOf(SPEED_REPO.mirror);
+  if (!gitDir) {
+    log(`retrieval bench: skipping speed: no mirror of ${SPEED_REPO.repo} at ${path.join(MIRRORS, SPEED_REPO.mirror, "repo")}`);
+    return [];
+  }
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "ll-bench-speed-"));
+  const co = new Checkout(gitDir, root);
+  const files = co.moveTo(SPEED_REPO.commit).length;
+  const rows: BenchResult[] = [];
+  try {
+    // n-gram side alone first (same code path, vectors off), to show what Chroma and embedding add.
+    const plain = await createRetriever({ workspace: co.dir, stateDir: path.join(root, "state-plain"), vectorIndex: "off", onWarning: log });
+    let t = performance.now();
+    await plain.index();
+    const plainMs = performance.now() - t;
+    await plain.close();
+
+    const r = await createRetriever({ workspace: co.dir, stateDir: path.join(root, "state"), onWarning: log });
+    t = performance.now();
+    const rep = await r.index();
+    const fullMs = performance.now() - t;
+    const st = await r.stats();
+    rows.push({
+      name: `full index, ${SPEED_REPO.repo}@${SPEED_REPO.commit.slice(0, 7)} (${files} files, ${rep.indexed} indexed, ${st.chunks} chunks), default embedder + Chroma`,
+      value: fullMs / 1000,
+      unit: "s",
+      target: "<= 30 s",
+      ok: fullMs <= 30_000,
+      baseline: plainMs / 1000,
+      baselineName: "n-gram index only",
+    });
+    rows.push({ name: "  of which embedding + Chroma (vector side)", value: rep.vectorMs / 1000, unit: "s" });
+    rows.push({ name: "  index.db size", value: st.indexBytes / 1e6, unit: "MB" });
+
+    // One file changed: append a line to a different source file each time.
+    const candidates = (await walkFiles(co.dir, { glob: "*.ts" })).files.filter((f) => f.startsWith("packages/vite/src/")).slice(0, 20);
+    const refreshMs: number[] = [];
+    for (const f of candidates) {
+      fs.appendFileSync(path.join(co.dir, f), `\nexport const benchMarker${refreshMs.length} = ${refreshMs.length};\n`);
+      const t1 = performance.now();
+      await r.refresh([f]);
+      refreshMs.push(performance.now() - t1);
+    }
+    rows.push({ name: `re-index after one file changed, p50 of ${refreshMs.length}`, value: median(refreshMs), unit: "ms", target: "<= 200 ms", ok: median(refreshMs) <= 200 });
+    rows.push({ name: "re-index after one file changed, max", value: Math.max(...refreshMs), unit: "ms" });
+
+    const lat: number[] = [];
+    const chroma: number[] = [];
+    for (const q of queries) {
+      const t2 = performance.now();
+      await r.search(q, 10);
+      lat.push(performance.now() - t2);
+      chroma.push(r.lastSearchTimings?.vectorMs ?? 0);
+    }
+    const lexical = createLexicalSearcher(co.dir);
+    const lexLat: number[] = [];
+    for (const q of queries.slice(0, 10)) {
+      const t3 = performance.now();
+      await lexical.search(q, 10);
+      lexLat.push(performance.now() - t3);
+    }
+    rows.push({ name: `query latency p50 (${lat.length} queries, in-process)`, value: median(lat), unit: "ms", target: "<= 50 ms", ok: median(lat) <= 50, baseline: median(lexLat), baselineName: "lexical scan (old search_code)" });
+    rows.push({ name: "query latency p95", value: quantile(lat, 0.95), unit: "ms", target: "<= 150 ms", ok: quantile(lat, 0.95) <= 150 });
+    rows.push({ name: "  Chroma's share: vector query p50", value: median(chroma), unit: "ms" });
+    rows.push({ name: "  Chroma's share: vector query p95", value: quantile(chroma, 0.95), unit: "ms" });
+    await r.close();
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+  return rows;
+}
+
+/** The retrieval benchmark: localization quality against plain BM25, then speed. */
+export async function benchRetrieval(): Promise<BenchResult[]> {
+  const log = (s: string) => process.stderr.write(s + "\n");
+  const sets = loadSets();
+  const quality: BenchResult[] = [];
+  const allQueries: string[] = [];
+  for (const set of sets) {
+    allQueries.push(...set.queries.map((q) => q.query));
+    const out = await runLocalization(set, { log });
+    if (!out) continue;
+    const h = out.variants[VARIANTS[0]!.name]!;
+    const tag = `${set.repo} (${out.queries} queries)`;
+    quality.push(
+      { name: `${tag} recall@1`, value: h.r1 * 100, unit: "%", baseline: out.baseline.r1 * 100, baselineName: "BM25 whole files" },
+      { name: `${tag} recall@5`, value: h.r5 * 100, unit: "%", baseline: out.baseline.r5 * 100, baselineName: "BM25 whole files" },
+      {
+        name: `${tag} recall@10`,
+        value: h.r10 * 100,
+        unit: "%",
+        target: ">= baseline + 10 pts",
+        ok: h.r10 * 100 >= out.baseline.r10 * 100 + 10,
+        baseline: out.baseline.r10 * 100,
+        baselineName: "BM25 whole files",
+      },
+      { name: `${tag} MRR`, value: h.mrr, unit: "", baseline: out.baseline.mrr, baselineName: "BM25 whole files" },
+    );
+    quality.push({ name: `  for comparison: BM25 whole files + the same test-file damping: recall@10 / MRR`, value: out.baselineDamped.r10 * 100, unit: `% / ${out.baselineDamped.mrr.toFixed(3)}` });
+    for (const v of VARIANTS.slice(1)) {
+      const m = out.variants[v.name]!;
+      quality.push({ name: `  ablation: ${v.name}: recall@10 / MRR`, value: m.r10 * 100, unit: `% / ${m.mrr.toFixed(3)}` });
+    }
+  }
+  if (quality.length) printTable("retrieval quality: file localization from commit messages", quality);
+  const speed = await runSpeed(allQueries, log);
+  if (speed.length) printTable("retrieval speed", speed);
+  return [...quality, ...speed];
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  if (process.argv[2] === "--quality-memory") {
+    // Quick quality loop without Chroma (same fusion, exact in-process vectors).
+    for (const set of loadSets()) {
+      const out = await runLocalization(set, { vectorIndex: createMemoryVectorIndex() });
+      if (!out) continue;
+      console.log(set.repo, JSON.stringify({ baseline: out.baseline, baselineDamped: out.baselineDamped, ...out.variants }, null, 1));
+    }
+  } else await benchRetrieval();
+}

@@ -1,0 +1,157 @@
+import fs from "node:fs";
+import path from "node:path";
+import type { Command } from "commander";
+import cliProgress from "cli-progress";
+import { CliError } from "../errors.js";
+import type { Ledger } from "../ledger/port.js";
+import { SqliteLedger } from "../ledger/sqlite-ledger.js";
+import { openStateDb } from "../ledger/state-db.js";
+import { EmbedderError } from "../retrieval/errors.js";
+import { createRetriever, type IndexProgress, type IndexReport, type Retriever, type RetrieverStats } from "../retrieval/hybrid.js";
+import { resolveWorkspace, stateLocation } from "../runtime.js";
+import { log, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
+
+/** Options shared by `index` and `search`. */
+export interface RetrievalArgs extends WorkspaceArgs {
+  /** `hashed` (default), `hashed:<dims>` or `xenova:<model>`. */
+  embedder?: string;
+  /** Where `xenova:` model files are (default `<state dir>/models`). */
+  modelsDir?: string;
+}
+
+/** What `ledgerloop index` reports. */
+export interface IndexSummary extends IndexReport {
+  workspace: string;
+  indexFile: string;
+  chunks: number;
+  symbols: number;
+  events: number;
+  vector: RetrieverStats["vector"];
+}
+
+/** An open retriever for a workspace, with the ledger of its state database when there is one. */
+export interface OpenedRetriever {
+  workspace: string;
+  stateDir: string;
+  retriever: Retriever;
+  hasLedger: boolean;
+  close(): Promise<void>;
+}
+
+/** Opens the workspace's retriever (index.db beside the state database), reading its ledger when it exists. */
+export async function openRetriever(args: RetrievalArgs, onWarning: (m: string) => void = (m) => log(`ledgerloop: warning: ${m}`)): Promise<OpenedRetriever> {
+  const workspace = resolveWorkspace(args.workspace ?? process.cwd());
+  const { stateDir, dbPath } = stateLocation(workspace, args.stateDir);
+  let db: ReturnType<typeof openStateDb> | undefined;
+  let ledger: Ledger | undefined;
+  if (fs.existsSync(dbPath)) {
+    db = openStateDb(dbPath, { create: false });
+    ledger = new SqliteLedger(db);
+  }
+  let retriever: Retriever;
+  try {
+    retriever = await createRetriever({
+      workspace,
+      stateDir,
+      ...(ledger ? { ledger } : {}),
+      ...(args.embedder ? { embedder: args.embedder } : {}),
+      ...(args.modelsDir ? { modelsDir: path.resolve(args.modelsDir) } : {}),
+      onWarning,
+    });
+  } catch (err) {
+    db?.close();
+    if (err instanceof EmbedderError && err.code !== "EMBEDDER_FAILED") throw new CliError(err.message, 2, "CONFIG_INVALID", { cause: err });
+    throw err;
+  }
+  return {
+    workspace,
+    stateDir,
+    retriever,
+    hasLedger: ledger !== undefined,
+    async close() {
+      await retriever.close();
+      if (db?.open) db.close();
+    },
+  };
+}
+
+/** Builds or updates the search index of a workspace (code, and ledger events when a state database exists). */
+export async function handleIndex(args: RetrievalArgs, onProgress?: (p: IndexProgress) => void): Promise<IndexSummary> {
+  const opened = await openRetriever(args);
+  try {
+    const report = await opened.retriever.index(onProgress ? { onProgress } : {});
+    const st = await opened.retriever.stats();
+    return { workspace: opened.workspace, indexFile: st.indexFile, ...report, chunks: st.chunks, symbols: st.symbols, events: st.events, vector: st.vector };
+  } finally {
+    await opened.close();
+  }
+}
+
+/** A progress bar on stderr (files and files/s) while a TTY is attached; nothing otherwise. */
+export function progressBar(): { onProgress: (p: IndexProgress) => void; stop(): void } {
+  const bar = new cliProgress.SingleBar(
+    {
+      stream: process.stderr,
+      format: "{phase} [{bar}] {value}/{total} files | {rate} files/s | {duration_formatted}",
+      hideCursor: true,
+      clearOnComplete: true,
+    },
+    cliProgress.Presets.shades_classic,
+  );
+  let started = false;
+  let phase = "";
+  const t0 = Date.now();
+  return {
+    onProgress(p) {
+      if (p.phase === "scan") return;
+      const label = p.phase === "vectors" ? "embedding" : "indexing ";
+      const rate = ((p.done / Math.max(1, Date.now() - t0)) * 1000).toFixed(0);
+      if (!started || phase !== p.phase) {
+        if (started) bar.stop();
+        bar.start(p.total, p.done, { phase: label, rate });
+        started = true;
+        phase = p.phase;
+      } else bar.update(p.done, { rate });
+    },
+    stop() {
+      if (started) bar.stop();
+    },
+  };
+}
+
+function describe(s: IndexSummary): string {
+  const skipped = Object.entries(s.skipped)
+    .filter(([, n]) => n > 0)
+    .map(([why, n]) => `${n} ${why}`)
+    .join(", ");
+  const lines = [
+    `indexed ${s.indexed} of ${s.files} files (${s.unchanged} unchanged, ${s.removed} removed) in ${(s.durationMs / 1000).toFixed(1)} s: ` +
+      `${s.chunks} chunks, ${s.symbols} symbols, ${s.events} ledger events`,
+    `skipped: ${skipped || "none"} (binary = a NUL byte in the first 8 KiB; huge = over 1 MiB)`,
+    `vectors: ${s.vector.state}${s.vector.store ? ` in ${s.vector.store}` : ""}, embedder ${s.vector.embedder} (${s.vector.dimensions} dims)${s.vector.error ? ` — ${s.vector.error}` : ""}`,
+    `index: ${s.indexFile}`,
+  ];
+  if (s.invalidUtf8.count) lines.push(`${s.invalidUtf8.count} file(s) were not valid UTF-8 and were indexed as Latin-1: ${s.invalidUtf8.paths.join(", ")}`);
+  return lines.join("\n");
+}
+
+export function registerIndex(program: Command): void {
+  workspaceOptions(
+    program
+      .command("index")
+      .description("build or update the workspace's search index (symbols, n-grams, vectors in Chroma)")
+      .option("--embedder <name>", 'embedder: "hashed" (default, offline) or "xenova:<model>" with local model files')
+      .option("--models-dir <dir>", "where xenova: model files are (default <state dir>/models)")
+      .option("--json", "print the report as one JSON object"),
+  ).action(async (opts: RetrievalArgs) => {
+    const bar = progressBar();
+    let summary: IndexSummary;
+    try {
+      summary = await handleIndex(opts, bar.onProgress);
+    } finally {
+      bar.stop();
+    }
+    if (opts.json) printJson(summary);
+    else process.stdout.write(describe(summary) + "\n");
+  });
+}

@@ -1,0 +1,325 @@
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { errorMessage } from "../errors.js";
+import { VectorStoreError } from "./errors.js";
+
+// The embedded Chroma server: the chromadb package's bundled server, persisting under
+// <stateDir>/chroma, on a free loopback port. Every ledgerloop process using it registers itself in
+// <stateDir>/chroma.clients/<pid>; the last one to leave stops it. A process killed with SIGKILL
+// leaves the server running, and the next process adopts it (server.json + a heartbeat).
+
+/** A running Chroma server this process may use until it calls `release`. */
+export interface ChromaServer {
+  url: string;
+  /** Server pid when it is the embedded one, null for an external CHROMA_URL server. */
+  pid: number | null;
+  /** True when this call started the server (false when it reused a running one or an external one). */
+  started: boolean;
+  /** Stops using the server; the embedded server is stopped when no other live process uses it. */
+  release(): Promise<void>;
+}
+
+interface ServerRecord {
+  pid: number;
+  port: number;
+  host: string;
+  dataDir: string;
+  startedAt: string;
+}
+
+export interface EnsureChromaOptions {
+  stateDir: string;
+  /** How long to wait for a new server's first heartbeat (default 30 s; two busy cores can be slow). */
+  startTimeoutMs?: number;
+}
+
+const HOST = "127.0.0.1";
+const inProcessUsers = new Map<string, number>();
+
+/** Answers whether a Chroma server responds at `url` within `timeoutMs`. */
+export async function heartbeat(url: string, timeoutMs = 1500): Promise<boolean> {
+  try {
+    const res = await fetch(`${url}/api/v2/heartbeat`, { signal: AbortSignal.timeout(timeoutMs) });
+    await res.arrayBuffer();
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+/** A handle on an external server (CHROMA_URL): checked, never started or stopped. */
+export async function externalChroma(url: string): Promise<ChromaServer> {
+  const clean = url.replace(/\/+$/, "");
+  if (!(await heartbeat(clean, 3000))) {
+    throw new VectorStoreError("VECTOR_UNREACHABLE", `no Chroma server answers at ${clean} (CHROMA_URL)`);
+  }
+  return { url: clean, pid: null, started: false, release: async () => {} };
+}
+
+/** Reuses the workspace's running embedded Chroma server, or starts one. */
+export async function ensureChromaServer(opts: EnsureChromaOptions): Promise<ChromaServer> {
+  const stateDir = path.resolve(opts.stateDir);
+  const dataDir = path.join(stateDir, "chroma");
+  const recordFile = path.join(stateDir, "chroma.server.json");
+  fs.mkdirSync(dataDir, { recursive: true });
+  const unlock = await lock(path.join(stateDir, "chroma.lock"), (opts.startTimeoutMs ?? 30_000) + 5_000);
+  let server: { record: ServerRecord; started: boolean };
+  try {
+    const existing = readRecord(recordFile);
+    if (existing && isAlive(existing.pid) && (await heartbeat(urlOf(existing)))) {
+      server = { record: existing, started: false };
+    } else {
+      // A dead or unresponsive server from an earlier run: make sure it is gone before reusing its data.
+      if (existing && isAlive(existing.pid) && isChromaProcess(existing.pid, dataDir)) await stopPid(existing.pid);
+      server = { record: await startServer(dataDir, stateDir, opts.startTimeoutMs ?? 30_000), started: true };
+      fs.writeFileSync(recordFile, JSON.stringify(server.record, null, 2));
+    }
+    register(stateDir);
+  } finally {
+    unlock();
+  }
+  const { record } = server;
+  let released = false;
+  const onExit = () => {
+    // Synchronous last resort when the process exits without close(): stop the server if nobody else uses it.
+    if (!released) releaseSync(stateDir, recordFile, record);
+  };
+  process.on("exit", onExit);
+  return {
+    url: urlOf(record),
+    pid: record.pid,
+    started: server.started,
+    async release() {
+      if (released) return;
+      released = true;
+      process.off("exit", onExit);
+      const pid = releaseSync(stateDir, recordFile, record);
+      if (pid !== null) await waitForExit(pid, 5_000);
+    },
+  };
+}
+
+function urlOf(r: ServerRecord): string {
+  return `http://${r.host}:${r.port}`;
+}
+
+async function startServer(dataDir: string, stateDir: string, timeoutMs: number): Promise<ServerRecord> {
+  const cli = chromaCli();
+  const logFile = path.join(stateDir, "chroma.log");
+  let lastError = "";
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const port = await freePort();
+    const log = fs.openSync(logFile, "w");
+    // Its own process group, so that a Ctrl-C meant for a CLI command does not hit the server shared
+    // with other processes; it is stopped explicitly instead.
+    const child = spawn(process.execPath, [cli, "run", "--path", dataDir, "--host", HOST, "--port", String(port)], {
+      stdio: ["ignore", log, log],
+      detached: true,
+      env: { ...process.env, CHROMA_TELEMETRY: "false", ANONYMIZED_TELEMETRY: "False" },
+    });
+    fs.closeSync(log);
+    child.unref();
+    let exited: number | null | undefined;
+    child.once("exit", (code) => (exited = code));
+    child.once("error", (err) => {
+      lastError = errorMessage(err);
+      exited = -1;
+    });
+    const url = `http://${HOST}:${port}`;
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline && exited === undefined) {
+      if (await heartbeat(url, 1000)) {
+        return { pid: child.pid!, port, host: HOST, dataDir, startedAt: new Date().toISOString() };
+      }
+      await sleep(100);
+    }
+    const tail = readTail(logFile);
+    if (exited === undefined) {
+      if (child.pid) await stopPid(child.pid);
+      throw new VectorStoreError("VECTOR_SERVER_START", `the Chroma server did not answer within ${timeoutMs} ms (log ${logFile}: ${tail})`);
+    }
+    lastError = lastError || `exit code ${exited}: ${tail}`;
+    // A port taken between our probe and the server's bind: try another one.
+    if (!/address already in use|AddrInUse/i.test(tail)) break;
+  }
+  throw new VectorStoreError("VECTOR_SERVER_START", `cannot start the Chroma server (${lastError})`);
+}
+
+/** Path of the chromadb package's CLI (its `chroma` bin), which runs the bundled server. */
+export function chromaCli(): string {
+  const require = createRequire(import.meta.url);
+  // The package exports only its entry points (dist/ or dist/cjs/); the CLI is dist/cli.mjs.
+  let dir = path.dirname(require.resolve("chromadb"));
+  while (!fs.existsSync(path.join(dir, "package.json")) && path.dirname(dir) !== dir) dir = path.dirname(dir);
+  return path.join(dir, "dist", "cli.mjs");
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.once("error", reject);
+    srv.listen(0, HOST, () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function clientsDir(stateDir: string): string {
+  return path.join(stateDir, "chroma.clients");
+}
+
+function register(stateDir: string): void {
+  inProcessUsers.set(stateDir, (inProcessUsers.get(stateDir) ?? 0) + 1);
+  fs.mkdirSync(clientsDir(stateDir), { recursive: true });
+  fs.writeFileSync(path.join(clientsDir(stateDir), String(process.pid)), "");
+}
+
+/** Unregisters this user; stops the server when no live process uses it any more. Returns the pid signalled, if any. */
+function releaseSync(stateDir: string, recordFile: string, record: ServerRecord): number | null {
+  const left = (inProcessUsers.get(stateDir) ?? 1) - 1;
+  if (left > 0) {
+    inProcessUsers.set(stateDir, left);
+    return null;
+  }
+  inProcessUsers.delete(stateDir);
+  const dir = clientsDir(stateDir);
+  fs.rmSync(path.join(dir, String(process.pid)), { force: true });
+  let others = 0;
+  for (const name of safeReaddir(dir)) {
+    const pid = Number(name);
+    if (Number.isInteger(pid) && pid !== process.pid && isAlive(pid)) others++;
+    else fs.rmSync(path.join(dir, name), { force: true });
+  }
+  if (others > 0) return null;
+  // Only stop the server the record still names (another process may have replaced it meanwhile).
+  const current = readRecord(recordFile);
+  if (!current || current.pid !== record.pid || !isAlive(record.pid) || !isChromaProcess(record.pid, record.dataDir)) return null;
+  try {
+    process.kill(record.pid, "SIGTERM");
+  } catch {
+    return null;
+  }
+  fs.rmSync(recordFile, { force: true });
+  return record.pid;
+}
+
+async function stopPid(pid: number): Promise<void> {
+  try {
+    process.kill(pid, "SIGTERM");
+  } catch {
+    return;
+  }
+  if (!(await waitForExit(pid, 5_000))) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+}
+
+async function waitForExit(pid: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (!isAlive(pid)) return true;
+    await sleep(50);
+  }
+  return !isAlive(pid);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+  // A zombie (exited, not yet reaped by its parent) is not a server.
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    return !/^\d+ \(.*\) Z /.test(stat);
+  } catch {
+    return true;
+  }
+}
+
+/** Whether pid is a Chroma server on dataDir (so a recycled pid is never signalled). Non-Linux: trusted. */
+function isChromaProcess(pid: number, dataDir: string): boolean {
+  try {
+    const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+    return cmdline.includes("run") && cmdline.includes(dataDir);
+  } catch {
+    return process.platform !== "linux";
+  }
+}
+
+function readRecord(file: string): ServerRecord | null {
+  try {
+    const r = JSON.parse(fs.readFileSync(file, "utf8")) as ServerRecord;
+    return Number.isInteger(r.pid) && Number.isInteger(r.port) ? r : null;
+  } catch {
+    return null;
+  }
+}
+
+function readTail(file: string): string {
+  try {
+    const text = fs.readFileSync(file, "utf8");
+    // Drop the ASCII-art banner and colour codes; keep the last meaningful lines.
+    const lines = text
+      .replace(/\x1b\[[0-9;]*m/g, "")
+      .split("\n")
+      .map((l) => l.trim())
+      .filter((l) => l && !/^[(#\s]+$/.test(l));
+    const errors = lines.filter((l) => /error|panic|failed|cannot|in use/i.test(l));
+    return (errors.length ? errors.slice(0, 3) : lines.slice(-3)).join(" | ").slice(0, 500) || "no output";
+  } catch {
+    return "no log";
+  }
+}
+
+function safeReaddir(dir: string): string[] {
+  try {
+    return fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+/** A crude cross-process lock (exclusive create), with stale-holder detection by pid. */
+async function lock(file: string, timeoutMs: number): Promise<() => void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const fd = fs.openSync(file, "wx");
+      fs.writeSync(fd, String(process.pid));
+      fs.closeSync(fd);
+      return () => fs.rmSync(file, { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      let holder = 0;
+      let age = 0;
+      try {
+        holder = Number(fs.readFileSync(file, "utf8").trim() || "0");
+        age = Date.now() - fs.statSync(file).mtimeMs;
+      } catch {
+        continue; // released meanwhile
+      }
+      // An empty file is a holder between create and write, unless it has been so for a while.
+      if ((holder && !isAlive(holder)) || (!holder && age > 2_000)) {
+        fs.rmSync(file, { force: true });
+        continue;
+      }
+      if (Date.now() > deadline) throw new VectorStoreError("VECTOR_SERVER_START", `timed out waiting for ${file} (held by pid ${holder})`);
+      await sleep(100);
+    }
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

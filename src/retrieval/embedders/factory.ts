@@ -1,0 +1,32 @@
+import path from "node:path";
+import { EmbedderError } from "../errors.js";
+import { createHashedEmbedder } from "./hashed.js";
+import type { Embedder } from "./port.js";
+import { createXenovaEmbedder } from "./xenova.js";
+
+/** The embedder used when none is named. */
+export const DEFAULT_EMBEDDER = "hashed";
+
+/**
+ * Builds an embedder from its name: `hashed` (default, offline, no model), `hashed:<dimensions>`, or
+ * `xenova:<model>` for a model whose files are under `modelsDir` (default `<stateDir>/models`, or
+ * `$LEDGERLOOP_MODELS_DIR`).
+ */
+export async function createEmbedder(spec: string | undefined, opts: { modelsDir?: string; stateDir?: string } = {}): Promise<Embedder> {
+  const name = (spec ?? DEFAULT_EMBEDDER).trim();
+  if (name === "hashed" || name.startsWith("hashed:")) {
+    const dims = name === "hashed" ? undefined : Number(name.slice("hashed:".length));
+    if (dims !== undefined && (!Number.isInteger(dims) || dims < 16 || dims > 4096)) {
+      throw new EmbedderError("EMBEDDER_UNKNOWN", `embedder "${name}": dimensions must be an integer from 16 to 4096`);
+    }
+    return createHashedEmbedder(dims === undefined ? {} : { dimensions: dims });
+  }
+  if (name.startsWith("xenova:")) {
+    const model = name.slice("xenova:".length);
+    if (!model) throw new EmbedderError("EMBEDDER_UNKNOWN", `embedder "${name}" names no model (xenova:<model>, e.g. xenova:Xenova/all-MiniLM-L6-v2)`);
+    const modelsDir =
+      opts.modelsDir ?? process.env.LEDGERLOOP_MODELS_DIR ?? (opts.stateDir ? path.join(opts.stateDir, "models") : path.resolve("models"));
+    return createXenovaEmbedder({ model, modelsDir });
+  }
+  throw new EmbedderError("EMBEDDER_UNKNOWN", `unknown embedder "${name}"; use "hashed" (default), "hashed:<dimensions>" or "xenova:<model>"`);
+}

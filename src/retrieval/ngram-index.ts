@@ -1,0 +1,516 @@
+import fs from "node:fs";
+import path from "node:path";
+import Database from "better-sqlite3";
+import { errorMessage } from "../errors.js";
+import { ftsQuery, wordsColumn, type QueryTerm } from "./tokens.js";
+import { IndexCorruptError } from "./errors.js";
+
+/** SQLite `application_id` of index.db ("LLIX"), so a stray file is never mistaken for it. */
+export const INDEX_APPLICATION_ID = 0x4c4c4958;
+/** Bump when the layout changes: an index of another version is rebuilt, not migrated (it is derived data). */
+export const INDEX_SCHEMA_VERSION = 1;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+  id INTEGER PRIMARY KEY,
+  path TEXT NOT NULL UNIQUE,
+  hash TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  mtime_ms REAL NOT NULL,
+  lang TEXT,
+  lines INTEGER NOT NULL,
+  -- content hash whose chunks the vector index holds; NULL or stale = to (re)embed
+  vec_hash TEXT
+);
+CREATE TABLE IF NOT EXISTS chunks (
+  id INTEGER PRIMARY KEY,
+  file_id INTEGER NOT NULL,
+  start_line INTEGER NOT NULL,
+  end_line INTEGER NOT NULL,
+  symbols TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id, start_line);
+CREATE TABLE IF NOT EXISTS symbols (
+  id INTEGER PRIMARY KEY,
+  file_id INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  container TEXT,
+  start_line INTEGER NOT NULL,
+  end_line INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS symbols_file ON symbols(file_id);
+CREATE TABLE IF NOT EXISTS events (
+  id INTEGER PRIMARY KEY,
+  event_id TEXT NOT NULL UNIQUE,
+  thread_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  ts TEXT NOT NULL,
+  preview TEXT NOT NULL,
+  vec INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS events_thread ON events(thread_id, seq);
+-- Contentless trigram tables: they hold only the index, the text stays in the files (and events.preview).
+-- Columns hold the "words" form (identifiers whole and split, space-padded) so that a phrase " pars"
+-- matches word prefixes and " userrole " whole identifiers.
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(words, symbols, path, tokenize='trigram', content='', contentless_delete=1);
+CREATE VIRTUAL TABLE IF NOT EXISTS paths_fts USING fts5(dirs, base, tokenize='trigram', content='', contentless_delete=1);
+CREATE VIRTUAL TABLE IF NOT EXISTS symbols_fts USING fts5(name, tokenize='trigram', content='', contentless_delete=1);
+CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(words, kind, tokenize='trigram', content='', contentless_delete=1);
+`;
+
+/** What the index knows about one indexed file. */
+export interface FileRecord {
+  id: number;
+  path: string;
+  hash: string;
+  size: number;
+  mtimeMs: number;
+  lang: string | null;
+  lines: number;
+  vecHash: string | null;
+}
+
+/** A chunk to store: its range, the names of the symbols in it, and its text. */
+export interface ChunkInput {
+  startLine: number;
+  endLine: number;
+  symbols: string[];
+  text: string;
+}
+
+/** A symbol to store (lines 1-based, inclusive). */
+export interface SymbolInput {
+  name: string;
+  kind: string;
+  container?: string;
+  startLine: number;
+  endLine: number;
+}
+
+/** A stored chunk. */
+export interface ChunkRow {
+  id: number;
+  path: string;
+  startLine: number;
+  endLine: number;
+  symbols: string[];
+}
+
+/** A ranked match from one source; `score` is higher-is-better. */
+export interface RankedChunk extends ChunkRow {
+  score: number;
+}
+export interface RankedPath {
+  path: string;
+  score: number;
+}
+export interface RankedSymbol {
+  path: string;
+  name: string;
+  kind: string;
+  container: string | null;
+  startLine: number;
+  endLine: number;
+  score: number;
+}
+
+/** An event document to store. */
+export interface EventDoc {
+  eventId: string;
+  threadId: string;
+  seq: number;
+  type: string;
+  ts: string;
+  /** Full text to index. */
+  text: string;
+  /** A short field naming what kind of event it is (type, tool, status, error class). */
+  kind: string;
+}
+export interface RankedEvent {
+  eventId: string;
+  threadId: string;
+  seq: number;
+  type: string;
+  ts: string;
+  preview: string;
+  score: number;
+}
+
+const PREVIEW_CHARS = 600;
+
+/**
+ * The n-gram side of the retriever: SQLite FTS5 with the trigram tokenizer over file paths, symbol
+ * names, symbol-aligned chunks and ledger events, in its own file (`<stateDir>/index.db`). It is
+ * derived data: a corrupt or outdated file is moved aside and rebuilt from the workspace.
+ */
+export class NgramIndex {
+  /** True when opening found an unusable file and started a fresh one. */
+  readonly rebuilt: boolean;
+  readonly rebuildReason: string | null;
+  private readonly stmts: ReturnType<NgramIndex["prepare"]>;
+
+  private constructor(
+    readonly db: Database.Database,
+    readonly file: string,
+    rebuildReason: string | null,
+  ) {
+    this.rebuilt = rebuildReason !== null;
+    this.rebuildReason = rebuildReason;
+    this.stmts = this.prepare();
+  }
+
+  /** Opens (creating when missing) the index at `file`; an unusable file is moved to `<file>.corrupt` and recreated. */
+  static open(file: string): NgramIndex {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    let reason: string | null = null;
+    if (fs.existsSync(file)) {
+      const problem = checkExisting(file);
+      if (problem) {
+        reason = problem;
+        moveAside(file);
+      }
+    }
+    const db = new Database(file);
+    try {
+      db.pragma("busy_timeout = 5000");
+      db.pragma("journal_mode = WAL");
+      db.pragma("synchronous = NORMAL");
+      db.pragma(`application_id = ${INDEX_APPLICATION_ID}`);
+      db.exec(SCHEMA);
+      db.prepare("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', ?)").run(String(INDEX_SCHEMA_VERSION));
+      db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('open', '1')").run();
+    } catch (err) {
+      db.close();
+      throw asIndexError(err, file);
+    }
+    return new NgramIndex(db, file, reason);
+  }
+
+  private prepare() {
+    const db = this.db;
+    return {
+      getMeta: db.prepare("SELECT value FROM meta WHERE key = ?").pluck(),
+      setMeta: db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)"),
+      allFiles: db.prepare("SELECT id, path, hash, size, mtime_ms AS mtimeMs, lang, lines, vec_hash AS vecHash FROM files"),
+      getFile: db.prepare("SELECT id, path, hash, size, mtime_ms AS mtimeMs, lang, lines, vec_hash AS vecHash FROM files WHERE path = ?"),
+      insertFile: db.prepare("INSERT INTO files(path, hash, size, mtime_ms, lang, lines, vec_hash) VALUES (?, ?, ?, ?, ?, ?, NULL)"),
+      deleteFile: db.prepare("DELETE FROM files WHERE id = ?"),
+      touchFile: db.prepare("UPDATE files SET size = ?, mtime_ms = ? WHERE path = ?"),
+      setVecHash: db.prepare("UPDATE files SET vec_hash = ? WHERE path = ?"),
+      clearVec: db.prepare("UPDATE files SET vec_hash = NULL"),
+      chunkIdsOf: db.prepare("SELECT id FROM chunks WHERE file_id = ?").pluck(),
+      symbolIdsOf: db.prepare("SELECT id FROM symbols WHERE file_id = ?").pluck(),
+      insertChunk: db.prepare("INSERT INTO chunks(file_id, start_line, end_line, symbols) VALUES (?, ?, ?, ?)"),
+      insertChunkFts: db.prepare("INSERT INTO chunks_fts(rowid, words, symbols, path) VALUES (?, ?, ?, ?)"),
+      deleteChunks: db.prepare("DELETE FROM chunks WHERE file_id = ?"),
+      deleteChunkFts: db.prepare("DELETE FROM chunks_fts WHERE rowid = ?"),
+      insertSymbol: db.prepare("INSERT INTO symbols(file_id, name, kind, container, start_line, end_line) VALUES (?, ?, ?, ?, ?, ?)"),
+      insertSymbolFts: db.prepare("INSERT INTO symbols_fts(rowid, name) VALUES (?, ?)"),
+      deleteSymbols: db.prepare("DELETE FROM symbols WHERE file_id = ?"),
+      deleteSymbolFts: db.prepare("DELETE FROM symbols_fts WHERE rowid = ?"),
+      insertPathFts: db.prepare("INSERT INTO paths_fts(rowid, dirs, base) VALUES (?, ?, ?)"),
+      deletePathFts: db.prepare("DELETE FROM paths_fts WHERE rowid = ?"),
+      chunksOfPath: db.prepare(
+        "SELECT c.id, f.path, c.start_line AS startLine, c.end_line AS endLine, c.symbols FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ? ORDER BY c.start_line",
+      ),
+      counts: db.prepare(
+        "SELECT (SELECT COUNT(*) FROM files) AS files, (SELECT COUNT(*) FROM chunks) AS chunks, (SELECT COUNT(*) FROM symbols) AS symbols, (SELECT COUNT(*) FROM events) AS events",
+      ),
+      eventExists: db.prepare("SELECT id FROM events WHERE event_id = ?").pluck(),
+      insertEvent: db.prepare("INSERT INTO events(event_id, thread_id, seq, type, ts, preview) VALUES (?, ?, ?, ?, ?, ?)"),
+      insertEventFts: db.prepare("INSERT INTO events_fts(rowid, words, kind) VALUES (?, ?, ?)"),
+      maxSeq: db.prepare("SELECT MAX(seq) FROM events WHERE thread_id = ?").pluck(),
+      eventsNeedingVectors: db.prepare("SELECT event_id AS eventId, preview FROM events WHERE vec = 0 ORDER BY id LIMIT ?"),
+      setEventVec: db.prepare("UPDATE events SET vec = 1 WHERE event_id = ?"),
+      clearEventVec: db.prepare("UPDATE events SET vec = 0"),
+      eventsByIds: db.prepare("SELECT event_id AS eventId, thread_id AS threadId, seq, type, ts, preview FROM events WHERE event_id IN (SELECT value FROM json_each(?))"),
+    };
+  }
+
+  getMeta(key: string): string | undefined {
+    return this.run(() => this.stmts.getMeta.get(key) as string | undefined);
+  }
+
+  setMeta(key: string, value: string): void {
+    this.run(() => this.stmts.setMeta.run(key, value));
+  }
+
+  /** Every indexed file, keyed by workspace-relative path. */
+  files(): Map<string, FileRecord> {
+    return this.run(() => new Map((this.stmts.allFiles.all() as FileRecord[]).map((r) => [r.path, r])));
+  }
+
+  fileRecord(rel: string): FileRecord | undefined {
+    return this.run(() => this.stmts.getFile.get(rel) as FileRecord | undefined);
+  }
+
+  /** Records that a file's size/mtime changed while its content hash did not. */
+  touch(rel: string, size: number, mtimeMs: number): void {
+    this.run(() => this.stmts.touchFile.run(size, mtimeMs, rel));
+  }
+
+  /**
+   * Replaces everything stored for a file (record, chunks, symbols, path entry) in one transaction.
+   * Its vector state is reset: the caller re-embeds it.
+   */
+  putFile(
+    rec: { path: string; hash: string; size: number; mtimeMs: number; lang: string | null; lines: number },
+    chunks: ChunkInput[],
+    symbols: SymbolInput[],
+  ): void {
+    this.transaction(() => {
+      this.removeFileSync(rec.path);
+      const fileId = Number(this.stmts.insertFile.run(rec.path, rec.hash, rec.size, rec.mtimeMs, rec.lang, rec.lines).lastInsertRowid);
+      const pathWords = wordsColumn(rec.path);
+      const slash = rec.path.lastIndexOf("/");
+      this.stmts.insertPathFts.run(fileId, wordsColumn(rec.path.slice(0, slash + 1)), wordsColumn(rec.path.slice(slash + 1)));
+      for (const c of chunks) {
+        const id = Number(this.stmts.insertChunk.run(fileId, c.startLine, c.endLine, c.symbols.join(" ")).lastInsertRowid);
+        this.stmts.insertChunkFts.run(id, wordsColumn(c.text), wordsColumn(c.symbols.join(" ")), pathWords);
+      }
+      for (const s of symbols) {
+        const id = Number(this.stmts.insertSymbol.run(fileId, s.name, s.kind, s.container ?? null, s.startLine, s.endLine).lastInsertRowid);
+        this.stmts.insertSymbolFts.run(id, wordsColumn(s.name));
+      }
+    });
+  }
+
+  /** Forgets a file; returns whether it was indexed. */
+  removeFile(rel: string): boolean {
+    return this.transaction(() => this.removeFileSync(rel));
+  }
+
+  private removeFileSync(rel: string): boolean {
+    const rec = this.stmts.getFile.get(rel) as FileRecord | undefined;
+    if (!rec) return false;
+    for (const id of this.stmts.chunkIdsOf.all(rec.id) as number[]) this.stmts.deleteChunkFts.run(id);
+    for (const id of this.stmts.symbolIdsOf.all(rec.id) as number[]) this.stmts.deleteSymbolFts.run(id);
+    this.stmts.deletePathFts.run(rec.id);
+    this.stmts.deleteChunks.run(rec.id);
+    this.stmts.deleteSymbols.run(rec.id);
+    this.stmts.deleteFile.run(rec.id);
+    return true;
+  }
+
+  chunksOf(rel: string): ChunkRow[] {
+    return this.run(() => (this.stmts.chunksOfPath.all(rel) as Array<Omit<ChunkRow, "symbols"> & { symbols: string }>).map(toChunkRow));
+  }
+
+  /** Marks a file's chunks as present in the vector index at this content hash (null: absent). */
+  setVectorHash(rel: string, hash: string | null): void {
+    this.run(() => this.stmts.setVecHash.run(hash, rel));
+  }
+
+  /** Forgets which files and events have vectors (the vector index was replaced or lost). */
+  clearVectorState(): void {
+    this.transaction(() => {
+      this.stmts.clearVec.run();
+      this.stmts.clearEventVec.run();
+    });
+  }
+
+  /** Files whose current chunks are not in the vector index yet. */
+  filesNeedingVectors(): FileRecord[] {
+    return [...this.files().values()].filter((f) => f.vecHash !== f.hash);
+  }
+
+  /** Best chunks by BM25 over their words, symbol names and path. */
+  searchChunks(terms: QueryTerm[], limit: number): RankedChunk[] {
+    const q = ftsQuery(terms);
+    if (!q) return [];
+    return this.run(() =>
+      (
+        this.db
+          .prepare(
+            `SELECT c.id, f.path, c.start_line AS startLine, c.end_line AS endLine, c.symbols, -r.rank AS score
+             FROM (SELECT rowid, bm25(chunks_fts, 1.0, 2.0, 0.5) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?) r
+             JOIN chunks c ON c.id = r.rowid JOIN files f ON f.id = c.file_id ORDER BY r.rank`,
+          )
+          .all(q, limit) as Array<Omit<ChunkRow, "symbols"> & { symbols: string; score: number }>
+      ).map((r) => ({ ...toChunkRow(r), score: r.score })),
+    );
+  }
+
+  /** Best files by BM25 over their path (the file name weighs more than the directories). */
+  searchPaths(terms: QueryTerm[], limit: number): RankedPath[] {
+    const q = ftsQuery(terms);
+    if (!q) return [];
+    return this.run(
+      () =>
+        this.db
+          .prepare(
+            `SELECT f.path, -r.rank AS score FROM (SELECT rowid, bm25(paths_fts, 1.0, 2.5) AS rank FROM paths_fts WHERE paths_fts MATCH ? ORDER BY rank LIMIT ?) r
+             JOIN files f ON f.id = r.rowid ORDER BY r.rank`,
+          )
+          .all(q, limit) as RankedPath[],
+    );
+  }
+
+  /** Best symbols by BM25 over their names (short documents: an exact name match ranks first). */
+  searchSymbols(terms: QueryTerm[], limit: number): RankedSymbol[] {
+    const q = ftsQuery(terms);
+    if (!q) return [];
+    return this.run(
+      () =>
+        this.db
+          .prepare(
+            `SELECT f.path, s.name, s.kind, s.container, s.start_line AS startLine, s.end_line AS endLine, -r.rank AS score
+             FROM (SELECT rowid, bm25(symbols_fts) AS rank FROM symbols_fts WHERE symbols_fts MATCH ? ORDER BY rank LIMIT ?) r
+             JOIN symbols s ON s.id = r.rowid JOIN files f ON f.id = s.file_id ORDER BY r.rank`,
+          )
+          .all(q, limit) as RankedSymbol[],
+    );
+  }
+
+  /** Stores events not stored yet; returns how many were new. */
+  putEvents(docs: EventDoc[]): number {
+    return this.transaction(() => {
+      let added = 0;
+      for (const d of docs) {
+        if (this.stmts.eventExists.get(d.eventId) !== undefined) continue;
+        const id = Number(this.stmts.insertEvent.run(d.eventId, d.threadId, d.seq, d.type, d.ts, d.text.slice(0, PREVIEW_CHARS)).lastInsertRowid);
+        this.stmts.insertEventFts.run(id, wordsColumn(d.text), wordsColumn(d.kind));
+        added++;
+      }
+      return added;
+    });
+  }
+
+  /** Highest seq of a thread's indexed events (0 when none). */
+  eventCursor(threadId: string): number {
+    return this.run(() => (this.stmts.maxSeq.get(threadId) as number | null) ?? 0);
+  }
+
+  eventsNeedingVectors(limit: number): Array<{ eventId: string; preview: string }> {
+    return this.run(() => this.stmts.eventsNeedingVectors.all(limit) as Array<{ eventId: string; preview: string }>);
+  }
+
+  markEventsVectorized(ids: string[]): void {
+    this.transaction(() => {
+      for (const id of ids) this.stmts.setEventVec.run(id);
+    });
+  }
+
+  eventsByIds(ids: string[]): Omit<RankedEvent, "score">[] {
+    return this.run(() => this.stmts.eventsByIds.all(JSON.stringify(ids)) as Omit<RankedEvent, "score">[]);
+  }
+
+  /** Best events by BM25 over their text and kind, optionally of one thread. */
+  searchEvents(terms: QueryTerm[], limit: number, threadId?: string): RankedEvent[] {
+    const q = ftsQuery(terms);
+    if (!q) return [];
+    const filter = threadId === undefined ? "" : "WHERE e.thread_id = ?";
+    const args: unknown[] = threadId === undefined ? [q, limit] : [q, limit * 4, threadId];
+    return this.run(() =>
+      (
+        this.db
+          .prepare(
+            `SELECT e.event_id AS eventId, e.thread_id AS threadId, e.seq, e.type, e.ts, e.preview, -r.rank AS score
+             FROM (SELECT rowid, bm25(events_fts, 1.0, 0.5) AS rank FROM events_fts WHERE events_fts MATCH ? ORDER BY rank LIMIT ?) r
+             JOIN events e ON e.id = r.rowid ${filter} ORDER BY r.rank`,
+          )
+          .all(...args) as RankedEvent[]
+      ).slice(0, limit),
+    );
+  }
+
+  counts(): { files: number; chunks: number; symbols: number; events: number } {
+    return this.run(() => this.stmts.counts.get() as { files: number; chunks: number; symbols: number; events: number });
+  }
+
+  /** Merges the FTS b-trees after a bulk load: fewer segments, faster queries. */
+  optimize(): void {
+    this.run(() => {
+      for (const t of ["chunks_fts", "paths_fts", "symbols_fts", "events_fts"]) this.db.exec(`INSERT INTO ${t}(${t}) VALUES ('optimize')`);
+    });
+  }
+
+  /** Folds the write-ahead log back into the file after a bulk load (keeps index.db-wal small). */
+  checkpoint(): void {
+    this.run(() => this.db.pragma("wal_checkpoint(TRUNCATE)"));
+  }
+
+  /** Runs `fn` in one write transaction (much faster than one per statement for bulk loads). */
+  transaction<T>(fn: () => T): T {
+    return this.run(() => this.db.transaction(fn)());
+  }
+
+  sizeBytes(): number {
+    return ["", "-wal"].reduce((n, s) => n + (fs.statSync(this.file + s, { throwIfNoEntry: false })?.size ?? 0), 0);
+  }
+
+  close(): void {
+    if (!this.db.open) return;
+    try {
+      this.db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('open', '0')").run();
+    } catch {
+      // closing must not fail because the file went bad; the next open checks it
+    }
+    this.db.close();
+  }
+
+  /** Maps SQLite's corruption errors to {@link IndexCorruptError}, which the retriever answers with a rebuild. */
+  private run<T>(fn: () => T): T {
+    try {
+      return fn();
+    } catch (err) {
+      throw asIndexError(err, this.file);
+    }
+  }
+}
+
+function toChunkRow(r: Omit<ChunkRow, "symbols"> & { symbols: string | string[] }): ChunkRow {
+  return {
+    id: r.id,
+    path: r.path,
+    startLine: r.startLine,
+    endLine: r.endLine,
+    symbols: Array.isArray(r.symbols) ? r.symbols : r.symbols ? r.symbols.split(" ") : [],
+  };
+}
+
+/** Why an existing index file cannot be used, or null when it can. */
+function checkExisting(file: string): string | null {
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(file, { fileMustExist: true });
+    db.pragma("busy_timeout = 5000");
+    const appId = db.pragma("application_id", { simple: true }) as number;
+    const tables = db.prepare("SELECT COUNT(*) FROM sqlite_master").pluck().get() as number;
+    if (appId !== INDEX_APPLICATION_ID) return tables === 0 ? null : `it is not a ledgerloop index (application_id ${appId})`;
+    const schema = db.prepare("SELECT value FROM meta WHERE key = 'schema'").pluck().get() as string | undefined;
+    if (schema !== String(INDEX_SCHEMA_VERSION)) return `it has index schema ${schema ?? "none"}, this version uses ${INDEX_SCHEMA_VERSION}`;
+    // A process that died with the file open may have left it damaged: check the pages then (it costs
+    // a read of the file, so not on every open).
+    const wasOpen = db.prepare("SELECT value FROM meta WHERE key = 'open'").pluck().get() === "1";
+    if (wasOpen) {
+      const result = db.pragma("quick_check", { simple: true }) as string;
+      if (result !== "ok") return `integrity check failed: ${result}`;
+    }
+    db.prepare("SELECT COUNT(*) FROM files").get();
+    return null;
+  } catch (err) {
+    return `it cannot be read (${errorMessage(err)})`;
+  } finally {
+    db?.close();
+  }
+}
+
+function moveAside(file: string): void {
+  for (const suffix of ["-wal", "-shm"]) fs.rmSync(file + suffix, { force: true });
+  // Kept once for a post-mortem; an older one is replaced.
+  fs.renameSync(file, `${file}.corrupt`);
+}
+
+function asIndexError(err: unknown, file: string): Error {
+  if (err instanceof IndexCorruptError) return err;
+  const code = (err as { code?: string })?.code ?? "";
+  const msg = errorMessage(err);
+  if (code === "SQLITE_CORRUPT" || code === "SQLITE_NOTADB" || code.startsWith("SQLITE_CORRUPT") || /malformed|not a database/i.test(msg)) {
+    return new IndexCorruptError(`search index ${file} is corrupt (${msg})`, { cause: err });
+  }
+  return err instanceof Error ? err : new Error(msg);
+}

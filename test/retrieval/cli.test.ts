@@ -1,0 +1,66 @@
+import fs from "node:fs";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { handleIndex } from "../../src/cli/index.js";
+import { handleSearch } from "../../src/cli/search.js";
+import { CliError } from "../../src/errors.js";
+import { SqliteLedger } from "../../src/ledger/sqlite-ledger.js";
+import { openStateDb } from "../../src/ledger/state-db.js";
+import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
+
+// The commands' handlers, in process (the CLI child-process tests come once main.ts registers them).
+afterAll(cleanupTemp);
+
+const files = {
+  "src/roles.ts": "export enum UserRole { Admin, Viewer }\nexport function checkRole(r: UserRole) { return r === UserRole.Admin; }\n",
+  "src/chart.ts": "export function drawChart() {}\n",
+  ".gitignore": "dist/\n",
+  "dist/out.js": "var UserRole;\n",
+};
+
+describe("ledgerloop index / search handlers", () => {
+  it("index reports files, skips, chunks and the vector state; search prints workspace-relative results best first", async () => {
+    const ws = tempWorkspace(undefined, files);
+    const seen: string[] = [];
+    const summary = await handleIndex({ workspace: ws }, (p) => p.phase === "index" && seen.push(p.path!));
+    expect(summary).toMatchObject({ workspace: ws, files: 3, indexed: 3, skipped: { ignored: 1 }, vector: { state: "ok", embedder: "hashed-v1-384" } });
+    expect(summary.indexFile).toBe(path.join(ws, ".ledgerloop", "index.db"));
+    expect(seen.sort()).toEqual([".gitignore", "src/chart.ts", "src/roles.ts"]);
+    expect(JSON.parse(JSON.stringify(summary))).toEqual(summary);
+
+    fs.writeFileSync(path.join(ws, "src/perm.ts"), "export function grantUserRole() {}\n");
+    // search refreshes the index first, so the new file is found.
+    const out = await handleSearch("user role", { workspace: ws, k: 3 });
+    expect(out.results.length).toBeGreaterThan(0);
+    expect(out.results.length).toBeLessThanOrEqual(3);
+    const first = out.results[0]!;
+    expect(first).toMatchObject({ kind: "code" });
+    if (first.kind !== "code") throw new Error("unreachable");
+    expect(["src/roles.ts", "src/perm.ts"]).toContain(first.path);
+    expect(Object.keys(first).sort()).toEqual(["endLine", "kind", "path", "preview", "score", "sources", "startLine", "symbols"]);
+    expect(out.results.map((r) => (r.kind === "code" ? r.path : ""))).toContain("src/perm.ts");
+    for (let i = 1; i < out.results.length; i++) expect(out.results[i]!.score).toBeLessThanOrEqual(out.results[i - 1]!.score);
+  });
+
+  it("searches ledger events of the state database with --scope events", async () => {
+    const ws = tempWorkspace(undefined, files);
+    const db = openStateDb(path.join(ws, ".ledgerloop", "state.db"));
+    const ledger = new SqliteLedger(db);
+    const e = await ledger.append({ threadId: "run-1", parentId: null, type: "decision", payload: { text: "Keep roles in an enum", step: 1 } });
+    db.close();
+    const out = await handleSearch("roles enum", { workspace: ws, scope: "events" });
+    expect(out.results[0]).toMatchObject({ kind: "event", eventId: e.id, threadId: "run-1", type: "decision" });
+  });
+
+  it("refuses bad input with usage errors", async () => {
+    const ws = tempWorkspace(undefined, files);
+    await expect(handleSearch("x", { workspace: ws, scope: "everything" })).rejects.toMatchObject({ exitCode: 2 });
+    await expect(handleSearch("   ", { workspace: ws })).rejects.toBeInstanceOf(CliError);
+    await expect(handleSearch("x", { workspace: ws, scope: "events" })).rejects.toThrow(/needs a ledger/);
+    const err = await handleIndex({ workspace: ws, embedder: "xenova:nope/missing", modelsDir: path.join(ws, "models") }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CliError);
+    expect((err as CliError).exitCode).toBe(2);
+    expect((err as Error).message).toMatch(/missing config\.json/);
+    await expect(handleIndex({ workspace: path.join(ws, "nope") })).rejects.toThrow(/does not exist/);
+  });
+});
