@@ -1,5 +1,6 @@
 import { benchContext } from "./context.js";
 import { benchLoop } from "./loop.js";
+import { benchRetrieval } from "./retrieval.js";
 import { benchRevisions } from "./revisions.js";
 import type { BenchResult } from "./report.js";
 
@@ -9,6 +10,7 @@ const all: Record<string, () => Promise<BenchResult[]>> = {
   loop: () => benchLoop(),
   context: () => benchContext(),
   revisions: () => benchRevisions(),
+  retrieval: () => benchRetrieval(),
 };
 
 const wanted = process.argv.slice(2);

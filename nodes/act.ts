@@ -3,12 +3,18 @@ import { describeAction } from "../src/context/builder.js";
 import type { Runtime } from "../src/runtime.js";
 import { killOrphan } from "../src/sandbox/executor.js";
 import type { LedgerEvent, PayloadOf } from "../src/state.js";
+import { treeSummary } from "../src/workspace/snapshot.js";
 import { getTool, type ToolContext } from "../tools/index.js";
 import { branchWriter, type NodeDeps, type NodeFn } from "./deps.js";
 
 type Feedback = PayloadOf<"environment_feedback">;
 
-async function execute(rt: Runtime, action: LedgerEvent<"agent_action">, signal?: AbortSignal): Promise<Feedback> {
+/**
+ * `attempt` names this execution of the action: the act task that runs it. A re-run of the same task
+ * after a crash has the same name (and finds the start it recorded); a run from a rewound or forked
+ * checkpoint is a new task, whose files were restored to before the action, so it runs it afresh.
+ */
+async function execute(rt: Runtime, action: LedgerEvent<"agent_action">, attempt: string, signal?: AbortSignal): Promise<Feedback> {
   const a = action.payload;
   const started = performance.now();
   const base = { tool: a.tool, durationMs: 0 };
@@ -16,7 +22,7 @@ async function execute(rt: Runtime, action: LedgerEvent<"agent_action">, signal?
   const tool = getTool(a.tool);
   if (!tool) return { ...base, status: "rejected", output: `Unknown tool "${a.tool}".`, errorClass: "invalid_call" };
 
-  const previous = await rt.ledger.actionStart(action.id);
+  const previous = await rt.ledger.actionStart(attempt);
   if (previous && !tool.idempotent) {
     // The runner died while this ran. Running it again could repeat a side effect, so the model
     // is told and decides; a process group the dead runner left behind is stopped first.
@@ -46,9 +52,9 @@ async function execute(rt: Runtime, action: LedgerEvent<"agent_action">, signal?
     let guard = previous?.guard ?? null;
     if (!previous) {
       guard = tool.prepare ? await tool.prepare(a.args as never, ctx) : null;
-      await rt.ledger.markActionStarted({ actionId: action.id, pid: null, pgid: null, procStart: null, guard });
+      await rt.ledger.markActionStarted({ actionId: attempt, pid: null, pgid: null, procStart: null, guard });
     }
-    ctx.onProcessStart = (p) => rt.ledger.markActionStarted({ actionId: action.id, ...p, guard });
+    ctx.onProcessStart = (p) => rt.ledger.markActionStarted({ actionId: attempt, ...p, guard });
     const r = await tool.run(a.args as never, ctx);
     return {
       tool: a.tool,
@@ -90,7 +96,7 @@ export function createActNode(deps: NodeDeps): NodeFn {
     for (const id of state.pendingActions) {
       const action = (await rt.ledger.get(id)) as LedgerEvent<"agent_action"> | null;
       if (!action || action.type !== "agent_action") throw new Error(`pending action ${id} is not in the ledger`);
-      const { event: fb, reused } = await w.once(`feedback/${id}`, "environment_feedback", () => execute(rt, action, config.signal), id);
+      const { event: fb, reused } = await w.once(`feedback/${id}`, "environment_feedback", () => execute(rt, action, w.key(`start/${id}`), config.signal), id);
       // Decisions are recorded here, with the action; plan changes need evidence and are judged by observe.
       for (const [j, effect] of (fb.payload.effects ?? []).entries()) {
         if (effect.kind === "decision") {
@@ -105,6 +111,20 @@ export function createActNode(deps: NodeDeps): NodeFn {
         text: `${describeAction(action.payload.tool, action.payload.args)} → ${p.status}${detail}${reused ? " [recorded before restart]" : ""}`,
       });
     }
-    return { ledgerHead: w.head };
+    // The workspace as this step left it, shell-made changes included: the revision a rewind to any
+    // later checkpoint restores. Taken here, so the checkpoint after act already names it.
+    const snap = await rt.revisions.snapshot({ label: `step ${state.step}` });
+    const c = snap.changed;
+    const changed = c.created.length + c.modified.length + c.deleted.length > 0;
+    const files = c.created.length + c.deleted.length > 0 ? [...rt.revisions.files(snap.revId).keys()] : null;
+    await w.append("snapshot", "workspace_snapshot", {
+      kind: "light",
+      changed: c,
+      revision: snap.revId,
+      ...(files ? { fileCount: files.length, tree: treeSummary(files) } : {}),
+    });
+    // The next context searches the code as this step left it.
+    if (changed) await rt.retriever?.refresh([...c.created, ...c.modified, ...c.deleted]).catch(() => {});
+    return { ledgerHead: w.head, workspaceRev: snap.revId };
   };
 }

@@ -1,4 +1,5 @@
 import type { LedgerEvent, Subtask, TaskStateValue } from "../src/state.js";
+import { declaredPackages, expectedEnvNames, treeSummary } from "../src/workspace/snapshot.js";
 import { branchWriter, type NodeDeps, type NodeFn } from "./deps.js";
 
 const FAILED = new Set(["error", "rejected", "interrupted"]);
@@ -70,15 +71,9 @@ export function createObserveNode(deps: NodeDeps): NodeFn {
     let subtasks: Subtask[] = state.subtasks;
     let status = state.status;
     let needsPlan = false;
-    const created = new Set<string>();
-    const modified = new Set<string>();
-    const deleted = new Set<string>();
     let historyTokens = 0;
     for (const fb of feedback) {
       historyTokens += rt.counter.count(fb.payload.output);
-      for (const f of fb.payload.filesChanged?.created ?? []) created.add(f);
-      for (const f of fb.payload.filesChanged?.modified ?? []) modified.add(f);
-      for (const f of fb.payload.filesChanged?.deleted ?? []) deleted.add(f);
       for (const [j, effect] of (fb.payload.effects ?? []).entries()) {
         if (effect.kind === "plan") {
           const evidence = passingEvidence(recentRuns.filter((r) => r.seq <= fb.seq));
@@ -102,11 +97,22 @@ export function createObserveNode(deps: NodeDeps): NodeFn {
     const newlyCompleted = subtasks.filter((s) => s.status === "completed" && !state.subtasks.some((p) => p.id === s.id && p.status === "completed")).length;
     const allFailed = feedback.length > 0 && feedback.every((f) => FAILED.has(f.payload.status));
     const failureStreak = allFailed ? state.failureStreak + 1 : 0;
-    if (created.size + modified.size + deleted.size > 0) {
-      await w.append("snapshot", "workspace_snapshot", {
-        kind: "light",
-        changed: { created: [...created].sort(), modified: [...modified].sort(), deleted: [...deleted].sort() },
+    // Milestones get a deep snapshot: what a model needs to know about the project at that point.
+    const tests = [...recentRuns].reverse().find((r) => r.payload.tests)?.payload.tests ?? null;
+    const testsNowPass = feedback.some((f) => f.payload.tests && f.payload.tests.failed === 0 && f.payload.tests.passed > 0);
+    const milestone = status === "finished" ? "finished" : newlyCompleted > 0 ? "subtask completed" : testsNowPass ? "tests passing" : null;
+    if (milestone && state.workspaceRev) {
+      const files = [...rt.revisions.files(state.workspaceRev).keys()];
+      await w.append("deep-snapshot", "workspace_snapshot", {
+        kind: "deep",
+        changed: { created: [], modified: [], deleted: [] },
         revision: state.workspaceRev,
+        fileCount: files.length,
+        tree: treeSummary(files),
+        milestone,
+        packages: declaredPackages(rt.workspace),
+        envNames: expectedEnvNames(rt.workspace),
+        lastTests: tests,
       });
     }
     if (status === "running" && state.step >= rt.settings.maxSteps) status = "max_steps";

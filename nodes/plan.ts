@@ -84,13 +84,16 @@ export function createPlanNode(deps: NodeDeps): NodeFn {
       proposed = proposed.map((s) => done.get(s.id) ?? s);
     }
     const subtasks = proposed;
+    // The workspace as the run found it: the revision a rewind to the start restores.
+    const workspaceRev = state.workspaceRev ?? (await rt.revisions.snapshot({ label: "start" })).revId;
     if (first) {
-      await w.append("spec", "task_spec", { goal: state.goal, subtasks, source, memories: memories.map((m) => m.text) });
+      await w.append("spec", "task_spec", { goal: state.goal, subtasks, source, memories: memories.map((m) => m.text), revision: workspaceRev });
     } else {
       await w.append("plan", "plan_update", { subtasks, reason: `replan (${source})` });
     }
     rt.progress?.({ node: "plan", step: state.step, text: `${subtasks.length} subtask(s) (${source})` });
     return {
+      workspaceRev,
       subtasks,
       needsPlan: false,
       ledgerHead: w.head,

@@ -13,12 +13,14 @@ import { budgetFor, tokenCounterFor, type ModelProfile, type TokenCounter } from
 import { SqliteStore } from "./memory/sqlite-store.js";
 import { createModel } from "./models/factory.js";
 import type { ChatModel } from "./models/port.js";
+import { createRetriever, type Retriever } from "./retrieval/hybrid.js";
 import { createLexicalSearcher } from "./retrieval/lexical.js";
 import type { CodeSearcher } from "./retrieval/port.js";
 import { createLocalSandbox } from "./sandbox/executor.js";
 import type { Sandbox } from "./sandbox/port.js";
 import { createRedactor, secretValuesFromEnv, type Redactor } from "./secrets.js";
 import { RunSettings, type RunSettingsInput } from "./settings.js";
+import { RevisionStore } from "./workspace/revisions.js";
 
 /** A line of progress a node reports (the CLI prints these on stderr). */
 export interface ProgressEvent {
@@ -40,9 +42,13 @@ export interface Runtime {
   sandbox: Sandbox;
   model: ChatModel;
   searcher: CodeSearcher;
+  /** The hybrid retriever over code and ledger history (absent with retrieval "lexical" or when it failed to start). */
+  retriever?: Retriever;
   redactor: Redactor;
   /** Long-term memory shared by the runs of this workspace (LangGraph BaseStore on SQLite). */
   store: SqliteStore;
+  /** Content-addressed revisions of the workspace files, one per step (time travel). */
+  revisions: RevisionStore;
   counter: TokenCounter;
   profile: ModelProfile;
   progress?: (e: ProgressEvent) => void;
@@ -55,6 +61,8 @@ export interface RuntimeOverrides {
   progress?: (e: ProgressEvent) => void;
   /** Scripted models append every request here (JSON lines). */
   recordRequestsFile?: string;
+  /** Warnings worth a line on stderr (retrieval degraded, isolation weaker than asked). */
+  warn?: (message: string) => void;
 }
 
 /**
@@ -123,6 +131,25 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   if (!fs.existsSync(gi)) fs.writeFileSync(gi, "*\n");
   const ledger = new SqliteLedger(db, { redactor });
   const checkpointer = new RedactingSqliteSaver(db, redactor);
+  const warn = overrides.warn ?? (() => {});
+  let retriever: Retriever | undefined;
+  if (settings.retrieval === "hybrid") {
+    try {
+      retriever = await createRetriever({
+        workspace,
+        stateDir,
+        ledger,
+        embedder: settings.embedder,
+        vectorIndex: settings.vectors === "off" ? "off" : undefined,
+        onWarning: warn,
+        redact: (t) => redactor.redact(t),
+      });
+      // Build or refresh the index in the background; the first search waits for it if needed.
+      void retriever.index().catch((err) => warn(`indexing failed: ${(err as Error).message}`));
+    } catch (err) {
+      warn(`the hybrid retriever could not start (${(err as Error).message}); using a plain file scan for search`);
+    }
+  }
   return {
     settings: { ...settings, workspace, stateDir, budgetTokens },
     workspace,
@@ -133,13 +160,17 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     checkpointer,
     sandbox: overrides.sandbox ?? createLocalSandbox({ outputCapBytes: settings.outputCapBytes }),
     model,
-    searcher: createLexicalSearcher(workspace),
+    searcher: retriever ?? createLexicalSearcher(workspace),
+    retriever,
     redactor,
     store: new SqliteStore(db),
+    revisions: new RevisionStore(db, workspace, { blobsDir: path.join(stateDir, "blobs") }),
     counter,
     profile,
     progress: overrides.progress,
     async close() {
+      // The retriever first: it stops an embedded Chroma server this process started.
+      await retriever?.close().catch(() => {});
       if (db.open) db.close();
     },
   };

@@ -16,6 +16,12 @@ export const RunSettings = z
     outputCapBytes: z.number().int().min(1024).default(16 * 1024),
     failureStreakLimit: z.number().int().positive().default(3),
     summarizeThresholdTokens: z.number().int().positive().default(8_000),
+    /** "hybrid": n-gram index + Chroma vectors (the default); "lexical": a plain file scan, no index. */
+    retrieval: z.enum(["hybrid", "lexical"]).default("hybrid"),
+    /** Vector side of the hybrid retriever: Chroma, or off (n-gram index only). */
+    vectors: z.enum(["chroma", "off"]).default("chroma"),
+    /** Embedder of the vector side: "hashed" (offline, no model) or "xenova:<model>". */
+    embedder: z.string().min(1).default("hashed"),
   })
   .strict();
 export type RunSettings = z.infer<typeof RunSettings>;

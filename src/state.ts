@@ -129,6 +129,8 @@ export const TaskSpecPayload = z.object({
   subtasks: z.array(Subtask),
   source: z.enum(["model", "deterministic", "user"]),
   memories: z.array(z.string()).optional(),
+  /** The workspace revision the run started from. */
+  revision: z.string().nullable().optional(),
 });
 export const PlanUpdatePayload = z.object({
   subtasks: z.array(Subtask),
@@ -179,8 +181,16 @@ export const WorkspaceSnapshotPayload = z.object({
   kind: z.enum(["light", "deep"]),
   fileCount: z.number().int().optional(),
   changed: FileChanges,
+  /** File-tree summary, when the set of files changed (or at a deep snapshot). */
   tree: z.string().optional(),
+  /** The workspace revision this snapshot describes. */
   revision: z.string().nullable().optional(),
+  /** Deep snapshots only: why it was taken, and what a model needs to know about the project. */
+  milestone: z.string().optional(),
+  packages: z.array(z.string()).optional(),
+  envNames: z.array(z.string()).optional(),
+  symbols: z.array(z.string()).optional(),
+  lastTests: TestCounts.nullable().optional(),
 });
 export const DecisionPayload = z.object({ text: z.string(), step: z.number().int() });
 export const ContextItem = z.object({
@@ -229,6 +239,18 @@ export const SummaryPayload = z.object({
   tier: z.enum(["mid", "far"]),
   source: z.enum(["model", "deterministic"]),
 });
+export const TimeTravelPayload = z.object({
+  kind: z.enum(["rewind", "fork"]),
+  fromThread: z.string(),
+  /** The checkpoint the run was at before (rewind), or the checkpoint forked from. */
+  fromCheckpoint: z.string().nullable(),
+  toCheckpoint: z.string(),
+  /** Workspace revision restored. */
+  revision: z.string().nullable(),
+  /** Foreign edits saved as a revision first (rewind --force). */
+  savedRevision: z.string().nullable().optional(),
+  workspace: z.string().optional(),
+});
 export const RunStatusPayload = z.object({
   status: RunStatus,
   steps: z.number().int(),
@@ -251,6 +273,7 @@ export const EventBody = z.discriminatedUnion("type", [
   ev("reflection", ReflectionPayload),
   ev("summary", SummaryPayload),
   ev("run_status", RunStatusPayload),
+  ev("time_travel", TimeTravelPayload),
 ]);
 export type EventBody = z.infer<typeof EventBody>;
 export type EventType = EventBody["type"];

@@ -85,3 +85,37 @@ export function intOption(name: string) {
     return n;
   };
 }
+
+/** A model for commands that run no node (rewind, fork, diff, gc): calling it is a bug. */
+const INERT_MODEL = {
+  name: "none:inspection",
+  async invoke(): Promise<never> {
+    throw new CliError("this command does not call a model", 1, "NO_MODEL");
+  },
+};
+
+/**
+ * The runtime of an existing thread, with the settings it was started with (model replaced by an
+ * inert one unless the command runs the agent).
+ */
+export async function runtimeForThread(
+  thread: string,
+  args: WorkspaceArgs,
+  opts: { progress?: (e: import("../runtime.js").ProgressEvent) => void } = {},
+): Promise<import("../runtime.js").Runtime> {
+  const st = openExistingState(args);
+  let settings;
+  try {
+    requireThread(st, thread);
+    settings = st.runs.get(thread)?.settings;
+  } finally {
+    st.close();
+  }
+  const { createRuntime } = await import("../runtime.js");
+  const workspace = resolveWorkspace(args.workspace ?? process.cwd());
+  // Time-travel commands need no index: the next run refreshes it from the files' sizes and mtimes.
+  return createRuntime(
+    { ...(settings ?? {}), workspace, stateDir: args.stateDir ?? settings?.stateDir, model: INERT_MODEL.name, retrieval: "lexical" },
+    { model: INERT_MODEL, progress: opts.progress, warn: (m) => log(`warning: ${m}`) },
+  );
+}

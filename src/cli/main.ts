@@ -3,11 +3,19 @@ import { errorMessage } from "../errors.js";
 import { exitCodeFor, log } from "./common.js";
 import { registerContext } from "./context.js";
 import { registerDemo } from "./demo.js";
+import { registerDiff } from "./diff.js";
+import { registerFork } from "./fork.js";
+import { registerGc } from "./gc.js";
 import { registerHistory } from "./history.js";
+import { registerIndex } from "./index.js";
 import { registerLedger } from "./ledger.js";
 import { registerMemory } from "./memory.js";
+import { registerReplay } from "./replay.js";
 import { registerResume } from "./resume.js";
+import { registerRewind } from "./rewind.js";
 import { registerRun } from "./run.js";
+import { registerSearch } from "./search.js";
+import { registerStats } from "./stats.js";
 import { registerThreads } from "./threads.js";
 
 /** The `ledgerloop` command line. */
@@ -26,6 +34,14 @@ export function buildProgram(): Command {
   registerThreads(program);
   registerContext(program);
   registerMemory(program);
+  registerRewind(program);
+  registerFork(program);
+  registerDiff(program);
+  registerReplay(program);
+  registerGc(program);
+  registerStats(program);
+  registerIndex(program);
+  registerSearch(program);
   return program;
 }
 

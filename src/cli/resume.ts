@@ -32,7 +32,7 @@ export async function handleResume(thread: string, args: ResumeArgs): Promise<Dr
   }
   const rt = await createRuntime(
     { ...saved.settings, workspace, stateDir: args.stateDir ?? saved.settings.stateDir, model: args.model ?? saved.settings.model },
-    { progress: progressPrinter(args.quiet), recordRequestsFile: process.env.LEDGERLOOP_RECORD_REQUESTS },
+    { progress: progressPrinter(args.quiet), recordRequestsFile: process.env.LEDGERLOOP_RECORD_REQUESTS, warn: (m) => log(`warning: ${m}`) },
   );
   try {
     if (!args.quiet && !args.json) log(`resuming ${thread} in ${rt.workspace} with ${rt.model.name}`);

@@ -77,7 +77,7 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
       ...(args.maxSteps ? { maxSteps: args.maxSteps } : {}),
       ...(args.budget ? { budgetTokens: args.budget } : {}),
     },
-    { progress: progressPrinter(args.quiet), recordRequestsFile: process.env.LEDGERLOOP_RECORD_REQUESTS },
+    { progress: progressPrinter(args.quiet), recordRequestsFile: process.env.LEDGERLOOP_RECORD_REQUESTS, warn: (m) => log(`warning: ${m}`) },
   );
   try {
     const runs = new RunRegistry(rt.db);

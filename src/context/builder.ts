@@ -29,6 +29,7 @@ Rules:
  * order, each up to its share of the whole budget (or what is left, if less):
  *   recent turns  — no share limit: newest first; outputs cut (12k → 3k → 600 chars) before a turn
  *                   is dropped, and once one turn is dropped every older one is dropped too;
+ *   workspace     — 5%: the latest file-tree summary and the files this run changed;
  *   focus files   — 25%: the files being worked on, windowed around the touched/failing lines;
  *                   a file that does not fit is dropped whole;
  *   retrieved code— 20%: search hits for the current subtask, latest error and focus files,
@@ -39,7 +40,7 @@ Rules:
  *   history       — 15%: far summaries first (compact), then mid-range summaries newest first.
  * Whatever does not fit is listed in `omitted` with its tokens.
  */
-export const SECTION_SHARE = { focus: 0.25, retrieved: 0.2, recalled: 0.1, memories: 0.08, history: 0.15 } as const;
+export const SECTION_SHARE = { workspace: 0.05, focus: 0.25, retrieved: 0.2, recalled: 0.1, memories: 0.08, history: 0.15 } as const;
 
 export interface BuildInput {
   ledger: Ledger;
@@ -253,7 +254,6 @@ export async function buildPrompt(input: BuildInput): Promise<BuiltPrompt> {
   const shownEvents = new Set(window.map((e) => e.id));
   const oldestShownSeq = chosen[0]?.turn.call.seq ?? Number.MAX_SAFE_INTEGER;
 
-  // --- focus files -------------------------------------------------------------------------------
   const extra: string[] = [];
   // For each extra section, the budget items it holds (so a late drop can retract them).
   const extraSources: Array<Array<{ section: string; source: string }>> = [];
@@ -263,6 +263,24 @@ export async function buildPrompt(input: BuildInput): Promise<BuiltPrompt> {
     extraSources.push(budget.items.slice(mark).map((i) => ({ section: i.section, source: i.source })));
     mark = budget.items.length;
   };
+
+  // --- workspace summary ---------------------------------------------------------------------------
+  const snaps = (await ledger.branch(head, { types: ["workspace_snapshot"], last: 40 })) as LedgerEvent<"workspace_snapshot">[];
+  if (snaps.length) {
+    const withTree = [...snaps].reverse().find((s) => s.payload.tree);
+    const touched = new Set<string>();
+    for (const s of snaps) for (const f of [...s.payload.changed.created, ...s.payload.changed.modified]) touched.add(f);
+    const lines = [
+      withTree ? `${withTree.payload.fileCount ?? "?"} files: ${withTree.payload.tree}` : "",
+      touched.size ? `Changed recently by this run: ${[...touched].slice(-30).join(", ")}` : "",
+    ].filter(Boolean);
+    const text = `# Workspace\n${lines.join("\n")}`;
+    if (lines.length && budget.take({ section: "workspace", source: `snapshot:${snaps.at(-1)!.id}`, tokens: counter.count(text) + 1 }, SECTION_SHARE.workspace)) {
+      pushExtra(text);
+    }
+  }
+
+  // --- focus files -------------------------------------------------------------------------------
   const focusShown = new Set<string>();
   if (input.workspace) {
     const recent = window.length ? window : await ledger.branch(head, { last: 60 });
@@ -305,7 +323,8 @@ export async function buildPrompt(input: BuildInput): Promise<BuiltPrompt> {
         body = `## ${h.path}:${h.startLine}-${h.endLine}\n${h.preview}`;
       }
       const tokens = counter.count(body) + 1;
-      if (budget.take({ section: "retrieved", source: `file:${h.path}#L${h.startLine}-${h.endLine}`, tokens, score: h.score }, SECTION_SHARE.retrieved)) {
+      const note = h.sources ? Object.entries(h.sources).map(([k, v]) => `${k}=${Number(v).toFixed(3)}`).join(" ") : undefined;
+      if (budget.take({ section: "retrieved", source: `file:${h.path}#L${h.startLine}-${h.endLine}`, tokens, score: h.score, note }, SECTION_SHARE.retrieved)) {
         parts.push(body);
       }
     }

@@ -36,6 +36,7 @@ export interface ThreadInfo {
 
 /** What a runner recorded when it started an action, so a later run can tell "started" from "never ran". */
 export interface ActionStart {
+  /** The attempt's key: an action id, qualified by the task that runs it. */
   actionId: string;
   startedAt: string;
   pid: number | null;

@@ -176,6 +176,8 @@ export interface RetrieverOptions {
   onWarning?: (message: string) => void;
   /** Time limit for the embedded Chroma server to come up. */
   chromaStartTimeoutMs?: number;
+  /** Applied to file text before it is indexed or previewed (the runtime's secret redactor). */
+  redact?: (text: string) => string;
 }
 
 /** Builds the hybrid retriever: opens (or rebuilds) index.db, picks the embedder, connects to Chroma. */
@@ -491,6 +493,7 @@ class HybridRetriever implements Retriever {
       if (report.invalidUtf8.paths.length < 10) report.invalidUtf8.paths.push(rel);
     }
     if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    text = this.redactKeepingLines(text);
     const lines = text.split("\n").map((l) => (l.endsWith("\r") ? l.slice(0, -1) : l));
     if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop();
     let symbols: CodeSymbol[] = [];
@@ -842,10 +845,25 @@ class HybridRetriever implements Retriever {
     return rows;
   }
 
+  /**
+   * Secrets in workspace files (a token in .env) must not end up in the index or in a preview. A
+   * redaction that spans lines (a PEM block) would shift line numbers, so it is then done per line.
+   */
+  private redactKeepingLines(text: string): string {
+    const redact = this.opts.redact;
+    if (!redact) return text;
+    const whole = redact(text);
+    if (whole === text || whole.split("\n").length === text.split("\n").length) return whole;
+    return text
+      .split("\n")
+      .map((l) => redact(l))
+      .join("\n");
+  }
+
   private preview(rel: string, start: number, end: number, query: string): string {
     let lines: string[];
     try {
-      lines = fs.readFileSync(path.join(this.workspace, rel), "utf8").split("\n").slice(start - 1, end);
+      lines = this.redactKeepingLines(fs.readFileSync(path.join(this.workspace, rel), "utf8")).split("\n").slice(start - 1, end);
     } catch {
       return "";
     }

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { createHash } from "node:crypto";
+import { inflateRawSync } from "node:zlib";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnSync } from "node:child_process";
@@ -252,10 +253,20 @@ describe("secrets stay out of the state", () => {
       });
       expect(r.code, r.stderr).toBe(0);
       const dir = path.join(ws, ".ledgerloop");
-      const bytes = fs
-        .readdirSync(dir)
-        .map((f) => fs.readFileSync(path.join(dir, f)).toString("latin1"))
-        .join("");
+      // Ledger, prompts, checkpoints and pending writes, read back from the database...
+      const db = new Database(path.join(dir, "state.db"), { readonly: true });
+      const rows = (sql: string) => (db.prepare(sql).all() as Array<Record<string, unknown>>).map((r) => Object.values(r).map((v) => (Buffer.isBuffer(v) ? v.toString("latin1") : String(v))).join(" "));
+      const prompts = (db.prepare("SELECT data FROM ll_blobs").all() as Array<{ data: Buffer }>).map((r) => inflateRawSync(r.data).toString("utf8"));
+      const stored = [...rows("SELECT * FROM ll_events"), ...prompts, ...rows("SELECT * FROM checkpoints"), ...rows("SELECT * FROM writes"), ...rows("SELECT * FROM ll_store")];
+      db.close();
+      // ...and every byte of the search index and the vector store. (Workspace revisions hold the
+      // files verbatim, as git objects would: a secret committed to a workspace file is kept there.)
+      const indexFiles = (fs.readdirSync(dir, { recursive: true }) as string[])
+        .filter((f) => f.startsWith("index.db") || f.startsWith("chroma"))
+        .map((f) => path.join(dir, f))
+        .filter((f) => fs.statSync(f).isFile())
+        .map((f) => fs.readFileSync(f).toString("latin1"));
+      const bytes = [...stored, ...indexFiles].join("\n");
       expect(bytes.length).toBeGreaterThan(10_000);
       expect(bytes).not.toContain(token);
       expect(bytes).not.toContain(apiKey);

@@ -43,7 +43,8 @@ export interface TestAgent {
 /** A runtime on `workspace` driven by a scripted trajectory, with the mutation-guarded checkpointer. */
 export async function testAgent(workspace: string, trajectory: Trajectory, settings: Partial<RunSettingsInput> = {}): Promise<TestAgent> {
   const model = new ScriptedModel(trajectory);
-  const rt = await createRuntime({ workspace, model: "scripted:test", ...settings }, { model });
+  // A plain file scan unless a test asks for the hybrid retriever: it starts a Chroma server per runtime.
+  const rt = await createRuntime({ workspace, model: "scripted:test", retrieval: "lexical", ...settings }, { model });
   const saver = new GuardedSaver(rt.db, rt.redactor);
   rt.checkpointer = saver;
   const agent = createCodingAgent({ runtime: rt });

@@ -1,0 +1,37 @@
+import type { Command } from "commander";
+import { diffCheckpoints } from "../../graphs/time-travel.js";
+import { formatStat } from "../workspace/revisions.js";
+import { printJson, runtimeForThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
+
+export interface DiffArgs extends WorkspaceArgs {
+  from: string;
+  to: string;
+  stat?: boolean;
+}
+
+/** File changes between two checkpoints of a run. */
+export async function handleDiff(thread: string, args: DiffArgs) {
+  const rt = await runtimeForThread(thread, args);
+  try {
+    return await diffCheckpoints(rt, thread, args.from, args.to, { stat: args.stat });
+  } finally {
+    await rt.close();
+  }
+}
+
+export function registerDiff(program: Command): void {
+  workspaceOptions(
+    program
+      .command("diff")
+      .description("file changes between two checkpoints of a run (unified diff)")
+      .argument("<thread>", "the run id")
+      .requiredOption("--from <checkpoint>", "older checkpoint")
+      .requiredOption("--to <checkpoint>", "newer checkpoint")
+      .option("--stat", "per-file added/removed line counts instead of the diff")
+      .option("--json", "one JSON object"),
+  ).action(async (thread: string, opts: DiffArgs) => {
+    const r = await handleDiff(thread, opts);
+    if (opts.json) return printJson(r);
+    process.stdout.write("stat" in r && r.stat ? formatStat(r.stat) + "\n" : ("diff" in r ? r.diff : ""));
+  });
+}

@@ -1,0 +1,42 @@
+import type { Command } from "commander";
+import { fork, type ForkResult } from "../../graphs/time-travel.js";
+import { log, printJson, runtimeForThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
+
+export interface ForkArgs extends WorkspaceArgs {
+  at: string;
+  thread?: string;
+  into?: string;
+  force?: boolean;
+}
+
+/** Starts a new thread from a checkpoint, optionally in a copy of the workspace. */
+export async function handleFork(thread: string, args: ForkArgs): Promise<ForkResult> {
+  const rt = await runtimeForThread(thread, args);
+  try {
+    const { runtime, ...r } = await fork(rt, thread, args.at, { newThread: args.thread, workspace: args.into, force: args.force });
+    if (runtime !== rt) await runtime.close();
+    return r;
+  } finally {
+    await rt.close();
+  }
+}
+
+export function registerFork(program: Command): void {
+  program
+    .command("fork")
+    .description("start a new thread from a checkpoint of a run (the original stays untouched)")
+    .argument("<thread>", "the run id")
+    .requiredOption("--at <checkpoint>", "checkpoint id (or a unique prefix of 6+ characters)")
+    .option("-w, --workspace <dir>", "the run's workspace (default: current directory)")
+    .option("--state-dir <dir>", "where the run's state database lives")
+    .option("--into <dir>", "give the fork its own copy of the workspace (and state) in this new directory")
+    .option("-t, --thread <id>", "id of the new thread (default: <thread>-fork-<random>)")
+    .option("--force", "when sharing the workspace: save edits made outside the run as a revision first")
+    .option("--json", "one JSON object")
+    .action(async (thread: string, opts: ForkArgs) => {
+      const r = await handleFork(thread, opts);
+      if (opts.json) return printJson(r);
+      log(`forked ${thread} at ${r.fromCheckpoint} into thread ${r.thread} (workspace ${r.workspace})`);
+      log(`continue with: ledgerloop resume ${r.thread} -w ${r.workspace}`);
+    });
+}

@@ -1,0 +1,36 @@
+import type { Command } from "commander";
+import { collectGarbage, type GcReport } from "../ledger/maintenance.js";
+import { RevisionStore } from "../workspace/revisions.js";
+import path from "node:path";
+import { intOption, log, openExistingState, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
+
+export interface GcArgs extends WorkspaceArgs {
+  keepLast?: number;
+}
+
+/** Prunes old checkpoints and unreferenced workspace blobs. */
+export async function handleGc(args: GcArgs): Promise<GcReport> {
+  const st = openExistingState(args);
+  try {
+    const revisions = new RevisionStore(st.db, st.workspace, { blobsDir: path.join(st.stateDir, "blobs") });
+    return await collectGarbage(st.db, revisions, st.stateDir, { keepLast: args.keepLast });
+  } finally {
+    st.close();
+  }
+}
+
+export function registerGc(program: Command): void {
+  workspaceOptions(
+    program
+      .command("gc")
+      .description("prune old checkpoints and unreferenced workspace blobs; branch heads stay resumable and runs replayable")
+      .option("--keep-last <n>", "keep this many checkpoints back from each branch head (default: all)", intOption("--keep-last"))
+      .option("--json", "one JSON object"),
+  ).action(async (opts: GcArgs) => {
+    const r = await handleGc(opts);
+    if (opts.json) return printJson(r);
+    log(
+      `gc: ${r.checkpointsDeleted} checkpoint(s) and ${r.revisionsDeleted} revision(s) / ${r.blobsDeleted} blob(s) removed; ${r.heads} branch head(s) kept; ${(r.bytesBefore / 1e6).toFixed(2)} MB → ${(r.bytesAfter / 1e6).toFixed(2)} MB`,
+    );
+  });
+}

@@ -1,0 +1,37 @@
+import type { Command } from "commander";
+import { rewind, type RewindResult } from "../../graphs/time-travel.js";
+import { log, printJson, runtimeForThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
+
+export interface RewindArgs extends WorkspaceArgs {
+  to: string;
+  force?: boolean;
+}
+
+/** Rewinds a run to a checkpoint: files, ledger branch and graph state together. */
+export async function handleRewind(thread: string, args: RewindArgs): Promise<RewindResult> {
+  const rt = await runtimeForThread(thread, args);
+  try {
+    return await rewind(rt, thread, args.to, { force: args.force });
+  } finally {
+    await rt.close();
+  }
+}
+
+export function registerRewind(program: Command): void {
+  workspaceOptions(
+    program
+      .command("rewind")
+      .description("move a run back to a checkpoint: workspace files, ledger branch and graph state together (runs nothing)")
+      .argument("<thread>", "the run id")
+      .requiredOption("--to <checkpoint>", "checkpoint id (or a unique prefix of 6+ characters)")
+      .option("--force", "first save edits made outside the run as a revision of their own, then rewind")
+      .option("--json", "one JSON object"),
+  ).action(async (thread: string, opts: RewindArgs) => {
+    const r = await handleRewind(thread, opts);
+    if (opts.json) return printJson(r);
+    const n = r.restored.created.length + r.restored.modified.length + r.restored.deleted.length;
+    log(`rewound ${thread} to ${r.toCheckpoint}: ${n} file(s) restored to revision ${r.revision.slice(0, 12)}`);
+    if (r.savedRevision) log(`edits made outside the run were saved as revision ${r.savedRevision.slice(0, 12)}`);
+    log(`continue with: ledgerloop resume ${thread}`);
+  });
+}
