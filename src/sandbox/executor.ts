@@ -1,23 +1,44 @@
 import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { execa } from "execa";
+import { ConfigError } from "../errors.js";
 import { isSecretName } from "../secrets.js";
+import { bwrapProbeArgv, detectIsolation, findProgram, probeOk, type IsolationReport } from "./detect.js";
+import {
+  bwrapArgv,
+  DEFAULT_HIDDEN_IN_HOME,
+  DEFAULT_PROTECTED,
+  hiddenPaths,
+  planUid,
+  protectedPaths,
+  unshareArgv,
+  wrapperArgv,
+  type IsolationLevel,
+  type Tools,
+  type UidPlan,
+  type WrapInput,
+} from "./isolation.js";
+import {
+  CommandCgroups,
+  detectCgroups,
+  resolveLimits,
+  rlimitScript,
+  whichLimit,
+  type CgroupSupport,
+  type LimitName,
+  type Limits,
+} from "./limits.js";
 import { OutputCap } from "./output-cap.js";
 import type { ExecRequest, ExecResult, ProcessInfo, Sandbox } from "./port.js";
+import { descendants, processesWithEnv, readProcStart, tasksOfUid } from "./proc.js";
+import { buildSeccompFilter } from "./seccomp.js";
+
+export { readProcStart } from "./proc.js";
 
 export const DEFAULT_OUTPUT_CAP = 16 * 1024;
 /** How long to wait for pipes to close after the command's process group was killed. */
 const DRAIN_MS = 2000;
-
-/** Start time of a process in clock ticks since boot (field 22 of /proc/<pid>/stat), or null. */
-export function readProcStart(pid: number): string | null {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return fields[19] ?? null;
-  } catch {
-    return null;
-  }
-}
 
 /** Kills a whole process group; true if a signal was delivered. */
 export function killGroup(pgid: number, signal: NodeJS.Signals = "SIGKILL"): boolean {
@@ -72,6 +93,17 @@ export interface SpawnSpec {
   outputCapBytes: number;
   signal?: AbortSignal;
   onStart?: (p: ProcessInfo) => void | Promise<void>;
+  /** Bytes the child can read from fd 3 (a pipe closed after them), e.g. a seccomp filter for bwrap. */
+  fd3Input?: Uint8Array;
+  /** Bytes of stdout+stderr together after which the command is stopped with limit "output". */
+  maxOutputBytes?: number;
+  /** Polled while the command runs; returning a limit name stops the command for it. */
+  watch?: { intervalMs: number; check: () => LimitName | null };
+  /**
+   * Kills every process of the command, also those outside its process group (setsid, a PID
+   * namespace, a cgroup). Called on timeout, abort, limit and when the leader exits.
+   */
+  killTree?: () => void;
 }
 
 export interface SpawnOutcome {
@@ -82,12 +114,14 @@ export interface SpawnOutcome {
   durationMs: number;
   timedOut: boolean;
   truncated: boolean;
+  /** Set when the runner stopped the command because of a limit it watches (output, cpu). */
+  stoppedFor: LimitName | null;
 }
 
 /**
- * Runs argv in its own process group with a wall-clock limit and capped output. The whole group is
- * killed when the leader exits or the time is up, so background children cannot outlive the
- * command or keep its pipes open.
+ * Runs argv in its own process group with a wall-clock limit and capped output. The whole group
+ * (and with `killTree` the whole tree) is killed when the leader exits or the time is up, so
+ * background children cannot outlive the command or keep its pipes open.
  */
 export async function spawnCapped(spec: SpawnSpec): Promise<SpawnOutcome> {
   const started = performance.now();
@@ -99,19 +133,37 @@ export async function spawnCapped(spec: SpawnSpec): Promise<SpawnOutcome> {
     env: spec.env,
     extendEnv: false,
     detached: true,
-    stdin: "ignore",
+    stdio: spec.fd3Input ? ["ignore", "pipe", "pipe", spec.fd3Input] : ["ignore", "pipe", "pipe"],
     buffer: false,
     reject: false,
     stripFinalNewline: false,
     windowsHide: true,
   });
-  child.stdout?.on("data", (c: Buffer) => out.push(c));
-  child.stderr?.on("data", (c: Buffer) => err.push(c));
-
+  const pid = child.pid;
   let timedOut = false;
+  let stoppedFor: LimitName | null = null;
+  const killAll = () => {
+    if (pid) killGroup(pid, "SIGKILL");
+    try {
+      spec.killTree?.();
+    } catch {
+      // best effort: the group kill above already stopped the leader
+    }
+  };
+  const stop = (why: LimitName) => {
+    if (stoppedFor || timedOut) return;
+    stoppedFor = why;
+    killAll();
+  };
+  const onData = (cap: OutputCap) => (c: Buffer) => {
+    cap.push(c);
+    if (spec.maxOutputBytes !== undefined && out.totalBytes + err.totalBytes > spec.maxOutputBytes) stop("output");
+  };
+  child.stdout?.on("data", onData(out));
+  child.stderr?.on("data", onData(err));
+
   let exitCode: number | null = null;
   let exitSignal: string | null = null;
-  const pid = child.pid;
   const exited = new Promise<void>((resolve) => {
     child.once("exit", (code, sig) => {
       exitCode = code;
@@ -122,13 +174,20 @@ export async function spawnCapped(spec: SpawnSpec): Promise<SpawnOutcome> {
   });
   let killTimer: NodeJS.Timeout | undefined;
   const timer = setTimeout(() => {
+    if (stoppedFor) return;
     timedOut = true;
     if (pid) {
       killGroup(pid, "SIGTERM");
-      killTimer = setTimeout(() => killGroup(pid, "SIGKILL"), 300);
+      killTimer = setTimeout(killAll, 300);
     }
   }, spec.timeoutMs);
-  const onAbort = () => pid && killGroup(pid, "SIGKILL");
+  const watchTimer = spec.watch
+    ? setInterval(() => {
+        const hit = spec.watch!.check();
+        if (hit) stop(hit);
+      }, spec.watch.intervalMs)
+    : undefined;
+  const onAbort = () => killAll();
   spec.signal?.addEventListener("abort", onAbort, { once: true });
   if (pid && spec.onStart) {
     await spec.onStart({ pid, pgid: pid, procStart: readProcStart(pid) });
@@ -136,10 +195,12 @@ export async function spawnCapped(spec: SpawnSpec): Promise<SpawnOutcome> {
 
   await exited;
   clearTimeout(timer);
-  if (pid) killGroup(pid, "SIGKILL");
+  clearInterval(watchTimer);
+  if (pid) killAll();
   clearTimeout(killTimer);
   spec.signal?.removeEventListener("abort", onAbort);
-  // A process that left the group (setsid) may still hold the pipes: do not wait for it forever.
+  // A process that left the group (setsid) and escaped killTree may still hold the pipes: do not
+  // wait for it forever.
   let drainTimer: NodeJS.Timeout | undefined;
   const result = await Promise.race([
     child,
@@ -166,31 +227,245 @@ export async function spawnCapped(spec: SpawnSpec): Promise<SpawnOutcome> {
     durationMs: Math.round(performance.now() - started),
     timedOut,
     truncated: out.truncated || err.truncated,
+    stoppedFor,
+  };
+}
+
+/** How a sandbox is built; everything has a default. */
+export interface SandboxOptions {
+  /** "auto" (default) takes the strongest level that works here; naming one that does not work throws. */
+  level?: IsolationLevel | "auto";
+  /** Workspace root, bound read-write; a request's `workspace`, else its `cwd`, when absent. */
+  workspace?: string;
+  /** Network for commands (default false). Level "none" cannot take it away. */
+  allowNetwork?: boolean;
+  /** Limits over DEFAULT_LIMITS; requests may override them again. */
+  limits?: Partial<Limits>;
+  outputCapBytes?: number;
+  /** Workspace-relative paths commands may not change (default: .git/hooks, .git/config, .ledgerloop). */
+  protectedPaths?: string[];
+  /** Host paths bound read-write under bwrap besides the workspace (e.g. a shared build cache). */
+  writablePaths?: string[];
+  /**
+   * Credential stores hidden from commands under bwrap: names relative to the runner's (and the
+   * command uid's) home, or absolute paths. Default: DEFAULT_HIDDEN_IN_HOME (.ssh, .aws, .npmrc, …).
+   */
+  hiddenPaths?: string[];
+  /**
+   * Per-command cgroups (memory, pids, whole-command CPU, killing every process), where writable.
+   * Default true. Without them memory is not limited, processes only through RLIMIT_NPROC, and the
+   * tree is killed through the PID namespace or a /proc scan.
+   */
+  cgroups?: boolean;
+  /** A detection to use instead of probing this machine (tests, or a report already printed). */
+  report?: IsolationReport;
+}
+
+/** A sandbox plus what it found out about the machine. */
+export interface ConfiguredSandbox extends Sandbox {
+  readonly level: IsolationLevel;
+  readonly reasons: readonly string[];
+  /** Full detection (null for level "none" asked explicitly: no probing done). */
+  readonly report: IsolationReport | null;
+  /** The uid plan a workspace gets (bwrap/unshare), for `doctor` and tests. */
+  uidFor(workspace: string): UidPlan;
+}
+
+let seccompFilter: Buffer | null | undefined;
+
+/** This architecture's compiled seccomp filter (built once), or null. */
+function seccompBytes(): Buffer | null {
+  if (seccompFilter === undefined) seccompFilter = buildSeccompFilter();
+  return seccompFilter;
+}
+
+const uidProbeCache = new Map<string, boolean>();
+let commandSeq = 0;
+
+/**
+ * Creates the sandbox every command of a run goes through. The level is chosen (or checked) once;
+ * each command then gets its own cgroups, rlimits and namespaces.
+ */
+export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
+  const want = opts.level ?? "auto";
+  let report: IsolationReport | null = opts.report ?? null;
+  let level: IsolationLevel;
+  let reasons: string[];
+  let tools: Tools;
+  let cgroups: CgroupSupport;
+  if (want === "none" && !report) {
+    // No probing: level "none" is what createLocalSandbox has always been, and tests make many.
+    cgroups = detectCgroups();
+    tools = { sh: findProgram("sh") ?? "/bin/sh", bash: "bash" };
+    level = "none";
+    reasons = ["none: asked for explicitly — commands are not isolated", ...cgroups.reasons];
+  } else {
+    report ??= detectIsolation();
+    if (want !== "auto" && !report.levels[want].ok) {
+      throw new ConfigError(`sandbox level "${want}" is not available here: ${report.levels[want].detail}`);
+    }
+    level = want === "auto" ? report.level : want;
+    reasons = want === "auto" ? report.reasons : [...report.reasons, `asked for: ${want}`];
+    tools = report.tools;
+    cgroups = report.cgroups;
+  }
+  if (opts.cgroups === false) {
+    cgroups = { parents: {}, reasons: ["cgroups: turned off for this sandbox (memory limit not enforced)"] };
+    reasons = [...reasons, ...cgroups.reasons];
+  }
+  const defaults = resolveLimits(opts.limits);
+  const protectRel = opts.protectedPaths ?? DEFAULT_PROTECTED;
+  const writable = (opts.writablePaths ?? []).map((p) => path.resolve(p));
+  const hideNames = opts.hiddenPaths ?? DEFAULT_HIDDEN_IN_HOME;
+
+  const uidFor = (workspace: string): UidPlan => {
+    let plan = planUid(workspace);
+    if (plan.kind === "owner" && level === "bwrap") {
+      // bwrap as the owner builds its sandbox in an unprivileged user namespace: check it can.
+      const key = `${plan.uid}:${plan.gid}`;
+      let ok = uidProbeCache.get(key);
+      if (ok === undefined && tools.setpriv && report) {
+        ok = probeOk([tools.setpriv, `--reuid=${plan.uid}`, `--regid=${plan.gid}`, "--clear-groups", "--", ...bwrapProbeArgv(tools, report.disableUserns, false)]);
+        uidProbeCache.set(key, ok);
+      }
+      if (!ok) plan = { kind: "root-userns", uid: 0, gid: 0, reason: `${plan.reason}, but bwrap cannot run as uid ${plan.uid}: uid 0 without capabilities instead` };
+    }
+    return plan;
+  };
+
+  return {
+    level,
+    reasons,
+    report,
+    uidFor,
+    async exec(req: ExecRequest): Promise<ExecResult> {
+      const limits = req.limits ? resolveLimits(defaults, req.limits) : defaults;
+      const workspace = path.resolve(req.workspace ?? opts.workspace ?? req.cwd);
+      const allowNetwork = req.allowNetwork ?? opts.allowNetwork ?? false;
+      const made = Object.keys(cgroups.parents).length ? CommandCgroups.create(cgroups, limits) : null;
+      const cg = made && made.joinFiles().length ? made : null;
+      const hasPidsCgroup = cg?.has("pids") ?? false;
+      // Without a cgroup or a PID namespace, descendants are found through /proc while the
+      // command runs, so that children which left the process group can still be killed; a daemon
+      // that double-forks out of the tree before the first scan is found by this variable.
+      const scan = !cg && level === "none";
+      const marker = scan ? `${process.pid}.${++commandSeq}` : null;
+      const env = marker ? { ...commandEnv(req.env), LEDGERLOOP_COMMAND: marker } : commandEnv(req.env);
+
+      let inner: string[];
+      let fd3: Buffer | undefined;
+      let nproc = false;
+      let nprocUid = process.getuid?.() ?? 0;
+      if (level === "none") {
+        inner = [tools.bash, "-c", req.command];
+        nproc = !hasPidsCgroup && nprocUid !== 0;
+      } else {
+        const uid = uidFor(workspace);
+        nproc = !hasPidsCgroup && uid.kind !== "root-userns";
+        nprocUid = uid.uid;
+        const input: WrapInput = {
+          command: req.command,
+          cwd: req.cwd,
+          workspace,
+          env,
+          allowNetwork,
+          protect: protectedPaths(workspace, protectRel),
+          writable,
+          hidden: level === "bwrap" ? hiddenPaths([os.homedir(), uid.home], hideNames, workspace) : [],
+          uid,
+          seccompFd: null,
+          tools,
+          disableUserns: report?.disableUserns ?? false,
+        };
+        if (level === "bwrap") {
+          // The filter reaches bwrap through a pipe on fd 3: no file anyone else could swap.
+          fd3 = seccompBytes() ?? undefined;
+          if (fd3) input.seccompFd = 3;
+          inner = bwrapArgv(input);
+        } else {
+          inner = unshareArgv(input);
+        }
+      }
+      const argv = wrapperArgv(tools.sh, cg?.joinFiles() ?? [], rlimitScript(limits, { nproc, nprocBase: nproc ? tasksOfUid(nprocUid) : 0 }), inner);
+
+      const tracked = new Map<number, string | null>();
+      let leader: number | undefined;
+      let leaderStart = Number.NaN;
+      const track = () => {
+        if (leader) for (const d of descendants(leader)) tracked.set(d.pid, d.start);
+      };
+      const cpuBudgetMs = limits.cpuSeconds * 1000;
+      try {
+        const r = await spawnCapped({
+          argv,
+          cwd: req.cwd,
+          env,
+          timeoutMs: req.timeoutMs,
+          outputCapBytes: req.outputCapBytes ?? opts.outputCapBytes ?? DEFAULT_OUTPUT_CAP,
+          signal: req.signal,
+          fd3Input: fd3,
+          maxOutputBytes: limits.outputBytes,
+          onStart: async (p) => {
+            leader = p.pid;
+            leaderStart = Number(p.procStart ?? Number.NaN);
+            await req.onStart?.(p);
+          },
+          watch: {
+            intervalMs: 200,
+            check: () => {
+              if (scan) track();
+              const cpu = cg?.cpuMs();
+              return cpu != null && cpu > cpuBudgetMs ? "cpu" : null;
+            },
+          },
+          killTree: () => {
+            cg?.killAll();
+            if (scan) {
+              track();
+              if (marker && Number.isFinite(leaderStart)) {
+                for (const d of processesWithEnv(`LEDGERLOOP_COMMAND=${marker}`, leaderStart)) tracked.set(d.pid, d.start);
+              }
+              for (const [pid, start] of tracked) {
+                if (start !== null && readProcStart(pid) === start) {
+                  try {
+                    process.kill(pid, "SIGKILL");
+                  } catch {
+                    // gone
+                  }
+                }
+              }
+            }
+          },
+        });
+        const usage = { cpuMs: cg?.cpuMs() ?? null, memoryPeakBytes: cg?.memoryPeak() ?? null };
+        const limit = whichLimit({
+          exitCode: r.exitCode,
+          signal: r.signal,
+          stderr: r.stderr,
+          timedOut: r.timedOut,
+          stoppedFor: r.stoppedFor,
+          oomKills: cg?.oomKills() ?? 0,
+          pidsRefused: cg?.pidsRefused() ?? 0,
+        });
+        const { stoppedFor: _stopped, ...rest } = r;
+        return { ...rest, isolation: level, limit, denied: null, usage };
+      } finally {
+        // Also kills whatever is left, whatever happened above.
+        cg?.destroy();
+      }
+    },
   };
 }
 
 export interface LocalSandboxOptions {
   outputCapBytes?: number;
+  limits?: Partial<Limits>;
 }
 
 /**
  * Runs commands directly on the host with only limits and a scrubbed environment: isolation level
- * "none". Stronger levels wrap the same spawn.
+ * "none". Same as `createSandbox({ level: "none" })`.
  */
 export function createLocalSandbox(opts: LocalSandboxOptions = {}): Sandbox {
-  return {
-    level: "none",
-    async exec(req: ExecRequest): Promise<ExecResult> {
-      const r = await spawnCapped({
-        argv: ["bash", "-c", req.command],
-        cwd: req.cwd,
-        env: commandEnv(req.env),
-        timeoutMs: req.timeoutMs,
-        outputCapBytes: req.outputCapBytes ?? opts.outputCapBytes ?? DEFAULT_OUTPUT_CAP,
-        signal: req.signal,
-        onStart: req.onStart,
-      });
-      return { ...r, isolation: "none", limit: null, denied: null };
-    },
-  };
+  return createSandbox({ level: "none", outputCapBytes: opts.outputCapBytes, limits: opts.limits });
 }

@@ -1,3 +1,5 @@
+import type { LimitName, Limits } from "./limits.js";
+
 /** Where and how a command runs. */
 export interface ExecRequest {
   /** A shell command line (run by bash). */
@@ -12,6 +14,15 @@ export interface ExecRequest {
   signal?: AbortSignal;
   /** Called once the process exists, so a crash-safe runner can record it. */
   onStart?: (proc: ProcessInfo) => void | Promise<void>;
+  /**
+   * Workspace root: bound read-write by the isolating levels (everything else is read-only).
+   * Defaults to the sandbox's workspace option, else `cwd`.
+   */
+  workspace?: string;
+  /** Let this command reach the network (overrides the sandbox's default; no effect at level "none"). */
+  allowNetwork?: boolean;
+  /** Per-command limits over the sandbox's. */
+  limits?: Partial<Limits>;
 }
 
 export interface ProcessInfo {
@@ -34,8 +45,10 @@ export interface ExecResult {
   truncated: boolean;
   /** The isolation level the command ran under. */
   isolation: string;
-  /** Name of the resource limit that was hit, if any. */
-  limit?: string | null;
+  /** Name of the resource limit that was hit, if any ("timeout" when the wall clock ran out). */
+  limit?: LimitName | null;
+  /** Resources the whole command used, where the machine can measure them (cgroups). */
+  usage?: { cpuMs: number | null; memoryPeakBytes: number | null };
   /** Set when the command was refused before running. */
   denied?: { rule: string; reason: string } | null;
 }
@@ -47,5 +60,7 @@ export interface ExecResult {
 export interface Sandbox {
   /** Isolation level in use: "bwrap", "unshare" or "none". */
   readonly level: string;
+  /** Why this level, and how each limit is enforced (what `ledgerloop doctor` prints). */
+  readonly reasons?: readonly string[];
   exec(req: ExecRequest): Promise<ExecResult>;
 }

@@ -1,0 +1,162 @@
+/**
+ * `ledgerloop.config.json`: per-workspace settings the user writes. One top-level key per concern
+ * (today: `sandbox`); add a section by adding a key to `LedgerloopConfig`. Unknown keys are errors,
+ * so a typo never silently turns a setting off.
+ *
+ * The file lives in the workspace, which commands and tools can write: the command policy protects
+ * it (see policy-paths.ts), and it is read once when a run starts, never re-read mid-run.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { z } from "zod";
+import { ConfigError, errorMessage } from "./errors.js";
+import { resolvePolicy, type SandboxPolicy } from "./sandbox/policy.js";
+
+export const CONFIG_FILE = "ledgerloop.config.json";
+
+const isRegExp = (s: string): boolean => {
+  try {
+    new RegExp(s);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** A deny or ask rule: matches a command by program, arguments and/or a regular expression. */
+export const PolicyRuleConfig = z
+  .strictObject({
+    /** Rule id reported with the decision (default `user.deny.<n>` / `user.ask.<n>`). */
+    id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "use letters, digits, `.`, `_` or `-`").optional(),
+    /** Program name(s) or path(s); `*` and `?` are wildcards. */
+    program: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]).optional(),
+    /** Arguments that must all be present, in any order; `*` and `?` are wildcards. */
+    args: z.array(z.string().min(1)).optional(),
+    /** A regular expression tested against the command's text. */
+    pattern: z.string().min(1).refine(isRegExp, "is not a valid regular expression").optional(),
+    /** What the model is told. */
+    reason: z.string().trim().min(1, "give the reason the model is told"),
+  })
+  .refine((r) => r.program !== undefined || r.pattern !== undefined, { message: "a rule needs `program` or `pattern` (or both)" });
+export type PolicyRuleConfig = z.infer<typeof PolicyRuleConfig>;
+
+/** `sandbox.policy`: merged over the built-in policy (lists are added, scalars replace). */
+export const PolicyConfig = z.strictObject({
+  /** Decision for programs no rule knows. */
+  default: z.enum(["ask", "deny"]).optional(),
+  /**
+   * Allowed commands: a program, or a program and leading arguments (`"docker compose ps"`), `*`
+   * wildcards. To allow something the built-in policy refuses, name the arguments (`"git push"`).
+   */
+  allow: z.array(z.string().trim().min(1)).optional(),
+  deny: z.array(PolicyRuleConfig).optional(),
+  ask: z.array(PolicyRuleConfig).optional(),
+  /** Programs inside the workspace (`./configure`) run freely ("allow", default) or need approval ("ask"). */
+  workspacePrograms: z.enum(["allow", "ask"]).optional(),
+  /** Absolute directories commands may write below, besides the workspace and /tmp. */
+  writablePaths: z
+    .array(
+      z
+        .string()
+        .refine((p) => path.isAbsolute(p), "must be an absolute path")
+        .refine((p) => path.resolve(p) !== "/", "cannot be `/`"),
+    )
+    .optional(),
+  /** Workspace-relative paths or globs commands may not write, besides .git/, .ledgerloop/ and this file. */
+  protectedPaths: z
+    .array(z.string().min(1).refine((p) => !path.isAbsolute(p) && !p.split("/").includes(".."), "must be a path inside the workspace, relative to it"))
+    .optional(),
+});
+export type PolicyConfig = z.infer<typeof PolicyConfig>;
+
+/** `sandbox`: how commands run. */
+export const SandboxConfig = z.strictObject({
+  /** Commands may use the network: network tools and package installs are allowed rather than asked. */
+  network: z.boolean().optional(),
+  policy: PolicyConfig.optional(),
+});
+export type SandboxConfig = z.infer<typeof SandboxConfig>;
+
+export const LedgerloopConfig = z.strictObject({
+  /** Editors' JSON schema hint; ignored. */
+  $schema: z.string().optional(),
+  sandbox: SandboxConfig.optional(),
+});
+export type LedgerloopConfig = z.infer<typeof LedgerloopConfig>;
+
+/** Validates a parsed config value; throws ConfigError naming the bad field. */
+export function parseConfig(value: unknown, source = CONFIG_FILE): LedgerloopConfig {
+  const r = LedgerloopConfig.safeParse(value);
+  if (r.success) return r.data;
+  throw new ConfigError(`${source}: ${describeIssues(r.error)}`, { cause: r.error });
+}
+
+/**
+ * Reads `<workspace>/ledgerloop.config.json` (or `file`, relative to the workspace). A missing
+ * default file means no settings; a missing explicit file, bad JSON or a bad field is a ConfigError.
+ */
+export function loadConfig(workspace: string, file?: string): LedgerloopConfig {
+  const p = file ? path.resolve(workspace, file) : path.join(workspace, CONFIG_FILE);
+  let text: string;
+  try {
+    text = fs.readFileSync(p, "utf8");
+  } catch (err) {
+    if (!file && (err as NodeJS.ErrnoException).code === "ENOENT") return {};
+    throw new ConfigError(`cannot read ${p}: ${errorMessage(err)}`, { cause: err });
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`${p} is not valid JSON: ${errorMessage(err)}`, { cause: err });
+  }
+  return parseConfig(json, p);
+}
+
+/** The command policy a config asks for, merged over the defaults; `allowNetwork` (a CLI flag) wins over `sandbox.network`. */
+export function policyFromConfig(config: LedgerloopConfig, opts: { allowNetwork?: boolean } = {}): SandboxPolicy {
+  return resolvePolicy(config.sandbox?.policy ?? {}, { allowNetwork: opts.allowNetwork ?? config.sandbox?.network ?? false });
+}
+
+// ---- error messages that name the field ----
+
+function fieldPath(segments: ReadonlyArray<PropertyKey>): string {
+  let out = "";
+  for (const s of segments) out += typeof s === "number" ? `[${s}]` : `${out ? "." : ""}${String(s)}`;
+  return out || "(top level)";
+}
+
+/** The object keys the schema accepts at a path, for "unknown key" messages. */
+function knownKeys(segments: ReadonlyArray<PropertyKey>): string[] {
+  let schema: unknown = LedgerloopConfig;
+  const unwrap = (s: unknown): unknown => {
+    let cur = s as { def?: { type?: string; innerType?: unknown; element?: unknown } };
+    while (cur?.def && (cur.def.type === "optional" || cur.def.type === "default" || cur.def.type === "nullable")) cur = cur.def.innerType as typeof cur;
+    return cur;
+  };
+  for (const seg of segments) {
+    const s = unwrap(schema) as { shape?: Record<string, unknown>; def?: { type?: string; element?: unknown; options?: unknown[] } };
+    if (typeof seg === "number" && s?.def?.type === "array") schema = s.def.element;
+    else if (typeof seg === "string" && s?.shape) schema = s.shape[seg];
+    else return [];
+  }
+  const s = unwrap(schema) as { shape?: Record<string, unknown> };
+  return s?.shape ? Object.keys(s.shape) : [];
+}
+
+function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((issue) => {
+      const where = fieldPath(issue.path);
+      if (issue.code === "unrecognized_keys") {
+        const known = knownKeys(issue.path);
+        const keys = issue.keys.map((k) => `"${k}"`).join(", ");
+        return `${where}: unknown key${issue.keys.length > 1 ? "s" : ""} ${keys}${known.length ? ` (known: ${known.join(", ")})` : ""}`;
+      }
+      let msg = issue.message;
+      if (/received undefined$/.test(msg)) msg = `is required (${msg.replace(/^Invalid input: /, "").replace(/, received undefined$/, "")})`;
+      return `${where}: ${msg}`;
+    })
+    .join("; ");
+}

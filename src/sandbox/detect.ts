@@ -1,0 +1,175 @@
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { detectCgroups, type CgroupSupport } from "./limits.js";
+import { LEVELS, runnerUid, type IsolationLevel, type Tools } from "./isolation.js";
+import { seccompSupported } from "./seccomp.js";
+
+export interface LevelProbe {
+  ok: boolean;
+  /** Why it is (not) usable, one line. */
+  detail: string;
+}
+
+/** What `ledgerloop doctor` prints: the level commands will get, and why. */
+export interface IsolationReport {
+  /** The strongest level that works here. */
+  level: IsolationLevel;
+  /** Human-readable lines: each level's probe, how each limit is enforced, the choice. */
+  reasons: string[];
+  levels: Record<IsolationLevel, LevelProbe>;
+  tools: Tools;
+  bwrapVersion: string | null;
+  /** bwrap has --disable-userns (0.8+). */
+  disableUserns: boolean;
+  seccomp: boolean;
+  cgroups: CgroupSupport;
+  /** How each limit is enforced here, by name. */
+  limits: Record<"memory" | "pids" | "cpu" | "file_size" | "timeout" | "output", string>;
+}
+
+const SEARCH = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"];
+
+/** Absolute path of a program on PATH or in the usual system directories. */
+export function findProgram(name: string, envPath: string | undefined = process.env.PATH): string | undefined {
+  const dirs = [...(envPath ?? "").split(":").filter((d) => d.startsWith("/")), ...SEARCH];
+  for (const d of dirs) {
+    const p = path.join(d, name);
+    try {
+      fs.accessSync(p, fs.constants.X_OK);
+      if (fs.statSync(p).isFile()) return p;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+function run(argv: string[], timeoutMs = 5000): { ok: boolean; out: string } {
+  const r = spawnSync(argv[0]!, argv.slice(1), { encoding: "utf8", timeout: timeoutMs, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } });
+  const out = `${r.stdout ?? ""}${r.stderr ?? ""}${r.error ? String(r.error.message) : ""}`.trim();
+  return { ok: r.status === 0 && !r.error, out };
+}
+
+/** True when argv runs and exits 0 (a capability probe). */
+export function probeOk(argv: string[]): boolean {
+  return run(argv).ok;
+}
+
+function firstLine(s: string): string {
+  return s.split("\n")[0]!.slice(0, 200);
+}
+
+/** The bwrap flags of a probe: the same namespaces and mounts as a real command, without a workspace. */
+export function bwrapProbeArgv(tools: Tools, disableUserns: boolean, rootUserns: boolean): string[] {
+  const a = [tools.bwrap!, "--unshare-user"];
+  if (disableUserns) a.push("--disable-userns");
+  if (rootUserns) a.push("--uid", "65534", "--gid", "65534");
+  a.push(
+    "--unshare-pid", "--unshare-ipc", "--unshare-cgroup-try", "--unshare-net", "--die-with-parent", "--new-session",
+    "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run",
+    "--", tools.sh, "-c", "true",
+  );
+  return a;
+}
+
+let cached: IsolationReport | null = null;
+
+/**
+ * Finds the strongest isolation level that works on this machine by running a trivial command
+ * under each (once per process; `refresh` probes again). Never throws: a level that fails its
+ * probe is reported with the reason.
+ */
+export function detectIsolation(opts: { refresh?: boolean } = {}): IsolationReport {
+  if (cached && !opts.refresh) return cached;
+  const tools: Tools = {
+    sh: findProgram("sh") ?? "/bin/sh",
+    // Found through the command's PATH, as at level "none", so messages read "bash: …" everywhere.
+    bash: "bash",
+    bwrap: findProgram("bwrap"),
+    unshare: findProgram("unshare"),
+    setpriv: findProgram("setpriv"),
+    ip: findProgram("ip"),
+    mount: findProgram("mount"),
+  };
+  const root = runnerUid() === 0;
+  const levels = {} as Record<IsolationLevel, LevelProbe>;
+
+  // bwrap
+  let bwrapVersion: string | null = null;
+  let disableUserns = false;
+  if (process.platform !== "linux") {
+    levels.bwrap = { ok: false, detail: `not Linux (${process.platform})` };
+  } else if (!tools.bwrap) {
+    levels.bwrap = { ok: false, detail: "bwrap not found (install bubblewrap: apt-get install bubblewrap)" };
+  } else {
+    const v = run([tools.bwrap, "--version"]);
+    bwrapVersion = /(\d+\.\d+(?:\.\d+)?)/.exec(v.out)?.[1] ?? null;
+    const [maj, min] = (bwrapVersion ?? "0.0").split(".").map(Number);
+    disableUserns = maj! > 0 || min! >= 8;
+    const probe = run(bwrapProbeArgv(tools, disableUserns, root));
+    if (probe.ok) {
+      levels.bwrap = { ok: true, detail: `${tools.bwrap} (bubblewrap ${bwrapVersion ?? "?"}) works${disableUserns ? "" : "; older than 0.8, so nested user namespaces stay possible"}` };
+    } else {
+      levels.bwrap = { ok: false, detail: `${tools.bwrap} is installed but cannot build a sandbox here: ${firstLine(probe.out) || "probe failed"} (user namespaces disabled?)` };
+    }
+    if (!tools.setpriv && levels.bwrap.ok && root) {
+      levels.bwrap.detail += "; setpriv missing, so workspaces of other users run as uid 0 without capabilities";
+    }
+  }
+
+  // unshare
+  if (process.platform !== "linux") {
+    levels.unshare = { ok: false, detail: `not Linux (${process.platform})` };
+  } else if (!tools.unshare || !tools.setpriv) {
+    levels.unshare = { ok: false, detail: `${!tools.unshare ? "unshare" : "setpriv"} not found (util-linux)` };
+  } else {
+    const argv = [tools.unshare, ...(root ? [] : ["--user", "--map-root-user"]), "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "--", tools.setpriv, "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--", tools.sh, "-c", "true"];
+    const probe = run(argv);
+    levels.unshare = probe.ok
+      ? { ok: true, detail: `${tools.unshare} works (network, PID and mount namespaces)${tools.ip ? "" : "; `ip` not found, so loopback stays down"}` }
+      : { ok: false, detail: `${tools.unshare} cannot create namespaces here: ${firstLine(probe.out) || "probe failed"}` };
+  }
+  levels.none = { ok: true, detail: "always available: runs on the host, only limits apply" };
+
+  const level = LEVELS.find((l) => levels[l].ok)!;
+  const cgroups = detectCgroups();
+  const p = cgroups.parents;
+  const seccomp = seccompSupported();
+  const limits: IsolationReport["limits"] = {
+    memory: p.memory ? `cgroup v1 memory.limit_in_bytes under ${p.memory}` : "NOT enforced (no writable memory cgroup)",
+    pids: p.pids
+      ? `cgroup v1 pids.max under ${p.pids}`
+      : root
+        ? "RLIMIT_NPROC only for commands that run as another uid; NOT enforced for uid 0 (no writable pids cgroup)"
+        : "RLIMIT_NPROC (counts every process of the uid)",
+    cpu: `RLIMIT_CPU per process${p.cpuacct ? ", and for the whole command via cgroup cpuacct" : ""}`,
+    file_size: "RLIMIT_FSIZE",
+    timeout: `wall clock; the whole tree is killed (${p.freezer || p.pids || p.memory ? "cgroup" : "process group and descendant scan"}${level === "none" ? "" : " and PID namespace"})`,
+    output: "stopped after the output budget; stdout/stderr capped to head and tail",
+  };
+  const reasons: string[] = [];
+  for (const l of LEVELS) reasons.push(`${l}: ${levels[l].ok ? "available" : "unavailable"} — ${levels[l].detail}`);
+  reasons.push(`chosen: ${level}${level === "none" ? " — COMMANDS ARE NOT ISOLATED FROM THIS MACHINE" : " (strongest available)"}`);
+  if (level === "bwrap") reasons.push(seccomp ? "seccomp: set-uid/set-gid file creation refused" : `seccomp: no filter for ${process.arch}; set-uid files can be created in the workspace`);
+  for (const [k, v] of Object.entries(limits)) reasons.push(`limit ${k}: ${v}`);
+  for (const r of cgroups.reasons) reasons.push(r);
+
+  cached = { level, reasons, levels, tools, bwrapVersion, disableUserns, seccomp, cgroups, limits };
+  return cached;
+}
+
+/**
+ * The warning the CLI prints once at start when commands will run unisolated; null otherwise.
+ */
+export function isolationWarning(level: string, reasons: string[] = []): string | null {
+  if (level !== "none") return null;
+  const why = reasons.filter((r) => /^(bwrap|unshare):/.test(r)).map((r) => `  ${r}`);
+  return [
+    "WARNING: ledgerloop runs the agent's commands WITHOUT ISOLATION (sandbox: none).",
+    "  Commands can read and change any file this user can, reach the network, and read this process's",
+    "  environment; only the limits and the scrubbed environment apply. Install bubblewrap",
+    "  (apt-get install bubblewrap) to isolate them.",
+    ...why,
+  ].join("\n");
+}

@@ -1,0 +1,352 @@
+import fs from "node:fs";
+import path from "node:path";
+
+/**
+ * Isolation levels, strongest first. What each one promises (and the attack suite tests):
+ *
+ * - `bwrap` (bubblewrap): the host filesystem is read-only except the workspace; `/tmp`, `/dev`,
+ *   `/run` and `/proc` are private; no network unless allowed (loopback works); new PID namespace
+ *   (nothing outlives the command); no capabilities, no_new_privs, no nested user namespaces, no
+ *   set-uid/set-gid files can be created (seccomp); cleared environment; `.git/hooks`, `.git/config`
+ *   and `.ledgerloop/` read-only; host unix sockets outside the workspace unreachable; credential
+ *   stores of the home directory (.ssh, .aws, .npmrc, …) hidden. Reading is not confined beyond
+ *   that: the command reads what its uid can (with a root-owned workspace that is uid 0, so
+ *   /etc/shadow too).
+ * - `unshare`: no network (loopback up), new PID namespace, no capabilities and no_new_privs, the
+ *   protected workspace paths read-only. The rest of the host filesystem is *not* protected when
+ *   the command keeps uid 0 (runner and workspace root's): files owned by root stay writable to
+ *   it, and set-uid files it makes in the workspace stay set-uid on the host.
+ * - `none`: the command runs on the host as the runner. Only limits, the scrubbed environment and
+ *   whole-tree killing apply.
+ *
+ * All levels get the same limits (see limits.ts).
+ */
+export type IsolationLevel = "bwrap" | "unshare" | "none";
+export const LEVELS: IsolationLevel[] = ["bwrap", "unshare", "none"];
+
+/** Workspace paths commands may read but not change: hooks and config run code on the host later. */
+export const DEFAULT_PROTECTED = [".git/hooks", ".git/config", ".ledgerloop"];
+
+/**
+ * Credential stores under a home directory that commands have no business reading: under bwrap
+ * they are replaced by an empty directory or an empty file. Commands still read everything else
+ * the uid they run as can read (the root filesystem is bound read-only, not hidden).
+ */
+export const DEFAULT_HIDDEN_IN_HOME = [
+  ".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".config/gh", ".docker", ".kube",
+  ".netrc", ".npmrc", ".pypirc", ".git-credentials", ".cargo/credentials", ".cargo/credentials.toml",
+];
+
+/** Existing paths to hide, given home directories and names relative to them (or absolute). */
+export function hiddenPaths(homes: Array<string | undefined>, names: string[], workspace: string): string[] {
+  const out = new Set<string>();
+  for (const n of names) {
+    const candidates = path.isAbsolute(n) ? [n] : homes.filter((h): h is string => !!h).map((h) => path.join(h, n));
+    for (const p of candidates) {
+      // Never hide the workspace or a directory holding it.
+      if (under(workspace, p)) continue;
+      try {
+        fs.lstatSync(p);
+        out.add(p);
+      } catch {
+        // absent
+      }
+    }
+  }
+  return [...out];
+}
+
+/** uid the sandboxed command runs as; see planUid. */
+export interface UidPlan {
+  /**
+   * - `self`: the runner is not root; the command runs as the runner.
+   * - `owner`: the runner is root and the workspace belongs to another user: the command runs as
+   *   that user (real uid), so RLIMIT_NPROC applies and new files belong to the owner.
+   * - `root-userns`: runner and workspace are root's: the command runs in a user namespace as
+   *   uid 65534 inside, which is uid 0 *without any capability* on the host, so files it creates
+   *   belong to root like the rest of the workspace.
+   */
+  kind: "self" | "owner" | "root-userns";
+  uid: number;
+  gid: number;
+  /** Home directory of `uid` (for HOME), when known. */
+  home?: string;
+  reason: string;
+}
+
+/** The uid of the runner (0 on platforms without getuid). */
+export function runnerUid(): number {
+  return typeof process.getuid === "function" ? process.getuid() : 0;
+}
+
+function passwdEntry(uid: number): { home: string } | null {
+  try {
+    for (const line of fs.readFileSync("/etc/passwd", "utf8").split("\n")) {
+      const f = line.split(":");
+      if (f.length >= 7 && Number(f[2]) === uid) return { home: f[5]! };
+    }
+  } catch {
+    // no passwd file
+  }
+  return null;
+}
+
+/** Whether `uid` (without supplementary groups) can reach `dir`: every ancestor searchable. */
+function traversable(dir: string, uid: number, gid: number): boolean {
+  let cur = path.resolve(dir);
+  for (;;) {
+    let st: fs.Stats;
+    try {
+      st = fs.statSync(cur);
+    } catch {
+      return false;
+    }
+    const bit = st.uid === uid ? 0o100 : st.gid === gid ? 0o010 : 0o001;
+    if (!(st.mode & bit)) return false;
+    const up = path.dirname(cur);
+    if (up === cur) return true;
+    cur = up;
+  }
+}
+
+/**
+ * Chooses the uid a command runs as. Running a root runner's commands as a real non-root uid
+ * needs someone else to own the workspace: a root-owned workspace is only writable by uid 0 (short
+ * of chown-ing it back and forth, which costs a tree walk per command), so there the command keeps
+ * uid 0 but loses every capability inside a user namespace. The price is that RLIMIT_NPROC does not
+ * bind uid 0, hence the pids cgroup, and that root-owned unix sockets would stay reachable, hence
+ * the private /run and the masking of other host sockets.
+ */
+export function planUid(workspace: string, uid: number = runnerUid()): UidPlan {
+  if (uid !== 0) {
+    return { kind: "self", uid, gid: process.getgid?.() ?? uid, home: passwdEntry(uid)?.home, reason: `runner is uid ${uid}: commands run as the runner` };
+  }
+  let st: fs.Stats | null = null;
+  try {
+    st = fs.statSync(workspace);
+  } catch {
+    st = null;
+  }
+  if (st && st.uid !== 0) {
+    if (traversable(workspace, st.uid, st.gid)) {
+      return {
+        kind: "owner",
+        uid: st.uid,
+        gid: st.gid,
+        home: passwdEntry(st.uid)?.home,
+        reason: `runner is root, workspace belongs to uid ${st.uid}: commands run as uid ${st.uid}`,
+      };
+    }
+    return {
+      kind: "root-userns",
+      uid: 0,
+      gid: 0,
+      reason: `runner is root and the workspace belongs to uid ${st.uid}, who cannot reach it: commands run as uid 0 without capabilities`,
+    };
+  }
+  return {
+    kind: "root-userns",
+    uid: 0,
+    gid: 0,
+    reason: "runner and workspace are root's: commands run as uid 0 without capabilities in a user namespace (65534 inside)",
+  };
+}
+
+/**
+ * Protected paths of a workspace that exist, as absolute paths. A repository without a hooks
+ * directory gets an empty one first (what `git init` makes anyway), so that it can be bound
+ * read-only: otherwise a command could create `.git/hooks/` and plant a hook.
+ */
+export function protectedPaths(workspace: string, rel: string[] = DEFAULT_PROTECTED): string[] {
+  const git = path.join(workspace, ".git");
+  if (rel.includes(".git/hooks") && isDir(git) && !fs.existsSync(path.join(git, "hooks"))) {
+    try {
+      fs.mkdirSync(path.join(git, "hooks"));
+      const st = fs.statSync(git);
+      fs.chownSync(path.join(git, "hooks"), st.uid, st.gid);
+    } catch {
+      // not ours to create (read-only, foreign): then it stays unprotected, as before
+    }
+  }
+  const out: string[] = [];
+  for (const r of rel) {
+    const abs = path.resolve(workspace, r);
+    if (abs !== workspace && !abs.startsWith(workspace + path.sep)) continue;
+    try {
+      fs.lstatSync(abs);
+      out.push(abs);
+    } catch {
+      // absent: nothing to protect
+    }
+  }
+  return out;
+}
+
+function under(p: string, dir: string): boolean {
+  return p === dir || p.startsWith(dir.endsWith("/") ? dir : dir + "/");
+}
+
+/**
+ * Listening unix sockets of the host (from /proc/net/unix) that a command could connect to by
+ * path. Network namespaces do not cover these, and a root-owned daemon socket (docker, systemd,
+ * dbus) is a way out for a command that keeps uid 0.
+ */
+export function hostSocketPaths(workspace: string, hidden: string[] = ["/tmp", "/run", "/dev", "/proc"]): string[] {
+  let text = "";
+  try {
+    text = fs.readFileSync("/proc/net/unix", "utf8");
+  } catch {
+    return [];
+  }
+  const out = new Set<string>();
+  for (const line of text.split("\n").slice(1)) {
+    const f = line.trim().split(/\s+/);
+    const p = f[7];
+    if (!p || !p.startsWith("/")) continue;
+    if (under(p, workspace) || hidden.some((h) => under(p, h))) continue;
+    try {
+      if (fs.lstatSync(p).isSocket()) out.add(p);
+    } catch {
+      // gone, or in another mount namespace
+    }
+  }
+  return [...out];
+}
+
+/** Programs the isolation levels use, found once. */
+export interface Tools {
+  sh: string;
+  bash: string;
+  bwrap?: string;
+  unshare?: string;
+  setpriv?: string;
+  ip?: string;
+  mount?: string;
+}
+
+export interface WrapInput {
+  command: string;
+  cwd: string;
+  workspace: string;
+  env: Record<string, string>;
+  allowNetwork: boolean;
+  /** Absolute protected paths that exist. */
+  protect: string[];
+  /** Extra host paths bound read-write (bwrap), e.g. a build cache. */
+  writable: string[];
+  /** Existing host paths replaced by an empty directory or file (bwrap). */
+  hidden: string[];
+  uid: UidPlan;
+  /** Child fd holding the seccomp filter, or null. */
+  seccompFd: number | null;
+  tools: Tools;
+  /** bwrap ≥ 0.8 has --disable-userns. */
+  disableUserns: boolean;
+}
+
+/** argv running `bash -c command` under bubblewrap (without the cgroup/rlimit wrapper). */
+export function bwrapArgv(i: WrapInput): string[] {
+  const a: string[] = [];
+  if (i.uid.kind === "owner") {
+    // bwrap then runs unprivileged and builds its sandbox in a user namespace of the owner.
+    a.push(i.tools.setpriv!, `--reuid=${i.uid.uid}`, `--regid=${i.uid.gid}`, "--clear-groups", "--");
+  }
+  a.push(i.tools.bwrap!, "--unshare-user");
+  if (i.disableUserns) a.push("--disable-userns");
+  if (i.uid.kind === "root-userns") a.push("--uid", "65534", "--gid", "65534");
+  a.push("--unshare-pid", "--unshare-ipc", "--unshare-cgroup-try");
+  if (!i.allowNetwork) a.push("--unshare-net");
+  a.push("--die-with-parent", "--new-session", "--cap-drop", "ALL");
+  a.push("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run");
+  // /etc/resolv.conf often points into /run (systemd-resolved): keep name resolution when allowed.
+  try {
+    const resolv = fs.realpathSync("/etc/resolv.conf");
+    if (i.allowNetwork && (under(resolv, "/run") || under(resolv, "/tmp"))) a.push("--ro-bind", resolv, resolv);
+  } catch {
+    // no resolv.conf
+  }
+  // bwrap running as a non-root uid cannot even mount over what that uid cannot reach, and need
+  // not: the command could not reach it from inside either.
+  const reachable = (p: string) => {
+    if (i.uid.kind === "owner") return traversable(path.dirname(p), i.uid.uid, i.uid.gid);
+    if (i.uid.kind === "self") {
+      try {
+        fs.accessSync(path.dirname(p), fs.constants.X_OK);
+      } catch {
+        return false;
+      }
+    }
+    return true;
+  };
+  for (const s of hostSocketPaths(i.workspace).filter(reachable)) a.push("--ro-bind", "/dev/null", s);
+  for (const h of i.hidden.filter(reachable)) {
+    if (isDir(h)) a.push("--tmpfs", h, "--remount-ro", h);
+    else a.push("--ro-bind", "/dev/null", h);
+  }
+  // After the tmpfs mounts, so that a workspace under /tmp stays visible.
+  a.push("--bind", i.workspace, i.workspace);
+  for (const w of i.writable) a.push("--bind", w, w);
+  for (const p of i.protect) a.push("--ro-bind", p, p);
+  if (i.seccompFd !== null) a.push("--seccomp", String(i.seccompFd));
+  a.push("--clearenv");
+  const env: Record<string, string> = { ...i.env, TMPDIR: "/tmp" };
+  if (i.uid.kind === "owner" && i.uid.home) env.HOME = i.uid.home;
+  for (const [k, v] of Object.entries(env)) a.push("--setenv", k, v);
+  a.push("--chdir", i.cwd, "--", i.tools.bash, "-c", i.command);
+  return a;
+}
+
+function isDir(p: string): boolean {
+  try {
+    return fs.lstatSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** Shell-quotes one word for a POSIX shell. */
+export function shQuote(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The script run inside the unshare namespaces, as root of them, before dropping to the command:
+ * loopback up, protected paths bound read-only. Paths come as arguments, not in the script.
+ */
+const UNSHARE_INNER = [
+  'ip="$1"; mnt="$2"; n="$3"; shift 3',
+  'if [ -n "$ip" ]; then "$ip" link set lo up 2>/dev/null || echo "ledgerloop: could not bring up lo" >&2; fi',
+  'while [ "$n" -gt 0 ]; do "$mnt" --bind -o ro "$1" "$1" || { echo "ledgerloop: cannot protect $1" >&2; exit 125; }; shift; n=$((n-1)); done',
+  // Not exec: this shell stays PID 1 of the namespace. The kernel does not deliver default-action
+  // signals such as RLIMIT_CPU's SIGXCPU to a namespace's init, so the command must not be it.
+  '"$@"',
+].join("\n");
+
+/** argv running `bash -c command` under unshare (without the cgroup/rlimit wrapper). */
+export function unshareArgv(i: WrapInput): string[] {
+  const a: string[] = [i.tools.unshare!];
+  if (i.uid.kind === "self") a.push("--user", "--map-root-user");
+  if (!i.allowNetwork) a.push("--net");
+  a.push("--pid", "--fork", "--kill-child", "--mount-proc", "--");
+  const ip = !i.allowNetwork && i.tools.ip ? i.tools.ip : "";
+  a.push(i.tools.sh, "-c", UNSHARE_INNER, "ledgerloop-unshare", ip, i.tools.mount ?? "mount", String(i.protect.length), ...i.protect);
+  a.push(i.tools.setpriv!, "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all");
+  if (i.uid.kind === "owner") a.push(`--reuid=${i.uid.uid}`, `--regid=${i.uid.gid}`, "--clear-groups");
+  a.push("--", i.tools.bash, "-c", i.command);
+  return a;
+}
+
+/**
+ * The wrapper every command starts in, at every level: it joins the command's cgroups and sets
+ * the rlimits while still the only process, then execs the command (or the isolation tool).
+ */
+export function wrapperArgv(sh: string, joinFiles: string[], rlimitLines: string[], inner: string[]): string[] {
+  // "0" in a cgroup v1 tasks file is the writing thread: see CommandCgroups.joinFiles.
+  const script = [
+    'n="$1"; shift',
+    'while [ "$n" -gt 0 ]; do echo 0 > "$1" || { echo "ledgerloop: cannot join cgroup $1" >&2; exit 125; }; shift; n=$((n-1)); done',
+    ...rlimitLines.map((l) => `${l} || { echo "ledgerloop: cannot set limit (${l})" >&2; exit 125; }`),
+    'exec "$@"',
+  ].join("\n");
+  return [sh, "-c", script, "ledgerloop-sandbox", String(joinFiles.length), ...joinFiles, ...inner];
+}

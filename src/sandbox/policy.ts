@@ -1,0 +1,818 @@
+/**
+ * The command policy: decides, before anything runs, whether a shell command line is allowed,
+ * refused, or needs the user's approval.
+ *
+ * A command line is parsed as bash would parse it (see policy-parts.ts) into every simple command it
+ * can run — behind `;`, `&&`, `|`, `$()`, backticks, `bash -c`, `eval`, `env`, `timeout`, `xargs`,
+ * `find -exec`, … — and every redirection. It is allowed only if every part is allowed; any denial
+ * wins; otherwise any `ask` makes the whole line `ask`. What the parser cannot follow (a program
+ * name computed at run time, code in a variable, a syntax error) is denied.
+ *
+ * Default policy (each rule has an id, listed in POLICY_RULES):
+ * - allowed: building, testing and linting JS/TS (node, npm/pnpm/yarn/bun scripts, npx of installed
+ *   tools, tsc, vitest, jest, eslint, prettier, …), Python (python3, pytest, mypy, ruff, …), Go,
+ *   Rust (cargo, rustc), C (make, cc); coreutils and text tools; read-only git plus `git add` and
+ *   `git commit`; programs that live inside the workspace (`./configure`, `./scripts/x.sh`).
+ * - denied: privilege changes (sudo, su, doas), system administration (mkfs, mount, chroot,
+ *   nsenter, …), deletes and writes outside the workspace (except /tmp and /dev/null) or to
+ *   protected paths (.git/, .ledgerloop/, ledgerloop.config.json), a download piped into an
+ *   interpreter, `git push`, git configuration changes, `git -c`, setuid bits, publishing packages,
+ *   environment variables that make programs load other code (LD_PRELOAD, BASH_ENV, GIT_SSH_COMMAND…).
+ * - ask: network tools (curl, wget), package installs (npm install, pip install, go get, cargo add),
+ *   remote shells (ssh, nc), git commands that rewrite the tree or history (checkout, reset, rebase…),
+ *   reading credentials (~/.ssh, ~/.aws…), shell code read from a pipe, and any program not listed.
+ *
+ * Inline interpreter code (`python3 -c`, `node -e`, `perl -e`, awk programs, here-documents fed to
+ * an interpreter) is allowed: the sandbox's isolation contains it, as it contains any script in the
+ * workspace. But when such code hands a string to a shell (`os.system`, `subprocess`,
+ * `child_process`, backticks, awk `system()`), each string literal is checked as a command line, so
+ * a denied program cannot get through the policy that way when it is written out in the code.
+ * The policy is not the security boundary — code the agent writes to a file and runs (`npm test`,
+ * `make`, `./x.sh`) is not inspected — it catches mistakes and injected commands early and tells the
+ * model why; isolation (bubblewrap/unshare) is what contains the rest.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { type CommandPart, parseCommandLine, type Redirection, type ShellWord } from "./policy-parts.js";
+import { type PathClass, PathJudge, type WriteKind } from "./policy-paths.js";
+import {
+  awkCall,
+  codeStrings,
+  DOWNLOADERS,
+  type Finding,
+  getopt,
+  interpreterCall,
+  interpreterKind,
+  normalizeProgram,
+  type PolicyDecision,
+  programDecision,
+  type RuleEnv,
+  scanSed,
+  sedScripts,
+  shellsOut,
+  tarCall,
+  writeTargets,
+} from "./policy-programs.js";
+
+export { parseCommandLine } from "./policy-parts.js";
+export type { CommandPart, ParsedCommandLine, ParseOptions, ParseProblem, Redirection, ShellWord, StdinSource } from "./policy-parts.js";
+export type { Finding, PolicyDecision } from "./policy-programs.js";
+
+/** A user-defined deny or ask rule (from ledgerloop.config.json). */
+export interface PolicyRule {
+  id: string;
+  /** Program names or paths (`*` and `?` wildcards); any matches. */
+  program?: string[];
+  /** Every one of these (wildcards allowed) must be among the arguments, in any order. */
+  args?: string[];
+  /** A regular expression tested against the command's text. */
+  pattern?: string;
+  reason: string;
+}
+
+/** A resolved policy: the built-in rules plus these settings. */
+export interface SandboxPolicy {
+  /** Decision for programs no rule knows. */
+  default: "ask" | "deny";
+  /**
+   * Extra allowed commands: `"terraform"`, `"docker compose ps"`, `"./tools/*.sh"` — a program and a
+   * prefix of its arguments, `*` wildcards. A bare program name lifts asks and unknowns; lifting a
+   * built-in denial (`git push`) takes naming the arguments too. Path and structure checks (writes
+   * outside the workspace, protected paths, `curl | sh`, …) are never lifted.
+   */
+  allow: string[];
+  deny: PolicyRule[];
+  ask: PolicyRule[];
+  /** Network tools, package installs and fetches are allowed instead of asked. */
+  allowNetwork: boolean;
+  /** Programs inside the workspace run without approval ("allow") or need it ("ask"). */
+  workspacePrograms: "allow" | "ask";
+  /** Absolute directories (besides the workspace) that commands may write below. */
+  writablePaths: string[];
+  /** Workspace-relative paths or globs commands may not write, in addition to .git/, .ledgerloop/, ledgerloop.config.json. */
+  protectedPaths: string[];
+}
+
+export const DEFAULT_POLICY: Readonly<SandboxPolicy> = Object.freeze({
+  default: "ask",
+  allow: [],
+  deny: [],
+  ask: [],
+  allowNetwork: false,
+  workspacePrograms: "allow",
+  writablePaths: ["/tmp"],
+  protectedPaths: [],
+});
+
+export interface PolicyContext {
+  /** Absolute workspace root. */
+  workspace: string;
+  /** Directory the command starts in (default: the workspace). */
+  cwd?: string;
+  /** Home directory `~` and `$HOME` stand for (default: the runner's). */
+  home?: string;
+  /** Follow existing symlinks when resolving paths (default true). */
+  followSymlinks?: boolean;
+}
+
+export interface PartVerdict {
+  /** The command's text (or the redirection's). */
+  text: string;
+  /** Program basename; "" for assignments/redirections without a command and for parse problems. */
+  program: string;
+  via: string[];
+  decision: PolicyDecision;
+  rule: string;
+  reason: string;
+}
+
+export interface PolicyVerdict {
+  decision: PolicyDecision;
+  /** The deciding rule: the first denial, else the first ask, else the rule that allowed the first part. */
+  rule: string;
+  /** Written for the model. */
+  reason: string;
+  parts: PartVerdict[];
+}
+
+/** Every rule id the built-in policy uses, with its usual decision. */
+export const POLICY_RULES: Readonly<Record<string, { decision: PolicyDecision | "allow/ask"; summary: string }>> = {
+  "parse.error": { decision: "deny", summary: "not valid bash (or bash the parser cannot read)" },
+  "parse.unsupported": { decision: "deny", summary: "function definitions, coproc, prompt expansion ${x@P}, $[…]" },
+  "parse.dynamic-program": { decision: "deny", summary: "the program name comes from a variable, a substitution or a glob" },
+  "parse.dynamic-code": { decision: "deny", summary: "code for bash -c / eval / env -S / su -c computed at run time" },
+  "parse.too-complex": { decision: "deny", summary: "too long or nested too deep to check" },
+  "parse.ifs": { decision: "deny", summary: "assigning IFS" },
+  "latent-code": { decision: "deny", summary: "a stored string (assignment, here-string for read) holds a denied command that could run later" },
+  "priv.escalation": { decision: "deny", summary: "sudo, su, doas, pkexec, runuser, setpriv" },
+  "system.admin": { decision: "deny", summary: "mkfs, mount, chroot, nsenter, unshare, modprobe, systemctl, crontab, useradd, mknod, …" },
+  "rm.outside": { decision: "deny", summary: "deleting outside the workspace (/, ~, $HOME, ../…)" },
+  "rm.protected": { decision: "deny", summary: "deleting .git/, .ledgerloop/, the config, or the whole workspace" },
+  "rm.unknown-target": { decision: "deny", summary: "recursive delete of a path computed at run time (rm -rf \"$X\", xargs rm -rf)" },
+  "rm.no-preserve-root": { decision: "deny", summary: "rm --no-preserve-root" },
+  "write.outside": { decision: "deny", summary: "writing outside the workspace (other than /tmp, /dev/null)" },
+  "write.protected": { decision: "deny", summary: "writing .git/ (hooks, config), .ledgerloop/, ledgerloop.config.json" },
+  "write.device": { decision: "deny", summary: "writing devices, /proc or /sys (dd of=/dev/sda)" },
+  "write.unknown-target": { decision: "ask", summary: "writing a path computed at run time" },
+  "write.ambiguous": { decision: "ask", summary: "a glob or find match that may reach .git/, .ledgerloop/ or `..`" },
+  "chmod.setuid": { decision: "deny", summary: "setting setuid/setgid bits" },
+  "ln.hardlink-outside": { decision: "deny", summary: "hard link to a file outside the workspace or a protected one" },
+  "ln.symlink-outside": { decision: "ask", summary: "symlink pointing outside the workspace (deny when it points into a protected path)" },
+  "tar.exec": { decision: "ask", summary: "tar options that run programs (--to-command, --checkpoint-action=exec, -I)" },
+  "tar.absolute-names": { decision: "deny", summary: "extracting with absolute names" },
+  "tar.extract-protected": { decision: "ask", summary: "extracting into the workspace root (archive members could land in .git/)" },
+  "sed.exec": { decision: "ask", summary: "sed scripts that run commands (e, s///e) or that could not be read" },
+  "interp.inline-denied": { decision: "deny", summary: "inline interpreter code (python -c, node -e, awk …) that shells out to a denied command" },
+  "pipe.download-to-interpreter": { decision: "deny", summary: "curl … | sh, wget -O- … | bash, bash <(curl …)" },
+  "shell.stdin": { decision: "ask", summary: "a shell reading code from a pipe or file the policy cannot see" },
+  "shell.script": { decision: "ask", summary: "running or sourcing a script outside the workspace" },
+  "shell.alias": { decision: "ask", summary: "defining aliases" },
+  "shell.shopt": { decision: "deny", summary: "shopt -s expand_aliases / dotglob / extdebug" },
+  "shell.hash": { decision: "deny", summary: "hash -p (a command name runs another program)" },
+  "shell.assignment": { decision: "allow", summary: "plain variable assignments and redirections" },
+  "env.sensitive": { decision: "deny", summary: "LD_PRELOAD, BASH_ENV, PS4, PROMPT_COMMAND, GIT_SSH_COMMAND, GIT_CONFIG_*, GIT_DIR, …" },
+  "env.path": { decision: "ask", summary: "changing PATH, PAGER, EDITOR or npm's script shell" },
+  "read.secrets": { decision: "ask", summary: "reading ~/.ssh, ~/.aws, ~/.netrc, /etc/shadow, /proc/*/environ, …" },
+  "kill.all": { decision: "deny", summary: "kill -1, kill 1, kill $PPID" },
+  "net.tool": { decision: "allow/ask", summary: "curl, wget and other HTTP clients (allowed with the network)" },
+  "net.remote": { decision: "ask", summary: "ssh, scp, rsync, nc, socat, telnet" },
+  "net.dev-tcp": { decision: "allow/ask", summary: "bash /dev/tcp and /dev/udp connections" },
+  "pkg.install": { decision: "allow/ask", summary: "npm install/ci, pip install, go get, cargo add/install, … (allowed with the network)" },
+  "pkg.download-run": { decision: "allow/ask", summary: "npx of a package not installed, pnpm dlx, bunx, uvx" },
+  "pkg.publish": { decision: "deny", summary: "npm/cargo/pnpm publish, registry login, twine upload" },
+  "pkg.manage": { decision: "ask", summary: "package-manager configuration and version bumps" },
+  "pkg.system": { decision: "ask", summary: "apt, yum, brew, …" },
+  "pkg.run": { decision: "allow", summary: "package scripts and tools (npm test, pnpm lint, npx vitest)" },
+  "git.read": { decision: "allow", summary: "status, diff, log, show, branch/tag listing, rev-parse, ls-files, blame, …" },
+  "git.commit": { decision: "allow", summary: "git add, git commit" },
+  "git.push": { decision: "deny", summary: "git push, send-email" },
+  "git.config": { decision: "deny", summary: "git config (other than reading)" },
+  "git.config-override": { decision: "deny", summary: "git -c …, --config-env, --exec-path=" },
+  "git.remote": { decision: "deny", summary: "git remote add/set-url/rename/remove" },
+  "git.network": { decision: "allow/ask", summary: "fetch, pull, clone, ls-remote, submodule update" },
+  "git.write": { decision: "ask", summary: "checkout, switch, reset, rebase, merge, stash, branch -d, tag v1, clean, …" },
+  "git.exec": { decision: "ask", summary: "git commands that run other programs (grep -O, hook run, submodule foreach)" },
+  "git.outside": { decision: "ask", summary: "git -C / --git-dir / --work-tree outside the workspace" },
+  "git.unknown": { decision: "ask", summary: "git subcommands the policy does not know (aliases)" },
+  "program.allowed": { decision: "allow", summary: "programs on the built-in allow-list" },
+  "program.unknown": { decision: "ask", summary: "any other program (the policy's `default`)" },
+  "program.location": { decision: "ask", summary: "an allowed name run from an unusual directory (/tmp/x/ls)" },
+  "workspace.program": { decision: "allow", summary: "programs inside the workspace (workspacePrograms: allow)" },
+  "user.allow": { decision: "allow", summary: "sandbox.policy.allow in ledgerloop.config.json or --allow flags" },
+  "user.deny": { decision: "deny", summary: "sandbox.policy.deny entries (their own id when given)" },
+  "user.ask": { decision: "ask", summary: "sandbox.policy.ask entries (their own id when given)" },
+  empty: { decision: "allow", summary: "an empty command line" },
+  "policy.error": { decision: "deny", summary: "the policy itself failed on the command (a bug; refused rather than let through)" },
+};
+
+/** Evaluates a command line against a policy. Pure except for reading the file system to resolve symlinks. */
+export function evaluatePolicy(cmd: string, policy: Readonly<SandboxPolicy> = DEFAULT_POLICY, ctx: PolicyContext): PolicyVerdict {
+  const judge = new PathJudge({
+    workspace: path.resolve(ctx.workspace),
+    home: path.resolve(ctx.home ?? os.homedir()),
+    writable: policy.writablePaths,
+    protectedPaths: policy.protectedPaths,
+    followSymlinks: ctx.followSymlinks ?? true,
+  });
+  const ev = new Evaluator(policy, judge, judge.physical("/", path.resolve(ctx.workspace, ctx.cwd ?? ".")));
+  try {
+    return ev.evaluate(cmd);
+  } catch (err) {
+    // A bug here must refuse the command, never let it through or crash the runner.
+    const reason = `the command policy failed on this command (${err instanceof Error ? err.message : String(err)}); simplify the command`;
+    return { decision: "deny", rule: "policy.error", reason, parts: [{ text: cmd, program: "", via: [], decision: "deny", rule: "policy.error", reason }] };
+  }
+}
+
+/** A copy of `policy` with more allowed commands (and optionally the network), e.g. from `--allow` flags. */
+export function withAllowed(policy: Readonly<SandboxPolicy>, allow: string[], opts: { allowNetwork?: boolean } = {}): SandboxPolicy {
+  return {
+    ...policy,
+    allow: [...policy.allow, ...allow.map((a) => a.trim()).filter(Boolean)],
+    allowNetwork: opts.allowNetwork ?? policy.allowNetwork,
+    deny: [...policy.deny],
+    ask: [...policy.ask],
+    writablePaths: [...policy.writablePaths],
+    protectedPaths: [...policy.protectedPaths],
+  };
+}
+
+/** Settings as written in ledgerloop.config.json (`sandbox.policy`), all optional. */
+export interface PolicySettings {
+  default?: "ask" | "deny";
+  allow?: string[];
+  deny?: Array<Omit<PolicyRule, "id" | "program"> & { id?: string; program?: string | string[] }>;
+  ask?: Array<Omit<PolicyRule, "id" | "program"> & { id?: string; program?: string | string[] }>;
+  workspacePrograms?: "allow" | "ask";
+  writablePaths?: string[];
+  protectedPaths?: string[];
+}
+
+/** Merges settings over the defaults: lists are appended, scalars replaced. */
+export function resolvePolicy(settings: PolicySettings = {}, opts: { allowNetwork?: boolean } = {}): SandboxPolicy {
+  const rules = (list: PolicySettings["deny"], kind: "deny" | "ask"): PolicyRule[] =>
+    (list ?? []).map((r, i) => ({
+      id: r.id ?? `user.${kind}.${i}`,
+      ...(r.program !== undefined ? { program: Array.isArray(r.program) ? r.program : [r.program] } : {}),
+      ...(r.args !== undefined ? { args: r.args } : {}),
+      ...(r.pattern !== undefined ? { pattern: r.pattern } : {}),
+      reason: r.reason,
+    }));
+  return {
+    default: settings.default ?? DEFAULT_POLICY.default,
+    allow: [...DEFAULT_POLICY.allow, ...(settings.allow ?? [])],
+    deny: rules(settings.deny, "deny"),
+    ask: rules(settings.ask, "ask"),
+    allowNetwork: opts.allowNetwork ?? DEFAULT_POLICY.allowNetwork,
+    workspacePrograms: settings.workspacePrograms ?? DEFAULT_POLICY.workspacePrograms,
+    writablePaths: [...DEFAULT_POLICY.writablePaths, ...(settings.writablePaths ?? [])],
+    protectedPaths: [...DEFAULT_POLICY.protectedPaths, ...(settings.protectedPaths ?? [])],
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const MAX_NESTED_EVAL = 3;
+
+/** Environment variables that make programs load or run other code. */
+const ENV_DENY = /^(LD_[A-Z_]+|BASH_ENV|ENV|CDPATH|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|BASH_FUNC_.*|BASH_LOADABLES_PATH|GIT_CONFIG.*|GIT_EXEC_PATH|GIT_SSH|GIT_SSH_COMMAND|GIT_EXTERNAL_DIFF|GIT_PROXY_COMMAND|GIT_ASKPASS|SSH_ASKPASS|GIT_TEMPLATE_DIR|GIT_DIR|GIT_WORK_TREE|GIT_INDEX_FILE|GIT_OBJECT_DIRECTORY|GIT_ALTERNATE_OBJECT_DIRECTORIES|GIT_NAMESPACE|PERL5OPT|PERL5LIB|PERLLIB|RUBYOPT|PYTHONSTARTUP|PYTHONINSPECT|LESSOPEN|LESSCLOSE|MANPAGER|BROWSER|DYLD_[A-Z_]+)$/;
+const ENV_ASK = /^(PATH|PAGER|GIT_PAGER|EDITOR|VISUAL|GIT_EDITOR|GIT_SEQUENCE_EDITOR|npm_config_(script_shell|userconfig|globalconfig|prefix|git|node_options)|NPM_CONFIG_(SCRIPT_SHELL|USERCONFIG|GLOBALCONFIG|PREFIX|GIT|NODE_OPTIONS))$/;
+
+const q = (s: string) => `\`${s.length > 80 ? `${s.slice(0, 77)}…` : s}\``;
+const fd = (decision: PolicyDecision, rule: string, reason: string): Finding => ({ decision, rule, reason });
+
+/** Compiles a user wildcard (`*`, `?`) to an anchored regular expression. */
+function wildcard(pattern: string): RegExp {
+  return new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".")}$`, "s");
+}
+
+class Evaluator implements RuleEnv {
+  readonly allowNetwork: boolean;
+  readonly workspacePrograms: "allow" | "ask";
+  private depth = 0;
+  private readonly patterns = new Map<string, RegExp | null>();
+
+  constructor(
+    private readonly policy: Readonly<SandboxPolicy>,
+    readonly judge: PathJudge,
+    private readonly cwd: string,
+  ) {
+    this.allowNetwork = policy.allowNetwork;
+    this.workspacePrograms = policy.workspacePrograms;
+  }
+
+  evaluate(cmd: string): PolicyVerdict {
+    const entries = this.entries(cmd, this.cwd, true);
+    if (entries.length === 0) return { decision: "allow", rule: "empty", reason: "the command line is empty", parts: [] };
+    const deny = entries.find((e) => e.decision === "deny");
+    const ask = entries.find((e) => e.decision === "ask");
+    const pick = deny ?? ask;
+    if (pick) return { decision: pick.decision, rule: pick.rule, reason: pick.reason, parts: entries };
+    const programs = [...new Set(entries.map((e) => e.program).filter(Boolean))];
+    return {
+      decision: "allow",
+      rule: entries.find((e) => e.program)?.rule ?? entries[0]!.rule,
+      reason: `every part is allowed${programs.length ? ` (${programs.join(", ")})` : ""}`,
+      parts: entries,
+    };
+  }
+
+  nestedDenials(code: string, cwd: string[] | null): Finding[] {
+    if (this.depth >= MAX_NESTED_EVAL) return [];
+    this.depth++;
+    try {
+      return this.entries(code, cwd?.[0] ?? this.judge.workspace, false).filter((e) => e.decision === "deny");
+    } finally {
+      this.depth--;
+    }
+  }
+
+  private entries(cmd: string, cwd: string, withProblems: boolean): PartVerdict[] {
+    if (!cmd.trim()) return [];
+    const parsed = parseCommandLine(cmd, { cwd, home: this.judge.home });
+    const out: PartVerdict[] = [];
+    parsed.parts.forEach((part) => {
+      const findings = this.judgePart(part);
+      out.push(this.verdictOf(part.text, part.program, part.via, findings));
+    });
+    for (const r of parsed.redirects) {
+      if (r.part !== null) continue;
+      const findings = this.redirectFindings(r, r.text);
+      if (findings.length) out.push(this.verdictOf(r.text, "", [], findings));
+    }
+    // After the parts: a concrete denial (`sudo`) tells the model more than "cannot be checked".
+    if (withProblems) {
+      for (const p of parsed.problems) out.push({ text: p.text, program: "", via: [], decision: "deny", rule: p.rule, reason: p.reason });
+    }
+    for (const l of parsed.latent) {
+      const denials = this.nestedDenials(l.text, [cwd]);
+      if (denials.length) {
+        out.push({
+          text: l.text,
+          program: "",
+          via: [],
+          decision: "deny",
+          rule: "latent-code",
+          reason: `${l.where} stores shell code that would run a refused command if evaluated later (${denials[0]!.rule}: ${denials[0]!.reason}); do not store commands in variables`,
+        });
+      }
+    }
+    return out;
+  }
+
+  private verdictOf(text: string, program: string, via: string[], findings: Finding[]): PartVerdict {
+    const pick = findings.find((x) => x.decision === "deny") ?? findings.find((x) => x.decision === "ask") ?? findings.find((x) => x.decision === "allow");
+    const chosen = pick ?? fd("allow", "program.allowed", "allowed");
+    const reached = via.length ? ` (reached through ${via.join(" → ")})` : "";
+    return { text, program, via, decision: chosen.decision, rule: chosen.rule, reason: `${chosen.reason}${reached}` };
+  }
+
+  // ---- one part ----
+
+  private judgePart(p: CommandPart): Finding[] {
+    const out: Finding[] = [];
+    out.push(...this.envFindings(p));
+    out.push(...this.writeFindings(p));
+    for (const r of p.redirects) out.push(...this.redirectFindings(r, p.text));
+    out.push(...this.readFindings(p));
+    out.push(...this.interpreterFindings(p));
+    out.push(...this.specialFindings(p));
+    if (p.program !== "") {
+      for (const r of this.policy.deny) if (this.matches(r, p)) out.push(fd("deny", r.id, r.reason));
+      for (const r of this.policy.ask) if (this.matches(r, p)) out.push(fd("ask", r.id, r.reason));
+    }
+    out.push(this.base(p));
+    return out;
+  }
+
+  private matches(r: PolicyRule, p: CommandPart): boolean {
+    if (r.program && !r.program.some((pg) => this.programMatches(pg, p))) return false;
+    const args = p.argv.slice(1);
+    if (r.args && !r.args.every((a) => args.some((x) => wildcard(a).test(x)))) return false;
+    if (r.pattern) {
+      let re = this.patterns.get(r.pattern);
+      if (re === undefined) {
+        try {
+          re = new RegExp(r.pattern);
+        } catch {
+          re = null;
+        }
+        this.patterns.set(r.pattern, re);
+      }
+      if (!re || !(re.test(p.text) || re.test(p.argv.join(" ")))) return false;
+    }
+    return true;
+  }
+
+  private programMatches(pattern: string, p: CommandPart): boolean {
+    if (pattern.includes("/")) {
+      if (!p.path) return false;
+      const abs = pattern.startsWith("/") ? pattern : path.join(this.judge.workspace, pattern);
+      return wildcard(abs).test(p.path) || wildcard(pattern).test(p.path);
+    }
+    return wildcard(pattern).test(p.program) || wildcard(pattern).test(normalizeProgram(p.program));
+  }
+
+  /** The most specific allow entry matching the part (number of its words), or 0. */
+  private userAllowed(p: CommandPart): number {
+    let best = 0;
+    for (const entry of this.policy.allow) {
+      const words = entry.split(/\s+/).filter(Boolean);
+      if (!words.length || !this.programMatches(words[0]!, p)) continue;
+      if (words.slice(1).every((wd, i) => p.argv[i + 1] !== undefined && wildcard(wd).test(p.argv[i + 1]!))) best = Math.max(best, words.length);
+    }
+    return best;
+  }
+
+  private unknownProgram(p: CommandPart): Finding {
+    const how = "add it to sandbox.policy.allow in ledgerloop.config.json to allow it";
+    return this.policy.default === "deny"
+      ? fd("deny", "program.unknown", `${q(p.program)} is not on the list of allowed programs and this policy refuses unknown programs (${how})`)
+      : fd("ask", "program.unknown", `${q(p.program)} is not on the list of allowed programs, so it needs the user's approval (${how})`);
+  }
+
+  /** The decision by program: user allow-list, then location, then the built-in program rules. */
+  private base(p: CommandPart): Finding {
+    if (p.program === "") return fd("allow", "shell.assignment", "assignments and redirections only");
+    const named = programDecision(p, this);
+    // A bare program name in `allow` lifts asks; lifting a built-in denial takes naming the arguments
+    // too (`"git push"`), so that allowing "git" does not also allow `git push` and `git -c`.
+    const allowedBy = this.userAllowed(p);
+    if (named?.decision === "deny" && allowedBy < 2) return named;
+    if (allowedBy) return fd("allow", "user.allow", `${q(p.text)} is allowed by the configuration`);
+    if (p.path) {
+      const bases = p.path.startsWith("/") ? ["/"] : p.cwd;
+      if (!bases) return fd("ask", "program.location", `${q(p.path)}: the working directory is not known here, so it is unclear which program runs`);
+      const where = bases.map((b) => this.judge.physical(b, p.path!));
+      // A link named `ls` that points at sudo is sudo.
+      for (const real of where) {
+        const realName = path.basename(real);
+        if (realName !== p.program) {
+          const d = programDecision({ ...p, program: realName }, this);
+          if (d?.decision === "deny") return d;
+        }
+      }
+      if (where.every((w) => this.judge.isInside(w))) {
+        if (named) return named;
+        return this.workspacePrograms === "allow"
+          ? fd("allow", "workspace.program", `${q(p.path)} is a program inside the workspace`)
+          : fd("ask", "workspace.program", `${q(p.path)} is a program inside the workspace; this policy asks before running those`);
+      }
+      if (!where.every((w) => this.judge.isSystemBin(w))) {
+        return fd("ask", "program.location", `${q(p.path)} runs a program from ${path.dirname(where[0]!)}, not from a system directory; call it by name or from the workspace`);
+      }
+    }
+    return named ?? this.unknownProgram(p);
+  }
+
+  // ---- structural checks ----
+
+  private envFindings(p: CommandPart): Finding[] {
+    const out: Finding[] = [];
+    const names: string[] = p.assignments.map((a) => a.name);
+    // Names set or exported by builtins: `export LD_PRELOAD`, `read LD_PRELOAD`, `printf -v PS4 …`.
+    if (["export", "declare", "typeset", "local", "readonly", "read", "mapfile", "readarray", "getopts", "printf"].includes(p.program)) {
+      for (const w of p.words.slice(1)) {
+        const m = /^([A-Za-z_][A-Za-z0-9_]*)(\+?=|$)/.exec(w.text);
+        if (m) names.push(m[1]!);
+      }
+      if (["declare", "typeset", "local"].includes(p.program) && p.argv.some((a) => /^-[a-zA-Z]*n/.test(a))) {
+        out.push(fd("ask", "env.path", `${q(p.text)} declares a name reference, through which later assignments change other variables; assign variables directly`));
+      }
+    }
+    for (const n of names) {
+      if (ENV_DENY.test(n)) {
+        const what = n === "CDPATH" ? "sends `cd` to directories outside the workspace" : "makes programs load or run other code (libraries, hooks, pagers, ssh commands)";
+        out.push(fd("deny", "env.sensitive", `setting ${n} ${what}; run the command without it`));
+      } else if (ENV_ASK.test(n)) {
+        out.push(fd("ask", "env.path", `setting ${n} changes which program a name runs; call programs by their path or name instead, or ask the user`));
+      }
+    }
+    return out;
+  }
+
+  private writeFindings(p: CommandPart): Finding[] {
+    const out: Finding[] = [];
+    for (const t of writeTargets(p)) {
+      const cwd = p.cwd;
+      const cls = this.judge.classifyWord(t.word, cwd, t.kind);
+      const bad = this.pathFinding(p.text, t.word, cls, t.kind, !!t.rm);
+      if (bad) {
+        out.push(bad);
+        continue;
+      }
+      if (t.sources) {
+        // cp/mv/ln into a directory: each source lands at dest/basename(source).
+        for (const s of t.sources) {
+          const landing = landingWord(t.word, s);
+          if (!landing) {
+            if (this.isWorkspaceRoot(t.word, cwd)) {
+              out.push(fd("ask", "write.unknown-target", `${q(p.text)} copies a path computed at run time (${q(s.raw)}) into the workspace root, where it could replace .git/; write the source path literally`));
+            }
+            continue;
+          }
+          const c2 = this.judge.classifyWord(landing, cwd, { recursive: t.recursiveInto });
+          const bad2 = this.pathFinding(p.text, landing, c2, {}, false);
+          if (bad2) out.push(bad2);
+        }
+      }
+    }
+    return out;
+  }
+
+  private isWorkspaceRoot(w: ShellWord, cwds: string[] | null): boolean {
+    if (!w.candidates) return true;
+    return w.candidates.some((c) => {
+      const bases = c.text.startsWith("/") ? ["/"] : cwds;
+      return !bases || bases.some((b) => this.judge.physical(b, c.text) === this.judge.workspace);
+    });
+  }
+
+  private redirectFindings(r: Redirection, text: string): Finding[] {
+    if (!r.write) {
+      if (r.read && r.target.candidates) {
+        const s = this.secretOf(r.target, r.cwd);
+        if (s) return [fd("ask", "read.secrets", `${q(text)} reads ${s}, which holds credentials; it needs the user's approval`)];
+      }
+      if (r.read && /^\/dev\/(tcp|udp)\//.test(r.target.text)) return [this.devTcp(text)];
+      return [];
+    }
+    const cls = this.judge.classifyWord(r.target, r.cwd, {});
+    const bad = this.pathFinding(text, r.target, cls, {}, false);
+    return bad ? [bad] : [];
+  }
+
+  private devTcp(text: string): Finding {
+    return this.allowNetwork
+      ? fd("allow", "net.dev-tcp", `${q(text)} opens a network connection; the network is allowed`)
+      : fd("ask", "net.dev-tcp", `${q(text)} opens a network connection through /dev/tcp, which needs the user's approval`);
+  }
+
+  /** Maps a path classification to a finding (null when fine). */
+  private pathFinding(text: string, word: ShellWord, cls: PathClass, kind: WriteKind, rm: boolean): Finding | null {
+    const verb = rm ? "deletes" : "writes to";
+    const shown = word.below ? `what it finds below ${cls.path}` : word.raw === cls.path ? q(word.raw) : `${q(word.raw)} (${cls.path})`;
+    switch (cls.kind) {
+      case "ok":
+        return null;
+      case "outside":
+        return rm
+          ? fd("deny", "rm.outside", `${q(text)} ${verb} ${shown}, outside the workspace; remove only paths inside it`)
+          : fd("deny", "write.outside", `${q(text)} ${verb} ${shown}, outside the workspace; write only inside the workspace (or below /tmp)`);
+      case "protected":
+        return fd(
+          "deny",
+          rm ? "rm.protected" : "write.protected",
+          `${q(text)} ${verb} ${shown}: ${cls.what} may not be changed by commands${rm ? "; delete only the files you mean, by name" : "; change the repository through git add/commit, and leave the state and config alone"}`,
+        );
+      case "device":
+        return fd("deny", "write.device", `${q(text)} ${verb} the device or kernel file ${cls.path}; write only to files in the workspace`);
+      case "network":
+        return this.devTcp(text);
+      case "maybe":
+        return fd("ask", "write.ambiguous", `${q(text)} ${verb} paths matched at run time: ${cls.why}; it needs the user's approval`);
+      case "unknown":
+        if (rm && kind.recursive) {
+          return fd("deny", "rm.unknown-target", `${q(text)} deletes recursively a path computed at run time (${cls.why}); if it is empty or wrong this deletes outside the workspace. Write the paths literally`);
+        }
+        return fd("ask", "write.unknown-target", `${q(text)} ${verb} a path computed at run time (${cls.why}), which cannot be checked; write the path literally, or it needs the user's approval`);
+    }
+  }
+
+  private secretOf(w: ShellWord, cwds: string[] | null): string | null {
+    if (/\/proc\/[^/\s]+\/environ/.test(w.text)) return "a process's environment";
+    const texts: string[] = [];
+    for (const c of w.candidates ?? []) {
+      if (c.glob) continue;
+      texts.push(c.text);
+      const eq = c.text.indexOf("=");
+      if (eq > 0) texts.push(c.text.slice(eq + 1).replace(/^~(?=\/|$)/, this.judge.home));
+    }
+    for (const t of texts) {
+      const bases = t.startsWith("/") ? ["/"] : cwds;
+      for (const b of bases ?? []) {
+        const s = this.judge.secretRead(this.judge.physical(b, t));
+        if (s) return s;
+      }
+    }
+    return null;
+  }
+
+  private readFindings(p: CommandPart): Finding[] {
+    for (const w of p.words.slice(1)) {
+      const s = this.secretOf(w, p.cwd);
+      if (s) return [fd("ask", "read.secrets", `${q(p.text)} reads ${s}, which holds credentials; it needs the user's approval`)];
+    }
+    return [];
+  }
+
+  private interpreterFindings(p: CommandPart): Finding[] {
+    const out: Finding[] = [];
+    const kind = interpreterKind(p.program);
+    const isSource = p.program === "source" || p.program === ".";
+    if (!kind && !isSource) return out;
+    const call = kind ? interpreterCall(p, kind) : { inline: [], script: p.words[1] ?? null, stdin: p.words[1]?.text === "/dev/stdin", module: null };
+    const name = p.program;
+    const download = (upstream: string[]) => upstream.find((u) => DOWNLOADERS.has(normalizeProgram(u)));
+    // Where the code comes from.
+    if (call.script && !call.stdin) {
+      const dl = download(call.script.substitutions);
+      if (dl) {
+        out.push(fd("deny", "pipe.download-to-interpreter", `${q(p.text)} runs code downloaded by \`${dl}\` without saving or reviewing it; download to a file in the workspace first and inspect it`));
+      } else if (kind === "shell" || isSource) {
+        out.push(...this.scriptLocation(p, call.script));
+      }
+    }
+    if (call.stdin || (call.script === null && call.inline.length === 0 && !call.module)) {
+      const input = p.stdin;
+      if (input?.kind === "pipe") {
+        const dl = download(input.upstream);
+        if (dl) {
+          out.push(fd("deny", "pipe.download-to-interpreter", `${q(p.text)} runs what \`${dl}\` downloads straight in \`${name}\`; download to a file in the workspace first and inspect it`));
+        } else if ((kind === "shell" || isSource) && input.text === null) {
+          out.push(fd("ask", "shell.stdin", `${q(p.text)} runs shell code that arrives through a pipe (from ${input.upstream.map((u) => `\`${u}\``).join(", ") || "another command"}), which the policy cannot see; run the commands directly`));
+        } else if (kind && kind !== "shell" && input.text) {
+          out.push(...this.inlineFindings(p, kind, input.text));
+        }
+      } else if (input && (input.kind === "heredoc" || input.kind === "herestring")) {
+        if (input.text === null && (kind === "shell" || isSource)) {
+          out.push(fd("ask", "shell.stdin", `${q(p.text)} runs shell code computed at run time`));
+        } else if (input.text !== null && kind && kind !== "shell") out.push(...this.inlineFindings(p, kind, input.text));
+      } else if (input?.kind === "file" && (kind === "shell" || isSource)) {
+        out.push(...this.scriptLocation(p, input.word));
+      }
+    }
+    if (kind && kind !== "shell") for (const c of call.inline) if (c.literal) out.push(...this.inlineFindings(p, kind, c.text));
+    return out;
+  }
+
+  private scriptLocation(p: CommandPart, script: ShellWord): Finding[] {
+    if (script.candidates && script.candidates.every((c) => !c.glob)) {
+      if (script.candidates.some((c) => c.text.startsWith("/dev/fd/") || c.text === "/dev/stdin")) {
+        return [fd("ask", "shell.stdin", `${q(p.text)} runs shell code produced by another command, which the policy cannot see; run the commands directly`)];
+      }
+      const ok = script.candidates.every((c) => {
+        const bases = c.text.startsWith("/") ? ["/"] : p.cwd;
+        return !!bases && bases.every((b) => this.judge.isInside(this.judge.physical(b, c.text)));
+      });
+      if (ok) return [];
+    }
+    return [fd("ask", "shell.script", `${q(p.text)} runs the script ${q(script.raw)} from outside the workspace (or from a path computed at run time); it needs the user's approval`)];
+  }
+
+  private inlineFindings(p: CommandPart, kind: string, code: string): Finding[] {
+    if (!shellsOut(code, kind as "python")) return [];
+    for (const s of codeStrings(code)) {
+      if (!s.trim() || s.length > 4000) continue;
+      const denials = this.nestedDenials(s, p.cwd);
+      if (denials.length) {
+        return [
+          fd(
+            "deny",
+            "interp.inline-denied",
+            `the inline ${kind} code of ${q(p.text)} passes ${q(s)} to a shell, which is refused (${denials[0]!.rule}: ${denials[0]!.reason})`,
+          ),
+        ];
+      }
+    }
+    return [];
+  }
+
+  private specialFindings(p: CommandPart): Finding[] {
+    const out: Finding[] = [];
+    const name = normalizeProgram(p.program);
+    const o = () => getopt(p.words, 1, { long: ["reference", "from"] });
+    switch (name) {
+      case "rm":
+        if (p.argv.some((a) => a.startsWith("--no-pres"))) {
+          out.push(fd("deny", "rm.no-preserve-root", `${q(p.text)} disables rm's protection of /; remove only paths inside the workspace`));
+        }
+        break;
+      case "chmod": {
+        const opts = o();
+        const mode = opts.values.get("reference") ? null : (opts.operands[0]?.text ?? null);
+        const modes = [mode, ...p.argv.slice(1).filter((a) => /^-[rwxXstugoa]*s/.test(a) && !/^-[a-zA-Z]*R/.test(a))];
+        for (const m of modes) {
+          if (!m) continue;
+          const numeric = /^[0-7]{4,}$/.test(m) && (parseInt(m, 8) & 0o6000) !== 0;
+          const symbolic = /[+=][rwxXtugo]*s/.test(m);
+          if (numeric || symbolic) {
+            out.push(fd("deny", "chmod.setuid", `${q(p.text)} sets a setuid/setgid bit, which makes a program run with another user's rights; use plain modes like 755 or +x`));
+            break;
+          }
+        }
+        break;
+      }
+      case "ln":
+        out.push(...this.linkFindings(p));
+        break;
+      case "tar": {
+        const t = tarCall(p);
+        if (t.runs.length) out.push(fd("ask", "tar.exec", `${q(p.text)} makes tar run another program (${t.runs.join(", ")}); it needs the user's approval`));
+        if (t.mode === "extract") {
+          if (t.absoluteNames) out.push(fd("deny", "tar.absolute-names", `${q(p.text)} extracts members with absolute paths, which can write anywhere; extract without -P/--absolute-names`));
+          const dir = t.directory ?? null;
+          const isRoot = dir ? this.isWorkspaceRoot(dir, p.cwd) : (p.cwd ?? [this.judge.workspace]).some((c) => this.judge.physical("/", c) === this.judge.workspace);
+          if (isRoot) {
+            out.push(fd("ask", "tar.extract-protected", `${q(p.text)} extracts into the workspace root, where archive members could replace .git/ or .ledgerloop/; extract into a subdirectory with -C, or it needs the user's approval`));
+          }
+        }
+        break;
+      }
+      case "sed":
+        for (const s of sedScripts(p)) {
+          if (!s.literal) continue;
+          const r = scanSed(s.text);
+          for (const c of r.exec) {
+            const d = this.nestedDenials(c, p.cwd);
+            if (d.length) out.push(fd("deny", "interp.inline-denied", `the sed script of ${q(p.text)} runs ${q(c)}, which is refused (${d[0]!.rule}: ${d[0]!.reason})`));
+          }
+          const fallback = r.unknown && /(^|[;\n{}])\s*[0-9$,/!\\]*\s*e(\s|$|;)|\/e\b|\/[gpiImM0-9]*e[gpiImM0-9]*(\s|$|;|})/.test(s.text);
+          if (r.exec.length || r.execPatternSpace || fallback) {
+            out.push(fd("ask", "sed.exec", `the sed script of ${q(p.text)} runs shell commands (the \`e\` command or s///e flag); it needs the user's approval`));
+          }
+        }
+        break;
+      case "awk":
+      case "gawk":
+      case "mawk":
+      case "nawk": {
+        const a = awkCall(p);
+        if (a.program?.literal) out.push(...this.inlineFindings(p, "awk", a.program.text));
+        break;
+      }
+    }
+    return out;
+  }
+
+  private linkFindings(p: CommandPart): Finding[] {
+    const opts = getopt(p.words, 1, { short: "tS", long: ["target-directory", "suffix", "backup"] });
+    const symbolic = opts.short.has("s") || opts.long.some((l) => "symbolic".startsWith(l) && l.length >= 3);
+    const targetDir = opts.values.get("t")?.[0] ?? opts.values.get("target-directory")?.[0];
+    const ops = opts.operands;
+    const targets = targetDir ? ops : ops.length === 1 ? ops : ops.slice(0, -1);
+    const linkDir = targetDir ?? (ops.length >= 2 ? ops[ops.length - 1]! : null);
+    const out: Finding[] = [];
+    for (const t of targets) {
+      if (!t.candidates) {
+        out.push(fd("ask", symbolic ? "ln.symlink-outside" : "ln.hardlink-outside", `${q(p.text)} links to a path computed at run time; it needs the user's approval`));
+        continue;
+      }
+      for (const c of t.candidates) {
+        // A symlink's target is read relative to the link's directory; a hard link's relative to the cwd.
+        const bases = c.text.startsWith("/") ? ["/"] : symbolic && linkDir?.candidates ? linkBases(linkDir, p.cwd, this.judge) : (p.cwd ?? []);
+        for (const b of bases) {
+          const abs = this.judge.physical(b, c.text);
+          const cls = this.judge.classifyAbs(abs, {});
+          if (cls.kind === "protected") {
+            out.push(fd("deny", symbolic ? "ln.symlink-outside" : "ln.hardlink-outside", `${q(p.text)} links to ${cls.rel} (${cls.what}); a write through the link would change it`));
+          } else if (!this.judge.isInside(abs)) {
+            out.push(
+              symbolic
+                ? fd("ask", "ln.symlink-outside", `${q(p.text)} creates a symlink to ${abs}, outside the workspace; writes through it would land outside. It needs the user's approval`)
+                : fd("deny", "ln.hardlink-outside", `${q(p.text)} hard-links ${abs}, a file outside the workspace; writes to the link would change it. Copy the file instead`),
+            );
+          }
+        }
+      }
+    }
+    return out;
+  }
+}
+
+/** Directories a symlink created by `ln` may live in: the destination (when a directory) or its parent. */
+function linkBases(linkDir: ShellWord, cwds: string[] | null, judge: PathJudge): string[] {
+  const out: string[] = [];
+  for (const c of linkDir.candidates ?? []) {
+    const bases = c.text.startsWith("/") ? ["/"] : (cwds ?? []);
+    for (const b of bases) {
+      const abs = judge.physical(b, c.text);
+      let isDir = c.text.endsWith("/");
+      try {
+        isDir ||= fs.statSync(abs).isDirectory();
+      } catch {
+        // not there yet: the link is created under that name
+      }
+      out.push(isDir ? abs : path.dirname(abs));
+    }
+  }
+  return out;
+}
+
+/** `dest/basename(source)` as a word, or null when the source is not known. */
+function landingWord(dest: ShellWord, source: ShellWord): ShellWord | null {
+  if (!dest.candidates || !source.candidates) return null;
+  const cands = [];
+  for (const d of dest.candidates) {
+    for (const s of source.candidates) {
+      const base = s.text.replace(/\/+$/, "").split("/").pop() ?? "";
+      if (!base || base === "." || base === "..") continue;
+      cands.push({ text: `${d.text.replace(/\/+$/, "")}/${base}`, glob: d.glob || s.glob });
+    }
+  }
+  if (cands.length > 64) return null;
+  const base = (source.text.replace(/\/+$/, "").split("/").pop() ?? source.text) || source.text;
+  const join = (d: string) => `${d.replace(/\/+$/, "")}/${base}`;
+  return { raw: join(dest.raw), text: join(dest.text), literal: dest.literal && source.literal, glob: dest.glob || source.glob, candidates: cands, substitutions: [] };
+}

@@ -1,0 +1,107 @@
+import fs from "node:fs";
+
+/** Start time of a process in clock ticks since boot (field 22 of /proc/<pid>/stat), or null. */
+export function readProcStart(pid: number): string | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return fields[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** Parent pid of every process on the host, from /proc (processes that vanish mid-scan are skipped). */
+function parentMap(): Map<number, number> {
+  const out = new Map<number, number>();
+  let names: string[] = [];
+  try {
+    names = fs.readdirSync("/proc");
+  } catch {
+    return out;
+  }
+  for (const n of names) {
+    if (!/^\d+$/.test(n)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${n}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      out.set(Number(n), ppid);
+    } catch {
+      // exited during the scan
+    }
+  }
+  return out;
+}
+
+/** Pids (with start times) of all living descendants of `pid`. */
+export function descendants(pid: number): Array<{ pid: number; start: string | null }> {
+  const parents = parentMap();
+  const children = new Map<number, number[]>();
+  for (const [p, pp] of parents) children.set(pp, [...(children.get(pp) ?? []), p]);
+  const out: Array<{ pid: number; start: string | null }> = [];
+  const queue = [...(children.get(pid) ?? [])];
+  while (queue.length) {
+    const p = queue.shift()!;
+    out.push({ pid: p, start: readProcStart(p) });
+    queue.push(...(children.get(p) ?? []));
+  }
+  return out;
+}
+
+/**
+ * Processes (started at or after `minStart` clock ticks) whose environment contains `entry`
+ * ("NAME=value"). Finds a command's daemons that left its process tree (setsid + double fork)
+ * when neither a cgroup nor a PID namespace holds them; a process can only evade this by
+ * rewriting its own environment.
+ */
+export function processesWithEnv(entry: string, minStart: number): Array<{ pid: number; start: string | null }> {
+  const out: Array<{ pid: number; start: string | null }> = [];
+  let names: string[] = [];
+  try {
+    names = fs.readdirSync("/proc");
+  } catch {
+    return out;
+  }
+  const needle = Buffer.from(`\0${entry}\0`);
+  for (const n of names) {
+    if (!/^\d+$/.test(n) || Number(n) === process.pid) continue;
+    const start = readProcStart(Number(n));
+    if (start === null || Number(start) < minStart) continue;
+    try {
+      const env = Buffer.concat([Buffer.from([0]), fs.readFileSync(`/proc/${n}/environ`), Buffer.from([0])]);
+      if (env.includes(needle)) out.push({ pid: Number(n), start });
+    } catch {
+      // exited, or not ours to read
+    }
+  }
+  return out;
+}
+
+const taskCounts = new Map<number, { at: number; n: number }>();
+
+/**
+ * Tasks (processes and threads) the host already runs as `uid`, cached for a few seconds.
+ * RLIMIT_NPROC counts all of them, so a process-count limit expressed through it must sit on top.
+ */
+export function tasksOfUid(uid: number, maxAgeMs = 5000): number {
+  const hit = taskCounts.get(uid);
+  if (hit && Date.now() - hit.at < maxAgeMs) return hit.n;
+  let n = 0;
+  let names: string[] = [];
+  try {
+    names = fs.readdirSync("/proc");
+  } catch {
+    return 0;
+  }
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (fs.statSync(`/proc/${name}`).uid !== uid) continue;
+      n += fs.readdirSync(`/proc/${name}/task`).length;
+    } catch {
+      // exited
+    }
+  }
+  taskCounts.set(uid, { at: Date.now(), n });
+  return n;
+}

@@ -1,0 +1,1000 @@
+/**
+ * A bash parser for the command policy: turns a command line into a syntax tree the way bash would
+ * read it, so that the policy sees every command that can run — behind `;`, `&&`, `|`, `$()`,
+ * backticks, `<()`, `${x:-$(…)}`, arithmetic, here-documents, `if`/`for`/`while`/`case` — and every
+ * redirection.
+ *
+ * Why not `sh-syntax` (mvdan/sh compiled to WASM, a dependency): its JSON serializes each command
+ * node as bare positions (no node type, no arguments), so the tree cannot be walked; and each call
+ * boots a fresh Go runtime (~15 ms). The tests use it as an oracle for which inputs are valid bash.
+ *
+ * Scope: the bash grammar an agent writes in one command line. Function definitions and `coproc`
+ * are refused as unsupported (their bodies run later, under conditions the policy cannot follow);
+ * extglob patterns are a syntax error as in a non-interactive bash. Anything refused here is a
+ * policy denial with a reason, never a silent pass.
+ */
+
+export class ShellSyntaxError extends Error {
+  constructor(
+    message: string,
+    readonly pos: number,
+  ) {
+    super(message);
+    this.name = "ShellSyntaxError";
+  }
+}
+
+/** Valid bash that the policy does not follow (function definitions, coproc, …). */
+export class ShellUnsupportedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ShellUnsupportedError";
+  }
+}
+
+/** One piece of a word: a character (quoted or not) or an expansion. */
+export type Tok =
+  | { k: "ch"; c: string; q: boolean }
+  | { k: "param"; raw: string; name: string; op: string; q: boolean; nested: ListNode[] }
+  | { k: "cmd"; raw: string; list: ListNode; q: boolean; backtick: boolean }
+  | { k: "arith"; raw: string; nested: ListNode[]; q: boolean }
+  | { k: "proc"; raw: string; list: ListNode; dir: "<" | ">" };
+
+export interface WordNode {
+  toks: Tok[];
+  raw: string;
+}
+
+export interface AssignNode {
+  name: string;
+  /** Tokens of the value (after `=`); for `a=(x y)` the elements are in `array`. */
+  value: WordNode;
+  array: WordNode[] | null;
+  /** Subscript tokens of `a[i]=v` (may hold command substitutions). */
+  index: WordNode | null;
+  raw: string;
+}
+
+export interface HeredocNode {
+  body: string;
+  /** The delimiter was quoted: the body is taken literally, no expansions. */
+  quoted: boolean;
+  /** Tokens of an unquoted body (where `$(…)` and `${…}` run). */
+  toks: Tok[];
+}
+
+export interface RedirNode {
+  op: string;
+  fd: number | null;
+  /** `{name}>file`: bash allocates the descriptor and stores it in `name`. */
+  fdVar: string | null;
+  target: WordNode;
+  heredoc: HeredocNode | null;
+  raw: string;
+}
+
+export type CommandNode =
+  | { type: "simple"; assigns: AssignNode[]; words: WordNode[]; redirs: RedirNode[]; text: string }
+  | { type: "subshell"; body: ListNode; redirs: RedirNode[]; text: string }
+  | { type: "group"; body: ListNode; redirs: RedirNode[]; text: string }
+  | {
+      type: "if";
+      clauses: Array<{ cond: ListNode; body: ListNode }>;
+      elseBody: ListNode | null;
+      redirs: RedirNode[];
+      text: string;
+    }
+  | { type: "for"; name: string; items: WordNode[] | null; body: ListNode; redirs: RedirNode[]; text: string }
+  | { type: "arithfor"; nested: ListNode[]; body: ListNode; redirs: RedirNode[]; text: string }
+  | { type: "while"; until: boolean; cond: ListNode; body: ListNode; redirs: RedirNode[]; text: string }
+  | {
+      type: "case";
+      word: WordNode;
+      items: Array<{ patterns: WordNode[]; body: ListNode }>;
+      redirs: RedirNode[];
+      text: string;
+    }
+  | { type: "arith"; nested: ListNode[]; redirs: RedirNode[]; text: string }
+  | { type: "cond"; words: WordNode[]; redirs: RedirNode[]; text: string };
+
+export interface PipelineNode {
+  cmds: CommandNode[];
+  text: string;
+}
+export interface AndOrNode {
+  first: PipelineNode;
+  rest: Array<{ op: "&&" | "||"; pipe: PipelineNode }>;
+}
+export interface ListItem {
+  andOr: AndOrNode;
+  background: boolean;
+}
+export type ListNode = ListItem[];
+
+/** Nesting of code strings (`bash -c`, `eval`, backticks) past which parsing gives up. */
+export const MAX_NESTING = 8;
+
+const RESERVED =
+  /(\[\[|\]\]|\{|\}|!|if|then|else|elif|fi|do|done|case|esac|while|until|for|select|in|function|coproc|time)(?=$|[ \t\n;&|()<>])/y;
+const NAME = /[A-Za-z_][A-Za-z0-9_]*/y;
+const isBlank = (c: string) => c === " " || c === "\t";
+const isMeta = (c: string) => " \t\n;&|()<>".includes(c) && c !== "";
+
+interface PendingHeredoc {
+  node: HeredocNode;
+  delim: string;
+  strip: boolean;
+}
+
+/** Parses a whole command line into a list of and-or items, or throws ShellSyntaxError/ShellUnsupportedError. */
+export function parseShell(src: string, depth = 0): ListNode {
+  if (depth > MAX_NESTING) throw new ShellUnsupportedError(`code nested more than ${MAX_NESTING} levels deep`);
+  return new Parser(src, depth).parseAll();
+}
+
+/** Tokens of an unquoted here-document body: `$…` and backticks expand, quotes are plain characters. */
+export function parseHeredocBody(body: string, depth = 0): Tok[] {
+  return new Parser(body, depth).parseHeredocBody();
+}
+
+class Parser {
+  private pos = 0;
+  private pending: PendingHeredoc[] = [];
+
+  constructor(
+    private readonly src: string,
+    private readonly depth: number,
+  ) {}
+
+  private at(i = 0): string {
+    return this.src[this.pos + i] ?? "";
+  }
+  private starts(s: string): boolean {
+    return this.src.startsWith(s, this.pos);
+  }
+  private fail(message: string): never {
+    throw new ShellSyntaxError(message, this.pos);
+  }
+  private near(): string {
+    const c = this.at();
+    return c === "" ? "end of input" : c === "\n" ? "newline" : `\`${this.src.slice(this.pos, this.pos + 10).split("\n")[0]}\``;
+  }
+
+  parseAll(): ListNode {
+    const list = this.parseList(new Set(), false);
+    this.skipBlanksAndNewlines();
+    if (this.pos < this.src.length) this.fail(`unexpected ${this.near()}`);
+    this.readHeredocs();
+    return list;
+  }
+
+  parseHeredocBody(): Tok[] {
+    const toks: Tok[] = [];
+    while (this.pos < this.src.length) {
+      const c = this.at();
+      if (c === "\\") {
+        const n = this.at(1);
+        if (n === "\n") {
+          this.pos += 2;
+          continue;
+        }
+        if (n === "$" || n === "`" || n === "\\") {
+          toks.push({ k: "ch", c: n, q: true });
+          this.pos += 2;
+          continue;
+        }
+        toks.push({ k: "ch", c: "\\", q: true });
+        this.pos++;
+      } else if (c === "$") this.parseDollar(toks, true);
+      else if (c === "`") this.parseBacktick(toks, true);
+      else {
+        toks.push({ k: "ch", c, q: true });
+        this.pos++;
+      }
+    }
+    return toks;
+  }
+
+  // ---- blanks, comments, here-documents ----
+
+  private skipBlanks(): void {
+    for (;;) {
+      const c = this.at();
+      if (isBlank(c)) this.pos++;
+      else if (c === "\\" && this.at(1) === "\n") this.pos += 2;
+      else if (c === "#") {
+        while (this.pos < this.src.length && this.at() !== "\n") this.pos++;
+      } else return;
+    }
+  }
+
+  private skipBlanksAndNewlines(): void {
+    for (;;) {
+      this.skipBlanks();
+      if (this.at() !== "\n") return;
+      this.pos++;
+      this.readHeredocs();
+    }
+  }
+
+  /** Reads the bodies of here-documents opened on the line that just ended. */
+  private readHeredocs(): void {
+    const list = this.pending;
+    this.pending = [];
+    for (const h of list) {
+      let body = "";
+      while (this.pos < this.src.length) {
+        let eol = this.src.indexOf("\n", this.pos);
+        if (eol < 0) eol = this.src.length;
+        const line = this.src.slice(this.pos, eol);
+        const check = h.strip ? line.replace(/^\t+/, "") : line;
+        this.pos = Math.min(eol + 1, this.src.length);
+        if (check === h.delim) break;
+        body += `${check}\n`;
+      }
+      h.node.body = body;
+      if (!h.node.quoted) h.node.toks = parseHeredocBody(body, this.depth);
+    }
+  }
+
+  // ---- lists, pipelines, commands ----
+
+  private peekReserved(): string | null {
+    RESERVED.lastIndex = this.pos;
+    const m = RESERVED.exec(this.src);
+    return m ? m[1]! : null;
+  }
+
+  private isCaseEnd(): boolean {
+    return this.starts(";;") || this.starts(";&");
+  }
+
+  private parseList(stop: Set<string>, closeParen: boolean): ListNode {
+    const items: ListNode = [];
+    for (;;) {
+      this.skipBlanksAndNewlines();
+      const c = this.at();
+      if (c === "") break;
+      if (c === ")") {
+        if (closeParen) break;
+        this.fail("unexpected `)`");
+      }
+      if (this.isCaseEnd()) break;
+      const rw = this.peekReserved();
+      if (rw && stop.has(rw)) break;
+      if (c === ";" || c === "&" || c === "|") this.fail(`unexpected ${this.near()}`);
+      const andOr = this.parseAndOr();
+      this.skipBlanks();
+      if (this.at() === ";" && !this.isCaseEnd()) {
+        this.pos++;
+        items.push({ andOr, background: false });
+      } else if (this.at() === "&") {
+        this.pos++;
+        items.push({ andOr, background: true });
+      } else {
+        items.push({ andOr, background: false });
+        if (this.at() !== "\n") break;
+      }
+    }
+    return items;
+  }
+
+  private parseAndOr(): AndOrNode {
+    const first = this.parsePipeline();
+    const rest: AndOrNode["rest"] = [];
+    for (;;) {
+      this.skipBlanks();
+      const op = this.starts("&&") ? "&&" : this.starts("||") ? "||" : null;
+      if (!op) break;
+      this.pos += 2;
+      this.skipBlanksAndNewlines();
+      rest.push({ op, pipe: this.parsePipeline() });
+    }
+    return { first, rest };
+  }
+
+  private parsePipeline(): PipelineNode {
+    this.skipBlanks();
+    const start = this.pos;
+    let prefixed = false;
+    for (;;) {
+      const rw = this.peekReserved();
+      if (rw === "!" || rw === "time") prefixed = true;
+      if (rw === "!") this.pos += 1;
+      else if (rw === "time") {
+        this.pos += 4;
+        this.skipBlanks();
+        if (this.starts("-p") && (isMeta(this.at(2)) || this.at(2) === "")) this.pos += 2;
+      } else break;
+      this.skipBlanks();
+    }
+    // A bare `!` or `time` is a valid (empty) pipeline.
+    if (prefixed && (this.at() === "" || "\n;&)".includes(this.at()))) return { cmds: [], text: this.src.slice(start, this.pos).trim() };
+    const cmds = [this.parseCommand()];
+    for (;;) {
+      this.skipBlanks();
+      if (this.at() === "|" && this.at(1) !== "|") {
+        this.pos += this.at(1) === "&" ? 2 : 1;
+        this.skipBlanksAndNewlines();
+        cmds.push(this.parseCommand());
+      } else break;
+    }
+    return { cmds, text: this.src.slice(start, this.pos).trim() };
+  }
+
+  private expectReserved(word: string): void {
+    this.skipBlanksAndNewlines();
+    if (this.peekReserved() !== word) this.fail(`expected \`${word}\` but found ${this.near()}`);
+    this.pos += word.length;
+  }
+
+  private nonEmpty(list: ListNode, what: string): ListNode {
+    if (list.length === 0) this.fail(`empty ${what} before ${this.near()}`);
+    return list;
+  }
+
+  private parseCommand(): CommandNode {
+    this.skipBlanks();
+    const start = this.pos;
+    const c = this.at();
+    if (c === "" || c === "\n" || c === ";" || c === "&" || c === "|" || c === ")") {
+      this.fail(`expected a command but found ${this.near()}`);
+    }
+    const done = (node: { type: CommandNode["type"] } & Record<string, unknown>): CommandNode => {
+      const redirs = this.parseTrailingRedirs();
+      return { ...node, redirs, text: this.src.slice(start, this.pos).trim() } as unknown as CommandNode;
+    };
+    if (c === "(") {
+      if (this.at(1) === "(") {
+        const arith = this.scanArith(this.pos + 2);
+        if (arith) {
+          this.pos = arith.end;
+          return done({ type: "arith", nested: arith.nested });
+        }
+      }
+      this.pos++;
+      const body = this.nonEmpty(this.parseList(new Set(), true), "subshell");
+      if (this.at() !== ")") this.fail("missing `)`");
+      this.pos++;
+      return done({ type: "subshell", body });
+    }
+    const rw = this.peekReserved();
+    switch (rw) {
+      case "{": {
+        this.pos += 1;
+        const body = this.nonEmpty(this.parseList(new Set(["}"]), false), "group");
+        this.expectReserved("}");
+        return done({ type: "group", body });
+      }
+      case "if": {
+        this.pos += 2;
+        const clauses: Array<{ cond: ListNode; body: ListNode }> = [];
+        let elseBody: ListNode | null = null;
+        const cond = this.nonEmpty(this.parseList(new Set(["then"]), false), "condition");
+        this.expectReserved("then");
+        clauses.push({ cond, body: this.nonEmpty(this.parseList(new Set(["elif", "else", "fi"]), false), "then-branch") });
+        for (;;) {
+          this.skipBlanksAndNewlines();
+          const next = this.peekReserved();
+          if (next === "elif") {
+            this.pos += 4;
+            const c2 = this.nonEmpty(this.parseList(new Set(["then"]), false), "condition");
+            this.expectReserved("then");
+            clauses.push({ cond: c2, body: this.nonEmpty(this.parseList(new Set(["elif", "else", "fi"]), false), "branch") });
+          } else if (next === "else") {
+            this.pos += 4;
+            elseBody = this.nonEmpty(this.parseList(new Set(["fi"]), false), "else-branch");
+            this.expectReserved("fi");
+            break;
+          } else {
+            this.expectReserved("fi");
+            break;
+          }
+        }
+        return done({ type: "if", clauses, elseBody });
+      }
+      case "for":
+      case "select": {
+        this.pos += rw.length;
+        this.skipBlanks();
+        if (this.starts("((")) {
+          const arith = this.scanArith(this.pos + 2);
+          if (!arith) this.fail("unterminated `for ((`");
+          this.pos = arith.end;
+          this.skipBlanks();
+          if (this.at() === ";") this.pos++;
+          this.expectReserved("do");
+          const body = this.nonEmpty(this.parseList(new Set(["done"]), false), "loop body");
+          this.expectReserved("done");
+          return done({ type: "arithfor", nested: arith.nested, body });
+        }
+        NAME.lastIndex = this.pos;
+        const m = NAME.exec(this.src);
+        if (!m) this.fail(`expected a variable name after \`${rw}\``);
+        this.pos += m[0].length;
+        let items: WordNode[] | null = null;
+        this.skipBlanksAndNewlines();
+        if (this.peekReserved() === "in") {
+          this.pos += 2;
+          items = [];
+          for (;;) {
+            this.skipBlanks();
+            const ch = this.at();
+            if (ch === ";") {
+              this.pos++;
+              break;
+            }
+            if (ch === "\n" || ch === "") break;
+            const w = this.parseWord();
+            if (!w) this.fail(`unexpected ${this.near()} in \`for\` list`);
+            items.push(w);
+          }
+        } else if (this.at() === ";") this.pos++;
+        this.expectReserved("do");
+        const body = this.nonEmpty(this.parseList(new Set(["done"]), false), "loop body");
+        this.expectReserved("done");
+        return done({ type: "for", name: m[0], items, body });
+      }
+      case "while":
+      case "until": {
+        this.pos += 5;
+        const cond = this.nonEmpty(this.parseList(new Set(["do"]), false), "loop condition");
+        this.expectReserved("do");
+        const body = this.nonEmpty(this.parseList(new Set(["done"]), false), "loop body");
+        this.expectReserved("done");
+        return done({ type: "while", until: rw === "until", cond, body });
+      }
+      case "case": {
+        this.pos += 4;
+        this.skipBlanks();
+        const word = this.parseWord();
+        if (!word) this.fail("expected a word after `case`");
+        this.expectReserved("in");
+        const items: Array<{ patterns: WordNode[]; body: ListNode }> = [];
+        for (;;) {
+          this.skipBlanksAndNewlines();
+          if (this.peekReserved() === "esac") {
+            this.pos += 4;
+            break;
+          }
+          if (this.at() === "") this.fail("missing `esac`");
+          if (this.at() === "(") this.pos++;
+          const patterns: WordNode[] = [];
+          for (;;) {
+            this.skipBlanks();
+            const w = this.parseWord();
+            if (!w) this.fail(`unexpected ${this.near()} in a case pattern`);
+            patterns.push(w);
+            this.skipBlanks();
+            if (this.at() === "|") {
+              this.pos++;
+              continue;
+            }
+            if (this.at() === ")") {
+              this.pos++;
+              break;
+            }
+            this.fail(`unexpected ${this.near()} in a case pattern`);
+          }
+          const body = this.parseList(new Set(["esac"]), false);
+          this.skipBlanksAndNewlines();
+          if (this.starts(";;&")) this.pos += 3;
+          else if (this.starts(";;") || this.starts(";&")) this.pos += 2;
+          else if (this.peekReserved() !== "esac") this.fail(`expected \`;;\` or \`esac\` but found ${this.near()}`);
+          items.push({ patterns, body });
+        }
+        return done({ type: "case", word, items });
+      }
+      case "[[": {
+        this.pos += 2;
+        const words: WordNode[] = [];
+        for (;;) {
+          this.skipBlanksAndNewlines();
+          if (this.at() === "") this.fail("missing `]]`");
+          if (this.peekReserved() === "]]") {
+            this.pos += 2;
+            break;
+          }
+          const bang = this.at() === "!" && (isBlank(this.at(1)) || this.at(1) === "\n");
+          const op = ["&&", "||"].find((o) => this.starts(o)) ?? (["(", ")", "<", ">"].includes(this.at()) || bang ? this.at() : null);
+          if (op) {
+            words.push({ toks: [...op].map((ch) => ({ k: "ch" as const, c: ch, q: true })), raw: op });
+            this.pos += op.length;
+            continue;
+          }
+          const w = this.parseWord();
+          if (!w) this.fail(`unexpected ${this.near()} inside \`[[ ]]\``);
+          words.push(w);
+          if (w.raw === "=~") {
+            this.skipBlanks();
+            const re = this.parseWord(true);
+            if (!re) this.fail("expected a regular expression after `=~`");
+            words.push(re);
+          }
+        }
+        return done({ type: "cond", words });
+      }
+      case "function":
+        throw new ShellUnsupportedError("shell function definitions");
+      case "coproc":
+        throw new ShellUnsupportedError("`coproc`");
+      case "then":
+      case "else":
+      case "elif":
+      case "fi":
+      case "do":
+      case "done":
+      case "esac":
+      case "}":
+      case "]]":
+      case "in":
+        this.fail(`unexpected \`${rw}\``);
+    }
+    return this.parseSimple(start);
+  }
+
+  private parseTrailingRedirs(): RedirNode[] {
+    const redirs: RedirNode[] = [];
+    for (;;) {
+      this.skipBlanks();
+      const r = this.peekRedir();
+      if (!r) break;
+      redirs.push(this.parseRedir(r));
+    }
+    // `{ ls; } foo` is a syntax error in bash too; a closing reserved word (`{ ls; } fi`) is fine.
+    const c = this.at();
+    const closer = ["}", "fi", "done", "esac", "then", "do", "else", "elif"].includes(this.peekReserved() ?? "");
+    if (c !== "" && !isMeta(c) && !closer) this.fail(`unexpected ${this.near()} after a compound command`);
+    return redirs;
+  }
+
+  private parseSimple(start: number): CommandNode {
+    const assigns: AssignNode[] = [];
+    const words: WordNode[] = [];
+    const redirs: RedirNode[] = [];
+    for (;;) {
+      this.skipBlanks();
+      const c = this.at();
+      if (c === "") break;
+      const r = this.peekRedir();
+      if (r) {
+        redirs.push(this.parseRedir(r));
+        continue;
+      }
+      if (c === "\n" || c === ";" || c === "&" || c === "|" || c === ")") break;
+      if (c === "(") {
+        if (words.length === 1 && assigns.length === 0) {
+          const save = this.pos;
+          this.pos++;
+          this.skipBlanks();
+          if (this.at() === ")") throw new ShellUnsupportedError("shell function definitions");
+          this.pos = save;
+        }
+        this.fail("unexpected `(`");
+      }
+      const w = this.parseWord();
+      if (!w) this.fail(`unexpected ${this.near()}`);
+      if (words.length === 0) {
+        const a = this.asAssignment(w);
+        if (a) {
+          assigns.push(a);
+          continue;
+        }
+      }
+      words.push(w);
+    }
+    if (words.length === 0 && assigns.length === 0 && redirs.length === 0) this.fail(`expected a command but found ${this.near()}`);
+    return { type: "simple", assigns, words, redirs, text: this.src.slice(start, this.pos).trim() };
+  }
+
+  /** `NAME=…`, `NAME+=…`, `NAME[i]=…` (unquoted name), else null. `NAME=(…)` reads the array here. */
+  private asAssignment(w: WordNode): AssignNode | null {
+    const t = w.toks;
+    let i = 0;
+    let name = "";
+    while (i < t.length) {
+      const tk = t[i]!;
+      if (tk.k !== "ch" || tk.q || !/[A-Za-z0-9_]/.test(tk.c) || (name === "" && /[0-9]/.test(tk.c))) break;
+      name += tk.c;
+      i++;
+    }
+    if (!name) return null;
+    let index: WordNode | null = null;
+    const tk0 = t[i];
+    if (tk0 && tk0.k === "ch" && !tk0.q && tk0.c === "[") {
+      let depth = 0;
+      const start = i + 1;
+      let j = i;
+      for (; j < t.length; j++) {
+        const x = t[j]!;
+        if (x.k === "ch" && !x.q && x.c === "[") depth++;
+        else if (x.k === "ch" && !x.q && x.c === "]" && --depth === 0) break;
+      }
+      if (j >= t.length) return null;
+      index = { toks: t.slice(start, j), raw: "" };
+      i = j + 1;
+    }
+    const plus = t[i];
+    if (plus && plus.k === "ch" && !plus.q && plus.c === "+") i++;
+    const eq = t[i];
+    if (!eq || eq.k !== "ch" || eq.q || eq.c !== "=") return null;
+    const value: WordNode = { toks: t.slice(i + 1), raw: w.raw.slice(w.raw.indexOf("=") + 1) };
+    let array: WordNode[] | null = null;
+    if (value.toks.length === 0 && this.at() === "(") {
+      this.pos++;
+      array = [];
+      for (;;) {
+        this.skipBlanksAndNewlines();
+        if (this.at() === ")") {
+          this.pos++;
+          break;
+        }
+        const el = this.parseWord();
+        if (!el) this.fail(`unexpected ${this.near()} in an array assignment`);
+        array.push(el);
+      }
+    }
+    return { name, value, array, index, raw: w.raw };
+  }
+
+  // ---- redirections ----
+
+  private peekRedir(): { len: number; op: string; fd: number | null; fdVar: string | null } | null {
+    let i = this.pos;
+    let fd: number | null = null;
+    let fdVar: string | null = null;
+    const m = /^[0-9]+(?=[<>])/.exec(this.src.slice(i, i + 12));
+    if (m) {
+      fd = Number(m[0]);
+      i += m[0].length;
+    } else {
+      const v = /^\{([A-Za-z_][A-Za-z0-9_]*)\}(?=[<>])/.exec(this.src.slice(i, i + 80));
+      if (v) {
+        fdVar = v[1]!;
+        i += v[0].length;
+      }
+    }
+    const rest = this.src.slice(i, i + 3);
+    const ops = fd === null && fdVar === null ? ["&>>", "&>"] : [];
+    ops.push("<<<", "<<-", "<<", "<>", "<&", ">>", ">|", ">&", "<", ">");
+    for (const op of ops) {
+      if (!rest.startsWith(op)) continue;
+      // `<(…)` and `>(…)` are process substitutions, not redirections.
+      if ((op === "<" || op === ">") && this.src[i + 1] === "(" && fd === null && fdVar === null) return null;
+      return { len: i - this.pos + op.length, op, fd, fdVar };
+    }
+    return null;
+  }
+
+  private parseRedir(r: { len: number; op: string; fd: number | null; fdVar: string | null }): RedirNode {
+    const start = this.pos;
+    this.pos += r.len;
+    this.skipBlanks();
+    // `cat <2>&1`: bash reads `2>` as the next redirection, leaving this one without a target.
+    if (this.peekRedir()) this.fail(`expected a file name after \`${r.op}\` but found ${this.near()}`);
+    let target: WordNode | null;
+    const c = this.at();
+    if ((c === "<" || c === ">") && this.at(1) === "(") {
+      const toks: Tok[] = [];
+      this.parseProcSub(toks);
+      target = this.parseWordInto(toks, this.pos - 2, false);
+    } else target = this.parseWord();
+    if (!target) this.fail(`expected a file name after \`${r.op}\` but found ${this.near()}`);
+    const node: RedirNode = { op: r.op, fd: r.fd, fdVar: r.fdVar, target, heredoc: null, raw: "" };
+    if (r.op === "<<" || r.op === "<<-") {
+      let delim = "";
+      let quoted = false;
+      for (const t of target.toks) {
+        if (t.k === "ch") {
+          delim += t.c;
+          if (t.q) quoted = true;
+        } else delim += t.raw;
+      }
+      if (/['"\\]/.test(target.raw)) quoted = true;
+      node.heredoc = { body: "", quoted, toks: [] };
+      this.pending.push({ node: node.heredoc, delim, strip: r.op === "<<-" });
+    }
+    node.raw = this.src.slice(start, this.pos);
+    return node;
+  }
+
+  // ---- words ----
+
+  /** Reads one word at the current position, or null when a metacharacter is there. */
+  private parseWord(regex = false): WordNode | null {
+    const start = this.pos;
+    const toks: Tok[] = [];
+    const c = this.at();
+    if (!regex && (c === "<" || c === ">") && this.at(1) === "(") {
+      this.parseProcSub(toks);
+    }
+    return this.parseWordInto(toks, start, regex);
+  }
+
+  private parseWordInto(toks: Tok[], start: number, regex: boolean): WordNode | null {
+    let parens = 0;
+    for (;;) {
+      const c = this.at();
+      if (c === "") break;
+      if (c === "\\") {
+        const n = this.at(1);
+        if (n === "\n") {
+          this.pos += 2;
+          continue;
+        }
+        if (n === "") {
+          toks.push({ k: "ch", c: "\\", q: false });
+          this.pos++;
+          continue;
+        }
+        toks.push({ k: "ch", c: n, q: true });
+        this.pos += 2;
+      } else if (c === "'") {
+        const end = this.src.indexOf("'", this.pos + 1);
+        if (end < 0) this.fail("unterminated single quote");
+        for (const ch of this.src.slice(this.pos + 1, end)) toks.push({ k: "ch", c: ch, q: true });
+        this.pos = end + 1;
+      } else if (c === '"') this.parseDouble(toks);
+      else if (c === "$") this.parseDollar(toks, false);
+      else if (c === "`") this.parseBacktick(toks, false);
+      else if (regex && (c === "(" || c === ")" || c === "|" || c === "<" || c === ">")) {
+        if (c === "(") parens++;
+        if (c === ")") {
+          if (parens === 0) break;
+          parens--;
+        }
+        toks.push({ k: "ch", c, q: false });
+        this.pos++;
+      } else if (isMeta(c)) break;
+      else {
+        toks.push({ k: "ch", c, q: false });
+        this.pos++;
+      }
+    }
+    if (this.pos === start) return null;
+    return { toks, raw: this.src.slice(start, this.pos) };
+  }
+
+  private parseDouble(toks: Tok[]): void {
+    this.pos++;
+    let closed = false;
+    while (this.pos < this.src.length) {
+      const c = this.at();
+      if (c === '"') {
+        this.pos++;
+        closed = true;
+        break;
+      }
+      if (c === "\\") {
+        const n = this.at(1);
+        if (n === "\n") {
+          this.pos += 2;
+        } else if (n === "$" || n === "`" || n === '"' || n === "\\") {
+          toks.push({ k: "ch", c: n, q: true });
+          this.pos += 2;
+        } else {
+          toks.push({ k: "ch", c: "\\", q: true });
+          this.pos++;
+        }
+      } else if (c === "$") this.parseDollar(toks, true);
+      else if (c === "`") this.parseBacktick(toks, true);
+      else {
+        toks.push({ k: "ch", c, q: true });
+        this.pos++;
+      }
+    }
+    if (!closed) this.fail("unterminated double quote");
+  }
+
+  private parseDollar(toks: Tok[], q: boolean): void {
+    const start = this.pos;
+    const n = this.at(1);
+    if (n === "'" && !q) {
+      this.pos += 2;
+      for (const ch of this.decodeAnsiC()) toks.push({ k: "ch", c: ch, q: true });
+      return;
+    }
+    if (n === '"' && !q) {
+      this.pos++;
+      this.parseDouble(toks);
+      return;
+    }
+    if (n === "(") {
+      if (this.at(2) === "(") {
+        const arith = this.scanArith(this.pos + 3);
+        if (arith) {
+          this.pos = arith.end;
+          toks.push({ k: "arith", raw: this.src.slice(start, this.pos), nested: arith.nested, q });
+          return;
+        }
+      }
+      this.pos += 2;
+      const list = this.parseList(new Set(), true);
+      if (this.at() !== ")") this.fail("unterminated `$(`");
+      this.pos++;
+      toks.push({ k: "cmd", raw: this.src.slice(start, this.pos), list, q, backtick: false });
+      return;
+    }
+    if (n === "{") {
+      this.parseBracedParam(toks, q);
+      return;
+    }
+    if (n === "[") throw new ShellUnsupportedError("`$[…]` arithmetic");
+    NAME.lastIndex = this.pos + 1;
+    const m = NAME.exec(this.src);
+    if (m) {
+      this.pos += 1 + m[0].length;
+      toks.push({ k: "param", raw: `$${m[0]}`, name: m[0], op: "", q, nested: [] });
+      return;
+    }
+    if (n !== "" && /[0-9@*#?$!-]/.test(n)) {
+      this.pos += 2;
+      toks.push({ k: "param", raw: `$${n}`, name: n, op: "", q, nested: [] });
+      return;
+    }
+    toks.push({ k: "ch", c: "$", q });
+    this.pos++;
+  }
+
+  private parseBracedParam(toks: Tok[], q: boolean): void {
+    const start = this.pos;
+    this.pos += 2;
+    const contentStart = this.pos;
+    const inner: Tok[] = [];
+    let depth = 0;
+    for (;;) {
+      const c = this.at();
+      if (c === "") this.fail("unterminated `${`");
+      if (c === "}") {
+        if (depth === 0) break;
+        depth--;
+        this.pos++;
+      } else if (c === "{") {
+        depth++;
+        this.pos++;
+      } else if (c === "\\") this.pos += 2;
+      else if (c === "'" && !q) {
+        const end = this.src.indexOf("'", this.pos + 1);
+        if (end < 0) this.fail("unterminated single quote");
+        this.pos = end + 1;
+      } else if (c === '"') this.parseDouble(inner);
+      else if (c === "$") this.parseDollar(inner, true);
+      else if (c === "`") this.parseBacktick(inner, true);
+      else this.pos++;
+    }
+    const content = this.src.slice(contentStart, this.pos);
+    this.pos++;
+    const m = /^(!|#(?=[A-Za-z_0-9@*#?$!-]))?([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])/.exec(content);
+    if (!m) this.fail(`bad substitution \`\${${content}}\``);
+    const op = (m[1] ?? "") + content.slice(m[0].length);
+    toks.push({ k: "param", raw: this.src.slice(start, this.pos), name: m[2]!, op, q, nested: nestedOf(inner) });
+  }
+
+  private parseBacktick(toks: Tok[], q: boolean): void {
+    const start = this.pos;
+    this.pos++;
+    let inner = "";
+    for (;;) {
+      const c = this.at();
+      if (c === "") this.fail("unterminated backquote");
+      if (c === "`") {
+        this.pos++;
+        break;
+      }
+      if (c === "\\") {
+        const n = this.at(1);
+        if (n === "`" || n === "\\" || n === "$" || (q && n === '"')) {
+          inner += n;
+          this.pos += 2;
+          continue;
+        }
+      }
+      inner += c;
+      this.pos++;
+    }
+    let list: ListNode;
+    try {
+      list = parseShell(inner, this.depth + 1);
+    } catch (err) {
+      if (err instanceof ShellSyntaxError) this.fail(`inside backquotes: ${err.message}`);
+      throw err;
+    }
+    toks.push({ k: "cmd", raw: this.src.slice(start, this.pos), list, q, backtick: true });
+  }
+
+  private parseProcSub(toks: Tok[]): void {
+    const start = this.pos;
+    const dir = this.at() as "<" | ">";
+    this.pos += 2;
+    const list = this.parseList(new Set(), true);
+    if (this.at() !== ")") this.fail("unterminated process substitution");
+    this.pos++;
+    toks.push({ k: "proc", raw: this.src.slice(start, this.pos), list, dir });
+  }
+
+  /**
+   * Scans `((…))` arithmetic from just after the opening parentheses, collecting the command
+   * substitutions inside; null (position restored) when this is not arithmetic, e.g. `$( (a); b )`.
+   */
+  private scanArith(from: number): { end: number; nested: ListNode[] } | null {
+    const save = this.pos;
+    this.pos = from;
+    const inner: Tok[] = [];
+    let depth = 0;
+    try {
+      for (;;) {
+        const c = this.at();
+        if (c === "") break;
+        if (c === "(") {
+          depth++;
+          this.pos++;
+        } else if (c === ")") {
+          if (depth === 0) {
+            if (this.at(1) === ")") {
+              const end = this.pos + 2;
+              this.pos = save;
+              return { end, nested: nestedOf(inner) };
+            }
+            break;
+          }
+          depth--;
+          this.pos++;
+        } else if (c === "\\") this.pos += 2;
+        else if (c === '"') this.parseDouble(inner);
+        else if (c === "$") this.parseDollar(inner, true);
+        else if (c === "`") this.parseBacktick(inner, true);
+        else this.pos++;
+      }
+    } catch (err) {
+      if (!(err instanceof ShellSyntaxError)) throw err;
+    }
+    this.pos = save;
+    return null;
+  }
+
+  private decodeAnsiC(): string {
+    let out = "";
+    for (;;) {
+      const c = this.at();
+      if (c === "") this.fail("unterminated $'…' string");
+      this.pos++;
+      if (c === "'") return out;
+      if (c !== "\\") {
+        out += c;
+        continue;
+      }
+      const e = this.at();
+      this.pos++;
+      const simple: Record<string, string> = { a: "\x07", b: "\b", e: "\x1b", E: "\x1b", f: "\f", n: "\n", r: "\r", t: "\t", v: "\v", "\\": "\\", "'": "'", '"': '"', "?": "?" };
+      if (e in simple) {
+        out += simple[e];
+      } else if (/[0-7]/.test(e)) {
+        let digits = e;
+        while (digits.length < 3 && /[0-7]/.test(this.at())) digits += this.src[this.pos++];
+        out += String.fromCharCode(parseInt(digits, 8) & 0xff);
+      } else if (e === "x" || e === "u" || e === "U") {
+        const max = e === "x" ? 2 : e === "u" ? 4 : 8;
+        let digits = "";
+        while (digits.length < max && /[0-9a-fA-F]/.test(this.at())) digits += this.src[this.pos++];
+        if (!digits) out += `\\${e}`;
+        else out += String.fromCodePoint(Math.min(parseInt(digits, 16), 0x10ffff));
+      } else if (e === "c") {
+        const x = this.at();
+        this.pos++;
+        out += String.fromCharCode(x.toUpperCase().charCodeAt(0) ^ 0x40);
+      } else {
+        out += `\\${e}`;
+      }
+    }
+  }
+}
+
+/** The command lists nested in a sequence of tokens (command and process substitutions, and those inside `${…}` and `$((…))`). */
+export function nestedOf(toks: Tok[]): ListNode[] {
+  const out: ListNode[] = [];
+  for (const t of toks) {
+    if (t.k === "cmd" || t.k === "proc") out.push(t.list);
+    else if (t.k === "param" || t.k === "arith") out.push(...t.nested);
+  }
+  return out;
+}
