@@ -1,4 +1,7 @@
+import { interrupt, isGraphInterrupt } from "@langchain/langgraph";
 import { PathEscapeError, errorMessage } from "../src/errors.js";
+import type { BranchWriter } from "../src/ledger/writer.js";
+import { evaluatePolicy, type PolicyVerdict } from "../src/sandbox/policy.js";
 import { describeAction } from "../src/context/builder.js";
 import type { Runtime } from "../src/runtime.js";
 import { killOrphan } from "../src/sandbox/executor.js";
@@ -14,7 +17,7 @@ type Feedback = PayloadOf<"environment_feedback">;
  * after a crash has the same name (and finds the start it recorded); a run from a rewound or forked
  * checkpoint is a new task, whose files were restored to before the action, so it runs it afresh.
  */
-async function execute(rt: Runtime, action: LedgerEvent<"agent_action">, attempt: string, signal?: AbortSignal): Promise<Feedback> {
+async function execute(rt: Runtime, action: LedgerEvent<"agent_action">, attempt: string, signal?: AbortSignal, approved = false): Promise<Feedback> {
   const a = action.payload;
   const started = performance.now();
   const base = { tool: a.tool, durationMs: 0 };
@@ -47,6 +50,8 @@ async function execute(rt: Runtime, action: LedgerEvent<"agent_action">, attempt
     outputCapBytes: rt.settings.outputCapBytes,
     signal,
     guard: previous?.guard ?? null,
+    policy: rt.policy,
+    approved,
   };
   try {
     let guard = previous?.guard ?? null;
@@ -74,6 +79,7 @@ async function execute(rt: Runtime, action: LedgerEvent<"agent_action">, attempt
       effects: r.effects,
     };
   } catch (err) {
+    if (isGraphInterrupt(err)) throw err;
     const denied = err instanceof PathEscapeError;
     return {
       ...base,
@@ -83,6 +89,59 @@ async function execute(rt: Runtime, action: LedgerEvent<"agent_action">, attempt
       errorClass: denied ? "path_outside_workspace" : "tool_error",
     };
   }
+}
+
+/** What a paused run hands the user to decide on (the interrupt's value). */
+export interface ApprovalRequest {
+  kind: "approval";
+  actionId: string;
+  tool: string;
+  command: string;
+  rule: string;
+  reason: string;
+  parts: Array<{ text: string; decision: string; rule: string; reason: string }>;
+}
+
+/** A resume value approves when it says so: `true`, "approve", or `{ decision: "approve" }`. */
+export function isApproval(answer: unknown): boolean {
+  if (answer === true || answer === "approve" || answer === "approved") return true;
+  if (answer && typeof answer === "object") return isApproval((answer as { decision?: unknown }).decision);
+  return false;
+}
+
+/**
+ * Decides a command the policy wants approved, once: --approve auto/deny decide at once; "ask"
+ * pauses the run with interrupt() until someone answers (the act task re-runs on resume and finds
+ * what it already did). The decision is a ledger event linked to the action.
+ */
+async function approve(rt: Runtime, w: BranchWriter, action: LedgerEvent<"agent_action">, command: string, v: PolicyVerdict): Promise<boolean> {
+  const prior = await w.find<"approval">(`approval/${action.id}`);
+  if (prior) return prior.payload.decision === "approved";
+  let approved: boolean;
+  let by: "user" | "auto" = "auto";
+  if (rt.settings.approve === "auto") approved = true;
+  else if (rt.settings.approve === "deny") approved = false;
+  else {
+    const request: ApprovalRequest = {
+      kind: "approval",
+      actionId: action.id,
+      tool: action.payload.tool,
+      command,
+      rule: v.rule,
+      reason: v.reason,
+      parts: v.parts.map((p) => ({ text: p.text, decision: p.decision, rule: p.rule, reason: p.reason })),
+    };
+    approved = isApproval(interrupt(request));
+    by = "user";
+  }
+  await w.append(
+    `approval/${action.id}`,
+    "approval",
+    { actionId: action.id, command, decision: approved ? "approved" : "rejected", by, rule: v.rule, reason: v.reason },
+    action.id,
+  );
+  rt.progress?.({ node: "act", step: action.payload.step, text: `${approved ? "approved" : "rejected"} (${by}): ${command.slice(0, 100)}` });
+  return approved;
 }
 
 /**
@@ -96,7 +155,22 @@ export function createActNode(deps: NodeDeps): NodeFn {
     for (const id of state.pendingActions) {
       const action = (await rt.ledger.get(id)) as LedgerEvent<"agent_action"> | null;
       if (!action || action.type !== "agent_action") throw new Error(`pending action ${id} is not in the ledger`);
-      const { event: fb, reused } = await w.once(`feedback/${id}`, "environment_feedback", () => execute(rt, action, w.key(`start/${id}`), config.signal), id);
+      let approved = false;
+      const tool = getTool(action.payload.tool);
+      if (!action.payload.invalid && tool?.command && !(await w.find(`feedback/${id}`))) {
+        // Approval comes before the start marker: a paused command has not started.
+        const command = await tool.command(action.payload.args as never, { workspace: rt.workspace } as ToolContext).catch(() => null);
+        if (command) {
+          const v = evaluatePolicy(command, rt.policy, { workspace: rt.workspace, cwd: rt.workspace });
+          if (v.decision === "ask") approved = await approve(rt, w, action, command, v);
+        }
+      }
+      const { event: fb, reused } = await w.once(
+        `feedback/${id}`,
+        "environment_feedback",
+        () => execute(rt, action, w.key(`start/${id}`), config.signal, approved),
+        id,
+      );
       // Decisions are recorded here, with the action; plan changes need evidence and are judged by observe.
       for (const [j, effect] of (fb.payload.effects ?? []).entries()) {
         if (effect.kind === "decision") {

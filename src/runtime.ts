@@ -16,7 +16,10 @@ import type { ChatModel } from "./models/port.js";
 import { createRetriever, type Retriever } from "./retrieval/hybrid.js";
 import { createLexicalSearcher } from "./retrieval/lexical.js";
 import type { CodeSearcher } from "./retrieval/port.js";
-import { createLocalSandbox } from "./sandbox/executor.js";
+import { loadConfig } from "./config.js";
+import { createSandbox } from "./sandbox/executor.js";
+import { withAllowed, type SandboxPolicy } from "./sandbox/policy.js";
+import { policyFromConfig } from "./config.js";
 import type { Sandbox } from "./sandbox/port.js";
 import { createRedactor, secretValuesFromEnv, type Redactor } from "./secrets.js";
 import { RunSettings, type RunSettingsInput } from "./settings.js";
@@ -40,6 +43,10 @@ export interface Runtime {
   ledger: Ledger;
   checkpointer: SqliteSaver;
   sandbox: Sandbox;
+  /** The command policy (ledgerloop.config.json over the defaults, plus flags). */
+  policy: SandboxPolicy;
+  /** Why the sandbox has the isolation level it has (for doctor and the start-up warning). */
+  sandboxReasons: string[];
   model: ChatModel;
   searcher: CodeSearcher;
   /** The hybrid retriever over code and ledger history (absent with retrieval "lexical" or when it failed to start). */
@@ -120,8 +127,15 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   }
   const settings = parsed.data;
   const workspace = resolveWorkspace(settings.workspace);
+  // Read once at start: the file is in the workspace, and a run must not change its own permissions.
+  const config = loadConfig(workspace);
+  const allowNetwork = settings.allowNetwork ?? config.sandbox?.network ?? false;
+  const policy = withAllowed(policyFromConfig(config, { allowNetwork }), settings.allow);
   const redactor = createRedactor(secretValuesFromEnv());
   const model = overrides.model ?? createModel(settings.model, { recordFile: overrides.recordRequestsFile });
+  const sandbox =
+    overrides.sandbox ??
+    createSandbox({ level: settings.sandbox ?? "auto", workspace, allowNetwork, outputCapBytes: settings.outputCapBytes });
   const { counter, profile } = await tokenCounterFor(model.name);
   const budgetTokens = settings.budgetTokens ?? budgetFor(profile);
   const { stateDir, dbPath } = stateLocation(workspace, settings.stateDir);
@@ -158,7 +172,9 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     db,
     ledger,
     checkpointer,
-    sandbox: overrides.sandbox ?? createLocalSandbox({ outputCapBytes: settings.outputCapBytes }),
+    sandbox,
+    policy,
+    sandboxReasons: [...(sandbox.reasons ?? [])],
     model,
     searcher: retriever ?? createLexicalSearcher(workspace),
     retriever,

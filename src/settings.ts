@@ -22,6 +22,14 @@ export const RunSettings = z
     vectors: z.enum(["chroma", "off"]).default("chroma"),
     /** Embedder of the vector side: "hashed" (offline, no model) or "xenova:<model>". */
     embedder: z.string().min(1).default("hashed"),
+    /** Isolation of commands: the strongest available ("auto"), or a level by name. */
+    sandbox: z.enum(["auto", "bwrap", "unshare", "none"]).optional(),
+    /** Commands may use the network (network tools and package installs allowed, not asked). */
+    allowNetwork: z.boolean().optional(),
+    /** What happens to a command the policy wants approved: ask the user (pause), approve, or refuse. */
+    approve: z.enum(["ask", "auto", "deny"]).default("ask"),
+    /** Extra allowed commands (program, or program and leading arguments), on top of the config file. */
+    allow: z.array(z.string().min(1)).default(() => []),
   })
   .strict();
 export type RunSettings = z.infer<typeof RunSettings>;

@@ -239,6 +239,15 @@ export const SummaryPayload = z.object({
   tier: z.enum(["mid", "far"]),
   source: z.enum(["model", "deterministic"]),
 });
+export const ApprovalPayload = z.object({
+  actionId: z.string(),
+  command: z.string(),
+  decision: z.enum(["approved", "rejected"]),
+  /** "user" answered the pause; "auto" is --approve auto or deny. */
+  by: z.enum(["user", "auto"]),
+  rule: z.string(),
+  reason: z.string(),
+});
 export const TimeTravelPayload = z.object({
   kind: z.enum(["rewind", "fork"]),
   fromThread: z.string(),
@@ -274,6 +283,7 @@ export const EventBody = z.discriminatedUnion("type", [
   ev("summary", SummaryPayload),
   ev("run_status", RunStatusPayload),
   ev("time_travel", TimeTravelPayload),
+  ev("approval", ApprovalPayload),
 ]);
 export type EventBody = z.infer<typeof EventBody>;
 export type EventType = EventBody["type"];

@@ -28,6 +28,9 @@ export const runCommandTool = defineTool({
   schema: RunCommandArgs,
   // A command may have side effects that must not happen twice (a migration, a commit).
   idempotent: false,
+  async command(args) {
+    return args.command;
+  },
   async run(args, ctx) {
     const fb = await runCommand({
       sandbox: ctx.sandbox,
@@ -37,6 +40,8 @@ export const runCommandTool = defineTool({
       outputCapBytes: ctx.outputCapBytes,
       signal: ctx.signal,
       onStart: ctx.onProcessStart,
+      policy: ctx.policy,
+      approved: ctx.approved,
     });
     return {
       status: fb.ok ? "ok" : "error",

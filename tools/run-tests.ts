@@ -25,6 +25,9 @@ export const runTestsTool = defineTool({
   schema: RunTestsArgs,
   // Tests can write files, databases or snapshots: not safe to assume a re-run is harmless.
   idempotent: false,
+  async command(args, ctx) {
+    return args.command ?? (await detectTestCommand(ctx.workspace))?.command ?? null;
+  },
   async run(args, ctx) {
     let command = args.command;
     if (!command) {
@@ -45,6 +48,8 @@ export const runTestsTool = defineTool({
       signal: ctx.signal,
       onStart: ctx.onProcessStart,
       expectTests: true,
+      policy: ctx.policy,
+      approved: ctx.approved,
     });
     const output = fb.tests
       ? fb.output

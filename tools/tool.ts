@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { CodeSearcher } from "../src/retrieval/port.js";
+import type { SandboxPolicy } from "../src/sandbox/policy.js";
 import type { ProcessInfo, Sandbox } from "../src/sandbox/port.js";
 import type { ActionEffect, FileChanges, TestCounts } from "../src/state.js";
 
@@ -19,6 +20,10 @@ export interface ToolContext {
   onProcessStart?: (p: ProcessInfo) => void | Promise<void>;
   /** The guard `prepare` returned on the first attempt, when this is a re-run after a crash. */
   guard?: string | null;
+  /** The command policy every shell command is checked against. */
+  policy?: SandboxPolicy;
+  /** This call's command needed approval and got it. */
+  approved?: boolean;
 }
 
 export type ToolEffect = ActionEffect;
@@ -51,6 +56,8 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
    * reported as such to the model and not re-run.
    */
   idempotent: boolean;
+  /** The shell command this call would run, for the policy and approval check made before it starts. */
+  command?(args: z.infer<S>, ctx: ToolContext): Promise<string | null>;
   /** Taken before the first attempt and handed back on a re-run (see edit_file). */
   prepare?(args: z.infer<S>, ctx: ToolContext): Promise<string | null>;
   run(args: z.infer<S>, ctx: ToolContext): Promise<ToolResult>;

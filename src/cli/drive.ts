@@ -1,5 +1,7 @@
-import { GraphRecursionError } from "@langchain/langgraph";
+import readline from "node:readline/promises";
+import { Command, GraphRecursionError } from "@langchain/langgraph";
 import { createCodingAgent, recursionLimitFor } from "../../graphs/coding-agent.js";
+import type { ApprovalRequest } from "../../nodes/act.js";
 import { ModelError, errorMessage } from "../errors.js";
 import type { Runtime } from "../runtime.js";
 import type { RunStatus } from "../state.js";
@@ -10,13 +12,36 @@ export interface DriveResult {
   steps: number;
   stateDir: string;
   error?: string;
+  /** Set when the run is paused for an approval. */
+  pending?: ApprovalRequest;
+}
+
+export interface DriveOptions {
+  signal?: AbortSignal;
+  /** Answers an approval request on the spot (an interactive terminal); without it the run pauses. */
+  ask?: (req: ApprovalRequest) => Promise<boolean>;
+  /** Resume a paused run with this answer. */
+  resume?: "approve" | "reject";
+}
+
+/** Asks on the terminal (stderr), defaulting to no. */
+export async function askOnTerminal(req: ApprovalRequest): Promise<boolean> {
+  const rl = readline.createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    process.stderr.write(`\nThe agent wants to run (${req.tool}):\n  ${req.command}\npolicy: ${req.rule}: ${req.reason}\n`);
+    const answer = await rl.question("approve? [y/N] ");
+    return /^y(es)?$/i.test(answer.trim());
+  } finally {
+    rl.close();
+  }
 }
 
 /**
  * Runs (or resumes, with `goal` null) a thread to its end, checkpointing every superstep
- * synchronously. Stopping early (signal, model failure) leaves the last checkpoint resumable.
+ * synchronously. Stopping early (signal, model failure, a pending approval) leaves the last
+ * checkpoint resumable.
  */
-export async function driveRun(rt: Runtime, threadId: string, goal: string | null, signal?: AbortSignal): Promise<DriveResult> {
+export async function driveRun(rt: Runtime, threadId: string, goal: string | null, opts: DriveOptions = {}): Promise<DriveResult> {
   const agent = createCodingAgent({ runtime: rt });
   const config = {
     configurable: { thread_id: threadId },
@@ -31,30 +56,54 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
     },
     recursionLimit: recursionLimitFor(rt.settings.maxSteps),
     durability: "sync" as const,
-    signal,
+    signal: opts.signal,
   };
   let error: string | undefined;
   let failed = false;
-  try {
-    const stream = await agent.stream(goal === null ? null : { goal }, { ...config, streamMode: "updates" });
-    for await (const _ of stream) {
-      // Progress is reported by the nodes themselves; the stream only drives the run.
+  let input: unknown = goal === null ? null : { goal };
+  if (opts.resume) input = new Command({ resume: { decision: opts.resume } });
+  let pending: ApprovalRequest | undefined;
+  for (;;) {
+    try {
+      const stream = await agent.stream(input as never, { ...config, streamMode: "updates" });
+      for await (const _ of stream) {
+        // Progress is reported by the nodes themselves; the stream only drives the run.
+      }
+    } catch (err) {
+      if (opts.signal?.aborted) error = "interrupted by signal";
+      else if (err instanceof GraphRecursionError) error = `superstep limit reached (${config.recursionLimit})`;
+      else {
+        failed = true;
+        error = errorMessage(err);
+        if (!(err instanceof ModelError)) error = `${(err as Error)?.name ?? "Error"}: ${error}`;
+      }
+      break;
     }
-  } catch (err) {
-    if (signal?.aborted) {
-      error = "interrupted by signal";
-    } else if (err instanceof GraphRecursionError) {
-      error = `superstep limit reached (${config.recursionLimit})`;
-    } else {
-      failed = true;
-      error = errorMessage(err);
-      if (!(err instanceof ModelError)) error = `${(err as Error)?.name ?? "Error"}: ${error}`;
-    }
+    const snap = await agent.getState({ configurable: { thread_id: threadId } });
+    const request = snap.tasks.flatMap((t) => t.interrupts ?? []).map((i) => i.value as ApprovalRequest).find((v) => v?.kind === "approval");
+    pending = request;
+    if (!request || !opts.ask) break;
+    const ok = await opts.ask(request);
+    input = new Command({ resume: { decision: ok ? "approve" : "reject" } });
+    pending = undefined;
   }
   const snap = await agent.getState({ configurable: { thread_id: threadId } });
   const values = snap.values as { status?: RunStatus; step?: number };
   let status: DriveResult["status"] = values.status ?? "running";
   if (failed) status = "failed";
   else if (status === "running") status = error?.startsWith("superstep") ? "max_steps" : "interrupted";
-  return { thread: threadId, status, steps: values.step ?? 0, stateDir: rt.stateDir, ...(error ? { error } : {}) };
+  return {
+    thread: threadId,
+    status,
+    steps: values.step ?? 0,
+    stateDir: rt.stateDir,
+    ...(error ? { error } : {}),
+    ...(pending ? { pending, error: "paused: a command needs approval" } : {}),
+  };
+}
+
+/** The approval a thread is paused on, if any. */
+export async function pendingApproval(rt: Runtime, threadId: string): Promise<ApprovalRequest | undefined> {
+  const snap = await createCodingAgent({ runtime: rt }).getState({ configurable: { thread_id: threadId } });
+  return snap.tasks.flatMap((t) => t.interrupts ?? []).map((i) => i.value as ApprovalRequest).find((v) => v?.kind === "approval");
 }

@@ -4,6 +4,8 @@ import { exitCodeFor, log } from "./common.js";
 import { registerContext } from "./context.js";
 import { registerDemo } from "./demo.js";
 import { registerDiff } from "./diff.js";
+import { registerDoctor } from "./doctor.js";
+import { registerExec } from "./exec.js";
 import { registerFork } from "./fork.js";
 import { registerGc } from "./gc.js";
 import { registerHistory } from "./history.js";
@@ -42,6 +44,8 @@ export function buildProgram(): Command {
   registerStats(program);
   registerIndex(program);
   registerSearch(program);
+  registerExec(program);
+  registerDoctor(program);
   return program;
 }
 

@@ -1,21 +1,25 @@
+import fs from "node:fs";
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import { RunRegistry } from "../ledger/runs.js";
 import { openStateDb } from "../ledger/state-db.js";
 import { createRuntime, resolveWorkspace, stateLocation } from "../runtime.js";
-import type { DriveResult } from "./drive.js";
-import { driveRun } from "./drive.js";
 import { log, workspaceOptions, type WorkspaceArgs } from "./common.js";
-import { progressPrinter, reportResult, withStopSignal } from "./run.js";
-import fs from "node:fs";
+import { askOnTerminal, driveRun, pendingApproval, type DriveResult } from "./drive.js";
+import { progressPrinter, reportResult, sandboxOptions, sandboxSettings, warnIfUnisolated, withStopSignal, type RunArgs } from "./run.js";
 
-export interface ResumeArgs extends WorkspaceArgs {
+export interface ResumeArgs extends WorkspaceArgs, Pick<RunArgs, "sandbox" | "allowNetwork" | "allow"> {
   model?: string;
   quiet?: boolean;
+  /** Answer the approval the run is paused on: commander sets `approve: true` for --approve. */
+  approve?: boolean | "ask" | "auto" | "deny";
+  reject?: boolean;
+  approveMode?: "ask" | "auto" | "deny";
 }
 
 /** Continues a run from its last checkpoint with the settings it was started with. */
 export async function handleResume(thread: string, args: ResumeArgs): Promise<DriveResult> {
+  if (args.approve === true && args.reject) throw new CliError("give either --approve or --reject, not both", 2, "CONFIG_INVALID");
   const workspace = resolveWorkspace(args.workspace ?? process.cwd());
   const { dbPath } = stateLocation(workspace, args.stateDir);
   if (!fs.existsSync(dbPath)) throw new CliError(`no ledgerloop state in ${workspace} (${dbPath} does not exist)`, 1, "NO_STATE");
@@ -31,12 +35,23 @@ export async function handleResume(thread: string, args: ResumeArgs): Promise<Dr
     probe.close();
   }
   const rt = await createRuntime(
-    { ...saved.settings, workspace, stateDir: args.stateDir ?? saved.settings.stateDir, model: args.model ?? saved.settings.model },
+    {
+      ...saved.settings,
+      workspace,
+      stateDir: args.stateDir ?? saved.settings.stateDir,
+      model: args.model ?? saved.settings.model,
+      ...sandboxSettings({ ...args, approve: args.approveMode }),
+    },
     { progress: progressPrinter(args.quiet), recordRequestsFile: process.env.LEDGERLOOP_RECORD_REQUESTS, warn: (m) => log(`warning: ${m}`) },
   );
   try {
-    if (!args.quiet && !args.json) log(`resuming ${thread} in ${rt.workspace} with ${rt.model.name}`);
-    const result = await withStopSignal((signal) => driveRun(rt, thread, null, signal));
+    const pending = await pendingApproval(rt, thread);
+    const answer = args.approve === true ? "approve" : args.reject ? "reject" : undefined;
+    if (answer && !pending) throw new CliError(`run ${thread} is not waiting for an approval`, 1, "NOTHING_PENDING");
+    if (!args.quiet && !args.json) log(`resuming ${thread} in ${rt.workspace} with ${rt.model.name} (sandbox: ${rt.sandbox.level})`);
+    warnIfUnisolated(rt);
+    const ask = rt.settings.approve === "ask" && process.stdin.isTTY && !args.json ? askOnTerminal : undefined;
+    const result = await withStopSignal((signal) => driveRun(rt, thread, null, { signal, ask, resume: answer }));
     reportResult(result, rt, args.json);
     return result;
   } finally {
@@ -45,15 +60,20 @@ export async function handleResume(thread: string, args: ResumeArgs): Promise<Dr
 }
 
 export function registerResume(program: Command): void {
-  workspaceOptions(
+  const cmd = workspaceOptions(
     program
       .command("resume")
-      .description("continue a run from its last checkpoint (after a crash, a kill or a stop)")
+      .description("continue a run from its last checkpoint (after a crash, a kill, a stop or a pause for approval)")
       .argument("<thread>", "the run id")
       .option("-m, --model <spec>", "use another model than the run was started with")
+      .option("--approve", "approve the command the run is paused on")
+      .option("--reject", "refuse the command the run is paused on (the model is told)")
       .option("--json", "print one JSON object with the outcome on stdout")
       .option("-q, --quiet", "no progress lines"),
-  ).action(async (thread: string, opts: ResumeArgs) => {
+  );
+  // The sandbox flags of `run`; here --approve answers the pending approval, --approve-mode sets the mode.
+  sandboxOptions(cmd, { approveFlag: "--approve-mode" });
+  cmd.action(async (thread: string, opts: ResumeArgs) => {
     const result = await handleResume(thread, opts);
     process.exitCode = result.status === "finished" ? 0 : 1;
   });

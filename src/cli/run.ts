@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
 import type { Command } from "commander";
+import { isolationWarning } from "../sandbox/detect.js";
 import { CliError } from "../errors.js";
 import { RunRegistry } from "../ledger/runs.js";
 import { createRuntime, type ProgressEvent, type Runtime } from "../runtime.js";
-import { driveRun, type DriveResult } from "./drive.js";
+import { askOnTerminal, driveRun, type DriveResult } from "./drive.js";
 import { intOption, log, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 export interface RunArgs extends WorkspaceArgs {
@@ -12,6 +13,42 @@ export interface RunArgs extends WorkspaceArgs {
   maxSteps?: number;
   budget?: number;
   quiet?: boolean;
+  approve?: "ask" | "auto" | "deny";
+  sandbox?: "auto" | "bwrap" | "unshare" | "none";
+  allowNetwork?: boolean;
+  allow?: string[];
+}
+
+/** Run settings that come from sandbox flags. */
+export function sandboxSettings(args: Pick<RunArgs, "approve" | "sandbox" | "allowNetwork" | "allow">) {
+  return {
+    ...(args.approve ? { approve: args.approve } : {}),
+    ...(args.sandbox ? { sandbox: args.sandbox } : {}),
+    ...(args.allowNetwork ? { allowNetwork: true } : {}),
+    ...(args.allow?.length ? { allow: args.allow } : {}),
+  };
+}
+
+/** Adds the sandbox and approval flags shared by run and resume. */
+export function sandboxOptions(cmd: Command, opts: { approveFlag?: string } = {}): Command {
+  const flag = opts.approveFlag ?? "--approve";
+  return cmd
+    .option(`${flag} <mode>`, "commands the policy wants approved: ask (pause and ask), auto (approve), deny (refuse)", (v: string) => {
+      if (!["ask", "auto", "deny"].includes(v)) throw new CliError(`${flag} must be ask, auto or deny, got "${v}"`, 2, "CONFIG_INVALID");
+      return v;
+    })
+    .option("--sandbox <level>", "isolation: auto (strongest available), bwrap, unshare or none", (v: string) => {
+      if (!["auto", "bwrap", "unshare", "none"].includes(v)) throw new CliError(`--sandbox must be auto, bwrap, unshare or none, got "${v}"`, 2, "CONFIG_INVALID");
+      return v;
+    })
+    .option("--allow-network", "let commands use the network (network tools and installs are then allowed)")
+    .option("--allow <command...>", "also allow these commands (a program, or a program and leading arguments)");
+}
+
+/** Prints the loud warning for a sandbox that does not isolate. */
+export function warnIfUnisolated(rt: Runtime): void {
+  const w = isolationWarning(rt.sandbox.level, rt.sandboxReasons);
+  if (w) log(w);
 }
 
 /** A new run id: sortable by time, unique enough to never collide on one machine. */
@@ -52,6 +89,10 @@ export function reportResult(r: DriveResult, rt: Runtime, json?: boolean): void 
   }
   const ws = rt.workspace;
   log(`\nrun ${r.thread}: ${r.status} after ${r.steps} step(s)${r.error ? ` (${r.error})` : ""}`);
+  if (r.pending) {
+    log(`waiting for approval of: ${r.pending.command}\n  policy: ${r.pending.rule}: ${r.pending.reason}`);
+    log(`answer with: ledgerloop resume ${r.thread} -w ${rt.workspace} --approve   (or --reject)`);
+  }
   log(`state: ${rt.dbPath}`);
   log(`inspect: ledgerloop history ${r.thread} -w ${ws}`);
   log(`         ledgerloop ledger ${r.thread} -w ${ws}`);
@@ -76,6 +117,7 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
       model,
       ...(args.maxSteps ? { maxSteps: args.maxSteps } : {}),
       ...(args.budget ? { budgetTokens: args.budget } : {}),
+      ...sandboxSettings(args),
     },
     { progress: progressPrinter(args.quiet), recordRequestsFile: process.env.LEDGERLOOP_RECORD_REQUESTS, warn: (m) => log(`warning: ${m}`) },
   );
@@ -86,8 +128,10 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
       throw new CliError(`thread "${thread}" already exists; continue it with \`ledgerloop resume ${thread}\``, 1, "THREAD_EXISTS");
     }
     runs.register(thread, rt.redactor.redact(task), rt.settings);
-    if (!args.quiet && !args.json) log(`run ${thread} in ${rt.workspace} with ${rt.model.name}`);
-    const result = await withStopSignal((signal) => driveRun(rt, thread, task, signal));
+    if (!args.quiet && !args.json) log(`run ${thread} in ${rt.workspace} with ${rt.model.name} (sandbox: ${rt.sandbox.level})`);
+    warnIfUnisolated(rt);
+    const ask = rt.settings.approve === "ask" && process.stdin.isTTY && !args.json ? askOnTerminal : undefined;
+    const result = await withStopSignal((signal) => driveRun(rt, thread, task, { signal, ask }));
     reportResult(result, rt, args.json);
     return { result, runtime: rt };
   } finally {
@@ -107,7 +151,8 @@ export function registerRun(program: Command): void {
       .option("--budget <tokens>", "prompt budget in tokens", intOption("--budget"))
       .option("--json", "print one JSON object with the outcome on stdout")
       .option("-q, --quiet", "no progress lines"),
-  ).action(async (task: string, opts: RunArgs) => {
+  );
+  sandboxOptions(program.commands.at(-1)!).action(async (task: string, opts: RunArgs) => {
     const { result } = await handleRun(task, opts);
     process.exitCode = result.status === "finished" ? 0 : 1;
   });

@@ -2,6 +2,7 @@ import { diffSnapshots, statSnapshot } from "../workspace/files.js";
 import type { FileChanges, TestCounts } from "../state.js";
 import { classifyError } from "./error-class.js";
 import { capText } from "./output-cap.js";
+import { evaluatePolicy, type PolicyVerdict, type SandboxPolicy } from "./policy.js";
 import type { ExecResult, ProcessInfo, Sandbox } from "./port.js";
 import { parseTestOutput } from "./test-results.js";
 
@@ -14,6 +15,8 @@ export interface CommandFeedback {
   /** The text the model reads. */
   output: string;
   ok: boolean;
+  /** The policy's verdict on the command line, when a policy was given. */
+  verdict: PolicyVerdict | null;
 }
 
 export interface RunCommandOptions {
@@ -26,6 +29,15 @@ export interface RunCommandOptions {
   onStart?: (p: ProcessInfo) => void | Promise<void>;
   /** Treat the run as a test run: failing tests make it a failure even with exit code 0. */
   expectTests?: boolean;
+  /** The command policy: a denial never runs; an "ask" runs only when `approved`. */
+  policy?: SandboxPolicy;
+  /** An "ask" decision was approved (by the user, or by --approve auto). */
+  approved?: boolean;
+}
+
+/** The result of a command refused before it ran (exit code 126, as a shell reports "cannot execute"). */
+export function deniedResult(isolation: string, rule: string, reason: string): ExecResult {
+  return { exitCode: 126, signal: null, stdout: "", stderr: "", durationMs: 0, timedOut: false, truncated: false, isolation, limit: null, denied: { rule, reason } };
 }
 
 /**
@@ -34,6 +46,21 @@ export interface RunCommandOptions {
  * `run_tests` and `ledgerloop exec` all go through here.
  */
 export async function runCommand(o: RunCommandOptions): Promise<CommandFeedback> {
+  const verdict = o.policy ? evaluatePolicy(o.command, o.policy, { workspace: o.workspace, cwd: o.workspace }) : null;
+  if (verdict && (verdict.decision === "deny" || (verdict.decision === "ask" && !o.approved))) {
+    const reason = verdict.decision === "ask" ? `needs approval, which it did not get: ${verdict.reason}` : verdict.reason;
+    const exec = deniedResult(o.sandbox.level, verdict.rule, reason);
+    return {
+      command: o.command,
+      exec,
+      filesChanged: { created: [], modified: [], deleted: [] },
+      tests: null,
+      errorClass: "policy_denied",
+      output: formatFeedback(o.command, exec, { created: [], modified: [], deleted: [] }, null, o.outputCapBytes),
+      ok: false,
+      verdict,
+    };
+  }
   const before = await statSnapshot(o.workspace);
   const exec = await o.sandbox.exec({
     command: o.command,
@@ -66,6 +93,7 @@ export async function runCommand(o: RunCommandOptions): Promise<CommandFeedback>
     errorClass: ok ? null : (errorClass ?? (testsFailed ? "test_failure" : "unknown")),
     output: formatFeedback(o.command, exec, filesChanged, tests, o.outputCapBytes),
     ok,
+    verdict,
   };
 }
 
@@ -82,7 +110,7 @@ function formatFeedback(
     return lines.join("\n");
   }
   const how = r.timedOut
-    ? `timed out after ${r.durationMs} ms and was killed`
+    ? `timed out after ${r.durationMs} ms and was killed${r.limit && r.limit !== "timeout" ? ` (it had also hit the ${r.limit} limit)` : ""}`
     : r.limit
       ? `stopped: ${r.limit} limit exceeded`
       : r.signal

@@ -75,8 +75,10 @@ const RESOURCE_EXIT_CODES = new Set([128 + 9, 128 + 24, 128 + 25]);
 /** Names the most likely cause of a failed command for the model; null when it succeeded. */
 export function classifyError(input: ClassifyInput): ErrorClass | null {
   if (input.denied) return "policy_denied";
-  if (input.timedOut) return "timeout";
-  if (input.limit) return "resource_limit";
+  // A fork bomb that hits the process limit and then runs out the clock was stopped by the limit:
+  // that, not the timeout, is what the model must change.
+  if (input.limit && input.limit !== "timeout") return "resource_limit";
+  if (input.timedOut || input.limit === "timeout") return "timeout";
   if (input.exitCode === 0 && !input.signal) return null;
 
   // Facts the caller observed (above) beat anything read from the output. Below, causes that stop

@@ -169,7 +169,9 @@ describe("replay and gc", () => {
   });
 
   it("reports the step where a replay diverges from the recording", async () => {
-    const outside = tempWorkspace(undefined, { "clock.txt": "tick 1\n" });
+    // Outside the workspace and outside /tmp (commands get a private /tmp under bwrap).
+    const outside = fs.mkdtempSync("/var/tmp/ll-clock-");
+    fs.writeFileSync(path.join(outside, "clock.txt"), "tick 1\n");
     const ws = tempWorkspace(undefined, { "n.txt": "1\n" });
     const a = await testAgent(ws, {
       decide: [call("run_command", { command: "cat n.txt" }), call("run_command", { command: `cat ${outside}/clock.txt` }), call("finish", { summary: "x" })],
@@ -183,6 +185,7 @@ describe("replay and gc", () => {
     expect(r.divergences.map((d) => [d.step, d.tool, d.field])).toEqual([[2, "run_command", "output"]]);
     expect(String(r.divergences[0]!.recorded)).toContain("tick 1");
     expect(String(r.divergences[0]!.replayed)).toContain("tick 2");
+    fs.rmSync(outside, { recursive: true, force: true });
   });
 
   it("gc prunes old checkpoints and blobs, reclaims space, and keeps branch heads resumable and runs replayable", async () => {

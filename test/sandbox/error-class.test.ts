@@ -20,9 +20,12 @@ describe("classifyError", () => {
   it("lets facts observed by the caller win over the output", () => {
     const noisy = { stdout: "SyntaxError: bad", stderr: "Cannot find module 'x'", tests: failingTests };
     expect(classifyError(failed({ ...noisy, denied: true, timedOut: true, limit: "memory" }))).toBe("policy_denied");
+    // A limit that was hit explains a timeout that followed it (a fork bomb stuck at pids.max).
     expect(classifyError(failed({ ...noisy, exitCode: null, signal: "SIGKILL", timedOut: true, limit: "memory" }))).toBe(
-      "timeout",
+      "resource_limit",
     );
+    expect(classifyError(failed({ ...noisy, exitCode: null, signal: "SIGKILL", timedOut: true, limit: "timeout" }))).toBe("timeout");
+    expect(classifyError(failed({ ...noisy, exitCode: null, signal: "SIGKILL", timedOut: true }))).toBe("timeout");
     expect(classifyError(failed({ ...noisy, exitCode: null, signal: "SIGKILL", limit: "memory" }))).toBe("resource_limit");
     // A limit is reported even if the process managed to exit 0 (say, its output was cut).
     expect(classifyError({ exitCode: 0, stdout: "", stderr: "", limit: "output" })).toBe("resource_limit");

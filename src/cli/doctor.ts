@@ -1,0 +1,98 @@
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import Database from "better-sqlite3";
+import type { Command } from "commander";
+import { CONFIG_FILE, loadConfig } from "../config.js";
+import { errorMessage } from "../errors.js";
+import { detectIsolation } from "../sandbox/detect.js";
+import { createSandbox } from "../sandbox/executor.js";
+import { printJson } from "./common.js";
+
+export interface DoctorCheck {
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+
+export interface DoctorReport {
+  sandbox: { level: string; reasons: string[]; uid: string };
+  checks: DoctorCheck[];
+}
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+/** What this machine gives a run: isolation level and why, and the parts the runtime needs. */
+export async function handleDoctor(args: { workspace?: string }): Promise<DoctorReport> {
+  const workspace = path.resolve(args.workspace ?? process.cwd());
+  const report = detectIsolation();
+  const sandbox = createSandbox({ level: "auto", workspace, report });
+  const checks: DoctorCheck[] = [];
+  const check = async (name: string, fn: () => string | Promise<string>) => {
+    try {
+      checks.push({ name, ok: true, detail: await fn() });
+    } catch (err) {
+      checks.push({ name, ok: false, detail: errorMessage(err) });
+    }
+  };
+  await check("node", () => {
+    const [major, minor] = process.versions.node.split(".").map(Number);
+    if (major! < 20 || (major === 20 && minor! < 19)) throw new Error(`node ${process.versions.node}: ledgerloop needs 20.19 or newer`);
+    return `node ${process.versions.node} on ${process.platform}/${process.arch}`;
+  });
+  await check("sqlite", () => {
+    const db = new Database(":memory:");
+    try {
+      db.exec("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='trigram')");
+      return `SQLite ${(db.prepare("SELECT sqlite_version() AS v").get() as { v: string }).v} with FTS5 trigram`;
+    } finally {
+      db.close();
+    }
+  });
+  await check("tokenizer", async () => {
+    const { loadTokenCounter } = await import("../context/tokens.js");
+    const c = await loadTokenCounter("o200k_base");
+    return `gpt-tokenizer o200k_base (${c.count("hello world")} tokens for "hello world")`;
+  });
+  await check("tree-sitter", async () => {
+    const { extractSymbols } = await import("../symbols/extract.js");
+    const syms = await extractSymbols("export function probe(): number { return 1; }\n", "probe.ts");
+    return `grammars load (found ${syms.map((s) => s.name).join(", ")})`;
+  });
+  await check("chroma", () => {
+    if (process.env.CHROMA_URL) return `CHROMA_URL=${process.env.CHROMA_URL} (an existing server)`;
+    const cli = path.join(ROOT, "node_modules", "chromadb", "dist", "cli.mjs");
+    const bin = fs.existsSync(cli) ? cli : path.join(ROOT, "node_modules", ".bin", "chroma");
+    if (!fs.existsSync(bin)) throw new Error("the chromadb package's bundled server is missing: run npm ci");
+    return "bundled server available (started per state dir on first search)";
+  });
+  await check("config", () => {
+    const file = path.join(workspace, CONFIG_FILE);
+    if (!fs.existsSync(file)) return `no ${CONFIG_FILE} in ${workspace} (defaults apply)`;
+    loadConfig(workspace);
+    return `${file} is valid`;
+  });
+  await check("model", () => {
+    const m = process.env.LEDGERLOOP_MODEL;
+    const base = process.env.OPENAI_BASE_URL;
+    const key = process.env.OPENAI_API_KEY ? "set" : "not set";
+    return `LEDGERLOOP_MODEL=${m ?? "(not set)"}, OPENAI_BASE_URL=${base ?? "(default)"}, OPENAI_API_KEY ${key}`;
+  });
+  return { sandbox: { level: sandbox.level, reasons: [...sandbox.reasons], uid: sandbox.uidFor(workspace).reason }, checks };
+}
+
+export function registerDoctor(program: Command): void {
+  program
+    .command("doctor")
+    .description("show the isolation level commands will get here and why, and check the parts a run needs")
+    .option("-w, --workspace <dir>", "the workspace to check (default: current directory)")
+    .option("--json", "one JSON object")
+    .action(async (opts: { workspace?: string; json?: boolean }) => {
+      const r = await handleDoctor(opts);
+      process.exitCode = r.checks.every((c) => c.ok) ? 0 : 1;
+      if (opts.json) return printJson(r);
+      const out = [`sandbox: ${r.sandbox.level}`, ...r.sandbox.reasons.map((l) => `  ${l}`), `  commands run as: ${r.sandbox.uid}`, ""];
+      for (const c of r.checks) out.push(`${c.ok ? "ok  " : "FAIL"} ${c.name.padEnd(12)} ${c.detail}`);
+      process.stdout.write(out.join("\n") + "\n");
+    });
+}

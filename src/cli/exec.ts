@@ -1,0 +1,106 @@
+import type { Command } from "commander";
+import { loadConfig, policyFromConfig } from "../config.js";
+import { CliError } from "../errors.js";
+import { resolveWorkspace } from "../runtime.js";
+import { runCommand, type CommandFeedback } from "../sandbox/engine.js";
+import { createSandbox, DEFAULT_OUTPUT_CAP } from "../sandbox/executor.js";
+import { shQuote } from "../sandbox/isolation.js";
+import { isolationWarning } from "../sandbox/detect.js";
+import { evaluatePolicy, withAllowed } from "../sandbox/policy.js";
+import { intOption, log, printJson } from "./common.js";
+import { sandboxOptions, type RunArgs } from "./run.js";
+import readline from "node:readline/promises";
+
+export interface ExecArgs extends Pick<RunArgs, "sandbox" | "allowNetwork" | "allow"> {
+  workspace?: string;
+  json?: boolean;
+  yes?: boolean;
+  timeout?: number;
+}
+
+/** The exit code a shell would give for what happened (126 for a refusal, 124 for a timeout). */
+export function exitCodeOf(fb: CommandFeedback): number {
+  const r = fb.exec;
+  if (r.denied) return 126;
+  if (r.timedOut) return 124;
+  if (r.exitCode !== null) return r.exitCode;
+  const signals: Record<string, number> = { SIGKILL: 9, SIGTERM: 15, SIGXCPU: 24, SIGXFSZ: 25, SIGSEGV: 11, SIGABRT: 6 };
+  return 128 + (r.signal ? (signals[r.signal] ?? 1) : 1);
+}
+
+/** Runs one command exactly as the agent's run_command would: same policy, sandbox and feedback. */
+export async function handleExec(argv: string[], args: ExecArgs): Promise<CommandFeedback> {
+  if (argv.length === 0) throw new CliError("give the command after --, e.g. ledgerloop exec -- npm test", 2, "CONFIG_INVALID");
+  const workspace = resolveWorkspace(args.workspace ?? process.cwd());
+  // One argument is a command line as the agent would send it; several are argv words to quote.
+  const command = argv.length === 1 ? argv[0]! : argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : shQuote(a))).join(" ");
+  const config = loadConfig(workspace);
+  const allowNetwork = args.allowNetwork ?? config.sandbox?.network ?? false;
+  const policy = withAllowed(policyFromConfig(config, { allowNetwork }), args.allow ?? []);
+  const sandbox = createSandbox({ level: args.sandbox ?? "auto", workspace, allowNetwork });
+  const warning = isolationWarning(sandbox.level, [...sandbox.reasons]);
+  if (warning && !args.json) log(warning);
+  let approved = false;
+  const verdict = evaluatePolicy(command, policy, { workspace, cwd: workspace });
+  if (verdict.decision === "ask") {
+    if (args.yes) approved = true;
+    else if (process.stdin.isTTY && !args.json) {
+      const rl = readline.createInterface({ input: process.stdin, output: process.stderr });
+      try {
+        log(`policy: ${verdict.rule}: ${verdict.reason}`);
+        approved = /^y(es)?$/i.test((await rl.question("run it anyway? [y/N] ")).trim());
+      } finally {
+        rl.close();
+      }
+    }
+  }
+  return runCommand({
+    sandbox,
+    workspace,
+    command,
+    timeoutMs: args.timeout ?? 120_000,
+    outputCapBytes: DEFAULT_OUTPUT_CAP,
+    policy,
+    approved,
+  });
+}
+
+export function registerExec(program: Command): void {
+  const cmd = program
+    .command("exec")
+    .description("run one command exactly as the agent would (policy, sandbox, limits) and print the structured feedback")
+    .argument("<command...>", "the command (one quoted command line, or words after --)")
+    .option("-w, --workspace <dir>", "the workspace directory (default: current directory)")
+    .option("--timeout <ms>", "wall-clock limit in milliseconds (default 120000)", intOption("--timeout"))
+    .option("-y, --yes", "approve the command if the policy asks for approval")
+    .option("--json", "print one JSON object with the feedback");
+  sandboxOptions(cmd, { approveFlag: "--approve-mode" });
+  cmd.action(async (argv: string[], opts: ExecArgs) => {
+    const fb = await handleExec(argv, opts);
+    process.exitCode = exitCodeOf(fb);
+    if (opts.json) {
+      const r = fb.exec;
+      return printJson({
+        command: fb.command,
+        exitCode: r.exitCode,
+        signal: r.signal,
+        durationMs: r.durationMs,
+        timedOut: r.timedOut,
+        limit: r.limit ?? null,
+        usage: r.usage ?? null,
+        sandbox: r.isolation,
+        denied: r.denied ?? null,
+        verdict: fb.verdict ? { decision: fb.verdict.decision, rule: fb.verdict.rule, reason: fb.verdict.reason } : null,
+        stdout: r.stdout,
+        stderr: r.stderr,
+        truncated: r.truncated,
+        filesChanged: fb.filesChanged,
+        tests: fb.tests,
+        errorClass: fb.errorClass,
+      });
+    }
+    process.stdout.write(fb.exec.stdout);
+    process.stderr.write(fb.exec.stderr);
+    log(fb.output.split("\n").slice(0, 3).join("\n"));
+  });
+}
