@@ -150,7 +150,7 @@ export async function fork(
       throw new CliError(`${dir} exists and is not empty; give a new directory to --workspace`, 2, "CONFIG_INVALID");
     }
     fs.mkdirSync(dir, { recursive: true });
-    dest = opts.runtime ? await opts.runtime(dir) : await createRuntime({ ...rt.settings, workspace: dir, stateDir: undefined });
+    dest = opts.runtime ? await opts.runtime(dir) : await createRuntime({ ...rt.settings, workspace: dir, stateDir: undefined }, { model: rt.model });
     await rt.revisions.copyTo(revision, dest.workspace, { into: dest.revisions });
   } else {
     await guardForeignEdits(rt, opts.force ?? false, "the fork");

@@ -13,6 +13,7 @@ import { registerIndex } from "./index.js";
 import { registerLedger } from "./ledger.js";
 import { registerMemory } from "./memory.js";
 import { registerReplay } from "./replay.js";
+import { registerReport } from "./report.js";
 import { registerResume } from "./resume.js";
 import { registerRewind } from "./rewind.js";
 import { registerRun } from "./run.js";
@@ -46,6 +47,7 @@ export function buildProgram(): Command {
   registerSearch(program);
   registerExec(program);
   registerDoctor(program);
+  registerReport(program);
   return program;
 }
 

@@ -52,7 +52,7 @@ export async function handleResume(thread: string, args: ResumeArgs): Promise<Dr
     warnIfUnisolated(rt);
     const ask = rt.settings.approve === "ask" && process.stdin.isTTY && !args.json ? askOnTerminal : undefined;
     const result = await withStopSignal((signal) => driveRun(rt, thread, null, { signal, ask, resume: answer }));
-    reportResult(result, rt, args.json);
+    await reportResult(result, rt, args.json);
     return result;
   } finally {
     await rt.close();

@@ -5,6 +5,7 @@ import { CliError } from "../errors.js";
 import { RunRegistry } from "../ledger/runs.js";
 import { createRuntime, type ProgressEvent, type Runtime } from "../runtime.js";
 import { askOnTerminal, driveRun, type DriveResult } from "./drive.js";
+import { writeRunReport } from "./report.js";
 import { intOption, log, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 export interface RunArgs extends WorkspaceArgs {
@@ -82,7 +83,9 @@ export async function withStopSignal<T>(fn: (signal: AbortSignal) => Promise<T>)
 }
 
 /** Prints a run's outcome: one JSON object, or a human summary with the commands to inspect it. */
-export function reportResult(r: DriveResult, rt: Runtime, json?: boolean): void {
+export async function reportResult(r: DriveResult, rt: Runtime, json?: boolean): Promise<void> {
+  // The end-of-task report is written whenever a run stops; a failure to write it loses nothing else.
+  const reportFile = await writeRunReport(rt, r.thread).catch(() => null);
   if (json) {
     printJson(r);
     return;
@@ -94,6 +97,7 @@ export function reportResult(r: DriveResult, rt: Runtime, json?: boolean): void 
     log(`answer with: ledgerloop resume ${r.thread} -w ${rt.workspace} --approve   (or --reject)`);
   }
   log(`state: ${rt.dbPath}`);
+  if (reportFile) log(`report: ${reportFile}`);
   log(`inspect: ledgerloop history ${r.thread} -w ${ws}`);
   log(`         ledgerloop ledger ${r.thread} -w ${ws}`);
   if (r.status !== "finished") log(`resume:  ledgerloop resume ${r.thread} -w ${ws}`);
@@ -132,7 +136,7 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
     warnIfUnisolated(rt);
     const ask = rt.settings.approve === "ask" && process.stdin.isTTY && !args.json ? askOnTerminal : undefined;
     const result = await withStopSignal((signal) => driveRun(rt, thread, task, { signal, ask }));
-    reportResult(result, rt, args.json);
+    await reportResult(result, rt, args.json);
     return { result, runtime: rt };
   } finally {
     await rt.close();

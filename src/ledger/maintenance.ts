@@ -110,8 +110,9 @@ export async function collectGarbage(db: Database.Database, revisions: RevisionS
     for (const r of named) for (const id of [r.a, r.b]) if (id) live.add(id);
   }
   const rev = revisions.gc(live);
-  db.pragma("wal_checkpoint(TRUNCATE)");
+  // VACUUM rewrites the database through the WAL; the checkpoint after it gives the space back.
   db.exec("VACUUM");
+  db.pragma("wal_checkpoint(TRUNCATE)");
   const bytesAfter = files.reduce((n, f) => n + diskBytes(f), 0);
   return {
     checkpointsDeleted: deleted,

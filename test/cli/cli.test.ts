@@ -28,7 +28,9 @@ describe("ledgerloop demo and the inspection commands", () => {
   it("prints the help", () => {
     const r = cli(["--help"]);
     expect(r.code).toBe(0);
-    for (const c of ["run", "resume", "demo", "history", "ledger", "threads", "context", "memory"]) expect(r.stdout).toContain(c);
+    for (const c of ["run", "resume", "demo", "history", "ledger", "threads", "context", "memory", "rewind", "fork", "diff", "replay", "gc", "stats", "index", "search", "exec", "doctor", "report"]) {
+      expect(r.stdout).toContain(c);
+    }
   });
 
   it("threads lists the run with its goal and final status", () => {
@@ -96,6 +98,23 @@ describe("ledgerloop demo and the inspection commands", () => {
     const missing = cli(["context", thread, "-w", ws, "--step", "99"]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/no prompt for step 99; steps with prompts: 1-10/);
+  });
+
+  it("report summarises the run: plan, decision, files changed, test runs, problems; and the run wrote it to reports/", () => {
+    const r = cli(["report", thread, "-w", ws, "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    const rep = JSON.parse(r.stdout);
+    expect(rep).toMatchObject({ thread, status: "finished", steps: 10 });
+    expect(rep.plan.map((s: { status: string }) => s.status)).toEqual(["completed", "completed", "completed", "completed"]);
+    expect(rep.decisions).toHaveLength(1);
+    expect(rep.files.map((f: { path: string }) => f.path).sort()).toEqual(["dashboard/aggregate.js", "services/orders/server.js", "services/users/server.js"]);
+    expect(rep.tests.map((t: { failed: number }) => t.failed)).toEqual([2, 0]);
+    expect(rep.problems).toEqual([expect.objectContaining({ step: 6, tool: "run_tests", errorClass: "test_failure" })]);
+    expect(rep.finishSummary).toMatch(/4 passed/);
+    const md = fs.readFileSync(path.join(ws, ".ledgerloop", "reports", `${thread}.md`), "utf8");
+    expect(md).toContain(`# Run ${thread}: finished`);
+    expect(md).toContain("## Files changed");
+    expect(md).toMatch(/step 6: 2 passed, 2 failed/);
   });
 
   it("memory lists the lessons the run learned and forgets one on request", () => {

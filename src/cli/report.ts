@@ -1,0 +1,45 @@
+import fs from "node:fs";
+import path from "node:path";
+import type { Command } from "commander";
+import { buildReport, reportMarkdown, type RunReport } from "../report/report.js";
+import type { Runtime } from "../runtime.js";
+import type { TaskStateValue } from "../state.js";
+import { RevisionStore } from "../workspace/revisions.js";
+import { openExistingState, printJson, requireThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
+
+/** The report of a thread's current branch. */
+export async function handleReport(thread: string, args: WorkspaceArgs): Promise<RunReport> {
+  const st = openExistingState(args);
+  try {
+    requireThread(st, thread);
+    const values = (await st.checkpointer.getTuple({ configurable: { thread_id: thread } }))?.checkpoint.channel_values as TaskStateValue | undefined;
+    const revisions = new RevisionStore(st.db, st.workspace, { blobsDir: path.join(st.stateDir, "blobs") });
+    return await buildReport(st.ledger, revisions, thread, values?.ledgerHead ?? null, values?.subtasks ?? []);
+  } finally {
+    st.close();
+  }
+}
+
+/** Writes the report of a run that just stopped to <stateDir>/reports/<thread>.md; returns the path. */
+export async function writeRunReport(rt: Runtime, thread: string): Promise<string> {
+  const values = (await rt.checkpointer.getTuple({ configurable: { thread_id: thread } }))?.checkpoint.channel_values as TaskStateValue | undefined;
+  const report = await buildReport(rt.ledger, rt.revisions, thread, values?.ledgerHead ?? null, values?.subtasks ?? []);
+  const file = path.join(rt.stateDir, "reports", `${thread}.md`);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, reportMarkdown(report) + "\n");
+  return file;
+}
+
+export function registerReport(program: Command): void {
+  workspaceOptions(
+    program
+      .command("report")
+      .description("the end-of-task report of a run: summary, plan, decisions, files changed, tests, problems, lessons, cost")
+      .argument("<thread>", "the run id")
+      .option("--json", "one JSON object"),
+  ).action(async (thread: string, opts: WorkspaceArgs) => {
+    const r = await handleReport(thread, opts);
+    if (opts.json) return printJson(r);
+    process.stdout.write(reportMarkdown(r) + "\n");
+  });
+}

@@ -1,0 +1,125 @@
+import type { Ledger } from "../ledger/port.js";
+import type { LedgerEvent, Subtask } from "../state.js";
+import { describeAction } from "../context/render.js";
+import type { FileDiffStat, RevisionStore } from "../workspace/revisions.js";
+import { formatStat } from "../workspace/revisions.js";
+
+export interface RunReport {
+  thread: string;
+  goal: string;
+  status: string;
+  steps: number;
+  startedAt: string | null;
+  endedAt: string | null;
+  durationSec: number | null;
+  model: string | null;
+  sandbox: string | null;
+  finishSummary: string | null;
+  plan: Subtask[];
+  decisions: Array<{ step: number; text: string }>;
+  files: FileDiffStat[];
+  tests: Array<{ step: number; passed: number; failed: number; skipped: number; failedTests: string[] }>;
+  problems: Array<{ step: number; tool: string; status: string; errorClass: string | null; what: string }>;
+  approvals: Array<{ command: string; decision: string; by: string; rule: string }>;
+  lessons: string[];
+  timeTravel: Array<{ kind: string; toCheckpoint: string }>;
+  model_usage: { calls: number; inputTokens: number; outputTokens: number; promptTokensMax: number; promptTokensAvg: number };
+}
+
+const of = <T extends LedgerEvent["type"]>(events: LedgerEvent[], type: T) => events.filter((e): e is LedgerEvent<T> => e.type === type);
+
+/**
+ * The end-of-task report of a run's branch: what was asked, what was done and decided, which files
+ * changed (from the run's first to its last workspace revision), how the tests went, what failed
+ * along the way, what was learned, and what it cost. Built from the ledger alone.
+ */
+export async function buildReport(ledger: Ledger, revisions: RevisionStore | null, thread: string, head: string | null, subtasks: Subtask[]): Promise<RunReport> {
+  const events = await ledger.branch(head);
+  const spec = of(events, "task_spec")[0];
+  const status = of(events, "run_status").at(-1);
+  const actions = new Map(of(events, "agent_action").map((a) => [a.id, a]));
+  const feedback = of(events, "environment_feedback");
+  const calls = of(events, "model_call");
+  const contexts = of(events, "context_built");
+  const snapshots = of(events, "workspace_snapshot");
+  const finish = feedback.flatMap((f) => f.payload.effects ?? []).filter((e) => e.kind === "finish").at(-1);
+  const first = spec?.payload.revision ?? null;
+  const last = snapshots.at(-1)?.payload.revision ?? null;
+  let files: FileDiffStat[] = [];
+  if (revisions && first && last && first !== last) {
+    try {
+      files = await revisions.diff(first, last, { stat: true });
+    } catch {
+      files = []; // revisions pruned by gc: the report still has everything else
+    }
+  }
+  const stepOf = (f: LedgerEvent<"environment_feedback">) => actions.get(f.causedBy ?? "")?.payload.step ?? 0;
+  const startedAt = events[0]?.ts ?? null;
+  const endedAt = events.at(-1)?.ts ?? null;
+  const prompts = contexts.map((c) => c.payload.tokens);
+  return {
+    thread,
+    goal: spec?.payload.goal ?? "",
+    status: status?.payload.status ?? "running",
+    steps: status?.payload.steps ?? Math.max(0, ...[...actions.values()].map((a) => a.payload.step)),
+    startedAt,
+    endedAt,
+    durationSec: startedAt && endedAt ? Math.round((Date.parse(endedAt) - Date.parse(startedAt)) / 100) / 10 : null,
+    model: calls[0]?.payload.model ?? null,
+    sandbox: feedback.find((f) => f.payload.sandbox)?.payload.sandbox ?? null,
+    finishSummary: finish && finish.kind === "finish" ? finish.summary : null,
+    plan: subtasks,
+    decisions: of(events, "decision").map((d) => ({ step: d.payload.step, text: d.payload.text })),
+    files,
+    tests: feedback
+      .filter((f) => f.payload.tests)
+      .map((f) => ({ step: stepOf(f), ...f.payload.tests!, failedTests: f.payload.tests!.failedTests.slice(0, 10) })),
+    problems: feedback
+      .filter((f) => f.payload.status !== "ok")
+      .map((f) => {
+        const a = actions.get(f.causedBy ?? "");
+        return {
+          step: stepOf(f),
+          tool: f.payload.tool,
+          status: f.payload.status,
+          errorClass: f.payload.errorClass ?? null,
+          what: a ? describeAction(a.payload.tool, a.payload.args) : f.payload.tool,
+        };
+      }),
+    approvals: of(events, "approval").map((a) => ({ command: a.payload.command, decision: a.payload.decision, by: a.payload.by, rule: a.payload.rule })),
+    lessons: of(events, "reflection").at(-1)?.payload.lessons ?? [],
+    timeTravel: of(events, "time_travel").map((t) => ({ kind: t.payload.kind, toCheckpoint: t.payload.toCheckpoint })),
+    model_usage: {
+      calls: calls.length,
+      inputTokens: calls.reduce((n, c) => n + (c.payload.usage?.inputTokens ?? 0), 0),
+      outputTokens: calls.reduce((n, c) => n + (c.payload.usage?.outputTokens ?? 0), 0),
+      promptTokensMax: prompts.length ? Math.max(...prompts) : 0,
+      promptTokensAvg: prompts.length ? Math.round(prompts.reduce((a, b) => a + b, 0) / prompts.length) : 0,
+    },
+  };
+}
+
+/** The report as Markdown. */
+export function reportMarkdown(r: RunReport): string {
+  const out: string[] = [];
+  const mark = { pending: "[ ]", in_progress: "[~]", completed: "[x]", blocked: "[!]" } as const;
+  out.push(`# Run ${r.thread}: ${r.status}`, "", `**Goal.** ${r.goal}`, "");
+  out.push(
+    `${r.steps} step(s)${r.durationSec !== null ? ` in ${r.durationSec} s` : ""}; model ${r.model ?? "-"}; sandbox ${r.sandbox ?? "-"}; ` +
+      `${r.model_usage.calls} model call(s), prompts ≤ ${r.model_usage.promptTokensMax} tokens (avg ${r.model_usage.promptTokensAvg})` +
+      (r.model_usage.inputTokens ? `, ${r.model_usage.inputTokens} in / ${r.model_usage.outputTokens} out billed` : ""),
+    "",
+  );
+  if (r.finishSummary) out.push("## Summary", "", r.finishSummary, "");
+  if (r.plan.length) out.push("## Plan", "", ...r.plan.map((s) => `- ${mark[s.status]} **${s.id}** ${s.description}`), "");
+  if (r.decisions.length) out.push("## Decisions", "", ...r.decisions.map((d) => `- (step ${d.step}) ${d.text}`), "");
+  if (r.files.length) out.push("## Files changed", "", "```", formatStat(r.files).trimEnd(), "```", "");
+  if (r.tests.length) {
+    out.push("## Test runs", "", ...r.tests.map((t) => `- step ${t.step}: ${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped${t.failedTests.length ? ` (${t.failedTests.join(", ")})` : ""}`), "");
+  }
+  if (r.problems.length) out.push("## Problems met", "", ...r.problems.map((p) => `- step ${p.step}: ${p.what} → ${p.status}${p.errorClass ? ` (${p.errorClass})` : ""}`), "");
+  if (r.approvals.length) out.push("## Approvals", "", ...r.approvals.map((a) => `- ${a.decision} by ${a.by} (${a.rule}): \`${a.command}\``), "");
+  if (r.timeTravel.length) out.push("## Time travel", "", ...r.timeTravel.map((t) => `- ${t.kind} to ${t.toCheckpoint}`), "");
+  if (r.lessons.length) out.push("## Lessons", "", ...r.lessons.map((l) => `- ${l}`), "");
+  return out.join("\n");
+}
