@@ -1,5 +1,6 @@
 import { benchContext } from "./context.js";
 import { benchLoop } from "./loop.js";
+import { benchNodes } from "./nodes.js";
 import { benchRetrieval } from "./retrieval.js";
 import { benchRevisions } from "./revisions.js";
 import type { BenchResult } from "./report.js";
@@ -8,6 +9,7 @@ import type { BenchResult } from "./report.js";
 // same process, since timings on shared 2-core machines only mean something side by side.
 const all: Record<string, () => Promise<BenchResult[]>> = {
   loop: () => benchLoop(),
+  nodes: () => benchNodes(),
   context: () => benchContext(),
   revisions: () => benchRevisions(),
   retrieval: () => benchRetrieval(),

@@ -1,9 +1,56 @@
 import { buildPrompt } from "../src/context/builder.js";
+import { lexicalEventSearcher, type EventSearcher } from "../src/context/recall.js";
+import type { CodeSearcher, SearchHit } from "../src/retrieval/port.js";
 import { toolSpecs } from "../tools/index.js";
 import { branchWriter, threadIdOf, type NodeDeps, type NodeFn } from "./deps.js";
 
+/**
+ * Code search results depend only on the query and the files; the files are named by the workspace
+ * revision. Consecutive steps that change no file and ask the same thing (reading, thinking) reuse
+ * the last answer instead of searching again.
+ */
+function cachedSearcher(inner: CodeSearcher, revision: string | null, cache: Map<string, Promise<SearchHit[]>>): CodeSearcher {
+  return {
+    search(query, k) {
+      if (!revision) return inner.search(query, k);
+      const key = `${revision}\u0000${k}\u0000${query}`;
+      let hit = cache.get(key);
+      if (!hit) {
+        hit = inner.search(query, k);
+        hit.catch(() => cache.delete(key));
+        if (cache.size >= 16) cache.delete(cache.keys().next().value as string);
+        cache.set(key, hit);
+      }
+      return hit;
+    },
+  };
+}
+
+/**
+ * History recall changes slowly: only events leaving the recent window become new candidates. The
+ * same query is answered from cache for up to RECALL_REFRESH_STEPS steps, and afresh when it changes.
+ */
+const RECALL_REFRESH_STEPS = 5;
+function cachedEventSearcher(inner: EventSearcher, step: number, cache: Map<string, Promise<Array<{ eventId: string; score: number }>>>): EventSearcher {
+  return {
+    searchEvents(query, k) {
+      const key = `${Math.floor(step / RECALL_REFRESH_STEPS)}\u0000${k}\u0000${query}`;
+      let hit = cache.get(key);
+      if (!hit) {
+        hit = inner.searchEvents(query, k);
+        hit.catch(() => cache.delete(key));
+        if (cache.size >= 16) cache.delete(cache.keys().next().value as string);
+        cache.set(key, hit);
+      }
+      return hit;
+    },
+  };
+}
+
 /** Builds this step's prompt under the token budget and records what went in (and what did not). */
 export function createContextNode(deps: NodeDeps): NodeFn {
+  const searchCache = new Map<string, Promise<SearchHit[]>>();
+  const recallCache = new Map<string, Promise<Array<{ eventId: string; score: number }>>>();
   return async (state, config) => {
     const rt = await deps.resolve(config);
     const w = branchWriter(rt, state, config, "context");
@@ -17,16 +64,20 @@ export function createContextNode(deps: NodeDeps): NodeFn {
         tools: toolSpecs(),
         counter: rt.counter,
         workspace: rt.workspace,
-        searcher: rt.searcher,
-        eventSearcher: rt.retriever
-          ? {
-              // History search through the index; branchHead keeps a fork from seeing its siblings' events.
-              searchEvents: async (query: string, k: number) =>
-                (await rt.retriever!.searchAll(query, { k, scope: "events", threadId: threadIdOf(config), branchHead: state.ledgerHead ?? undefined }))
-                  .filter((h) => h.kind === "event")
-                  .map((h) => ({ eventId: (h as { eventId: string }).eventId, score: h.score })),
-            }
-          : undefined,
+        searcher: cachedSearcher(rt.searcher, state.workspaceRev, searchCache),
+        eventSearcher: cachedEventSearcher(
+          rt.retriever
+            ? {
+                // History search through the index; branchHead keeps a fork from seeing its siblings' events.
+                searchEvents: async (query: string, k: number) =>
+                  (await rt.retriever!.searchAll(query, { k, scope: "events", threadId: threadIdOf(config), branchHead: state.ledgerHead ?? undefined }))
+                    .filter((h) => h.kind === "event")
+                    .map((h) => ({ eventId: (h as { eventId: string }).eventId, score: h.score })),
+              }
+            : lexicalEventSearcher(rt.ledger, state.ledgerHead),
+          state.step,
+          recallCache,
+        ),
         store: (config.store as typeof rt.store | undefined) ?? rt.store,
       });
       const promptRef = await rt.ledger.putBlob(JSON.stringify(built.messages));

@@ -41,14 +41,20 @@ export interface ToolSpec {
   parameters: Record<string, unknown>;
 }
 
-/** Model-facing specs of the given tools (all by default). */
+const SPECS = new Map<ToolDefinition, ToolSpec>();
+
+/** Model-facing specs of the given tools (all by default); computed once per tool. */
 export function toolSpecs(tools: readonly ToolDefinition[] = TOOLS): ToolSpec[] {
   return tools.map((t) => {
+    const known = SPECS.get(t);
+    if (known) return known;
     const { $schema: _drop, ...parameters } = z.toJSONSchema(t.schema, { io: "input", unrepresentable: "any" }) as Record<
       string,
       unknown
     >;
-    return { name: t.name, description: t.description, parameters };
+    const spec = { name: t.name, description: t.description, parameters };
+    SPECS.set(t, spec);
+    return spec;
   });
 }
 

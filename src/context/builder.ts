@@ -308,7 +308,9 @@ export async function buildPrompt(input: BuildInput): Promise<BuiltPrompt> {
   // --- retrieved code ----------------------------------------------------------------------------
   const current = state.subtasks.find((s) => s.status === "in_progress") ?? state.subtasks.find((s) => s.status === "pending");
   const errorLine = lastFailure?.payload.output.split("\n").find((l) => /error|fail|assert|expected/i.test(l))?.slice(0, 200) ?? "";
-  const query = [current?.description ?? state.goal.slice(0, 300), errorLine, ...focusShown].filter(Boolean).join(" ");
+  // What the work needs now: the current subtask and the latest error. The focus files are already
+  // shown, so they are left out of the query: retrieval should bring the *other* relevant code.
+  const query = [current?.description ?? state.goal.slice(0, 300), errorLine].filter(Boolean).join(" ");
   if (input.searcher && input.workspace && query.trim()) {
     const hits = await input.searcher.search(query, 8).catch(() => []);
     const parts: string[] = [];

@@ -632,8 +632,29 @@ class HybridRetriever implements Retriever {
   private async indexEventsUnlocked(events: LedgerEvent[]): Promise<number> {
     const docs = events.map(eventDoc).filter((d): d is NonNullable<typeof d> => d !== null);
     const added = this.ngram.putEvents(docs);
-    await this.syncEventVectors();
+    // Events are searchable in the n-gram index at once; their vectors follow in the background, so a
+    // step's context does not wait for an embedding round trip to Chroma (they lag by about a step).
+    if (added > 0) this.scheduleEventVectors();
     return added;
+  }
+
+  private eventVectorsRun: Promise<void> | null = null;
+  private eventVectorsAgain = false;
+
+  private scheduleEventVectors(): void {
+    if (this.eventVectorsRun) {
+      this.eventVectorsAgain = true;
+      return;
+    }
+    this.eventVectorsRun = (async () => {
+      do {
+        this.eventVectorsAgain = false;
+        if (this.closed) return;
+        await this.exclusive(() => this.resilient(() => this.syncEventVectors())).catch(() => {});
+      } while (this.eventVectorsAgain);
+    })().finally(() => {
+      this.eventVectorsRun = null;
+    });
   }
 
   private async syncEventVectors(): Promise<void> {
@@ -933,6 +954,7 @@ class HybridRetriever implements Retriever {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    await this.eventVectorsRun?.catch(() => {});
     this.closed = true;
     await this.lock.catch(() => {});
     this.ngram.close();
