@@ -3,6 +3,7 @@ import { benchLoop } from "./loop.js";
 import { benchNodes } from "./nodes.js";
 import { benchRetrieval } from "./retrieval.js";
 import { benchRevisions } from "./revisions.js";
+import { benchSandbox } from "./sandbox.js";
 import type { BenchResult } from "./report.js";
 
 // `npm run bench [name...]`: every benchmark prints its figures next to a baseline measured in the
@@ -13,6 +14,7 @@ const all: Record<string, () => Promise<BenchResult[]>> = {
   context: () => benchContext(),
   revisions: () => benchRevisions(),
   retrieval: () => benchRetrieval(),
+  sandbox: () => benchSandbox(),
 };
 
 const wanted = process.argv.slice(2);

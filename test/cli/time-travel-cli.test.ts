@@ -54,10 +54,15 @@ describe("time travel, search and storage through the CLI, on the demo run", () 
     expect(events.length).toBeGreaterThan(0);
   });
 
-  it("rewind restores the files of a checkpoint, and resume finishes the run again", () => {
+  it("rewind restores the files of a checkpoint (search follows them), and resume finishes the run again", () => {
+    const hits = (q: string) =>
+      (JSON.parse(cli(["search", q, "-w", ws, "--json"]).stdout).results as Array<{ path: string; preview: string }>).filter((h) => h.path === "dashboard/aggregate.js");
+    expect(hits("AbortSignal timeout probe").length).toBeGreaterThan(0);
     const r = cli(["rewind", thread, "-w", ws, "--to", beforeAct(5).slice(0, 20), "--json"]);
     expect(r.code, r.stderr).toBe(0);
     expect(fs.readFileSync(path.join(ws, "dashboard/aggregate.js"), "utf8")).toContain("not implemented");
+    // The index follows the branch: the implementation the rewind undid is no longer found.
+    expect(hits("AbortSignal timeout probe").map((h) => h.preview).join("\n")).not.toContain("AbortSignal");
     fs.writeFileSync(path.join(ws, "scratch.txt"), "mine\n");
     const refused = cli(["rewind", thread, "-w", ws, "--to", beforeAct(5)]);
     expect(refused.code).toBe(1);
