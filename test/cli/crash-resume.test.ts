@@ -77,7 +77,9 @@ describe("a run killed with SIGKILL resumes to the same workspace and the same l
 });
 
 describe("a run killed in the middle of a slow command", () => {
-  it("does not run the command again, reports it interrupted to the model, and stops its leftover process", async () => {
+  // Without isolation the command outlives the runner and resume must stop it; under bwrap or
+  // unshare the sandbox dies with the runner (--die-with-parent, PID namespace) and takes it along.
+  it.each(["none", "auto"])("does not run the command again, reports it interrupted, and leaves no process behind (sandbox %s)", async (sandbox) => {
     const ws = tempWorkspace(undefined, { "README.md": "x\n" });
     const traj = path.join(ws, "..", `traj-${path.basename(ws)}.json`);
     fs.writeFileSync(
@@ -91,7 +93,7 @@ describe("a run killed in the middle of a slow command", () => {
     );
     const requests = path.join(ws, "..", `req-${path.basename(ws)}.jsonl`);
     try {
-      const child = cliSpawn(["run", "slow", "-w", ws, "--model", `scripted:${traj}`, "--thread", "S", "--json", "-q"]);
+      const child = cliSpawn(["run", "slow", "-w", ws, "--model", `scripted:${traj}`, "--thread", "S", "--json", "-q", "--sandbox", sandbox]);
       const t0 = Date.now();
       while (!fs.existsSync(path.join(ws, "started.log"))) {
         if (Date.now() - t0 > 20_000) throw new Error("the command never started");
@@ -108,7 +110,7 @@ describe("a run killed in the middle of a slow command", () => {
       expect(fs.existsSync(path.join(ws, "done.log"))).toBe(false);
       const fb = ledgerOf(ws, "S").filter((e) => e.type === "environment_feedback");
       expect(fb[0]!.payload).toMatchObject({ tool: "run_command", status: "interrupted" });
-      expect(String((fb[0]!.payload as { output: string }).output)).toMatch(/A leftover process of it was stopped/);
+      if (sandbox === "none") expect(String((fb[0]!.payload as { output: string }).output)).toMatch(/A leftover process of it was stopped/);
       // The model's next prompt tells it what happened.
       const sent = jsonLines<{ node: string; turn: number; messages: Array<{ content: string }> }>(fs.readFileSync(requests, "utf8"));
       const next = sent.find((r) => r.node === "decide" && r.turn === 1)!;
