@@ -84,5 +84,8 @@ async function serverResolve(config: LangGraphRunnableConfig): Promise<Runtime> 
   return rt;
 }
 
-/** The graph for LangGraph Studio / the LangGraph dev server (`langgraph.json`). */
-export const graph = createCodingAgent({ resolve: serverResolve, checkpointer: false });
+/**
+ * The graph for LangGraph Studio / the LangGraph dev server (`langgraph.json`). The server's default
+ * recursion limit (25 supersteps) would stop a run after about four steps; this one allows 300.
+ */
+export const graph = createCodingAgent({ resolve: serverResolve, checkpointer: false }).withConfig({ recursionLimit: recursionLimitFor(300) });
