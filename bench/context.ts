@@ -7,7 +7,7 @@ import { SqliteLedger } from "../src/ledger/sqlite-ledger.js";
 import { openStateDb } from "../src/ledger/state-db.js";
 import { SqliteStore } from "../src/memory/sqlite-store.js";
 import { rememberLessons } from "../src/memory/lessons.js";
-import { createLexicalSearcher } from "../src/retrieval/lexical.js";
+import { createRetriever } from "../src/retrieval/hybrid.js";
 import { TaskState, type TaskStateValue } from "../src/state.js";
 import { toolSpecs } from "../tools/index.js";
 import { median, printTable, quantile, type BenchResult } from "./report.js";
@@ -68,7 +68,10 @@ function stateFor(head: string, steps: number): TaskStateValue {
   } as TaskStateValue;
 }
 
-/** Context build time and tokens per section at growing ledger sizes, next to a prompt holding all history. */
+/**
+ * Context build time and tokens per section at growing ledger sizes, next to a prompt holding all
+ * history. Each build searches afresh (the context node's per-step caches are not used here).
+ */
 export async function benchContext(sizes = [1_000, 10_000, 50_000]): Promise<BenchResult[]> {
   const counter = await loadTokenCounter("o200k_base");
   const tools = toolSpecs();
@@ -82,8 +85,20 @@ export async function benchContext(sizes = [1_000, 10_000, 50_000]): Promise<Ben
     const store = new SqliteStore(db);
     await rememberLessons(store, ["Run the cache tests with npm test -- file<N>.", "Cache keys must include the tenant id."], { threadId: "old", trigger: "end_of_run", eventIds: [], at: "" });
     const state = stateFor(head, steps);
-    const input = { ledger, state, maxSteps: 100_000, budgetTokens: 16_000, tools, counter, workspace: ws, searcher: createLexicalSearcher(ws), store };
-    await buildPrompt(input); // warm caches (tokenizer, statements)
+    // The default retriever (n-gram index + Chroma) over the workspace and the run's history, as a
+    // run has it; indexing (the 10k-50k events included) happens before the timing starts.
+    const retriever = await createRetriever({ workspace: ws, stateDir: dir, ledger, threadId: "b" });
+    await retriever.index();
+    const eventSearcher = {
+      searchEvents: async (query: string, k: number) =>
+        (await retriever.searchAll(query, { k, scope: "events", threadId: "b", branchHead: head }))
+          .filter((h) => h.kind === "event")
+          .map((h) => ({ eventId: (h as { eventId: string }).eventId, score: h.score })),
+    };
+    const input = { ledger, state, maxSteps: 100_000, budgetTokens: 16_000, tools, counter, workspace: ws, searcher: retriever, eventSearcher, store };
+    await buildPrompt(input); // warm caches (tokenizer, statements, the events index)
+    // In a run, events are embedded a step at a time; here the whole history arrived at once.
+    await retriever.whenIdle();
     const times: number[] = [];
     let built = await buildPrompt(input);
     for (let i = 0; i < RUNS; i++) {
@@ -113,6 +128,7 @@ export async function benchContext(sizes = [1_000, 10_000, 50_000]): Promise<Ben
       value: built.omitted.reduce((n, o) => n + o.tokens, 0),
       unit: "tok omitted",
     });
+    await retriever.close();
     db.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -61,6 +61,8 @@ export interface Ledger {
   list(threadId: string, query?: ListQuery): Promise<LedgerEvent[]>;
   /** The history of one branch: from the root to `headId`, oldest first. */
   branch(headId: string | null, query?: ListQuery): Promise<LedgerEvent[]>;
+  /** Which of `ids` lie on the branch ending at `headId` (cheap: no event is read whole). */
+  onBranch(headId: string, ids: string[]): Promise<Set<string>>;
   /** Events of a thread that touched a workspace path (as tool argument or changed file). */
   byFile(threadId: string, path: string): Promise<LedgerEvent[]>;
   /** An event with its causes (upwards) and its consequences (downwards), in seq order. */

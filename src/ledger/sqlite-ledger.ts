@@ -289,6 +289,39 @@ export class SqliteLedger implements Ledger {
     return (this.db.prepare(sql).all(...args) as Row[]).map(toEvent);
   }
 
+  async onBranch(headId: string, ids: string[]): Promise<Set<string>> {
+    const head = this.stmts.byId.get(headId);
+    if (!head || ids.length === 0) return new Set();
+    const out = new Set<string>();
+    const rows: Array<{ id: string; thread_id: string; seq: number }> = [];
+    for (let i = 0; i < ids.length; i += 500) {
+      const chunk = ids.slice(i, i + 500);
+      rows.push(
+        ...(this.db.prepare(`SELECT id, thread_id, seq FROM ll_events WHERE id IN (${chunk.map(() => "?").join(",")})`).all(...chunk) as typeof rows),
+      );
+    }
+    const candidates = rows.filter((r) => r.thread_id === head.thread_id && r.seq <= head.seq);
+    if (!candidates.length) return out;
+    if (!this.stmts.hasForks.get(head.thread_id)) {
+      // A thread without forks is one chain: everything at or before the head is on its branch.
+      for (const r of candidates) out.add(r.id);
+      return out;
+    }
+    // Walk the parent links from the head down to the oldest candidate, reading ids only.
+    const minSeq = Math.min(...candidates.map((r) => r.seq));
+    const onPath = this.db
+      .prepare<[string, number], { id: string }>(
+        `WITH RECURSIVE b(id, seq) AS (
+           SELECT id, seq FROM ll_events WHERE id = ?
+           UNION ALL SELECT e.parent_id, p.seq FROM ll_events e JOIN b ON e.id = b.id JOIN ll_events p ON p.id = e.parent_id WHERE p.seq >= ?
+         ) SELECT id FROM b`,
+      )
+      .all(headId, minSeq);
+    const path = new Set(onPath.map((r) => r.id));
+    for (const r of candidates) if (path.has(r.id)) out.add(r.id);
+    return out;
+  }
+
   async byFile(threadId: string, path: string): Promise<LedgerEvent[]> {
     const p = path.replace(/\\/g, "/").replace(/^\.\//, "");
     const rows = this.db

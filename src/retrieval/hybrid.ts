@@ -144,6 +144,8 @@ export interface Retriever extends CodeSearcher {
   search(query: string, k: number): Promise<CodeHit[]>;
   /** Code and/or ledger-event search. Never throws for a failing vector store: it falls back to n-grams. */
   searchAll(query: string, opts?: SearchOptions): Promise<RetrievalHit[]>;
+  /** Resolves when background work (event vectors) has caught up. */
+  whenIdle(): Promise<void>;
   /** Brings the index up to date with the workspace (incremental: unchanged files are not re-read). */
   index(opts?: { onProgress?: (p: IndexProgress) => void }): Promise<IndexReport>;
   /** Re-indexes these paths (workspace-relative or absolute): changed, created, deleted or renamed files. */
@@ -639,6 +641,10 @@ class HybridRetriever implements Retriever {
   }
 
   private eventVectorsRun: Promise<void> | null = null;
+
+  async whenIdle(): Promise<void> {
+    while (this.eventVectorsRun) await this.eventVectorsRun.catch(() => {});
+  }
   private eventVectorsAgain = false;
 
   private scheduleEventVectors(): void {
@@ -647,21 +653,24 @@ class HybridRetriever implements Retriever {
       return;
     }
     this.eventVectorsRun = (async () => {
+      // One batch per turn of the lock, so a search never waits behind a long backlog.
+      let done = false;
       do {
         this.eventVectorsAgain = false;
         if (this.closed) return;
-        await this.exclusive(() => this.resilient(() => this.syncEventVectors())).catch(() => {});
-      } while (this.eventVectorsAgain);
+        done = await this.exclusive(() => this.resilient(() => this.syncEventVectors(1))).catch(() => true);
+      } while (!done || this.eventVectorsAgain);
     })().finally(() => {
       this.eventVectorsRun = null;
     });
   }
 
-  private async syncEventVectors(): Promise<void> {
-    for (;;) {
-      if (!this.vectors || this.vectorState !== "ok") return;
+  /** Embeds and stores the vectors of up to `batches` × 256 events; true when none are left. */
+  private async syncEventVectors(batches = Infinity): Promise<boolean> {
+    for (let b = 0; b < batches; b++) {
+      if (!this.vectors || this.vectorState !== "ok") return true;
       const todo = this.ngram.eventsNeedingVectors(256);
-      if (todo.length === 0) return;
+      if (todo.length === 0) return true;
       const meta = new Map(this.ngram.eventsByIds(todo.map((t) => t.eventId)).map((e) => [e.eventId, e]));
       const vectors = await this.embedder.embedDocuments(todo.map((t) => t.preview));
       const ok = await this.withVectors(async (v) => {
@@ -674,9 +683,10 @@ class HybridRetriever implements Retriever {
         );
         return true;
       });
-      if (!ok) return;
+      if (!ok) return true;
       this.ngram.markEventsVectorized(todo.map((t) => t.eventId));
     }
+    return false;
   }
 
   /** Pulls events appended to the ledger since the last sync. */
@@ -907,7 +917,11 @@ class HybridRetriever implements Retriever {
     const vec = qv ? ((await this.withVectors((v) => v.query("events", qv, CANDIDATES))) ?? []) : [];
     timings.vectorMs += performance.now() - tv;
     let allowed: Set<string> | null = null;
-    if (opts.branchHead && this.opts.ledger) allowed = new Set((await this.opts.ledger.branch(opts.branchHead)).map((e) => e.id));
+    if (opts.branchHead && this.opts.ledger) {
+      // Only the candidates are checked against the branch: loading the whole branch costs O(history).
+      const ids = [...new Set([...bm25.map((e) => e.eventId), ...vec.map((m) => m.id)])];
+      allowed = await this.opts.ledger.onBranch(opts.branchHead, ids);
+    }
     const keep = (id: string, thread: string) => (!threadId || thread === threadId) && (!allowed || allowed.has(id));
     const fused = reciprocalRankFusion([
       { source: "bm25", items: bm25.filter((e) => keep(e.eventId, e.threadId)).map((e) => ({ key: e.eventId, score: e.score })) },

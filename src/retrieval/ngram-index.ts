@@ -8,7 +8,7 @@ import { IndexCorruptError } from "./errors.js";
 /** SQLite `application_id` of index.db ("LLIX"), so a stray file is never mistaken for it. */
 export const INDEX_APPLICATION_ID = 0x4c4c4958;
 /** Bump when the layout changes: an index of another version is rebuilt, not migrated (it is derived data). */
-export const INDEX_SCHEMA_VERSION = 1;
+export const INDEX_SCHEMA_VERSION = 2;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -58,7 +58,9 @@ CREATE INDEX IF NOT EXISTS events_thread ON events(thread_id, seq);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(words, symbols, path, tokenize='trigram', content='', contentless_delete=1);
 CREATE VIRTUAL TABLE IF NOT EXISTS paths_fts USING fts5(dirs, base, tokenize='trigram', content='', contentless_delete=1);
 CREATE VIRTUAL TABLE IF NOT EXISTS symbols_fts USING fts5(name, tokenize='trigram', content='', contentless_delete=1);
-CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(words, kind, tokenize='trigram', content='', contentless_delete=1);
+-- History is searched by word (stemmed), not by trigram: event texts share common words ("test",
+-- "fail", "error") whose trigram posting lists make a 50k-event search cost hundreds of ms.
+CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(words, kind, tokenize='porter unicode61', content='', contentless_delete=1);
 `;
 
 /** What the index knows about one indexed file. */
@@ -399,8 +401,34 @@ export class NgramIndex {
   }
 
   /** Best events by BM25 over their text and kind, optionally of one thread. */
+  private eventDf = new Map<string, number>();
+  private eventDfAt = 0;
+
+  /** How many events contain a word (cached; recounted after the history grew by 10%). */
+  private eventWordDf(word: string, total: number): number {
+    if (total > this.eventDfAt * 1.1 + 100) {
+      this.eventDf.clear();
+      this.eventDfAt = total;
+    }
+    let df = this.eventDf.get(word);
+    if (df === undefined) {
+      df = (this.db.prepare("SELECT count(*) AS n FROM events_fts WHERE events_fts MATCH ?").get(`"${word}"`) as { n: number }).n;
+      this.eventDf.set(word, df);
+    }
+    return df;
+  }
+
   searchEvents(terms: QueryTerm[], limit: number, threadId?: string): RankedEvent[] {
-    const q = ftsQuery(terms);
+    let words = [...new Set(terms.map((t) => t.text.replace(/"/g, "").trim()).filter((t) => t.length > 0))];
+    // Words in a large share of the history say little (their IDF is near zero) but cost the most to
+    // rank: they are left out, as a common-terms query would, keeping at least the two rarest.
+    const total = this.run(() => (this.stmts.counts.get() as { events: number }).events);
+    if (total > 2000 && words.length > 2) {
+      const df = new Map(words.map((w) => [w, this.run(() => this.eventWordDf(w, total))]));
+      const rare = words.filter((w) => df.get(w)! <= total * 0.1);
+      words = rare.length >= 2 ? rare : [...words].sort((a, b) => df.get(a)! - df.get(b)!).slice(0, 2);
+    }
+    const q = words.length ? words.map((w) => `"${w}"`).join(" OR ") : null;
     if (!q) return [];
     const filter = threadId === undefined ? "" : "WHERE e.thread_id = ?";
     const args: unknown[] = threadId === undefined ? [q, limit] : [q, limit * 4, threadId];

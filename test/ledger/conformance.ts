@@ -225,6 +225,20 @@ export function ledgerConformance(name: string, factory: LedgerFactory): void {
       expect((await ledger.list("t")).length).toBe(7);
     });
 
+    it("tells which events lie on a branch, without and with forks", async () => {
+      const trunk = await chain("t", 3);
+      const all = [...trunk];
+      expect(await ledger.onBranch(trunk[2]!.id, trunk.map((e) => e.id))).toEqual(new Set(trunk.map((e) => e.id)));
+      expect(await ledger.onBranch(trunk[1]!.id, trunk.map((e) => e.id))).toEqual(new Set([trunk[0]!.id, trunk[1]!.id]));
+      const side = await chain("t", 2, trunk[0]!.id); // a fork after the first event
+      all.push(...side);
+      const ids = all.map((e) => e.id);
+      expect(await ledger.onBranch(side[1]!.id, ids)).toEqual(new Set([trunk[0]!.id, ...side.map((e) => e.id)]));
+      expect(await ledger.onBranch(trunk[2]!.id, ids)).toEqual(new Set(trunk.map((e) => e.id)));
+      const other = await chain("u", 1);
+      expect(await ledger.onBranch(trunk[2]!.id, [other[0]!.id, "nope"])).toEqual(new Set());
+    });
+
     it("treats a second root in a thread as a fork", async () => {
       const a = await chain("t", 2);
       const b = await chain("t", 2);
