@@ -20,6 +20,7 @@ import { registerRun } from "./run.js";
 import { registerSearch } from "./search.js";
 import { registerStats } from "./stats.js";
 import { registerThreads } from "./threads.js";
+import { registerWeb } from "./web.js";
 
 /** The `ledgerloop` command line. */
 export function buildProgram(): Command {
@@ -48,6 +49,7 @@ export function buildProgram(): Command {
   registerExec(program);
   registerDoctor(program);
   registerReport(program);
+  registerWeb(program);
   return program;
 }
 

@@ -1,0 +1,74 @@
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import type { Command } from "commander";
+import { CliError } from "../errors.js";
+import { resolveWorkspace, stateLocation } from "../runtime.js";
+import { startViewer, type Viewer } from "../web/server.js";
+import { log, workspaceOptions, type WorkspaceArgs } from "./common.js";
+
+export interface WebArgs extends WorkspaceArgs {
+  port?: number;
+  host?: string;
+  open?: boolean;
+}
+
+function portOption(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isInteger(n) || n > 65535) throw new CliError(`--port must be an integer from 0 to 65535, got "${value}"`, 2, "CONFIG_INVALID");
+  return n;
+}
+
+/** Opens the URL in the desktop's browser, if there is one; failing to is only a warning. */
+function openBrowser(url: string): void {
+  const cmd = process.platform === "darwin" ? "open" : process.platform === "win32" ? "explorer" : "xdg-open";
+  try {
+    const child = spawn(cmd, [url], { stdio: "ignore", detached: true });
+    child.on("error", () => log(`could not start ${cmd}; open ${url} yourself`));
+    child.unref();
+  } catch {
+    log(`could not start ${cmd}; open ${url} yourself`);
+  }
+}
+
+/** Starts the run viewer for a workspace and prints its URL on stderr; the caller closes it. */
+export async function handleWeb(args: WebArgs): Promise<Viewer> {
+  const workspace = resolveWorkspace(args.workspace ?? process.cwd());
+  const { dbPath } = stateLocation(workspace, args.stateDir);
+  const viewer = await startViewer({
+    workspace,
+    ...(args.stateDir ? { stateDir: args.stateDir } : {}),
+    ...(args.port !== undefined ? { port: args.port } : {}),
+    ...(args.host !== undefined ? { host: args.host } : {}),
+    onError: (m) => log(`web: ${m}`),
+  });
+  if (!fs.existsSync(dbPath)) log(`no runs in ${workspace} yet (${dbPath} does not exist); the viewer shows them once one starts`);
+  if (args.host !== undefined && !["127.0.0.1", "localhost", "::1"].includes(args.host)) {
+    log(`warning: serving on ${args.host}: anyone who can reach it can read this workspace's runs (prompts, command output, file contents)`);
+  }
+  log(`ledgerloop web: ${viewer.url}  (read-only view of ${workspace}; Ctrl-C to stop)`);
+  if (args.open) openBrowser(viewer.url);
+  return viewer;
+}
+
+export function registerWeb(program: Command): void {
+  workspaceOptions(
+    program
+      .command("web")
+      .description("serve a read-only web view of the workspace's runs (loopback only unless --host)")
+      .option("--port <n>", "port to listen on (default: 0, a free port)", portOption)
+      .option("--host <host>", "interface to listen on (default: 127.0.0.1); anything else serves the runs to the network")
+      .option("--open", "open the viewer in the desktop's browser"),
+  ).action(async (opts: WebArgs) => {
+    const viewer = await handleWeb(opts);
+    await new Promise<void>((resolve) => {
+      const stop = () => {
+        process.off("SIGINT", stop);
+        process.off("SIGTERM", stop);
+        resolve();
+      };
+      process.on("SIGINT", stop);
+      process.on("SIGTERM", stop);
+    });
+    await viewer.close();
+  });
+}

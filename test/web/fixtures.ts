@@ -1,0 +1,70 @@
+import fs from "node:fs";
+import path from "node:path";
+import { handleDemo } from "../../src/cli/demo.js";
+import { handleRun } from "../../src/cli/run.js";
+import { tempWorkspace } from "../helpers/workspace.js";
+
+/** What the page must show as text and never run. */
+export const HOSTILE_ECHO = "<img src=x onerror=window.__pwned=1>";
+export const HOSTILE_GOAL = "Echo a greeting <img src=x onerror=window.__pwned=3><script>window.__pwned=4</script>";
+export const HOSTILE_DECISION = "<script>window.__pwned=2</script> keep <b>markup</b> as text";
+
+const call = (name: string, args: Record<string, unknown>, content = "") => ({ content, tool_calls: [{ name, args }] });
+
+/** A real run of the bundled demo (10 steps, a failing then a passing test run) in a fresh directory. */
+export async function demoRun(): Promise<{ workspace: string; thread: string }> {
+  const workspace = path.join(tempWorkspace(), "demo");
+  const result = await handleDemo({ workspace, json: true, quiet: true });
+  if (result.status !== "finished") throw new Error(`the demo did not finish: ${JSON.stringify(result)}`);
+  return { workspace, thread: result.thread };
+}
+
+function writeScript(dir: string, name: string, script: unknown): string {
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, JSON.stringify(script));
+  return file;
+}
+
+/**
+ * A run whose ledger is full of markup: the goal, the model's text, a command's output, a decision
+ * and the finish summary. The viewer must show all of it as text.
+ */
+export async function hostileRun(workspace: string, scripts: string): Promise<string> {
+  const file = writeScript(scripts, "hostile.json", {
+    decide: [
+      call("run_command", { command: `echo '${HOSTILE_ECHO}'` }, "Printing <em>markup</em> <img src=x onerror=window.__pwned=5>"),
+      call("record_decision", { text: HOSTILE_DECISION }),
+      call("finish", { summary: "done <img src=x onerror=window.__pwned=6>" }),
+    ],
+  });
+  const { result } = await handleRun(HOSTILE_GOAL, { workspace, model: `scripted:${file}`, json: true, quiet: true, sandbox: "none" });
+  return result.thread;
+}
+
+/** A run paused on a command the policy wants approved (nobody answers: no terminal). */
+export async function pausedRun(workspace: string, scripts: string): Promise<string> {
+  const file = writeScript(scripts, "paused.json", {
+    decide: [call("run_command", { command: "frobnicate --now" }), call("finish", { summary: "done" })],
+  });
+  const { result } = await handleRun("Frobnicate the widgets", { workspace, model: `scripted:${file}`, json: true, quiet: true, sandbox: "none", approve: "ask" });
+  if (result.status !== "interrupted") throw new Error(`expected a paused run, got ${JSON.stringify(result)}`);
+  return result.thread;
+}
+
+/** A workspace for small scripted runs, and a directory outside it for their trajectories. */
+export function smallWorkspace(): { workspace: string; scripts: string } {
+  return { workspace: tempWorkspace(undefined, { "README.md": "# tiny\n" }), scripts: tempWorkspace() };
+}
+
+/** A scripted run that takes a while (a slow command), to watch a run that is still going. */
+export function slowRun(workspace: string, scripts: string, seconds: number): Promise<unknown> {
+  const file = writeScript(scripts, "slow.json", {
+    decide: [
+      call("run_command", { command: "echo first" }, "Warming up."),
+      call("run_command", { command: `sleep ${seconds}` }, "Waiting a bit."),
+      call("run_command", { command: "echo after the wait" }, "Done waiting."),
+      call("finish", { summary: "slow run done" }),
+    ],
+  });
+  return handleRun("Take your time", { workspace, model: `scripted:${file}`, json: true, quiet: true, sandbox: "none" });
+}
