@@ -1,16 +1,13 @@
-import fs from "node:fs";
 import path from "node:path";
-import ignore, { type Ignore } from "ignore";
-
-const IGNORE_CASE = process.platform === "darwin" || process.platform === "win32";
+import { isAlwaysSkipped, isIgnored, makeIgnore, readIfExists, type RuleSet } from "../workspace/ignore-rules.js";
 
 /**
  * Answers "would walkFiles list this path?" for single paths without walking the tree: the same
- * rules (.git/info/exclude, then each ancestor's .gitignore, the deepest with an opinion deciding;
- * .git/ and the root .ledgerloop/ always hidden). Rules are cached until {@link IgnoreChecker.reset}.
+ * rules and precedence (ignore-rules.ts), each directory's .gitignore read once and cached until
+ * {@link IgnoreChecker.reset}.
  */
 export class IgnoreChecker {
-  private readonly cache = new Map<string, Ignore | null>();
+  private readonly cache = new Map<string, RuleSet | null>();
 
   constructor(private readonly workspace: string) {}
 
@@ -21,42 +18,26 @@ export class IgnoreChecker {
 
   isIgnored(rel: string): boolean {
     const segments = rel.split("/");
-    if (segments.includes(".git") || segments[0] === ".ledgerloop") return true;
-    // Each ancestor directory, and then the file itself, checked against the rules above it.
+    if (segments.some((_, i) => isAlwaysSkipped(segments.slice(0, i + 1).join("/")))) return true;
+    // Each ancestor directory, and then the file itself, against the rules of the directories above it.
+    const exclude = this.rules("\0exclude");
+    const rules: RuleSet[] = exclude ? [exclude] : [];
     for (let depth = 1; depth <= segments.length; depth++) {
-      const target = segments.slice(0, depth).join("/");
-      const isDir = depth < segments.length;
-      if (this.check(target, isDir, segments.slice(0, depth - 1))) return true;
+      const dir = segments.slice(0, depth - 1).join("/");
+      const own = this.rules(dir);
+      if (own) rules.push(own);
+      if (isIgnored(rules, segments.slice(0, depth).join("/"), depth < segments.length)) return true;
     }
     return false;
   }
 
-  private check(target: string, isDir: boolean, parentSegments: string[]): boolean {
-    const bases = [""];
-    for (let i = 1; i <= parentSegments.length; i++) bases.push(parentSegments.slice(0, i).join("/"));
-    for (let i = bases.length - 1; i >= 0; i--) {
-      const base = bases[i]!;
-      const ig = this.rules(base);
-      if (!ig) continue;
-      const sub = base === "" ? target : target.slice(base.length + 1);
-      const r = ig.test(isDir ? `${sub}/` : sub);
-      if (r.ignored) return true;
-      if (r.unignored) return false;
-    }
-    const exclude = this.rules("\0exclude");
-    return exclude ? exclude.test(isDir ? `${target}/` : target).ignored : false;
-  }
-
-  private rules(base: string): Ignore | null {
-    if (this.cache.has(base)) return this.cache.get(base)!;
+  private rules(base: string): RuleSet | null {
+    const hit = this.cache.get(base);
+    if (hit !== undefined) return hit;
     const file = base === "\0exclude" ? path.join(this.workspace, ".git/info/exclude") : path.join(this.workspace, base, ".gitignore");
-    let ig: Ignore | null = null;
-    try {
-      ig = ignore({ ignorecase: IGNORE_CASE }).add(fs.readFileSync(file, "utf8").replace(/^\uFEFF/, ""));
-    } catch {
-      ig = null;
-    }
-    this.cache.set(base, ig);
-    return ig;
+    const text = readIfExists(file);
+    const set = text === undefined ? null : { base: base === "\0exclude" ? "" : base, ig: makeIgnore(text) };
+    this.cache.set(base, set);
+    return set;
   }
 }

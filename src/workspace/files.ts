@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
-import { createReadStream, readdirSync, readFileSync, statSync } from "node:fs";
+import { createReadStream, readdirSync, statSync } from "node:fs";
 import type { Dirent, Stats } from "node:fs";
 import path from "node:path";
-import ignore, { type Ignore } from "ignore";
 import picomatch from "picomatch";
+import { excludeRules, isAlwaysSkipped, isIgnored, withGitignore, type RuleSet } from "./ignore-rules.js";
 import { resolveInWorkspace } from "./paths.js";
 
 // The workspace as the agent sees it: regular files and symlinks to files inside the workspace
@@ -56,17 +56,8 @@ export interface FileChanges {
   deleted: string[];
 }
 
-// git matches ignore rules case-insensitively where it probes the file system as such (core.ignorecase);
-// the platform is the stand-in for that probe.
-const IGNORE_CASE = process.platform === "darwin" || process.platform === "win32";
 const STAT_BATCH = 512;
 const YIELD_EVERY_DIRS = 64;
-
-interface RuleSet {
-  /** Directory the rules are relative to: "" for the root. */
-  base: string;
-  ig: Ignore;
-}
 
 /** Lists workspace files, sorted, honouring root and nested .gitignore files and .git/info/exclude. */
 export async function walkFiles(workspace: string, opts: WalkOptions = {}): Promise<WalkResult> {
@@ -213,54 +204,6 @@ export async function hashFile(workspace: string, rel: string): Promise<string> 
 function compileGlob(glob: string | undefined): (rel: string) => boolean {
   if (glob === undefined || glob === "") return () => true;
   return picomatch(glob, { dot: true, basename: !glob.includes("/") });
-}
-
-/** .git holds another repository's internals at any depth; .ledgerloop is this runtime's state at the root. */
-function isAlwaysSkipped(rel: string): boolean {
-  const name = rel.slice(rel.lastIndexOf("/") + 1);
-  return name === ".git" || rel === ".ledgerloop";
-}
-
-/**
- * git's precedence: the deepest .gitignore that has an opinion decides, .git/info/exclude comes last.
- * Known gap: `ignore` also tests each path's parents, so a directory excluded by an outer .gitignore but
- * re-included by an inner one (`/.gitignore: sub/x/`, `sub/.gitignore: !x/`) is entered yet its files
- * stay hidden, where git lists them; rare enough not to re-implement the matcher for.
- */
-function isIgnored(rules: RuleSet[], rel: string, isDir: boolean): boolean {
-  for (let i = rules.length - 1; i >= 0; i--) {
-    const { base, ig } = rules[i]!;
-    const sub = base === "" ? rel : rel.slice(base.length + 1);
-    const result = ig.test(isDir ? `${sub}/` : sub);
-    if (result.ignored) return true;
-    if (result.unignored) return false;
-  }
-  return false;
-}
-
-function excludeRules(workspace: string): RuleSet[] {
-  // The user's global excludesFile is left out on purpose: what the agent sees must not depend on
-  // whose machine it runs on.
-  const exclude = readIfExists(path.join(workspace, ".git", "info", "exclude"));
-  return exclude === undefined ? [] : [{ base: "", ig: makeIgnore(exclude) }];
-}
-
-function withGitignore(workspace: string, dirRel: string, rules: RuleSet[]): RuleSet[] {
-  const text = readIfExists(path.join(workspace, dirRel, ".gitignore"));
-  return text === undefined ? rules : [...rules, { base: dirRel, ig: makeIgnore(text) }];
-}
-
-function makeIgnore(text: string): Ignore {
-  return ignore({ ignorecase: IGNORE_CASE }).add(text.replace(/^\uFEFF/, ""));
-}
-
-function readIfExists(file: string): string | undefined {
-  try {
-    // Sync for the same reason as readdir: an async readFile is four thread-pool round trips.
-    return readFileSync(file, "utf8");
-  } catch {
-    return undefined;
-  }
 }
 
 function statOrUndefined(abs: string): Stats | undefined {

@@ -1,7 +1,7 @@
-import { lstatSync, readdirSync, readFileSync } from "node:fs";
+import { lstatSync, readdirSync } from "node:fs";
 import type { Dirent, Stats } from "node:fs";
 import path from "node:path";
-import ignore, { type Ignore } from "ignore";
+import { excludeRules, isAlwaysSkipped, isIgnored, makeIgnore, readIfExists, type RuleSet } from "./ignore-rules.js";
 
 // The walk behind workspace revisions. It applies the same rules as walkFiles in files.ts (root and
 // nested .gitignore, .git/info/exclude, .git/ at any depth and the root .ledgerloop/ never), and a
@@ -19,13 +19,7 @@ export interface RevWalkEntry {
   st: Stats;
 }
 
-const IGNORE_CASE = process.platform === "darwin" || process.platform === "win32";
 const YIELD_EVERY_DIRS = 64;
-
-interface RuleSet {
-  base: string;
-  ig: Ignore;
-}
 
 /**
  * Lists every non-ignored regular file and symlink of the workspace with its lstat, sorted by path.
@@ -34,8 +28,7 @@ interface RuleSet {
 export async function walkRevisionEntries(workspace: string): Promise<RevWalkEntry[]> {
   const out: RevWalkEntry[] = [];
   let dirsRead = 0;
-  const exclude = readIfExists(path.join(workspace, ".git", "info", "exclude"));
-  const rootRules: RuleSet[] = exclude === undefined ? [] : [{ base: "", ig: makeIgnore(exclude) }];
+  const rootRules: RuleSet[] = excludeRules(workspace);
 
   async function visit(dirRel: string, inherited: RuleSet[]): Promise<void> {
     if (++dirsRead % YIELD_EVERY_DIRS === 0) await new Promise<void>((resolve) => setImmediate(resolve));
@@ -80,34 +73,4 @@ export async function walkRevisionEntries(workspace: string): Promise<RevWalkEnt
 
   await visit("", rootRules);
   return out;
-}
-
-/** .git holds another repository's internals at any depth; .ledgerloop is this runtime's state at the root. */
-function isAlwaysSkipped(rel: string): boolean {
-  const name = rel.slice(rel.lastIndexOf("/") + 1);
-  return name === ".git" || rel === ".ledgerloop";
-}
-
-/** git's precedence, as in files.ts: the deepest .gitignore with an opinion decides, info/exclude last. */
-function isIgnored(rules: RuleSet[], rel: string, isDir: boolean): boolean {
-  for (let i = rules.length - 1; i >= 0; i--) {
-    const { base, ig } = rules[i]!;
-    const sub = base === "" ? rel : rel.slice(base.length + 1);
-    const result = ig.test(isDir ? `${sub}/` : sub);
-    if (result.ignored) return true;
-    if (result.unignored) return false;
-  }
-  return false;
-}
-
-function makeIgnore(text: string): Ignore {
-  return ignore({ ignorecase: IGNORE_CASE }).add(text.replace(/^\uFEFF/, ""));
-}
-
-function readIfExists(file: string): string | undefined {
-  try {
-    return readFileSync(file, "utf8");
-  } catch {
-    return undefined;
-  }
 }
