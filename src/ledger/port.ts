@@ -23,6 +23,8 @@ export interface ListQuery {
   afterSeq?: number;
   /** Return only the newest N matching events (still oldest → newest). */
   last?: number;
+  /** Return only the oldest N matching events (pagination with afterSeq). */
+  limit?: number;
 }
 
 export interface ThreadInfo {

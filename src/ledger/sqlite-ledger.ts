@@ -255,6 +255,7 @@ export class SqliteLedger implements Ledger {
     }
     let sql = `SELECT * FROM ll_events WHERE ${where.join(" AND ")} ORDER BY seq`;
     if (q.last !== undefined) sql = `SELECT * FROM (${sql} DESC LIMIT ${Math.max(0, Math.floor(q.last))}) ORDER BY seq`;
+    else if (q.limit !== undefined) sql += ` LIMIT ${Math.max(0, Math.floor(q.limit))}`;
     return (this.db.prepare(sql).all(...args) as Row[]).map(toEvent);
   }
 

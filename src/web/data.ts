@@ -612,36 +612,12 @@ export function parseTypes(raw: string | null): EventType[] {
 }
 
 /** A page of the thread's raw ledger (every branch), oldest first, after a seq. */
-export function threadEvents(st: ReadOnlyState, thread: string, q: { types: EventType[]; after: number; limit: number }): EventsPage {
+export async function threadEvents(st: ReadOnlyState, thread: string, q: { types: EventType[]; after: number; limit: number }): Promise<EventsPage> {
   if (!st.ledger) return { thread, events: [], next: q.after, more: false };
-  const where = ["thread_id = ?", "seq > ?"];
-  const args: unknown[] = [thread, q.after];
-  if (q.types.length) {
-    where.push(`type IN (${q.types.map(() => "?").join(",")})`);
-    args.push(...q.types);
-  }
-  const rows = st.db
-    .prepare(`SELECT * FROM ll_events WHERE ${where.join(" AND ")} ORDER BY seq LIMIT ?`)
-    .all(...args, q.limit + 1) as Array<Record<string, unknown>>;
-  const more = rows.length > q.limit;
-  const events = rows.slice(0, q.limit).map(rowToEvent);
+  const page = await st.ledger.list(thread, { types: q.types.length ? q.types : undefined, afterSeq: q.after, limit: q.limit + 1 });
+  const more = page.length > q.limit;
+  const events = page.slice(0, q.limit);
   return { thread, events, next: events.at(-1)?.seq ?? q.after, more };
-}
-
-function rowToEvent(r: Record<string, unknown>): LedgerEvent {
-  return {
-    id: r.id,
-    threadId: r.thread_id,
-    parentId: r.parent_id,
-    seq: r.seq,
-    type: r.type,
-    ts: r.ts,
-    checkpointId: r.checkpoint_id,
-    causedBy: r.caused_by,
-    idempotencyKey: r.idempotency_key,
-    schemaVersion: r.schema_version,
-    payload: JSON.parse(String(r.payload)),
-  } as LedgerEvent;
 }
 
 /** One event of the thread, in full. */

@@ -145,6 +145,8 @@ export function ledgerConformance(name: string, factory: LedgerFactory): void {
       expect((await ledger.list("t", { types: ["agent_action"] })).map((e) => e.id)).toEqual([a.id]);
       expect((await ledger.list("t", { afterSeq: 1 })).map((e) => e.seq)).toEqual([2, 3]);
       expect((await ledger.list("t", { last: 2 })).map((e) => e.seq)).toEqual([2, 3]);
+      expect((await ledger.list("t", { limit: 2 })).map((e) => e.seq)).toEqual([1, 2]);
+      expect((await ledger.list("t", { afterSeq: 1, limit: 1 })).map((e) => e.seq)).toEqual([2]);
     });
 
     it("links feedback to its action and returns the causal chain both ways", async () => {
