@@ -4,6 +4,18 @@ import type { CodeSearcher, SearchHit } from "../src/retrieval/port.js";
 import { toolSpecs } from "../tools/index.js";
 import { branchWriter, threadIdOf, type NodeDeps, type NodeFn } from "./deps.js";
 
+/** A small promise cache: the last 16 answers by key; a failed answer is forgotten. */
+function memo<T>(cache: Map<string, Promise<T>>, key: string, compute: () => Promise<T>): Promise<T> {
+  let hit = cache.get(key);
+  if (!hit) {
+    hit = compute();
+    hit.catch(() => cache.delete(key));
+    if (cache.size >= 16) cache.delete(cache.keys().next().value as string);
+    cache.set(key, hit);
+  }
+  return hit;
+}
+
 /**
  * Code search results depend only on the query and the files; the files are named by the workspace
  * revision. Consecutive steps that change no file and ask the same thing (reading, thinking) reuse
@@ -11,18 +23,7 @@ import { branchWriter, threadIdOf, type NodeDeps, type NodeFn } from "./deps.js"
  */
 function cachedSearcher(inner: CodeSearcher, revision: string | null, cache: Map<string, Promise<SearchHit[]>>): CodeSearcher {
   return {
-    search(query, k) {
-      if (!revision) return inner.search(query, k);
-      const key = `${revision}\u0000${k}\u0000${query}`;
-      let hit = cache.get(key);
-      if (!hit) {
-        hit = inner.search(query, k);
-        hit.catch(() => cache.delete(key));
-        if (cache.size >= 16) cache.delete(cache.keys().next().value as string);
-        cache.set(key, hit);
-      }
-      return hit;
-    },
+    search: (query, k) => (revision ? memo(cache, `${revision}\u0000${k}\u0000${query}`, () => inner.search(query, k)) : inner.search(query, k)),
   };
 }
 
@@ -33,17 +34,7 @@ function cachedSearcher(inner: CodeSearcher, revision: string | null, cache: Map
 const RECALL_REFRESH_STEPS = 5;
 function cachedEventSearcher(inner: EventSearcher, step: number, cache: Map<string, Promise<Array<{ eventId: string; score: number }>>>): EventSearcher {
   return {
-    searchEvents(query, k) {
-      const key = `${Math.floor(step / RECALL_REFRESH_STEPS)}\u0000${k}\u0000${query}`;
-      let hit = cache.get(key);
-      if (!hit) {
-        hit = inner.searchEvents(query, k);
-        hit.catch(() => cache.delete(key));
-        if (cache.size >= 16) cache.delete(cache.keys().next().value as string);
-        cache.set(key, hit);
-      }
-      return hit;
-    },
+    searchEvents: (query, k) => memo(cache, `${Math.floor(step / RECALL_REFRESH_STEPS)}\u0000${k}\u0000${query}`, () => inner.searchEvents(query, k)),
   };
 }
 
