@@ -80,6 +80,39 @@ describe("rewind", () => {
     expect(readTree(ws)["b.txt"]).toBe("bee\n");
   });
 
+  it("can take the demo run to every one of its checkpoints with files, ledger and graph state consistent", async () => {
+    const ws = tempWorkspace(DEMO_WORKSPACE);
+    const a = await testAgent(ws, loadTrajectory(DEMO_TRAJECTORY));
+    agents.push(a);
+    await a.run("demo");
+    const { createCodingAgent } = await import("../../graphs/coding-agent.js");
+    const agent = createCodingAgent({ runtime: a.rt });
+    const history = [];
+    for await (const snap of agent.getStateHistory({ configurable: { thread_id: "t1" } })) history.push(snap);
+    expect(history.length).toBeGreaterThan(40);
+    const spec = (await a.events()).find((e): e is LedgerEvent<"task_spec"> => e.type === "task_spec")!;
+    for (const target of history) {
+      const id = String(target.config.configurable?.checkpoint_id);
+      const r = await rewind(a.rt, "t1", id);
+      const tv = target.values as TaskStateValue;
+      // Files: exactly the revision the checkpoint names (or the run's start, before the first one).
+      const rev = tv.workspaceRev ?? spec.payload.revision!;
+      expect(r.revision).toBe(rev);
+      const expected = Object.fromEntries([...a.rt.revisions.files(rev).keys()].map((f) => [f, a.rt.revisions.readFile(rev, f).toString("utf8")]));
+      expect(readTree(ws)).toEqual(expected);
+      // Graph: the new head is a child of the target and will run the same next node.
+      const head = await agent.getState({ configurable: { thread_id: "t1" } });
+      expect(head.parentConfig?.configurable?.checkpoint_id).toBe(id);
+      // (The input checkpoint's pending __start__ task is its route: plan.)
+      expect(head.next).toEqual(target.next[0] === "__start__" ? ["plan"] : target.next);
+      // Ledger: the target's branch, then the rewind itself.
+      const branch = await a.rt.ledger.branch((head.values as TaskStateValue).ledgerHead);
+      const before = tv.ledgerHead ? await a.rt.ledger.branch(tv.ledgerHead) : [];
+      expect(branch.slice(0, -1).map((e) => e.id)).toEqual(before.map((e) => e.id));
+      expect(branch.at(-1)).toMatchObject({ type: "time_travel", payload: { kind: "rewind", toCheckpoint: id } });
+    }
+  });
+
   it("refuses to overwrite edits made outside the run, and with force saves them as a revision first", async () => {
     const { a, ws } = await shellRun();
     fs.writeFileSync(path.join(ws, "a.txt"), "hand edit\n");
