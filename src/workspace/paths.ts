@@ -68,8 +68,29 @@ export function resolveInWorkspace(workspace: string, p: string, opts: ResolveOp
   return { abs, rel };
 }
 
-/** Throws PathEscapeError when `rel` (workspace-relative, POSIX) lies in `.git/` (at any depth) or the root `.ledgerloop/`. */
+/**
+ * Throws PathEscapeError when a tool may not write `rel` (workspace-relative, POSIX): inside `.git/`
+ * (at any depth) or the root `.ledgerloop/` (see {@link assertNotRuntimeState}), or ledgerloop's own
+ * configuration file.
+ */
 export function assertWritable(rel: string): void {
+  assertNotRuntimeState(rel);
+  // The agent must not grant itself permissions: the command policy lives in this file.
+  const segments = rel.toLowerCase().split(/[\\/]+/);
+  const root = segments[0] === "." ? segments.slice(1) : segments;
+  if (root.length === 1 && root[0] === "ledgerloop.config.json") {
+    throw new PathEscapeError(
+      `Path ${JSON.stringify(rel)} is ledgerloop's own configuration (the sandbox policy), which tools may not write; ask the user to change it.`,
+    );
+  }
+}
+
+/**
+ * Throws PathEscapeError when `rel` lies in `.git/` (at any depth) or the root `.ledgerloop/`: places
+ * neither tools nor a workspace restore may write. (Restoring a revision may write the config file:
+ * it is the user's file, recorded like any other.)
+ */
+export function assertNotRuntimeState(rel: string): void {
   // Lower-cased because macOS and Windows file systems are case-insensitive: ".GIT/config" is ".git/config" there.
   const segments = rel.toLowerCase().split(/[\\/]+/);
   if (segments.includes(".git")) {

@@ -17,7 +17,7 @@ import {
   type FlatEntry,
   type TreeEntry,
 } from "./rev-tree.js";
-import { assertWritable } from "./paths.js";
+import { assertNotRuntimeState } from "./paths.js";
 import {
   dirsOf,
   keptContent,
@@ -552,7 +552,7 @@ export class RevisionStore {
     for (const [rel, t] of target) {
       // Trees come from this store's own walk, which never records these; a damaged DB still must not
       // make restore write into .git/ or .ledgerloop/.
-      assertWritable(rel);
+      assertNotRuntimeState(rel);
       if (unreadable.has(rel)) continue;
       const c = cur.get(rel);
       if (t.kind === "large" || c?.kind === "large") {

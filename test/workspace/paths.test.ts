@@ -145,3 +145,12 @@ describe("assertWritable", () => {
     }
   });
 });
+
+describe("the runtime's configuration is not writable by tools", () => {
+  it("refuses ledgerloop.config.json at the root, in any spelling, and allows it elsewhere", () => {
+    for (const rel of ["ledgerloop.config.json", "./ledgerloop.config.json", "LEDGERLOOP.config.json"]) {
+      expect(() => assertWritable(rel), rel).toThrow(/ledgerloop's own configuration/);
+    }
+    expect(() => assertWritable("docs/ledgerloop.config.json")).not.toThrow();
+  });
+});

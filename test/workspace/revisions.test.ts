@@ -609,3 +609,16 @@ describe("damaged store", () => {
     await expectRevisionError(() => store.files(r1.revId), "REV_TREE_MISSING");
   });
 });
+
+describe("the user's ledgerloop.config.json", () => {
+  it("is recorded and restored like any workspace file (tools may not write it; a rewind may)", async () => {
+    write({ "ledgerloop.config.json": '{"sandbox":{"network":false}}\n', "a.txt": "a\n" });
+    const first = await store.snapshot();
+    await settle();
+    write({ "ledgerloop.config.json": '{"sandbox":{"network":true}}\n' });
+    await store.snapshot();
+    const r = await store.restore(first.revId);
+    expect(r.modified).toEqual(["ledgerloop.config.json"]);
+    expect(read("ledgerloop.config.json")).toBe('{"sandbox":{"network":false}}\n');
+  });
+});
