@@ -6,7 +6,7 @@ import { CliError, LedgerloopError } from "../errors.js";
 import { RunRegistry } from "../ledger/runs.js";
 import { SqliteLedger } from "../ledger/sqlite-ledger.js";
 import { openStateDb } from "../ledger/state-db.js";
-import { resolveWorkspace, stateLocation } from "../runtime.js";
+import { createRuntime, resolveWorkspace, stateLocation, type ProgressEvent, type Runtime } from "../runtime.js";
 import { defaultRedactor } from "../secrets.js";
 
 /** Options every command that reads a workspace's state accepts. */
@@ -101,8 +101,8 @@ const INERT_MODEL = {
 export async function runtimeForThread(
   thread: string,
   args: WorkspaceArgs,
-  opts: { progress?: (e: import("../runtime.js").ProgressEvent) => void } = {},
-): Promise<import("../runtime.js").Runtime> {
+  opts: { progress?: (e: ProgressEvent) => void } = {},
+): Promise<Runtime> {
   const st = openExistingState(args);
   let settings;
   try {
@@ -111,7 +111,6 @@ export async function runtimeForThread(
   } finally {
     st.close();
   }
-  const { createRuntime } = await import("../runtime.js");
   const workspace = resolveWorkspace(args.workspace ?? process.cwd());
   // Time-travel commands need no index: the next run refreshes it from the files' sizes and mtimes.
   return createRuntime(

@@ -11,8 +11,8 @@ import { progressPrinter, reportResult, sandboxOptions, sandboxSettings, warnIfU
 export interface ResumeArgs extends WorkspaceArgs, Pick<RunArgs, "sandbox" | "allowNetwork" | "allow"> {
   model?: string;
   quiet?: boolean;
-  /** Answer the approval the run is paused on: commander sets `approve: true` for --approve. */
-  approve?: boolean | "ask" | "auto" | "deny";
+  /** Answer the approval the run is paused on. */
+  approve?: boolean;
   reject?: boolean;
   approveMode?: "ask" | "auto" | "deny";
 }

@@ -82,11 +82,3 @@ export async function tokenCounterFor(spec: string): Promise<{ counter: TokenCou
   const profile = await modelProfile(spec);
   return { counter: await loadTokenCounter(profile.encoding, profile.fallback), profile };
 }
-
-/** A crude estimate (4 characters a token) for places that must not load a tokenizer. */
-export const approxTokenCounter: TokenCounter = {
-  encoding: "approx-chars/4",
-  count(text: string): number {
-    return Math.ceil(text.length / 4);
-  },
-};

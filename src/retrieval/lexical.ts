@@ -1,23 +1,15 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import type { CodeSearcher, SearchHit } from "./port.js";
+import { identifierParts } from "./tokens.js";
 import { walkFiles } from "../workspace/files.js";
 
 const MAX_FILE_BYTES = 1024 * 1024;
 const WINDOW = 12;
 
-/** Splits identifiers and words into lower-case terms: `UserRole`, `user_role`, `userRoles.ts` → user, role(s). */
+/** Splits identifiers and words into lower-case terms of 2+ chars: `UserRole`, `user_role`, `userRoles.ts` → user, role(s). */
 export function splitTerms(text: string): string[] {
-  const out: string[] = [];
-  for (const word of text.split(/[^A-Za-z0-9]+/)) {
-    if (!word) continue;
-    const parts = word
-      .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
-      .replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2")
-      .split(" ");
-    for (const p of parts) if (p.length >= 2) out.push(p.toLowerCase());
-  }
-  return out;
+  return identifierParts(text).filter((p) => p.length >= 2);
 }
 
 /**
