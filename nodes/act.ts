@@ -1,16 +1,22 @@
+import { createHash } from "node:crypto";
 import { interrupt, isGraphInterrupt } from "@langchain/langgraph";
 import { PathEscapeError, errorMessage } from "../src/errors.js";
 import type { BranchWriter } from "../src/ledger/writer.js";
 import { evaluatePolicy, type PolicyVerdict } from "../src/sandbox/policy.js";
 import { describeAction } from "../src/context/builder.js";
 import type { Runtime } from "../src/runtime.js";
-import { killOrphan } from "../src/sandbox/executor.js";
+import { stopLeftovers } from "../src/sandbox/executor.js";
 import type { LedgerEvent, PayloadOf } from "../src/state.js";
 import { treeSummary } from "../src/workspace/snapshot.js";
 import { getTool, type ToolContext } from "../tools/index.js";
 import { branchWriter, type NodeDeps, type NodeFn } from "./deps.js";
 
 type Feedback = PayloadOf<"environment_feedback">;
+
+/** The name an attempt's command processes carry (`LEDGERLOOP_COMMAND`): short, and no ids leak into them. */
+function tagOf(attempt: string): string {
+  return `ll-${createHash("sha256").update(attempt).digest("hex").slice(0, 20)}`;
+}
 
 /**
  * `attempt` names this execution of the action: the act task that runs it. A re-run of the same task
@@ -26,10 +32,11 @@ async function execute(rt: Runtime, action: LedgerEvent<"agent_action">, attempt
   if (!tool) return { ...base, status: "rejected", output: `Unknown tool "${a.tool}".`, errorClass: "invalid_call" };
 
   const previous = await rt.ledger.actionStart(attempt);
+  const commandTag = tagOf(attempt);
+  // The runner died while this ran: whatever of it is still running is stopped first.
+  const leftovers = previous ? await stopLeftovers(previous, commandTag) : null;
   if (previous && !tool.idempotent) {
-    // The runner died while this ran. Running it again could repeat a side effect, so the model
-    // is told and decides; a process group the dead runner left behind is stopped first.
-    const killed = killOrphan(previous);
+    // Running it again could repeat a side effect, so the model is told and decides.
     return {
       ...base,
       status: "interrupted",
@@ -37,7 +44,10 @@ async function execute(rt: Runtime, action: LedgerEvent<"agent_action">, attempt
         `${describeAction(a.tool, a.args)} was interrupted: the runner stopped (crash or kill) while it was running, ` +
         `started at ${previous.startedAt}. It was NOT run again, because it may have side effects. ` +
         `Check the workspace state (files, test results) before deciding whether to run it again.` +
-        (killed ? " A leftover process of it was stopped." : ""),
+        (leftovers?.stopped ? " A leftover process of it was stopped." : "") +
+        (leftovers?.running
+          ? ` ${leftovers.running} of its processes could not be stopped and may still be running.`
+          : " None of its processes is still running."),
       errorClass: "interrupted",
     };
   }
@@ -50,6 +60,7 @@ async function execute(rt: Runtime, action: LedgerEvent<"agent_action">, attempt
     outputCapBytes: rt.settings.outputCapBytes,
     signal,
     guard: previous?.guard ?? null,
+    commandTag,
     policy: rt.policy,
     approved,
   };

@@ -40,6 +40,7 @@ export const runCommandTool = defineTool({
       outputCapBytes: ctx.outputCapBytes,
       signal: ctx.signal,
       onStart: ctx.onProcessStart,
+      tag: ctx.commandTag,
       policy: ctx.policy,
       approved: ctx.approved,
     });

@@ -47,6 +47,7 @@ export const runTestsTool = defineTool({
       outputCapBytes: ctx.outputCapBytes,
       signal: ctx.signal,
       onStart: ctx.onProcessStart,
+      tag: ctx.commandTag,
       expectTests: true,
       policy: ctx.policy,
       approved: ctx.approved,

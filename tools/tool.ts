@@ -18,6 +18,8 @@ export interface ToolContext {
   signal?: AbortSignal;
   /** Reports the process of a command as soon as it exists (crash recovery records it). */
   onProcessStart?: (p: ProcessInfo) => void | Promise<void>;
+  /** A name the command's processes carry, so crash recovery finds them even if unrecorded. */
+  commandTag?: string;
   /** The guard `prepare` returned on the first attempt, when this is a re-run after a crash. */
   guard?: string | null;
   /** The command policy every shell command is checked against. */

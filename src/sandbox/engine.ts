@@ -27,6 +27,8 @@ export interface RunCommandOptions {
   outputCapBytes: number;
   signal?: AbortSignal;
   onStart?: (p: ProcessInfo) => void | Promise<void>;
+  /** Names the command's processes for crash recovery (`ExecRequest.tag`). */
+  tag?: string;
   /** Treat the run as a test run: failing tests make it a failure even with exit code 0. */
   expectTests?: boolean;
   /** The command policy: a denial never runs; an "ask" runs only when `approved`. */
@@ -69,6 +71,7 @@ export async function runCommand(o: RunCommandOptions): Promise<CommandFeedback>
     outputCapBytes: o.outputCapBytes,
     signal: o.signal,
     onStart: o.onStart,
+    tag: o.tag,
   });
   const after = await statSnapshot(o.workspace);
   const filesChanged = await diffSnapshots(o.workspace, before, after);

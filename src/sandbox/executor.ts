@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { execa } from "execa";
 import { ConfigError } from "../errors.js";
+import { failpoint } from "../failpoints.js";
 import { isSecretName } from "../secrets.js";
 import { bwrapProbeArgv, detectIsolation, findProgram, probeOk, type IsolationReport } from "./detect.js";
 import {
@@ -24,6 +25,7 @@ import {
   detectCgroups,
   resolveLimits,
   rlimitScript,
+  sweptCommand,
   whichLimit,
   type CgroupSupport,
   type LimitName,
@@ -31,7 +33,7 @@ import {
 } from "./limits.js";
 import { OutputCap } from "./output-cap.js";
 import type { ExecRequest, ExecResult, ProcessInfo, Sandbox } from "./port.js";
-import { descendants, processesWithEnv, readProcStart, tasksOfUid } from "./proc.js";
+import { descendants, isRunning, processesWithEnv, readProcStart, tasksOfUid } from "./proc.js";
 import { buildSeccompFilter } from "./seccomp.js";
 
 export { readProcStart } from "./proc.js";
@@ -51,15 +53,58 @@ export function killGroup(pgid: number, signal: NodeJS.Signals = "SIGKILL"): boo
 }
 
 /**
+ * What recovery after a crash tells the model about a command the dead runner had started: whether
+ * this call stopped leftovers of it (`killOrphan`), and how many of its processes still run after a
+ * short wait for the killed ones to exit (0 is the usual answer; another runner's sweep of stale
+ * cgroups may have stopped them first).
+ */
+export async function stopLeftovers(
+  info: { pid: number | null; pgid: number | null; procStart: string | null },
+  tag?: string,
+): Promise<{ stopped: boolean; running: number }> {
+  const stopped = killOrphan(info, tag);
+  const running = () => {
+    const pids = new Set(tag ? processesWithEnv(`${COMMAND_TAG_VAR}=${tag}`, 0).map((p) => p.pid) : []);
+    if (info.pid && isRunning(info.pid, info.procStart)) pids.add(info.pid);
+    return [...pids].filter((p) => isRunning(p)).length;
+  };
+  let n = running();
+  for (let i = 0; i < 40 && n > 0; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    n = running();
+  }
+  return { stopped, running: n };
+}
+
+/** The variable every process of a tagged command carries (see `ExecRequest.tag`). */
+export const COMMAND_TAG_VAR = "LEDGERLOOP_COMMAND";
+
+/**
  * Kills the process group a crashed runner left behind, but only if its leader is still the same
  * process (same start time): pids are recycled.
  */
-export function killOrphan(info: { pid: number | null; pgid: number | null; procStart: string | null }): boolean {
-  if (!info.pid || !info.pgid) return false;
-  const now = readProcStart(info.pid);
-  if (now === null || (info.procStart !== null && now !== info.procStart)) return false;
-  return killGroup(info.pgid);
+export function killOrphan(info: { pid: number | null; pgid: number | null; procStart: string | null }, tag?: string): boolean {
+  let killed = false;
+  if (info.pid && info.pgid) {
+    const now = readProcStart(info.pid);
+    if (now !== null && (info.procStart === null || now === info.procStart)) killed = killGroup(info.pgid);
+  }
+  // The runner may have died between spawning the command and recording its process, and a
+  // daemon may have left the group: the tag the command was started with still finds them.
+  if (tag) {
+    for (const p of processesWithEnv(`${COMMAND_TAG_VAR}=${tag}`, 0)) {
+      try {
+        process.kill(p.pid, "SIGKILL");
+        killed = true;
+      } catch {
+        // gone, or not ours
+      }
+    }
+  }
+  // Or the sweep of groups that dead runners left behind got to them first.
+  return killed || (tag !== undefined && sweptCommand(tag));
 }
+
 
 /**
  * Variables a command inherits from the runner. Everything else is left out: the runner's own
@@ -140,6 +185,8 @@ export async function spawnCapped(spec: SpawnSpec): Promise<SpawnOutcome> {
     windowsHide: true,
   });
   const pid = child.pid;
+  // The window crash recovery must cover: the command exists, nothing has recorded it yet.
+  failpoint("command-spawned");
   let timedOut = false;
   let stoppedFor: LimitName | null = null;
   const killAll = () => {
@@ -349,8 +396,8 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
       // command runs, so that children which left the process group can still be killed; a daemon
       // that double-forks out of the tree before the first scan is found by this variable.
       const scan = !cg && level === "none";
-      const marker = scan ? `${process.pid}.${++commandSeq}` : null;
-      const env = marker ? { ...commandEnv(req.env), LEDGERLOOP_COMMAND: marker } : commandEnv(req.env);
+      const marker = req.tag ?? (scan ? `${process.pid}.${++commandSeq}` : null);
+      const env = marker ? { ...commandEnv(req.env), [COMMAND_TAG_VAR]: marker } : commandEnv(req.env);
 
       let inner: string[];
       let fd3: Buffer | undefined;
@@ -423,7 +470,7 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
             if (scan) {
               track();
               if (marker && Number.isFinite(leaderStart)) {
-                for (const d of processesWithEnv(`LEDGERLOOP_COMMAND=${marker}`, leaderStart)) tracked.set(d.pid, d.start);
+                for (const d of processesWithEnv(`${COMMAND_TAG_VAR}=${marker}`, leaderStart)) tracked.set(d.pid, d.start);
               }
               for (const [pid, start] of tracked) {
                 if (start !== null && readProcStart(pid) === start) {

@@ -334,7 +334,27 @@ function removeDirs(dirs: Partial<Record<Controller, string>>): void {
   }
 }
 
-/** Removes per-command groups left by runners that died (their pid is gone or was reused). */
+/** Tags (`LEDGERLOOP_COMMAND`) of the commands whose leftover processes the sweep below stopped. */
+const sweptTags = new Set<string>();
+
+/** Whether the stale-group sweep of this process stopped leftovers of the command tagged `tag`. */
+export function sweptCommand(tag: string): boolean {
+  return sweptTags.has(tag);
+}
+
+function commandTagOf(pid: number): string | null {
+  try {
+    const env = fs.readFileSync(`/proc/${pid}/environ`, "latin1");
+    return /(?:^|\0)LEDGERLOOP_COMMAND=([^\0]*)/.exec(env)?.[1] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Removes per-command groups left by runners that died (their pid is gone or was reused), stopping
+ * what still runs in them. A resumed run asks `sweptCommand` to tell the model its command was stopped.
+ */
 function sweepStaleCgroups(parents: CgroupSupport["parents"]): void {
   for (const [c, parent] of Object.entries(parents) as Array<[Controller, string]>) {
     let names: string[] = [];
@@ -350,6 +370,10 @@ function sweepStaleCgroups(parents: CgroupSupport["parents"]): void {
       if (pid === process.pid) continue;
       if (readProcStart(pid) === m[2]) continue; // its runner is alive
       const dirs = { [c]: path.join(parent, n) } as Partial<Record<Controller, string>>;
+      for (const pid of readProcs(dirs[c]!)) {
+        const tag = commandTagOf(pid);
+        if (tag) sweptTags.add(tag);
+      }
       killCgroupDirs(dirs);
       removeDirs(dirs);
     }

@@ -15,6 +15,12 @@ export interface ExecRequest {
   /** Called once the process exists, so a crash-safe runner can record it. */
   onStart?: (proc: ProcessInfo) => void | Promise<void>;
   /**
+   * A name, known before the command starts, that its processes carry (as `LEDGERLOOP_COMMAND`).
+   * A runner restarted after a crash finds what survived by it, even when the crash came before
+   * `onStart` could record the process (see `killOrphan`).
+   */
+  tag?: string;
+  /**
    * Workspace root: bound read-write by the isolating levels (everything else is read-only).
    * Defaults to the sandbox's workspace option, else `cwd`.
    */

@@ -11,6 +11,17 @@ export function readProcStart(pid: number): string | null {
   }
 }
 
+/** The process exists, was started at `start` (when given) and has not exited (a zombie has). */
+export function isRunning(pid: number, start: string | null = null): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return fields[0] !== "Z" && fields[0] !== "X" && (start === null || fields[19] === start);
+  } catch {
+    return false;
+  }
+}
+
 /** Parent pid of every process on the host, from /proc (processes that vanish mid-scan are skipped). */
 function parentMap(): Map<number, number> {
   const out = new Map<number, number>();

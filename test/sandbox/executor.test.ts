@@ -321,6 +321,25 @@ describe("killOrphan", () => {
     expect(await waitGone(info!.pid)).toBe(true);
   });
 
+  it("finds a tagged command that was never recorded, daemons that left its group included", async () => {
+    // The runner can die after spawning a command and before onStart records it: the tag is set
+    // before the command exists, so what survived is found all the same.
+    const tag = `t-${process.pid}-${Date.now()}`;
+    const pending = exec("setsid sleep 30 & echo $! > bg.pid; sleep 30", 60_000, { tag });
+    while (!fs.existsSync(path.join(tmp, "bg.pid")) || fs.readFileSync(path.join(tmp, "bg.pid"), "utf8") === "") {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const bg = readPid("bg.pid");
+    expect(fs.readFileSync(`/proc/${bg}/environ`, "utf8").split("\0")).toContain(`LEDGERLOOP_COMMAND=${tag}`);
+    // Another tag matches nothing.
+    expect(killOrphan({ pid: null, pgid: null, procStart: null }, `${tag}-other`)).toBe(false);
+    expect(isGone(bg)).toBe(false);
+    expect(killOrphan({ pid: null, pgid: null, procStart: null }, tag)).toBe(true);
+    const r = await pending;
+    expect(r.signal).toBe("SIGKILL");
+    expect(await waitGone(bg)).toBe(true);
+  });
+
   it("does nothing for a process that is gone", async () => {
     let info: ProcessInfo | undefined;
     await exec("true", 10_000, {
