@@ -1,5 +1,5 @@
 import path from "node:path";
-import { ModelError } from "../errors.js";
+import { ConfigError, ModelError } from "../errors.js";
 import { OpenAIChatModel } from "./openai.js";
 import type { ChatModel } from "./port.js";
 import { ScriptedModel, loadTrajectory } from "./scripted.js";
@@ -25,11 +25,29 @@ export function createModel(spec: string, opts: ModelFactoryOptions = {}): ChatM
       model: rest,
       apiKey: env.OPENAI_API_KEY,
       baseURL: env.OPENAI_BASE_URL || undefined,
-      temperature: env.LEDGERLOOP_TEMPERATURE ? Number(env.LEDGERLOOP_TEMPERATURE) : undefined,
+      temperature: numberFromEnv(env, "LEDGERLOOP_TEMPERATURE", { min: 0, max: 2 }),
+      timeoutMs: numberFromEnv(env, "LEDGERLOOP_MODEL_TIMEOUT_MS", { min: 100, max: 3_600_000, int: true }),
+      maxRetries: numberFromEnv(env, "LEDGERLOOP_MODEL_RETRIES", { min: 0, max: 10, int: true }),
     });
   }
   throw new ModelError(
     "MODEL_UNKNOWN",
     `unknown model "${spec}": use openai:<model-name> (OPENAI_BASE_URL for other OpenAI-compatible servers) or scripted:<trajectory.json>`,
   );
+}
+
+/**
+ * A numeric setting from the environment: unset or empty means the default; anything else must be
+ * a number in range, or the run does not start (a typo must not silently mean "no timeout").
+ */
+function numberFromEnv(env: NodeJS.ProcessEnv, name: string, range: { min: number; max: number; int?: boolean }): number | undefined {
+  const raw = env[name]?.trim();
+  if (!raw) return undefined;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || (range.int && !Number.isInteger(n)) || n < range.min || n > range.max) {
+    throw new ConfigError(
+      `${name}=${JSON.stringify(raw.slice(0, 40))} is not valid: expected ${range.int ? "an integer" : "a number"} from ${range.min} to ${range.max}`,
+    );
+  }
+  return n;
 }

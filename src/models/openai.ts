@@ -84,17 +84,21 @@ export class OpenAIChatModel implements ChatModel {
   private readonly client: ChatOpenAI;
   private readonly baseURL: string;
   private readonly apiKey: string | undefined;
+  private readonly timeoutMs: number;
+  private readonly maxRetries: number;
 
   constructor(opts: OpenAIModelOptions) {
     this.name = `openai:${opts.model}`;
     this.apiKey = opts.apiKey;
     this.baseURL = opts.baseURL ?? "https://api.openai.com/v1";
+    this.timeoutMs = opts.timeoutMs ?? 120_000;
+    this.maxRetries = opts.maxRetries ?? 2;
     this.client = new ChatOpenAI({
       model: opts.model,
       apiKey: opts.apiKey ?? "not-needed",
       temperature: opts.temperature,
-      maxRetries: opts.maxRetries ?? 2,
-      timeout: opts.timeoutMs ?? 120_000,
+      maxRetries: this.maxRetries,
+      timeout: this.timeoutMs,
       maxTokens: opts.maxOutputTokens,
       configuration: { baseURL: this.baseURL },
     });
@@ -121,7 +125,10 @@ export class OpenAIChatModel implements ChatModel {
         unreachable ? "MODEL_UNREACHABLE" : "MODEL_BAD_RESPONSE",
         unreachable
           ? `model endpoint ${this.baseURL} is unreachable (${text}); check OPENAI_BASE_URL and that the server is running`
-          : `model ${this.name} at ${this.baseURL} failed: ${text}`,
+          : /timed out/i.test(text)
+            ? `model ${this.name} at ${this.baseURL} did not answer within ${this.timeoutMs} ms (${this.maxRetries} retries); ` +
+              `LEDGERLOOP_MODEL_TIMEOUT_MS and LEDGERLOOP_MODEL_RETRIES change that`
+            : `model ${this.name} at ${this.baseURL} failed: ${text}`,
         // The original error would carry the echoed key into logs that print causes.
         { cause: leaks ? undefined : err },
       );

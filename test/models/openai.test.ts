@@ -187,6 +187,46 @@ describe("OpenAIChatModel against a stub OpenAI server", () => {
     expect(stub.pending()).toBe(0);
   });
 
+  it("takes its retry count and timeout from LEDGERLOOP_MODEL_RETRIES and LEDGERLOOP_MODEL_TIMEOUT_MS", async () => {
+    const env = { OPENAI_BASE_URL: stub.url, OPENAI_API_KEY: API_KEY, LEDGERLOOP_MODEL_RETRIES: "0", LEDGERLOOP_MODEL_TIMEOUT_MS: "300" };
+    const strict = createModel("openai:test-model", { env });
+    // No retry: the first 500 is the answer (a retry would show as a second request).
+    stub.enqueue({ status: 500 });
+    expect((await failure(strict.invoke(request(USER_ONLY)))).code).toBe("MODEL_BAD_RESPONSE");
+    expect(stub.requests).toHaveLength(1);
+    // A server slower than the timeout fails the call long before it answers.
+    stub.enqueue({ content: "too slow", delayMs: 4_000 });
+    const started = performance.now();
+    const slow = await failure(strict.invoke(request(USER_ONLY)));
+    expect(performance.now() - started).toBeLessThan(3_000);
+    expect(slow.message).toMatch(/did not answer within 300 ms \(0 retries\).*LEDGERLOOP_MODEL_TIMEOUT_MS/);
+    expect(stub.requests).toHaveLength(2);
+  });
+
+  it("refuses a model setting from the environment that is not a number in range, naming it", () => {
+    const bad: Array<[string, string]> = [
+      ["LEDGERLOOP_MODEL_RETRIES", "two"],
+      ["LEDGERLOOP_MODEL_RETRIES", "1.5"],
+      ["LEDGERLOOP_MODEL_RETRIES", "-1"],
+      ["LEDGERLOOP_MODEL_TIMEOUT_MS", "0"],
+      ["LEDGERLOOP_MODEL_TIMEOUT_MS", "30s"],
+      ["LEDGERLOOP_TEMPERATURE", "hot"],
+      ["LEDGERLOOP_TEMPERATURE", "3"],
+    ];
+    for (const [name, value] of bad) {
+      let err: unknown;
+      try {
+        createModel("openai:test-model", { env: { OPENAI_BASE_URL: stub.url, [name]: value } });
+      } catch (e) {
+        err = e;
+      }
+      expect(err, `${name}=${value}`).toMatchObject({ code: "CONFIG_INVALID" });
+      expect(String((err as Error).message)).toContain(name);
+    }
+    // Empty means unset.
+    expect(createModel("openai:test-model", { env: { OPENAI_BASE_URL: stub.url, LEDGERLOOP_MODEL_RETRIES: "" } }).name).toBe("openai:test-model");
+  });
+
   it("maps HTTP 400 to MODEL_BAD_RESPONSE without retrying", async () => {
     stub.enqueue({ status: 400, message: "tools[0].function.parameters is not a valid schema" }, { content: "must not be reached" });
     const err = await failure(model.invoke(request(USER_ONLY)));
