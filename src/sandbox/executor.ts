@@ -8,6 +8,7 @@ import { isSecretName } from "../secrets.js";
 import { bwrapProbeArgv, detectIsolation, findProgram, probeOk, type IsolationReport } from "./detect.js";
 import {
   bwrapArgv,
+  DEFAULT_HIDDEN_HOST,
   DEFAULT_HIDDEN_IN_HOME,
   DEFAULT_PROTECTED,
   hiddenPaths,
@@ -363,7 +364,7 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
   const defaults = resolveLimits(opts.limits);
   const protectRel = opts.protectedPaths ?? DEFAULT_PROTECTED;
   const writable = (opts.writablePaths ?? []).map((p) => path.resolve(p));
-  const hideNames = opts.hiddenPaths ?? DEFAULT_HIDDEN_IN_HOME;
+  const hideNames = [...(opts.hiddenPaths ?? DEFAULT_HIDDEN_IN_HOME), ...DEFAULT_HIDDEN_HOST];
 
   const uidFor = (workspace: string): UidPlan => {
     let plan = planUid(workspace);

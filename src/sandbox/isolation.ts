@@ -9,9 +9,9 @@ import path from "node:path";
  *   (nothing outlives the command); no capabilities, no_new_privs, no nested user namespaces, no
  *   set-uid/set-gid files can be created (seccomp); cleared environment; `.git/hooks`, `.git/config`
  *   and `.ledgerloop/` read-only; host unix sockets outside the workspace unreachable; credential
- *   stores of the home directory (.ssh, .aws, .npmrc, …) hidden. Reading is not confined beyond
- *   that: the command reads what its uid can (with a root-owned workspace that is uid 0, so
- *   /etc/shadow too).
+ *   stores of the home directory (.ssh, .aws, .npmrc, …) and the host's password, sudo and SSH host
+ *   key files hidden. Reading is not confined beyond that: the command reads what its uid can (with
+ *   a root-owned workspace that is uid 0, so other root-only files too).
  * - `unshare`: no network (loopback up), new PID namespace, no capabilities and no_new_privs, the
  *   protected workspace paths read-only. The rest of the host filesystem is *not* protected when
  *   the command keeps uid 0 (runner and workspace root's): files owned by root stay writable to
@@ -35,6 +35,16 @@ export const DEFAULT_PROTECTED = [".git/hooks", ".git/config", ".ledgerloop"];
 export const DEFAULT_HIDDEN_IN_HOME = [
   ".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".config/gh", ".docker", ".kube",
   ".netrc", ".npmrc", ".pypirc", ".git-credentials", ".cargo/credentials", ".cargo/credentials.toml",
+];
+
+/**
+ * Host files that only root may read and no build needs: hidden under bwrap as well, because with a
+ * root-owned workspace the command runs as uid 0 (without capabilities, but still their owner).
+ */
+export const DEFAULT_HIDDEN_HOST = [
+  "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d",
+  "/etc/security/opasswd", "/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key",
+  "/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_dsa_key",
 ];
 
 /** Existing paths to hide, given home directories and names relative to them (or absolute). */

@@ -152,6 +152,15 @@ describe.each(LEVELS)("level %s", (level) => {
         expect(r.stderr).toMatch(/Read-only file system|Permission denied/);
       });
 
+      when("fs", "the host's password, sudo and SSH host key files read as empty (even as uid 0 with a root-owned workspace)", async () => {
+        const files = ["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh/ssh_host_ed25519_key"].filter((f) => fs.existsSync(f));
+        if (!files.length) return; // nothing to protect on this host
+        const r = await run(files.map((f) => `echo "${"$"}(wc -c < ${f} 2>/dev/null || echo denied) ${f}"`).join("; "));
+        for (const f of files) expect(r.stdout, r.stderr).toMatch(new RegExp(`^(0|denied) ${f.replace(/\//g, "\\/")}$`, "m"));
+        // The host's copies are untouched and still readable by the runner.
+        if (process.getuid?.() === 0) expect(fs.statSync("/etc/shadow").size).toBeGreaterThan(0);
+      });
+
       when("fs", "a sibling directory of the workspace is neither changed nor deleted", async () => {
         const before = snapshot(path.join(sibling, "keep.txt"));
         await run(`echo evil > ${sibling}/keep.txt; echo new > ${sibling}/new.txt; rm -rf ${sibling}`);
