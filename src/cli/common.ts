@@ -43,14 +43,31 @@ export interface OpenedState {
   close(): void;
 }
 
-/** Opens an existing state database for inspection; never creates one. */
-export function openExistingState(args: WorkspaceArgs): OpenedState {
+/**
+ * Opens an existing state database; never creates one. Read-only unless `write` (gc, memory
+ * forget): inspecting a run, even a corrupt or foreign file, writes nothing to it.
+ */
+export function openExistingState(args: WorkspaceArgs, opts: { write?: boolean } = {}): OpenedState {
   const workspace = resolveWorkspace(args.workspace ?? process.cwd());
   const { stateDir, dbPath } = stateLocation(workspace, args.stateDir);
   if (!fs.existsSync(dbPath)) {
     throw new CliError(`no ledgerloop state in ${workspace} (${dbPath} does not exist); start a run with \`ledgerloop run\``, 1, "NO_STATE");
   }
-  const db = openStateDb(dbPath, { create: false });
+  const db = openStateDb(dbPath, { create: false, readonly: !opts.write });
+  if (!opts.write) {
+    // Read-only, nothing creates the tables: a file with checkpoints only (plain LangGraph) or
+    // from before the first run gets a sentence, not "no such table".
+    const have = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((r) => r.name));
+    const missing = ["ll_events", "ll_runs", "checkpoints"].filter((t) => !have.has(t));
+    if (missing.length) {
+      db.close();
+      throw new CliError(
+        `${dbPath} holds no ledgerloop run (tables ${missing.join(", ")} are missing); start a run with \`ledgerloop run\``,
+        1,
+        "NO_STATE",
+      );
+    }
+  }
   return {
     workspace,
     stateDir,

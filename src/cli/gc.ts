@@ -10,7 +10,7 @@ export interface GcArgs extends WorkspaceArgs {
 
 /** Prunes old checkpoints and unreferenced workspace blobs. */
 export async function handleGc(args: GcArgs): Promise<GcReport> {
-  const st = openExistingState(args);
+  const st = openExistingState(args, { write: true });
   try {
     const revisions = new RevisionStore(st.db, st.workspace, { blobsDir: path.join(st.stateDir, "blobs") });
     return await collectGarbage(st.db, revisions, st.stateDir, { keepLast: args.keepLast });

@@ -21,7 +21,7 @@ export async function handleMemoryList(args: MemoryArgs): Promise<Lesson[]> {
 
 /** Deletes lessons by key (a prefix of 6+ characters is enough). */
 export async function handleMemoryForget(keys: string[], args: WorkspaceArgs): Promise<number> {
-  const st = openExistingState(args);
+  const st = openExistingState(args, { write: true });
   try {
     const n = await forgetLessons(new SqliteStore(st.db), keys);
     if (n === 0) throw new CliError(`no lesson matches ${keys.join(", ")}; see \`ledgerloop memory list\``, 1, "NOT_FOUND");

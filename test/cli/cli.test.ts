@@ -216,6 +216,29 @@ describe("bad input gets a one-line error, a non-zero exit, and nothing overwrit
     expect(sha(file)).toBe(before);
   });
 
+  it("inspection of a plain LangGraph checkpoint database says it holds no run, and writes nothing to it", async () => {
+    const { SqliteSaver } = await import("@langchain/langgraph-checkpoint-sqlite");
+    const ws = tempWorkspace();
+    fs.mkdirSync(path.join(ws, ".ledgerloop"));
+    const file = path.join(ws, ".ledgerloop/state.db");
+    const plain = new Database(file);
+    await new SqliteSaver(plain).getTuple({ configurable: { thread_id: "x" } }); // creates its tables
+    plain.close();
+    const before = sha(file);
+    for (const args of [["threads"], ["history", "x"], ["ledger", "x"], ["context", "x"], ["report", "x"], ["stats"], ["memory", "list"]]) {
+      const r = cli([...args, "-w", ws]);
+      expect(r.code, args.join(" ")).toBe(1);
+      expect(oneLine(r.stderr)).toBe(true);
+      expect(r.stderr).toMatch(/holds no ledgerloop run \(tables ll_events, ll_runs are missing\)/);
+    }
+    expect(sha(file)).toBe(before);
+    // Not stamped as ours, no ledgerloop table added.
+    const after = new Database(file, { readonly: true });
+    expect(after.pragma("application_id", { simple: true })).toBe(0);
+    expect((after.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'll_%'").all() as unknown[]).length).toBe(0);
+    after.close();
+  });
+
   it("an unknown thread, and a thread id that is taken", () => {
     const ws = tempWorkspace(undefined, { "a.txt": "a\n" });
     const traj = path.join(ws, "..", `one-${path.basename(ws)}.json`);
