@@ -8,6 +8,8 @@ const POLL_MS = 2000;
 const LIST_REFRESH_MS = 10000;
 const IDLE_POLL_MS = 10000;
 const IDLE_WARN_MS = 120000;
+/** Steps drawn at first (the end of the run) and fetched per "load earlier steps". */
+const STEP_PAGE = 100;
 
 const $ = (id) => document.getElementById(id);
 
@@ -126,6 +128,12 @@ const state = {
   detail: null,
   steps: new Map(),
   before: [],
+  /** Steps of the run before the first one loaded, and all of them. */
+  earlier: 0,
+  totalSteps: 0,
+  /** Bumped whenever the steps are loaded afresh, so that an older page in flight is dropped. */
+  stepsGen: 0,
+  loadingEarlier: null,
   lastSeq: 0,
   selectedStep: null,
   tab: "timeline",
@@ -172,6 +180,8 @@ async function onRoute() {
     state.detail = null;
     state.steps = new Map();
     state.before = [];
+    state.earlier = 0;
+    state.totalSteps = 0;
     state.lastSeq = 0;
     state.ledger = { type: "", events: [], next: 0, more: false };
     state.rendered = null;
@@ -192,16 +202,84 @@ async function onRoute() {
     state.tab = r.tab;
     renderThread();
   }
-  if (r.step !== null) openContext(r.step);
-  else closePanel();
+  if (r.step !== null) {
+    // A link to a step before the loaded ones (a reload, the context panel) loads down to it.
+    const first = firstLoadedStep();
+    if (r.step >= 1 && !state.steps.has(r.step) && state.earlier > 0 && first !== null && r.step < first) {
+      await loadEarlier(r.step);
+      if (token !== state.token) return;
+    }
+    openContext(r.step);
+  } else closePanel();
 }
 
+/** Loads the run's header and its last page of steps; earlier ones come on request. */
 async function loadThread(id) {
-  const [detail, steps] = await Promise.all([api(threadPath(id)), api(`${threadPath(id)}/steps`)]);
+  const [detail, steps] = await Promise.all([api(threadPath(id)), api(`${threadPath(id)}/steps?last=${STEP_PAGE}`)]);
+  state.stepsGen += 1;
   state.detail = detail;
   state.before = steps.before;
   state.steps = new Map(steps.steps.map((s) => [s.step, s]));
+  state.earlier = steps.earlier;
+  state.totalSteps = steps.total;
   state.lastSeq = Math.max(detail.lastSeq, steps.lastSeq);
+}
+
+function firstLoadedStep() {
+  let first = null;
+  for (const n of state.steps.keys()) if (first === null || n < first) first = n;
+  return first;
+}
+
+/**
+ * Fetches the page of steps before the first one loaded (or every step from `downTo` on) and
+ * draws it above the timeline's first step, keeping that step where the reader sees it.
+ */
+async function loadEarlier(downTo = null) {
+  const id = state.threadId;
+  const gen = state.stepsGen;
+  const first = firstLoadedStep();
+  if (!id || first === null || state.earlier <= 0 || state.loadingEarlier === gen) return;
+  state.loadingEarlier = gen;
+  const button = document.querySelector("#load-earlier button");
+  if (button) {
+    button.disabled = true;
+    button.textContent = "Loading earlier steps…";
+  }
+  const q = downTo !== null && downTo < first ? `from=${downTo}&to=${first - 1}` : `to=${first - 1}&last=${STEP_PAGE}`;
+  try {
+    const page = await api(`${threadPath(id)}/steps?${q}`);
+    if (state.threadId !== id || state.stepsGen !== gen) return;
+    for (const s of page.steps) state.steps.set(s.step, s);
+    state.earlier = page.earlier;
+    state.totalSteps = page.total;
+    if (page.earlier === 0) state.before = page.before;
+    insertEarlier(page.steps);
+  } catch (err) {
+    if (state.threadId !== id || state.stepsGen !== gen) return;
+    const control = $("load-earlier");
+    if (control) control.replaceWith(earlierControl(`could not load: ${err.message}`));
+  } finally {
+    if (state.loadingEarlier === gen) state.loadingEarlier = null;
+  }
+}
+
+/** Puts newly loaded earlier steps into the drawn timeline (if it is drawn) without moving what is in view. */
+function insertEarlier(steps) {
+  const timeline = $("timeline");
+  if (!timeline || state.rendered !== state.threadId) return;
+  const scroller = $("main");
+  const anchor = timeline.querySelector(":scope > li.step");
+  const top = anchor ? anchor.getBoundingClientRect().top : 0;
+  const nodes = [...steps].sort((a, b) => a.step - b.step).filter((s) => !$(`step-${s.step}`)).map(renderStep);
+  if (anchor) anchor.before(...nodes);
+  else timeline.append(...nodes);
+  const control = $("load-earlier");
+  const next = earlierControl();
+  if (control && next) control.replaceWith(next);
+  else if (control) control.remove();
+  if (!next && state.before.length && !timeline.querySelector(":scope > li.before")) timeline.prepend(beforeNode());
+  if (anchor) scroller.scrollTop += anchor.getBoundingClientRect().top - top;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -414,10 +492,33 @@ function renderThread() {
 function renderTimeline(body) {
   const list = h("ol", { class: "timeline", id: "timeline" });
   body.append(list);
-  if (state.before.length) list.append(h("li", { class: "interludes before" }, state.before.map(renderInterlude)));
+  const more = earlierControl();
+  if (more) list.append(more);
+  else if (state.before.length) list.append(beforeNode());
   const steps = [...state.steps.values()].sort((a, b) => a.step - b.step);
   if (!steps.length) list.append(h("li", { class: "empty" }, "No steps yet."));
   for (const s of steps) list.append(renderStep(s));
+}
+
+function beforeNode() {
+  return h("li", { class: "interludes before" }, state.before.map(renderInterlude));
+}
+
+/** The "load earlier steps" control at the top of a timeline that does not start at the first step. */
+function earlierControl(problem) {
+  if (state.earlier <= 0) return null;
+  const n = Math.min(STEP_PAGE, state.earlier);
+  return h(
+    "li",
+    { class: "load-earlier", id: "load-earlier" },
+    h("button", { class: "button", type: "button", onclick: () => loadEarlier() }, `Load ${plural(n, "earlier step")}`),
+    h(
+      "span",
+      { class: "muted small" },
+      `${plural(state.steps.size, "step")} of ${state.totalSteps} shown; ${state.earlier} earlier not loaded`,
+    ),
+    problem ? h("span", { class: "warn small" }, problem) : null,
+  );
 }
 
 function argsSummary(a) {
@@ -975,8 +1076,9 @@ async function poll() {
     const [detail, steps] = await Promise.all([api(threadPath(id)), api(`${threadPath(id)}/steps?from=${from}`)]);
     if (state.threadId !== id) return;
     state.detail = detail;
-    if (from <= 1) state.before = steps.before;
+    if (from <= 1 && state.earlier === 0) state.before = steps.before;
     for (const s of steps.steps) state.steps.set(s.step, s);
+    state.totalSteps = steps.total;
     // Re-render the header and only the steps that changed; keep the reader's place and open outputs.
     const header = $("thread-header");
     if (header) header.replaceWith(renderHeader(detail));
@@ -989,12 +1091,16 @@ async function poll() {
     const timeline = $("timeline");
     if (timeline) {
       timeline.querySelector(":scope > li.empty")?.remove();
-      if (from <= 1 && state.before.length) {
+      if (from <= 1 && state.earlier === 0 && state.before.length) {
         const b = timeline.querySelector(":scope > li.before");
-        const nb = h("li", { class: "interludes before" }, state.before.map(renderInterlude));
+        const nb = beforeNode();
         if (b) b.replaceWith(nb);
         else timeline.prepend(nb);
       }
+      // The count of steps shown grew; a load of earlier steps in flight redraws the control itself.
+      const control = $("load-earlier");
+      const next = earlierControl();
+      if (control && next && state.loadingEarlier === null) control.replaceWith(next);
       for (const s of steps.steps) {
         const old = $(`step-${s.step}`);
         const node = renderStep(s);

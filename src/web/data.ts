@@ -435,9 +435,20 @@ export interface StepView {
 export interface StepsView {
   thread: string;
   lastSeq: number;
-  /** Events before the first step (the task spec and its plan). */
+  /** Events before the first step (the task spec and its plan); only on a page that starts at the first step. */
   before: Interlude[];
   steps: StepView[];
+  /** Steps on the current branch, in all. */
+  total: number;
+  /** Steps on the current branch before the first one returned (before `from` when none is). */
+  earlier: number;
+}
+
+/** Which steps of a run to list: `from` and `to` bound the step numbers, `last` keeps the last N of those. */
+export interface StepsQuery {
+  from?: number;
+  to?: number;
+  last?: number;
 }
 
 const INTERLUDE_TYPES = new Set<EventType>(["task_spec", "plan_update", "decision", "reflection", "summary", "time_travel", "run_status"]);
@@ -472,9 +483,11 @@ function feedbackView(f: LedgerEvent<"environment_feedback">): StepFeedback {
 
 /**
  * One entry per decide step of the current branch (its prompt, the model's answer, each action
- * with its feedback and approvals), with what happened between steps. `from` keeps steps >= from.
+ * with its feedback and approvals), with what happened between steps. `from` keeps steps >= from,
+ * `to` steps <= to, and `last` the last N of those: `?last=100` is the end of a run, `?to=<first
+ * shown - 1>&last=100` the page before it.
  */
-export async function threadSteps(st: ReadOnlyState, thread: string, opts: { from?: number; to?: number } = {}): Promise<StepsView> {
+export async function threadSteps(st: ReadOnlyState, thread: string, opts: StepsQuery = {}): Promise<StepsView> {
   const events = await currentBranch(st, thread);
   const steps = new Map<number, StepView>();
   const before: Interlude[] = [];
@@ -581,11 +594,18 @@ export async function threadSteps(st: ReadOnlyState, thread: string, opts: { fro
   }
   const from = opts.from ?? 0;
   const to = opts.to ?? Number.MAX_SAFE_INTEGER;
+  const all = [...steps.values()].sort((a, b) => a.step - b.step);
+  let page = all.filter((s) => s.step >= from && s.step <= to);
+  if (opts.last !== undefined) page = page.slice(Math.max(0, page.length - opts.last));
+  const firstStep = page[0]?.step ?? from;
+  const earlier = all.filter((s) => s.step < firstStep).length;
   return {
     thread,
     lastSeq: events.at(-1)?.seq ?? 0,
-    before: from <= 1 ? before : [],
-    steps: [...steps.values()].filter((s) => s.step >= from && s.step <= to).sort((a, b) => a.step - b.step),
+    before: from <= 1 && earlier === 0 ? before : [],
+    steps: page,
+    total: all.length,
+    earlier,
   };
 }
 

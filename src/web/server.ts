@@ -156,7 +156,10 @@ export async function startViewer(opts: ViewerOptions): Promise<Viewer> {
     if (rest.length === 1 && rest[0] === "steps") {
       const from = intParam(query.get("from"), "from", { min: 0, max: 1e9, fallback: 0 });
       const to = intParam(query.get("to"), "to", { min: 0, max: 1e9, fallback: 1e9 });
-      return withState(thread, (st) => threadSteps(st, thread, { from, to }));
+      if (from > to) throw new HttpError(400, `from (${from}) must not be greater than to (${to})`);
+      const lastRaw = query.get("last");
+      const last = lastRaw === null || lastRaw === "" ? undefined : intParam(lastRaw, "last", { min: 1, max: 1000, fallback: 1 });
+      return withState(thread, (st) => threadSteps(st, thread, { from, to, ...(last !== undefined ? { last } : {}) }));
     }
     if (rest.length === 1 && rest[0] === "events") {
       const types = parseTypes(query.get("type"));

@@ -122,6 +122,38 @@ describe("run viewer API on the demo run", () => {
     expect(later.body.before).toEqual([]);
   });
 
+  it("pages steps from the end: the last N, the page before it, and how many there are", async () => {
+    const stepsOf = (b: { steps: Array<{ step: number }> }) => b.steps.map((s) => s.step);
+    const all = await get(viewer, `${tp(demo.thread)}/steps`);
+    expect(all.body).toMatchObject({ total: 10, earlier: 0 });
+
+    const end = await get(viewer, `${tp(demo.thread)}/steps?last=4`);
+    expect(end.status).toBe(200);
+    expect(stepsOf(end.body)).toEqual([7, 8, 9, 10]);
+    expect(end.body).toMatchObject({ total: 10, earlier: 6, before: [] });
+    // Each page is the same as in the full listing.
+    expect(end.body.steps[1]).toEqual(all.body.steps[7]);
+
+    const previous = await get(viewer, `${tp(demo.thread)}/steps?to=6&last=4`);
+    expect(stepsOf(previous.body)).toEqual([3, 4, 5, 6]);
+    expect(previous.body).toMatchObject({ total: 10, earlier: 2, before: [] });
+
+    // The first page carries what came before step 1 (the task spec).
+    const first = await get(viewer, `${tp(demo.thread)}/steps?to=2&last=4`);
+    expect(stepsOf(first.body)).toEqual([1, 2]);
+    expect(first.body.earlier).toBe(0);
+    expect(first.body.before.map((e: { type: string }) => e.type)).toEqual(["task_spec"]);
+
+    const middle = await get(viewer, `${tp(demo.thread)}/steps?from=2&to=8&last=3`);
+    expect(stepsOf(middle.body)).toEqual([6, 7, 8]);
+    expect(middle.body.earlier).toBe(5);
+    const more = await get(viewer, `${tp(demo.thread)}/steps?last=1000`);
+    expect(stepsOf(more.body)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(more.body.before).toHaveLength(1);
+    const none = await get(viewer, `${tp(demo.thread)}/steps?from=11`);
+    expect(none.body).toMatchObject({ steps: [], total: 10, earlier: 10, before: [] });
+  });
+
   it("shows the context audit of a step, with the failing tests the model was told about", async () => {
     const { status, body } = await get(viewer, `${tp(demo.thread)}/context/7`);
     expect(status).toBe(200);
@@ -175,6 +207,14 @@ describe("run viewer API on the demo run", () => {
       [`${tp(demo.thread)}/context/0`, 400, /step must be a positive integer/],
       [`${tp(demo.thread)}/context/-3`, 400, /step must be a positive integer/],
       [`${tp(demo.thread)}/context/99`, 404, /no prompt for step 99; steps with prompts: 1-10/],
+      [`${tp(demo.thread)}/steps?last=0`, 400, /^last must be between 1 and 1000, got 0$/],
+      [`${tp(demo.thread)}/steps?last=1001`, 400, /^last must be between 1 and 1000/],
+      [`${tp(demo.thread)}/steps?last=ten`, 400, /^last must be an integer, got "ten"$/],
+      [`${tp(demo.thread)}/steps?last=-5`, 400, /^last must be between 1 and 1000/],
+      [`${tp(demo.thread)}/steps?last=2.5`, 400, /^last must be an integer/],
+      [`${tp(demo.thread)}/steps?from=x&last=3`, 400, /^from must be an integer/],
+      [`${tp(demo.thread)}/steps?to=-1`, 400, /^to must be between 0 and/],
+      [`${tp(demo.thread)}/steps?from=8&to=3`, 400, /^from \(8\) must not be greater than to \(3\)$/],
       [`${tp(demo.thread)}/events?after=abc`, 400, /after must be an integer/],
       [`${tp(demo.thread)}/events?limit=0`, 400, /limit must be between/],
       [`${tp(demo.thread)}/events?type=nonsense`, 400, /unknown event type "nonsense"/],

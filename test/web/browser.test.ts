@@ -3,18 +3,21 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
 import { startViewer, type Viewer } from "../../src/web/server.js";
 import { cleanupTemp } from "../helpers/workspace.js";
-import { demoRun, HOSTILE_DECISION, HOSTILE_ECHO, HOSTILE_GOAL, hostileRun, pausedRun, slowRun, smallWorkspace } from "./fixtures.js";
+import { demoRun, HOSTILE_DECISION, HOSTILE_ECHO, HOSTILE_GOAL, hostileRun, longRun, pausedRun, slowRun, smallWorkspace } from "./fixtures.js";
 
 const CHROMIUM = process.env.LEDGERLOOP_CHROMIUM ?? "/usr/bin/chromium";
 const hasChromium = fs.existsSync(CHROMIUM);
 if (!hasChromium) console.warn(`skipping the run viewer's browser tests: no Chromium at ${CHROMIUM} (apt-get install chromium)`);
 
 const SCREENSHOT = "/tmp/ledgerloop-web-demo.png";
+/** Steps of the long run; the page draws the last 100 at first and 100 more per "load earlier". */
+const LONG_STEPS = 250;
 
 describe.skipIf(!hasChromium)(`run viewer in Chromium (${CHROMIUM})`, () => {
   let browser: Browser;
   let demo: { workspace: string; thread: string; viewer: Viewer };
   let other: { hostile: string; paused: string; viewer: Viewer };
+  let long: { thread: string; viewer: Viewer };
   const viewers: Viewer[] = [];
 
   beforeAll(async () => {
@@ -29,8 +32,10 @@ describe.skipIf(!hasChromium)(`run viewer in Chromium (${CHROMIUM})`, () => {
     const hostile = await hostileRun(workspace, scripts);
     const paused = await pausedRun(workspace, scripts);
     other = { hostile, paused, viewer: await startViewer({ workspace }) };
-    viewers.push(demo.viewer, other.viewer);
-  }, 180_000);
+    const l = smallWorkspace();
+    long = { thread: await longRun(l.workspace, l.scripts, LONG_STEPS), viewer: await startViewer({ workspace: l.workspace }) };
+    viewers.push(demo.viewer, other.viewer, long.viewer);
+  }, 240_000);
 
   afterAll(async () => {
     await browser?.close();
@@ -39,8 +44,9 @@ describe.skipIf(!hasChromium)(`run viewer in Chromium (${CHROMIUM})`, () => {
   });
 
   /** A page that fails the test on any script error or CSP violation. */
-  async function open(url: string): Promise<{ page: Page; problems: string[] }> {
+  async function open(url: string, beforeLoad?: (page: Page) => void): Promise<{ page: Page; problems: string[] }> {
     const page = await browser.newPage({ viewport: { width: 1480, height: 940 } });
+    beforeLoad?.(page);
     const problems: string[] = [];
     page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
     page.on("console", (m) => {
@@ -60,6 +66,9 @@ describe.skipIf(!hasChromium)(`run viewer in Chromium (${CHROMIUM})`, () => {
 
       await page.locator(".step").nth(9).waitFor();
       expect(await page.locator(".step").count()).toBe(10);
+      // A short run is drawn whole: nothing earlier to load, and the task's plan comes first.
+      expect(await page.locator("#load-earlier").count()).toBe(0);
+      expect(await page.locator("#timeline > li").first().getAttribute("class")).toBe("interludes before");
       expect(await page.locator("#thread-header .pill").first().textContent()).toBe("finished");
       expect(await page.locator("#plan .subtask").count()).toBe(4);
       expect(await page.locator('#plan .subtask[data-status="completed"]').count()).toBe(4);
@@ -106,6 +115,89 @@ describe.skipIf(!hasChromium)(`run viewer in Chromium (${CHROMIUM})`, () => {
       await page.locator(".tab", { hasText: "Checkpoints" }).click();
       await page.locator("table.checkpoints tbody tr").first().waitFor();
       expect(await page.locator("table.checkpoints tbody tr").count()).toBeGreaterThan(10);
+      expect(problems).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+
+  /** The step numbers drawn in the timeline, top to bottom. */
+  const drawnSteps = (page: Page): Promise<number[]> =>
+    page.evaluate(`[...document.querySelectorAll("#timeline > li.step")].map((li) => Number(li.dataset.step))`) as Promise<number[]>;
+  const selectedSteps = (page: Page): Promise<string[]> => page.evaluate(`[...document.querySelectorAll(".step.selected")].map((li) => li.id)`) as Promise<string[]>;
+  const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+  const topOf = (page: Page, sel: string): Promise<number> => page.evaluate(`document.querySelector(${JSON.stringify(sel)}).getBoundingClientRect().top`) as Promise<number>;
+
+  it("draws a long run's last steps first and loads earlier ones above, keeping the place and the selection", async () => {
+    const stepRequests: string[] = [];
+    const { page, problems } = await open(`${long.viewer.url}#/t/${encodeURIComponent(long.thread)}`, (p) =>
+      p.on("request", (r) => {
+        const u = new URL(r.url());
+        if (u.pathname.endsWith("/steps")) stepRequests.push(u.search);
+      }),
+    );
+    try {
+      await page.locator(`#step-${LONG_STEPS}`).waitFor();
+      expect(await drawnSteps(page)).toEqual(range(151, 250));
+      expect(await page.locator("#thread-header .pill").first().textContent()).toBe("finished");
+      const control = page.locator("#load-earlier");
+      expect(await control.innerText()).toMatch(/Load 100 earlier steps[\s\S]*100 steps of 250 shown; 150 earlier not loaded/);
+      expect(await page.locator("#timeline > li.before").count()).toBe(0);
+      expect(await page.locator("#step-250 .interlude.il-run_status").innerText()).toMatch(/Run finished after 250 steps/);
+
+      // Select a step of the first page: its context opens.
+      await page.locator("#step-200 .step-head").click();
+      const panel = page.locator("#panel");
+      await panel.locator(".panel-title", { hasText: "Step 200 · what the model saw" }).waitFor();
+      await panel.locator(".sections").waitFor();
+      expect(page.url()).toMatch(/\/s\/200$/);
+
+      // Load the page before: drawn above, in order, with step 151 left where the reader saw it.
+      await page.evaluate(`document.getElementById("main").scrollTop = 0`);
+      const before = await topOf(page, "#step-151");
+      await control.locator("button").click();
+      await page.locator("#step-51").waitFor();
+      expect(await drawnSteps(page)).toEqual(range(51, 250));
+      expect(Math.abs((await topOf(page, "#step-151")) - before)).toBeLessThanOrEqual(1);
+      expect(await page.evaluate(`document.getElementById("main").scrollTop`)).toBeGreaterThan(0);
+      expect(await control.innerText()).toMatch(/Load 50 earlier steps[\s\S]*200 steps of 250 shown; 50 earlier not loaded/);
+      // The selection and its panel stayed.
+      expect(await selectedSteps(page)).toEqual(["step-200"]);
+      expect(await panel.locator(".panel-title").textContent()).toBe("Step 200 · what the model saw");
+
+      // A step of the loaded page is selectable like any other.
+      await page.locator("#step-60 .step-head").click();
+      await panel.locator(".panel-title", { hasText: "Step 60 · what the model saw" }).waitFor();
+      expect(await selectedSteps(page)).toEqual(["step-60"]);
+      expect(await page.locator("#step-60 .action .action-args").textContent()).toBe("README.md");
+      expect(await page.locator("#step-60 .model-text").textContent()).toBe("Reading the readme, pass 60.");
+
+      // The last page reaches step 1: the control gives way to what came before it (the plan).
+      await control.locator("button").click();
+      await page.locator("#step-1").waitFor();
+      expect(await drawnSteps(page)).toEqual(range(1, 250));
+      expect(await page.locator("#load-earlier").count()).toBe(0);
+      expect(await page.locator("#timeline > li").first().getAttribute("class")).toBe("interludes before");
+      expect(await page.locator("#step-60").getAttribute("class")).toContain("selected");
+
+      expect(stepRequests).toEqual(["?last=100", "?to=150&last=100", "?to=50&last=100"]);
+      expect(problems).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it("opens a link to a step before the last page by loading the steps down to it", async () => {
+    const { page, problems } = await open(`${long.viewer.url}#/t/${encodeURIComponent(long.thread)}/s/20`);
+    try {
+      await page.locator("#panel .panel-title", { hasText: "Step 20 · what the model saw" }).waitFor();
+      await page.locator("#step-20").waitFor();
+      expect(await drawnSteps(page)).toEqual(range(20, 250));
+      expect(await page.locator("#step-20").getAttribute("class")).toContain("selected");
+      expect(await page.locator("#load-earlier").innerText()).toMatch(/Load 19 earlier steps/);
+      await page.locator("#load-earlier button").click();
+      await page.locator("#step-1").waitFor();
+      expect(await drawnSteps(page)).toEqual(range(1, 250));
       expect(problems).toEqual([]);
     } finally {
       await page.close();
