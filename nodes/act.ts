@@ -23,7 +23,13 @@ function tagOf(attempt: string): string {
  * after a crash has the same name (and finds the start it recorded); a run from a rewound or forked
  * checkpoint is a new task, whose files were restored to before the action, so it runs it afresh.
  */
-async function execute(rt: Runtime, action: LedgerEvent<"agent_action">, attempt: string, signal?: AbortSignal, approved = false): Promise<Feedback> {
+async function execute(
+  rt: Runtime,
+  action: LedgerEvent<"agent_action">,
+  attempt: string,
+  signal?: AbortSignal,
+  checked: { command: string | null; approved: boolean } = { command: null, approved: false },
+): Promise<Feedback> {
   const a = action.payload;
   const started = performance.now();
   const base = { tool: a.tool, durationMs: 0 };
@@ -62,7 +68,8 @@ async function execute(rt: Runtime, action: LedgerEvent<"agent_action">, attempt
     guard: previous?.guard ?? null,
     commandTag,
     policy: rt.policy,
-    approved,
+    checkedCommand: checked.command ?? undefined,
+    approved: checked.approved,
   };
   try {
     let guard = previous?.guard ?? null;
@@ -167,11 +174,13 @@ export function createActNode(deps: NodeDeps): NodeFn {
       const action = (await rt.ledger.get(id)) as LedgerEvent<"agent_action"> | null;
       if (!action || action.type !== "agent_action") throw new Error(`pending action ${id} is not in the ledger`);
       let approved = false;
+      let checked: string | null = null;
       const tool = getTool(action.payload.tool);
       if (!action.payload.invalid && tool?.command && !(await w.find(`feedback/${id}`))) {
         // Approval comes before the start marker: a paused command has not started.
         const command = await tool.command(action.payload.args as never, { workspace: rt.workspace } as ToolContext).catch(() => null);
         if (command) {
+          checked = command;
           const v = evaluatePolicy(command, rt.policy, { workspace: rt.workspace, cwd: rt.workspace });
           if (v.decision === "ask") approved = await approve(rt, w, action, command, v);
         }
@@ -179,7 +188,7 @@ export function createActNode(deps: NodeDeps): NodeFn {
       const { event: fb, reused } = await w.once(
         `feedback/${id}`,
         "environment_feedback",
-        () => execute(rt, action, w.key(`start/${id}`), config.signal, approved),
+        () => execute(rt, action, w.key(`start/${id}`), config.signal, { command: checked, approved }),
         id,
       );
       // Decisions are recorded here, with the action; plan changes need evidence and are judged by observe.

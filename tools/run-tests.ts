@@ -29,7 +29,7 @@ export const runTestsTool = defineTool({
     return args.command ?? (await detectTestCommand(ctx.workspace))?.command ?? null;
   },
   async run(args, ctx) {
-    let command = args.command;
+    let command = ctx.checkedCommand ?? args.command;
     if (!command) {
       const detected = await detectTestCommand(ctx.workspace);
       if (!detected) {

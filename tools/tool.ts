@@ -24,6 +24,11 @@ export interface ToolContext {
   guard?: string | null;
   /** The command policy every shell command is checked against. */
   policy?: SandboxPolicy;
+  /**
+   * The command line `command()` produced and the policy checked (and, when asked, the user
+   * approved) just before the run: the tool runs exactly this rather than working it out again.
+   */
+  checkedCommand?: string;
   /** This call's command needed approval and got it. */
   approved?: boolean;
 }
