@@ -233,8 +233,11 @@ export interface ReplayResult {
   divergences: Divergence[];
 }
 
-/** What must match between a recorded and a replayed tool result (timings and paths aside). */
-function comparable(e: LedgerEvent<"environment_feedback">, ws: string): Record<string, unknown> {
+/**
+ * What replay compares of a tool result: outcome, tests, files changed and the output with what
+ * varies between two honest runs taken out (the workspace path, durations, wall-clock times).
+ */
+export function comparable(e: LedgerEvent<"environment_feedback">, ws: string): Record<string, unknown> {
   const p = e.payload;
   const norm = (s: string | undefined) =>
     (s ?? "")
@@ -242,6 +245,10 @@ function comparable(e: LedgerEvent<"environment_feedback">, ws: string): Record<
       .join("WS")
       .replace(/\(\d+\.\d\d s, sandbox/g, "(T s, sandbox")
       .replace(/duration_ms:? [\d.]+/g, "duration_ms T")
+      // Wall-clock times a command printed (ISO 8601, `date`, log prefixes) differ on every run.
+      .replace(/\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?/g, "DATETIME")
+      .replace(/\b(Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d+ \d\d:\d\d:\d\d( [A-Z]{2,5})? \d{4}\b/g, "DATETIME")
+      .replace(/\b\d\d:\d\d:\d\d(\.\d+)?\b/g, "TIME")
       .replace(/\d+(\.\d+)?\s?m?s\b/g, "T");
   return {
     status: p.status,

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { checkpointsOf, fork, replay, rewind, TimeTravelError } from "../../graphs/time-travel.js";
+import { checkpointsOf, comparable, fork, replay, rewind, TimeTravelError } from "../../graphs/time-travel.js";
 import { collectGarbage } from "../../src/ledger/maintenance.js";
 import { loadTrajectory, ScriptedModel } from "../../src/models/scripted.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
@@ -199,6 +199,28 @@ describe("replay and gc", () => {
     const recorded = (await a.events()).filter((e) => e.type === "model_call").length;
     expect(r.replayedTurns).toBe(recorded);
     expect(readTree(r.workspace)).toEqual(readTree(ws));
+  });
+
+  it("does not count wall-clock times a command prints as a divergence", async () => {
+    const ws = tempWorkspace(undefined, { "n.txt": "1\n" });
+    const a = await testAgent(ws, {
+      decide: [call("run_command", { command: "date -u +%FT%T.%NZ; date; date +%T.%N; cat n.txt" }), call("finish", { summary: "x" })],
+    });
+    agents.push(a);
+    await a.run("clock");
+    const r = await replay(a.rt, "t1");
+    extra.push(r.runtime);
+    expect(r.divergences).toEqual([]);
+    // The times did differ (nanoseconds), and the rest of the output is still compared.
+    const outputs = async (rt: typeof a.rt, thread: string) =>
+      (await rt.ledger.list(thread, { types: ["environment_feedback"] })).map((e) => String((e.payload as { output?: string }).output));
+    const [rec] = await outputs(a.rt, "t1");
+    const [rep] = await outputs(r.runtime, r.thread);
+    expect(rec).not.toBe(rep);
+    expect(rec).toMatch(/^1$/m);
+    expect(comparable({ payload: { tool: "run_command", status: "ok", output: rec!.replace(/^1$/m, "2") } } as never, ws)).not.toEqual(
+      comparable({ payload: { tool: "run_command", status: "ok", output: rec! } } as never, ws),
+    );
   });
 
   it("reports the step where a replay diverges from the recording", async () => {
