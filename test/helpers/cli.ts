@@ -43,3 +43,23 @@ export function jsonLines<T = Record<string, unknown>>(stdout: string): T[] {
     .filter((l) => l.trim())
     .map((l) => JSON.parse(l) as T);
 }
+
+/**
+ * Runs `ledgerloop <args>` as a child process without blocking this one: for runs that talk to a
+ * server living in the test process (the OpenAI stub), which spawnSync would starve.
+ */
+export function cliAsync(args: string[], opts: { cwd?: string; env?: Record<string, string | undefined>; timeoutMs?: number } = {}): Promise<CliResult> {
+  const child = cliSpawn(args, opts);
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+  child.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+  const timer = setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs ?? 60_000);
+  return new Promise((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}

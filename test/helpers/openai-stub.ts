@@ -127,7 +127,11 @@ function chunks(r: StubCompletion, body: StubRequestBody, n: number): unknown[] 
  * A real HTTP server speaking enough of the OpenAI Chat Completions API for ChatOpenAI, answering
  * from a queue of scripted replies. An empty queue answers 400 (not retried) so a test fails fast.
  */
-export async function startOpenAIStub(): Promise<OpenAIStub> {
+/**
+ * Starts the stub on a free loopback port. `respond`, when given, answers a request the queue has
+ * no reply for (for a whole agent run, whose calls a test routes by node rather than by count).
+ */
+export async function startOpenAIStub(opts: { respond?: (body: StubRequestBody, n: number) => StubReply | undefined } = {}): Promise<OpenAIStub> {
   const queue: StubReply[] = [];
   const requests: StubRequestBody[] = [];
   const headers: http.IncomingHttpHeaders[] = [];
@@ -163,7 +167,7 @@ export async function startOpenAIStub(): Promise<OpenAIStub> {
     }
     requests.push(body);
     headers.push(req.headers);
-    const reply = queue.shift();
+    const reply = queue.shift() ?? opts.respond?.(body, served);
     const n = served++;
     if (!reply) {
       sendJson(res, 400, errorBody(`openai-stub: no scripted reply left for request #${n}`));
