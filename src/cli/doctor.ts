@@ -5,6 +5,7 @@ import Database from "better-sqlite3";
 import type { Command } from "commander";
 import { CONFIG_FILE, loadConfig } from "../config.js";
 import { errorMessage } from "../errors.js";
+import { probeEndpoint } from "../models/probe.js";
 import { detectIsolation } from "../sandbox/detect.js";
 import { createSandbox } from "../sandbox/executor.js";
 import { printJson } from "./common.js";
@@ -23,7 +24,7 @@ export interface DoctorReport {
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 /** What this machine gives a run: isolation level and why, and the parts the runtime needs. */
-export async function handleDoctor(args: { workspace?: string }): Promise<DoctorReport> {
+export async function handleDoctor(args: { workspace?: string; model?: string }): Promise<DoctorReport> {
   const workspace = path.resolve(args.workspace ?? process.cwd());
   const report = detectIsolation();
   const sandbox = createSandbox({ level: "auto", workspace, report });
@@ -78,6 +79,17 @@ export async function handleDoctor(args: { workspace?: string }): Promise<Doctor
     const key = process.env.OPENAI_API_KEY ? "set" : "not set";
     return `LEDGERLOOP_MODEL=${m ?? "(not set)"}, OPENAI_BASE_URL=${base ?? "(default)"}, OPENAI_API_KEY ${key}`;
   });
+  // An OpenAI-compatible model named by --model or LEDGERLOOP_MODEL: is its server there, does it
+  // take the key, does it serve that model?
+  const spec = args.model ?? process.env.LEDGERLOOP_MODEL;
+  if (spec?.startsWith("openai:") && spec.length > "openai:".length) {
+    const r = await probeEndpoint({
+      baseURL: process.env.OPENAI_BASE_URL || "https://api.openai.com/v1",
+      apiKey: process.env.OPENAI_API_KEY,
+      model: spec.slice("openai:".length),
+    });
+    checks.push({ name: "endpoint", ...r });
+  }
   return { sandbox: { level: sandbox.level, reasons: [...sandbox.reasons], uid: sandbox.uidFor(workspace).reason }, checks };
 }
 
@@ -86,8 +98,9 @@ export function registerDoctor(program: Command): void {
     .command("doctor")
     .description("show the isolation level commands will get here and why, and check the parts a run needs")
     .option("-w, --workspace <dir>", "the workspace to check (default: current directory)")
+    .option("-m, --model <spec>", "also check this model's endpoint: openai:<name> (default: $LEDGERLOOP_MODEL)")
     .option("--json", "one JSON object")
-    .action(async (opts: { workspace?: string; json?: boolean }) => {
+    .action(async (opts: { workspace?: string; model?: string; json?: boolean }) => {
       const r = await handleDoctor(opts);
       process.exitCode = r.checks.every((c) => c.ok) ? 0 : 1;
       if (opts.json) return printJson(r);

@@ -131,7 +131,15 @@ function chunks(r: StubCompletion, body: StubRequestBody, n: number): unknown[] 
  * Starts the stub on a free loopback port. `respond`, when given, answers a request the queue has
  * no reply for (for a whole agent run, whose calls a test routes by node rather than by count).
  */
-export async function startOpenAIStub(opts: { respond?: (body: StubRequestBody, n: number) => StubReply | undefined } = {}): Promise<OpenAIStub> {
+export async function startOpenAIStub(
+  opts: {
+    respond?: (body: StubRequestBody, n: number) => StubReply | undefined;
+    /** Served by GET /v1/models when given (absent: that route is a 404, as on some servers). */
+    models?: string[];
+    /** Requests to GET /v1/models must carry this bearer token (401 otherwise). */
+    requireKey?: string;
+  } = {},
+): Promise<OpenAIStub> {
   const queue: StubReply[] = [];
   const requests: StubRequestBody[] = [];
   const headers: http.IncomingHttpHeaders[] = [];
@@ -150,6 +158,14 @@ export async function startOpenAIStub(opts: { respond?: (body: StubRequestBody, 
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse, raw: string): Promise<void> {
     const path = (req.url ?? "/").split("?")[0];
+    if (path === "/v1/models" && req.method === "GET" && opts.models) {
+      if (opts.requireKey && req.headers.authorization !== `Bearer ${opts.requireKey}`) {
+        sendJson(res, 401, errorBody(`Incorrect API key provided: ${req.headers.authorization ?? "(none)"}`, "invalid_request_error", "invalid_api_key"));
+        return;
+      }
+      sendJson(res, 200, { object: "list", data: opts.models.map((id) => ({ id, object: "model", created: 0, owned_by: "stub" })) });
+      return;
+    }
     if (path !== "/v1/chat/completions") {
       sendJson(res, 404, errorBody(`openai-stub: no route ${req.method} ${path}`, "invalid_request_error", "not_found"));
       return;
