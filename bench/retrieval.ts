@@ -7,6 +7,10 @@
 // The repositories are read from local git mirrors ($LEDGERLOOP_MIRRORS, default /work/.mirror,
 // `<owner>+<name>/repo`); a missing mirror skips its part with a message. Only the datasets (commit
 // ids, messages, paths) are in this repository, never the mirrored code.
+//
+// Every bench/data/localization-*.json is run. Sets with `heldOut` (built with --before, from history
+// older than the tuning sets the ranking was chosen on) are labelled "held-out", the others "tuning".
+// BENCH_RETRIEVAL_SETS=heldout (comma-separated substrings of the file names) runs only matching sets.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -247,13 +251,21 @@ export async function runLocalization(set: LocalizationSet, opts: { vectorIndex?
   }
 }
 
-function loadSets(): LocalizationSet[] {
+/** The localization sets; `filtered` keeps only the files named by BENCH_RETRIEVAL_SETS, if set. */
+function loadSets(filtered = true): LocalizationSet[] {
   const dir = path.join(HERE, "data");
+  const wanted = filtered ? (process.env.BENCH_RETRIEVAL_SETS ?? "").split(",").map((w) => w.trim()).filter(Boolean) : [];
   return fs
     .readdirSync(dir)
     .filter((f) => /^localization-.*\.json$/.test(f))
+    .filter((f) => wanted.length === 0 || wanted.some((w) => f.includes(w)))
     .sort()
     .map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")) as LocalizationSet);
+}
+
+/** How a set is labelled in the tables: held-out (with its date range) or tuning. */
+function setLabel(set: LocalizationSet): string {
+  return set.heldOut ? `${set.repo} held-out ${set.heldOut.from.slice(0, 10)}..${set.heldOut.to.slice(0, 10)}` : `${set.repo} tuning`;
 }
 
 /** Speed on a ~2,000-file tree: full index, one-file refresh, query latency (with Chroma's share). */
@@ -335,13 +347,15 @@ export async function benchRetrieval(): Promise<BenchResult[]> {
   const log = (s: string) => process.stderr.write(s + "\n");
   const sets = loadSets();
   const quality: BenchResult[] = [];
-  const allQueries: string[] = [];
+  // The speed queries stay those of the tuning sets, whichever sets are run for quality.
+  const allQueries = loadSets(false)
+    .filter((s) => !s.heldOut)
+    .flatMap((s) => s.queries.map((q) => q.query));
   for (const set of sets) {
-    allQueries.push(...set.queries.map((q) => q.query));
     const out = await runLocalization(set, { log });
     if (!out) continue;
     const h = out.variants[VARIANTS[0]!.name]!;
-    const tag = `${set.repo} (${out.queries} queries)`;
+    const tag = `${setLabel(set)} (${out.queries} queries)`;
     quality.push(
       { name: `${tag} recall@1`, value: h.r1 * 100, unit: "%", baseline: out.baseline.r1 * 100, baselineName: "BM25 whole files" },
       { name: `${tag} recall@5`, value: h.r5 * 100, unit: "%", baseline: out.baseline.r5 * 100, baselineName: "BM25 whole files" },
@@ -374,7 +388,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
     for (const set of loadSets()) {
       const out = await runLocalization(set, { vectorIndex: createMemoryVectorIndex() });
       if (!out) continue;
-      console.log(set.repo, JSON.stringify({ baseline: out.baseline, baselineDamped: out.baselineDamped, ...out.variants }, null, 1));
+      console.log(setLabel(set), JSON.stringify({ baseline: out.baseline, baselineDamped: out.baselineDamped, ...out.variants }, null, 1));
     }
   } else await benchRetrieval();
 }

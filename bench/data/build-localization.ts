@@ -2,7 +2,10 @@
 // query, the source files it changed (as they existed in its parent) are the answer, and the
 // parent's tree is the corpus. Only ids, messages and paths are written: never the repository's code.
 //
-//   npx tsx bench/data/build-localization.ts <gitDir> <owner/name> <ts|py> <count> <out.json>
+//   npx tsx bench/data/build-localization.ts <gitDir> <owner/name> <ts|py> <count> <out.json> [--before <commit|date>]
+//
+// With --before, only commits committed strictly before the cutoff (a commit's committer date, or a
+// date) are considered, so a held-out set can be built from history older than an existing set.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 
@@ -23,6 +26,8 @@ export interface LocalizationSet {
   mirror: string;
   built: string;
   rules: string;
+  /** Only on held-out sets: every commit was committed strictly before `before` (built with --before). */
+  heldOut?: { before: string; beforeCommit?: string; from: string; to: string };
   /** Oldest first, so a benchmark can move one working tree forward through history. */
   queries: LocalizationQuery[];
 }
@@ -68,14 +73,33 @@ function git(gitDir: string, args: string[]): string {
   return execFileSync("git", ["--git-dir", gitDir, ...args], { encoding: "utf8", maxBuffer: 256 * 1024 * 1024 });
 }
 
-/** Scans history (newest first) and keeps the newest `count` qualifying commits. */
-export function buildSet(gitDir: string, repo: string, lang: "ts" | "py", count: number): LocalizationSet {
+/** A --before argument as a cutoff: a commit (its committer date) or anything Date.parse reads. */
+export function resolveCutoff(gitDir: string, before: string): { date: string; commit?: string } {
+  let commit = "";
+  try {
+    commit = git(gitDir, ["rev-parse", "--verify", "--quiet", `${before}^{commit}`]).trim();
+  } catch {
+    // not a commit: a date
+  }
+  if (commit) return { date: git(gitDir, ["log", "-1", "--format=%cI", commit]).trim(), commit };
+  if (Number.isNaN(Date.parse(before))) throw new Error(`--before ${before}: neither a commit nor a date`);
+  return { date: before };
+}
+
+/**
+ * Scans history (newest first) and keeps the newest `count` qualifying commits; with `before`, only
+ * among commits whose committer date is strictly earlier than the cutoff.
+ */
+export function buildSet(gitDir: string, repo: string, lang: "ts" | "py", count: number, before?: string): LocalizationSet {
+  const cutoff = before === undefined ? undefined : resolveCutoff(gitDir, before);
+  const cutoffMs = cutoff === undefined ? Infinity : Date.parse(cutoff.date);
   const log = git(gitDir, ["log", "--no-merges", "--format=%H%x00%P%x00%cI%x00%s%x00%b%x1e"]);
   const out: LocalizationQuery[] = [];
   for (const rec of log.split("\x1e")) {
     if (out.length >= count) break;
     const [hash, parents, date, subject, body] = rec.replace(/^\n/, "").split("\x00");
     if (!hash || !parents || parents.includes(" ")) continue;
+    if (cutoff && !(Date.parse(date ?? "") < cutoffMs)) continue;
     if (/typo|spelling|codespell|docstring|\[docs?\]|readme|changelog/i.test(subject ?? "")) continue;
     if (/^(v?\d+\.\d+|release|bump|chore\(deps|chore: ?(release|format|lint)|merge|revert|format|lint|typo|ci[:(]|build\(deps|docs?[:(]|test[:(]|style[:(])/i.test(subject ?? "")) continue;
     const status = git(gitDir, ["diff-tree", "--no-commit-id", "-r", "--name-status", "--no-renames", parents, hash])
@@ -92,6 +116,12 @@ export function buildSet(gitDir: string, repo: string, lang: "ts" | "py", count:
     out.push({ id: hash.slice(0, 10), commit: hash, parent: parents, date: date ?? "", query, answers });
   }
   out.reverse();
+  const heldOut = cutoff && {
+    before: cutoff.date,
+    ...(cutoff.commit ? { beforeCommit: cutoff.commit } : {}),
+    from: out[0]?.date ?? "",
+    to: out[out.length - 1]?.date ?? "",
+  };
   return {
     repo,
     language: lang,
@@ -100,18 +130,28 @@ export function buildSet(gitDir: string, repo: string, lang: "ts" | "py", count:
     rules:
       "non-merge commits touching at most 5 files; answers are modified or deleted source files " +
       "(tests, docs, examples, benchmarks, configs and .d.ts excluded); release/bump/format/typo/docs/test-only commits skipped; " +
-      "query = subject + first body paragraph, trailers, links and issue numbers removed, at most 500 characters",
+      "query = subject + first body paragraph, trailers, links and issue numbers removed, at most 500 characters" +
+      (cutoff
+        ? `; HELD-OUT set: only commits committed strictly before ${cutoff.date}` +
+          (cutoff.commit ? ` (the committer date of ${cutoff.commit})` : "") +
+          `, here ${heldOut!.from} to ${heldOut!.to}`
+        : ""),
+    ...(heldOut ? { heldOut } : {}),
     queries: out,
   };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const [gitDir, repo, lang, count, outFile] = process.argv.slice(2);
-  if (!gitDir || !repo || (lang !== "ts" && lang !== "py") || !count || !outFile) {
-    console.error("usage: build-localization.ts <gitDir> <owner/name> <ts|py> <count> <out.json>");
+  const args = process.argv.slice(2);
+  let before: string | undefined;
+  const at = args.indexOf("--before");
+  if (at >= 0) [, before] = args.splice(at, 2);
+  const [gitDir, repo, lang, count, outFile] = args;
+  if (!gitDir || !repo || (lang !== "ts" && lang !== "py") || !count || !outFile || (at >= 0 && !before)) {
+    console.error("usage: build-localization.ts <gitDir> <owner/name> <ts|py> <count> <out.json> [--before <commit|date>]");
     process.exit(2);
   }
-  const set = buildSet(gitDir, repo, lang, Number(count));
+  const set = buildSet(gitDir, repo, lang, Number(count), before);
   fs.writeFileSync(outFile, JSON.stringify(set, null, 2) + "\n");
   console.error(`${set.queries.length} queries from ${repo} → ${outFile}`);
 }
