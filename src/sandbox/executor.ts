@@ -36,6 +36,7 @@ import { OutputCap } from "./output-cap.js";
 import type { ExecRequest, ExecResult, ProcessInfo, Sandbox } from "./port.js";
 import { descendants, isRunning, processesWithEnv, readProcStart, tasksOfUid } from "./proc.js";
 import { buildSeccompFilter } from "./seccomp.js";
+import { clearNewSetid } from "./setid.js";
 
 export { readProcStart } from "./proc.js";
 
@@ -404,11 +405,14 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
       let fd3: Buffer | undefined;
       let nproc = false;
       let nprocUid = process.getuid?.() ?? 0;
+      // The command runs as uid 0 on the host's files (set-uid files it makes would be root's).
+      let asRoot = nprocUid === 0;
       if (level === "none") {
         inner = [tools.bash, "-c", req.command];
         nproc = !hasPidsCgroup && nprocUid !== 0;
       } else {
         const uid = uidFor(workspace);
+        asRoot = uid.kind === "root-userns";
         nproc = !hasPidsCgroup && uid.kind !== "root-userns";
         nprocUid = uid.uid;
         const input: WrapInput = {
@@ -430,6 +434,8 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
           fd3 = seccompBytes() ?? undefined;
           if (fd3) input.seccompFd = 3;
           inner = bwrapArgv(input);
+          // The seccomp filter refuses set-uid/set-gid chmods: nothing to clear afterwards.
+          if (fd3) asRoot = false;
         } else {
           inner = unshareArgv(input);
         }
@@ -443,6 +449,7 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
         if (leader) for (const d of descendants(leader)) tracked.set(d.pid, d.start);
       };
       const cpuBudgetMs = limits.cpuSeconds * 1000;
+      const startedAt = Date.now();
       try {
         const r = await spawnCapped({
           argv,
@@ -496,6 +503,15 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
           pidsRefused: cg?.pidsRefused() ?? 0,
         });
         const { stoppedFor: _stopped, ...rest } = r;
+        if (asRoot) {
+          // Every process of the command is gone (killTree ran): clear what it left set-uid.
+          const cleared = clearNewSetid(workspace, startedAt);
+          if (cleared.length) {
+            rest.stderr +=
+              `${rest.stderr && !rest.stderr.endsWith("\n") ? "\n" : ""}ledgerloop: cleared the set-uid/set-gid bits of ${cleared.slice(0, 10).join(", ")}` +
+              `${cleared.length > 10 ? ` and ${cleared.length - 10} more` : ""} (a command running as root may not leave privileged programs behind)\n`;
+          }
+        }
         return { ...rest, isolation: level, limit, denied: null, usage };
       } finally {
         // Also kills whatever is left, whatever happened above.

@@ -15,9 +15,9 @@ import path from "node:path";
  * - `unshare`: no network (loopback up), new PID namespace, no capabilities and no_new_privs, the
  *   protected workspace paths read-only. The rest of the host filesystem is *not* protected when
  *   the command keeps uid 0 (runner and workspace root's): files owned by root stay writable to
- *   it, and set-uid files it makes in the workspace stay set-uid on the host.
- * - `none`: the command runs on the host as the runner. Only limits, the scrubbed environment and
- *   whole-tree killing apply.
+ *   it. Set-uid/set-gid bits it sets in the workspace are cleared when it ends (setid.ts).
+ * - `none`: the command runs on the host as the runner. Only limits, the scrubbed environment,
+ *   whole-tree killing and (as root) clearing new set-uid/set-gid bits apply.
  *
  * All levels get the same limits (see limits.ts).
  */
