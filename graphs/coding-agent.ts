@@ -85,6 +85,17 @@ async function serverResolve(config: LangGraphRunnableConfig): Promise<Runtime> 
 }
 
 /**
+ * Closes the runtimes the exported `graph` opened (state database, Chroma server), for a host that
+ * shuts down cleanly, and for tests: a process that is killed instead leaves its Chroma server to
+ * the next ledgerloop process, which adopts it.
+ */
+export async function closeServerRuntimes(): Promise<void> {
+  const all = [...serverRuntimes.values()];
+  serverRuntimes.clear();
+  for (const rt of await Promise.allSettled(all)) if (rt.status === "fulfilled") await rt.value.close();
+}
+
+/**
  * The graph for LangGraph Studio / the LangGraph dev server (`langgraph.json`). The server's default
  * recursion limit (25 supersteps) would stop a run after about four steps; this one allows 300.
  */
