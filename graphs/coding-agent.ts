@@ -73,6 +73,12 @@ async function serverResolve(config: LangGraphRunnableConfig): Promise<Runtime> 
     ...(ctx.budgetTokens ? { budgetTokens: ctx.budgetTokens } : {}),
     ...(ctx.failureStreakLimit ? { failureStreakLimit: ctx.failureStreakLimit } : {}),
     ...(ctx.summarizeThresholdTokens ? { summarizeThresholdTokens: ctx.summarizeThresholdTokens } : {}),
+    ...(ctx.sandbox ? { sandbox: ctx.sandbox } : {}),
+    ...(ctx.approve ? { approve: ctx.approve } : {}),
+    ...(ctx.allowNetwork !== undefined ? { allowNetwork: ctx.allowNetwork } : {}),
+    ...(ctx.retrieval ? { retrieval: ctx.retrieval } : {}),
+    ...(ctx.vectors ? { vectors: ctx.vectors } : {}),
+    ...(ctx.embedder ? { embedder: ctx.embedder } : {}),
   };
   const key = JSON.stringify(settings);
   let rt = serverRuntimes.get(key);

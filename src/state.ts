@@ -92,6 +92,14 @@ export const RunContext = z.object({
   failureStreakLimit: z.number().int().positive().optional(),
   /** Unsummarised history (tokens) that triggers the summarize node. */
   summarizeThresholdTokens: z.number().int().positive().optional(),
+  /** Isolation of commands (default: the strongest available). */
+  sandbox: z.enum(["auto", "bwrap", "unshare", "none"]).optional(),
+  /** Commands the policy wants approved: pause and ask (an interrupt Studio shows), approve, or refuse. */
+  approve: z.enum(["ask", "auto", "deny"]).optional(),
+  allowNetwork: z.boolean().optional(),
+  retrieval: z.enum(["hybrid", "lexical"]).optional(),
+  vectors: z.enum(["chroma", "off"]).optional(),
+  embedder: z.string().min(1).optional(),
 });
 export type RunContext = z.infer<typeof RunContext>;
 
