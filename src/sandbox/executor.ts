@@ -34,11 +34,11 @@ import {
 } from "./limits.js";
 import { OutputCap } from "./output-cap.js";
 import type { ExecRequest, ExecResult, ProcessInfo, Sandbox } from "./port.js";
-import { descendants, isRunning, processesWithEnv, readProcStart, tasksOfUid } from "./proc.js";
+import { COMMAND_TAG_VAR, descendants, isRunning, processesWithEnv, readProcStart, tasksOfUid } from "./proc.js";
 import { buildSeccompFilter } from "./seccomp.js";
 import { clearNewSetid } from "./setid.js";
 
-export { readProcStart } from "./proc.js";
+export { COMMAND_TAG_VAR, readProcStart } from "./proc.js";
 
 export const DEFAULT_OUTPUT_CAP = 16 * 1024;
 /** How long to wait for pipes to close after the command's process group was killed. */
@@ -77,9 +77,6 @@ export async function stopLeftovers(
   }
   return { stopped, running: n };
 }
-
-/** The variable every process of a tagged command carries (see `ExecRequest.tag`). */
-export const COMMAND_TAG_VAR = "LEDGERLOOP_COMMAND";
 
 /**
  * Kills the process group a crashed runner left behind, but only if its leader is still the same

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { readProcStart } from "./proc.js";
+import { COMMAND_TAG_VAR, readProcStart } from "./proc.js";
 
 /** Names of the resource limits a command can hit; reported as `ExecResult.limit`. */
 export type LimitName = "memory" | "cpu" | "pids" | "file_size" | "timeout" | "output";
@@ -233,15 +233,6 @@ export class CommandCgroups {
     return m ? Number(m[1]) : 0;
   }
 
-  /** Pids currently in the group. */
-  procs(): number[] {
-    for (const c of ["freezer", "pids", "memory", "cpuacct"] as Controller[]) {
-      const t = this.read(c, "cgroup.procs");
-      if (t !== null) return t.split("\n").filter(Boolean).map(Number);
-    }
-    return [];
-  }
-
   /**
    * Kills every process of the command, including ones that left its process group or session.
    * Freezing first stops a fork bomb from outrunning the kill loop.
@@ -345,7 +336,8 @@ export function sweptCommand(tag: string): boolean {
 function commandTagOf(pid: number): string | null {
   try {
     const env = fs.readFileSync(`/proc/${pid}/environ`, "latin1");
-    return /(?:^|\0)LEDGERLOOP_COMMAND=([^\0]*)/.exec(env)?.[1] ?? null;
+    const entry = env.split("\0").find((e) => e.startsWith(`${COMMAND_TAG_VAR}=`));
+    return entry ? entry.slice(COMMAND_TAG_VAR.length + 1) : null;
   } catch {
     return null;
   }

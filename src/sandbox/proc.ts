@@ -1,30 +1,32 @@
 import fs from "node:fs";
 
-/** Start time of a process in clock ticks since boot (field 22 of /proc/<pid>/stat), or null. */
-export function readProcStart(pid: number): string | null {
+/** The variable every process of a tagged command carries (see `ExecRequest.tag`). */
+export const COMMAND_TAG_VAR = "LEDGERLOOP_COMMAND";
+
+/** The fields of /proc/<pid>/stat after the command name (state is [0], ppid [1], start time [19]), or null. */
+function statFields(pid: number | string): string[] | null {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return fields[19] ?? null;
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   } catch {
     return null;
   }
 }
 
-/** The process exists, was started at `start` (when given) and has not exited (a zombie has). */
-export function isRunning(pid: number, start: string | null = null): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return fields[0] !== "Z" && fields[0] !== "X" && (start === null || fields[19] === start);
-  } catch {
-    return false;
-  }
+/** Start time of a process in clock ticks since boot (field 22 of /proc/<pid>/stat), or null. */
+export function readProcStart(pid: number): string | null {
+  return statFields(pid)?.[19] ?? null;
 }
 
-/** Parent pid of every process on the host, from /proc (processes that vanish mid-scan are skipped). */
-function parentMap(): Map<number, number> {
-  const out = new Map<number, number>();
+/** The process exists, was started at `start` (when given) and has not exited (a zombie has). */
+export function isRunning(pid: number, start: string | null = null): boolean {
+  const f = statFields(pid);
+  return f !== null && f[0] !== "Z" && f[0] !== "X" && (start === null || f[19] === start);
+}
+
+/** Parent pid and start time of every process on the host, from /proc (processes that vanish mid-scan are skipped). */
+function processTable(): Map<number, { ppid: number; start: string | null }> {
+  const out = new Map<number, { ppid: number; start: string | null }>();
   let names: string[] = [];
   try {
     names = fs.readdirSync("/proc");
@@ -33,27 +35,26 @@ function parentMap(): Map<number, number> {
   }
   for (const n of names) {
     if (!/^\d+$/.test(n)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${n}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      out.set(Number(n), ppid);
-    } catch {
-      // exited during the scan
-    }
+    const f = statFields(n);
+    if (f) out.set(Number(n), { ppid: Number(f[1]), start: f[19] ?? null });
   }
   return out;
 }
 
 /** Pids (with start times) of all living descendants of `pid`. */
 export function descendants(pid: number): Array<{ pid: number; start: string | null }> {
-  const parents = parentMap();
+  const table = processTable();
   const children = new Map<number, number[]>();
-  for (const [p, pp] of parents) children.set(pp, [...(children.get(pp) ?? []), p]);
+  for (const [p, { ppid }] of table) {
+    const list = children.get(ppid);
+    if (list) list.push(p);
+    else children.set(ppid, [p]);
+  }
   const out: Array<{ pid: number; start: string | null }> = [];
   const queue = [...(children.get(pid) ?? [])];
-  while (queue.length) {
-    const p = queue.shift()!;
-    out.push({ pid: p, start: readProcStart(p) });
+  for (let i = 0; i < queue.length; i++) {
+    const p = queue[i]!;
+    out.push({ pid: p, start: table.get(p)!.start });
     queue.push(...(children.get(p) ?? []));
   }
   return out;
