@@ -37,7 +37,8 @@ export function createDecideNode(deps: NodeDeps): NodeFn {
         "agent_action",
         {
           tool: call.name,
-          args: call.args,
+          // The arguments as validated (a JSON string parsed, "" as {}): what act runs the tool with.
+          args: v.ok ? v.args : call.args,
           argsText: call.argsText,
           callId: call.id,
           step,

@@ -164,6 +164,27 @@ describe("bad tool calls become error feedback, never exceptions", () => {
   });
 });
 
+describe("arguments sent as text", () => {
+  it("run with the arguments they validate to: a JSON string parsed, an empty string as no arguments", async () => {
+    const ws = tempWorkspace(undefined, { "a.txt": "hello\n" });
+    const a = await agentFor(ws, {
+      decide: [
+        { tool_calls: [{ name: "read_file", args: '{"path":"a.txt"}' }, { name: "list_files", args: "" }] },
+        { tool_calls: [{ name: "finish", args: { summary: "ok" } }] },
+      ],
+    });
+    expect((await a.run("read")).status).toBe("finished");
+    const fb = of(await a.events(), "environment_feedback");
+    expect(fb[0]!.payload).toMatchObject({ tool: "read_file", status: "ok" });
+    expect(fb[0]!.payload.output).toContain("hello");
+    expect(fb[1]!.payload).toMatchObject({ tool: "list_files", status: "ok" });
+    expect(fb[1]!.payload.output).toContain("a.txt");
+    const actions = of(await a.events(), "agent_action");
+    expect(actions[0]!.payload.args).toEqual({ path: "a.txt" });
+    expect(actions[1]!.payload.args).toEqual({});
+  });
+});
+
 describe("run endings", () => {
   it("stops with script_exhausted when decide runs out of turns, and records it", async () => {
     const ws = tempWorkspace(undefined, { "a.txt": "a\n" });
