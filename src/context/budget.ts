@@ -1,6 +1,5 @@
 import { LedgerloopError } from "../errors.js";
 import type { ContextItem } from "../state.js";
-import type { TokenCounter } from "./tokens.js";
 
 /** The fixed part of the prompt alone does not fit the budget: a configuration problem, not a runtime one. */
 export class ContextBudgetError extends LedgerloopError {
@@ -23,10 +22,7 @@ export class Budget {
   readonly omitted: ContextItem[] = [];
   private readonly spent = new Map<string, number>();
 
-  constructor(
-    readonly total: number,
-    readonly counter: TokenCounter,
-  ) {}
+  constructor(readonly total: number) {}
 
   remaining(): number {
     return this.total - this.used;
@@ -36,10 +32,6 @@ export class Budget {
   room(section: string, fraction = 1): number {
     const cap = Math.floor(this.total * fraction) - (this.spent.get(section) ?? 0);
     return Math.max(0, Math.min(cap, this.remaining()));
-  }
-
-  tokens(text: string): number {
-    return this.counter.count(text);
   }
 
   /** Charges `tokens` unconditionally (the fixed part); the caller has checked it fits. */

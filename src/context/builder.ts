@@ -10,7 +10,6 @@ import type { ContextItem, LedgerEvent, Subtask, TaskStateValue } from "../state
 import { Budget, ContextBudgetError, MESSAGE_OVERHEAD } from "./budget.js";
 import { focusFiles, renderWindows, windows } from "./focus.js";
 import { eventText, lexicalEventSearcher, type EventSearcher } from "./recall.js";
-import { describeAction } from "./render.js";
 import type { TokenCounter } from "./tokens.js";
 
 export { describeAction } from "./render.js";
@@ -167,7 +166,7 @@ export async function buildPrompt(input: BuildInput): Promise<BuiltPrompt> {
   const { ledger, state, counter } = input;
   const head = state.ledgerHead;
   const K = input.recentTurns ?? 6;
-  const budget = new Budget(input.budgetTokens, counter);
+  const budget = new Budget(input.budgetTokens);
 
   const decisions = (await ledger.branch(head, { types: ["decision"] })) as LedgerEvent<"decision">[];
   const feedbackTail = (await ledger.branch(head, { types: ["environment_feedback"], last: 30 })) as LedgerEvent<"environment_feedback">[];

@@ -726,7 +726,9 @@ class HybridRetriever implements Retriever {
   private async searchAllUnguarded(query: string, opts: SearchOptions): Promise<RetrievalHit[]> {
     const k = Math.max(1, opts.k ?? 10);
     const scope = opts.scope ?? "code";
-    if (!this.indexedOnce) await this.index();
+    // Checked again under the lock: an index started earlier (the runtime starts one at once)
+    // may finish while this search waits for it, and then there is nothing left to do.
+    if (!this.indexedOnce) await this.exclusive(() => this.resilient(async () => void (this.indexedOnce ? undefined : await this.indexUnlocked({}))));
     if (scope !== "code" && this.opts.ledger) await this.exclusive(() => this.resilient(() => this.syncLedger()));
     return this.resilient(async () => {
       await this.maybeRecover();

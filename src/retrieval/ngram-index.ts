@@ -221,6 +221,7 @@ export class NgramIndex {
       counts: db.prepare(
         "SELECT (SELECT COUNT(*) FROM files) AS files, (SELECT COUNT(*) FROM chunks) AS chunks, (SELECT COUNT(*) FROM symbols) AS symbols, (SELECT COUNT(*) FROM events) AS events",
       ),
+      eventCount: db.prepare("SELECT COUNT(*) FROM events").pluck(),
       eventExists: db.prepare("SELECT id FROM events WHERE event_id = ?").pluck(),
       insertEvent: db.prepare("INSERT INTO events(event_id, thread_id, seq, type, ts, preview) VALUES (?, ?, ?, ?, ?, ?)"),
       insertEventFts: db.prepare("INSERT INTO events_fts(rowid, words, kind) VALUES (?, ?, ?)"),
@@ -422,7 +423,7 @@ export class NgramIndex {
     let words = [...new Set(terms.map((t) => t.text.replace(/"/g, "").trim()).filter((t) => t.length > 0))];
     // Words in a large share of the history say little (their IDF is near zero) but cost the most to
     // rank: they are left out, as a common-terms query would, keeping at least the two rarest.
-    const total = this.run(() => (this.stmts.counts.get() as { events: number }).events);
+    const total = this.run(() => this.stmts.eventCount.get() as number);
     if (total > 2000 && words.length > 2) {
       const df = new Map(words.map((w) => [w, this.run(() => this.eventWordDf(w, total))]));
       const rare = words.filter((w) => df.get(w)! <= total * 0.1);
