@@ -28,7 +28,8 @@ async function execute(
   action: LedgerEvent<"agent_action">,
   attempt: string,
   signal?: AbortSignal,
-  checked: { command: string | null; approved: boolean } = { command: null, approved: false },
+  checked: { command: string; verdict: PolicyVerdict } | null = null,
+  approved = false,
 ): Promise<Feedback> {
   const a = action.payload;
   const started = performance.now();
@@ -68,8 +69,8 @@ async function execute(
     guard: previous?.guard ?? null,
     commandTag,
     policy: rt.policy,
-    checkedCommand: checked.command ?? undefined,
-    approved: checked.approved,
+    checked: checked ?? undefined,
+    approved,
   };
   try {
     let guard = previous?.guard ?? null;
@@ -174,21 +175,21 @@ export function createActNode(deps: NodeDeps): NodeFn {
       const action = (await rt.ledger.get(id)) as LedgerEvent<"agent_action"> | null;
       if (!action || action.type !== "agent_action") throw new Error(`pending action ${id} is not in the ledger`);
       let approved = false;
-      let checked: string | null = null;
+      let checked: { command: string; verdict: PolicyVerdict } | null = null;
       const tool = getTool(action.payload.tool);
       if (!action.payload.invalid && tool?.command && !(await w.find(`feedback/${id}`))) {
         // Approval comes before the start marker: a paused command has not started.
         const command = await tool.command(action.payload.args as never, { workspace: rt.workspace } as ToolContext).catch(() => null);
         if (command) {
-          checked = command;
           const v = evaluatePolicy(command, rt.policy, { workspace: rt.workspace, cwd: rt.workspace });
+          checked = { command, verdict: v };
           if (v.decision === "ask") approved = await approve(rt, w, action, command, v);
         }
       }
       const { event: fb, reused } = await w.once(
         `feedback/${id}`,
         "environment_feedback",
-        () => execute(rt, action, w.key(`start/${id}`), config.signal, { command: checked, approved }),
+        () => execute(rt, action, w.key(`start/${id}`), config.signal, checked, approved),
         id,
       );
       // Decisions are recorded here, with the action; plan changes need evidence and are judged by observe.

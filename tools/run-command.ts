@@ -43,6 +43,7 @@ export const runCommandTool = defineTool({
       tag: ctx.commandTag,
       policy: ctx.policy,
       approved: ctx.approved,
+      verdict: ctx.checked?.command === args.command ? ctx.checked.verdict : undefined,
     });
     return {
       status: fb.ok ? "ok" : "error",

@@ -29,7 +29,7 @@ export const runTestsTool = defineTool({
     return args.command ?? (await detectTestCommand(ctx.workspace))?.command ?? null;
   },
   async run(args, ctx) {
-    let command = ctx.checkedCommand ?? args.command;
+    let command = ctx.checked?.command ?? args.command;
     if (!command) {
       const detected = await detectTestCommand(ctx.workspace);
       if (!detected) {
@@ -51,6 +51,7 @@ export const runTestsTool = defineTool({
       expectTests: true,
       policy: ctx.policy,
       approved: ctx.approved,
+      verdict: ctx.checked?.command === command ? ctx.checked.verdict : undefined,
     });
     const output = fb.tests
       ? fb.output

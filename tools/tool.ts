@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { CodeSearcher } from "../src/retrieval/port.js";
-import type { SandboxPolicy } from "../src/sandbox/policy.js";
+import type { PolicyVerdict, SandboxPolicy } from "../src/sandbox/policy.js";
 import type { ProcessInfo, Sandbox } from "../src/sandbox/port.js";
 import type { ActionEffect, FileChanges, TestCounts } from "../src/state.js";
 
@@ -25,10 +25,11 @@ export interface ToolContext {
   /** The command policy every shell command is checked against. */
   policy?: SandboxPolicy;
   /**
-   * The command line `command()` produced and the policy checked (and, when asked, the user
-   * approved) just before the run: the tool runs exactly this rather than working it out again.
+   * The command line `command()` produced and the policy's verdict on it (which the user, when
+   * asked, approved) just before the run: the tool runs exactly this, and the policy is not
+   * evaluated a second time.
    */
-  checkedCommand?: string;
+  checked?: { command: string; verdict: PolicyVerdict };
   /** This call's command needed approval and got it. */
   approved?: boolean;
 }

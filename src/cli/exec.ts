@@ -62,6 +62,7 @@ export async function handleExec(argv: string[], args: ExecArgs): Promise<Comman
     outputCapBytes: DEFAULT_OUTPUT_CAP,
     policy,
     approved,
+    verdict,
   });
 }
 

@@ -35,6 +35,11 @@ export interface RunCommandOptions {
   policy?: SandboxPolicy;
   /** An "ask" decision was approved (by the user, or by --approve auto). */
   approved?: boolean;
+  /**
+   * The policy's verdict on `command`, when the caller already evaluated it (to ask for approval):
+   * used instead of evaluating the same command line again.
+   */
+  verdict?: PolicyVerdict;
 }
 
 /** The result of a command refused before it ran (exit code 126, as a shell reports "cannot execute"). */
@@ -48,7 +53,7 @@ export function deniedResult(isolation: string, rule: string, reason: string): E
  * `run_tests` and `ledgerloop exec` all go through here.
  */
 export async function runCommand(o: RunCommandOptions): Promise<CommandFeedback> {
-  const verdict = o.policy ? evaluatePolicy(o.command, o.policy, { workspace: o.workspace, cwd: o.workspace }) : null;
+  const verdict = o.policy ? (o.verdict ?? evaluatePolicy(o.command, o.policy, { workspace: o.workspace, cwd: o.workspace })) : null;
   if (verdict && (verdict.decision === "deny" || (verdict.decision === "ask" && !o.approved))) {
     const reason = verdict.decision === "ask" ? `needs approval, which it did not get: ${verdict.reason}` : verdict.reason;
     const exec = deniedResult(o.sandbox.level, verdict.rule, reason);

@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCommand } from "../../src/sandbox/engine.js";
+import { DEFAULT_POLICY } from "../../src/sandbox/policy.js";
 import {
   commandEnv,
   createLocalSandbox,
@@ -353,6 +354,18 @@ describe("killOrphan", () => {
 });
 
 describe("runCommand", () => {
+  it("decides on the verdict its caller already evaluated instead of evaluating the policy again", async () => {
+    const base = { sandbox, workspace: tmp, command: "echo ran > ran.txt", timeoutMs: 10_000, outputCapBytes: 4096, policy: DEFAULT_POLICY };
+    // The policy alone allows this command...
+    expect((await runCommand(base)).exec.exitCode).toBe(0);
+    fs.rmSync(path.join(tmp, "ran.txt"));
+    // ...but the verdict handed in (the one the user was shown) is what counts.
+    const given = { decision: "deny" as const, rule: "caller.rule", reason: "decided by the caller", parts: [] };
+    const fb = await runCommand({ ...base, verdict: given });
+    expect(fb.exec.denied).toEqual({ rule: "caller.rule", reason: "decided by the caller" });
+    expect(fs.existsSync(path.join(tmp, "ran.txt"))).toBe(false);
+  });
+
   it("reports files a shell command created, modified and deleted", async () => {
     fs.writeFileSync(path.join(tmp, "a.txt"), "a\n");
     fs.writeFileSync(path.join(tmp, "b.txt"), "b\n");
