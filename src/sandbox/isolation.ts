@@ -269,11 +269,13 @@ export function bwrapArgv(i: WrapInput): string[] {
   a.push("--die-with-parent", "--new-session", "--cap-drop", "ALL");
   a.push("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run");
   // /etc/resolv.conf often points into /run (systemd-resolved): keep name resolution when allowed.
-  try {
-    const resolv = fs.realpathSync("/etc/resolv.conf");
-    if (i.allowNetwork && (under(resolv, "/run") || under(resolv, "/tmp"))) a.push("--ro-bind", resolv, resolv);
-  } catch {
-    // no resolv.conf
+  if (i.allowNetwork) {
+    try {
+      const resolv = fs.realpathSync("/etc/resolv.conf");
+      if (under(resolv, "/run") || under(resolv, "/tmp")) a.push("--ro-bind", resolv, resolv);
+    } catch {
+      // no resolv.conf
+    }
   }
   // bwrap running as a non-root uid cannot even mount over what that uid cannot reach, and need
   // not: the command could not reach it from inside either.

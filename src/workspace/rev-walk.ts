@@ -1,7 +1,7 @@
 import { lstatSync, readdirSync } from "node:fs";
 import type { Dirent, Stats } from "node:fs";
 import path from "node:path";
-import { excludeRules, isAlwaysSkipped, isIgnored, makeIgnore, readIfExists, type RuleSet } from "./ignore-rules.js";
+import { excludeRules, isAlwaysSkipped, isIgnored, withGitignore, type RuleSet } from "./ignore-rules.js";
 
 // The walk behind workspace revisions. It applies the same rules as walkFiles in files.ts (root and
 // nested .gitignore, .git/info/exclude, .git/ at any depth and the root .ledgerloop/ never), and a
@@ -40,11 +40,7 @@ export async function walkRevisionEntries(workspace: string): Promise<RevWalkEnt
       if (dirRel === "") throw err;
       return;
     }
-    let rules = inherited;
-    if (entries.some((e) => e.name === ".gitignore" && e.isFile())) {
-      const text = readIfExists(path.join(dirAbs, ".gitignore"));
-      if (text !== undefined) rules = [...inherited, { base: dirRel, ig: makeIgnore(text) }];
-    }
+    const rules = entries.some((e) => e.name === ".gitignore" && e.isFile()) ? withGitignore(workspace, dirRel, inherited) : inherited;
     const keyed = entries.map((e) => ({ e, key: e.isDirectory() ? `${e.name}/` : e.name }));
     keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     for (const { e } of keyed) {
