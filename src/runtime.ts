@@ -9,7 +9,7 @@ import { failpoint } from "./failpoints.js";
 import type { Ledger } from "./ledger/port.js";
 import { SqliteLedger } from "./ledger/sqlite-ledger.js";
 import { openStateDb } from "./ledger/state-db.js";
-import { budgetFor, tokenCounterFor, type ModelProfile, type TokenCounter } from "./context/tokens.js";
+import { budgetFor, tokenCounterFor, type TokenCounter } from "./context/tokens.js";
 import { SqliteStore } from "./memory/sqlite-store.js";
 import { createModel } from "./models/factory.js";
 import type { ChatModel } from "./models/port.js";
@@ -44,8 +44,6 @@ export interface Runtime {
   sandbox: Sandbox;
   /** The command policy (ledgerloop.config.json over the defaults, plus flags). */
   policy: SandboxPolicy;
-  /** Why the sandbox has the isolation level it has (for doctor and the start-up warning). */
-  sandboxReasons: string[];
   model: ChatModel;
   searcher: CodeSearcher;
   /** The hybrid retriever over code and ledger history (absent with retrieval "lexical" or when it failed to start). */
@@ -56,7 +54,6 @@ export interface Runtime {
   /** Content-addressed revisions of the workspace files, one per step (time travel). */
   revisions: RevisionStore;
   counter: TokenCounter;
-  profile: ModelProfile;
   progress?: (e: ProgressEvent) => void;
   close(): Promise<void>;
 }
@@ -173,7 +170,6 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     checkpointer,
     sandbox,
     policy,
-    sandboxReasons: [...(sandbox.reasons ?? [])],
     model,
     searcher: retriever ?? createLexicalSearcher(workspace),
     retriever,
@@ -181,7 +177,6 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     store: new SqliteStore(db),
     revisions: new RevisionStore(db, workspace, { blobsDir: path.join(stateDir, "blobs") }),
     counter,
-    profile,
     progress: overrides.progress,
     async close() {
       // The retriever first: it stops an embedded Chroma server this process started.

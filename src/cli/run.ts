@@ -48,7 +48,7 @@ export function sandboxOptions(cmd: Command, opts: { approveFlag?: string } = {}
 
 /** Prints the loud warning for a sandbox that does not isolate. */
 export function warnIfUnisolated(rt: Runtime): void {
-  const w = isolationWarning(rt.sandbox.level, rt.sandboxReasons);
+  const w = isolationWarning(rt.sandbox.level, [...(rt.sandbox.reasons ?? [])]);
   if (w) log(w);
 }
 

@@ -16,16 +16,15 @@ export async function handleThreads(args: WorkspaceArgs): Promise<ThreadRow[]> {
   const st = openExistingState(args);
   try {
     const ledgerThreads = new Map((await st.ledger.threads()).map((t) => [t.threadId, t]));
-    const hasCheckpoints = Boolean(st.db.prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name='checkpoints'").get());
+    // openExistingState has checked that the checkpoints table exists.
     const counts = new Map<string, number>(
-      hasCheckpoints
-        ? (st.db.prepare("SELECT thread_id, COUNT(*) AS n FROM checkpoints GROUP BY thread_id").all() as Array<{ thread_id: string; n: number }>).map(
-            (r) => [r.thread_id, r.n],
-          )
-        : [],
+      (st.db.prepare("SELECT thread_id, COUNT(*) AS n FROM checkpoints GROUP BY thread_id").all() as Array<{ thread_id: string; n: number }>).map((r) => [
+        r.thread_id,
+        r.n,
+      ]),
     );
-    const ids = new Set([...st.runs.list().map((r) => r.threadId), ...ledgerThreads.keys(), ...counts.keys()]);
     const runs = new Map(st.runs.list().map((r) => [r.threadId, r]));
+    const ids = new Set([...runs.keys(), ...ledgerThreads.keys(), ...counts.keys()]);
     return [...ids]
       .map((id) => {
         const l = ledgerThreads.get(id);
