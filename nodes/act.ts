@@ -211,7 +211,7 @@ export function createActNode(deps: NodeDeps): NodeFn {
     const snap = await rt.revisions.snapshot({ label: `step ${state.step}` });
     const c = snap.changed;
     const changed = c.created.length + c.modified.length + c.deleted.length > 0;
-    const files = c.created.length + c.deleted.length > 0 ? [...rt.revisions.files(snap.revId).keys()] : null;
+    const files = c.created.length + c.deleted.length > 0 ? [...snap.files.keys()] : null;
     await w.append("snapshot", "workspace_snapshot", {
       kind: "light",
       changed: c,

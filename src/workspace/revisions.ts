@@ -104,6 +104,8 @@ export interface SnapshotResult {
   reused: boolean;
   /** Changes since this workspace's previous revision (everything is created on the first). */
   changed: FileChangeLists;
+  /** The revision's entries by path: what `files(revId)` returns, without reading the trees back. */
+  files: ReadonlyMap<string, FlatEntry>;
   stats: SnapshotStats;
 }
 
@@ -404,6 +406,7 @@ export class RevisionStore {
       revId: root,
       reused,
       changed,
+      files,
       stats: {
         files: files.size,
         hashed: scan.hashed,

@@ -119,6 +119,9 @@ describe("snapshot", () => {
     fs.renameSync(path.join(ws, "old/name.txt"), path.join(ws, "new/name.txt"));
     const r = await store.snapshot();
     expect(r.changed).toEqual({ created: ["new.txt", "new/name.txt"], modified: ["edit.txt"], deleted: ["gone.txt", "old/name.txt"] });
+    // The entries the snapshot hands back are the stored revision's.
+    expect(new Map([...r.files].sort())).toEqual(new Map([...store.files(r.revId)].sort()));
+    expect([...r.files.keys()].sort()).toEqual(["edit.txt", "keep.txt", "new.txt", "new/name.txt"]);
   });
 
   it("does not count a touch (mtime only) as a change", async () => {
