@@ -10,7 +10,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { ConfigError, errorMessage } from "./errors.js";
-import { resolvePolicy, type SandboxPolicy } from "./sandbox/policy.js";
+import { resolvePolicy, withAllowed, type SandboxPolicy } from "./sandbox/policy.js";
 
 export const CONFIG_FILE = "ledgerloop.config.json";
 
@@ -116,6 +116,16 @@ export function loadConfig(workspace: string, file?: string): LedgerloopConfig {
 /** The command policy a config asks for, merged over the defaults; `allowNetwork` (a CLI flag) wins over `sandbox.network`. */
 export function policyFromConfig(config: LedgerloopConfig, opts: { allowNetwork?: boolean } = {}): SandboxPolicy {
   return resolvePolicy(config.sandbox?.policy ?? {}, { allowNetwork: opts.allowNetwork ?? config.sandbox?.network ?? false });
+}
+
+/**
+ * The command policy of a workspace as runs and `ledgerloop exec` apply it: its config file (read
+ * now, once) over the defaults, network as asked or as the file says, plus extra allowed commands.
+ */
+export function commandPolicy(workspace: string, opts: { allowNetwork?: boolean; allow?: string[] } = {}): { policy: SandboxPolicy; allowNetwork: boolean } {
+  const config = loadConfig(workspace);
+  const allowNetwork = opts.allowNetwork ?? config.sandbox?.network ?? false;
+  return { policy: withAllowed(policyFromConfig(config, { allowNetwork }), opts.allow ?? []), allowNetwork };
 }
 
 // ---- error messages that name the field ----

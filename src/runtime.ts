@@ -17,8 +17,8 @@ import { createRetriever, type Retriever } from "./retrieval/hybrid.js";
 import { createLexicalSearcher } from "./retrieval/lexical.js";
 import type { CodeSearcher } from "./retrieval/port.js";
 import { createSandbox } from "./sandbox/executor.js";
-import { withAllowed, type SandboxPolicy } from "./sandbox/policy.js";
-import { loadConfig, policyFromConfig } from "./config.js";
+import type { SandboxPolicy } from "./sandbox/policy.js";
+import { commandPolicy } from "./config.js";
 import type { Sandbox } from "./sandbox/port.js";
 import { createRedactor, secretValuesFromEnv, type Redactor } from "./secrets.js";
 import { RunSettings, type RunSettingsInput } from "./settings.js";
@@ -124,9 +124,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   const settings = parsed.data;
   const workspace = resolveWorkspace(settings.workspace);
   // Read once at start: the file is in the workspace, and a run must not change its own permissions.
-  const config = loadConfig(workspace);
-  const allowNetwork = settings.allowNetwork ?? config.sandbox?.network ?? false;
-  const policy = withAllowed(policyFromConfig(config, { allowNetwork }), settings.allow);
+  const { policy, allowNetwork } = commandPolicy(workspace, { allowNetwork: settings.allowNetwork, allow: settings.allow });
   const redactor = createRedactor(secretValuesFromEnv());
   const model = overrides.model ?? createModel(settings.model, { recordFile: overrides.recordRequestsFile });
   const sandbox =

@@ -1,12 +1,12 @@
 import type { Command } from "commander";
-import { loadConfig, policyFromConfig } from "../config.js";
+import { commandPolicy } from "../config.js";
 import { CliError } from "../errors.js";
 import { resolveWorkspace } from "../runtime.js";
 import { runCommand, type CommandFeedback } from "../sandbox/engine.js";
 import { createSandbox, DEFAULT_OUTPUT_CAP } from "../sandbox/executor.js";
 import { shQuote } from "../sandbox/isolation.js";
 import { isolationWarning } from "../sandbox/detect.js";
-import { evaluatePolicy, withAllowed } from "../sandbox/policy.js";
+import { evaluatePolicy } from "../sandbox/policy.js";
 import { intOption, log, printJson } from "./common.js";
 import { sandboxOptions, type RunArgs } from "./run.js";
 import readline from "node:readline/promises";
@@ -34,9 +34,7 @@ export async function handleExec(argv: string[], args: ExecArgs): Promise<Comman
   const workspace = resolveWorkspace(args.workspace ?? process.cwd());
   // One argument is a command line as the agent would send it; several are argv words to quote.
   const command = argv.length === 1 ? argv[0]! : argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : shQuote(a))).join(" ");
-  const config = loadConfig(workspace);
-  const allowNetwork = args.allowNetwork ?? config.sandbox?.network ?? false;
-  const policy = withAllowed(policyFromConfig(config, { allowNetwork }), args.allow ?? []);
+  const { policy, allowNetwork } = commandPolicy(workspace, { allowNetwork: args.allowNetwork, allow: args.allow });
   const sandbox = createSandbox({ level: args.sandbox ?? "auto", workspace, allowNetwork });
   const warning = isolationWarning(sandbox.level, [...sandbox.reasons]);
   if (warning && !args.json) log(warning);
