@@ -8,6 +8,7 @@ import { SqliteLedger } from "../ledger/sqlite-ledger.js";
 import { openStateDb } from "../ledger/state-db.js";
 import { createRuntime, resolveWorkspace, stateLocation, type ProgressEvent, type Runtime } from "../runtime.js";
 import { defaultRedactor } from "../secrets.js";
+import type { RunSettings } from "../settings.js";
 
 /** Options every command that reads a workspace's state accepts. */
 export interface WorkspaceArgs {
@@ -112,6 +113,20 @@ const INERT_MODEL = {
 };
 
 /**
+ * An existing thread's workspace and the settings it was started with (none for a thread made
+ * outside the CLI); reads the state database without writing to it. Fails for an unknown thread.
+ */
+export function savedRun(thread: string, args: WorkspaceArgs): { workspace: string; settings: RunSettings | undefined } {
+  const st = openExistingState(args);
+  try {
+    requireThread(st, thread);
+    return { workspace: st.workspace, settings: st.runs.get(thread)?.settings };
+  } finally {
+    st.close();
+  }
+}
+
+/**
  * The runtime of an existing thread, with the settings it was started with (model replaced by an
  * inert one unless the command runs the agent).
  */
@@ -120,15 +135,7 @@ export async function runtimeForThread(
   args: WorkspaceArgs,
   opts: { progress?: (e: ProgressEvent) => void } = {},
 ): Promise<Runtime> {
-  const st = openExistingState(args);
-  let settings;
-  try {
-    requireThread(st, thread);
-    settings = st.runs.get(thread)?.settings;
-  } finally {
-    st.close();
-  }
-  const workspace = resolveWorkspace(args.workspace ?? process.cwd());
+  const { workspace, settings } = savedRun(thread, args);
   // Time-travel commands need no index: the next run refreshes it from the files' sizes and mtimes.
   return createRuntime(
     { ...(settings ?? {}), workspace, stateDir: args.stateDir ?? settings?.stateDir, model: INERT_MODEL.name, retrieval: "lexical" },

@@ -1,10 +1,7 @@
-import fs from "node:fs";
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
-import { RunRegistry } from "../ledger/runs.js";
-import { openStateDb } from "../ledger/state-db.js";
-import { createRuntime, resolveWorkspace, stateLocation } from "../runtime.js";
-import { log, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { createRuntime } from "../runtime.js";
+import { log, savedRun, workspaceOptions, type WorkspaceArgs } from "./common.js";
 import { askOnTerminal, driveRun, pendingApproval, type DriveResult } from "./drive.js";
 import { progressPrinter, reportResult, sandboxOptions, sandboxSettings, warnIfUnisolated, withStopSignal, type RunArgs } from "./run.js";
 
@@ -20,26 +17,17 @@ export interface ResumeArgs extends WorkspaceArgs, Pick<RunArgs, "sandbox" | "al
 /** Continues a run from its last checkpoint with the settings it was started with. */
 export async function handleResume(thread: string, args: ResumeArgs): Promise<DriveResult> {
   if (args.approve === true && args.reject) throw new CliError("give either --approve or --reject, not both", 2, "CONFIG_INVALID");
-  const workspace = resolveWorkspace(args.workspace ?? process.cwd());
-  const { dbPath } = stateLocation(workspace, args.stateDir);
-  if (!fs.existsSync(dbPath)) throw new CliError(`no ledgerloop state in ${workspace} (${dbPath} does not exist)`, 1, "NO_STATE");
-  const probe = openStateDb(dbPath, { create: false });
-  let saved;
-  try {
-    const runs = new RunRegistry(probe);
-    saved = runs.get(thread);
-    if (!saved || !runs.hasCheckpoints(thread)) {
-      throw new CliError(`unknown thread "${thread}" in ${dbPath}; list runs with \`ledgerloop threads\``, 1, "UNKNOWN_THREAD");
-    }
-  } finally {
-    probe.close();
+  const { workspace, settings } = savedRun(thread, args);
+  if (!settings) {
+    // Checkpoints without a registered run (made through the library, not the CLI): no settings to resume with.
+    throw new CliError(`unknown thread "${thread}" in ${workspace}: it has checkpoints but no recorded run settings; list runs with \`ledgerloop threads\``, 1, "UNKNOWN_THREAD");
   }
   const rt = await createRuntime(
     {
-      ...saved.settings,
+      ...settings,
       workspace,
-      stateDir: args.stateDir ?? saved.settings.stateDir,
-      model: args.model ?? saved.settings.model,
+      stateDir: args.stateDir ?? settings.stateDir,
+      model: args.model ?? settings.model,
       ...sandboxSettings({ ...args, approve: args.approveMode }),
     },
     { progress: progressPrinter(args.quiet), recordRequestsFile: process.env.LEDGERLOOP_RECORD_REQUESTS, warn: (m) => log(`warning: ${m}`) },
