@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { fork, type ForkResult } from "../../graphs/time-travel.js";
-import { log, printJson, runtimeForThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { log, printJson, runtimeForThread, type WorkspaceArgs } from "./common.js";
 
 export interface ForkArgs extends WorkspaceArgs {
   at: string;
