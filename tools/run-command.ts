@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { runCommand } from "../src/sandbox/engine.js";
+import { commandResult, runToolCommand } from "./command.js";
 import { defineTool } from "./tool.js";
 
 export const MAX_COMMAND_TIMEOUT_MS = 30 * 60 * 1000;
@@ -32,32 +32,6 @@ export const runCommandTool = defineTool({
     return args.command;
   },
   async run(args, ctx) {
-    const fb = await runCommand({
-      sandbox: ctx.sandbox,
-      workspace: ctx.workspace,
-      command: args.command,
-      timeoutMs: args.timeoutMs ?? ctx.commandTimeoutMs,
-      outputCapBytes: ctx.outputCapBytes,
-      signal: ctx.signal,
-      onStart: ctx.onProcessStart,
-      tag: ctx.commandTag,
-      policy: ctx.policy,
-      approved: ctx.approved,
-      verdict: ctx.checked?.command === args.command ? ctx.checked.verdict : undefined,
-    });
-    return {
-      status: fb.ok ? "ok" : "error",
-      output: fb.output,
-      exitCode: fb.exec.exitCode,
-      signal: fb.exec.signal,
-      stdout: fb.exec.stdout,
-      stderr: fb.exec.stderr,
-      truncated: fb.exec.truncated,
-      filesChanged: fb.filesChanged,
-      tests: fb.tests,
-      errorClass: fb.errorClass,
-      sandbox: fb.exec.isolation,
-      command: fb.command,
-    };
+    return commandResult(await runToolCommand(ctx, args.command, { timeoutMs: args.timeoutMs ?? ctx.commandTimeoutMs }));
   },
 });

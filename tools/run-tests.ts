@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { runCommand } from "../src/sandbox/engine.js";
+import { commandResult, runToolCommand } from "./command.js";
 import { detectTestCommand } from "../src/workspace/test-command.js";
 import { defineTool, toolError } from "./tool.js";
 
@@ -39,36 +39,10 @@ export const runTestsTool = defineTool({
       }
       command = detected.command;
     }
-    const fb = await runCommand({
-      sandbox: ctx.sandbox,
-      workspace: ctx.workspace,
-      command,
-      timeoutMs: ctx.testTimeoutMs,
-      outputCapBytes: ctx.outputCapBytes,
-      signal: ctx.signal,
-      onStart: ctx.onProcessStart,
-      tag: ctx.commandTag,
-      expectTests: true,
-      policy: ctx.policy,
-      approved: ctx.approved,
-      verdict: ctx.checked?.command === command ? ctx.checked.verdict : undefined,
-    });
+    const fb = await runToolCommand(ctx, command, { timeoutMs: ctx.testTimeoutMs, expectTests: true });
     const output = fb.tests
       ? fb.output
       : `${fb.output}\n(no test summary was recognised in the output; check that this is the right test command)`;
-    return {
-      status: fb.ok ? "ok" : "error",
-      output,
-      exitCode: fb.exec.exitCode,
-      signal: fb.exec.signal,
-      stdout: fb.exec.stdout,
-      stderr: fb.exec.stderr,
-      truncated: fb.exec.truncated,
-      filesChanged: fb.filesChanged,
-      tests: fb.tests,
-      errorClass: fb.errorClass,
-      sandbox: fb.exec.isolation,
-      command: fb.command,
-    };
+    return commandResult(fb, output);
   },
 });
