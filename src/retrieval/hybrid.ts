@@ -689,11 +689,12 @@ class HybridRetriever implements Retriever {
     return false;
   }
 
-  /** Pulls events appended to the ledger since the last sync. */
-  private async syncLedger(): Promise<void> {
+  /** Pulls events appended to the ledger since the last sync: of `threadId` when given, else of every thread. */
+  private async syncLedger(threadId?: string): Promise<void> {
     const ledger = this.opts.ledger;
     if (!ledger) return;
-    const threads = this.opts.threadId ? [this.opts.threadId] : (await ledger.threads()).map((t) => t.threadId);
+    const only = threadId ?? this.opts.threadId;
+    const threads = only ? [only] : (await ledger.threads()).map((t) => t.threadId);
     for (const thread of threads) {
       const events = await ledger.list(thread, { afterSeq: this.ngram.eventCursor(thread) });
       if (events.length) await this.indexEventsUnlocked(events);
@@ -729,7 +730,8 @@ class HybridRetriever implements Retriever {
     // Checked again under the lock: an index started earlier (the runtime starts one at once)
     // may finish while this search waits for it, and then there is nothing left to do.
     if (!this.indexedOnce) await this.exclusive(() => this.resilient(async () => void (this.indexedOnce ? undefined : await this.indexUnlocked({}))));
-    if (scope !== "code" && this.opts.ledger) await this.exclusive(() => this.resilient(() => this.syncLedger()));
+    // A search of one thread's history needs only that thread's new events (not a scan of all threads).
+    if (scope !== "code" && this.opts.ledger) await this.exclusive(() => this.resilient(() => this.syncLedger(opts.threadId)));
     return this.resilient(async () => {
       await this.maybeRecover();
       const t0 = performance.now();
