@@ -1,8 +1,10 @@
 import { createHash } from "node:crypto";
 import { interrupt, isGraphInterrupt } from "@langchain/langgraph";
 import { PathEscapeError, errorMessage } from "../src/errors.js";
+import { CONFIG_FILE } from "../src/config.js";
+import { checkThreadConfig } from "../src/ledger/governing.js";
 import type { BranchWriter } from "../src/ledger/writer.js";
-import { evaluatePolicy, type PolicyVerdict } from "../src/sandbox/policy.js";
+import { evaluatePolicy, type PolicyContext, type PolicyVerdict } from "../src/sandbox/policy.js";
 import { describeAction } from "../src/context/builder.js";
 import type { Runtime } from "../src/runtime.js";
 import { stopLeftovers } from "../src/sandbox/executor.js";
@@ -170,6 +172,9 @@ async function approve(rt: Runtime, w: BranchWriter, action: LedgerEvent<"agent_
 export function createActNode(deps: NodeDeps): NodeFn {
   return async (state, config) => {
     const rt = await deps.resolve(config);
+    // Nothing runs under a configuration the thread was not started with (see ledger/governing.ts).
+    const thread = config.configurable?.thread_id;
+    if (typeof thread === "string") checkThreadConfig(rt.db, thread, rt.configSha, CONFIG_FILE);
     const w = branchWriter(rt, state, config, "act");
     for (const id of state.pendingActions) {
       const action = (await rt.ledger.get(id)) as LedgerEvent<"agent_action"> | null;
@@ -181,7 +186,7 @@ export function createActNode(deps: NodeDeps): NodeFn {
         // Approval comes before the start marker: a paused command has not started.
         const command = await tool.command(action.payload.args as never, { workspace: rt.workspace } as ToolContext).catch(() => null);
         if (command) {
-          const v = evaluatePolicy(command, rt.policy, { workspace: rt.workspace, cwd: rt.workspace });
+          const v = evaluatePolicy(command, rt.policy, { workspace: rt.workspace, cwd: rt.workspace, level: rt.sandbox.level as PolicyContext["level"] });
           checked = { command, verdict: v };
           if (v.decision === "ask") approved = await approve(rt, w, action, command, v);
         }

@@ -10,6 +10,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { ConfigError, errorMessage } from "./errors.js";
+import { configFingerprint } from "./ledger/governing.js";
 import { resolvePolicy, withAllowed, type SandboxPolicy } from "./sandbox/policy.js";
 
 export const CONFIG_FILE = "ledgerloop.config.json";
@@ -96,14 +97,23 @@ export function parseConfig(value: unknown, source = CONFIG_FILE): LedgerloopCon
  * default file means no settings; a missing explicit file, bad JSON or a bad field is a ConfigError.
  */
 export function loadConfig(workspace: string, file?: string): LedgerloopConfig {
+  return readConfig(workspace, file).config;
+}
+
+/** {@link loadConfig}, plus the fingerprint of exactly the bytes read (see ledger/governing.ts). */
+export function readConfig(workspace: string, file?: string): { config: LedgerloopConfig; sha: string } {
   const p = file ? path.resolve(workspace, file) : path.join(workspace, CONFIG_FILE);
   let text: string;
   try {
     text = fs.readFileSync(p, "utf8");
   } catch (err) {
-    if (!file && (err as NodeJS.ErrnoException).code === "ENOENT") return {};
+    if (!file && (err as NodeJS.ErrnoException).code === "ENOENT") return { config: {}, sha: configFingerprint(null) };
     throw new ConfigError(`cannot read ${p}: ${errorMessage(err)}`, { cause: err });
   }
+  return { config: parseJsonConfig(text, p), sha: configFingerprint(text) };
+}
+
+function parseJsonConfig(text: string, p: string): LedgerloopConfig {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -122,10 +132,13 @@ export function policyFromConfig(config: LedgerloopConfig, opts: { allowNetwork?
  * The command policy of a workspace as runs and `ledgerloop exec` apply it: its config file (read
  * now, once) over the defaults, network as asked or as the file says, plus extra allowed commands.
  */
-export function commandPolicy(workspace: string, opts: { allowNetwork?: boolean; allow?: string[] } = {}): { policy: SandboxPolicy; allowNetwork: boolean } {
-  const config = loadConfig(workspace);
+export function commandPolicy(
+  workspace: string,
+  opts: { allowNetwork?: boolean; allow?: string[] } = {},
+): { policy: SandboxPolicy; allowNetwork: boolean; configSha: string } {
+  const { config, sha } = readConfig(workspace);
   const allowNetwork = opts.allowNetwork ?? config.sandbox?.network ?? false;
-  return { policy: withAllowed(policyFromConfig(config, { allowNetwork }), opts.allow ?? []), allowNetwork };
+  return { policy: withAllowed(policyFromConfig(config, { allowNetwork }), opts.allow ?? []), allowNetwork, configSha: sha };
 }
 
 // ---- error messages that name the field ----

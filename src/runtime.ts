@@ -44,6 +44,8 @@ export interface Runtime {
   sandbox: Sandbox;
   /** The command policy (ledgerloop.config.json over the defaults, plus flags). */
   policy: SandboxPolicy;
+  /** Fingerprint of the config file the policy was read from (see ledger/governing.ts). */
+  configSha: string;
   model: ChatModel;
   searcher: CodeSearcher;
   /** The hybrid retriever over code and ledger history (absent with retrieval "lexical" or when it failed to start). */
@@ -124,7 +126,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   const settings = parsed.data;
   const workspace = resolveWorkspace(settings.workspace);
   // Read once at start: the file is in the workspace, and a run must not change its own permissions.
-  const { policy, allowNetwork } = commandPolicy(workspace, { allowNetwork: settings.allowNetwork, allow: settings.allow });
+  const { policy, allowNetwork, configSha } = commandPolicy(workspace, { allowNetwork: settings.allowNetwork, allow: settings.allow });
   const redactor = createRedactor(secretValuesFromEnv());
   const model = overrides.model ?? createModel(settings.model, { recordFile: overrides.recordRequestsFile });
   const sandbox =
@@ -168,6 +170,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     checkpointer,
     sandbox,
     policy,
+    configSha,
     model,
     searcher: retriever ?? createLexicalSearcher(workspace),
     retriever,

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { editFileTool } from "./edit-file.js";
 import { finishTool } from "./finish.js";
+import { gitCommitTool } from "./git-commit.js";
 import { listFilesTool } from "./list-files.js";
 import { readFileTool } from "./read-file.js";
 import { recordDecisionTool } from "./record-decision.js";
@@ -24,6 +25,7 @@ export const TOOLS: readonly ToolDefinition[] = [
   runTestsTool,
   updatePlanTool,
   recordDecisionTool,
+  gitCommitTool,
   finishTool,
 ] as ToolDefinition[];
 

@@ -39,7 +39,7 @@ export async function handleExec(argv: string[], args: ExecArgs): Promise<Comman
   const warning = isolationWarning(sandbox.level, [...sandbox.reasons]);
   if (warning && !args.json) log(warning);
   let approved = false;
-  const verdict = evaluatePolicy(command, policy, { workspace, cwd: workspace });
+  const verdict = evaluatePolicy(command, policy, { workspace, cwd: workspace, level: sandbox.level });
   if (verdict.decision === "ask") {
     if (args.yes) approved = true;
     else if (process.stdin.isTTY && !args.json) {

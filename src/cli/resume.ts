@@ -1,5 +1,7 @@
 import type { Command } from "commander";
+import { CONFIG_FILE } from "../config.js";
 import { CliError } from "../errors.js";
+import { acceptThreadConfig, checkThreadConfig } from "../ledger/governing.js";
 import { createRuntime } from "../runtime.js";
 import { log, savedRun, workspaceOptions, type WorkspaceArgs } from "./common.js";
 import { askOnTerminal, driveRun, pendingApproval, type DriveResult } from "./drive.js";
@@ -12,6 +14,8 @@ export interface ResumeArgs extends WorkspaceArgs, Pick<RunArgs, "sandbox" | "al
   approve?: boolean;
   reject?: boolean;
   approveMode?: "ask" | "auto" | "deny";
+  /** Go on under the config file as it is now, though it changed since the run started. */
+  acceptConfig?: boolean;
 }
 
 /** Continues a run from its last checkpoint with the settings it was started with. */
@@ -33,6 +37,9 @@ export async function handleResume(thread: string, args: ResumeArgs): Promise<Dr
     { progress: progressPrinter(args.quiet), recordRequestsFile: process.env.LEDGERLOOP_RECORD_REQUESTS, warn: (m) => log(`warning: ${m}`) },
   );
   try {
+    // Before anything runs: a run never obeys a config it was not started with unless told to.
+    if (args.acceptConfig) acceptThreadConfig(rt.db, thread, rt.configSha);
+    else checkThreadConfig(rt.db, thread, rt.configSha, CONFIG_FILE);
     const pending = await pendingApproval(rt, thread);
     const answer = args.approve === true ? "approve" : args.reject ? "reject" : undefined;
     if (answer && !pending) throw new CliError(`run ${thread} is not waiting for an approval`, 1, "NOTHING_PENDING");
@@ -56,6 +63,7 @@ export function registerResume(program: Command): void {
       .option("-m, --model <spec>", "use another model than the run was started with")
       .option("--approve", "approve the command the run is paused on")
       .option("--reject", "refuse the command the run is paused on (the model is told)")
+      .option("--accept-config", "go on under ledgerloop.config.json as it is now, though it changed since the run started")
       .option("--json", "print one JSON object with the outcome on stdout")
       .option("-q, --quiet", "no progress lines"),
   );

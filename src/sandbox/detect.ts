@@ -2,7 +2,8 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { detectCgroups, type CgroupSupport } from "./limits.js";
-import { LEVELS, runnerUid, type IsolationLevel, type Tools } from "./isolation.js";
+import os from "node:os";
+import { LEVELS, planUid, runnerUid, unshareArgv, type IsolationLevel, type Tools } from "./isolation.js";
 import { seccompSupported } from "./seccomp.js";
 
 export interface LevelProbe {
@@ -124,11 +125,32 @@ export function detectIsolation(opts: { refresh?: boolean } = {}): IsolationRepo
   } else if (!tools.unshare || !tools.setpriv) {
     levels.unshare = { ok: false, detail: `${!tools.unshare ? "unshare" : "setpriv"} not found (util-linux)` };
   } else {
-    const argv = [tools.unshare, ...(root ? [] : ["--user", "--map-root-user"]), "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "--", tools.setpriv, "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--", tools.sh, "-c", "true"];
-    const probe = run(argv);
+    // The probe makes the same mounts as a real command (read-only host, private /tmp and /run, a
+    // read-write workspace): a machine where one of them fails gets no unshare level at all.
+    const ws = fs.mkdtempSync(path.join(os.tmpdir(), "ll-probe-"));
+    let probe: { ok: boolean; out: string };
+    try {
+      const argv = unshareArgv({
+        command: "touch .probe && ! touch /etc/.ll-probe 2>/dev/null",
+        cwd: ws,
+        workspace: ws,
+        env: {},
+        allowNetwork: false,
+        protect: [],
+        writable: [],
+        hidden: [],
+        uid: planUid(ws),
+        seccompFd: null,
+        tools,
+        disableUserns: false,
+      });
+      probe = run(argv);
+    } finally {
+      fs.rmSync(ws, { recursive: true, force: true });
+    }
     levels.unshare = probe.ok
-      ? { ok: true, detail: `${tools.unshare} works (network, PID and mount namespaces)${tools.ip ? "" : "; `ip` not found, so loopback stays down"}` }
-      : { ok: false, detail: `${tools.unshare} cannot create namespaces here: ${firstLine(probe.out) || "probe failed"}` };
+      ? { ok: true, detail: `${tools.unshare} works (mount, network and PID namespaces: read-only host, private /tmp and /run)${tools.ip ? "" : "; `ip` not found, so loopback stays down"}` }
+      : { ok: false, detail: `${tools.unshare} cannot build the sandbox here: ${firstLine(probe.out) || "probe failed"}` };
   }
   levels.none = { ok: true, detail: "always available: runs on the host, only limits apply" };
 

@@ -2,7 +2,7 @@ import { diffSnapshots, statSnapshot } from "../workspace/files.js";
 import type { FileChanges, TestCounts } from "../state.js";
 import { classifyError } from "./error-class.js";
 import { capText } from "./output-cap.js";
-import { evaluatePolicy, type PolicyVerdict, type SandboxPolicy } from "./policy.js";
+import { evaluatePolicy, type PolicyContext, type PolicyVerdict, type SandboxPolicy } from "./policy.js";
 import type { ExecResult, ProcessInfo, Sandbox } from "./port.js";
 import { parseTestOutput } from "./test-results.js";
 
@@ -53,7 +53,7 @@ export function deniedResult(isolation: string, rule: string, reason: string): E
  * `run_tests` and `ledgerloop exec` all go through here.
  */
 export async function runCommand(o: RunCommandOptions): Promise<CommandFeedback> {
-  const verdict = o.policy ? (o.verdict ?? evaluatePolicy(o.command, o.policy, { workspace: o.workspace, cwd: o.workspace })) : null;
+  const verdict = o.policy ? (o.verdict ?? evaluatePolicy(o.command, o.policy, { workspace: o.workspace, cwd: o.workspace, level: o.sandbox.level as PolicyContext["level"] })) : null;
   if (verdict && (verdict.decision === "deny" || (verdict.decision === "ask" && !o.approved))) {
     const reason = verdict.decision === "ask" ? `needs approval, which it did not get: ${verdict.reason}` : verdict.reason;
     const exec = deniedResult(o.sandbox.level, verdict.rule, reason);
@@ -89,6 +89,7 @@ export async function runCommand(o: RunCommandOptions): Promise<CommandFeedback>
     timedOut: exec.timedOut,
     limit: exec.limit ?? null,
     denied: Boolean(exec.denied),
+    violations: Boolean(exec.violations?.length),
     tests,
   });
   const testsFailed = Boolean(tests && tests.failed > 0);

@@ -11,6 +11,7 @@ export const ErrorClass = z.enum([
   "policy_denied",
   "command_not_found",
   "permission_denied",
+  "sandbox_violation",
   "unknown",
 ]);
 export type ErrorClass = z.infer<typeof ErrorClass>;
@@ -24,6 +25,8 @@ export interface ClassifyInput {
   /** Set when a resource limit was hit. */
   limit?: string | null;
   denied?: boolean;
+  /** The workspace guard had to undo something the command did (see git-guard.ts). */
+  violations?: boolean;
   /** Parsed from stdout+stderr when left undefined; pass null to say there are none. */
   tests?: TestResults | null;
 }
@@ -75,6 +78,7 @@ const RESOURCE_EXIT_CODES = new Set([128 + 9, 128 + 24, 128 + 25]);
 /** Names the most likely cause of a failed command for the model; null when it succeeded. */
 export function classifyError(input: ClassifyInput): ErrorClass | null {
   if (input.denied) return "policy_denied";
+  if (input.violations) return "sandbox_violation";
   // A fork bomb that hits the process limit and then runs out the clock was stopped by the limit:
   // that, not the timeout, is what the model must change.
   if (input.limit && input.limit !== "timeout") return "resource_limit";

@@ -14,6 +14,7 @@ import {
   planUid,
   protectedPaths,
   unshareArgv,
+  unshareEnv,
   wrapperArgv,
   type IsolationLevel,
   type Tools,
@@ -34,6 +35,7 @@ import {
 import { OutputCap } from "./output-cap.js";
 import type { ExecRequest, ExecResult, ProcessInfo, Sandbox } from "./port.js";
 import { COMMAND_TAG_VAR, descendants, isRunning, processesWithEnv, readProcStart, tasksOfUid } from "./proc.js";
+import { WorkspaceGuard } from "./git-guard.js";
 import { buildSeccompFilter } from "./seccomp.js";
 import { clearNewSetid } from "./setid.js";
 
@@ -375,7 +377,21 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
       }
       if (!ok) plan = { kind: "root-userns", uid: 0, gid: 0, reason: `${plan.reason}, but bwrap cannot run as uid ${plan.uid}: uid 0 without capabilities instead` };
     }
+    if (plan.kind === "root-userns") {
+      // Only bwrap adds a user namespace; doctor must not claim one at unshare.
+      plan = { ...plan, reason: `${plan.reason}${level === "bwrap" ? " in a user namespace (65534 inside)" : " (no user namespace at this level: the uid stays 0)"}` };
+    }
     return plan;
+  };
+
+  const guards = new Map<string, WorkspaceGuard>();
+  const guardOf = (workspace: string): WorkspaceGuard => {
+    let g = guards.get(workspace);
+    if (!g) {
+      g = new WorkspaceGuard(workspace, { detectControlChanges: level === "none" });
+      guards.set(workspace, g);
+    }
+    return g;
   };
 
   return {
@@ -386,6 +402,8 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
     async exec(req: ExecRequest): Promise<ExecResult> {
       const limits = req.limits ? resolveLimits(defaults, req.limits) : defaults;
       const workspace = path.resolve(req.workspace ?? opts.workspace ?? req.cwd);
+      const guard = guardOf(workspace);
+      guard.before();
       const allowNetwork = req.allowNetwork ?? opts.allowNetwork ?? false;
       const made = Object.keys(cgroups.parents).length ? CommandCgroups.create(cgroups, limits) : null;
       const cg = made && made.joinFiles().length ? made : null;
@@ -417,9 +435,9 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
           workspace,
           env,
           allowNetwork,
-          protect: protectedPaths(workspace, protectRel),
+          protect: mergeProtected([...protectedPaths(workspace, protectRel), ...guard.protectPaths()]),
           writable,
-          hidden: level === "bwrap" ? hiddenPaths([os.homedir(), uid.home], hideNames, workspace) : [],
+          hidden: hiddenPaths([os.homedir(), uid.home], hideNames, workspace),
           uid,
           seccompFd: null,
           tools,
@@ -434,6 +452,7 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
           if (fd3) asRoot = false;
         } else {
           inner = unshareArgv(input);
+          Object.assign(env, unshareEnv(env, uid));
         }
       }
       const argv = wrapperArgv(tools.sh, cg?.joinFiles() ?? [], rlimitScript(limits, { nproc, nprocBase: nproc ? tasksOfUid(nprocUid) : 0 }), inner);
@@ -446,6 +465,8 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
       };
       const cpuBudgetMs = limits.cpuSeconds * 1000;
       const startedAt = Date.now();
+      let result: ExecResult;
+      let violations: string[] = [];
       try {
         const r = await spawnCapped({
           argv,
@@ -508,13 +529,28 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
               `${cleared.length > 10 ? ` and ${cleared.length - 10} more` : ""} (a command running as root may not leave privileged programs behind)\n`;
           }
         }
-        return { ...rest, isolation: level, limit, denied: null, usage };
+        result = { ...rest, isolation: level, limit, denied: null, usage };
       } finally {
         // Also kills whatever is left, whatever happened above.
         cg?.destroy();
+        // Only now is no process of the command left to undo the repairs.
+        violations = guard.after().violations;
       }
+      if (violations.length) {
+        result.stderr += `${result.stderr && !result.stderr.endsWith("\n") ? "\n" : ""}${violations.map((v) => `ledgerloop: ${v}\n`).join("")}`;
+        result.violations = violations;
+      }
+      return result;
     },
   };
+}
+
+/** Protected paths without those already covered by a protected directory above them. */
+function mergeProtected(paths: string[]): string[] {
+  const sorted = [...new Set(paths)].sort((a, b) => a.length - b.length);
+  const out: string[] = [];
+  for (const p of sorted) if (!out.some((q) => p.startsWith(`${q}/`))) out.push(p);
+  return out;
 }
 
 export interface LocalSandboxOptions {

@@ -7,17 +7,24 @@ import path from "node:path";
  * - `bwrap` (bubblewrap): the host filesystem is read-only except the workspace; `/tmp`, `/dev`,
  *   `/run` and `/proc` are private; no network unless allowed (loopback works); new PID namespace
  *   (nothing outlives the command); no capabilities, no_new_privs, no nested user namespaces, no
- *   set-uid/set-gid files can be created (seccomp); cleared environment; `.git/hooks`, `.git/config`
- *   and `.ledgerloop/` read-only; host unix sockets outside the workspace unreachable; credential
- *   stores of the home directory (.ssh, .aws, .npmrc, …) and the host's password, sudo and SSH host
- *   key files hidden. Reading is not confined beyond that: the command reads what its uid can (with
- *   a root-owned workspace that is uid 0, so other root-only files too).
- * - `unshare`: no network (loopback up), new PID namespace, no capabilities and no_new_privs, the
- *   protected workspace paths read-only. The rest of the host filesystem is *not* protected when
- *   the command keeps uid 0 (runner and workspace root's): files owned by root stay writable to
- *   it. Set-uid/set-gid bits it sets in the workspace are cleared when it ends (setid.ts).
+ *   set-uid/set-gid files can be created (seccomp); cleared environment; every `.git` entry,
+ *   `ledgerloop.config.json` and `.ledgerloop/` read-only (git-guard.ts); host unix sockets outside
+ *   the workspace unreachable; credential stores of the home directory (.ssh, .aws, .npmrc, …) and
+ *   the host's password, sudo and SSH host key files hidden. Reading is not confined beyond that:
+ *   the command reads what its uid can (with a root-owned workspace that is uid 0, so other
+ *   root-only files too).
+ * - `unshare`: the same file-system promises as bwrap, made with a mount namespace (every host
+ *   mount remounted read-only, private `/tmp` `/run` `/dev/shm` and `/proc`, the same read-only
+ *   workspace paths, hidden credential stores and host sockets); no network (loopback up); new PID
+ *   namespace; no capabilities and no_new_privs. Not promised: a user namespace (a root runner's
+ *   command keeps uid 0, without capabilities), a private `/dev` (it is read-only), the seccomp
+ *   filter (set-uid/set-gid bits it sets in the workspace are cleared when it ends: setid.ts), and
+ *   nested user namespaces are not disabled (they cannot lift the read-only mounts: the kernel locks
+ *   mounts inherited by a less privileged namespace).
  * - `none`: the command runs on the host as the runner. Only limits, the scrubbed environment,
- *   whole-tree killing and (as root) clearing new set-uid/set-gid bits apply.
+ *   whole-tree killing, (as root) clearing new set-uid/set-gid bits, and the workspace guard's
+ *   after-the-fact repairs apply: a `.git` the command creates is moved away, and changes to the
+ *   config file and to git's control files are undone — detected after the command, not prevented.
  *
  * All levels get the same limits (see limits.ts).
  */
@@ -158,7 +165,7 @@ export function planUid(workspace: string, uid: number = runnerUid()): UidPlan {
     kind: "root-userns",
     uid: 0,
     gid: 0,
-    reason: "runner and workspace are root's: commands run as uid 0 without capabilities in a user namespace (65534 inside)",
+    reason: "runner and workspace are root's: commands run as uid 0 without capabilities",
   };
 }
 
@@ -321,29 +328,127 @@ export function shQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
+/** A mount of the host as /proc/self/mountinfo lists it. */
+export interface HostMount {
+  mountPoint: string;
+  /** Per-mount options (`rw,nosuid,relatime`). */
+  options: string[];
+}
+
+/** The runner's mounts, parents before children (mountinfo order). */
+export function hostMounts(text?: string): HostMount[] {
+  let info = text;
+  if (info === undefined) {
+    try {
+      info = fs.readFileSync("/proc/self/mountinfo", "utf8");
+    } catch {
+      return [];
+    }
+  }
+  const out: HostMount[] = [];
+  for (const line of info.split("\n")) {
+    const f = line.split(" ");
+    if (f.length < 6) continue;
+    // Spaces, tabs, newlines and backslashes are octal-escaped in mountinfo.
+    const mountPoint = f[4]!.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));
+    out.push({ mountPoint, options: f[5]!.split(",") });
+  }
+  return out;
+}
+
 /**
- * The script run inside the unshare namespaces, as root of them, before dropping to the command:
- * loopback up, protected paths bound read-only. Paths come as arguments, not in the script.
+ * Flags of a mount that a bind remount must repeat: inside a user namespace they are locked, and a
+ * remount that leaves one out is refused.
+ */
+function lockedFlags(options: string[]): string {
+  const keep = options.filter((o) => ["nosuid", "nodev", "noexec", "noatime", "nodiratime", "relatime", "strictatime", "nosymfollow"].includes(o));
+  return keep.length ? `,${keep.join(",")}` : "";
+}
+
+/**
+ * The script run inside the unshare namespaces, as root of them, before dropping to the command. It
+ * carries out a list of mount operations (three words each, built by {@link unshareMountOps}) and
+ * stops the command from starting (exit 125) if any of them fails: a level that cannot keep its
+ * promises must not run anything. Paths come as arguments, never inside the script.
  */
 const UNSHARE_INNER = [
-  'ip="$1"; mnt="$2"; n="$3"; shift 3',
+  'ip="$1"; mnt="$2"; cwd="$3"; shift 3',
+  'fail() { echo "ledgerloop: unshare sandbox: $*" >&2; exit 125; }',
   'if [ -n "$ip" ]; then "$ip" link set lo up 2>/dev/null || echo "ledgerloop: could not bring up lo" >&2; fi',
-  'while [ "$n" -gt 0 ]; do "$mnt" --bind -o ro "$1" "$1" || { echo "ledgerloop: cannot protect $1" >&2; exit 125; }; shift; n=$((n-1)); done',
+  '"$mnt" --make-rprivate / || fail "cannot make the mounts private"',
+  'while [ "$1" != "--" ]; do',
+  '  op="$1"; a="$2"; b="$3"; shift 3',
+  '  case "$op" in',
+  '    tmpfs) "$mnt" -t tmpfs -o "mode=$b,nosuid,nodev" tmpfs "$a" || fail "cannot mount a private $a";;',
+  '    stage) mkdir -p "/run/.ll/$b" && "$mnt" --bind "$a" "/run/.ll/$b" || fail "cannot stage $a";;',
+  '    ro) "$mnt" -o "remount,bind,ro$b" "$a" || fail "cannot make $a read-only";;',
+  '    unstage) mkdir -p "$a" 2>/dev/null; "$mnt" --bind "/run/.ll/$b" "$a" && umount "/run/.ll/$b" || fail "cannot bind $a";;',
+  '    hidedir) "$mnt" -t tmpfs -o ro,mode=755 tmpfs "$a" || fail "cannot hide $a";;',
+  '    hidefile) "$mnt" --bind /dev/null "$a" || fail "cannot hide $a";;',
+  '    robind) "$mnt" --bind -o ro "$a" "$a" || fail "cannot protect $a";;',
+  '    *) fail "unknown operation $op";;',
+  '  esac',
+  'done',
+  'shift',
+  // The working directory was entered before the mounts: enter it again to be on the new ones.
+  'cd "$cwd" || fail "cannot enter $cwd"',
   // Not exec: this shell stays PID 1 of the namespace. The kernel does not deliver default-action
   // signals such as RLIMIT_CPU's SIGXCPU to a namespace's init, so the command must not be it.
   '"$@"',
 ].join("\n");
 
+/** Directories the unshare level replaces with private ones (and so never remounts). */
+const PRIVATE_DIRS = ["/run", "/tmp", "/dev/shm"];
+
+/**
+ * The mount operations that make the unshare level keep what bwrap promises for files: every host
+ * mount read-only, private /tmp, /run and /dev/shm, the workspace (and extra writable paths) bound
+ * read-write over that, credential stores and host sockets hidden, protected paths read-only. The
+ * workspace is staged under the new /run first, because it often lives below /tmp.
+ */
+export function unshareMountOps(i: WrapInput, mounts: HostMount[] = hostMounts()): string[] {
+  const ops: string[][] = [];
+  const rw = [i.workspace, ...i.writable];
+  ops.push(["tmpfs", "/run", "755"]);
+  rw.forEach((p, n) => ops.push(["stage", p, `w${n}`]));
+  ops.push(["tmpfs", "/tmp", "1777"]);
+  if (isDir("/dev/shm")) ops.push(["tmpfs", "/dev/shm", "1777"]);
+  const skip = (mp: string) =>
+    under(mp, "/proc") || under(mp, "/dev/pts") || PRIVATE_DIRS.some((d) => under(mp, d)) || rw.some((w) => under(mp, w));
+  const seen = new Set<string>();
+  for (const m of mounts) {
+    if (skip(m.mountPoint) || seen.has(m.mountPoint)) continue;
+    seen.add(m.mountPoint);
+    ops.push(["ro", m.mountPoint, lockedFlags(m.options)]);
+  }
+  rw.forEach((p, n) => ops.push(["unstage", p, `w${n}`]));
+  for (const s of hostSocketPaths(i.workspace)) ops.push(["hidefile", s, "-"]);
+  for (const h of i.hidden) {
+    if (PRIVATE_DIRS.some((d) => under(h, d))) continue;
+    ops.push([isDir(h) ? "hidedir" : "hidefile", h, "-"]);
+  }
+  for (const p of i.protect) ops.push(["robind", p, "-"]);
+  return ops.flat();
+}
+
+/** The environment a command gets at level unshare: its /tmp is private, its HOME the uid's. */
+export function unshareEnv(env: Record<string, string>, uid: UidPlan): Record<string, string> {
+  const out: Record<string, string> = { ...env, TMPDIR: "/tmp" };
+  if (uid.kind === "owner" && uid.home) out.HOME = uid.home;
+  return out;
+}
+
 /** argv running `bash -c command` under unshare (without the cgroup/rlimit wrapper). */
-export function unshareArgv(i: WrapInput): string[] {
+export function unshareArgv(i: WrapInput, mounts?: HostMount[]): string[] {
   const a: string[] = [i.tools.unshare!];
   if (i.uid.kind === "self") a.push("--user", "--map-root-user");
   if (!i.allowNetwork) a.push("--net");
-  a.push("--pid", "--fork", "--kill-child", "--mount-proc", "--");
+  a.push("--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "--");
   const ip = !i.allowNetwork && i.tools.ip ? i.tools.ip : "";
-  a.push(i.tools.sh, "-c", UNSHARE_INNER, "ledgerloop-unshare", ip, i.tools.mount ?? "mount", String(i.protect.length), ...i.protect);
+  a.push(i.tools.sh, "-c", UNSHARE_INNER, "ledgerloop-unshare", ip, i.tools.mount ?? "mount", i.cwd, ...unshareMountOps(i, mounts), "--");
   a.push(i.tools.setpriv!, "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all");
   if (i.uid.kind === "owner") a.push(`--reuid=${i.uid.uid}`, `--regid=${i.uid.gid}`, "--clear-groups");
+  // The environment (TMPDIR=/tmp included) reaches the command through the spawn: see unshareEnv.
   a.push("--", i.tools.bash, "-c", i.command);
   return a;
 }

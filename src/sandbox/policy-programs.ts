@@ -464,7 +464,8 @@ const gitRule: ProgramRule = (p, env) => {
     case "add":
     case "stage":
     case "commit":
-      return f("allow", "git.commit", `${q(`git ${sub}`)} is allowed`);
+      // .git is read-only to every command (git-guard.ts): the git_commit tool does this on the host.
+      return f("deny", "git.commit", `${q(`git ${sub}`)} cannot work here: the repository is read-only to commands. Use the git_commit tool, which stages and commits for you`);
     case "push":
     case "send-email":
     case "request-pull":

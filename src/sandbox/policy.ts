@@ -11,8 +11,8 @@
  * Default policy (each rule has an id, listed in POLICY_RULES):
  * - allowed: building, testing and linting JS/TS (node, npm/pnpm/yarn/bun scripts, npx of installed
  *   tools, tsc, vitest, jest, eslint, prettier, …), Python (python3, pytest, mypy, ruff, …), Go,
- *   Rust (cargo, rustc), C (make, cc); coreutils and text tools; read-only git plus `git add` and
- *   `git commit`; programs that live inside the workspace (`./configure`, `./scripts/x.sh`).
+ *   Rust (cargo, rustc), C (make, cc); coreutils and text tools; read-only git (`git add` and
+ *   `git commit` are the git_commit tool's: .git is read-only to commands); programs that live inside the workspace (`./configure`, `./scripts/x.sh`).
  * - denied: privilege changes (sudo, su, doas), system administration (mkfs, mount, chroot,
  *   nsenter, …), deletes and writes outside the workspace (except /tmp and /dev/null) or to
  *   protected paths (.git/, .ledgerloop/, ledgerloop.config.json), a download piped into an
@@ -114,6 +114,12 @@ export interface PolicyContext {
   home?: string;
   /** Follow existing symlinks when resolving paths (default true). */
   followSymlinks?: boolean;
+  /**
+   * The isolation level the command will run at. Only the isolating levels give it a private
+   * `/tmp`: at level `none`, `/tmp` is the host's, shared with other workspaces, and counts as
+   * outside.
+   */
+  level?: "bwrap" | "unshare" | "none";
 }
 
 export interface PartVerdict {
@@ -185,7 +191,7 @@ export const POLICY_RULES: Readonly<Record<string, { decision: PolicyDecision | 
   "pkg.system": { decision: "ask", summary: "apt, yum, brew, …" },
   "pkg.run": { decision: "allow", summary: "package scripts and tools (npm test, pnpm lint, npx vitest)" },
   "git.read": { decision: "allow", summary: "status, diff, log, show, branch/tag listing, rev-parse, ls-files, blame, …" },
-  "git.commit": { decision: "allow", summary: "git add, git commit" },
+  "git.commit": { decision: "deny", summary: "git add, git commit (the git_commit tool does them: .git is read-only to commands)" },
   "git.push": { decision: "deny", summary: "git push, send-email" },
   "git.config": { decision: "deny", summary: "git config (other than reading)" },
   "git.config-override": { decision: "deny", summary: "git -c …, --config-env, --exec-path=" },
@@ -211,7 +217,7 @@ export function evaluatePolicy(cmd: string, policy: Readonly<SandboxPolicy> = DE
   const judge = new PathJudge({
     workspace: path.resolve(ctx.workspace),
     home: path.resolve(ctx.home ?? os.homedir()),
-    writable: policy.writablePaths,
+    writable: ctx.level === "none" ? policy.writablePaths.filter((w) => path.resolve(w) !== "/tmp") : policy.writablePaths,
     protectedPaths: policy.protectedPaths,
     followSymlinks: ctx.followSymlinks ?? true,
   });
@@ -564,7 +570,7 @@ class Evaluator implements RuleEnv {
         return fd(
           "deny",
           rm ? "rm.protected" : "write.protected",
-          `${q(text)} ${verb} ${shown}: ${cls.what} may not be changed by commands${rm ? "; delete only the files you mean, by name" : "; change the repository through git add/commit, and leave the state and config alone"}`,
+          `${q(text)} ${verb} ${shown}: ${cls.what} may not be changed by commands${rm ? "; delete only the files you mean, by name" : "; commit through the git_commit tool, and leave the state and config alone"}`,
         );
       case "device":
         return fd("deny", "write.device", `${q(text)} ${verb} the device or kernel file ${cls.path}; write only to files in the workspace`);

@@ -57,6 +57,8 @@ export interface ExecResult {
   usage?: { cpuMs: number | null; memoryPeakBytes: number | null };
   /** Set when the command was refused before running. */
   denied?: { rule: string; reason: string } | null;
+  /** What the workspace guard undid after the command (a `.git` it created, a config it changed…). */
+  violations?: string[];
 }
 
 /**

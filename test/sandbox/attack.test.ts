@@ -24,7 +24,7 @@ type Promise_ = "fs" | "protected" | "network" | "caps" | "pidns" | "userns";
 /** What each level promises (see src/sandbox/isolation.ts). */
 const PROMISES: Record<IsolationLevel, Set<Promise_>> = {
   bwrap: new Set(["fs", "protected", "network", "caps", "pidns", "userns"]),
-  unshare: new Set(["protected", "network", "caps", "pidns"]),
+  unshare: new Set(["fs", "protected", "network", "caps", "pidns"]),
   none: new Set(),
 };
 const WHY_NOT: Record<Promise_, string> = {
@@ -284,9 +284,10 @@ describe.each(LEVELS)("level %s", (level) => {
         expect(fs.existsSync(path.join(ws, ".git/hooks/post-checkout"))).toBe(false);
       });
 
-      it("the rest of .git stays writable (git add/commit keep working)", async () => {
-        const r = await run("echo data > .git/objects-test && cat .git/objects-test");
-        expect(r.stdout).toBe("data\n");
+      when("protected", "all of .git is read-only (git writes are the git_commit tool's, on the host)", async () => {
+        const r = await run("echo data > .git/objects-test; cat .git/objects-test");
+        expect(r.stdout).toBe("");
+        expect(fs.existsSync(path.join(ws, ".git/objects-test"))).toBe(false);
       });
     });
 

@@ -11,6 +11,7 @@ const TOOL_NAMES = [
   "run_tests",
   "update_plan",
   "record_decision",
+  "git_commit",
   "finish",
 ];
 
@@ -28,7 +29,7 @@ describe("tool registry", () => {
 
   it("marks only commands and test runs as not idempotent", () => {
     const notIdempotent = TOOLS.filter((t) => !t.idempotent).map((t) => t.name);
-    expect(notIdempotent.sort()).toEqual(["run_command", "run_tests"]);
+    expect(notIdempotent.sort()).toEqual(["git_commit", "run_command", "run_tests"]);
   });
 
   it("gives every tool a strict object schema without a $schema key", () => {
@@ -99,6 +100,10 @@ const ACCEPTED: Record<string, Case[]> = {
     ["every status", plan(st("a", "pending"), st("b", "in_progress"), st("c", "completed"), st("d", "blocked"))],
   ],
   record_decision: [["a decision", { text: "Use SQLite for the ledger: one file, no server." }]],
+  git_commit: [
+    ["a message", { message: "Add /health" }],
+    ["a message and paths", { message: "Fix ids", paths: ["src/a.ts", "test"] }],
+  ],
   finish: [["a summary", { summary: "Added /health; tests pass." }]],
 };
 
@@ -162,6 +167,12 @@ const REJECTED: Record<string, RejectCase[]> = {
   record_decision: [
     ["empty text", { text: "" }, ["text:", "Too small"]],
     ["text over 2000 chars", { text: "x".repeat(2001) }, ["text:", "Too big"]],
+  ],
+  git_commit: [
+    ["no message", {}, ["message:", "expected string, received undefined"]],
+    ["a blank message", { message: "   " }, ["message:", "Too small"]],
+    ["an empty path list", { message: "x", paths: [] }, ["paths:", "Too small"]],
+    ["an unknown key", { message: "x", amend: true }, ["Unrecognized key", "amend"]],
   ],
   finish: [
     ["no summary", {}, ["summary:", "expected string, received undefined"]],
