@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import fs from "node:fs/promises";
 import { z } from "zod";
 import { resolveInWorkspace } from "../src/workspace/paths.js";
+import { replaceFile } from "../src/workspace/replace-file.js";
 import { defineTool, toolError } from "./tool.js";
 
 export const EditFileArgs = z
@@ -91,7 +92,14 @@ export const editFileTool = defineTool({
       );
     }
     const updated = text.slice(0, at[0]) + args.newText + text.slice(at[0]! + args.oldText.length);
-    await fs.writeFile(p.abs, updated);
+    try {
+      // Replaced, never written in place: a hard link's other names may lie outside the workspace.
+      await replaceFile(p.abs, updated);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "EACCES" || code === "EROFS") return toolError(`Cannot write ${p.rel}: ${code}.`, "permission_denied");
+      throw err;
+    }
     const line = lineOf(text, at[0]!);
     return {
       status: "ok",

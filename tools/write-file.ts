@@ -1,7 +1,7 @@
 import fs from "node:fs/promises";
-import path from "node:path";
 import { z } from "zod";
 import { resolveInWorkspace } from "../src/workspace/paths.js";
+import { replaceFile } from "../src/workspace/replace-file.js";
 import { defineTool, toolError } from "./tool.js";
 
 export const WriteFileArgs = z
@@ -31,8 +31,8 @@ export const writeFileTool = defineTool({
       existed = false;
     }
     try {
-      await fs.mkdir(path.dirname(p.abs), { recursive: true });
-      await fs.writeFile(p.abs, args.content);
+      // Replaced, never written in place: a hard link's other names may lie outside the workspace.
+      await replaceFile(p.abs, args.content);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "EACCES" || code === "EROFS") return toolError(`Cannot write ${p.rel}: ${code}.`, "permission_denied");

@@ -10,6 +10,7 @@ import fs from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
 import type { PathCandidate, ShellWord } from "./policy-parts.js";
+import { expandGlob, secretPatternHit, secretPatterns } from "./policy-secret-globs.js";
 
 /** Workspace-relative paths commands may never write, whatever the policy config says. */
 export const PROTECTED_ROOTS = [".git", ".ledgerloop", "ledgerloop.config.json"] as const;
@@ -63,6 +64,7 @@ export class PathJudge {
   private readonly writable: string[];
   private readonly extraProtected: Array<{ pattern: string; match: (rel: string) => boolean }>;
   private protectedNamesCache: string[] | null = null;
+  private secretPatternsCache: ReturnType<typeof secretPatterns> | null = null;
 
   constructor(private readonly opts: PathJudgeOptions) {
     this.workspace = this.physical("/", opts.workspace);
@@ -324,14 +326,41 @@ export class PathJudge {
     return [".cargo/bin", "go/bin", ".local/bin", ".bun/bin", ".deno/bin", ".volta/bin", ".pyenv/shims", ".rbenv/shims", ".yarn/bin"].includes(rel) || /^\.nvm\/versions\/node\/[^/]+\/bin$/.test(rel);
   }
 
-  /** Reads that expose credentials: ~/.ssh, ~/.aws, … and /proc/<pid>/environ. */
+  /** Reads that expose credentials: ~/.ssh, ~/.aws, … (of this or any user's home) and /proc/<pid>/environ. */
   secretRead(abs: string): string | null {
     if (/^\/proc\/[^/]+\/environ$/.test(abs)) return "another process's environment";
     if (/^\/etc\/(shadow|gshadow|sudoers)(\/|$)/.test(abs)) return "the system's password or sudo files";
-    const rel = abs === this.home ? "" : abs.startsWith(`${this.home}/`) ? abs.slice(this.home.length + 1) : null;
-    if (rel === null || this.isInside(abs)) return null;
-    for (const s of SECRET_HOME_PATHS) {
-      if (rel === s || rel.startsWith(`${s}/`)) return `~/${s}`;
+    if (this.isInside(abs)) return null;
+    // Another user's credentials are no less secret than this one's (/root/.ssh while HOME is elsewhere).
+    const other = /^\/(?:root|(?:home|Users)\/[^/]+)(?=\/|$)/.exec(abs)?.[0];
+    for (const home of other && other !== this.home ? [this.home, other] : [this.home]) {
+      const rel = abs === home ? "" : abs.startsWith(`${home}/`) ? abs.slice(home.length + 1) : null;
+      if (rel === null) continue;
+      for (const s of SECRET_HOME_PATHS) {
+        if (rel === s || rel.startsWith(`${s}/`)) return `~/${s}`;
+      }
+    }
+    return null;
+  }
+
+  /**
+   * {@link secretRead} for a glob (picomatch text, relative to `base` unless absolute): what its
+   * pattern could match, or what it matches on disk now, through any symlink. Matches that stay in
+   * the workspace are not secrets, as for a literal path.
+   */
+  secretGlob(base: string, pattern: string): string | null {
+    const segs = pattern.split("/").filter((s) => s !== "");
+    const firstGlob = segs.findIndex((s) => /(^|[^\\])[*?[]/.test(s));
+    const rest = firstGlob < 0 ? [] : segs.slice(firstGlob);
+    const dir = this.physical(pattern.startsWith("/") ? "/" : base, `${pattern.startsWith("/") ? "/" : ""}${segs.slice(0, firstGlob < 0 ? segs.length : firstGlob).map(unescapePm).join("/")}`);
+    if (!this.isInside(dir)) {
+      this.secretPatternsCache ??= secretPatterns(this.home, SECRET_HOME_PATHS);
+      const hit = secretPatternHit(dir, rest, this.secretPatternsCache);
+      if (hit) return hit;
+    }
+    for (const m of expandGlob(dir, rest) ?? []) {
+      const s = this.secretRead(this.physical("/", m));
+      if (s) return s;
     }
     return null;
   }

@@ -159,7 +159,8 @@ export function interpreterKind(program: string): InterpreterKind | null {
   const p = normalizeProgram(program);
   if (SHELL_NAMES.has(p)) return "shell";
   if (p === "python" || p === "python3" || p === "pypy" || p === "pypy3") return "python";
-  if (p === "node" || p === "nodejs") return "node";
+  // bun, deno, tsx and ts-node take node's -e/-p/--eval/--print (deno: `deno eval CODE`).
+  if (p === "node" || p === "nodejs" || p === "bun" || p === "deno" || p === "tsx" || p === "ts-node") return "node";
   if (p === "perl") return "perl";
   if (p === "ruby") return "ruby";
   if (p === "php") return "php";
@@ -182,7 +183,18 @@ export function interpreterCall(p: CommandPart, kind: InterpreterKind): Interpre
   const out: InterpreterCall = { inline: [], script: null, stdin: false, module: null };
   const inlineFlags: Record<InterpreterKind, string> = { shell: "c", python: "c", node: "ep", perl: "eE", ruby: "e", php: "rR" };
   const argFlags: Record<InterpreterKind, string> = { shell: "oO", python: "mWX", node: "rC", perl: "IMmx", ruby: "IrCEe", php: "cdfzBE" };
-  for (let i = 1; i < w.length; i++) {
+  let i = 1;
+  if (kind === "node" && normalizeProgram(p.program) === "deno") {
+    // Only `deno eval [flags] CODE` runs inline code; deno's other subcommands take files or tasks.
+    if (w[1]?.text !== "eval") {
+      out.script = w[1] ?? null;
+      return out;
+    }
+    const code = w.slice(2).find((x) => !x.literal || !x.text.startsWith("-"));
+    if (code) out.inline.push(code);
+    return out;
+  }
+  for (; i < w.length; i++) {
     const t = w[i]!.text;
     if (!w[i]!.literal) {
       out.script = w[i]!;
@@ -214,7 +226,8 @@ export function interpreterCall(p: CommandPart, kind: InterpreterKind): Interpre
         const c = letters[k]!;
         if (inlineFlags[kind].includes(c)) {
           const rest = letters.slice(k + 1);
-          const code = rest && kind !== "shell" ? { ...w[i]!, text: rest, raw: rest } : w[++i];
+          // node never takes its code attached (`-e"x"` is a bad option, `-pe` is -p -e): always the next word.
+          const code = rest && kind !== "shell" && kind !== "node" ? { ...w[i]!, text: rest, raw: rest } : w[++i];
           if (kind === "python" && c === "c") {
             if (code) out.inline.push(code);
             return out;
@@ -1130,6 +1143,12 @@ export function codeStrings(code: string): string[] {
   const list = /[[(]\s*((?:(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")\s*,\s*)+(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")\s*,?\s*)[\])]/g;
   for (const m of code.matchAll(list)) {
     const items = [...m[1]!.matchAll(/'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)"/g)].map((x) => unescape(x[1] ?? x[2] ?? ""));
+    out.push(items.map((s) => `'${s.replace(/'/g, "'\\''")}'`).join(" "));
+  }
+  // 'git', ['push'] (execFile/spawn: program, then its arguments) → one command line
+  const progThenList = /(?:'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)")\s*,\s*\[\s*((?:(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")\s*,?\s*)*)\]/g;
+  for (const m of code.matchAll(progThenList)) {
+    const items = [m[1] ?? m[2] ?? "", ...[...m[3]!.matchAll(/'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)"/g)].map((x) => x[1] ?? x[2] ?? "")].map(unescape);
     out.push(items.map((s) => `'${s.replace(/'/g, "'\\''")}'`).join(" "));
   }
   return out;

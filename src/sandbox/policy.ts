@@ -22,11 +22,14 @@
  *   remote shells (ssh, nc), git commands that rewrite the tree or history (checkout, reset, rebase…),
  *   reading credentials (~/.ssh, ~/.aws…), shell code read from a pipe, and any program not listed.
  *
- * Inline interpreter code (`python3 -c`, `node -e`, `perl -e`, awk programs, here-documents fed to
- * an interpreter) is allowed: the sandbox's isolation contains it, as it contains any script in the
- * workspace. But when such code hands a string to a shell (`os.system`, `subprocess`,
- * `child_process`, backticks, awk `system()`), each string literal is checked as a command line, so
- * a denied program cannot get through the policy that way when it is written out in the code.
+ * Inline interpreter code (`python3 -c`, `node -e`, `perl -e`, `bun -e`, `deno eval`, awk programs,
+ * here-documents fed to an interpreter) is allowed when it is plain code: the sandbox's isolation
+ * contains it, as it contains any script in the workspace. Code that starts programs (`os.system`,
+ * `subprocess`, `child_process`, backticks) has each string literal checked as a command line (a
+ * denied program written out in the code is denied), and otherwise needs approval, since the
+ * command it runs can be built at run time (policy-inline.ts). Awk's commands are its literals, so
+ * awk code is only checked. `make` with makefile text inline or from stdin, or a makefile outside
+ * the workspace, needs approval like a script from outside (policy-make.ts).
  * The policy is not the security boundary — code the agent writes to a file and runs (`npm test`,
  * `make`, `./x.sh`) is not inspected — it catches mistakes and injected commands early and tells the
  * model why; isolation (bubblewrap/unshare) is what contains the rest.
@@ -35,6 +38,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { type CommandPart, parseCommandLine, type Redirection, type ShellWord } from "./policy-parts.js";
+import { inlineExecReason } from "./policy-inline.js";
+import { makeFindings } from "./policy-make.js";
 import { type PathClass, PathJudge, type WriteKind } from "./policy-paths.js";
 import {
   awkCall,
@@ -43,6 +48,7 @@ import {
   type Finding,
   getopt,
   interpreterCall,
+  type InterpreterKind,
   interpreterKind,
   normalizeProgram,
   type PolicyDecision,
@@ -170,6 +176,8 @@ export const POLICY_RULES: Readonly<Record<string, { decision: PolicyDecision | 
   "tar.extract-protected": { decision: "ask", summary: "extracting into the workspace root (archive members could land in .git/)" },
   "sed.exec": { decision: "ask", summary: "sed scripts that run commands (e, s///e) or that could not be read" },
   "interp.inline-denied": { decision: "deny", summary: "inline interpreter code (python -c, node -e, awk …) that shells out to a denied command" },
+  "interp.inline-exec": { decision: "ask", summary: "inline interpreter code that starts programs or loads code by computed names (the command cannot be checked), or is computed at run time" },
+  "make.makefile": { decision: "ask", summary: "make with makefile text inline (--eval, -E), from stdin (-f -), from outside the workspace (-f, -C), or via MAKEFLAGS/MAKEFILES" },
   "pipe.download-to-interpreter": { decision: "deny", summary: "curl … | sh, wget -O- … | bash, bash <(curl …)" },
   "shell.stdin": { decision: "ask", summary: "a shell reading code from a pipe or file the policy cannot see" },
   "shell.script": { decision: "ask", summary: "running or sourcing a script outside the workspace" },
@@ -589,8 +597,20 @@ class Evaluator implements RuleEnv {
   private secretOf(w: ShellWord, cwds: string[] | null): string | null {
     if (/\/proc\/[^/\s]+\/environ/.test(w.text)) return "a process's environment";
     const texts: string[] = [];
+    const braces = w.candidates ? null : braceFallback(w.text, this.judge.home);
+    if (braces) for (const b of braces.startsWith("/") ? ["/"] : (cwds ?? [])) {
+      const s = this.judge.secretGlob(b, braces);
+      if (s) return s;
+    }
     for (const c of w.candidates ?? []) {
-      if (c.glob) continue;
+      if (c.glob) {
+        // Judged by what the pattern can match, not skipped: `~/.aw?/credentials` is ~/.aws/credentials.
+        for (const b of c.text.startsWith("/") ? ["/"] : (cwds ?? [])) {
+          const s = this.judge.secretGlob(b, c.text);
+          if (s) return s;
+        }
+        continue;
+      }
       texts.push(c.text);
       const eq = c.text.indexOf("=");
       if (eq > 0) texts.push(c.text.slice(eq + 1).replace(/^~(?=\/|$)/, this.judge.home));
@@ -649,7 +669,13 @@ class Evaluator implements RuleEnv {
         out.push(...this.scriptLocation(p, input.word));
       }
     }
-    if (kind && kind !== "shell") for (const c of call.inline) if (c.literal) out.push(...this.inlineFindings(p, kind, c.text));
+    if (kind && kind !== "shell") {
+      for (const c of call.inline) {
+        out.push(...this.inlineFindings(p, kind, c.text));
+        // Expansions inside the code (`-c "$CODE"`, `-e "x='$V'"`) can inject any code at run time.
+        if (!c.literal) out.push(fd("ask", "interp.inline-exec", `the inline ${kind} code of ${q(p.text)} is partly computed at run time (${q(c.raw)}), so the policy cannot check it; write the code out literally`));
+      }
+    }
     return out;
   }
 
@@ -667,8 +693,8 @@ class Evaluator implements RuleEnv {
     return [fd("ask", "shell.script", `${q(p.text)} runs the script ${q(script.raw)} from outside the workspace (or from a path computed at run time); it needs the user's approval`)];
   }
 
-  private inlineFindings(p: CommandPart, kind: string, code: string): Finding[] {
-    if (!shellsOut(code, kind as "python")) return [];
+  private inlineFindings(p: CommandPart, kind: InterpreterKind | "awk", code: string): Finding[] {
+    if (!shellsOut(code, kind) && !inlineExecReason(code, kind)) return [];
     for (const s of codeStrings(code)) {
       if (!s.trim() || s.length > 4000) continue;
       const denials = this.nestedDenials(s, p.cwd);
@@ -682,6 +708,9 @@ class Evaluator implements RuleEnv {
         ];
       }
     }
+    // No literal names a refused command, but what the code runs may be built at run time.
+    const why = inlineExecReason(code, kind);
+    if (why) return [fd("ask", "interp.inline-exec", `the inline ${kind} code of ${q(p.text)} ${why}; the policy cannot check which, so it needs the user's approval (run the commands directly instead)`)];
     return [];
   }
 
@@ -712,6 +741,10 @@ class Evaluator implements RuleEnv {
       }
       case "ln":
         out.push(...this.linkFindings(p));
+        break;
+      case "make":
+      case "gmake":
+        out.push(...makeFindings(p, this.judge));
         break;
       case "tar": {
         const t = tarCall(p);
@@ -821,4 +854,19 @@ function landingWord(dest: ShellWord, source: ShellWord): ShellWord | null {
   const base = (source.text.replace(/\/+$/, "").split("/").pop() ?? source.text) || source.text;
   const join = (d: string) => `${d.replace(/\/+$/, "")}/${base}`;
   return { raw: join(dest.raw), text: join(dest.text), literal: dest.literal && source.literal, glob: dest.glob || source.glob, candidates: cands, substitutions: [] };
+}
+
+/**
+ * A word whose brace expansion was too large to list, as a glob that matches at least everything the
+ * expansion can produce (each `{…}` group becomes `*`, or `*` / `**` / `*` when it holds a `/`); null
+ * when the word has no braces or holds run-time expansions.
+ */
+function braceFallback(text: string, home: string): string | null {
+  if (!/\{[^}]*(,|\.\.)[^}]*\}/.test(text) || /[$`]/.test(text)) return null;
+  let out = text.replace(/^~(?=\/|$)/, home);
+  for (let prev = ""; prev !== out; ) {
+    prev = out;
+    out = out.replace(/\{([^{}]*)\}/g, (_m, inner: string) => (inner.includes("/") ? "*/**/*" : "*"));
+  }
+  return out;
 }
