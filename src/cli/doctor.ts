@@ -8,6 +8,7 @@ import { errorMessage } from "../errors.js";
 import { probeEndpoint } from "../models/probe.js";
 import { detectIsolation } from "../sandbox/detect.js";
 import { createSandbox } from "../sandbox/executor.js";
+import { levelPromises, type IsolationLevel } from "../sandbox/isolation.js";
 import { printJson } from "./common.js";
 
 export interface DoctorCheck {
@@ -17,7 +18,7 @@ export interface DoctorCheck {
 }
 
 export interface DoctorReport {
-  sandbox: { level: string; reasons: string[]; uid: string };
+  sandbox: { level: string; reasons: string[]; uid: string; enforced: string[]; notEnforced: string[] };
   checks: DoctorCheck[];
 }
 
@@ -90,7 +91,8 @@ export async function handleDoctor(args: { workspace?: string; model?: string })
     });
     checks.push({ name: "endpoint", ...r });
   }
-  return { sandbox: { level: sandbox.level, reasons: [...sandbox.reasons], uid: sandbox.uidFor(workspace).reason }, checks };
+  const promises = levelPromises(sandbox.level as IsolationLevel);
+  return { sandbox: { level: sandbox.level, reasons: [...sandbox.reasons], uid: sandbox.uidFor(workspace).reason, ...promises }, checks };
 }
 
 export function registerDoctor(program: Command): void {
@@ -104,7 +106,14 @@ export function registerDoctor(program: Command): void {
       const r = await handleDoctor(opts);
       process.exitCode = r.checks.every((c) => c.ok) ? 0 : 1;
       if (opts.json) return printJson(r);
-      const out = [`sandbox: ${r.sandbox.level}`, ...r.sandbox.reasons.map((l) => `  ${l}`), `  commands run as: ${r.sandbox.uid}`, ""];
+      const out = [
+        `sandbox: ${r.sandbox.level}`,
+        ...r.sandbox.reasons.map((l) => `  ${l}`),
+        `  commands run as: ${r.sandbox.uid}`,
+        ...r.sandbox.enforced.map((l) => `  enforced: ${l}`),
+        ...r.sandbox.notEnforced.map((l) => `  NOT enforced: ${l}`),
+        "",
+      ];
       for (const c of r.checks) out.push(`${c.ok ? "ok  " : "FAIL"} ${c.name.padEnd(12)} ${c.detail}`);
       process.stdout.write(out.join("\n") + "\n");
     });

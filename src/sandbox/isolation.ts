@@ -31,6 +31,28 @@ import path from "node:path";
 export type IsolationLevel = "bwrap" | "unshare" | "none";
 export const LEVELS: IsolationLevel[] = ["bwrap", "unshare", "none"];
 
+/** What a level enforces and what it does not, as `doctor` prints it (the attack suite tests the first list). */
+export function levelPromises(level: IsolationLevel): { enforced: string[]; notEnforced: string[] } {
+  const files = "read-only host; private /tmp, /run, /proc; credential stores and host sockets hidden";
+  const git = "every .git, ledgerloop.config.json and .ledgerloop/ read-only; a new .git is moved away after the command";
+  if (level === "bwrap") {
+    return {
+      enforced: [files, "private /dev", git, "no network (loopback only)", "PID namespace", "no capabilities, no_new_privs", "user namespace (uid 65534 inside for a root runner), nested ones disabled", "seccomp: no set-uid/set-gid files"],
+      notEnforced: ["reading what the command's uid can read outside the hidden paths"],
+    };
+  }
+  if (level === "unshare") {
+    return {
+      enforced: [files, git, "no network (loopback only)", "PID namespace", "no capabilities, no_new_privs", "set-uid/set-gid bits cleared after the command"],
+      notEnforced: ["user namespace (a root runner's command stays uid 0, without capabilities)", "private /dev (read-only instead)", "seccomp filter", "reading what the command's uid can read outside the hidden paths"],
+    };
+  }
+  return {
+    enforced: ["limits and a scrubbed environment", "changes to git's control files and the config undone after the command; a new .git moved away", "set-uid/set-gid bits cleared after a root command"],
+    notEnforced: ["file-system confinement (host, /tmp and .ledgerloop/ are writable)", "network", "PID namespace", "capabilities"],
+  };
+}
+
 /** Workspace paths commands may read but not change: hooks and config run code on the host later. */
 export const DEFAULT_PROTECTED = [".git/hooks", ".git/config", ".ledgerloop"];
 

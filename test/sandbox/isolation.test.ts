@@ -6,7 +6,7 @@ import { ConfigError } from "../../src/errors.js";
 import { detectIsolation, isolationWarning, type IsolationReport } from "../../src/sandbox/detect.js";
 import { runCommand } from "../../src/sandbox/engine.js";
 import { createLocalSandbox, createSandbox, killOrphan } from "../../src/sandbox/executor.js";
-import { LEVELS, planUid } from "../../src/sandbox/isolation.js";
+import { LEVELS, levelPromises, planUid } from "../../src/sandbox/isolation.js";
 import { DEFAULT_LIMITS, detectCgroups, resolveLimits, rlimitScript, whichLimit, type LimitEvidence } from "../../src/sandbox/limits.js";
 import type { ProcessInfo } from "../../src/sandbox/port.js";
 import { buildSeccompFilter } from "../../src/sandbox/seccomp.js";
@@ -299,5 +299,20 @@ describe.skipIf(!has("unshare"))(`unshare level${skipWhy("unshare")}`, () => {
     expect(Number(procs)).toBeLessThan(10);
     expect(r.stdout).toMatch(/CapEff:\s+0+\n/);
     expect(r.stdout).toMatch(/NoNewPrivs:\s+1/);
+  });
+});
+
+describe("what doctor says a level promises", () => {
+  it.skipIf(!has("unshare") || process.getuid?.() !== 0)("at unshare a root runner's uid plan claims no user namespace (skipped unless root with unshare)", () => {
+    const reason = createSandbox({ level: "unshare" }).uidFor(tmp).reason;
+    expect(reason).not.toMatch(/65534|in a user namespace/);
+    expect(reason).toMatch(/no user namespace at this level/);
+  });
+
+  it("lists the user namespace and seccomp as not enforced at unshare, and confinement as not enforced at none", () => {
+    expect(levelPromises("unshare").notEnforced.join("\n")).toMatch(/user namespace[\s\S]*seccomp/);
+    expect(levelPromises("unshare").enforced.join("\n")).toMatch(/read-only host/);
+    expect(levelPromises("none").notEnforced.join("\n")).toMatch(/file-system confinement/);
+    expect(levelPromises("bwrap").enforced.join("\n")).toMatch(/user namespace/);
   });
 });
