@@ -4,6 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createSandbox } from "../../src/sandbox/executor.js";
+import { detectIsolation } from "../../src/sandbox/detect.js";
 import { noneNamespacePrefix } from "../../src/sandbox/none-pidns.js";
 
 // At level "none" a command's processes must end with it, even a daemon that tries hard to stay:
@@ -112,4 +113,16 @@ describe.skipIf(!isRoot)("level none as root (skipped as non-root: a PID namespa
     const ps = await run("ps -e -o pid= | wc -l");
     expect(Number(ps.stdout.trim())).toBeLessThan(10);
   }, 60_000);
+});
+
+describe("what doctor says about level none", () => {
+  it("names the guarantee it gives, or the one it cannot give", () => {
+    const none = detectIsolation().levels.none.detail;
+    expect(none).toMatch(/runs on the host \(its files, network and uid\)/);
+    if (noneNamespacePrefix("/bin/sh").prefix) expect(none).toMatch(/own PID namespace: every process it starts ends with it \(not ones a host service/);
+    else expect(none).toMatch(/can outlive the command/);
+    // A sandbox without the namespace says so in its reasons.
+    const off = createSandbox({ level: "none", workspace: tmp, pidNamespace: false });
+    expect(off.reasons.join("\n")).toMatch(/no PID namespace .*can outlive the command/);
+  });
 });
