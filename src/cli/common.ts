@@ -5,7 +5,7 @@ import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { CliError, LedgerloopError } from "../errors.js";
 import { RunRegistry } from "../ledger/runs.js";
 import { SqliteLedger } from "../ledger/sqlite-ledger.js";
-import { openStateDb } from "../ledger/state-db.js";
+import { asStateError, isSqliteError, openStateDb } from "../ledger/state-db.js";
 import { createRuntime, resolveWorkspace, stateLocation, type ProgressEvent, type Runtime } from "../runtime.js";
 import { defaultRedactor } from "../secrets.js";
 import type { RunSettings } from "../settings.js";
@@ -42,6 +42,8 @@ export interface OpenedState {
   runs: RunRegistry;
   checkpointer: SqliteSaver;
   close(): void;
+  /** SQLite's own errors (which never say which file) as a one-line error naming the state database; others unchanged. */
+  named(err: unknown): unknown;
 }
 
 /**
@@ -55,30 +57,37 @@ export function openExistingState(args: WorkspaceArgs, opts: { write?: boolean }
     throw new CliError(`no ledgerloop state in ${workspace} (${dbPath} does not exist); start a run with \`ledgerloop run\``, 1, "NO_STATE");
   }
   const db = openStateDb(dbPath, { create: false, readonly: !opts.write });
-  if (!opts.write) {
-    // Read-only, nothing creates the tables: a file with checkpoints only (plain LangGraph) or
-    // from before the first run gets a sentence, not "no such table".
-    const have = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((r) => r.name));
-    const missing = ["ll_events", "ll_runs", "checkpoints"].filter((t) => !have.has(t));
-    if (missing.length) {
-      db.close();
-      throw new CliError(
-        `${dbPath} holds no ledgerloop run (tables ${missing.join(", ")} are missing); start a run with \`ledgerloop run\``,
-        1,
-        "NO_STATE",
-      );
+  const named = (err: unknown) => (isSqliteError(err) ? asStateError(err, dbPath) : err);
+  try {
+    if (!opts.write) {
+      // Read-only, nothing creates the tables: a file with checkpoints only (plain LangGraph) or
+      // from before the first run gets a sentence, not "no such table".
+      const have = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((r) => r.name));
+      const missing = ["ll_events", "ll_runs", "checkpoints"].filter((t) => !have.has(t));
+      if (missing.length) {
+        throw new CliError(
+          `${dbPath} holds no ledgerloop run (tables ${missing.join(", ")} are missing); start a run with \`ledgerloop run\``,
+          1,
+          "NO_STATE",
+        );
+      }
     }
+    return {
+      workspace,
+      stateDir,
+      dbPath,
+      db,
+      // Their constructors create tables and triggers when writing: a locked file fails here.
+      ledger: new SqliteLedger(db),
+      runs: new RunRegistry(db),
+      checkpointer: new SqliteSaver(db),
+      close: () => db.close(),
+      named,
+    };
+  } catch (err) {
+    db.close();
+    throw named(err);
   }
-  return {
-    workspace,
-    stateDir,
-    dbPath,
-    db,
-    ledger: new SqliteLedger(db),
-    runs: new RunRegistry(db),
-    checkpointer: new SqliteSaver(db),
-    close: () => db.close(),
-  };
 }
 
 /** Fails with a one-line error unless the thread has checkpoints. */
@@ -121,6 +130,8 @@ export function savedRun(thread: string, args: WorkspaceArgs): { workspace: stri
   try {
     requireThread(st, thread);
     return { workspace: st.workspace, settings: st.runs.get(thread)?.settings };
+  } catch (err) {
+    throw st.named(err);
   } finally {
     st.close();
   }

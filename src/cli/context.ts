@@ -49,6 +49,8 @@ export async function handleContext(thread: string, args: ContextArgs): Promise<
       omitted: pick.payload.omitted,
       messages: blob ? (JSON.parse(blob) as ChatMessage[]) : [],
     };
+  } catch (err) {
+    throw st.named(err);
   } finally {
     st.close();
   }

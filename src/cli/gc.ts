@@ -14,6 +14,8 @@ export async function handleGc(args: GcArgs): Promise<GcReport> {
   try {
     const revisions = new RevisionStore(st.db, st.workspace, { blobsDir: path.join(st.stateDir, "blobs") });
     return await collectGarbage(st.db, revisions, st.stateDir, { keepLast: args.keepLast });
+  } catch (err) {
+    throw st.named(err);
   } finally {
     st.close();
   }

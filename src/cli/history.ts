@@ -41,6 +41,8 @@ export async function handleHistory(thread: string, args: WorkspaceArgs): Promis
       });
     }
     return rows;
+  } catch (err) {
+    throw st.named(err);
   } finally {
     st.close();
   }

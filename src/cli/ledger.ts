@@ -29,6 +29,8 @@ export async function handleLedger(thread: string, args: LedgerArgs): Promise<Le
     else events = await st.ledger.list(thread);
     if (types.length) events = events.filter((e) => types.includes(e.type));
     return events.filter((e) => e.threadId === thread);
+  } catch (err) {
+    throw st.named(err);
   } finally {
     st.close();
   }

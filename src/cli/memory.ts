@@ -14,6 +14,8 @@ export async function handleMemoryList(args: MemoryArgs): Promise<Lesson[]> {
   try {
     const store = new SqliteStore(st.db);
     return args.query ? await recallLessons(store, args.query, 50) : await listLessons(store);
+  } catch (err) {
+    throw st.named(err);
   } finally {
     st.close();
   }
@@ -26,6 +28,8 @@ export async function handleMemoryForget(keys: string[], args: WorkspaceArgs): P
     const n = await forgetLessons(new SqliteStore(st.db), keys);
     if (n === 0) throw new CliError(`no lesson matches ${keys.join(", ")}; see \`ledgerloop memory list\``, 1, "NOT_FOUND");
     return n;
+  } catch (err) {
+    throw st.named(err);
   } finally {
     st.close();
   }

@@ -15,6 +15,8 @@ export async function handleReport(thread: string, args: WorkspaceArgs): Promise
     const values = (await st.checkpointer.getTuple({ configurable: { thread_id: thread } }))?.checkpoint.channel_values as TaskStateValue | undefined;
     const revisions = new RevisionStore(st.db, st.workspace, { blobsDir: path.join(st.stateDir, "blobs") });
     return await buildReport(st.ledger, revisions, thread, values?.ledgerHead ?? null, values?.subtasks ?? []);
+  } catch (err) {
+    throw st.named(err);
   } finally {
     st.close();
   }

@@ -9,6 +9,8 @@ export async function handleStats(args: WorkspaceArgs): Promise<StorageStats> {
   const st = openExistingState(args);
   try {
     return storageStats(st.db, new RevisionStore(st.db, st.workspace, { blobsDir: path.join(st.stateDir, "blobs") }), st.stateDir);
+  } catch (err) {
+    throw st.named(err);
   } finally {
     st.close();
   }

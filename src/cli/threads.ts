@@ -40,6 +40,8 @@ export async function handleThreads(args: WorkspaceArgs): Promise<ThreadRow[]> {
         };
       })
       .sort((a, b) => String(a.createdAt).localeCompare(String(b.createdAt)));
+  } catch (err) {
+    throw st.named(err);
   } finally {
     st.close();
   }

@@ -138,8 +138,10 @@ export function storageStats(db: Database.Database, revisions: RevisionStore, st
   const one = <T>(sql: string, fallback: T): T => {
     try {
       return (db.prepare(sql).get() as T) ?? fallback;
-    } catch {
-      return fallback;
+    } catch (err) {
+      // A table not created yet counts as empty; any other error is an error, not a zero.
+      if (/no such table/.test((err as Error)?.message ?? "")) return fallback;
+      throw err;
     }
   };
   const cp = one<{ n: number; b: number | null }>("SELECT COUNT(*) AS n, SUM(length(checkpoint) + length(metadata)) AS b FROM checkpoints", { n: 0, b: 0 });

@@ -2,7 +2,7 @@ import type { Ledger } from "../ledger/port.js";
 import type { LedgerEvent, Subtask } from "../state.js";
 import { describeAction } from "../context/render.js";
 import type { FileDiffStat, RevisionStore } from "../workspace/revisions.js";
-import { formatStat } from "../workspace/revisions.js";
+import { RevisionError, formatStat } from "../workspace/revisions.js";
 
 export interface RunReport {
   thread: string;
@@ -49,8 +49,11 @@ export async function buildReport(ledger: Ledger, revisions: RevisionStore | nul
   if (revisions && first && last && first !== last) {
     try {
       files = await revisions.diff(first, last, { stat: true });
-    } catch {
-      files = []; // revisions pruned by gc: the report still has everything else
+    } catch (err) {
+      // Revisions pruned by gc: the report still has everything else. Anything else (an unreadable
+      // database) is an error, not a report with a section missing.
+      if (!(err instanceof RevisionError)) throw err;
+      files = [];
     }
   }
   const stepOf = (f: LedgerEvent<"environment_feedback">) => actions.get(f.causedBy ?? "")?.payload.step ?? 0;

@@ -4,12 +4,15 @@ import net from "node:net";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { errorMessage } from "../errors.js";
+import { failpoint } from "../failpoints.js";
 import { VectorStoreError } from "./errors.js";
 
 // The embedded Chroma server: the chromadb package's bundled server, persisting under
 // <stateDir>/chroma, on a free loopback port. Every ledgerloop process using it registers itself in
 // <stateDir>/chroma.clients/<pid>; the last one to leave stops it. A process killed with SIGKILL
-// leaves the server running, and the next process adopts it (server.json + a heartbeat).
+// leaves the server running, and the next process adopts it (server.json + a heartbeat). The record
+// is written as the server is spawned, and a server on the data directory that no record names is
+// stopped before another is started: no crash point leaves a server nobody will stop.
 
 /** A running Chroma server this process may use until it calls `release`. */
 export interface ChromaServer {
@@ -28,6 +31,11 @@ interface ServerRecord {
   host: string;
   dataDir: string;
   startedAt: string;
+  /**
+   * "starting" is written the moment the server is spawned, "ready" once it answers: a process
+   * killed while waiting for it leaves a record, so the next one adopts or stops that server.
+   */
+  status?: "starting" | "ready";
 }
 
 export interface EnsureChromaOptions {
@@ -69,13 +77,20 @@ export async function ensureChromaServer(opts: EnsureChromaOptions): Promise<Chr
   let server: { record: ServerRecord; started: boolean };
   try {
     const existing = readRecord(recordFile);
-    if (existing && isAlive(existing.pid) && (await heartbeat(urlOf(existing)))) {
-      server = { record: existing, started: false };
+    const ours = existing && isAlive(existing.pid) && isChromaProcess(existing.pid, dataDir) ? existing : null;
+    // We hold the lock, so whoever wrote a "starting" record is gone: give its server the time a
+    // start takes before deciding it is not coming up.
+    const waitMs = ours?.status === "starting" ? Math.max(0, Date.parse(ours.startedAt) + (opts.startTimeoutMs ?? 30_000) - Date.now()) : 0;
+    if (ours && (await answers(urlOf(ours), ours.pid, waitMs))) {
+      if (ours.status !== "ready") writeRecord(recordFile, { ...ours, status: "ready" });
+      server = { record: { ...ours, status: "ready" }, started: false };
     } else {
-      // A dead or unresponsive server from an earlier run: make sure it is gone before reusing its data.
-      if (existing && isAlive(existing.pid) && isChromaProcess(existing.pid, dataDir)) await stopPid(existing.pid);
-      server = { record: await startServer(dataDir, stateDir, opts.startTimeoutMs ?? 30_000), started: true };
-      fs.writeFileSync(recordFile, JSON.stringify(server.record, null, 2));
+      // A dead or unresponsive server from an earlier run, and any server on this data directory
+      // that no record names (its starter was killed before it could write one): make sure they
+      // are gone before reusing the data.
+      if (ours) await stopPid(ours.pid);
+      for (const pid of chromaProcessesOn(dataDir)) await stopPid(pid);
+      server = { record: await startServer(dataDir, stateDir, recordFile, opts.startTimeoutMs ?? 30_000), started: true };
     }
     register(stateDir);
   } finally {
@@ -106,7 +121,24 @@ function urlOf(r: ServerRecord): string {
   return `http://${r.host}:${r.port}`;
 }
 
-async function startServer(dataDir: string, stateDir: string, timeoutMs: number): Promise<ServerRecord> {
+/** Whether the server at `url` answers within `waitMs` (one try when 0) while `pid` lives. */
+async function answers(url: string, pid: number, waitMs: number): Promise<boolean> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    if (await heartbeat(url)) return true;
+    if (Date.now() >= deadline || !isAlive(pid)) return false;
+    await sleep(200);
+  }
+}
+
+function writeRecord(file: string, record: ServerRecord): void {
+  // Written whole then renamed: a reader never sees half a record.
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, JSON.stringify(record, null, 2));
+  fs.renameSync(tmp, file);
+}
+
+async function startServer(dataDir: string, stateDir: string, recordFile: string, timeoutMs: number): Promise<ServerRecord> {
   const cli = chromaCli();
   const logFile = path.join(stateDir, "chroma.log");
   let lastError = "";
@@ -122,6 +154,11 @@ async function startServer(dataDir: string, stateDir: string, timeoutMs: number)
     });
     fs.closeSync(log);
     child.unref();
+    // The window a crash test kills the process in: the server exists, no record names it yet.
+    failpoint("chroma-spawned");
+    const record: ServerRecord = { pid: child.pid!, port, host: HOST, dataDir, startedAt: new Date().toISOString(), status: "starting" };
+    if (child.pid) writeRecord(recordFile, record);
+    failpoint("chroma-recorded");
     let exited: number | null | undefined;
     child.once("exit", (code) => (exited = code));
     child.once("error", (err) => {
@@ -132,11 +169,14 @@ async function startServer(dataDir: string, stateDir: string, timeoutMs: number)
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline && exited === undefined) {
       if (await heartbeat(url, 1000)) {
-        return { pid: child.pid!, port, host: HOST, dataDir, startedAt: new Date().toISOString() };
+        const ready = { ...record, status: "ready" as const };
+        writeRecord(recordFile, ready);
+        return ready;
       }
       await sleep(100);
     }
     const tail = readTail(logFile);
+    fs.rmSync(recordFile, { force: true });
     if (exited === undefined) {
       if (child.pid) await stopPid(child.pid);
       throw new VectorStoreError("VECTOR_SERVER_START", `the Chroma server did not answer within ${timeoutMs} ms (log ${logFile}: ${tail})`);
@@ -247,14 +287,25 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** Whether pid is a Chroma server on dataDir (so a recycled pid is never signalled). Non-Linux: trusted. */
-function isChromaProcess(pid: number, dataDir: string): boolean {
+/** Whether pid is a Chroma server on dataDir (so a recycled pid is never signalled). Non-Linux: `unknown`. */
+function isChromaProcess(pid: number, dataDir: string, unknown = process.platform !== "linux"): boolean {
   try {
     const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-    return cmdline.includes("run") && cmdline.includes(dataDir);
+    const at = cmdline.indexOf("--path");
+    return cmdline.includes("run") && at >= 0 && cmdline[at + 1] === dataDir;
   } catch {
-    return process.platform !== "linux";
+    return unknown;
   }
+}
+
+/** Pids of every Chroma server running on `dataDir` (Linux; elsewhere none are found). */
+function chromaProcessesOn(dataDir: string): number[] {
+  const out: number[] = [];
+  for (const name of safeReaddir("/proc")) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    if (isAlive(Number(name)) && isChromaProcess(Number(name), dataDir, false)) out.push(Number(name));
+  }
+  return out;
 }
 
 function readRecord(file: string): ServerRecord | null {

@@ -5,6 +5,7 @@ import { detectCgroups, type CgroupSupport } from "./limits.js";
 import os from "node:os";
 import { LEVELS, planUid, runnerUid, unshareArgv, type IsolationLevel, type Tools } from "./isolation.js";
 import { seccompSupported } from "./seccomp.js";
+import { noneNamespacePrefix } from "./none-pidns.js";
 
 export interface LevelProbe {
   ok: boolean;
@@ -152,7 +153,11 @@ export function detectIsolation(opts: { refresh?: boolean } = {}): IsolationRepo
       ? { ok: true, detail: `${tools.unshare} works (mount, network and PID namespaces: read-only host, private /tmp and /run)${tools.ip ? "" : "; `ip` not found, so loopback stays down"}` }
       : { ok: false, detail: `${tools.unshare} cannot build the sandbox here: ${firstLine(probe.out) || "probe failed"}` };
   }
-  levels.none = { ok: true, detail: "always available: runs on the host, only limits apply" };
+  const noneNs = noneNamespacePrefix(tools.sh);
+  levels.none = {
+    ok: true,
+    detail: `always available: runs on the host (its files, network and uid), only limits apply; ${noneNs.reason}`,
+  };
 
   const level = LEVELS.find((l) => levels[l].ok)!;
   const cgroups = detectCgroups();
@@ -167,7 +172,7 @@ export function detectIsolation(opts: { refresh?: boolean } = {}): IsolationRepo
         : "RLIMIT_NPROC (counts every process of the uid)",
     cpu: `RLIMIT_CPU per process${p.cpuacct ? ", and for the whole command via cgroup cpuacct" : ""}`,
     file_size: "RLIMIT_FSIZE",
-    timeout: `wall clock; the whole tree is killed (${p.freezer || p.pids || p.memory ? "cgroup" : "process group and descendant scan"}${level === "none" ? "" : " and PID namespace"})`,
+    timeout: `wall clock; the whole tree is killed (${p.freezer || p.pids || p.memory ? "cgroup" : "process group and descendant scan"}${level !== "none" || noneNs.prefix ? " and PID namespace" : ""})`,
     output: "stopped after the output budget; stdout/stderr capped to head and tail",
   };
   const reasons: string[] = [];
@@ -190,7 +195,8 @@ export function isolationWarning(level: string, reasons: string[] = []): string 
   return [
     "WARNING: ledgerloop runs the agent's commands WITHOUT ISOLATION (sandbox: none).",
     "  Commands can read and change any file this user can, reach the network, and read this process's",
-    "  environment; only the limits and the scrubbed environment apply. Install bubblewrap",
+    "  environment; only the limits, the scrubbed environment and (as root) a PID namespace that ends",
+    "  every process a command started apply. Install bubblewrap",
     "  (apt-get install bubblewrap) to isolate them.",
     ...why,
   ].join("\n");

@@ -32,6 +32,7 @@ import {
   type LimitName,
   type Limits,
 } from "./limits.js";
+import { noneNamespacePrefix } from "./none-pidns.js";
 import { OutputCap } from "./output-cap.js";
 import type { ExecRequest, ExecResult, ProcessInfo, Sandbox } from "./port.js";
 import { COMMAND_TAG_VAR, descendants, isRunning, processesWithEnv, readProcStart, tasksOfUid } from "./proc.js";
@@ -306,6 +307,12 @@ export interface SandboxOptions {
   cgroups?: boolean;
   /** A detection to use instead of probing this machine (tests, or a report already printed). */
   report?: IsolationReport;
+  /**
+   * Level "none" only: run each command in its own PID namespace where the runner can create one
+   * (root), so that nothing it starts outlives it (see none-pidns.ts). Default true; false gives
+   * host pids and signals at the cost of that guarantee (what a non-root runner gets anyway).
+   */
+  pidNamespace?: boolean;
 }
 
 /** A sandbox plus what it found out about the machine. */
@@ -359,6 +366,10 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
   if (opts.cgroups === false) {
     cgroups = { parents: {}, reasons: ["cgroups: turned off for this sandbox (memory limit not enforced)"] };
     reasons = [...reasons, ...cgroups.reasons];
+  }
+  const noneNs = level === "none" && opts.pidNamespace !== false ? noneNamespacePrefix(tools.sh) : null;
+  if (level === "none") {
+    reasons = [...reasons, `none: ${noneNs ? noneNs.reason : "no PID namespace (turned off for this sandbox): a process that leaves the command's process group, cgroups and tree, and drops LEDGERLOOP_COMMAND from its environment, can outlive the command"}`];
   }
   const defaults = resolveLimits(opts.limits);
   const protectRel = opts.protectedPaths ?? DEFAULT_PROTECTED;
@@ -422,7 +433,9 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
       // The command runs as uid 0 on the host's files (set-uid files it makes would be root's).
       let asRoot = nprocUid === 0;
       if (level === "none") {
-        inner = [tools.bash, "-c", req.command];
+        // Where it can be had (root), a PID namespace: the only container of the command's
+        // processes the command cannot leave (see none-pidns.ts).
+        inner = [...(noneNs?.prefix ?? []), tools.bash, "-c", req.command];
         nproc = !hasPidsCgroup && nprocUid !== 0;
       } else {
         const uid = uidFor(workspace);
@@ -556,6 +569,7 @@ function mergeProtected(paths: string[]): string[] {
 export interface LocalSandboxOptions {
   outputCapBytes?: number;
   limits?: Partial<Limits>;
+  pidNamespace?: boolean;
 }
 
 /**
@@ -563,5 +577,5 @@ export interface LocalSandboxOptions {
  * "none". Same as `createSandbox({ level: "none" })`.
  */
 export function createLocalSandbox(opts: LocalSandboxOptions = {}): Sandbox {
-  return createSandbox({ level: "none", outputCapBytes: opts.outputCapBytes, limits: opts.limits });
+  return createSandbox({ level: "none", outputCapBytes: opts.outputCapBytes, limits: opts.limits, pidNamespace: opts.pidNamespace });
 }

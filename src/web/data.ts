@@ -55,8 +55,12 @@ export function locate(src: ViewerSource): { workspace: string; stateDir: string
  */
 export function openReadOnly(workspace: string, dbPath: string): ReadOnlyState | null {
   if (!fs.existsSync(dbPath)) return null;
+  // The page check reads the whole file: once per version of the files, not once per request.
+  const version = fileVersion(dbPath);
+  const check = checkedVersions.get(dbPath) !== version;
   // A WAL reader does not wait for writers; the short timeout only covers WAL recovery by another process.
-  const db = openStateDb(dbPath, { create: false, readonly: true, busyTimeoutMs: 250 });
+  const db = openStateDb(dbPath, { create: false, readonly: true, busyTimeoutMs: 250, check });
+  if (check) checkedVersions.set(dbPath, version);
   try {
     const tables = new Set(
       (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((r) => r.name),
@@ -74,6 +78,23 @@ export function openReadOnly(workspace: string, dbPath: string): ReadOnlyState |
     db.close();
     throw err;
   }
+}
+
+/** Per state database, the version of its files (see fileVersion) that last passed the page check. */
+const checkedVersions = new Map<string, string>();
+
+/** Size, mtime and inode of the database and its WAL: changes whenever either is written or replaced. */
+function fileVersion(dbPath: string): string {
+  return [dbPath, `${dbPath}-wal`]
+    .map((f) => {
+      try {
+        const st = fs.statSync(f, { bigint: true });
+        return `${st.ino}:${st.size}:${st.mtimeNs}`;
+      } catch {
+        return "-";
+      }
+    })
+    .join("/");
 }
 
 function hasTable(db: Database.Database, name: string): boolean {

@@ -3,6 +3,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { LedgerloopError, errorMessage } from "../errors.js";
+import { asStateError, isSqliteError } from "../ledger/state-db.js";
 import {
   HttpError,
   locate,
@@ -204,7 +205,9 @@ export async function startViewer(opts: ViewerOptions): Promise<Viewer> {
   }
 
   const server = http.createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
+    handle(req, res).catch((thrown: unknown) => {
+      // SQLite's own errors do not say which file: name the state database, as the CLI does.
+      const err = isSqliteError(thrown) ? asStateError(thrown, dbPath) : thrown;
       if (res.headersSent) {
         res.destroy();
         return;

@@ -1,4 +1,4 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -64,4 +64,63 @@ await s.release();`;
     await b.release();
     expect(alive(b.pid!)).toBe(false);
   });
+});
+
+/** Pids of Chroma servers whose command line runs on `dataDir`. */
+function serversOn(dataDir: string): number[] {
+  return fs
+    .readdirSync("/proc")
+    .filter((n) => /^\d+$/.test(n))
+    .filter((n) => {
+      try {
+        const argv = fs.readFileSync(`/proc/${n}/cmdline`, "utf8").split("\0");
+        return argv.includes("run") && argv[argv.indexOf("--path") + 1] === dataDir && alive(Number(n));
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+describe("a process killed while starting the embedded Chroma server", () => {
+  // LEDGERLOOP_FAILPOINT kills the starting process with SIGKILL right after it spawned the server:
+  // before it wrote chroma.server.json (the old code wrote it only once the server answered), and
+  // right after. Either way the next process must adopt or stop that server, and none may be left.
+  it.each([
+    ["before the record is written", "chroma-spawned"],
+    ["after the record is written, before the server answers", "chroma-recorded"],
+  ])("killed %s: the next process takes the server over, and the last release stops it", async (_when, point) => {
+    const stateDir = tempWorkspace();
+    const dataDir = path.join(stateDir, "chroma");
+    const script = `import { ensureChromaServer } from ${JSON.stringify(path.join(REPO, "src/retrieval/chroma-server.ts"))};
+await ensureChromaServer({ stateDir: ${JSON.stringify(stateDir)}, startTimeoutMs: 45_000 });
+console.log("not killed");`;
+    const killed = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      cwd: REPO,
+      encoding: "utf8",
+      timeout: 60_000,
+      env: { ...process.env, LEDGERLOOP_FAILPOINT: `${point}:1` },
+    });
+    expect(killed.signal, killed.stderr).toBe("SIGKILL");
+    // The orphan: a server nobody has registered with.
+    const orphans = serversOn(dataDir);
+    expect(orphans).toHaveLength(1);
+    const next = await ensureChromaServer({ stateDir, startTimeoutMs: 45_000 });
+    try {
+      expect(await heartbeat(next.url)).toBe(true);
+      if (point === "chroma-recorded") {
+        // The record named it: adopted once it answered, not replaced.
+        expect(next).toMatchObject({ started: false, pid: orphans[0] });
+      } else {
+        // Nothing named it: stopped before a new one was started on the same data.
+        expect(next.started).toBe(true);
+        expect(alive(orphans[0]!)).toBe(false);
+      }
+      expect(serversOn(dataDir)).toEqual([next.pid]);
+      expect(JSON.parse(fs.readFileSync(path.join(stateDir, "chroma.server.json"), "utf8"))).toMatchObject({ pid: next.pid, status: "ready" });
+    } finally {
+      await next.release();
+    }
+    expect(serversOn(dataDir)).toEqual([]);
+  }, 180_000);
 });

@@ -36,7 +36,10 @@ afterEach(() => {
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
-const sandbox = createLocalSandbox();
+// These tests exercise what stops a command's processes on the host itself (process group, /proc
+// scan, the LEDGERLOOP_COMMAND tag), which is all a runner without a PID namespace (non-root) has:
+// no namespace here, so pids and signals are the host's. The namespace is tested in none-daemon.test.ts.
+const sandbox = createLocalSandbox({ pidNamespace: false });
 const exec = (command: string, timeoutMs = 10_000, extra: Partial<Parameters<typeof sandbox.exec>[0]> = {}) =>
   sandbox.exec({ command, cwd: tmp, timeoutMs, ...extra });
 
