@@ -48,8 +48,13 @@ export function levelPromises(level: IsolationLevel): { enforced: string[]; notE
     };
   }
   return {
-    enforced: ["limits and a scrubbed environment", "changes to git's control files and the config undone after the command; a new .git moved away", "set-uid/set-gid bits cleared after a root command"],
-    notEnforced: ["file-system confinement (host, /tmp and .ledgerloop/ are writable)", "network", "PID namespace", "capabilities"],
+    enforced: [
+      "limits and a scrubbed environment",
+      "changes to git's control files and the config undone after the command; a new .git moved away",
+      "set-uid/set-gid bits cleared after a root command",
+      "a PID namespace per command when the runner can make one (root): see the reasons above",
+    ],
+    notEnforced: ["file-system confinement (host, /tmp and .ledgerloop/ are writable)", "network", "capabilities"],
   };
 }
 

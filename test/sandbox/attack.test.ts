@@ -14,6 +14,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { detectIsolation } from "../../src/sandbox/detect.js";
 import { createSandbox, type ConfiguredSandbox } from "../../src/sandbox/executor.js";
 import { LEVELS, type IsolationLevel } from "../../src/sandbox/isolation.js";
+import { noneNamespacePrefix } from "../../src/sandbox/none-pidns.js";
 import type { ExecRequest, ExecResult } from "../../src/sandbox/port.js";
 
 const report = detectIsolation();
@@ -25,7 +26,8 @@ type Promise_ = "fs" | "protected" | "network" | "caps" | "pidns" | "userns";
 const PROMISES: Record<IsolationLevel, Set<Promise_>> = {
   bwrap: new Set(["fs", "protected", "network", "caps", "pidns", "userns"]),
   unshare: new Set(["fs", "protected", "network", "caps", "pidns"]),
-  none: new Set(),
+  // As root, level none gives each command its own PID namespace (none-pidns.ts).
+  none: new Set(noneNamespacePrefix("/bin/sh").prefix ? ["pidns"] : []),
 };
 const WHY_NOT: Record<Promise_, string> = {
   fs: "host filesystem is not confined at this level",
