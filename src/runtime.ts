@@ -20,7 +20,7 @@ import { createSandbox } from "./sandbox/executor.js";
 import type { SandboxPolicy } from "./sandbox/policy.js";
 import { commandPolicy } from "./config.js";
 import type { Sandbox } from "./sandbox/port.js";
-import { createRedactor, secretValuesFromEnv, type Redactor } from "./secrets.js";
+import { createRedactor, secretValuesFromDotenv, secretValuesFromEnv, type Redactor } from "./secrets.js";
 import { RunSettings, type RunSettingsInput } from "./settings.js";
 import { RevisionStore } from "./workspace/revisions.js";
 
@@ -125,7 +125,8 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   const workspace = resolveWorkspace(settings.workspace);
   // Read once at start: the file is in the workspace, and a run must not change its own permissions.
   const { policy, allowNetwork } = commandPolicy(workspace, { allowNetwork: settings.allowNetwork, allow: settings.allow });
-  const redactor = createRedactor(secretValuesFromEnv());
+  // The workspace's .env values too: `cat .env` or a test log can print them without their key.
+  const redactor = createRedactor([...secretValuesFromEnv(), ...secretValuesFromDotenv(workspace)]);
   const model = overrides.model ?? createModel(settings.model, { recordFile: overrides.recordRequestsFile });
   const sandbox =
     overrides.sandbox ??
