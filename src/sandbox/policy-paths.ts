@@ -10,6 +10,7 @@ import fs from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
 import type { PathCandidate, ShellWord } from "./policy-parts.js";
+import { CREDENTIAL_PATHS_IN_HOME } from "./credentials.js";
 
 /** Workspace-relative paths commands may never write, whatever the policy config says. */
 export const PROTECTED_ROOTS = [".git", ".ledgerloop", "ledgerloop.config.json"] as const;
@@ -330,18 +331,13 @@ export class PathJudge {
     if (/^\/etc\/(shadow|gshadow|sudoers)(\/|$)/.test(abs)) return "the system's password or sudo files";
     const rel = abs === this.home ? "" : abs.startsWith(`${this.home}/`) ? abs.slice(this.home.length + 1) : null;
     if (rel === null || this.isInside(abs)) return null;
-    for (const s of SECRET_HOME_PATHS) {
+    for (const s of CREDENTIAL_PATHS_IN_HOME) {
       if (rel === s || rel.startsWith(`${s}/`)) return `~/${s}`;
     }
     return null;
   }
 }
 
-const SECRET_HOME_PATHS = [
-  ".ssh", ".aws", ".gnupg", ".config/gh", ".config/gcloud", ".config/hub", ".azure", ".kube", ".docker/config.json",
-  ".netrc", ".npmrc", ".yarnrc.yml", ".pypirc", ".git-credentials", ".cargo/credentials", ".cargo/credentials.toml",
-  ".vault-token", ".terraform.d/credentials.tfrc.json", ".config/op", ".password-store", ".local/share/keyrings",
-];
 
 function pickWorse(a: PathClass, b: PathClass): PathClass {
   return SEVERITY[b.kind] > SEVERITY[a.kind] ? b : a;
