@@ -140,7 +140,9 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   if (!fs.existsSync(gi)) fs.writeFileSync(gi, "*\n");
   const ledger = new SqliteLedger(db, { redactor });
   const checkpointer = new RedactingSqliteSaver(db, redactor);
-  const warn = overrides.warn ?? (() => {});
+  // Progress and warnings reach the terminal and whatever log collects it: same redaction as the ledger.
+  const warn = overrides.warn ? (m: string) => overrides.warn!(redactor.redact(m)) : () => {};
+  const progress = overrides.progress && ((e: ProgressEvent) => overrides.progress!({ ...e, text: redactor.redact(e.text) }));
   let retriever: Retriever | undefined;
   if (settings.retrieval === "hybrid") {
     try {
@@ -173,10 +175,10 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     searcher: retriever ?? createLexicalSearcher(workspace),
     retriever,
     redactor,
-    store: new SqliteStore(db),
+    store: new SqliteStore(db, redactor),
     revisions: new RevisionStore(db, workspace, { blobsDir: path.join(stateDir, "blobs") }),
     counter,
-    progress: overrides.progress,
+    progress,
     async close() {
       // The retriever first: it stops an embedded Chroma server this process started.
       await retriever?.close().catch(() => {});

@@ -7,6 +7,9 @@ import { SqliteLedger } from "../../src/ledger/sqlite-ledger.js";
 import { openStateDb } from "../../src/ledger/state-db.js";
 import { createRedactor, secretValuesFromDotenv } from "../../src/secrets.js";
 import { writeRunReport } from "../../src/cli/report.js";
+import { SqliteStore } from "../../src/memory/sqlite-store.js";
+import { ScriptedModel } from "../../src/models/scripted.js";
+import { createRuntime, type ProgressEvent } from "../../src/runtime.js";
 import { testAgent, type TestAgent } from "../helpers/agent.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 
@@ -117,4 +120,37 @@ describe("a run that prints secrets", () => {
       for (const b of blobs) expect(b, `a blob holds ${s}`).not.toContain(s);
     }
   }, 120_000);
+});
+
+describe("the other ways out", () => {
+  it("long-term memory stores values redacted, whoever puts them", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ll-leak-"));
+    dirs.push(dir);
+    const db = openStateDb(path.join(dir, "state.db"));
+    const store = new SqliteStore(db, createRedactor());
+    await store.put(["lessons"], "k", { text: `retry with password=${PASSWORD}` });
+    const row = db.prepare("SELECT value FROM ll_store").get() as { value: string };
+    const fts = JSON.stringify(db.prepare("SELECT text FROM ll_store_fts").all());
+    db.close();
+    expect(row.value).not.toContain(PASSWORD);
+    expect(fts).not.toContain(PASSWORD);
+    expect(row.value).toContain("password=[REDACTED]");
+  });
+
+  it("progress lines and warnings pass the run's redactor, .env values included", async () => {
+    const ws = tempWorkspace(undefined, { ".env": `ORDERS_DB=${DOTENV_VALUE}\n` });
+    const lines: string[] = [];
+    const rt = await createRuntime(
+      { workspace: ws, model: "scripted:test", retrieval: "lexical" },
+      { model: new ScriptedModel({}), progress: (e: ProgressEvent) => lines.push(e.text), warn: (m) => lines.push(m) },
+    );
+    try {
+      rt.progress!({ node: "act", step: 1, text: `run_command: echo ${DOTENV_VALUE} password=${PASSWORD}` });
+    } finally {
+      await rt.close();
+    }
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toContain(DOTENV_VALUE);
+    expect(lines[0]).not.toContain(PASSWORD);
+  });
 });
