@@ -150,7 +150,7 @@ function walk(value: unknown, fn: (s: string) => string): unknown {
   if (value && typeof value === "object") {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) {
-      out[k] = typeof v === "string" && v && isSecretKey(k) && !isPlaceholderValue(v) && !v.startsWith(REDACTED) ? REDACTED : walk(v, fn);
+      out[k] = typeof v === "string" && v && isSecretKey(k, true) && !isPlaceholderValue(v) && !v.startsWith(REDACTED) ? REDACTED : walk(v, fn);
     }
     return out;
   }

@@ -58,7 +58,7 @@ export function secretValuesFromDotenv(dir: string): string[] {
     }
     for (const [key, value] of parseDotenv(text)) {
       if (value.length < 6 || isPlaceholderValue(value)) continue;
-      if (isSecretKey(key) || looksRandom(value)) out.add(value);
+      if (isSecretKey(key, true) || looksRandom(value)) out.add(value);
     }
   }
   return [...out];

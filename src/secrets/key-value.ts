@@ -67,29 +67,37 @@ export function keyWords(key: string): string[] {
 // Keys repeat (the same field on every line of a log): their verdict is cached, boundedly.
 const verdicts = new Map<string, boolean>();
 
-/** True when a key (a variable, field or flag name) looks like it holds a secret. */
-export function isSecretKey(key: string): boolean {
-  let v = verdicts.get(key);
+/**
+ * True when a key (a variable, field or flag name) looks like it holds a secret. `env`: the key is
+ * assigned as an environment variable (`NAME=value`, an env map), where any KEY word counts
+ * (STRIPE_KEY); in code, `DOCUMENT_KEY = "#document"` names a map key, not a credential.
+ */
+export function isSecretKey(key: string, env = false): boolean {
+  const id = env ? `env:${key}` : key;
+  let v = verdicts.get(id);
   if (v === undefined) {
-    v = classify(key);
+    v = classify(key, env);
     if (verdicts.size > 4096) verdicts.clear();
-    verdicts.set(key, v);
+    verdicts.set(id, v);
   }
   return v;
 }
 
-function classify(key: string): boolean {
+function classify(key: string, env: boolean): boolean {
   const words = keyWords(key);
   if (!words.length) return false;
   if (NOT_SECRET_LAST.has(words[words.length - 1]!)) return false;
-  const envStyle = /^[A-Z][A-Z0-9_]*$/.test(key) && key.length > 1;
+  const envStyle = env && /^[A-Z][A-Z0-9_]*$/.test(key) && key.length > 1;
   return words.some((w, i) => SECRET_WORDS.has(w) || (w === "key" && (envStyle || (i > 0 && KEY_KINDS.has(words[i - 1]!)))));
 }
 
 /** True when a value is a placeholder or reference that hides nothing. */
 export function isPlaceholderValue(value: string): boolean {
   const v = value.trim();
-  return PLACEHOLDERS.has(v.toLowerCase()) || REF.test(v);
+  if (PLACEHOLDERS.has(v.toLowerCase()) || REF.test(v) || /redacted/i.test(v)) return true;
+  // "your-api-key", "<token>_here", and the name of another secret (`apiKey: "OPENAI_API_KEY"`).
+  if (/^your[-_ ]/i.test(v) || /[-_ ]here$/i.test(v)) return true;
+  return /^(?:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)$/.test(v) && isSecretKey(v, true);
 }
 
 /** A character of a key: letters, digits, `_ . -`. */
@@ -132,17 +140,19 @@ function assignmentAt(text: string, at: number): { start: number; end: number } 
   let rawKey = text.slice(ks, ke);
   const flag = /^--?[A-Za-z]/.test(rawKey);
   rawKey = rawKey.replace(/^-+/, "");
-  if (!rawKey || !isSecretKey(rawKey)) return null;
+  if (!rawKey || !isSecretKey(rawKey, true)) return null;
 
   let i = ke;
   const openQuote = ks > 0 && QUOTES.includes(text[ks - 1]!) ? text[ks - 1]! : "";
+  // `cond ? "PASS" : "FAIL"` is a ternary, not a quoted key.
+  if (openQuote && /\?\s*$/.test(text.slice(Math.max(0, ks - 4), ks - 1))) return null;
   if (openQuote && text[i] === openQuote) i++;
   const spaceBefore = text[i] === " " || text[i] === "\t";
   while (text[i] === " " || text[i] === "\t") i++;
   let sep = "";
   if (text.startsWith(":=", i)) sep = ":=";
   else if (text.startsWith("=>", i)) sep = "=>";
-  else if (text[i] === "=") sep = text.startsWith("===", i) ? "===" : text.startsWith("==", i) ? "==" : "=";
+  else if (text[i] === "=" && text[i + 1] !== "=") sep = "="; // `==` compares, it does not assign
   else if (text[i] === ":" && text[i + 1] !== ":") sep = ":";
   else if (flag && spaceBefore) sep = " ";
   if (!sep) return null;
@@ -150,6 +160,10 @@ function assignmentAt(text: string, at: number): { start: number; end: number } 
   const spaceAfter = text[i] === " " || text[i] === "\t";
   while (text[i] === " " || text[i] === "\t") i++;
   if (i >= text.length || text[i] === "\n" || text[i] === "\r") return null;
+  const exported = /(?:^|[\s;])(?:export|set|setenv|env)[ \t]+$/.test(text.slice(Math.max(0, ks - 12), ks));
+  // Strong context: a flag, an export, or `k=v` without spaces (shell, .env, query strings, kwargs).
+  const strong = flag || exported || (sep === "=" && !spaceBefore && !spaceAfter);
+  if (!strong && !isSecretKey(rawKey)) return null;
 
   const q = text[i]!;
   if (QUOTES.includes(q)) {
@@ -157,6 +171,10 @@ function assignmentAt(text: string, at: number): { start: number; end: number } 
     if (end < 0) return null;
     const value = text.slice(i + 1, end);
     if (isPlaceholderValue(value) || value.toLowerCase() === rawKey.toLowerCase()) return null;
+    if (q === "`" && value.includes("${")) return null; // a template that builds the value from code
+    // Not a credential: a one-to-three character string, or text padded with spaces (a model's
+    // token in a logprobs listing).
+    if (!strong && (value.length < 4 || value !== value.trim())) return null;
     return { start: i + 1, end };
   }
   let end = i;
@@ -166,10 +184,11 @@ function assignmentAt(text: string, at: number): { start: number; end: number } 
   if (!value || isPlaceholderValue(value) || value.toLowerCase() === rawKey.toLowerCase()) return null;
   // A call, a command substitution, or code cut short by a quote (`os.environ["X"]`).
   if (/[()]/.test(value) || value.startsWith("$") || /[[{]$/.test(value)) return null;
-  const envAssignment = sep === "=" && /^[A-Z][A-Z0-9_]*$/.test(rawKey);
-  const exported = /(?:^|[\s;])(?:export|set|setenv|env)[ \t]+$/.test(text.slice(Math.max(0, ks - 12), ks));
-  const strong = flag || envAssignment || exported || (sep === "=" && !spaceBefore && !spaceAfter);
-  if (!strong && IDENTIFIER_LIKE.test(value) && !(/\d/.test(value) && value.length >= 6 && !/[.:>]/.test(value))) return null;
+  if (strong) return { start: i, end };
+  // Otherwise (`k: v`, `k = v`) the text may as well be source code: leave what reads as code, a
+  // path, or a small number.
+  if (IDENTIFIER_LIKE.test(value) && !(/\d/.test(value) && value.length >= 6 && !/[.:>]/.test(value))) return null;
+  if (/[<>{}[\]|]/.test(value) || /^(?:\+\+|--|!|~|&|\*|\.\.\.|\.?\.?\/|~\/)/.test(value) || /^\d{1,5}[,;]?$/.test(value)) return null;
   return { start: i, end };
 }
 

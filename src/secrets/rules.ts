@@ -1,3 +1,5 @@
+import { isPlaceholderValue } from "./key-value.js";
+
 /**
  * Credential formats recognised on their own, wherever they appear (the shapes a secret scanner
  * such as gitleaks knows, written here as our own patterns). Each rule names the format it hides,
@@ -143,7 +145,13 @@ export const FORMAT_RULES: FormatRule[] = [
 
   // Credentials in URLs: scheme://user:password@host, also with an empty user (redis://:pw@host).
   // (The match starts at "://", a literal, so that the scan is fast; the scheme needs no check.)
-  { id: "url-password", re: /(:\/\/[^\s:/@]{0,200}:)([^\s@/]{1,200})@/g, keywords: ["://"], group: 2 },
+  {
+    id: "url-password",
+    re: /(:\/\/[^\s:/@]{0,200}:)([^\s@/]{1,200})@/g,
+    keywords: ["://"],
+    group: 2,
+    accept: (s) => !isPlaceholderValue(s), // `user:${PASSWORD}@`, `username:password@` in docs
+  },
   // curl -u user:password / --user=user:password.
   { id: "curl-user", re: /(\s(?:-u|--user)(?:=|[ \t]+)["']?[^\s:"']{1,100}:)([^\s"']{1,200})/g, keywords: ["-u", "--user"], group: 2 },
 ];

@@ -115,6 +115,14 @@ const MUST_KEEP: Array<[string, string]> = [
   ["log lines", "2024-05-01T12:00:00Z INFO auth: ok user=alice status=200 elapsed=12ms key: value"],
   ["hash of a password", "password_hash = bcrypt(password)"],
   ["curl without password", "git push -u origin main; curl -u alice https://x"],
+  // Code found to be garbled by a first version (this repository's sources and node_modules).
+  ["a ternary", 'const s = r.ok ? "PASS" : "MISS";'],
+  ["UPPER_SNAKE constants in code", 'declare const DOCUMENT_KEY = "#document";\nconst NOT_SECRET = new Set(["X"]);'],
+  ["type comparisons", 'if (typeof fields.apiKey === "function") {}'],
+  ["env var names and doc placeholders", 'apiKey: "OPENAI_API_KEY",\nexport OPENAI_API_KEY="your-api-key"\nconst MCP_CREDENTIALS_REDACTED = "**REDACTED**";'],
+  ["model tokens in a logprobs listing", "{ token: ' la', logprob: 0 }, { token: 'J' }"],
+  ["templates and expressions", "headers: { authorization: `Bearer ${o.apiKey}` }\nconst token = ++state.token;\ntoken: 0,\nsecret: Array<string | null>;\ncredentials: ~/.ssh, ~/.aws"],
+  ["URL templates", "`mongodb://${string}:${string}@${string}` and mongodb://username:password@host"],
 ];
 
 describe("redactor: credential formats and key/value heuristics", () => {
