@@ -20,7 +20,7 @@ import { createSandbox } from "./sandbox/executor.js";
 import type { SandboxPolicy } from "./sandbox/policy.js";
 import { commandPolicy } from "./config.js";
 import type { Sandbox } from "./sandbox/port.js";
-import { createRedactor, secretValuesFromEnv, type Redactor } from "./secrets.js";
+import { createRedactor, secretValuesFromDotenv, secretValuesFromEnv, type Redactor } from "./secrets.js";
 import { RunSettings, type RunSettingsInput } from "./settings.js";
 import { RevisionStore } from "./workspace/revisions.js";
 
@@ -127,7 +127,8 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   const workspace = resolveWorkspace(settings.workspace);
   // Read once at start: the file is in the workspace, and a run must not change its own permissions.
   const { policy, allowNetwork, configSha } = commandPolicy(workspace, { allowNetwork: settings.allowNetwork, allow: settings.allow });
-  const redactor = createRedactor(secretValuesFromEnv());
+  // The workspace's .env values too: `cat .env` or a test log can print them without their key.
+  const redactor = createRedactor([...secretValuesFromEnv(), ...secretValuesFromDotenv(workspace)]);
   const model = overrides.model ?? createModel(settings.model, { recordFile: overrides.recordRequestsFile });
   const sandbox =
     overrides.sandbox ??
@@ -141,7 +142,9 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   if (!fs.existsSync(gi)) fs.writeFileSync(gi, "*\n");
   const ledger = new SqliteLedger(db, { redactor });
   const checkpointer = new RedactingSqliteSaver(db, redactor);
-  const warn = overrides.warn ?? (() => {});
+  // Progress and warnings reach the terminal and whatever log collects it: same redaction as the ledger.
+  const warn = overrides.warn ? (m: string) => overrides.warn!(redactor.redact(m)) : () => {};
+  const progress = overrides.progress && ((e: ProgressEvent) => overrides.progress!({ ...e, text: redactor.redact(e.text) }));
   let retriever: Retriever | undefined;
   if (settings.retrieval === "hybrid") {
     try {
@@ -175,10 +178,10 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     searcher: retriever ?? createLexicalSearcher(workspace),
     retriever,
     redactor,
-    store: new SqliteStore(db),
+    store: new SqliteStore(db, redactor),
     revisions: new RevisionStore(db, workspace, { blobsDir: path.join(stateDir, "blobs") }),
     counter,
-    progress: overrides.progress,
+    progress,
     async close() {
       // The retriever first: it stops an embedded Chroma server this process started.
       await retriever?.close().catch(() => {});

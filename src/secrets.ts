@@ -1,7 +1,15 @@
 /**
  * Secret handling shared by everything that stores or sends text: the ledger, checkpoints, logs and
  * model prompts all pass through one redactor, so a secret that reaches one of them reaches none.
+ *
+ * Three passes, in order: values known to be secret (the environment's, the workspace's `.env`),
+ * credential formats (secrets/rules.ts), secret-looking assignments (secrets/key-value.ts); then
+ * base64 runs whose decoded text the same passes would change (secrets/base64.ts).
  */
+import { redactBase64 } from "./secrets/base64.js";
+import { isPlaceholderValue, isSecretKey, redactKeyValues } from "./secrets/key-value.js";
+import { FORMAT_RULES } from "./secrets/rules.js";
+
 
 /** Environment variable names that look like they hold credentials. */
 export const SECRET_NAME = /(KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|PRIVATE|SESSION|COOKIE|CERT)/i;
@@ -11,24 +19,73 @@ const NOT_SECRET = new Set(["SSH_AUTH_SOCK", "XAUTHORITY", "KEYTIMEOUT", "GPG_AG
 
 export const REDACTED = "[REDACTED]";
 
+export { isSecretKey, isPlaceholderValue } from "./secrets/key-value.js";
+export { secretValuesFromDotenv } from "./secrets/dotenv.js";
+
 /** True when an environment variable of this name must not reach a command or a log. */
 export function isSecretName(name: string): boolean {
   return SECRET_NAME.test(name) && !NOT_SECRET.has(name.toUpperCase());
 }
 
-// Formats that identify a credential on their own, wherever they appear.
-const PATTERNS: Array<[RegExp, string | ((m: string, ...g: string[]) => string)]> = [
-  [/-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z0-9 ]*PRIVATE KEY-----|$)/g, `${REDACTED}:pem`],
-  [/\bgithub_pat_[A-Za-z0-9_]{20,}/g, `${REDACTED}:github`],
-  [/\bgh[pousr]_[A-Za-z0-9]{30,}/g, `${REDACTED}:github`],
-  [/\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}/g, `${REDACTED}:sk`],
-  [/\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g, `${REDACTED}:aws`],
-  [/\bxox[abprs]-[A-Za-z0-9-]{10,}/g, `${REDACTED}:slack`],
-  [/\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, `${REDACTED}:jwt`],
-  // user:password@host in URLs: keep the user and host, drop the password.
-  [/\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]+):([^\s@/]+)@/gi, (_m, pre: string) => `${pre}:${REDACTED}@`],
-  [/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{16,}/g, (_m, kind: string) => `${kind} ${REDACTED}`],
-];
+/**
+ * The replacement of a match: the label, then the match's own line breaks, so that a redacted PEM
+ * block or wrapped base64 keeps the line numbers of everything after it (search previews, diffs).
+ */
+function replacementFor(match: string, label: string): string {
+  let n = 0;
+  for (let i = match.indexOf("\n"); i >= 0; i = match.indexOf("\n", i + 1)) n++;
+  return n ? label + "\n".repeat(n) : label;
+}
+
+// All the rules' keywords in one scan: one pass over the text tells which rules can match at all
+// (replacements only remove keywords, so the set found before them stays a superset). The scan
+// tries every position and prefers the longest keyword there; the shorter keywords that are
+// prefixes of it ("gl" of "glc_") are counted as present too.
+const KEYWORD_LIST = [...new Set(FORMAT_RULES.flatMap((r) => r.keywords ?? []))].sort((a, b) => b.length - a.length);
+const KEYWORDS = new RegExp(KEYWORD_LIST.map(escapeRegExp).join("|"), "g");
+const PREFIXES = new Map(KEYWORD_LIST.map((k) => [k, KEYWORD_LIST.filter((p) => p !== k && k.startsWith(p))]));
+
+function keywordsIn(text: string): Set<string> {
+  const present = new Set<string>();
+  KEYWORDS.lastIndex = 0;
+  for (let m = KEYWORDS.exec(text); m; m = KEYWORDS.exec(text)) {
+    present.add(m[0]);
+    for (const p of PREFIXES.get(m[0])!) present.add(p);
+    KEYWORDS.lastIndex = m.index + 1;
+  }
+  return present;
+}
+
+/** Hides every credential of a known format (see rules.ts). */
+function redactFormats(text: string): string {
+  const present = keywordsIn(text);
+  let out = text;
+  for (const rule of FORMAT_RULES) {
+    if (rule.keywords && !rule.keywords.some((k) => present.has(k))) continue;
+    if (rule.gate && !rule.gate.test(out)) continue;
+    const label = `${REDACTED}:${rule.id}`;
+    rule.re.lastIndex = 0;
+    out = out.replace(rule.re, (m: string, ...groups: unknown[]) => {
+      if (rule.group) {
+        const pre = groups[0] as string;
+        const secret = groups[1] as string;
+        if (rule.accept && !rule.accept(secret)) return m;
+        return pre + replacementFor(secret, label) + m.slice(pre.length + secret.length);
+      }
+      if (rule.accept && !rule.accept(m)) return m;
+      return replacementFor(m, label);
+    });
+  }
+  return out;
+}
+
+/** Formats and key/value assignments, without the base64 pass (used on decoded base64 too). */
+function redactPlain(text: string, known: RegExp | null): string {
+  let out = text;
+  if (known) out = out.replace(known, (m) => replacementFor(m, REDACTED));
+  out = redactFormats(out);
+  return redactKeyValues(out, REDACTED);
+}
 
 export interface Redactor {
   /** The text with every known secret value and every credential-shaped token replaced. */
@@ -64,16 +121,8 @@ export function createRedactor(secrets: Iterable<string> = []): Redactor {
   const redactor: Redactor = {
     redact(text: string): string {
       if (!text) return text;
-      let out = text;
-      if (known) out = out.replace(known, REDACTED);
-      for (const [re, rep] of PATTERNS) {
-        re.lastIndex = 0;
-        if (re.test(out)) {
-          re.lastIndex = 0;
-          out = out.replace(re, rep as string);
-        }
-      }
-      return out;
+      const out = redactPlain(text, known);
+      return redactBase64(out, `${REDACTED}:base64`, (decoded) => redactPlain(decoded, known) !== decoded);
     },
     redactDeep<T>(value: T): T {
       return walk(value, (s) => redactor.redact(s)) as T;
@@ -93,12 +142,16 @@ export function createRedactor(secrets: Iterable<string> = []): Redactor {
   return redactor;
 }
 
+// A string under a secret-looking field name (`{ "password": "…" }`, an `env` map of a tool call)
+// is hidden whole: the name is in the structure, not in the string the text rules see.
 function walk(value: unknown, fn: (s: string) => string): unknown {
   if (typeof value === "string") return fn(value);
   if (Array.isArray(value)) return value.map((v) => walk(v, fn));
   if (value && typeof value === "object") {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = walk(v, fn);
+    for (const [k, v] of Object.entries(value)) {
+      out[k] = typeof v === "string" && v && isSecretKey(k, true) && !isPlaceholderValue(v) && !v.startsWith(REDACTED) ? REDACTED : walk(v, fn);
+    }
     return out;
   }
   return value;

@@ -1,10 +1,10 @@
-import fs from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
 import { buildReport, reportMarkdown, type RunReport } from "../report/report.js";
 import type { Runtime } from "../runtime.js";
 import type { TaskStateValue } from "../state.js";
 import { RevisionStore } from "../workspace/revisions.js";
+import { writePrivateFile } from "../private-files.js";
 import { openExistingState, printJson, requireThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 /** The report of a thread's current branch. */
@@ -27,8 +27,8 @@ export async function writeRunReport(rt: Runtime, thread: string): Promise<strin
   const values = (await rt.checkpointer.getTuple({ configurable: { thread_id: thread } }))?.checkpoint.channel_values as TaskStateValue | undefined;
   const report = await buildReport(rt.ledger, rt.revisions, thread, values?.ledgerHead ?? null, values?.subtasks ?? []);
   const file = path.join(rt.stateDir, "reports", `${thread}.md`);
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(file, reportMarkdown(report) + "\n");
+  // Redacted again with the run's redactor: events stored by an older version passed fewer rules.
+  writePrivateFile(file, rt.redactor.redact(reportMarkdown(report)) + "\n");
   return file;
 }
 

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { StateStoreError, errorMessage } from "../errors.js";
+import { ensurePrivateDir, ensurePrivateFile, tightenExisting } from "../private-files.js";
 
 /** SQLite `application_id` stamped on every state database ledgerloop creates ("LLOP"). */
 export const APPLICATION_ID = 0x4c4c4f50;
@@ -32,7 +33,10 @@ export function openStateDb(file: string, opts: OpenStateDbOptions = {}): Databa
   if (!exists && !create) {
     throw new StateStoreError("STATE_DB_UNREADABLE", `no state database at ${file}`);
   }
-  if (!exists) fs.mkdirSync(path.dirname(file), { recursive: true });
+  // Owner-only: the ledger holds whatever redaction did not recognise.
+  ensurePrivateDir(path.dirname(file));
+  if (exists) tightenExisting(file);
+  else ensurePrivateFile(file);
   let db: Database.Database;
   try {
     db = new Database(file, { readonly: opts.readonly ?? false, fileMustExist: exists });

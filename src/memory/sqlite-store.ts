@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import { defaultRedactor, type Redactor } from "../secrets.js";
 import {
   BaseStore,
   type GetOperation,
@@ -51,7 +52,11 @@ function matches(value: Record<string, unknown>, filter?: Record<string, unknown
  * instead of embeddings: long-term memory must work offline and survive across runs.
  */
 export class SqliteStore extends BaseStore {
-  constructor(private readonly db: Database.Database) {
+  /** `redactor`: applied to every stored value (any graph node, or a LangGraph server client, can put). */
+  constructor(
+    private readonly db: Database.Database,
+    private readonly redactor: Redactor = defaultRedactor,
+  ) {
     super();
     if (!db.readonly) db.exec(SCHEMA);
   }
@@ -94,6 +99,7 @@ export class SqliteStore extends BaseStore {
       this.db.prepare("DELETE FROM ll_store WHERE namespace = ? AND key = ?").run(ns, op.key);
       return;
     }
+    op = { ...op, value: this.redactor.redactDeep(op.value) };
     const now = new Date().toISOString();
     this.db
       .prepare(

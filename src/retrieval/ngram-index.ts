@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { errorMessage } from "../errors.js";
+import { ensurePrivateDir, ensurePrivateFile } from "../private-files.js";
 import { ftsQuery, wordsColumn, type QueryTerm } from "./tokens.js";
 import { IndexCorruptError } from "./errors.js";
 
@@ -166,7 +167,7 @@ export class NgramIndex {
 
   /** Opens (creating when missing) the index at `file`; an unusable file is moved to `<file>.corrupt` and recreated. */
   static open(file: string): NgramIndex {
-    fs.mkdirSync(path.dirname(file), { recursive: true });
+    ensurePrivateDir(path.dirname(file));
     let reason: string | null = null;
     if (fs.existsSync(file)) {
       const problem = checkExisting(file);
@@ -175,6 +176,8 @@ export class NgramIndex {
         moveAside(file);
       }
     }
+    // Owner-only, like state.db: the index holds the workspace's text.
+    ensurePrivateFile(file);
     const db = new Database(file);
     try {
       db.pragma("busy_timeout = 5000");

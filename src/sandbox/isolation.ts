@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import { CREDENTIAL_PATHS_IN_HOME } from "./credentials.js";
 
 /**
  * Isolation levels, strongest first. What each one promises (and the attack suite tests):
@@ -66,10 +67,7 @@ export const DEFAULT_PROTECTED = [".git/hooks", ".git/config", ".ledgerloop"];
  * they are replaced by an empty directory or an empty file. Commands still read everything else
  * the uid they run as can read (the root filesystem is bound read-only, not hidden).
  */
-export const DEFAULT_HIDDEN_IN_HOME = [
-  ".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".config/gh", ".docker", ".kube",
-  ".netrc", ".npmrc", ".pypirc", ".git-credentials", ".cargo/credentials", ".cargo/credentials.toml",
-];
+export const DEFAULT_HIDDEN_IN_HOME = [...CREDENTIAL_PATHS_IN_HOME];
 
 /**
  * Host files that only root may read and no build needs: hidden under bwrap as well, because with a

@@ -11,6 +11,7 @@ import path from "node:path";
 import picomatch from "picomatch";
 import type { PathCandidate, ShellWord } from "./policy-parts.js";
 import { expandGlob, secretPatternHit, secretPatterns } from "./policy-secret-globs.js";
+import { CREDENTIAL_PATHS_IN_HOME } from "./credentials.js";
 
 /** Workspace-relative paths commands may never write, whatever the policy config says. */
 export const PROTECTED_ROOTS = [".git", ".ledgerloop", "ledgerloop.config.json"] as const;
@@ -336,7 +337,7 @@ export class PathJudge {
     for (const home of other && other !== this.home ? [this.home, other] : [this.home]) {
       const rel = abs === home ? "" : abs.startsWith(`${home}/`) ? abs.slice(home.length + 1) : null;
       if (rel === null) continue;
-      for (const s of SECRET_HOME_PATHS) {
+      for (const s of CREDENTIAL_PATHS_IN_HOME) {
         if (rel === s || rel.startsWith(`${s}/`)) return `~/${s}`;
       }
     }
@@ -354,7 +355,7 @@ export class PathJudge {
     const rest = firstGlob < 0 ? [] : segs.slice(firstGlob);
     const dir = this.physical(pattern.startsWith("/") ? "/" : base, `${pattern.startsWith("/") ? "/" : ""}${segs.slice(0, firstGlob < 0 ? segs.length : firstGlob).map(unescapePm).join("/")}`);
     if (!this.isInside(dir)) {
-      this.secretPatternsCache ??= secretPatterns(this.home, SECRET_HOME_PATHS);
+      this.secretPatternsCache ??= secretPatterns(this.home, CREDENTIAL_PATHS_IN_HOME);
       const hit = secretPatternHit(dir, rest, this.secretPatternsCache);
       if (hit) return hit;
     }
@@ -366,11 +367,6 @@ export class PathJudge {
   }
 }
 
-const SECRET_HOME_PATHS = [
-  ".ssh", ".aws", ".gnupg", ".config/gh", ".config/gcloud", ".config/hub", ".azure", ".kube", ".docker/config.json",
-  ".netrc", ".npmrc", ".yarnrc.yml", ".pypirc", ".git-credentials", ".cargo/credentials", ".cargo/credentials.toml",
-  ".vault-token", ".terraform.d/credentials.tfrc.json", ".config/op", ".password-store", ".local/share/keyrings",
-];
 
 function pickWorse(a: PathClass, b: PathClass): PathClass {
   return SEVERITY[b.kind] > SEVERITY[a.kind] ? b : a;
