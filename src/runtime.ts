@@ -8,7 +8,9 @@ import { ConfigError } from "./errors.js";
 import { failpoint } from "./failpoints.js";
 import type { Ledger } from "./ledger/port.js";
 import { SqliteLedger } from "./ledger/sqlite-ledger.js";
+import { acquireLease, threadScope, workspaceScope, type Lease } from "./ledger/lease.js";
 import { openStateDb } from "./ledger/state-db.js";
+import { claimWorkspace } from "./ledger/workspace-identity.js";
 import { budgetFor, tokenCounterFor, type TokenCounter } from "./context/tokens.js";
 import { SqliteStore } from "./memory/sqlite-store.js";
 import { createModel } from "./models/factory.js";
@@ -55,6 +57,8 @@ export interface Runtime {
   revisions: RevisionStore;
   counter: TokenCounter;
   progress?: (e: ProgressEvent) => void;
+  /** The writer's lease on the workspace (and thread), when the runtime was created to write; released by close(). */
+  lease?: Lease;
   close(): Promise<void>;
 }
 
@@ -66,6 +70,11 @@ export interface RuntimeOverrides {
   recordRequestsFile?: string;
   /** Warnings worth a line on stderr (retrieval degraded, isolation weaker than asked). */
   warn?: (message: string) => void;
+  /**
+   * Take the one-writer lease of the workspace (and of `thread`) before anything is written or
+   * started; fails with LeaseHeldError naming the holder. Commands that only read leave it out.
+   */
+  lease?: { command: string; thread?: string };
 }
 
 /**
@@ -134,12 +143,24 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   const budgetTokens = settings.budgetTokens ?? budgetFor(profile);
   const { stateDir, dbPath } = stateLocation(workspace, settings.stateDir);
   const db = openStateDb(dbPath);
+  const warn = overrides.warn ?? (() => {});
+  let lease: Lease | undefined;
+  try {
+    // A copied workspace must not continue the original's runs unnoticed; a moved one is adopted.
+    claimWorkspace(db, { workspace, stateDir }, { warn });
+    if (overrides.lease) {
+      const scopes = [...(overrides.lease.thread ? [threadScope(overrides.lease.thread)] : []), workspaceScope(workspace)];
+      lease = acquireLease(db, scopes, { command: overrides.lease.command, thread: overrides.lease.thread });
+    }
+  } catch (err) {
+    db.close();
+    throw err;
+  }
   // Keep the state out of the user's own git history.
   const gi = path.join(stateDir, ".gitignore");
   if (!fs.existsSync(gi)) fs.writeFileSync(gi, "*\n");
   const ledger = new SqliteLedger(db, { redactor });
   const checkpointer = new RedactingSqliteSaver(db, redactor);
-  const warn = overrides.warn ?? (() => {});
   let retriever: Retriever | undefined;
   if (settings.retrieval === "hybrid") {
     try {
@@ -176,9 +197,11 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     revisions: new RevisionStore(db, workspace, { blobsDir: path.join(stateDir, "blobs") }),
     counter,
     progress: overrides.progress,
+    lease,
     async close() {
       // The retriever first: it stops an embedded Chroma server this process started.
       await retriever?.close().catch(() => {});
+      lease?.release();
       if (db.open) db.close();
     },
   };

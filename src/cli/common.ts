@@ -5,6 +5,7 @@ import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { CliError, LedgerloopError } from "../errors.js";
 import { RunRegistry } from "../ledger/runs.js";
 import { SqliteLedger } from "../ledger/sqlite-ledger.js";
+import { claimWorkspace } from "../ledger/workspace-identity.js";
 import { openStateDb } from "../ledger/state-db.js";
 import { createRuntime, resolveWorkspace, stateLocation, type ProgressEvent, type Runtime } from "../runtime.js";
 import { defaultRedactor } from "../secrets.js";
@@ -55,6 +56,14 @@ export function openExistingState(args: WorkspaceArgs, opts: { write?: boolean }
     throw new CliError(`no ledgerloop state in ${workspace} (${dbPath} does not exist); start a run with \`ledgerloop run\``, 1, "NO_STATE");
   }
   const db = openStateDb(dbPath, { create: false, readonly: !opts.write });
+  if (opts.write) {
+    try {
+      claimWorkspace(db, { workspace, stateDir }, { warn: (m) => log(`warning: ${m}`) });
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+  }
   if (!opts.write) {
     // Read-only, nothing creates the tables: a file with checkpoints only (plain LangGraph) or
     // from before the first run gets a sentence, not "no such table".
@@ -90,7 +99,9 @@ export function requireThread(state: OpenedState, threadId: string): void {
 
 /** Exit code for an error reaching the top level. */
 export function exitCodeFor(err: unknown): number {
-  if (err instanceof CliError) return err.exitCode;
+  // CliError and the errors that name their own code (a held lease, a copied workspace).
+  const own = (err as { exitCode?: unknown } | null)?.exitCode;
+  if (err instanceof LedgerloopError && typeof own === "number") return own;
   if (err instanceof LedgerloopError) return err.code === "CONFIG_INVALID" || err.code === "MODEL_UNKNOWN" ? 2 : 1;
   return 1;
 }
@@ -133,12 +144,18 @@ export function savedRun(thread: string, args: WorkspaceArgs): { workspace: stri
 export async function runtimeForThread(
   thread: string,
   args: WorkspaceArgs,
-  opts: { progress?: (e: ProgressEvent) => void } = {},
+  opts: { progress?: (e: ProgressEvent) => void; lease?: string } = {},
 ): Promise<Runtime> {
   const { workspace, settings } = savedRun(thread, args);
   // Time-travel commands need no index: the next run refreshes it from the files' sizes and mtimes.
+  // The state is the workspace's own (or --state-dir), never a path stored in the run's settings.
   return createRuntime(
-    { ...(settings ?? {}), workspace, stateDir: args.stateDir ?? settings?.stateDir, model: INERT_MODEL.name, retrieval: "lexical" },
-    { model: INERT_MODEL, progress: opts.progress, warn: (m) => log(`warning: ${m}`) },
+    { ...(settings ?? {}), workspace, stateDir: args.stateDir, model: INERT_MODEL.name, retrieval: "lexical" },
+    {
+      model: INERT_MODEL,
+      progress: opts.progress,
+      warn: (m) => log(`warning: ${m}`),
+      ...(opts.lease ? { lease: { command: opts.lease, thread } } : {}),
+    },
   );
 }

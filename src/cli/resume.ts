@@ -26,11 +26,16 @@ export async function handleResume(thread: string, args: ResumeArgs): Promise<Dr
     {
       ...settings,
       workspace,
-      stateDir: args.stateDir ?? settings.stateDir,
+      stateDir: args.stateDir,
       model: args.model ?? settings.model,
       ...sandboxSettings({ ...args, approve: args.approveMode }),
     },
-    { progress: progressPrinter(args.quiet), recordRequestsFile: process.env.LEDGERLOOP_RECORD_REQUESTS, warn: (m) => log(`warning: ${m}`) },
+    {
+      progress: progressPrinter(args.quiet),
+      recordRequestsFile: process.env.LEDGERLOOP_RECORD_REQUESTS,
+      warn: (m) => log(`warning: ${m}`),
+      lease: { command: "resume", thread },
+    },
   );
   try {
     const pending = await pendingApproval(rt, thread);

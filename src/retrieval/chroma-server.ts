@@ -68,8 +68,10 @@ export async function ensureChromaServer(opts: EnsureChromaOptions): Promise<Chr
   const unlock = await lock(path.join(stateDir, "chroma.lock"), (opts.startTimeoutMs ?? 30_000) + 5_000);
   let server: { record: ServerRecord; started: boolean };
   try {
+    // A record copied along with the state directory (cp -a of a workspace) names the original's
+    // server, which persists into the original's data: only a server of this data directory is reused.
     const existing = readRecord(recordFile);
-    if (existing && isAlive(existing.pid) && (await heartbeat(urlOf(existing)))) {
+    if (existing && existing.dataDir === dataDir && isAlive(existing.pid) && (await heartbeat(urlOf(existing)))) {
       server = { record: existing, started: false };
     } else {
       // A dead or unresponsive server from an earlier run: make sure it is gone before reusing its data.
