@@ -72,6 +72,20 @@ describe("one writer per workspace and per run", () => {
     db.close();
   }, 120_000);
 
+  it("SIGTERM stops a run gracefully and gives the lease up (not merely left to a dead pid)", async () => {
+    const { ws, model } = slowWorkspace();
+    const child = cliSpawn(["run", "one", "-w", ws, "--model", model, "--thread", "A", "--json", "-q", "--sandbox", "none"]);
+    const done = finished(child);
+    await waitForFile(path.join(ws, "counter.log"));
+    child.kill("SIGTERM");
+    const r = await done;
+    expect(r.code, r.stderr).toBe(1);
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: "interrupted", error: "interrupted by signal" });
+    const db = new Database(path.join(ws, ".ledgerloop/state.db"), { readonly: true });
+    expect(db.prepare("SELECT COUNT(*) AS n FROM ll_leases").get()).toEqual({ n: 0 });
+    db.close();
+  }, 120_000);
+
   it("two `resume`s of one run started together: exactly one runs the step, its command runs once", async () => {
     const { ws, model, release } = slowWorkspace();
     const killed = cli(["run", "one", "-w", ws, "--model", model, "--thread", "T", "--json", "-q", "--sandbox", "none"], {
