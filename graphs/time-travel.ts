@@ -138,7 +138,7 @@ export async function fork(
   rt: Runtime,
   thread: string,
   at: string,
-  opts: { newThread?: string; workspace?: string; force?: boolean; runtime?: (workspace: string) => Promise<Runtime> } = {},
+  opts: { newThread?: string; workspace?: string; force?: boolean; runtime?: (workspace: string, thread: string) => Promise<Runtime> } = {},
 ): Promise<ForkResult & { runtime: Runtime }> {
   const target = await resolveCheckpoint(rt, thread, at);
   const revision = await revisionOf(rt, thread, target);
@@ -150,7 +150,11 @@ export async function fork(
       throw new CliError(`${dir} exists and is not empty; give a new directory to --workspace`, 2, "CONFIG_INVALID");
     }
     fs.mkdirSync(dir, { recursive: true });
-    dest = opts.runtime ? await opts.runtime(dir) : await createRuntime({ ...rt.settings, workspace: dir, stateDir: undefined }, { model: rt.model });
+    // The new workspace is written from here on: its writer's lease first, so a second fork or
+    // replay into the same directory is refused instead of interleaving.
+    dest = opts.runtime
+      ? await opts.runtime(dir, newThread)
+      : await createRuntime({ ...rt.settings, workspace: dir, stateDir: undefined }, { model: rt.model, lease: { command: "fork", thread: newThread } });
     await rt.revisions.copyTo(revision, dest.workspace, { into: dest.revisions });
   } else {
     await guardForeignEdits(rt, opts.force ?? false, "the fork");
@@ -294,10 +298,13 @@ export async function replay(rt: Runtime, thread: string, opts: { from?: string;
     newThread: `${thread}-replay-${randomBytes(3).toString("hex")}`,
     workspace,
     // The tools must see what they saw in the recording: same retrieval settings as the original run.
-    runtime: (dir) => {
+    runtime: (dir, newThread) => {
       const saved = new RunRegistry(rt.db).get(thread)?.settings;
       const retrieval = { retrieval: saved?.retrieval ?? rt.settings.retrieval, vectors: saved?.vectors ?? rt.settings.vectors, embedder: saved?.embedder ?? rt.settings.embedder };
-      return createRuntime({ ...rt.settings, ...retrieval, workspace: dir, stateDir: undefined, model: model.name }, { model, progress: rt.progress });
+      return createRuntime(
+        { ...rt.settings, ...retrieval, workspace: dir, stateDir: undefined, model: model.name },
+        { model, progress: rt.progress, lease: { command: "replay", thread: newThread } },
+      );
     },
   });
   const dest = forked.runtime;

@@ -8,7 +8,9 @@ import { ConfigError } from "./errors.js";
 import { failpoint } from "./failpoints.js";
 import type { Ledger } from "./ledger/port.js";
 import { SqliteLedger } from "./ledger/sqlite-ledger.js";
+import { acquireLease, threadScope, workspaceScope, type Lease } from "./ledger/lease.js";
 import { openStateDb } from "./ledger/state-db.js";
+import { claimWorkspace } from "./ledger/workspace-identity.js";
 import { budgetFor, tokenCounterFor, type TokenCounter } from "./context/tokens.js";
 import { SqliteStore } from "./memory/sqlite-store.js";
 import { createModel } from "./models/factory.js";
@@ -57,6 +59,8 @@ export interface Runtime {
   revisions: RevisionStore;
   counter: TokenCounter;
   progress?: (e: ProgressEvent) => void;
+  /** The writer's lease on the workspace (and thread), when the runtime was created to write; released by close(). */
+  lease?: Lease;
   close(): Promise<void>;
 }
 
@@ -68,6 +72,11 @@ export interface RuntimeOverrides {
   recordRequestsFile?: string;
   /** Warnings worth a line on stderr (retrieval degraded, isolation weaker than asked). */
   warn?: (message: string) => void;
+  /**
+   * Take the one-writer lease of the workspace (and of `thread`) before anything is written or
+   * started; fails with LeaseHeldError naming the holder. Commands that only read leave it out.
+   */
+  lease?: { command: string; thread?: string };
 }
 
 /**
@@ -137,13 +146,25 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   const budgetTokens = settings.budgetTokens ?? budgetFor(profile);
   const { stateDir, dbPath } = stateLocation(workspace, settings.stateDir);
   const db = openStateDb(dbPath);
+  // Progress and warnings reach the terminal and whatever log collects it: same redaction as the ledger.
+  const warn = overrides.warn ? (m: string) => overrides.warn!(redactor.redact(m)) : () => {};
+  let lease: Lease | undefined;
+  try {
+    // A copied workspace must not continue the original's runs unnoticed; a moved one is adopted.
+    claimWorkspace(db, { workspace, stateDir }, { warn });
+    if (overrides.lease) {
+      const scopes = [...(overrides.lease.thread ? [threadScope(overrides.lease.thread)] : []), workspaceScope(workspace)];
+      lease = acquireLease(db, scopes, { command: overrides.lease.command, thread: overrides.lease.thread });
+    }
+  } catch (err) {
+    db.close();
+    throw err;
+  }
   // Keep the state out of the user's own git history.
   const gi = path.join(stateDir, ".gitignore");
   if (!fs.existsSync(gi)) fs.writeFileSync(gi, "*\n");
   const ledger = new SqliteLedger(db, { redactor });
   const checkpointer = new RedactingSqliteSaver(db, redactor);
-  // Progress and warnings reach the terminal and whatever log collects it: same redaction as the ledger.
-  const warn = overrides.warn ? (m: string) => overrides.warn!(redactor.redact(m)) : () => {};
   const progress = overrides.progress && ((e: ProgressEvent) => overrides.progress!({ ...e, text: redactor.redact(e.text) }));
   let retriever: Retriever | undefined;
   if (settings.retrieval === "hybrid") {
@@ -182,9 +203,11 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     revisions: new RevisionStore(db, workspace, { blobsDir: path.join(stateDir, "blobs") }),
     counter,
     progress,
+    lease,
     async close() {
       // The retriever first: it stops an embedded Chroma server this process started.
       await retriever?.close().catch(() => {});
+      lease?.release();
       if (db.open) db.close();
     },
   };

@@ -6,6 +6,7 @@ import { CliError, LedgerloopError } from "../errors.js";
 import { RunRegistry } from "../ledger/runs.js";
 import { SqliteLedger } from "../ledger/sqlite-ledger.js";
 import { asStateError, isSqliteError, openStateDb } from "../ledger/state-db.js";
+import { claimWorkspace } from "../ledger/workspace-identity.js";
 import { createRuntime, resolveWorkspace, stateLocation, type ProgressEvent, type Runtime } from "../runtime.js";
 import { defaultRedactor } from "../secrets.js";
 import type { RunSettings } from "../settings.js";
@@ -59,6 +60,7 @@ export function openExistingState(args: WorkspaceArgs, opts: { write?: boolean }
   const db = openStateDb(dbPath, { create: false, readonly: !opts.write });
   const named = (err: unknown) => (isSqliteError(err) ? asStateError(err, dbPath) : err);
   try {
+    if (opts.write) claimWorkspace(db, { workspace, stateDir }, { warn: (m) => log(`warning: ${m}`) });
     if (!opts.write) {
       // Read-only, nothing creates the tables: a file with checkpoints only (plain LangGraph) or
       // from before the first run gets a sentence, not "no such table".
@@ -99,7 +101,9 @@ export function requireThread(state: OpenedState, threadId: string): void {
 
 /** Exit code for an error reaching the top level. */
 export function exitCodeFor(err: unknown): number {
-  if (err instanceof CliError) return err.exitCode;
+  // CliError and the errors that name their own code (a held lease, a copied workspace).
+  const own = (err as { exitCode?: unknown } | null)?.exitCode;
+  if (err instanceof LedgerloopError && typeof own === "number") return own;
   if (err instanceof LedgerloopError) return err.code === "CONFIG_INVALID" || err.code === "MODEL_UNKNOWN" ? 2 : 1;
   return 1;
 }
@@ -144,12 +148,18 @@ export function savedRun(thread: string, args: WorkspaceArgs): { workspace: stri
 export async function runtimeForThread(
   thread: string,
   args: WorkspaceArgs,
-  opts: { progress?: (e: ProgressEvent) => void } = {},
+  opts: { progress?: (e: ProgressEvent) => void; lease?: string } = {},
 ): Promise<Runtime> {
   const { workspace, settings } = savedRun(thread, args);
   // Time-travel commands need no index: the next run refreshes it from the files' sizes and mtimes.
+  // The state is the workspace's own (or --state-dir), never a path stored in the run's settings.
   return createRuntime(
-    { ...(settings ?? {}), workspace, stateDir: args.stateDir ?? settings?.stateDir, model: INERT_MODEL.name, retrieval: "lexical" },
-    { model: INERT_MODEL, progress: opts.progress, warn: (m) => log(`warning: ${m}`) },
+    { ...(settings ?? {}), workspace, stateDir: args.stateDir, model: INERT_MODEL.name, retrieval: "lexical" },
+    {
+      model: INERT_MODEL,
+      progress: opts.progress,
+      warn: (m) => log(`warning: ${m}`),
+      ...(opts.lease ? { lease: { command: opts.lease, thread } } : {}),
+    },
   );
 }

@@ -43,6 +43,9 @@ export async function askOnTerminal(req: ApprovalRequest): Promise<boolean> {
  */
 export async function driveRun(rt: Runtime, threadId: string, goal: string | null, opts: DriveOptions = {}): Promise<DriveResult> {
   const agent = createCodingAgent({ runtime: rt });
+  // A runner that lost its lease (it stalled past the expiry and another took over) must stop writing.
+  const leaseLost = rt.lease?.signal;
+  const signal = leaseLost ? (opts.signal ? AbortSignal.any([opts.signal, leaseLost]) : leaseLost) : opts.signal;
   const config = {
     configurable: { thread_id: threadId },
     context: {
@@ -62,7 +65,7 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
     },
     recursionLimit: recursionLimitFor(rt.settings.maxSteps),
     durability: "sync" as const,
-    signal: opts.signal,
+    signal,
   };
   let error: string | undefined;
   let failed = false;
@@ -76,7 +79,8 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
         // Progress is reported by the nodes themselves; the stream only drives the run.
       }
     } catch (err) {
-      if (opts.signal?.aborted) error = "interrupted by signal";
+      if (leaseLost?.aborted) error = "stopped: the workspace lease was taken over by another process";
+      else if (opts.signal?.aborted) error = "interrupted by signal";
       else if (err instanceof GraphRecursionError) error = `superstep limit reached (${config.recursionLimit})`;
       else {
         failed = true;

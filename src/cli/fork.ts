@@ -11,7 +11,9 @@ export interface ForkArgs extends WorkspaceArgs {
 
 /** Starts a new thread from a checkpoint, optionally in a copy of the workspace. */
 export async function handleFork(thread: string, args: ForkArgs): Promise<ForkResult> {
-  const rt = await runtimeForThread(thread, args);
+  // Without --into the fork rewrites this workspace's files: it is a writer of it. With --into only
+  // the new workspace is written, and fork() takes that one's lease.
+  const rt = await runtimeForThread(thread, args, args.into ? {} : { lease: "fork" });
   try {
     const { runtime, ...r } = await fork(rt, thread, args.at, { newThread: args.thread, workspace: args.into, force: args.force });
     if (runtime !== rt) await runtime.close();

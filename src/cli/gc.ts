@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { collectGarbage, type GcReport } from "../ledger/maintenance.js";
+import { acquireLease, workspaceScope } from "../ledger/lease.js";
 import { RevisionStore } from "../workspace/revisions.js";
 import path from "node:path";
 import { intOption, log, openExistingState, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
@@ -11,12 +12,16 @@ export interface GcArgs extends WorkspaceArgs {
 /** Prunes old checkpoints and unreferenced workspace blobs. */
 export async function handleGc(args: GcArgs): Promise<GcReport> {
   const st = openExistingState(args, { write: true });
+  // gc deletes checkpoints and blobs: never while a run writes the workspace.
+  let lease: ReturnType<typeof acquireLease> | undefined;
   try {
+    lease = acquireLease(st.db, [workspaceScope(st.workspace)], { command: "gc" });
     const revisions = new RevisionStore(st.db, st.workspace, { blobsDir: path.join(st.stateDir, "blobs") });
     return await collectGarbage(st.db, revisions, st.stateDir, { keepLast: args.keepLast });
   } catch (err) {
     throw st.named(err);
   } finally {
+    lease?.release();
     st.close();
   }
 }

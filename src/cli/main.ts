@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { errorMessage } from "../errors.js";
+import { registerAdopt } from "./adopt.js";
 import { exitCodeFor, log } from "./common.js";
 import { registerContext } from "./context.js";
 import { registerDemo } from "./demo.js";
@@ -50,6 +51,7 @@ export function buildProgram(): Command {
   registerDoctor(program);
   registerReport(program);
   registerWeb(program);
+  registerAdopt(program);
   return program;
 }
 

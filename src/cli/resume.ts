@@ -30,11 +30,16 @@ export async function handleResume(thread: string, args: ResumeArgs): Promise<Dr
     {
       ...settings,
       workspace,
-      stateDir: args.stateDir ?? settings.stateDir,
+      stateDir: args.stateDir,
       model: args.model ?? settings.model,
       ...sandboxSettings({ ...args, approve: args.approveMode }),
     },
-    { progress: progressPrinter(args.quiet), recordRequestsFile: process.env.LEDGERLOOP_RECORD_REQUESTS, warn: (m) => log(`warning: ${m}`) },
+    {
+      progress: progressPrinter(args.quiet),
+      recordRequestsFile: process.env.LEDGERLOOP_RECORD_REQUESTS,
+      warn: (m) => log(`warning: ${m}`),
+      lease: { command: "resume", thread },
+    },
   );
   try {
     // Before anything runs: a run never obeys a config it was not started with unless told to.

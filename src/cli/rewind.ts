@@ -9,7 +9,7 @@ export interface RewindArgs extends WorkspaceArgs {
 
 /** Rewinds a run to a checkpoint: files, ledger branch and graph state together. */
 export async function handleRewind(thread: string, args: RewindArgs): Promise<RewindResult> {
-  const rt = await runtimeForThread(thread, args);
+  const rt = await runtimeForThread(thread, args, { lease: "rewind" });
   try {
     return await rewind(rt, thread, args.to, { force: args.force });
   } finally {

@@ -114,6 +114,7 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
       "CONFIG_INVALID",
     );
   }
+  const thread = args.thread ?? newThreadId();
   const rt = await createRuntime(
     {
       workspace: args.workspace ?? process.cwd(),
@@ -123,11 +124,15 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
       ...(args.budget ? { budgetTokens: args.budget } : {}),
       ...sandboxSettings(args),
     },
-    { progress: progressPrinter(args.quiet), recordRequestsFile: process.env.LEDGERLOOP_RECORD_REQUESTS, warn: (m) => log(`warning: ${m}`) },
+    {
+      progress: progressPrinter(args.quiet),
+      recordRequestsFile: process.env.LEDGERLOOP_RECORD_REQUESTS,
+      warn: (m) => log(`warning: ${m}`),
+      lease: { command: "run", thread },
+    },
   );
   try {
     const runs = new RunRegistry(rt.db);
-    const thread = args.thread ?? newThreadId();
     if (runs.hasCheckpoints(thread) || runs.get(thread)) {
       throw new CliError(`thread "${thread}" already exists; continue it with \`ledgerloop resume ${thread}\``, 1, "THREAD_EXISTS");
     }

@@ -76,6 +76,8 @@ export async function ensureChromaServer(opts: EnsureChromaOptions): Promise<Chr
   const unlock = await lock(path.join(stateDir, "chroma.lock"), (opts.startTimeoutMs ?? 30_000) + 5_000);
   let server: { record: ServerRecord; started: boolean };
   try {
+    // A record copied along with the state directory (cp -a of a workspace) names the original's
+    // server, which persists into the original's data: only a server of this data directory is reused.
     const existing = readRecord(recordFile);
     const ours = existing && isAlive(existing.pid) && isChromaProcess(existing.pid, dataDir) ? existing : null;
     // We hold the lock, so whoever wrote a "starting" record is gone: give its server the time a

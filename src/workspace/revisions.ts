@@ -1052,3 +1052,17 @@ function isRacy(st: Stats, t0: number): boolean {
   const window = st.mtimeMs % 1000 === 0 ? RACY_COARSE_MS : RACY_MS;
   return Math.max(st.mtimeMs, st.ctimeMs) >= t0 - window;
 }
+
+/**
+ * Carries a workspace's revision head and stat cache over to the path it now has (it was moved, or
+ * is a copy adopted as a workspace of its own), so its files are compared with the revision they
+ * were last recorded as. Does nothing when the new path already has a head of its own.
+ */
+export function renameWorkspaceRevisions(db: Database.Database, from: string, to: string): void {
+  if (from === to || !db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'll_rev_heads'").get()) return;
+  if (db.prepare("SELECT 1 FROM ll_rev_heads WHERE workspace = ?").get(to)) return;
+  db.prepare("UPDATE ll_rev_heads SET workspace = ? WHERE workspace = ?").run(to, from);
+  db.prepare("DELETE FROM ll_rev_stat WHERE workspace = ?").run(to);
+  // The stat rows keep their inode and ctime: a copied file differs in both, so it is read again.
+  db.prepare("UPDATE ll_rev_stat SET workspace = ? WHERE workspace = ?").run(to, from);
+}

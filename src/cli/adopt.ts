@@ -1,0 +1,35 @@
+import fs from "node:fs";
+import type { Command } from "commander";
+import { CliError } from "../errors.js";
+import { claimWorkspace, type IdentityOutcome } from "../ledger/workspace-identity.js";
+import { openStateDb } from "../ledger/state-db.js";
+import { resolveWorkspace, stateLocation } from "../runtime.js";
+import { log, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
+
+/** Makes a copied workspace's state its own (a new identity; the original is not touched). */
+export function handleAdopt(args: WorkspaceArgs): { workspace: string; stateDir: string; outcome: IdentityOutcome; id: string } {
+  const workspace = resolveWorkspace(args.workspace ?? process.cwd());
+  const { stateDir, dbPath } = stateLocation(workspace, args.stateDir);
+  if (!fs.existsSync(dbPath)) throw new CliError(`no ledgerloop state in ${workspace} (${dbPath} does not exist); nothing to adopt`, 1, "NO_STATE");
+  const db = openStateDb(dbPath, { create: false });
+  try {
+    const { outcome, identity } = claimWorkspace(db, { workspace, stateDir }, { adopt: true, warn: (m) => log(`warning: ${m}`) });
+    return { workspace, stateDir, outcome, id: identity.id };
+  } finally {
+    db.close();
+  }
+}
+
+export function registerAdopt(program: Command): void {
+  workspaceOptions(
+    program
+      .command("adopt")
+      .description("make the state of a copied workspace (cp -a) its own, so its runs can continue there separately from the original")
+      .option("--json", "one JSON object"),
+  ).action((opts: WorkspaceArgs) => {
+    const r = handleAdopt(opts);
+    if (opts.json) return printJson(r);
+    const said = { adopted: "adopted: its runs now continue here, separately from the original", moved: "adopted (the workspace had been moved)", same: "already its own: nothing to do", created: "recorded" }[r.outcome];
+    log(`${r.workspace}: ${said}`);
+  });
+}
