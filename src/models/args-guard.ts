@@ -15,7 +15,7 @@ const PREVIEW_CHARS = 200;
 
 /** Why raw argument text breaks the limits, or null. One linear scan: brackets inside strings do not count. */
 export function argsTextProblem(text: string): string | null {
-  if (text.length > MAX_ARGS_CHARS) return `the arguments are ${text.length} characters long, more than the limit of ${MAX_ARGS_CHARS}`;
+  if (text.length > MAX_ARGS_CHARS) return `the arguments are ${text.length} characters long, over the limit of ${MAX_ARGS_CHARS} characters`;
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
@@ -51,7 +51,7 @@ export function argsValueProblem(value: unknown): string | null {
         }
       }
     }
-    if (chars > MAX_ARGS_CHARS) return `the arguments hold more than ${MAX_ARGS_CHARS} characters`;
+    if (chars > MAX_ARGS_CHARS) return `the arguments hold more than the limit of ${MAX_ARGS_CHARS} characters`;
   }
   return null;
 }
