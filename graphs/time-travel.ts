@@ -321,8 +321,14 @@ export async function replay(rt: Runtime, thread: string, opts: { from?: string;
     return sa! - sb! || ia! - ib!;
   });
   const startStep = valuesOf(start).step ?? 0;
+  // Results from before the starting checkpoint were copied into the replay's ledger, not produced
+  // by it: comparing them would only compare a copy (whose output still names the original
+  // workspace, which the replay side's normalisation does not know) with itself.
+  const startHead = valuesOf(start).ledgerHead;
+  const copied = startHead ? new Set((await feedbackBySlot(rt, startHead)).keys()) : new Set<string>();
   for (const slot of slots) {
     const step = Number(slot.split("/")[0]);
+    if (copied.has(slot)) continue;
     if (step <= startStep && !replayed.has(slot)) continue; // before the replay's starting point
     const r = recorded.get(slot);
     const p = replayed.get(slot);

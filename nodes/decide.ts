@@ -30,7 +30,7 @@ export function createDecideNode(deps: NodeDeps): NodeFn {
     const step = state.step + 1;
     const pending: string[] = [];
     for (const [i, call] of response.toolCalls.entries()) {
-      const v = validateToolCall(call.name, call.args, call.argsText);
+      const v = validateToolCall(call.name, call.args, call.argsText, call.refused);
       const key = w.key(`action/${i}`);
       const action = await w.append(
         `action/${i}`,

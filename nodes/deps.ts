@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { BranchWriter } from "../src/ledger/writer.js";
+import { guardToolCalls } from "../src/models/args-guard.js";
 import type { ChatMessage, ModelResponse, ToolSpecLike } from "../src/models/port.js";
 import type { Runtime } from "../src/runtime.js";
 import type { LedgerEvent, ModelNode, TaskStateValue } from "../src/state.js";
@@ -47,8 +48,11 @@ export async function callModel(
     return { response: { content: previous.payload.content, toolCalls: previous.payload.toolCalls }, event: previous };
   }
   const started = performance.now();
-  const response = await rt.model.invoke({ node, turn, messages: rt.redactor.redactDeep(messages), tools, signal: opts.signal });
-  if (response.exhausted) return { response, event: null };
+  const answer = await rt.model.invoke({ node, turn, messages: rt.redactor.redactDeep(messages), tools, signal: opts.signal });
+  if (answer.exhausted) return { response: answer, event: null };
+  // The entry point of model output: over-deep or huge arguments are cut here, before anything
+  // recursive (redactor, ledger, checkpoints) walks them.
+  const response = { ...answer, toolCalls: guardToolCalls(answer.toolCalls) };
   const event = await w.append("model", "model_call", {
     node,
     turn,

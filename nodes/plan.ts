@@ -25,10 +25,10 @@ export function deterministicPlan(goal: string): Subtask[] {
   }));
 }
 
-function parseProposal(content: string, calls: { name: string; args?: unknown; argsText?: string }[]): Subtask[] | null {
+function parseProposal(content: string, calls: { name: string; args?: unknown; argsText?: string; refused?: string }[]): Subtask[] | null {
   for (const c of calls) {
     if (c.name !== "update_plan") continue;
-    const v = validateToolCall(c.name, c.args, c.argsText);
+    const v = validateToolCall(c.name, c.args, c.argsText, c.refused);
     if (v.ok) return (v.args as z.infer<typeof UpdatePlanArgs>).subtasks;
   }
   // Some servers answer in plain JSON instead of a tool call.

@@ -113,6 +113,8 @@ export const ToolCallRecord = z.object({
   /** Parsed arguments when they were valid JSON, otherwise the raw text under `argsText`. */
   args: z.unknown().optional(),
   argsText: z.string().optional(),
+  /** Set when the arguments broke the size or depth limits: `argsText` is then only a preview. */
+  refused: z.string().optional(),
 });
 export type ToolCallRecord = z.infer<typeof ToolCallRecord>;
 

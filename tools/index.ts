@@ -65,11 +65,13 @@ export type ValidatedCall =
   | { ok: false; error: string };
 
 /** Checks a model's tool call: known tool, JSON arguments, schema. Never throws. */
-export function validateToolCall(name: string, args: unknown, argsText?: string): ValidatedCall {
+export function validateToolCall(name: string, args: unknown, argsText?: string, refused?: string): ValidatedCall {
   const tool = BY_NAME.get(name);
   if (!tool) {
-    return { ok: false, error: `Unknown tool "${name}". Available tools: ${TOOLS.map((t) => t.name).join(", ")}.` };
+    return { ok: false, error: `Unknown tool "${name.slice(0, 100)}". Available tools: ${TOOLS.map((t) => t.name).join(", ")}.` };
   }
+  // Over-limit arguments (see args-guard.ts) were replaced by a preview: refuse before parsing it.
+  if (refused) return { ok: false, error: refused };
   let value = args;
   if (value === undefined && argsText !== undefined && argsText.trim() === "") {
     // Some OpenAI-compatible servers send "" for a call without arguments.

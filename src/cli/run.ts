@@ -65,18 +65,37 @@ export function progressPrinter(quiet = false): (e: ProgressEvent) => void {
   };
 }
 
-/** Runs the rest of the process with SIGINT/SIGTERM turned into a graceful stop of the run. */
+/**
+ * How long a graceful stop may take before the process exits anyway. A hard exit is safe at any
+ * instant (every ledger write and checkpoint is one SQLite transaction; a resume re-runs or marks
+ * interrupted whatever was in flight), so a stop signal is always answered within about this.
+ */
+export const STOP_GRACE_MS = 1_500;
+
+/**
+ * Runs the rest of the process with SIGINT/SIGTERM turned into a graceful stop of the run. A second
+ * signal, or a stop still unfinished after {@link STOP_GRACE_MS}, exits at once (status 130/143).
+ */
 export async function withStopSignal<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const ac = new AbortController();
-  const stop = () => {
+  const exitNow = (sig: NodeJS.Signals, why: string) => {
+    log(`${why}: exiting now; the run is resumable with \`ledgerloop resume\``);
+    process.exit(sig === "SIGINT" ? 130 : 143);
+  };
+  const stop = (sig: NodeJS.Signals) => {
+    if (ac.signal.aborted) return exitNow(sig, "second stop signal");
     log("stopping: the run will be resumable with `ledgerloop resume`");
     ac.abort();
+    // Armed past this function's end on purpose: writing the report or closing the runtime must
+    // not hold the process either. Unref'd, so a stop that finishes in time exits normally.
+    setTimeout(() => exitNow(sig, `stop took longer than ${STOP_GRACE_MS} ms`), STOP_GRACE_MS).unref();
   };
-  process.once("SIGINT", stop);
-  process.once("SIGTERM", stop);
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
   try {
     return await fn(ac.signal);
   } finally {
+    // From here on a signal has its default effect: the process ends at once.
     process.off("SIGINT", stop);
     process.off("SIGTERM", stop);
   }

@@ -55,21 +55,94 @@ export function budgetFor(profile: ModelProfile): number {
 const CACHE_LIMIT = 5000;
 const SHORT = 48;
 
+/**
+ * gpt-tokenizer's byte-pair merge is quadratic in the length of one pre-tokenizer piece (a run of
+ * letters, punctuation or whitespace): 16k "A"s take 160 ms, 300k take a minute. Pieces longer
+ * than this are estimated instead (see {@link estimateLongPiece}); ordinary code and prose never
+ * have them, so their counts stay exact.
+ */
+export const MAX_EXACT_PIECE = 200;
+/** Chunk length for estimating a long piece: the merge cost of one chunk is small and bounded. */
+const PIECE_CHUNK = 100;
+/**
+ * Beyond this many characters a text is not tokenized at all: its UTF-8 length is returned, a
+ * hard upper bound (every token is at least one byte). Exact counting costs up to ~3 µs a char on
+ * adversarial text (random CJK or letter runs; ~0.15 µs for code), and it runs on the event loop:
+ * this cap keeps one count under a second, so a stop signal is heard. A text this long (64k+
+ * tokens of code) takes most of a prompt anyway; over-counting it only makes it drop sooner.
+ */
+export const MAX_COUNTED_CHARS = 256 * 1024;
+
+type CountFn = (text: string) => number;
+
+/**
+ * An upper-bound estimate of a long piece's tokens: the sum over chunks of `PIECE_CHUNK` chars plus
+ * one token per cut, never more than its UTF-8 bytes. Cutting a piece can lose a merge across the
+ * cut but BPE is not monotone, so a cut can also save one: over random pieces of 16 alphabets
+ * (letters, capitals, punctuation, whitespace, CJK, Cyrillic, combining marks, emoji) the exact count
+ * exceeded the chunk sum by at most 0.67 tokens per cut, hence the one-per-cut slack.
+ */
+export function estimateLongPiece(piece: string, countExact: CountFn): number {
+  let n = 0;
+  let cuts = -1;
+  for (let i = 0; i < piece.length; ) {
+    let j = Math.min(piece.length, i + PIECE_CHUNK);
+    // Never split a surrogate pair: half a code point would be counted as replacement bytes.
+    const code = piece.charCodeAt(j - 1);
+    if (j < piece.length && code >= 0xd800 && code <= 0xdbff) j--;
+    n += countExact(piece.slice(i, j));
+    cuts++;
+    i = j;
+  }
+  return Math.min(n + Math.max(0, cuts), Buffer.byteLength(piece, "utf8"));
+}
+
+/**
+ * Counts a text in time linear in its length: the pre-tokenizer's pieces (found with the
+ * encoding's own split pattern) are scanned; stretches of ordinary pieces are counted exactly in
+ * one call, and each piece longer than {@link MAX_EXACT_PIECE} is estimated from above.
+ */
+export function countLinear(text: string, split: RegExp, countExact: CountFn): number {
+  if (text.length > MAX_COUNTED_CHARS) return Buffer.byteLength(text, "utf8");
+  if (text.length <= MAX_EXACT_PIECE) return countExact(text);
+  let total = 0;
+  let from = 0;
+  for (const m of text.matchAll(split)) {
+    if (m[0].length <= MAX_EXACT_PIECE) continue;
+    if (m.index > from) total += countExact(text.slice(from, m.index));
+    total += estimateLongPiece(m[0], countExact);
+    from = m.index + m[0].length;
+  }
+  if (from === 0) return countExact(text);
+  if (from < text.length) total += countExact(text.slice(from));
+  return total;
+}
+
 /** A counter over the given encoding; loads the BPE ranks once per process. */
 export async function loadTokenCounter(encoding: "o200k_base" | "cl100k_base" = "o200k_base", fallback = false): Promise<TokenCounter> {
   const mod = (encoding === "cl100k_base"
     ? await import("gpt-tokenizer/encoding/cl100k_base")
-    : await import("gpt-tokenizer/encoding/o200k_base")) as unknown as { countTokens(text: string): number };
+    : await import("gpt-tokenizer/encoding/o200k_base")) as unknown as {
+    countTokens(text: string, opts?: { disallowedSpecial?: Set<string> }): number;
+  };
+  const patterns = (await import("gpt-tokenizer/encodingParams/constants")) as unknown as Record<string, RegExp>;
+  const source = patterns[encoding === "cl100k_base" ? "CL100K_TOKEN_SPLIT_REGEX" : "O200K_TOKEN_SPLIT_REGEX"]!.source;
+  // Our own instance: matchAll copies it, but a shared global regex must never carry state over.
+  const split = new RegExp(source, "gu");
+  // Text that spells a special token ("<|endoftext|>" in a file about tokenizers) is ordinary text
+  // here: the default options make countTokens throw on it, which would break every prompt.
+  const asText = { disallowedSpecial: new Set<string>() };
+  const exact: CountFn = (t) => mod.countTokens(t, asText);
   const cache = new Map<string, number>();
   const margin = fallback ? UNKNOWN_MODEL_MARGIN : 1;
   return {
     encoding,
     count(text: string): number {
       if (!text) return 0;
-      if (text.length < SHORT) return Math.ceil(mod.countTokens(text) * margin);
+      if (text.length < SHORT) return Math.ceil(exact(text) * margin);
       const hit = cache.get(text);
       if (hit !== undefined) return hit;
-      const n = Math.ceil(mod.countTokens(text) * margin);
+      const n = Math.ceil(countLinear(text, split, exact) * margin);
       if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value as string);
       cache.set(text, n);
       return n;

@@ -4,6 +4,24 @@ import { describeAction } from "../context/render.js";
 import type { FileDiffStat, RevisionStore } from "../workspace/revisions.js";
 import { RevisionError, formatStat } from "../workspace/revisions.js";
 
+/** A test run as the report shows it. */
+export interface ReportTestRun {
+  step: number;
+  framework: string;
+  passed: number;
+  failed: number;
+  skipped: number;
+  failedTests: string[];
+  /** No failure, at least one pass, and the command succeeded: what counts as evidence. */
+  passing: boolean;
+}
+
+/**
+ * A plan item with what backs its status. `proven` is false for a subtask marked completed without
+ * evidence: finish completes every open subtask, so a run can finish with its last test run failing.
+ */
+export type ReportSubtask = Subtask & { proven: boolean; proof: string | null };
+
 export interface RunReport {
   thread: string;
   goal: string;
@@ -15,15 +33,40 @@ export interface RunReport {
   model: string | null;
   sandbox: string | null;
   finishSummary: string | null;
-  plan: Subtask[];
+  plan: ReportSubtask[];
   decisions: Array<{ step: number; text: string }>;
   files: FileDiffStat[];
-  tests: Array<{ step: number; passed: number; failed: number; skipped: number; failedTests: string[] }>;
+  tests: ReportTestRun[];
+  /** The last test run of the branch, or null when the tests never ran: what the outcome rests on. */
+  lastTests: ReportTestRun | null;
   problems: Array<{ step: number; tool: string; status: string; errorClass: string | null; what: string }>;
   approvals: Array<{ command: string; decision: string; by: string; rule: string }>;
   lessons: string[];
   timeTravel: Array<{ kind: string; toCheckpoint: string }>;
   model_usage: { calls: number; inputTokens: number; outputTokens: number; promptTokensMax: number; promptTokensAvg: number };
+}
+
+/** The runtime's definition of a test run that counts as evidence (see nodes/observe.ts). */
+const passes = (f: LedgerEvent<"environment_feedback">) => !!f.payload.tests && f.payload.tests.failed === 0 && f.payload.tests.passed > 0 && f.payload.status === "ok";
+
+/**
+ * Whether a completed subtask's evidence holds: a passing test run, or a finish preceded by a
+ * passing last test run. A finish alone (no test run, or a failing last one) proves nothing.
+ */
+function proofOf(s: Subtask, feedback: LedgerEvent<"environment_feedback">[], stepOf: (f: LedgerEvent<"environment_feedback">) => number): ReportSubtask {
+  if (s.status !== "completed") return { ...s, proven: false, proof: null };
+  const ev = feedback.find((f) => f.id === s.evidence);
+  if (!ev) return { ...s, proven: false, proof: "marked completed without evidence" };
+  if (ev.payload.tests) {
+    return passes(ev)
+      ? { ...s, proven: true, proof: `tests passed at step ${stepOf(ev)}` }
+      : { ...s, proven: false, proof: `its evidence, the test run at step ${stepOf(ev)}, failed` };
+  }
+  const lastRun = feedback.filter((f) => f.seq < ev.seq && f.payload.tests).at(-1);
+  if (!lastRun) return { ...s, proven: false, proof: `marked completed by finish at step ${stepOf(ev)}; no test run recorded` };
+  return passes(lastRun)
+    ? { ...s, proven: true, proof: `tests passed at step ${stepOf(lastRun)}, then finish` }
+    : { ...s, proven: false, proof: `marked completed by finish at step ${stepOf(ev)}, but the last test run (step ${stepOf(lastRun)}) failed` };
 }
 
 const of = <T extends LedgerEvent["type"]>(events: LedgerEvent[], type: T) => events.filter((e): e is LedgerEvent<T> => e.type === type);
@@ -60,6 +103,9 @@ export async function buildReport(ledger: Ledger, revisions: RevisionStore | nul
   const startedAt = events[0]?.ts ?? null;
   const endedAt = events.at(-1)?.ts ?? null;
   const prompts = contexts.map((c) => c.payload.tokens);
+  const tests = feedback
+    .filter((f) => f.payload.tests)
+    .map((f) => ({ step: stepOf(f), ...f.payload.tests!, failedTests: f.payload.tests!.failedTests.slice(0, 10), passing: passes(f) }));
   return {
     thread,
     goal: spec?.payload.goal ?? "",
@@ -71,12 +117,11 @@ export async function buildReport(ledger: Ledger, revisions: RevisionStore | nul
     model: calls[0]?.payload.model ?? null,
     sandbox: feedback.find((f) => f.payload.sandbox)?.payload.sandbox ?? null,
     finishSummary: finish && finish.kind === "finish" ? finish.summary : null,
-    plan: subtasks,
+    plan: subtasks.map((s) => proofOf(s, feedback, stepOf)),
     decisions: of(events, "decision").map((d) => ({ step: d.payload.step, text: d.payload.text })),
     files,
-    tests: feedback
-      .filter((f) => f.payload.tests)
-      .map((f) => ({ step: stepOf(f), ...f.payload.tests!, failedTests: f.payload.tests!.failedTests.slice(0, 10) })),
+    tests,
+    lastTests: tests.at(-1) ?? null,
     problems: feedback
       .filter((f) => f.payload.status !== "ok")
       .map((f) => {
@@ -113,8 +158,25 @@ export function reportMarkdown(r: RunReport): string {
       (r.model_usage.inputTokens ? `, ${r.model_usage.inputTokens} in / ${r.model_usage.outputTokens} out billed` : ""),
     "",
   );
-  if (r.finishSummary) out.push("## Summary", "", r.finishSummary, "");
-  if (r.plan.length) out.push("## Plan", "", ...r.plan.map((s) => `- ${mark[s.status]} **${s.id}** ${s.description}`), "");
+  const t = r.lastTests;
+  out.push(
+    t
+      ? `**Tests.** Last run (step ${t.step}): ${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped — ${
+          t.passing ? "passing" : `**failing**${t.failedTests.length ? ` (${t.failedTests.join(", ")})` : ""}`
+        }.`
+      : "**Tests.** No test run recorded: nothing in this run verifies the result.",
+    "",
+  );
+  if (r.finishSummary) {
+    // The summary is the agent's own claim; say so when the evidence does not back it.
+    const unverified = !t ? "not verified: no test run recorded" : !t.passing ? `not verified: the last test run (step ${t.step}) failed` : null;
+    out.push(unverified ? `## Summary (the agent's words, ${unverified})` : "## Summary", "", r.finishSummary, "");
+  }
+  if (r.plan.length) {
+    const line = (s: ReportSubtask) =>
+      s.status === "completed" && !s.proven ? `- [?] **${s.id}** ${s.description} — unproven: ${s.proof}` : `- ${mark[s.status]} **${s.id}** ${s.description}${s.proof ? ` (${s.proof})` : ""}`;
+    out.push("## Plan", "", ...r.plan.map(line), "");
+  }
   if (r.decisions.length) out.push("## Decisions", "", ...r.decisions.map((d) => `- (step ${d.step}) ${d.text}`), "");
   if (r.files.length) out.push("## Files changed", "", "```", formatStat(r.files).trimEnd(), "```", "");
   if (r.tests.length) {

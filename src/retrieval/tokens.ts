@@ -7,13 +7,16 @@ const MAX_WORD = 64;
 const COMPOUND = /[A-Za-z0-9_$]+(?:[-./][A-Za-z0-9_$]+)*/g;
 
 /**
- * Splits one identifier into lower-case parts: `getHTTPServer` → get, http, server; `user_role` →
+ * Splits one identifier (or a text: it is cut at every non-alphanumeric first; pieces longer than
+ * 64 characters are dropped) into lower-case parts: `getHTTPServer` → get, http, server; `user_role` →
  * user, role; digits stay on the letters before them (`utf8`, `sha256`, `get2` + `fa` from `get2FA`).
  */
 export function identifierParts(word: string): string[] {
   const out: string[] = [];
   for (const piece of word.split(/[^A-Za-z0-9]+/)) {
-    if (!piece) continue;
+    // Longer pieces are blobs (hashes, base64, a run of one letter) with no meaning as terms, and
+    // the acronym split below backtracks quadratically on a long capital run (40k took 1.2 s).
+    if (!piece || piece.length > MAX_WORD) continue;
     const spaced = piece.replace(/([a-z0-9])([A-Z])/g, "$1 $2").replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2");
     for (const p of spaced.split(" ")) if (p) out.push(p.toLowerCase());
   }

@@ -85,9 +85,14 @@ describe("approvals in the graph", () => {
   });
 });
 
+// Each case starts several real CLI processes (seconds each on a busy machine): one test per
+// answer, with room to spare. The "no answer yet" and "nothing to answer" checks run once.
+const CLI_TIMEOUT = 240_000;
+
 describe("approvals through the CLI", () => {
-  it("run pauses when nobody can answer, and resume --approve / --reject answers later", () => {
-    for (const answer of ["--approve", "--reject"]) {
+  it.each(["--approve", "--reject"])(
+    "run pauses when nobody can answer, and resume %s answers later",
+    (answer) => {
       const ws = tempWorkspace(undefined, { "a.txt": "a\n" });
       const traj = path.join(ws, "..", `appr-${path.basename(ws)}.json`);
       fs.writeFileSync(traj, JSON.stringify(SCRIPT));
@@ -95,21 +100,26 @@ describe("approvals through the CLI", () => {
       expect(first.code).toBe(1);
       const out = JSON.parse(first.stdout);
       expect(out).toMatchObject({ status: "interrupted", pending: { kind: "approval", rule: "program.unknown" } });
-      const human = cli(["resume", "P", "-w", ws]);
-      expect(human.stderr).toMatch(/waiting for approval of: echo ran > asked\.txt && frobnicate --now/);
-      expect(human.stderr).toMatch(/resume P .*--approve/);
+      if (answer === "--approve") {
+        const human = cli(["resume", "P", "-w", ws]);
+        expect(human.stderr).toMatch(/waiting for approval of: echo ran > asked\.txt && frobnicate --now/);
+        expect(human.stderr).toMatch(/resume P .*--approve/);
+      }
       const done = cli(["resume", "P", "-w", ws, answer, "--json", "-q"]);
       expect(done.code, done.stderr).toBe(0);
       expect(JSON.parse(done.stdout)).toMatchObject({ status: "finished" });
       const events = jsonLines<{ type: string; payload: { decision?: string; by?: string } }>(cli(["ledger", "P", "-w", ws, "--type", "approval", "--json"]).stdout);
       expect(events.map((e) => e.payload)).toEqual([expect.objectContaining({ decision: answer === "--approve" ? "approved" : "rejected", by: "user" })]);
       expect(fs.existsSync(path.join(ws, "asked.txt"))).toBe(answer === "--approve");
-      const again = cli(["resume", "P", "-w", ws, "--approve"]);
-      expect(again.code).toBe(1);
-      expect(again.stderr).toMatch(/not waiting for an approval/);
+      if (answer === "--approve") {
+        const again = cli(["resume", "P", "-w", ws, "--approve"]);
+        expect(again.code).toBe(1);
+        expect(again.stderr).toMatch(/not waiting for an approval/);
+      }
       fs.rmSync(traj, { force: true });
-    }
-  });
+    },
+    CLI_TIMEOUT,
+  );
 });
 
 describe("ledgerloop exec", () => {
@@ -133,5 +143,5 @@ describe("ledgerloop exec", () => {
     expect(slow.code).toBe(124);
     expect(JSON.parse(slow.stdout)).toMatchObject({ timedOut: true, errorClass: "timeout" });
     expect(fs.existsSync(path.join(ws, ".ledgerloop"))).toBe(false);
-  });
+  }, CLI_TIMEOUT);
 });

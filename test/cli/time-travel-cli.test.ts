@@ -41,6 +41,14 @@ describe("time travel, search and storage through the CLI, on the demo run", () 
     expect(readTree(rep.workspace)).toEqual(finalTree);
   });
 
+  it("replay from a mid-run checkpoint reports no divergence and exits 0", () => {
+    const r = cli(["replay", thread, "-w", ws, "--from", beforeAct(7), "--json", "-q"]);
+    expect(r.code, r.stderr).toBe(0);
+    const rep = JSON.parse(r.stdout);
+    expect(rep).toMatchObject({ status: "finished", recordedStatus: "finished", modelCalls: 0, divergences: [] });
+    expect(readTree(rep.workspace)).toEqual(finalTree);
+  });
+
   it("search finds code by meaning of words and identifiers, paths relative and best first", () => {
     const idx = cli(["index", "-w", ws, "--json"]);
     expect(idx.code, idx.stderr).toBe(0);

@@ -243,6 +243,35 @@ describe("replay and gc", () => {
     fs.rmSync(outside, { recursive: true, force: true });
   });
 
+  it("replays from a mid-run checkpoint: steps before it are not compared again, later ones are", async () => {
+    const outside = fs.mkdtempSync("/var/tmp/ll-clock-");
+    fs.writeFileSync(path.join(outside, "clock.txt"), "tick 1\n");
+    const ws = tempWorkspace(undefined, { "n.txt": "1\n" });
+    // Step 1 prints the workspace path: the copy of its result in the replay's ledger names the
+    // original workspace, which once showed up as a false divergence at a step before the start.
+    const a = await testAgent(ws, {
+      decide: [
+        call("run_command", { command: "pwd; cat n.txt" }),
+        call("run_command", { command: `pwd; cat ${outside}/clock.txt` }),
+        call("finish", { summary: "x" }),
+      ],
+    });
+    agents.push(a);
+    await a.run("read");
+    const from = (await beforeAct(a.rt, "t1", 2)).checkpoint.id;
+    const same = await replay(a.rt, "t1", { from });
+    extra.push(same.runtime);
+    expect(same.divergences).toEqual([]);
+    expect(same.replayedTurns).toBe(1); // only finish's answer: step 2's was already in the copy
+
+    fs.writeFileSync(path.join(outside, "clock.txt"), "tick 2\n");
+    const changed = await replay(a.rt, "t1", { from });
+    extra.push(changed.runtime);
+    expect(changed.divergences.map((d) => [d.step, d.tool, d.field])).toEqual([[2, "run_command", "output"]]);
+    expect(String(changed.divergences[0]!.replayed)).toContain("tick 2");
+    fs.rmSync(outside, { recursive: true, force: true });
+  });
+
   it("gc prunes old checkpoints and blobs, reclaims space, and keeps branch heads resumable and runs replayable", async () => {
     const { a, ws } = await shellRun();
     await rewind(a.rt, "t1", (await beforeAct(a.rt, "t1", 2)).checkpoint.id);

@@ -347,24 +347,23 @@ describe.each(LEVELS)("level %s", (level) => {
       it.skipIf(!cg.pids && isRoot)(
         `fork bomb is bounded by the pids limit and ended by the timeout; host fine${!cg.pids && isRoot ? " — SKIPPED: no pids cgroup and root runner" : ""}`,
         async () => {
-          const t0 = Date.now();
-          // The leader stays (sleep) so the bomb runs until the wall clock ends it.
+          // The leader stays (sleep) so the bomb runs until the wall clock ends it. (No wall-clock
+          // assertion: timedOut says the timeout ended it, however loaded the machine.)
           const r = await run(`: ${RUN}; b(){ b | b & }; b; sleep 60`, { timeoutMs: 3000, limits: { pids: 64 } });
-          expect(Date.now() - t0).toBeLessThan(15_000);
           expect(r.limit).toBe("pids");
           expect(r.timedOut).toBe(true);
           expect(await waitUnmarked()).toEqual([]);
           // The classic form usually returns at once and leaves the bomb behind, which is then killed
           // with the tree; if the shell's own fork is refused it retries until the wall clock ends it.
-          const t1 = Date.now();
           const classic = await run(`: ${RUN}; :(){ :|:& };:`, { timeoutMs: 3000, limits: { pids: 64 } });
-          expect(Date.now() - t1).toBeLessThan(15_000);
+          // Ended by the pids limit or the 3 s timeout, not by the bomb's own 60 s sleep.
+          expect(classic.durationMs).toBeLessThan(60_000);
           if (classic.timedOut) expect(classic.limit).toBe("pids");
           expect(await waitUnmarked()).toEqual([]);
           // The runner can still start processes.
           expect(spawnSync("true").status).toBe(0);
         },
-        30_000,
+        120_000,
       );
 
       it.skipIf(!cg.memory)(`memory hog is OOM-killed at the memory limit${cg.memory ? "" : " — SKIPPED: no memory cgroup"}`, async () => {
@@ -374,29 +373,30 @@ describe.each(LEVELS)("level %s", (level) => {
       });
 
       it("a CPU spin is stopped by the cpu limit", async () => {
-        const t0 = Date.now();
-        const r = await run("while :; do :; done", { limits: { cpuSeconds: 1 }, timeoutMs: 30_000 });
+        // The limit kind says what stopped it; wall time would only measure how busy the machine is.
+        const r = await run("while :; do :; done", { limits: { cpuSeconds: 1 }, timeoutMs: 120_000 });
         expect(r.limit).toBe("cpu");
         expect(r.timedOut).toBe(false);
-        expect(Date.now() - t0).toBeLessThan(10_000);
-      });
+        if (r.usage?.cpuMs != null) expect(r.usage.cpuMs).toBeLessThan(3_000);
+      }, 150_000);
 
       it.skipIf(!cg.cpuacct)(`CPU spread over processes counts as one budget${cg.cpuacct ? "" : " — SKIPPED: no cpuacct cgroup"}`, async () => {
-        const t0 = Date.now();
-        const r = await run("for i in 1 2 3; do (while :; do :; done) & done; wait", { limits: { cpuSeconds: 2 }, timeoutMs: 30_000 });
+        const r = await run("for i in 1 2 3; do (while :; do :; done) & done; wait", { limits: { cpuSeconds: 2 }, timeoutMs: 120_000 });
         expect(r.limit).toBe("cpu");
-        // Per-process RLIMIT_CPU alone would let the three run 2 s of CPU each.
-        expect(Date.now() - t0).toBeLessThan(6000);
-      });
+        expect(r.timedOut).toBe(false);
+        // CPU time, measured by the cgroup: per-process RLIMIT_CPU alone would let the three use 2 s
+        // each (6 s); one budget stops them near 2 s (plus a polling interval on two cores).
+        expect(r.usage?.cpuMs).toBeGreaterThanOrEqual(1_900);
+        expect(r.usage?.cpuMs).toBeLessThan(4_000);
+      }, 150_000);
 
       it("an output flood is stopped at the output budget, keeping head and tail", async () => {
-        const t0 = Date.now();
-        const r = await run("yes flood", { limits: { outputBytes: 4 * 1024 ** 2 }, timeoutMs: 30_000 });
+        const r = await run("yes flood", { limits: { outputBytes: 4 * 1024 ** 2 }, timeoutMs: 120_000 });
         expect(r.limit).toBe("output");
+        expect(r.timedOut).toBe(false);
         expect(r.truncated).toBe(true);
         expect(r.stdout.length).toBeLessThan(64 * 1024);
-        expect(Date.now() - t0).toBeLessThan(10_000);
-      });
+      }, 150_000);
 
       it("a big file is stopped at the file size limit", async () => {
         const r = await run("head -c 3000000 /dev/zero > big.bin", { limits: { fileSizeBytes: 1024 * 1024 } });
@@ -420,10 +420,10 @@ describe.each(LEVELS)("level %s", (level) => {
       });
 
       it("a setsid daemon does not outlive a command that exits normally", async () => {
-        const t0 = Date.now();
         const r = await run(`(setsid bash -c 'exec -a ${RUN}-after sleep 300' &); echo started`);
         expect(r.stdout).toBe("started\n");
-        expect(Date.now() - t0).toBeLessThan(5000);
+        // Returned without waiting for the daemon's 300 s sleep (the timeout would say so).
+        expect(r.timedOut).toBe(false);
         expect(await waitUnmarked()).toEqual([]);
       });
     });
