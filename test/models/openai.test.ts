@@ -195,10 +195,11 @@ describe("OpenAIChatModel against a stub OpenAI server", () => {
     expect((await failure(strict.invoke(request(USER_ONLY)))).code).toBe("MODEL_BAD_RESPONSE");
     expect(stub.requests).toHaveLength(1);
     // A server slower than the timeout fails the call long before it answers.
-    stub.enqueue({ content: "too slow", delayMs: 4_000 });
+    // The answer comes 30 s late and the call gives up well before: the bound leaves a busy machine room.
+    stub.enqueue({ content: "too slow", delayMs: 30_000 });
     const started = performance.now();
     const slow = await failure(strict.invoke(request(USER_ONLY)));
-    expect(performance.now() - started).toBeLessThan(3_000);
+    expect(performance.now() - started).toBeLessThan(20_000);
     expect(slow.message).toMatch(/did not answer within 300 ms \(0 retries\).*LEDGERLOOP_MODEL_TIMEOUT_MS/);
     expect(stub.requests).toHaveLength(2);
   });
