@@ -1,11 +1,12 @@
 import { z } from "zod";
+import { currentRunner, RunRegistry } from "../src/ledger/runs.js";
 import { recallLessons } from "../src/memory/lessons.js";
 import type { ChatMessage } from "../src/models/port.js";
 import { walkFiles } from "../src/workspace/files.js";
 import { Subtask } from "../src/state.js";
 import { toolSpecs, validateToolCall, getTool } from "../tools/index.js";
 import { UpdatePlanArgs } from "../tools/update-plan.js";
-import { branchWriter, callModel, type NodeDeps, type NodeFn } from "./deps.js";
+import { branchWriter, callModel, threadIdOf, type NodeDeps, type NodeFn } from "./deps.js";
 
 const PLAN_PROMPT = `You plan a coding task before it is carried out with tools.
 Break the goal into 2-8 concrete, verifiable subtasks in the order they should be done.
@@ -87,6 +88,13 @@ export function createPlanNode(deps: NodeDeps): NodeFn {
     // The workspace as the run found it: the revision a rewind to the start restores.
     const workspaceRev = state.workspaceRev ?? (await rt.revisions.snapshot({ label: "start" })).revId;
     if (first) {
+      // The run registers itself, whatever started it (CLI, script, LangGraph server): every
+      // inspection command and the viewer list it, with where its checkpoints are.
+      new RunRegistry(rt.db).register(threadIdOf(config), rt.redactor.redact(state.goal), rt.settings, {
+        origin: deps.origin ?? "script",
+        checkpoints: deps.checkpoints ?? "state-db",
+        runner: currentRunner(),
+      });
       await w.append("spec", "task_spec", { goal: state.goal, subtasks, source, memories: memories.map((m) => m.text), revision: workspaceRev });
     } else {
       await w.append("plan", "plan_update", { subtasks, reason: `replan (${source})` });

@@ -302,7 +302,7 @@ async function refreshThreads() {
 }
 
 function statusPill(status, extra) {
-  return h("span", { class: ["pill", `st-${status || "unknown"}`], title: extra }, status || "unknown");
+  return h("span", { class: ["pill", `st-${status || "unknown"}`], title: extra }, (status || "unknown").replace(/_/g, " "));
 }
 
 function renderThreadList() {
