@@ -55,6 +55,15 @@ export function createPlanNode(deps: NodeDeps): NodeFn {
     const rt = await deps.resolve(config);
     const w = branchWriter(rt, state, config, "plan");
     const first = state.subtasks.length === 0;
+    if (first) {
+      // The run registers itself first thing, whatever started it (CLI, script, LangGraph server):
+      // every inspection command and the viewer list it, with where its checkpoints are.
+      new RunRegistry(rt.db).register(threadIdOf(config), rt.redactor.redact(state.goal), rt.settings, {
+        origin: deps.origin ?? "script",
+        checkpoints: deps.checkpoints ?? "state-db",
+        runner: currentRunner(),
+      });
+    }
     const { files } = await walkFiles(rt.workspace, { limit: 200 });
     const store = (config.store as typeof rt.store | undefined) ?? rt.store;
     const memories = await recallLessons(store, state.goal, 8);
@@ -88,13 +97,6 @@ export function createPlanNode(deps: NodeDeps): NodeFn {
     // The workspace as the run found it: the revision a rewind to the start restores.
     const workspaceRev = state.workspaceRev ?? (await rt.revisions.snapshot({ label: "start" })).revId;
     if (first) {
-      // The run registers itself, whatever started it (CLI, script, LangGraph server): every
-      // inspection command and the viewer list it, with where its checkpoints are.
-      new RunRegistry(rt.db).register(threadIdOf(config), rt.redactor.redact(state.goal), rt.settings, {
-        origin: deps.origin ?? "script",
-        checkpoints: deps.checkpoints ?? "state-db",
-        runner: currentRunner(),
-      });
       await w.append("spec", "task_spec", { goal: state.goal, subtasks, source, memories: memories.map((m) => m.text), revision: workspaceRev });
     } else {
       await w.append("plan", "plan_update", { subtasks, reason: `replan (${source})` });
