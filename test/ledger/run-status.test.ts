@@ -118,6 +118,15 @@ describe("every entry point registers its run, and threads and the viewer show o
     } finally {
       child.kill("SIGKILL");
       await new Promise((res) => child.once("close", res));
+      // A killed run leaves its Chroma server for the next process to adopt (by design); none comes here.
+      const record = path.join(ws, ".ledgerloop", "chroma.server.json");
+      if (fs.existsSync(record)) {
+        try {
+          process.kill((JSON.parse(fs.readFileSync(record, "utf8")) as { pid: number }).pid, "SIGTERM");
+        } catch {
+          // already gone
+        }
+      }
     }
     expect(jsonLines(cli(["threads", "-w", ws, "--json"]).stdout)).toEqual([expect.objectContaining({ thread: "slow", status: "interrupted" })]);
     // The registry holds the runner that was killed.
