@@ -110,7 +110,7 @@ describe("approvals through the CLI", () => {
       expect(again.stderr).toMatch(/not waiting for an approval/);
       fs.rmSync(traj, { force: true });
     }
-  });
+  }, 240_000); // four CLI processes in a row: slow on a loaded 2-core machine
 });
 
 describe("ledgerloop exec", () => {
