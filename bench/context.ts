@@ -57,7 +57,7 @@ function synthesize(db: import("better-sqlite3").Database, events: number): { he
 
 function stateFor(head: string, steps: number): TaskStateValue {
   const base = {} as Record<string, unknown>;
-  for (const [k, f] of Object.entries(TaskState.fields)) base[k] = (f as { parse(v: unknown): unknown }).parse(undefined);
+  for (const [k, f] of Object.entries(TaskState.shape)) base[k] = (f as { parse(v: unknown): unknown }).parse(undefined);
   return {
     ...base,
     goal: "Add caching to the service layer and keep the tests green",

@@ -8,8 +8,13 @@ import { createObserveNode } from "../nodes/observe.js";
 import { createPlanNode } from "../nodes/plan.js";
 import { createReflectNode } from "../nodes/reflect.js";
 import { createSummarizeNode } from "../nodes/summarize.js";
+import type { RunOrigin } from "../src/ledger/runs.js";
+import { ConfigError } from "../src/errors.js";
+import { releaseChromaServersSync } from "../src/retrieval/chroma-server.js";
 import { createRuntime, type Runtime } from "../src/runtime.js";
-import { RunContext, TaskState, type TaskStateValue } from "../src/state.js";
+import { RunContext, TaskInput, TaskOutput, TaskState, type TaskStateValue } from "../src/state.js";
+import { keepRun } from "./run-keeping.js";
+import { actRerun } from "../nodes/act.js";
 
 export interface CodingAgentOptions {
   /** The runtime every node uses (scripts, CLI, tests). */
@@ -18,6 +23,8 @@ export interface CodingAgentOptions {
   resolve?: NodeDeps["resolve"];
   /** Defaults to the runtime's SQLite checkpointer; `false` leaves it to the caller (LangGraph server). */
   checkpointer?: BaseCheckpointSaver | false;
+  /** What starts runs of this graph, recorded in the run registry: default "script" ("server" for the exported `graph`). */
+  origin?: RunOrigin;
 }
 
 /** Terminal statuses go through reflect (lessons, final run_status) before the end. */
@@ -34,15 +41,18 @@ export function createCodingAgent(opts: CodingAgentOptions) {
       if (!opts.runtime) throw new Error("createCodingAgent needs a runtime or a resolve function");
       return opts.runtime;
     });
-  const deps: NodeDeps = { resolve };
-  const builder = new StateGraph(TaskState, RunContext)
-    .addNode("plan", createPlanNode(deps))
-    .addNode("context", createContextNode(deps))
-    .addNode("decide", createDecideNode(deps))
-    .addNode("act", createActNode(deps))
-    .addNode("observe", createObserveNode(deps))
-    .addNode("reflect", createReflectNode(deps))
-    .addNode("summarize", createSummarizeNode(deps))
+  const own = opts.checkpointer === undefined || (opts.runtime !== undefined && opts.checkpointer === opts.runtime.checkpointer);
+  const deps: NodeDeps = { resolve, origin: opts.origin ?? "script", checkpoints: own ? "state-db" : "external" };
+  // Input: the goal (run settings go in the context); output: how the run ended. The state itself
+  // (counters, references) is the run's own and is not what a user fills in.
+  const builder = new StateGraph(TaskState, { input: TaskInput, output: TaskOutput, context: RunContext })
+    .addNode("plan", keepRun("plan", createPlanNode(deps), deps))
+    .addNode("context", keepRun("context", createContextNode(deps), deps))
+    .addNode("decide", keepRun("decide", createDecideNode(deps), deps))
+    .addNode("act", keepRun("act", createActNode(deps), deps, actRerun))
+    .addNode("observe", keepRun("observe", createObserveNode(deps), deps))
+    .addNode("reflect", keepRun("reflect", createReflectNode(deps), deps))
+    .addNode("summarize", keepRun("summarize", createSummarizeNode(deps), deps))
     .addConditionalEdges(START, routeStart, ["plan", "context"])
     .addEdge("plan", "context")
     .addEdge("context", "decide")
@@ -64,25 +74,23 @@ export function recursionLimitFor(maxSteps: number): number {
 // settings in the context; the ledger lives in the workspace's state directory as usual.
 const serverRuntimes = new Map<string, Promise<Runtime>>();
 async function serverResolve(config: LangGraphRunnableConfig): Promise<Runtime> {
-  const ctx = RunContext.parse(config.context ?? {});
+  const parsed = RunContext.safeParse(config.context ?? {});
+  if (!parsed.success) {
+    const i = parsed.error.issues[0]!;
+    throw new ConfigError(`invalid run setting in the context: ${i.path.join(".") || "(context)"}: ${i.message}`);
+  }
+  // Unset fields are left out, so the settings schema's defaults apply.
+  const given = Object.fromEntries(Object.entries(parsed.data).filter(([, v]) => v !== undefined));
   const settings = {
-    workspace: ctx.workspace ?? process.env.LEDGERLOOP_WORKSPACE ?? process.cwd(),
-    stateDir: ctx.stateDir ?? process.env.LEDGERLOOP_STATE_DIR,
-    model: ctx.model ?? process.env.LEDGERLOOP_MODEL ?? "openai:gpt-4o-mini",
-    ...(ctx.maxSteps ? { maxSteps: ctx.maxSteps } : {}),
-    ...(ctx.budgetTokens ? { budgetTokens: ctx.budgetTokens } : {}),
-    ...(ctx.failureStreakLimit ? { failureStreakLimit: ctx.failureStreakLimit } : {}),
-    ...(ctx.summarizeThresholdTokens ? { summarizeThresholdTokens: ctx.summarizeThresholdTokens } : {}),
-    ...(ctx.sandbox ? { sandbox: ctx.sandbox } : {}),
-    ...(ctx.approve ? { approve: ctx.approve } : {}),
-    ...(ctx.allowNetwork !== undefined ? { allowNetwork: ctx.allowNetwork } : {}),
-    ...(ctx.retrieval ? { retrieval: ctx.retrieval } : {}),
-    ...(ctx.vectors ? { vectors: ctx.vectors } : {}),
-    ...(ctx.embedder ? { embedder: ctx.embedder } : {}),
+    ...given,
+    workspace: parsed.data.workspace ?? process.env.LEDGERLOOP_WORKSPACE ?? process.cwd(),
+    stateDir: parsed.data.stateDir ?? process.env.LEDGERLOOP_STATE_DIR,
+    model: parsed.data.model ?? process.env.LEDGERLOOP_MODEL ?? "openai:gpt-4o-mini",
   };
   const key = JSON.stringify(settings);
   let rt = serverRuntimes.get(key);
   if (!rt) {
+    stopWithHost();
     rt = createRuntime(settings);
     serverRuntimes.set(key, rt);
     rt.catch(() => serverRuntimes.delete(key));
@@ -102,7 +110,30 @@ export async function closeServerRuntimes(): Promise<void> {
 }
 
 /**
+ * The host (LangGraph dev server) may be stopped with a signal, which ends the process without
+ * running exit handlers: the Chroma server this process started would be left running. On SIGTERM,
+ * SIGINT or SIGHUP the runtimes are closed first (which stops Chroma when no other process uses it);
+ * then, unless the host handles the signal itself, the signal is raised again for its default effect.
+ */
+let stopHooked = false;
+function stopWithHost(): void {
+  if (stopHooked) return;
+  stopHooked = true;
+  for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
+    process.once(sig, () => {
+      // Synchronously first: a dev server's watcher (tsx watch) SIGKILLs its child soon after.
+      releaseChromaServersSync();
+      void closeServerRuntimes()
+        .catch(() => {})
+        .finally(() => {
+          if (process.listenerCount(sig) === 0) process.kill(process.pid, sig);
+        });
+    });
+  }
+}
+
+/**
  * The graph for LangGraph Studio / the LangGraph dev server (`langgraph.json`). The server's default
  * recursion limit (25 supersteps) would stop a run after about four steps; this one allows 300.
  */
-export const graph = createCodingAgent({ resolve: serverResolve, checkpointer: false }).withConfig({ recursionLimit: recursionLimitFor(300) });
+export const graph = createCodingAgent({ resolve: serverResolve, checkpointer: false, origin: "server" }).withConfig({ recursionLimit: recursionLimitFor(300) });

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { interrupt, isGraphInterrupt } from "@langchain/langgraph";
+import { interrupt, isGraphInterrupt, type LangGraphRunnableConfig } from "@langchain/langgraph";
 import { PathEscapeError, errorMessage } from "../src/errors.js";
 import { CONFIG_FILE } from "../src/config.js";
 import { checkThreadConfig } from "../src/ledger/governing.js";
@@ -8,7 +8,7 @@ import { evaluatePolicy, type PolicyContext, type PolicyVerdict } from "../src/s
 import { describeAction } from "../src/context/builder.js";
 import type { Runtime } from "../src/runtime.js";
 import { stopLeftovers } from "../src/sandbox/executor.js";
-import type { LedgerEvent, PayloadOf } from "../src/state.js";
+import type { LedgerEvent, PayloadOf, TaskStateValue } from "../src/state.js";
 import { treeSummary } from "../src/workspace/snapshot.js";
 import { getTool, type ToolContext } from "../tools/index.js";
 import { branchWriter, type NodeDeps, type NodeFn } from "./deps.js";
@@ -152,6 +152,11 @@ async function approve(rt: Runtime, w: BranchWriter, action: LedgerEvent<"agent_
       reason: v.reason,
       parts: v.parts.map((p) => ({ text: p.text, decision: p.decision, rule: p.rule, reason: p.reason })),
     };
+    // Recorded before the pause, on the run's branch, so every reader (a CLI on a server-run thread
+    // included) sees the run is waiting; the re-run on resume finds it and continues after it.
+    const waiting = await w.find<"run_status">(`await/${action.id}`);
+    if (waiting) w.head = waiting.id;
+    else await w.append(`await/${action.id}`, "run_status", { status: "awaiting_approval", steps: action.payload.step, reason: command.slice(0, 500) }, action.id);
     approved = isApproval(interrupt(request));
     by = "user";
   }
@@ -163,6 +168,19 @@ async function approve(rt: Runtime, w: BranchWriter, action: LedgerEvent<"agent_
   );
   rt.progress?.({ node: "act", step: action.payload.step, text: `${approved ? "approved" : "rejected"} (${by}): ${command.slice(0, 100)}` });
   return approved;
+}
+
+/**
+ * True when this act task already started on its actions (a re-run after a crash): its files may be
+ * ahead of the state's revision, and must not be moved back to it.
+ */
+export async function actRerun(rt: Runtime, state: TaskStateValue, config: LangGraphRunnableConfig): Promise<boolean> {
+  const w = branchWriter(rt, state, config, "act");
+  for (const id of state.pendingActions) {
+    if (await rt.ledger.actionStart(w.key(`start/${id}`))) return true;
+    if (await w.find(`feedback/${id}`)) return true;
+  }
+  return Boolean(await w.find("snapshot"));
 }
 
 /**

@@ -3,12 +3,17 @@ import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { BranchWriter } from "../src/ledger/writer.js";
 import { guardToolCalls } from "../src/models/args-guard.js";
 import type { ChatMessage, ModelResponse, ToolSpecLike } from "../src/models/port.js";
+import type { CheckpointHome, RunOrigin } from "../src/ledger/runs.js";
 import type { Runtime } from "../src/runtime.js";
 import type { LedgerEvent, ModelNode, TaskStateValue } from "../src/state.js";
 
 /** What every node factory receives: a way to get the run's Runtime from the graph config. */
 export interface NodeDeps {
   resolve(config: LangGraphRunnableConfig): Promise<Runtime>;
+  /** What started runs of this graph (recorded in the run registry by plan); default "script". */
+  origin?: RunOrigin;
+  /** Where this graph's checkpoints live (the state database, or a checkpointer the caller brought). */
+  checkpoints?: CheckpointHome;
 }
 
 /** A node: reads the small state, writes the ledger, returns a partial state update. */

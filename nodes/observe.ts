@@ -71,6 +71,7 @@ export function createObserveNode(deps: NodeDeps): NodeFn {
     let subtasks: Subtask[] = state.subtasks;
     let status = state.status;
     let needsPlan = false;
+    let summary = state.summary;
     let historyTokens = 0;
     for (const fb of feedback) {
       historyTokens += rt.counter.count(fb.payload.output);
@@ -86,6 +87,7 @@ export function createObserveNode(deps: NodeDeps): NodeFn {
           await w.append(`plan/${fb.id}/${j}`, "plan_update", { subtasks, reason, evidence: evidence?.id }, fb.causedBy);
         } else if (effect.kind === "finish") {
           status = "finished";
+          summary = effect.summary;
           const done = subtasks.map((s): Subtask => (s.status === "blocked" || s.status === "completed" ? s : { ...s, status: "completed", evidence: fb.id }));
           if (done.some((s, i) => s !== subtasks[i])) {
             subtasks = done;
@@ -130,6 +132,7 @@ export function createObserveNode(deps: NodeDeps): NodeFn {
       windowTokens,
       pendingActions: [],
       ledgerHead: w.head,
+      summary,
       ...route,
     };
   };

@@ -1,11 +1,12 @@
 import { z } from "zod";
+import { currentRunner, RunRegistry } from "../src/ledger/runs.js";
 import { recallLessons } from "../src/memory/lessons.js";
 import type { ChatMessage } from "../src/models/port.js";
 import { walkFiles } from "../src/workspace/files.js";
 import { Subtask } from "../src/state.js";
 import { toolSpecs, validateToolCall, getTool } from "../tools/index.js";
 import { UpdatePlanArgs } from "../tools/update-plan.js";
-import { branchWriter, callModel, type NodeDeps, type NodeFn } from "./deps.js";
+import { branchWriter, callModel, threadIdOf, type NodeDeps, type NodeFn } from "./deps.js";
 
 const PLAN_PROMPT = `You plan a coding task before it is carried out with tools.
 Break the goal into 2-8 concrete, verifiable subtasks in the order they should be done.
@@ -54,6 +55,15 @@ export function createPlanNode(deps: NodeDeps): NodeFn {
     const rt = await deps.resolve(config);
     const w = branchWriter(rt, state, config, "plan");
     const first = state.subtasks.length === 0;
+    if (first) {
+      // The run registers itself first thing, whatever started it (CLI, script, LangGraph server):
+      // every inspection command and the viewer list it, with where its checkpoints are.
+      new RunRegistry(rt.db).register(threadIdOf(config), rt.redactor.redact(state.goal), rt.settings, {
+        origin: deps.origin ?? "script",
+        checkpoints: deps.checkpoints ?? "state-db",
+        runner: currentRunner(),
+      });
+    }
     const { files } = await walkFiles(rt.workspace, { limit: 200 });
     const store = (config.store as typeof rt.store | undefined) ?? rt.store;
     const memories = await recallLessons(store, state.goal, 8);

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { StateSchema } from "@langchain/langgraph";
+import { withLangGraph } from "@langchain/langgraph/zod";
+import { RunSettings } from "./settings.js";
 
 /** Version of the ledger event payload schemas; bump when a payload changes shape. */
 export const SCHEMA_VERSION = 1;
@@ -23,6 +24,8 @@ export const RunStatus = z.enum([
   "script_exhausted",
   "max_steps",
   "interrupted",
+  /** Paused by an approval interrupt; recorded before the pause so any client's run shows it. */
+  "awaiting_approval",
 ]);
 export type RunStatus = z.infer<typeof RunStatus>;
 
@@ -34,7 +37,7 @@ export type ModelNode = z.infer<typeof ModelNode>;
  * length of the run: history lives in the ledger, and the state keeps references and counters.
  * The only arrays are the plan (bounded by the plan size) and this turn's pending action ids.
  */
-export const TaskState = new StateSchema({
+const taskStateFields = {
   goal: z.string().default(""),
   status: RunStatus.default("running"),
   /** Number of decide turns taken so far. */
@@ -73,34 +76,80 @@ export const TaskState = new StateSchema({
   next: z.enum(["context", "plan", "reflect", "summarize"]).default("context"),
   /** Workspace revision this state corresponds to (time travel). */
   workspaceRev: z.string().nullable().default(null),
+  /** What the run says it did (the finish call's summary), for a client reading the output. */
+  summary: z.string().nullable().default(null),
+};
+
+/**
+ * Each channel starts at its zod default (LangGraph reads channel defaults from its zod registry,
+ * not from `.default()`). A plain zod object rather than StateSchema: with StateSchema the LangGraph
+ * server publishes no context schema, so Studio's form would not show the run settings.
+ */
+export const TaskState = z.object(
+  Object.fromEntries(
+    Object.entries(taskStateFields).map(([k, f]) => [k, withLangGraph(f as z.ZodType, { default: () => (f as z.ZodType).parse(undefined) })]),
+  ) as typeof taskStateFields,
+);
+export type TaskStateValue = z.infer<typeof TaskState>;
+export type TaskStateUpdate = Partial<TaskStateValue>;
+
+/**
+ * What a user gives a run (Studio's input form, `invoke` input): the goal; the counters and the rest
+ * of the state are the run's own. The two references are there because LangGraph applies an update
+ * of a run's first checkpoint (a rewind to the start) through the input schema.
+ */
+export const TaskInput = z.object({
+  goal: taskStateFields.goal.describe("What the agent should do in the workspace (run settings go in the context)."),
+  ledgerHead: taskStateFields.ledgerHead.optional().describe("Leave empty: set by time travel (ledgerloop rewind) to continue a ledger branch."),
+  workspaceRev: taskStateFields.workspaceRev.optional().describe("Leave empty: set by time travel (ledgerloop rewind) to the workspace revision to continue from."),
 });
-export type TaskStateValue = typeof TaskState.State;
-export type TaskStateUpdate = typeof TaskState.Update;
+export type TaskInput = z.infer<typeof TaskInput>;
+
+/** What a run hands back: where it ended and what it did. */
+export const TaskOutput = z.object({
+  status: taskStateFields.status.describe("How the run ended (or where it stopped)."),
+  summary: taskStateFields.summary.describe("The agent's own summary when it finished."),
+  step: taskStateFields.step.describe("Decide steps taken."),
+  subtasks: taskStateFields.subtasks.describe("The plan and each subtask's status."),
+  workspaceRev: taskStateFields.workspaceRev.describe("Workspace revision the run ended on (ledgerloop diff / rewind)."),
+  ledgerHead: taskStateFields.ledgerHead.describe("Newest ledger event of the run's branch (ledgerloop ledger --head)."),
+});
+export type TaskOutput = z.infer<typeof TaskOutput>;
+
+/** The run settings a client may set per run (Studio's context form, the SDK's `context`). */
+const CONTEXT_KEYS = [
+  "workspace",
+  "stateDir",
+  "model",
+  "maxSteps",
+  "budgetTokens",
+  "failureStreakLimit",
+  "summarizeThresholdTokens",
+  "sandbox",
+  "approve",
+  "allowNetwork",
+  "retrieval",
+  "vectors",
+  "embedder",
+] as const satisfies ReadonlyArray<keyof (typeof RunSettings)["shape"]>;
+
+/** A settings field without its default (a context leaves unset what the runtime decides), same checks and description. */
+function optionalSetting(f: z.ZodType): z.ZodOptional<z.ZodType> {
+  const inner = f instanceof z.ZodDefault ? (f.unwrap() as z.ZodType) : f instanceof z.ZodOptional ? (f.unwrap() as z.ZodType) : f;
+  const d = f.description ?? inner.description;
+  return (d ? inner.describe(d) : inner).optional();
+}
 
 /**
  * Serializable run settings: they travel in the graph's context so that the LangGraph server can
- * pass them too. Non-serializable dependencies (ledger, sandbox, model) are closed over instead.
+ * pass them too. Derived from the one settings schema (same checks, same descriptions), every field
+ * optional: an unset one takes the runtime's default. Non-serializable dependencies are closed over.
  */
-export const RunContext = z.object({
-  workspace: z.string().optional(),
-  stateDir: z.string().optional(),
-  model: z.string().optional(),
-  maxSteps: z.number().int().positive().optional(),
-  /** Prompt budget in tokens for the context node. */
-  budgetTokens: z.number().int().positive().optional(),
-  /** Consecutive failed steps that trigger a reflection. */
-  failureStreakLimit: z.number().int().positive().optional(),
-  /** Unsummarised history (tokens) that triggers the summarize node. */
-  summarizeThresholdTokens: z.number().int().positive().optional(),
-  /** Isolation of commands (default: the strongest available). */
-  sandbox: z.enum(["auto", "bwrap", "unshare", "none"]).optional(),
-  /** Commands the policy wants approved: pause and ask (an interrupt Studio shows), approve, or refuse. */
-  approve: z.enum(["ask", "auto", "deny"]).optional(),
-  allowNetwork: z.boolean().optional(),
-  retrieval: z.enum(["hybrid", "lexical"]).optional(),
-  vectors: z.enum(["chroma", "off"]).optional(),
-  embedder: z.string().min(1).optional(),
-});
+export const RunContext = z.object(
+  Object.fromEntries(CONTEXT_KEYS.map((k) => [k, optionalSetting(RunSettings.shape[k] as z.ZodType)])) as {
+    [K in (typeof CONTEXT_KEYS)[number]]: z.ZodOptional<z.ZodType<Exclude<RunSettings[K], undefined>>>;
+  },
+);
 export type RunContext = z.infer<typeof RunContext>;
 
 // ---------------------------------------------------------------------------------------------
@@ -259,14 +308,15 @@ export const ApprovalPayload = z.object({
   reason: z.string(),
 });
 export const TimeTravelPayload = z.object({
-  kind: z.enum(["rewind", "fork"]),
+  /** rewind/fork: the CLI's commands; restore: the graph found its checkpoint's revision was not the workspace's (Studio, SDK, scripts). */
+  kind: z.enum(["rewind", "fork", "restore"]),
   fromThread: z.string(),
   /** The checkpoint the run was at before (rewind), or the checkpoint forked from. */
   fromCheckpoint: z.string().nullable(),
   toCheckpoint: z.string(),
   /** Workspace revision restored. */
   revision: z.string().nullable(),
-  /** Foreign edits saved as a revision first (rewind --force). */
+  /** Foreign edits saved as a revision first (rewind --force, or always before a restore). */
   savedRevision: z.string().nullable().optional(),
   workspace: z.string().optional(),
 });

@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import type Database from "better-sqlite3";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { CliError, LedgerloopError } from "../errors.js";
+import { checkpointsElsewhere } from "../ledger/run-status.js";
 import { RunRegistry } from "../ledger/runs.js";
 import { SqliteLedger } from "../ledger/sqlite-ledger.js";
 import { asStateError, isSqliteError, openStateDb } from "../ledger/state-db.js";
@@ -10,6 +11,7 @@ import { claimWorkspace } from "../ledger/workspace-identity.js";
 import { createRuntime, resolveWorkspace, stateLocation, type ProgressEvent, type Runtime } from "../runtime.js";
 import { defaultRedactor } from "../secrets.js";
 import type { RunSettings } from "../settings.js";
+import type { LedgerEvent, Subtask, TaskStateValue } from "../state.js";
 
 /** Options every command that reads a workspace's state accepts. */
 export interface WorkspaceArgs {
@@ -42,6 +44,8 @@ export interface OpenedState {
   ledger: SqliteLedger;
   runs: RunRegistry;
   checkpointer: SqliteSaver;
+  /** The database has LangGraph's checkpoint tables (a run whose checkpoints live elsewhere may not). */
+  hasCheckpoints: boolean;
   close(): void;
   /** SQLite's own errors (which never say which file) as a one-line error naming the state database; others unchanged. */
   named(err: unknown): unknown;
@@ -61,18 +65,12 @@ export function openExistingState(args: WorkspaceArgs, opts: { write?: boolean }
   const named = (err: unknown) => (isSqliteError(err) ? asStateError(err, dbPath) : err);
   try {
     if (opts.write) claimWorkspace(db, { workspace, stateDir }, { warn: (m) => log(`warning: ${m}`) });
-    if (!opts.write) {
+    const have = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((r) => r.name));
+    if (!opts.write && !have.has("ll_events")) {
       // Read-only, nothing creates the tables: a file with checkpoints only (plain LangGraph) or
-      // from before the first run gets a sentence, not "no such table".
-      const have = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((r) => r.name));
-      const missing = ["ll_events", "ll_runs", "checkpoints"].filter((t) => !have.has(t));
-      if (missing.length) {
-        throw new CliError(
-          `${dbPath} holds no ledgerloop run (tables ${missing.join(", ")} are missing); start a run with \`ledgerloop run\``,
-          1,
-          "NO_STATE",
-        );
-      }
+      // from before the first run gets a sentence, not "no such table". A run whose checkpoints are
+      // kept elsewhere (the LangGraph server's) has no checkpoints table here, and is still a run.
+      throw new CliError(`${dbPath} holds no ledgerloop run (table ll_events is missing); start a run with \`ledgerloop run\``, 1, "NO_STATE");
     }
     return {
       workspace,
@@ -83,6 +81,7 @@ export function openExistingState(args: WorkspaceArgs, opts: { write?: boolean }
       ledger: new SqliteLedger(db),
       runs: new RunRegistry(db),
       checkpointer: new SqliteSaver(db),
+      hasCheckpoints: have.has("checkpoints") && have.has("writes"),
       close: () => db.close(),
       named,
     };
@@ -92,11 +91,41 @@ export function openExistingState(args: WorkspaceArgs, opts: { write?: boolean }
   }
 }
 
-/** Fails with a one-line error unless the thread has checkpoints. */
+/** Fails with a one-line error unless the thread is known here: registered, in the ledger, or with checkpoints. */
 export function requireThread(state: OpenedState, threadId: string): void {
-  if (!state.runs.hasCheckpoints(threadId)) {
-    throw new CliError(`unknown thread "${threadId}" in ${state.dbPath}; list runs with \`ledgerloop threads\``, 1, "UNKNOWN_THREAD");
+  if (state.runs.hasCheckpoints(threadId) || state.runs.get(threadId)) return;
+  if (state.db.prepare("SELECT 1 FROM ll_events WHERE thread_id = ? LIMIT 1").get(threadId)) return;
+  throw new CliError(`unknown thread "${threadId}" in ${state.dbPath}; list runs with \`ledgerloop threads\``, 1, "UNKNOWN_THREAD");
+}
+
+/** A sentence saying where a run's checkpoints are when they are not in this database. */
+export function whereCheckpointsAre(st: OpenedState, thread: string): string {
+  const run = st.runs.get(thread);
+  return (
+    checkpointsElsewhere({ thread, origin: run?.origin ?? null, checkpointsIn: st.runs.hasCheckpoints(thread) ? "state-db" : run?.checkpoints === "external" ? "external" : "none" }) ??
+    `the checkpoints of ${thread} are in ${st.dbPath}`
+  );
+}
+
+/** Says on stderr, for a run whose checkpoints are not here, that what follows is the ledger's view and where the checkpoints are. */
+export function noteCheckpointHome(st: OpenedState, thread: string): void {
+  if (!st.runs.hasCheckpoints(thread)) log(whereCheckpointsAre(st, thread));
+}
+
+/**
+ * Where a thread stands: its newest local checkpoint's ledger head and plan or, for a run whose
+ * checkpoints are kept elsewhere (the LangGraph server's), the ledger's view: its newest event and
+ * the last plan on that branch.
+ */
+export async function currentHead(st: OpenedState, thread: string): Promise<{ ledgerHead: string | null; subtasks: Subtask[]; from: "checkpoint" | "ledger" }> {
+  if (st.hasCheckpoints && st.runs.hasCheckpoints(thread)) {
+    const values = (await st.checkpointer.getTuple({ configurable: { thread_id: thread } }))?.checkpoint.channel_values as TaskStateValue | undefined;
+    return { ledgerHead: values?.ledgerHead ?? null, subtasks: values?.subtasks ?? [], from: "checkpoint" };
   }
+  const head = st.db.prepare("SELECT id FROM ll_events WHERE thread_id = ? ORDER BY seq DESC LIMIT 1").get(thread) as { id: string } | undefined;
+  const plans = head ? await st.ledger.branch(head.id, { types: ["task_spec", "plan_update"], last: 1 }) : [];
+  const plan = plans.at(-1) as LedgerEvent<"task_spec" | "plan_update"> | undefined;
+  return { ledgerHead: head?.id ?? null, subtasks: plan?.payload.subtasks ?? [], from: "ledger" };
 }
 
 /** Exit code for an error reaching the top level. */
@@ -133,6 +162,10 @@ export function savedRun(thread: string, args: WorkspaceArgs): { workspace: stri
   const st = openExistingState(args);
   try {
     requireThread(st, thread);
+    if (!st.runs.hasCheckpoints(thread)) {
+      // resume, rewind, fork, diff and replay need the run's checkpoints in this database.
+      throw new CliError(`${whereCheckpointsAre(st, thread)}; this command needs them here (inspect the run with threads, history, ledger, report, context)`, 1, "CHECKPOINTS_ELSEWHERE");
+    }
     return { workspace: st.workspace, settings: st.runs.get(thread)?.settings };
   } catch (err) {
     throw st.named(err);

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import type { ChatMessage } from "../models/port.js";
 import type { ContextItem, LedgerEvent } from "../state.js";
-import { intOption, openExistingState, printJson, requireThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { currentHead, intOption, noteCheckpointHome, openExistingState, printJson, requireThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 export interface ContextArgs extends WorkspaceArgs {
   step?: number;
@@ -25,9 +25,8 @@ export async function handleContext(thread: string, args: ContextArgs): Promise<
   const st = openExistingState(args);
   try {
     requireThread(st, thread);
-    const latest = (await st.checkpointer.getTuple({ configurable: { thread_id: thread } }))?.checkpoint.channel_values as
-      | { ledgerHead?: string | null }
-      | undefined;
+    noteCheckpointHome(st, thread);
+    const latest = await currentHead(st, thread);
     // The run's current branch decides which prompt a step means after a rewind or fork.
     const onBranch = latest?.ledgerHead ? await st.ledger.branch(latest.ledgerHead, { types: ["context_built"] }) : [];
     const all = onBranch.length ? onBranch : await st.ledger.list(thread, { types: ["context_built"] });

@@ -42,7 +42,7 @@ export async function askOnTerminal(req: ApprovalRequest): Promise<boolean> {
  * checkpoint resumable.
  */
 export async function driveRun(rt: Runtime, threadId: string, goal: string | null, opts: DriveOptions = {}): Promise<DriveResult> {
-  const agent = createCodingAgent({ runtime: rt });
+  const agent = createCodingAgent({ runtime: rt, origin: "cli" });
   // A runner that lost its lease (it stalled past the expiry and another took over) must stop writing.
   const leaseLost = rt.lease?.signal;
   const signal = leaseLost ? (opts.signal ? AbortSignal.any([opts.signal, leaseLost]) : leaseLost) : opts.signal;
@@ -101,6 +101,7 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
   const values = snap.values as { status?: RunStatus; step?: number };
   let status: DriveResult["status"] = values.status ?? "running";
   if (failed) status = "failed";
+  else if (pending) status = "awaiting_approval";
   else if (status === "running") status = error?.startsWith("superstep") ? "max_steps" : "interrupted";
   return {
     thread: threadId,

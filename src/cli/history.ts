@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { createCodingAgent } from "../../graphs/coding-agent.js";
-import { openExistingState, printJson, requireThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import type { LedgerEvent } from "../state.js";
+import { noteCheckpointHome, openExistingState, printJson, requireThread, workspaceOptions, type OpenedState, type WorkspaceArgs } from "./common.js";
 
 export interface HistoryRow {
   checkpointId: string;
@@ -12,6 +13,44 @@ export interface HistoryRow {
   status: string | null;
   ledgerHead: string | null;
   agentStep: number | null;
+  /** "ledger" when the checkpoints are kept elsewhere and the row is rebuilt from the ledger events written under that checkpoint. */
+  view?: "ledger";
+}
+
+/**
+ * The ledger's view of a run whose checkpoints are not in this database (the LangGraph server's
+ * own checkpointer): every event records the checkpoint its node ran from, so each such checkpoint
+ * is listed with what ran from it, newest first. Its ids are the server's, usable with the SDK.
+ */
+async function ledgerHistory(st: OpenedState, thread: string): Promise<HistoryRow[]> {
+  const events = await st.ledger.list(thread);
+  const byCheckpoint = new Map<string, LedgerEvent[]>();
+  for (const e of events) {
+    if (!e.checkpointId) continue;
+    const list = byCheckpoint.get(e.checkpointId) ?? [];
+    list.push(e);
+    byCheckpoint.set(e.checkpointId, list);
+  }
+  let step: number | null = null;
+  const rows: HistoryRow[] = [];
+  for (const [id, list] of byCheckpoint) {
+    for (const e of list) if (e.type === "context_built") step = (e.payload as { step: number }).step;
+    const status = [...list].reverse().find((e) => e.type === "run_status");
+    rows.push({
+      checkpointId: id,
+      parentCheckpointId: null,
+      step: -1,
+      // The node that ran from this checkpoint, from its writes' idempotency keys (node:task/name).
+      next: [...new Set(list.map((e) => e.idempotencyKey?.split(":")[0]).filter((n): n is string => Boolean(n)))],
+      createdAt: list[0]!.ts,
+      source: "ledger",
+      status: status ? String((status.payload as { status: string }).status) : null,
+      ledgerHead: list.at(-1)!.id,
+      agentStep: step,
+      view: "ledger",
+    });
+  }
+  return rows.reverse();
 }
 
 /** Every checkpoint of a thread, newest first. */
@@ -19,6 +58,10 @@ export async function handleHistory(thread: string, args: WorkspaceArgs): Promis
   const st = openExistingState(args);
   try {
     requireThread(st, thread);
+    if (!st.hasCheckpoints || !st.runs.hasCheckpoints(thread)) {
+      noteCheckpointHome(st, thread);
+      return await ledgerHistory(st, thread);
+    }
     const agent = createCodingAgent({
       resolve: async () => {
         throw new Error("history runs no node");
@@ -61,7 +104,7 @@ export function registerHistory(program: Command): void {
       if (opts.json) printJson(r);
       else {
         process.stdout.write(
-          `${r.createdAt}  step ${String(r.step).padStart(4)}  ${r.checkpointId}  next: ${r.next.join(",") || "(end)"}  ${r.status ?? ""}\n`,
+          `${r.createdAt}  step ${String(r.step).padStart(4)}  ${r.checkpointId}  next: ${r.next.join(",") || "(end)"}  ${r.status ?? ""}${r.view ? "  (from the ledger)" : ""}\n`,
         );
       }
     }

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import { EVENT_TYPES, type EventType, type LedgerEvent } from "../state.js";
-import { openExistingState, printJson, requireThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { noteCheckpointHome, openExistingState, printJson, requireThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 export interface LedgerArgs extends WorkspaceArgs {
   type?: string[];
@@ -22,6 +22,7 @@ export async function handleLedger(thread: string, args: LedgerArgs): Promise<Le
   const st = openExistingState(args);
   try {
     requireThread(st, thread);
+    noteCheckpointHome(st, thread);
     let events: LedgerEvent[];
     if (args.chain) events = await st.ledger.causalChain(args.chain);
     else if (args.file) events = await st.ledger.byFile(thread, args.file);

@@ -5,16 +5,17 @@ import type { Runtime } from "../runtime.js";
 import type { TaskStateValue } from "../state.js";
 import { RevisionStore } from "../workspace/revisions.js";
 import { writePrivateFile } from "../private-files.js";
-import { openExistingState, printJson, requireThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { currentHead, noteCheckpointHome, openExistingState, printJson, requireThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 /** The report of a thread's current branch. */
 export async function handleReport(thread: string, args: WorkspaceArgs): Promise<RunReport> {
   const st = openExistingState(args);
   try {
     requireThread(st, thread);
-    const values = (await st.checkpointer.getTuple({ configurable: { thread_id: thread } }))?.checkpoint.channel_values as TaskStateValue | undefined;
+    noteCheckpointHome(st, thread);
+    const head = await currentHead(st, thread);
     const revisions = new RevisionStore(st.db, st.workspace, { blobsDir: path.join(st.stateDir, "blobs") });
-    return await buildReport(st.ledger, revisions, thread, values?.ledgerHead ?? null, values?.subtasks ?? []);
+    return await buildReport(st.ledger, revisions, thread, head.ledgerHead, head.subtasks);
   } catch (err) {
     throw st.named(err);
   } finally {

@@ -155,7 +155,6 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
     if (runs.hasCheckpoints(thread) || runs.get(thread)) {
       throw new CliError(`thread "${thread}" already exists; continue it with \`ledgerloop resume ${thread}\``, 1, "THREAD_EXISTS");
     }
-    runs.register(thread, rt.redactor.redact(task), rt.settings);
     if (!args.quiet && !args.json) log(`run ${thread} in ${rt.workspace} with ${rt.model.name} (sandbox: ${rt.sandbox.level})`);
     warnIfUnisolated(rt);
     const ask = rt.settings.approve === "ask" && process.stdin.isTTY && !args.json ? askOnTerminal : undefined;

@@ -1,5 +1,65 @@
+import os from "node:os";
 import type Database from "better-sqlite3";
+import { z } from "zod";
 import type { RunSettings } from "../settings.js";
+import { isRunning, readProcStart } from "../sandbox/proc.js";
+
+/** What started a run: the CLI, a script (createCodingAgent / the package API), or the LangGraph server (Studio, SDK). */
+export const RunOrigin = z.enum(["cli", "script", "server"]);
+export type RunOrigin = z.infer<typeof RunOrigin>;
+
+/** Where a run's checkpoints live: this state database, or a checkpointer the caller brought (the LangGraph server's own). */
+export const CheckpointHome = z.enum(["state-db", "external"]);
+export type CheckpointHome = z.infer<typeof CheckpointHome>;
+
+/** The process that last ran a node of the run, so a reader can tell a running run from a stopped one. */
+export interface RunnerInfo {
+  pid: number;
+  host: string;
+  /** Start time of the process (/proc), so a reused pid is not taken for the runner. */
+  procStart: string | null;
+  at: string;
+}
+
+/** One registered run. */
+export interface RunRecord {
+  threadId: string;
+  createdAt: string;
+  goal: string;
+  settings: RunSettings;
+  /** Null for runs registered before origins were recorded (they came from the CLI). */
+  origin: RunOrigin | null;
+  checkpoints: CheckpointHome | null;
+  runner: RunnerInfo | null;
+}
+
+/** This process as a runner. */
+export function currentRunner(): RunnerInfo {
+  return { pid: process.pid, host: os.hostname(), procStart: readProcStart(process.pid), at: new Date().toISOString() };
+}
+
+/** True/false when the runner can be checked from here (same host), null when it cannot (another host, not recorded). */
+export function runnerAlive(r: RunnerInfo | null): boolean | null {
+  if (!r) return null;
+  if (r.host !== os.hostname()) return null;
+  return isRunning(r.pid, r.procStart);
+}
+
+const COLUMNS: Array<[string, string]> = [
+  ["origin", "TEXT"],
+  ["checkpoints", "TEXT"],
+  ["runner", "TEXT"],
+];
+
+interface Row {
+  thread_id: string;
+  created_at: string;
+  goal: string;
+  settings: string;
+  origin?: string | null;
+  checkpoints?: string | null;
+  runner?: string | null;
+}
 
 /**
  * Settings as stored: without the state directory, which is always found from the workspace given
@@ -11,48 +71,87 @@ function portable(settings: RunSettings): RunSettings {
 }
 
 /**
- * The settings each run was started with, so `resume` continues with the same model, limits and
- * budgets without the user repeating them. Stored beside the ledger; never holds secrets (API keys
- * come from the environment).
+ * The run registry of a state database: every run, whatever started it (the graph's plan node
+ * registers it), with the settings it was started with (so `resume` continues with the same model,
+ * limits and budgets), its origin, where its checkpoints are, and its last runner. Never holds
+ * secrets (API keys come from the environment). Read-only handles tolerate an older or missing table.
  */
 export class RunRegistry {
+  private readonly present: boolean;
+
   constructor(private readonly db: Database.Database) {
     if (!db.readonly) {
       db.exec(`CREATE TABLE IF NOT EXISTS ll_runs (
         thread_id TEXT PRIMARY KEY,
         created_at TEXT NOT NULL,
         goal TEXT NOT NULL,
-        settings TEXT NOT NULL
+        settings TEXT NOT NULL,
+        origin TEXT,
+        checkpoints TEXT,
+        runner TEXT
       )`);
+      // Databases made before origins were recorded get the new columns in place.
+      const have = new Set((db.prepare("PRAGMA table_info(ll_runs)").all() as Array<{ name: string }>).map((c) => c.name));
+      for (const [name, type] of COLUMNS) if (!have.has(name)) db.exec(`ALTER TABLE ll_runs ADD COLUMN ${name} ${type}`);
     }
+    this.present = Boolean(db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'll_runs'").get());
   }
 
-  register(threadId: string, goal: string, settings: RunSettings): void {
-    this.db
-      .prepare("INSERT INTO ll_runs (thread_id, created_at, goal, settings) VALUES (?, ?, ?, ?)")
-      .run(threadId, new Date().toISOString(), goal, JSON.stringify(portable(settings)));
+  /** Registers a run once; a second call (a re-run of the plan, a replan) changes nothing. True when it was new. */
+  register(
+    threadId: string,
+    goal: string,
+    settings: RunSettings,
+    meta: { origin?: RunOrigin; checkpoints?: CheckpointHome; runner?: RunnerInfo } = {},
+  ): boolean {
+    const r = this.db
+      .prepare("INSERT OR IGNORE INTO ll_runs (thread_id, created_at, goal, settings, origin, checkpoints, runner) VALUES (?, ?, ?, ?, ?, ?, ?)")
+      .run(threadId, new Date().toISOString(), goal, JSON.stringify(portable(settings)), meta.origin ?? null, meta.checkpoints ?? null, meta.runner ? JSON.stringify(meta.runner) : null);
+    return r.changes > 0;
   }
 
-  get(threadId: string): { threadId: string; createdAt: string; goal: string; settings: RunSettings } | null {
-    const r = this.db.prepare("SELECT * FROM ll_runs WHERE thread_id = ?").get(threadId) as
-      | { thread_id: string; created_at: string; goal: string; settings: string }
-      | undefined;
-    // Rows written before stateDir was dropped still carry it: never let it decide where state lives.
-    return r ? { threadId: r.thread_id, createdAt: r.created_at, goal: r.goal, settings: portable(JSON.parse(r.settings)) } : null;
+  /** Records the process now running the run's nodes (a resume may be another process than the start). */
+  recordRunner(threadId: string, runner: RunnerInfo): boolean {
+    return this.db.prepare("UPDATE ll_runs SET runner = ? WHERE thread_id = ?").run(JSON.stringify(runner), threadId).changes > 0;
   }
 
-  list(): Array<{ threadId: string; createdAt: string; goal: string }> {
-    return (this.db.prepare("SELECT thread_id, created_at, goal FROM ll_runs ORDER BY created_at").all() as Array<{
-      thread_id: string;
-      created_at: string;
-      goal: string;
-    }>).map((r) => ({ threadId: r.thread_id, createdAt: r.created_at, goal: r.goal }));
+  get(threadId: string): RunRecord | null {
+    if (!this.present) return null;
+    const r = this.db.prepare("SELECT * FROM ll_runs WHERE thread_id = ?").get(threadId) as Row | undefined;
+    return r ? toRecord(r) : null;
   }
 
-  /** True when LangGraph has at least one checkpoint for the thread. */
+  /** Every registered run, oldest first. */
+  list(): RunRecord[] {
+    if (!this.present) return [];
+    return (this.db.prepare("SELECT * FROM ll_runs ORDER BY created_at").all() as Row[]).map(toRecord);
+  }
+
+  /** True when LangGraph has at least one checkpoint for the thread in this database. */
   hasCheckpoints(threadId: string): boolean {
     const exists = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints'").get();
     if (!exists) return false;
     return Boolean(this.db.prepare("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1").get(threadId));
   }
+}
+
+function toRecord(r: Row): RunRecord {
+  const origin = RunOrigin.safeParse(r.origin);
+  const home = CheckpointHome.safeParse(r.checkpoints);
+  let runner: RunnerInfo | null = null;
+  try {
+    runner = r.runner ? (JSON.parse(r.runner) as RunnerInfo) : null;
+  } catch {
+    runner = null;
+  }
+  return {
+    threadId: r.thread_id,
+    createdAt: r.created_at,
+    goal: r.goal,
+    // Rows written before stateDir was dropped still carry it: never let it decide where state lives.
+    settings: portable(JSON.parse(r.settings) as RunSettings),
+    origin: origin.success ? origin.data : null,
+    checkpoints: home.success ? home.data : null,
+    runner,
+  };
 }

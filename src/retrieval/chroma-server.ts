@@ -46,6 +46,17 @@ export interface EnsureChromaOptions {
 
 const HOST = "127.0.0.1";
 const inProcessUsers = new Map<string, number>();
+/** Synchronous releases of the servers this process uses and has not released yet. */
+const pendingReleases = new Set<() => void>();
+
+/**
+ * Releases, synchronously, every embedded Chroma server this process still uses (stopping each one
+ * no other live process uses). For a signal handler: a host that is being stopped may be killed
+ * (SIGKILL) moments later, before any asynchronous close could finish.
+ */
+export function releaseChromaServersSync(): void {
+  for (const release of [...pendingReleases]) release();
+}
 
 /** Answers whether a Chroma server responds at `url` within `timeoutMs`. */
 export async function heartbeat(url: string, timeoutMs = 1500): Promise<boolean> {
@@ -102,9 +113,13 @@ export async function ensureChromaServer(opts: EnsureChromaOptions): Promise<Chr
   let released = false;
   const onExit = () => {
     // Synchronous last resort when the process exits without close(): stop the server if nobody else uses it.
-    if (!released) releaseSync(stateDir, recordFile, record);
+    if (released) return;
+    released = true;
+    pendingReleases.delete(onExit);
+    releaseSync(stateDir, recordFile, record);
   };
   process.on("exit", onExit);
+  pendingReleases.add(onExit);
   return {
     url: urlOf(record),
     pid: record.pid,
@@ -113,6 +128,7 @@ export async function ensureChromaServer(opts: EnsureChromaOptions): Promise<Chr
       if (released) return;
       released = true;
       process.off("exit", onExit);
+      pendingReleases.delete(onExit);
       const pid = releaseSync(stateDir, recordFile, record);
       if (pid !== null) await waitForExit(pid, 5_000);
     },

@@ -302,7 +302,7 @@ async function refreshThreads() {
 }
 
 function statusPill(status, extra) {
-  return h("span", { class: ["pill", `st-${status || "unknown"}`], title: extra }, status || "unknown");
+  return h("span", { class: ["pill", `st-${status || "unknown"}`], title: extra }, (status || "unknown").replace(/_/g, " "));
 }
 
 function renderThreadList() {
@@ -711,8 +711,16 @@ function renderInterlude(e) {
       break;
     case "time_travel":
       icon = "⟲";
-      title = `${p.kind === "fork" ? "Forked" : "Rewound"} to checkpoint ${String(p.toCheckpoint).slice(0, 13)}…`;
-      body = h("span", { class: "muted" }, p.revision ? `workspace files restored to revision ${String(p.revision).slice(0, 12)}` : "");
+      title =
+        p.kind === "restore"
+          ? `Continued from an earlier checkpoint (replay or fork from Studio, the SDK or a script)`
+          : `${p.kind === "fork" ? "Forked" : "Rewound"} to checkpoint ${String(p.toCheckpoint).slice(0, 13)}…`;
+      body = h(
+        "span",
+        { class: "muted" },
+        (p.revision ? `workspace files restored to revision ${String(p.revision).slice(0, 12)}` : "") +
+          (p.savedRevision ? `; edits made outside the run saved as revision ${String(p.savedRevision).slice(0, 12)}` : ""),
+      );
       break;
     case "run_status":
       icon = "■";

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import type Database from "better-sqlite3";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { LedgerloopError } from "../errors.js";
+import { listRuns, type RunSummary } from "../ledger/run-status.js";
 import { SqliteLedger } from "../ledger/sqlite-ledger.js";
 import { openStateDb } from "../ledger/state-db.js";
 import type { ChatMessage } from "../models/port.js";
@@ -105,16 +106,8 @@ function hasTable(db: Database.Database, name: string): boolean {
 // Threads
 // ---------------------------------------------------------------------------------------------
 
-export interface ThreadSummary {
-  thread: string;
-  goal: string | null;
-  status: string;
-  createdAt: string | null;
-  lastActivity: string | null;
-  events: number;
-  checkpoints: number;
-  steps: number | null;
-}
+/** One run in the viewer's list: the same rows, status and order as `ledgerloop threads`. */
+export type ThreadSummary = RunSummary;
 
 interface RunRow {
   thread_id: string;
@@ -128,71 +121,9 @@ function runRows(db: Database.Database): Map<string, RunRow> {
   return new Map((db.prepare("SELECT * FROM ll_runs").all() as RunRow[]).map((r) => [r.thread_id, r]));
 }
 
-/**
- * A run's status as the viewer shows it. The ledger's last `run_status` holds only when nothing
- * came after it; a run stopped by a signal or a crash leaves no status, and stays "running" (the
- * viewer shows how long it has been idle).
- */
-function statusFrom(last: { type: string; payload: string } | undefined, awaitingApproval: boolean): string {
-  if (awaitingApproval) return "interrupted";
-  if (!last) return "running";
-  if (last.type === "run_status") return String((JSON.parse(last.payload) as { status?: string }).status ?? "running");
-  if (last.type === "time_travel") return "rewound";
-  return "running";
-}
-
-/** Every run of the workspace, newest first. */
+/** Every run of the workspace, newest first, with the one status function the CLI uses too. */
 export function listThreads(st: ReadOnlyState): ThreadSummary[] {
-  const runs = runRows(st.db);
-  const events = new Map<string, { n: number; first: string; last: string; maxSeq: number; goal: string | null }>();
-  if (st.ledger) {
-    const rows = st.db
-      .prepare(
-        `SELECT thread_id, COUNT(*) AS n, MIN(ts) AS first_ts, MAX(ts) AS last_ts, MAX(seq) AS max_seq,
-           (SELECT json_extract(payload, '$.goal') FROM ll_events s WHERE s.thread_id = e.thread_id AND s.type = 'task_spec' ORDER BY seq LIMIT 1) AS goal
-         FROM ll_events e GROUP BY thread_id`,
-      )
-      .all() as Array<{ thread_id: string; n: number; first_ts: string; last_ts: string; max_seq: number; goal: string | null }>;
-    for (const r of rows) events.set(r.thread_id, { n: r.n, first: r.first_ts, last: r.last_ts, maxSeq: r.max_seq, goal: r.goal });
-  }
-  const checkpoints = new Map<string, number>();
-  if (st.checkpointer) {
-    const rows = st.db.prepare("SELECT thread_id, COUNT(*) AS n FROM checkpoints GROUP BY thread_id").all() as Array<{ thread_id: string; n: number }>;
-    for (const r of rows) checkpoints.set(r.thread_id, r.n);
-  }
-  const lastEvent = st.ledger
-    ? st.db.prepare<[string, number], { type: string; payload: string }>("SELECT type, payload FROM ll_events WHERE thread_id = ? AND seq = ?")
-    : null;
-  const lastSteps = st.ledger
-    ? st.db.prepare<[string], { s: number | null }>(
-        "SELECT MAX(json_extract(payload, '$.step')) AS s FROM ll_events WHERE thread_id = ? AND type = 'context_built'",
-      )
-    : null;
-  // A run paused by interrupt() (an approval) has a pending __interrupt__ write on its newest checkpoint.
-  const paused = st.checkpointer
-    ? st.db.prepare<[string, string], { one: number }>(
-        `SELECT 1 AS one FROM writes WHERE thread_id = ? AND checkpoint_ns = '' AND channel = '__interrupt__'
-           AND checkpoint_id = (SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '') LIMIT 1`,
-      )
-    : null;
-  const ids = new Set([...runs.keys(), ...events.keys(), ...checkpoints.keys()]);
-  return [...ids]
-    .map((id): ThreadSummary => {
-      const r = runs.get(id);
-      const e = events.get(id);
-      const last = e && lastEvent ? lastEvent.get(id, e.maxSeq) : undefined;
-      return {
-        thread: id,
-        goal: r?.goal ?? e?.goal ?? null,
-        status: statusFrom(last, Boolean(last?.type !== "run_status" && paused?.get(id, id))),
-        createdAt: r?.created_at ?? e?.first ?? null,
-        lastActivity: e?.last ?? null,
-        events: e?.n ?? 0,
-        checkpoints: checkpoints.get(id) ?? 0,
-        steps: lastSteps?.get(id)?.s ?? null,
-      };
-    })
-    .sort((a, b) => String(b.createdAt).localeCompare(String(a.createdAt)));
+  return listRuns(st.db);
 }
 
 /** Fails with a 404 unless the workspace has recorded something for the thread. */
@@ -327,12 +258,12 @@ export async function threadDetail(st: ReadOnlyState, thread: string): Promise<T
     ? (st.db.prepare<[string], { m: number | null; n: number }>("SELECT MAX(seq) AS m, COUNT(*) AS n FROM ll_events WHERE thread_id = ?").get(thread) ?? { m: 0, n: 0 })
     : { m: 0, n: 0 };
   const forked = st.ledger ? Boolean(st.db.prepare("SELECT 1 FROM ll_forks WHERE thread_id = ? LIMIT 1").get(thread)) : false;
-  const status = statusFrom(last ? { type: last.type, payload: JSON.stringify(last.payload) } : undefined, latest.interrupt !== null);
+  const status = listRuns(st.db).find((r) => r.thread === thread)?.status ?? "unknown";
   const stepFromActions = Math.max(0, ...[...actions.values()].map((a) => a.payload.step));
   return {
     thread,
     goal: latest.values.goal || spec?.payload.goal || run?.goal || "",
-    status: last || latest.interrupt ? status : (latest.values.status ?? status),
+    status,
     awaitingApproval: latest.interrupt,
     steps: Math.max(latest.values.step ?? 0, stepFromActions),
     maxSteps: typeof settings.maxSteps === "number" ? settings.maxSteps : null,

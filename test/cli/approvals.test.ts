@@ -70,7 +70,8 @@ describe("approvals in the graph", () => {
     // It ran (and failed: no such program), which is feedback, not a refusal.
     expect(fbOf(events)[0]!.payload).toMatchObject({ exitCode: 127, errorClass: "command_not_found" });
     const chain = await a.rt.ledger.causalChain(approvals(events)[0]!.causedBy!);
-    expect(chain.map((e) => e.type)).toEqual(["model_call", "agent_action", "approval", "environment_feedback"]);
+    // The pause itself is on the chain: the run said it was waiting for this action's approval.
+    expect(chain.map((e) => e.type)).toEqual(["model_call", "agent_action", "run_status", "approval", "environment_feedback"]);
   });
 
   it("--approve auto and deny decide without pausing, and say so in the ledger", async () => {
@@ -99,7 +100,7 @@ describe("approvals through the CLI", () => {
       const first = cli(["run", "task", "-w", ws, "--model", `scripted:${traj}`, "--thread", "P", "--json", "-q"]);
       expect(first.code).toBe(1);
       const out = JSON.parse(first.stdout);
-      expect(out).toMatchObject({ status: "interrupted", pending: { kind: "approval", rule: "program.unknown" } });
+      expect(out).toMatchObject({ status: "awaiting_approval", pending: { kind: "approval", rule: "program.unknown" } });
       if (answer === "--approve") {
         const human = cli(["resume", "P", "-w", ws]);
         expect(human.stderr).toMatch(/waiting for approval of: echo ran > asked\.txt && frobnicate --now/);

@@ -16,7 +16,7 @@ describe("a run never obeys a configuration it was not started with", () => {
     const traj = path.join(ws, "..", `gov-${path.basename(ws)}.json`);
     fs.writeFileSync(traj, JSON.stringify(SCRIPT));
     const first = cli(["run", "task", "-w", ws, "--model", `scripted:${traj}`, "--thread", "G", "--json", "-q"]);
-    expect(JSON.parse(first.stdout)).toMatchObject({ status: "interrupted" });
+    expect(JSON.parse(first.stdout)).toMatchObject({ status: "awaiting_approval" });
 
     // Changed behind the run's back (by hand, or by a command at a level that could only repair it later).
     fs.writeFileSync(path.join(ws, "ledgerloop.config.json"), '{"sandbox":{"network":true,"policy":{"allow":["frobnicate","curl"]}}}\n');

@@ -61,7 +61,7 @@ function synthesize(spec: Spec): { ledger: SqliteLedger; state: TaskStateValue; 
     }
   });
   const base = {} as Record<string, unknown>;
-  for (const [k, f] of Object.entries(TaskState.fields)) base[k] = (f as { parse(v: unknown): unknown }).parse(undefined);
+  for (const [k, f] of Object.entries(TaskState.shape)) base[k] = (f as { parse(v: unknown): unknown }).parse(undefined);
   const state = { ...base, goal: spec.goal, subtasks, ledgerHead: head, step: spec.turns.length, needsPlan: false } as TaskStateValue;
   return { ledger, state, decisions, close: () => db.close() };
 }

@@ -333,11 +333,11 @@ describe("run viewer API on hostile and paused runs", () => {
     expect((await get(other.viewer, tp(other.hostile))).body.decisions[0].text).toBe(HOSTILE_DECISION);
   });
 
-  it("shows a run paused for approval as interrupted, with the command it waits on", async () => {
+  it("shows a run paused for approval as awaiting_approval, with the command it waits on", async () => {
     const list = await get(other.viewer, "/api/threads");
     expect(list.body.threads.map((t: { thread: string }) => t.thread).sort()).toEqual([other.hostile, other.paused].sort());
     const { body } = await get(other.viewer, tp(other.paused));
-    expect(body.status).toBe("interrupted");
+    expect(body.status).toBe("awaiting_approval");
     expect(body.awaitingApproval).toMatchObject({ command: "frobnicate --now", tool: "run_command" });
     const steps = await get(other.viewer, `${tp(other.paused)}/steps`);
     expect(steps.body.steps[0]).toMatchObject({ outcome: "running", actions: [{ tool: "run_command", feedback: null }] });

@@ -244,7 +244,7 @@ describe.skipIf(!hasChromium)(`run viewer in Chromium (${CHROMIUM})`, () => {
     try {
       await page.locator(".approval-wait").waitFor();
       expect(await page.locator(".approval-wait").innerText()).toMatch(/Waiting for approval: frobnicate --now/);
-      expect(await page.locator("#thread-header .pill").first().textContent()).toBe("interrupted");
+      expect(await page.locator("#thread-header .pill").first().textContent()).toBe("awaiting approval");
       expect(await page.locator("#step-1 .action").getAttribute("data-status")).toBe("waiting");
       expect(await page.locator("#step-1 .action .status").textContent()).toBe("awaiting approval");
       expect(problems).toEqual([]);

@@ -47,7 +47,7 @@ export async function pausedRun(workspace: string, scripts: string): Promise<str
     decide: [call("run_command", { command: "frobnicate --now" }), call("finish", { summary: "done" })],
   });
   const { result } = await handleRun("Frobnicate the widgets", { workspace, model: `scripted:${file}`, json: true, quiet: true, sandbox: "none", approve: "ask" });
-  if (result.status !== "interrupted") throw new Error(`expected a paused run, got ${JSON.stringify(result)}`);
+  if (result.status !== "awaiting_approval") throw new Error(`expected a paused run, got ${JSON.stringify(result)}`);
   return result.thread;
 }
 

@@ -1,0 +1,56 @@
+import { isGraphBubbleUp, type LangGraphRunnableConfig } from "@langchain/langgraph";
+import { alignWorkspace } from "../nodes/align-workspace.js";
+import type { NodeDeps, NodeFn } from "../nodes/deps.js";
+import { threadIdOf } from "../nodes/deps.js";
+import { errorMessage } from "../src/errors.js";
+import { currentRunner, RunRegistry } from "../src/ledger/runs.js";
+import type { Runtime } from "../src/runtime.js";
+import type { TaskStateValue } from "../src/state.js";
+
+/** Threads whose runner this process has recorded (one registry write per run and process). */
+const recorded = new Set<string>();
+
+function noteRunner(rt: Runtime, thread: string): void {
+  const key = `${rt.dbPath}\u0000${thread}`;
+  if (recorded.has(key)) return;
+  // Before plan registered the run there is no row: plan records the runner with it.
+  if (new RunRegistry(rt.db).recordRunner(thread, currentRunner())) recorded.add(key);
+}
+
+/**
+ * Wraps a node with what every entry point (CLI, script, LangGraph server) must get alike, because
+ * it happens inside the graph: the workspace moved to the state's revision before the node runs
+ * (time travel from any client), the runner recorded (so readers can tell running from stopped),
+ * and a node that throws leaves a `run_status` (failed, or interrupted when the run was stopped)
+ * in the ledger, so every reader shows why the run ended.
+ */
+export function keepRun(node: string, fn: NodeFn, deps: NodeDeps, rerun?: (rt: Runtime, state: TaskStateValue, config: LangGraphRunnableConfig) => Promise<boolean>): NodeFn {
+  return async (state, config) => {
+    const rt = await deps.resolve(config);
+    let current = state;
+    let patch: Partial<TaskStateValue> = {};
+    try {
+      const thread = threadIdOf(config);
+      noteRunner(rt, thread);
+      const moved = await alignWorkspace(rt, state, config, node, rerun ? () => rerun(rt, state, config) : undefined);
+      if (moved) {
+        patch = { ledgerHead: moved.ledgerHead, workspaceRev: moved.workspaceRev };
+        current = { ...state, ...patch };
+      }
+      const update = await fn(current, config);
+      return { ...patch, ...update };
+    } catch (err) {
+      if (isGraphBubbleUp(err)) throw err; // an interrupt (approval) or a command: not a failure
+      const stopped = config.signal?.aborted === true;
+      await rt.ledger
+        .append({
+          threadId: threadIdOf(config),
+          parentId: current.ledgerHead,
+          type: "run_status",
+          payload: { status: stopped ? "interrupted" : "failed", steps: current.step, reason: `${node}: ${errorMessage(err)}`.slice(0, 2000) },
+        })
+        .catch(() => {});
+      throw err;
+    }
+  };
+}

@@ -1,0 +1,135 @@
+import type Database from "better-sqlite3";
+import { RunRegistry, runnerAlive, type CheckpointHome, type RunOrigin } from "./runs.js";
+
+/**
+ * What a reader can say about a run. The ledger's statuses (finished, failed, max_steps,
+ * script_exhausted, interrupted, awaiting_approval) plus what only the records show together:
+ * `rewound`/`forked` (a CLI time-travel waiting to be resumed), `running` (its runner is alive),
+ * `unknown` (no terminal status, and its runner cannot be checked from here).
+ */
+export type RunStatusView =
+  | "running"
+  | "finished"
+  | "failed"
+  | "interrupted"
+  | "awaiting_approval"
+  | "rewound"
+  | "forked"
+  | "max_steps"
+  | "script_exhausted"
+  | "unknown";
+
+/** What is recorded about a run, as `runStatus` reads it. */
+export interface RunFacts {
+  /** The thread's newest ledger event (by seq): its type, and the status it records if it is a run_status. */
+  last: { type: string; status?: string | null; kind?: string | null } | null;
+  /** The newest local checkpoint has a pending interrupt (a paused approval). */
+  pendingInterrupt: boolean;
+  /** The runner that last ran a node: alive, dead, or not checkable (null). */
+  runnerAlive: boolean | null;
+}
+
+/**
+ * The one status function: the CLI (`threads`, `report`) and the viewer both show this.
+ * A pending interrupt wins (the run waits whatever the ledger said before); then the ledger's last
+ * word when it is a status or a CLI time travel; otherwise the run is as alive as its runner.
+ */
+export function runStatus(f: RunFacts): RunStatusView {
+  if (f.pendingInterrupt) return "awaiting_approval";
+  if (f.last?.type === "run_status" && f.last.status) {
+    if (f.last.status !== "running") return f.last.status as RunStatusView;
+  }
+  if (f.last?.type === "time_travel" && f.last.kind === "rewind") return "rewound";
+  if (f.last?.type === "time_travel" && f.last.kind === "fork") return "forked";
+  if (f.runnerAlive === true) return "running";
+  if (f.runnerAlive === false) return "interrupted";
+  return "unknown";
+}
+
+/** One run as every inspection command and the viewer list it. */
+export interface RunSummary {
+  thread: string;
+  goal: string | null;
+  status: RunStatusView;
+  origin: RunOrigin | null;
+  /** Where the checkpoints are: this state database, a checkpointer of the caller (the LangGraph server), or none yet. */
+  checkpointsIn: CheckpointHome | "none";
+  createdAt: string | null;
+  lastActivity: string | null;
+  events: number;
+  checkpoints: number;
+  /** Highest decide step with a prompt recorded. */
+  steps: number | null;
+}
+
+const hasTable = (db: Database.Database, name: string) => Boolean(db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name));
+
+/** Every run recorded in a state database (registry, ledger or checkpoints), newest first, each with its status. */
+export function listRuns(db: Database.Database): RunSummary[] {
+  const runs = new Map(new RunRegistry(db).list().map((r) => [r.threadId, r]));
+  const ledger = hasTable(db, "ll_events");
+  const events = new Map<string, { n: number; first: string; last: string; maxSeq: number; goal: string | null; steps: number | null }>();
+  if (ledger) {
+    const rows = db
+      .prepare(
+        `SELECT thread_id, COUNT(*) AS n, MIN(ts) AS first_ts, MAX(ts) AS last_ts, MAX(seq) AS max_seq,
+           MAX(CASE WHEN type = 'context_built' THEN json_extract(payload, '$.step') END) AS steps,
+           (SELECT json_extract(payload, '$.goal') FROM ll_events s WHERE s.thread_id = e.thread_id AND s.type = 'task_spec' ORDER BY seq LIMIT 1) AS goal
+         FROM ll_events e GROUP BY thread_id`,
+      )
+      .all() as Array<{ thread_id: string; n: number; first_ts: string; last_ts: string; max_seq: number; goal: string | null; steps: number | null }>;
+    for (const r of rows) events.set(r.thread_id, { n: r.n, first: r.first_ts, last: r.last_ts, maxSeq: r.max_seq, goal: r.goal, steps: r.steps });
+  }
+  const local = hasTable(db, "checkpoints");
+  const counts = new Map<string, number>();
+  if (local) {
+    for (const r of db.prepare("SELECT thread_id, COUNT(*) AS n FROM checkpoints GROUP BY thread_id").all() as Array<{ thread_id: string; n: number }>) {
+      counts.set(r.thread_id, r.n);
+    }
+  }
+  const lastEvent = ledger
+    ? db.prepare<[string, number], { type: string; status: string | null; kind: string | null }>(
+        "SELECT type, json_extract(payload, '$.status') AS status, json_extract(payload, '$.kind') AS kind FROM ll_events WHERE thread_id = ? AND seq = ?",
+      )
+    : null;
+  // A run paused by interrupt() has a pending __interrupt__ write on its newest checkpoint.
+  const paused =
+    local && hasTable(db, "writes")
+      ? db.prepare<[string, string], { one: number }>(
+          `SELECT 1 AS one FROM writes WHERE thread_id = ? AND checkpoint_ns = '' AND channel = '__interrupt__'
+             AND checkpoint_id = (SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '') LIMIT 1`,
+        )
+      : null;
+  const ids = new Set([...runs.keys(), ...events.keys(), ...counts.keys()]);
+  return [...ids]
+    .map((id): RunSummary => {
+      const r = runs.get(id);
+      const e = events.get(id);
+      const last = e && lastEvent ? (lastEvent.get(id, e.maxSeq) ?? null) : null;
+      const n = counts.get(id) ?? 0;
+      return {
+        thread: id,
+        goal: r?.goal ?? e?.goal ?? null,
+        status: runStatus({ last, pendingInterrupt: Boolean(paused?.get(id, id)), runnerAlive: runnerAlive(r?.runner ?? null) }),
+        origin: r?.origin ?? null,
+        checkpointsIn: n > 0 ? "state-db" : r?.checkpoints === "external" ? "external" : "none",
+        createdAt: r?.createdAt ?? e?.first ?? null,
+        lastActivity: e?.last ?? null,
+        events: e?.n ?? 0,
+        checkpoints: n,
+        steps: e?.steps ?? null,
+      };
+    })
+    .sort((a, b) => String(b.createdAt).localeCompare(String(a.createdAt)) || a.thread.localeCompare(b.thread));
+}
+
+/** Where a run's checkpoints are, in a sentence for commands that cannot show them from this database. */
+export function checkpointsElsewhere(s: Pick<RunSummary, "thread" | "origin" | "checkpointsIn">): string | null {
+  if (s.checkpointsIn === "state-db") return null;
+  if (s.checkpointsIn === "external") {
+    return s.origin === "server"
+      ? `the checkpoints of ${s.thread} are kept by the LangGraph server that ran it (its own checkpointer): see them in Studio or with the SDK (client.threads.getHistory("${s.thread}")); shown here is the ledger's view`
+      : `the checkpoints of ${s.thread} are kept by the checkpointer the script gave the graph; shown here is the ledger's view`;
+  }
+  return `${s.thread} has no checkpoints in this state database; shown here is the ledger's view`;
+}
