@@ -15,6 +15,7 @@ import type { Embedder } from "./embedders/port.js";
 import { IndexCorruptError } from "./errors.js";
 import { eventDoc } from "./event-docs.js";
 import { reciprocalRankFusion, RRF_K, type SourceName, type SourceScores } from "./fusion.js";
+import { HistorySource, type HistorySettings, type HistoryStatus } from "./history.js";
 import { IgnoreChecker } from "./ignore-check.js";
 import { createLexicalSearcher } from "./lexical.js";
 import { NgramIndex, type ChunkInput, type ChunkRow, type FileRecord, type RankedChunk, type SymbolInput } from "./ngram-index.js";
@@ -32,10 +33,13 @@ const RECOVERY_INTERVAL_MS = 30_000;
 /** What `search` scans: the workspace's code, the ledger's events, or both. */
 export type SearchScope = "code" | "events" | "all";
 
+/** Why a result was found: each ranking source's own score, and the commit subjects that voted for its file. */
+export type HitSources = Partial<Record<Exclude<SourceName, "history">, number>> & { history?: string[] };
+
 /** A code range found by the retriever. */
 export interface CodeHit extends SearchHit {
   kind: "code";
-  sources: SourceScores;
+  sources: HitSources;
   /** Symbols declared in the range. */
   symbols: string[];
 }
@@ -128,6 +132,8 @@ export interface RetrieverStats {
   vector: VectorStatus;
   /** Set when the index file was unusable at open and rebuilt. */
   rebuiltBecause: string | null;
+  /** The git-history source: off (not a repository, disabled) or what it has read. */
+  history: HistoryStatus;
 }
 
 /** Time spent by the last search, by part (for the benchmark's "Chroma share"). */
@@ -178,8 +184,10 @@ export interface RetrieverOptions {
   onWarning?: (message: string) => void;
   /** Time limit for the embedded Chroma server to come up. */
   chromaStartTimeoutMs?: number;
-  /** Applied to file text before it is indexed or previewed (the runtime's secret redactor). */
+  /** Applied to file text before it is indexed or previewed (the runtime's secret redactor), and to commit messages. */
   redact?: (text: string) => string;
+  /** Bounds of the git-history source, or false to leave history out (default: on in a git workspace). */
+  history?: HistorySettings | false;
 }
 
 /** Builds the hybrid retriever: opens (or rebuilds) index.db, picks the embedder, connects to Chroma. */
@@ -208,6 +216,7 @@ interface PreparedFile {
 
 class HybridRetriever implements Retriever {
   private ngram!: NgramIndex;
+  private readonly history: HistorySource | null;
   private vectors: VectorIndex | null = null;
   private vectorState: VectorStatus["state"] = "off";
   private vectorError: string | undefined;
@@ -228,6 +237,7 @@ class HybridRetriever implements Retriever {
   ) {
     this.ignore = new IgnoreChecker(workspace);
     this.warn = opts.onWarning ?? ((m) => process.stderr.write(`ledgerloop: warning: ${m}\n`));
+    this.history = opts.history === false ? null : new HistorySource(workspace, () => this.ngram.db, opts.history ?? {}, opts.redact, this.warn);
   }
 
   private get indexFile(): string {
@@ -374,6 +384,8 @@ class HybridRetriever implements Retriever {
     report.durationMs = performance.now() - t0;
     this.indexedOnce = true;
     this.lastReport = report;
+    // History is read in the background: a search never waits for a long git log.
+    void this.history?.sync();
     return report;
   }
 
@@ -414,6 +426,8 @@ class HybridRetriever implements Retriever {
         report.vectorized = await this.syncVectors(prepared.map((p) => p.rel));
         report.vectorMs = performance.now() - tv;
         report.durationMs = performance.now() - t0;
+        // HEAD may have moved (a commit, a checkout): new commits are read in the background.
+        void this.history?.sync();
         return report;
       }),
     );
@@ -644,6 +658,7 @@ class HybridRetriever implements Retriever {
 
   async whenIdle(): Promise<void> {
     while (this.eventVectorsRun) await this.eventVectorsRun.catch(() => {});
+    await this.history?.whenIdle();
   }
   private eventVectorsAgain = false;
 
@@ -747,7 +762,7 @@ class HybridRetriever implements Retriever {
         }
         timings.embedMs = performance.now() - te;
       }
-      const code = scope === "events" ? [] : await this.searchCode(query, k, qv, timings, new Set(opts.sources ?? ["bm25", "path", "symbol", "vector"]));
+      const code = scope === "events" ? [] : await this.searchCode(query, k, qv, timings, new Set(opts.sources ?? ["bm25", "path", "symbol", "vector", "history"]));
       const events = scope === "code" ? [] : await this.searchEvents(query, k, qv, timings, opts);
       timings.totalMs = performance.now() - t0;
       this.lastSearchTimings = timings;
@@ -763,6 +778,8 @@ class HybridRetriever implements Retriever {
     const bm25 = use.has("bm25") ? this.ngram.searchChunks(terms, CANDIDATES) : [];
     const paths = use.has("path") ? this.ngram.searchPaths(terms, CANDIDATES) : [];
     const symbols = use.has("symbol") ? this.ngram.searchSymbols(terms, CANDIDATES) : [];
+    const history = this.history && use.has("history") ? this.history.search(query, CANDIDATES) : [];
+    const historyOf = new Map(history.map((h) => [h.path, h.commits]));
     timings.ngramMs += performance.now() - tn;
     const tv = performance.now();
     const vec = qv && use.has("vector") ? ((await this.withVectors((v) => v.query("code", qv, CANDIDATES))) ?? []) : [];
@@ -809,6 +826,7 @@ class HybridRetriever implements Retriever {
       { source: "symbol", items: perFile(symbolList) },
       { source: "vector", items: perFile(vectorList) },
       { source: "path", items: paths.map((p) => ({ key: p.path, score: p.score })) },
+      { source: "history", items: history.map((h) => ({ key: h.path, score: h.score })), weight: HISTORY_WEIGHT },
     ]);
     const chunkFused = reciprocalRankFusion([
       { source: "bm25", items: bm25List },
@@ -825,22 +843,27 @@ class HybridRetriever implements Retriever {
     for (const f of fileFused) if (isTestPath(f.key)) f.score *= TEST_DAMPING;
     fileFused.sort((a, b) => b.score - a.score || (a.key < b.key ? -1 : 1));
     const fileScore = new Map(fileFused.map((f) => [f.key, f]));
-    const scored: Array<{ key: string; score: number; sources: SourceScores }> = [];
+    const scored: Array<{ key: string; score: number; sources: HitSources }> = [];
     for (const c of chunkFused) {
       const f = fileScore.get(fileOfKey(c.key))!;
       const rel = c.score / (bestChunkScore.get(f.key) ?? c.score);
-      const sources: SourceScores = { ...c.sources };
+      const sources: HitSources = { ...withoutHistory(c.sources) };
       if (f.sources.path !== undefined) sources.path = f.sources.path;
+      const commits = historyOf.get(f.key);
+      if (commits) sources.history = commits;
       scored.push({ key: c.key, score: f.score * rel, sources });
     }
-    // Files found only by their path: their first chunk stands for them.
+    // Files found only by their path or their history: their first chunk stands for them.
     for (const f of fileFused) {
       if (bestChunkScore.has(f.key)) continue;
       const first = this.chunkCache(f.key)[0];
       if (!first) continue;
       const key = chunkKey(first.path, first.startLine, first.endLine);
       chunks.set(key, first);
-      scored.push({ key, score: f.score, sources: { path: f.sources.path! } });
+      const sources: HitSources = withoutHistory(f.sources);
+      const commits = historyOf.get(f.key);
+      if (commits) sources.history = commits;
+      scored.push({ key, score: f.score, sources });
     }
     scored.sort((a, b) => b.score - a.score || (a.key < b.key ? -1 : 1));
 
@@ -967,6 +990,7 @@ class HybridRetriever implements Retriever {
         ...(this.vectorError ? { error: this.vectorError } : {}),
       },
       rebuiltBecause: this.ngram.rebuildReason,
+      history: this.history?.getStatus() ?? { state: "off", detail: "disabled", head: null, commits: 0, shallow: false, partial: null },
     };
   }
 
@@ -980,6 +1004,15 @@ class HybridRetriever implements Retriever {
     this.vectors = null;
     await this.embedder.close?.().catch(() => {});
   }
+}
+
+/** Weight of the history list in the file fusion (tuned on the localization tuning sets). */
+const HISTORY_WEIGHT = 1;
+
+/** Source scores without the history score (a hit carries the commit subjects instead). */
+function withoutHistory(s: SourceScores): HitSources {
+  const { history: _h, ...rest } = s;
+  return rest;
 }
 
 /** Factor on a test file's fused score (measured on the localization sets: 0.8 lifts MRR by ~0.05 on both). */
@@ -1030,9 +1063,9 @@ function round(n: number, digits: number): number {
   return Math.round(n * f) / f;
 }
 
-function roundSources(s: SourceScores): SourceScores {
-  const out: SourceScores = {};
+function roundSources<T extends Record<string, number | string[] | undefined>>(s: T): T {
+  const out: Record<string, unknown> = {};
   // Significant digits, not decimals: BM25 of a term found in most documents is tiny but not zero.
-  for (const [k, v] of Object.entries(s) as Array<[keyof SourceScores, number]>) out[k] = Number(v.toPrecision(4));
-  return out;
+  for (const [k, v] of Object.entries(s)) out[k] = typeof v === "number" ? Number(v.toPrecision(4)) : v;
+  return out as T;
 }
