@@ -28,11 +28,23 @@ const BULK_COMMIT_FILES = 50;
 /** Co-change is learnt only from commits this small: a 30-file commit does not make its files related. */
 const COCHANGE_MAX_FILES = 12;
 const MATCHED_COMMITS = 120;
-/** How many of the best files lend to their neighbours, and how much. */
+/** How many of the best files lend to their neighbours. */
 const COCHANGE_TOP = 3;
-const COCHANGE_SHARE = 0.3;
-/** Recency: a commit this many days older than the newest weighs half. */
-const HALF_LIFE_DAYS = 365;
+
+/**
+ * The ranking's constants, in one object so the benchmark can try others (BENCH_HISTORY_TUNING);
+ * the values are those chosen on the localization tuning sets.
+ */
+export const HISTORY_TUNING = {
+  /** Weight of the history list in the file fusion. */
+  weight: 1,
+  /** Recency: a commit this many days older than the newest weighs half. */
+  halfLifeDays: 365,
+  /** Share of a strong hit's score lent to a co-change neighbour (times how often they changed together). */
+  cochangeShare: 0.3,
+  /** A commit's vote is divided by (files it touched)^this. */
+  fileExponent: 1,
+};
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS hist_commits (id INTEGER PRIMARY KEY, hash TEXT NOT NULL UNIQUE, ts INTEGER NOT NULL, subject TEXT NOT NULL, nfiles INTEGER NOT NULL);
@@ -256,7 +268,7 @@ export class HistorySource {
     for (const { id, path } of rows) {
       const m = byId.get(id)!;
       const ageDays = Math.max(0, newest - m.ts) / 86400;
-      const w = (m.score * Math.pow(0.5, ageDays / HALF_LIFE_DAYS)) / Math.max(1, m.nfiles);
+      const w = (m.score * Math.pow(0.5, ageDays / HISTORY_TUNING.halfLifeDays)) / Math.pow(Math.max(1, m.nfiles), HISTORY_TUNING.fileExponent);
       let v = votes.get(path);
       if (!v) votes.set(path, (v = { score: 0, why: [] }));
       v.score += w;
@@ -287,7 +299,7 @@ export class HistorySource {
       const n = (total.get(path) as number) || 1;
       for (const r of co.all(path) as Array<{ path: string; n: number }>) {
         if (r.n < 2) continue; // once together is chance
-        const lent = COCHANGE_SHARE * v.score * (r.n / n);
+        const lent = HISTORY_TUNING.cochangeShare * v.score * (r.n / n);
         let t = votes.get(r.path);
         if (!t) votes.set(r.path, (t = { score: 0, why: [] }));
         t.score += lent;

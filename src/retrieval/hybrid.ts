@@ -11,11 +11,13 @@ import { createChromaIndex } from "./chroma-index.js";
 import { ensureChromaServer, externalChroma } from "./chroma-server.js";
 import { chunkLines } from "./chunker.js";
 import { createEmbedder, DEFAULT_EMBEDDER } from "./embedders/factory.js";
+import { createHashedEmbedder } from "./embedders/hashed.js";
+import { sqliteEmbeddingCache } from "./embedding-cache.js";
 import type { Embedder } from "./embedders/port.js";
-import { IndexCorruptError } from "./errors.js";
+import { EmbedderError, IndexCorruptError } from "./errors.js";
 import { eventDoc } from "./event-docs.js";
 import { reciprocalRankFusion, RRF_K, type SourceName, type SourceScores } from "./fusion.js";
-import { HistorySource, type HistorySettings, type HistoryStatus } from "./history.js";
+import { HISTORY_TUNING, HistorySource, type HistorySettings, type HistoryStatus } from "./history.js";
 import { IgnoreChecker } from "./ignore-check.js";
 import { createLexicalSearcher } from "./lexical.js";
 import { NgramIndex, type ChunkInput, type ChunkRow, type FileRecord, type RankedChunk, type SymbolInput } from "./ngram-index.js";
@@ -109,6 +111,8 @@ export interface IndexReport {
   durationMs: number;
   /** Part of durationMs spent embedding and in the vector store. */
   vectorMs: number;
+  /** Files whose vectors could not be made (embedder or vector store failed): search uses n-grams for them. */
+  vectorsMissing: number;
 }
 
 /** State of the vector side. */
@@ -142,6 +146,8 @@ export interface SearchTimings {
   ngramMs: number;
   embedMs: number;
   vectorMs: number;
+  /** Part of ngramMs spent ranking files by their history. */
+  historyMs?: number;
 }
 
 /** The hybrid retriever: a {@link CodeSearcher} for the search_code tool, and more. */
@@ -197,8 +203,18 @@ export async function createRetriever(opts: RetrieverOptions): Promise<Retriever
   fs.mkdirSync(stateDir, { recursive: true });
   const gi = path.join(stateDir, ".gitignore");
   if (!fs.existsSync(gi)) fs.writeFileSync(gi, "*\n");
-  const embedder = typeof opts.embedder === "object" ? opts.embedder : await createEmbedder(opts.embedder ?? DEFAULT_EMBEDDER, { modelsDir: opts.modelsDir, stateDir });
-  const r = new HybridRetriever(workspace, stateDir, embedder, opts);
+  let embedder: Embedder;
+  let blocked: string | null = null;
+  try {
+    embedder = typeof opts.embedder === "object" ? opts.embedder : await createEmbedder(opts.embedder ?? DEFAULT_EMBEDDER, { modelsDir: opts.modelsDir, stateDir });
+  } catch (err) {
+    // An endpoint that is down or answers garbage must not stop code search: the n-gram side runs
+    // and the vector side says why it is off. A misspelt embedder name is still an error.
+    if (!(err instanceof EmbedderError) || err.code !== "EMBEDDER_FAILED") throw err;
+    embedder = createHashedEmbedder();
+    blocked = err.message;
+  }
+  const r = new HybridRetriever(workspace, stateDir, embedder, opts, blocked);
   await r.open();
   return r;
 }
@@ -234,6 +250,8 @@ class HybridRetriever implements Retriever {
     private readonly stateDir: string,
     private readonly embedder: Embedder,
     private readonly opts: RetrieverOptions,
+    /** Why vectors cannot work at all (the embedder could not start); null when they can. */
+    private readonly vectorsBlocked: string | null = null,
   ) {
     this.ignore = new IgnoreChecker(workspace);
     this.warn = opts.onWarning ?? ((m) => process.stderr.write(`ledgerloop: warning: ${m}\n`));
@@ -246,6 +264,8 @@ class HybridRetriever implements Retriever {
 
   async open(): Promise<void> {
     this.ngram = NgramIndex.open(this.indexFile);
+    const e = this.embedder as Embedder & { attachCache?: (c: ReturnType<typeof sqliteEmbeddingCache>) => void };
+    e.attachCache?.(sqliteEmbeddingCache(() => this.ngram.db));
     if (this.ngram.rebuilt) this.warn(`the search index ${this.indexFile} was unusable (${this.ngram.rebuildReason}); it was moved to index.db.corrupt and is being rebuilt`);
     await this.connectVectors();
   }
@@ -258,6 +278,10 @@ class HybridRetriever implements Retriever {
     this.lastVectorAttempt = Date.now();
     if (this.opts.vectorIndex === "off") {
       this.vectorState = "off";
+      return;
+    }
+    if (this.vectorsBlocked) {
+      this.degrade(new Error(this.vectorsBlocked));
       return;
     }
     try {
@@ -379,6 +403,7 @@ class HybridRetriever implements Retriever {
     if (report.indexed + report.removed > 0) this.ngram.checkpoint();
     const tv = performance.now();
     report.vectorized = await this.syncVectors(null, opts.onProgress);
+    this.noteMissingVectors(report);
     await this.syncLedger();
     report.vectorMs = performance.now() - tv;
     report.durationMs = performance.now() - t0;
@@ -424,6 +449,7 @@ class HybridRetriever implements Retriever {
         report.removed = await this.removeFiles(toRemove);
         const tv = performance.now();
         report.vectorized = await this.syncVectors(prepared.map((p) => p.rel));
+        this.noteMissingVectors(report);
         report.vectorMs = performance.now() - tv;
         report.durationMs = performance.now() - t0;
         // HEAD may have moved (a commit, a checkout): new commits are read in the background.
@@ -595,7 +621,14 @@ class HybridRetriever implements Retriever {
         }
         done.push({ path: f.path, hash: f.hash });
       }
-      const vectors = await this.embedder.embedDocuments(texts);
+      let vectors: number[][];
+      try {
+        vectors = await this.embedder.embedDocuments(texts);
+      } catch (err) {
+        // The endpoint died or answered garbage: what is stored stays, the rest waits for a later index.
+        this.degrade(err);
+        break;
+      }
       vectors.forEach((v, j) => (items[j]!.vector = v));
       // One batch in flight while the next is embedded: Chroma works while we compute.
       await pending;
@@ -617,6 +650,18 @@ class HybridRetriever implements Retriever {
     }
     await pending;
     return stored;
+  }
+
+  /** When vectors were wanted but the vector side failed, says how many files still lack them. */
+  private noteMissingVectors(report: IndexReport): void {
+    if (this.opts.vectorIndex === "off" || this.vectorState === "ok") return;
+    report.vectorsMissing = this.ngram.filesNeedingVectors().length;
+    if (report.vectorsMissing > 0) {
+      this.warnOnce(
+        `missing:${this.vectorError}`,
+        `the n-gram index is complete; ${report.vectorsMissing} file(s) have no vectors yet (${this.vectorError ?? "vector side unavailable"}); they are embedded on a later index once it works`,
+      );
+    }
   }
 
   private readLinesIfHash(rel: string, hash: string): string[] | null {
@@ -687,7 +732,13 @@ class HybridRetriever implements Retriever {
       const todo = this.ngram.eventsNeedingVectors(256);
       if (todo.length === 0) return true;
       const meta = new Map(this.ngram.eventsByIds(todo.map((t) => t.eventId)).map((e) => [e.eventId, e]));
-      const vectors = await this.embedder.embedDocuments(todo.map((t) => t.preview));
+      let vectors: number[][];
+      try {
+        vectors = await this.embedder.embedDocuments(todo.map((t) => t.preview));
+      } catch (err) {
+        this.degrade(err);
+        return true;
+      }
       const ok = await this.withVectors(async (v) => {
         await v.upsert(
           "events",
@@ -778,7 +829,9 @@ class HybridRetriever implements Retriever {
     const bm25 = use.has("bm25") ? this.ngram.searchChunks(terms, CANDIDATES) : [];
     const paths = use.has("path") ? this.ngram.searchPaths(terms, CANDIDATES) : [];
     const symbols = use.has("symbol") ? this.ngram.searchSymbols(terms, CANDIDATES) : [];
+    const th = performance.now();
     const history = this.history && use.has("history") ? this.history.search(query, CANDIDATES) : [];
+    timings.historyMs = performance.now() - th;
     const historyOf = new Map(history.map((h) => [h.path, h.commits]));
     timings.ngramMs += performance.now() - tn;
     const tv = performance.now();
@@ -826,7 +879,7 @@ class HybridRetriever implements Retriever {
       { source: "symbol", items: perFile(symbolList) },
       { source: "vector", items: perFile(vectorList) },
       { source: "path", items: paths.map((p) => ({ key: p.path, score: p.score })) },
-      { source: "history", items: history.map((h) => ({ key: h.path, score: h.score })), weight: HISTORY_WEIGHT },
+      { source: "history", items: history.map((h) => ({ key: h.path, score: h.score })), weight: HISTORY_TUNING.weight },
     ]);
     const chunkFused = reciprocalRankFusion([
       { source: "bm25", items: bm25List },
@@ -1006,9 +1059,6 @@ class HybridRetriever implements Retriever {
   }
 }
 
-/** Weight of the history list in the file fusion (tuned on the localization tuning sets). */
-const HISTORY_WEIGHT = 1;
-
 /** Source scores without the history score (a hit carries the commit subjects instead). */
 function withoutHistory(s: SourceScores): HitSources {
   const { history: _h, ...rest } = s;
@@ -1047,6 +1097,7 @@ function emptyReport(): IndexReport {
     vectorized: 0,
     durationMs: 0,
     vectorMs: 0,
+    vectorsMissing: 0,
   };
 }
 
