@@ -625,7 +625,9 @@ class HybridRetriever implements Retriever {
       try {
         vectors = await this.embedder.embedDocuments(texts);
       } catch (err) {
-        // The endpoint died or answered garbage: what is stored stays, the rest waits for a later index.
+        // The endpoint died or answered garbage: the batch in flight is still stored, the rest waits
+        // for a later index.
+        await pending;
         this.degrade(err);
         break;
       }
