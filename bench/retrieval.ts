@@ -389,6 +389,54 @@ async function runSpeed(queries: string[], log: (s: string) => void): Promise<Be
   return rows;
 }
 
+/**
+ * Speed with the history source: vite at a 2,024-file commit with its 6,791 commits of history as a
+ * real checkout. Full index (n-gram side + history, and with in-process hashed vectors), then query
+ * latency in process, with history's share. CPU time of this process is shown next to wall time, as
+ * the machine may be shared.
+ */
+async function runHistorySpeed(queries: string[], log: (s: string) => void): Promise<void> {
+  const gitDir = gitDirOf(SPEED_REPO.mirror);
+  if (!gitDir) return log(`retrieval bench: skipping history speed: no mirror of ${SPEED_REPO.repo}`);
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "ll-bench-hspeed-"));
+  try {
+    const co = new Checkout(gitDir, root, true);
+    const files = co.moveTo(SPEED_REPO.commit).length;
+    const commits = execFileSync("git", ["--git-dir", path.join(co.dir, ".git"), "rev-list", "--count", "HEAD"], { encoding: "utf8" }).trim();
+    for (const [label, vectorIndex] of [
+      ["n-gram + history, vectors off", "off"],
+      ["n-gram + history + hashed vectors in process", createMemoryVectorIndex()],
+    ] as const) {
+      const r = await createRetriever({ workspace: co.dir, stateDir: path.join(root, `state-${label.length}`), vectorIndex, onWarning: log });
+      const c0 = process.cpuUsage();
+      const t0 = performance.now();
+      const rep = await r.index();
+      const ngramMs = performance.now() - t0;
+      await r.whenIdle();
+      const fullMs = performance.now() - t0;
+      const cpu = process.cpuUsage(c0);
+      const st = await r.stats();
+      log(`${label}: ${files} files, ${commits} commits: full index ${(fullMs / 1000).toFixed(1)} s wall (n-gram side ${(ngramMs / 1000).toFixed(1)} s, history until ${(fullMs / 1000).toFixed(1)} s: ${st.history.commits} commits, ${st.history.detail}); this process's CPU ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s; ${rep.indexed} files indexed`);
+      const lat: number[] = [];
+      const hist: number[] = [];
+      const cpuLat: number[] = [];
+      for (const q of queries) {
+        const c1 = process.cpuUsage();
+        const t1 = performance.now();
+        await r.search(q, 10);
+        lat.push(performance.now() - t1);
+        const c = process.cpuUsage(c1);
+        cpuLat.push((c.user + c.system) / 1000);
+        hist.push(r.lastSearchTimings?.historyMs ?? 0);
+      }
+      log(`  query p50 ${median(lat).toFixed(1)} ms wall / ${median(cpuLat).toFixed(1)} ms CPU, p95 ${quantile(lat, 0.95).toFixed(1)} ms; history's share p50 ${median(hist).toFixed(1)} ms (${lat.length} queries)`);
+      await r.close();
+    }
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+}
+
 /** The retrieval benchmark: localization quality against plain BM25, then speed. */
 export async function benchRetrieval(): Promise<BenchResult[]> {
   const log = (s: string) => process.stderr.write(s + "\n");
@@ -444,5 +492,12 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
       console.log(`${"BM25 whole files".padEnd(34)} ${fmt(out.baseline)}`);
       for (const [name, m] of Object.entries(out.variants)) console.log(`${name.padEnd(34)} ${fmt(m)}`);
     }
+  } else if (process.argv[2] === "--speed-history") {
+    await runHistorySpeed(
+      loadSets(false)
+        .filter((s) => !s.heldOut)
+        .flatMap((s) => s.queries.map((q) => q.query)),
+      (s) => console.log(s),
+    );
   } else await benchRetrieval();
 }

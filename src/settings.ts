@@ -20,8 +20,14 @@ export const RunSettings = z
     retrieval: z.enum(["hybrid", "lexical"]).default("hybrid"),
     /** Vector side of the hybrid retriever: Chroma, or off (n-gram index only). */
     vectors: z.enum(["chroma", "off"]).default("chroma"),
-    /** Embedder of the vector side: "hashed" (offline, no model) or "xenova:<model>". */
+    /** Embedder of the vector side: "hashed" (offline, no model), "xenova:<model>", or "openai:<model>" (an OpenAI-compatible /v1/embeddings). */
     embedder: z.string().min(1).default("hashed"),
+    /** The workspace's git history as a search source (commit messages, co-change); off for a non-git workspace anyway. */
+    history: z.boolean().default(true),
+    /** History: newest commits remembered per file. */
+    historyPerFile: z.number().int().min(1).max(1000).default(40),
+    /** History: commits read at most (newest first); a longer history is read as far as this. */
+    historyMaxCommits: z.number().int().min(1).max(1_000_000).default(20_000),
     /** Isolation of commands: the strongest available ("auto"), or a level by name. */
     sandbox: z.enum(["auto", "bwrap", "unshare", "none"]).optional(),
     /** Commands may use the network (network tools and package installs allowed, not asked). */

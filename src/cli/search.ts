@@ -64,7 +64,7 @@ export function registerSearch(program: Command): void {
       .option("-k <n>", "how many results (default 10)", intOption("-k"))
       .option("--scope <scope>", "code (default), events or all")
       .option("--thread <id>", "only events of this run")
-      .option("--embedder <name>", 'embedder: "hashed" (default) or "xenova:<model>"')
+      .option("--embedder <name>", 'embedder: "hashed" (default), "xenova:<model>" or "openai:<model>"')
       .option("--models-dir <dir>", "where xenova: model files are")
       .option("--json", 'print {"results": [...]} as one JSON object'),
   ).action(async (query: string, opts: SearchArgs) => {

@@ -5,6 +5,7 @@ import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { createRetriever, type CodeHit, type Retriever, type RetrieverOptions } from "../../src/retrieval/hybrid.js";
 import { historyWords } from "../../src/retrieval/history.js";
+import { describeHistory } from "../../src/retrieval/history-doctor.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 import { git, makeRepo, type RepoCommit } from "./helpers/git-repo.js";
 
@@ -182,6 +183,10 @@ describe("history source", () => {
     expect(st.history).toMatchObject({ state: "ok", shallow: true, commits: 2 });
     expect(st.history.detail).toMatch(/shallow clone/);
     expect(paths(await r.search("hide default option", 3))[0]).toBe("src/render.ts");
+    // doctor says so too; a full clone and a plain directory get their own lines.
+    expect(await describeHistory(ws)).toMatch(/^shallow clone: 2 commit\(s\) readable; only the history present is used/);
+    expect(await describeHistory(origin)).toMatch(/^4 commit\(s\) readable from HEAD [0-9a-f]{12}/);
+    expect(await describeHistory(tempWorkspace())).toMatch(/^off: not a git repository/);
   });
 
   it("takes content words of a query, identifiers split", () => {

@@ -1,5 +1,6 @@
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { handleDoctor } from "../../../src/cli/doctor.js";
 import { createEmbedder } from "../../../src/retrieval/embedders/factory.js";
 import { createOpenAIEmbedder, embeddingsBaseURL } from "../../../src/retrieval/embedders/openai.js";
 import { sqliteEmbeddingCache } from "../../../src/retrieval/embedding-cache.js";
@@ -78,4 +79,22 @@ describe("openai embedder", () => {
     expect(embeddingsBaseURL({ OPENAI_BASE_URL: "http://a/v1" })).toBe("http://a/v1");
     expect(embeddingsBaseURL({ OPENAI_BASE_URL: "http://a/v1", LEDGERLOOP_EMBEDDINGS_BASE_URL: "http://b/v1" })).toBe("http://b/v1");
   });
+
+  it("doctor --embedder openai:<model> checks the endpoint: dimensions when it answers, the reason when it does not", async () => {
+    const { s } = await stub({ dimensions: 40 });
+    const saved = { ...process.env };
+    try {
+      process.env.LEDGERLOOP_EMBEDDINGS_BASE_URL = s.url;
+      process.env.LEDGERLOOP_MODEL_RETRIES = "0";
+      const ok = await handleDoctor({ embedder: "openai:nomic-embed-text" });
+      expect(ok.checks.find((c) => c.name === "embedder")).toEqual({ name: "embedder", ok: true, detail: "openai:nomic-embed-text:40: answers with 40-dimensional vectors" });
+      process.env.LEDGERLOOP_EMBEDDINGS_BASE_URL = await deadBaseURL();
+      const bad = await handleDoctor({ embedder: "openai:nomic-embed-text" });
+      const c = bad.checks.find((x) => x.name === "embedder")!;
+      expect(c.ok).toBe(false);
+      expect(c.detail).toMatch(/embedder openai:nomic-embed-text at http:\/\/127\.0\.0\.1:\d+\/v1: the endpoint did not answer/);
+    } finally {
+      process.env = saved;
+    }
+  }, 60_000);
 });
