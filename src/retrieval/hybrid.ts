@@ -373,6 +373,9 @@ class HybridRetriever implements Retriever {
 
   private async indexUnlocked(opts: { onProgress?: (p: IndexProgress) => void }): Promise<IndexReport> {
     const t0 = performance.now();
+    // History is read in the background, alongside the files (git log works in its own process): a
+    // search never waits for a long history.
+    void this.history?.sync();
     await this.maybeRecover();
     opts.onProgress?.({ phase: "scan", done: 0, total: 0 });
     this.ignore.reset();
@@ -409,8 +412,6 @@ class HybridRetriever implements Retriever {
     report.durationMs = performance.now() - t0;
     this.indexedOnce = true;
     this.lastReport = report;
-    // History is read in the background: a search never waits for a long git log.
-    void this.history?.sync();
     return report;
   }
 
