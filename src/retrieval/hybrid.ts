@@ -405,8 +405,9 @@ class HybridRetriever implements Retriever {
     if (report.indexed > 200) this.ngram.optimize();
     if (report.indexed + report.removed > 0) this.ngram.checkpoint();
     const tv = performance.now();
+    const vectorsWereOk = this.vectorState === "ok";
     report.vectorized = await this.syncVectors(null, opts.onProgress);
-    this.noteMissingVectors(report);
+    this.noteMissingVectors(report, vectorsWereOk);
     await this.syncLedger();
     report.vectorMs = performance.now() - tv;
     report.durationMs = performance.now() - t0;
@@ -449,8 +450,9 @@ class HybridRetriever implements Retriever {
         report.indexed = prepared.length;
         report.removed = await this.removeFiles(toRemove);
         const tv = performance.now();
+        const vectorsWereOk = this.vectorState === "ok";
         report.vectorized = await this.syncVectors(prepared.map((p) => p.rel));
-        this.noteMissingVectors(report);
+        this.noteMissingVectors(report, vectorsWereOk);
         report.vectorMs = performance.now() - tv;
         report.durationMs = performance.now() - t0;
         // HEAD may have moved (a commit, a checkout): new commits are read in the background.
@@ -655,11 +657,14 @@ class HybridRetriever implements Retriever {
     return stored;
   }
 
-  /** When vectors were wanted but the vector side failed, says how many files still lack them. */
-  private noteMissingVectors(report: IndexReport): void {
+  /**
+   * When vectors were wanted but the vector side failed, counts the files that still lack them, and
+   * says so when it failed during this run (a side already down was announced when it went down).
+   */
+  private noteMissingVectors(report: IndexReport, wasOk: boolean): void {
     if (this.opts.vectorIndex === "off" || this.vectorState === "ok") return;
     report.vectorsMissing = this.ngram.filesNeedingVectors().length;
-    if (report.vectorsMissing > 0) {
+    if (report.vectorsMissing > 0 && wasOk) {
       this.warnOnce(
         `missing:${this.vectorError}`,
         `the n-gram index is complete; ${report.vectorsMissing} file(s) have no vectors yet (${this.vectorError ?? "vector side unavailable"}); they are embedded on a later index once it works`,
