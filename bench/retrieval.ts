@@ -19,6 +19,7 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { createRetriever, isTestPath, MAX_FILE_BYTES, type CodeHit, type Retriever } from "../src/retrieval/hybrid.js";
 import type { SourceName } from "../src/retrieval/fusion.js";
+import { HISTORY_TUNING } from "../src/retrieval/history.js";
 import { createLexicalSearcher } from "../src/retrieval/lexical.js";
 import { createMemoryVectorIndex, type VectorIndex } from "../src/retrieval/vector-index.js";
 import { walkFiles } from "../src/workspace/files.js";
@@ -26,6 +27,8 @@ import type { LocalizationSet } from "./data/build-localization.js";
 import { median, printTable, quantile, type BenchResult } from "./report.js";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
+// Tuning experiments: BENCH_HISTORY_TUNING='{"weight":0.5}' overrides the history ranking's constants.
+if (process.env.BENCH_HISTORY_TUNING) Object.assign(HISTORY_TUNING, JSON.parse(process.env.BENCH_HISTORY_TUNING));
 const MIRRORS = process.env.LEDGERLOOP_MIRRORS ?? "/work/.mirror";
 /** The speed corpus: vite at a commit whose tree has 2,024 files. */
 const SPEED_REPO = { repo: "vitejs/vite", mirror: "vitejs+vite", commit: "6851a707f5046cf207c0ed4260c9c353ab127ef0" };
@@ -35,23 +38,39 @@ function gitDirOf(mirror: string): string | null {
   return fs.existsSync(path.join(dir, "HEAD")) ? dir : null;
 }
 
-/** A working tree driven by git read-tree with its own index file, so the mirror is never written. */
+/**
+ * A working tree driven by git read-tree with its own index file, so the mirror is never written.
+ * With `withHistory`, the tree is a real git checkout (`tree/.git`, borrowing the mirror's objects
+ * through `objects/info/alternates`) whose only ref is a detached HEAD at the current commit: its
+ * history is exactly the ancestors of that commit, so no later commit (the answer) is reachable.
+ */
 class Checkout {
   readonly dir: string;
   private readonly indexFile: string;
+  private readonly localGit: string | null;
   current: string | null = null;
 
   constructor(
     private readonly gitDir: string,
     root: string,
+    withHistory = false,
   ) {
     this.dir = path.join(root, "tree");
     this.indexFile = path.join(root, "git-index");
     fs.mkdirSync(this.dir, { recursive: true });
+    this.localGit = null;
+    if (withHistory) {
+      const local = path.join(this.dir, ".git");
+      execFileSync("git", ["init", "-q", "--template=", this.dir]);
+      fs.mkdirSync(path.join(local, "objects", "info"), { recursive: true });
+      fs.writeFileSync(path.join(local, "objects", "info", "alternates"), path.resolve(gitDir, "objects") + "\n");
+      if (fs.existsSync(path.join(gitDir, "shallow"))) fs.copyFileSync(path.join(gitDir, "shallow"), path.join(local, "shallow"));
+      this.localGit = local;
+    }
   }
 
   private git(args: string[]): string {
-    return execFileSync("git", ["--git-dir", this.gitDir, "--work-tree", this.dir, ...args], {
+    return execFileSync("git", ["--git-dir", this.localGit ?? this.gitDir, "--work-tree", this.dir, ...args], {
       cwd: this.dir,
       env: { ...process.env, GIT_INDEX_FILE: this.indexFile },
       encoding: "utf8",
@@ -59,18 +78,26 @@ class Checkout {
     });
   }
 
-  /** Moves the tree to `commit`; returns the paths that changed (all files on the first call). */
+  /** Moves the tree (and, with history, HEAD) to `commit`; returns the paths that changed (all files on the first call). */
   moveTo(commit: string): string[] {
     if (this.current === commit) return [];
-    if (this.current === null) {
-      this.git(["read-tree", "--reset", "-u", commit]);
-      this.current = commit;
-      return this.git(["ls-files"]).split("\n").filter(Boolean);
-    }
-    const changed = this.git(["diff", "--name-only", "--no-renames", this.current, commit]).split("\n").filter(Boolean);
+    let changed: string[] | null = null;
+    if (this.current !== null) changed = this.git(["diff", "--name-only", "--no-renames", this.current, commit]).split("\n").filter(Boolean);
     this.git(["read-tree", "--reset", "-u", commit]);
+    if (this.localGit) this.git(["update-ref", "--no-deref", "HEAD", commit]);
     this.current = commit;
-    return changed;
+    return changed ?? this.git(["ls-files"]).split("\n").filter(Boolean);
+  }
+
+  /** With history: true when `commit` is reachable from HEAD (the benchmark checks its answers are not). */
+  reachable(commit: string): boolean {
+    if (!this.localGit) return false;
+    try {
+      this.git(["merge-base", "--is-ancestor", commit, "HEAD"]);
+      return true;
+    } catch {
+      return false;
+    }
   }
 }
 
@@ -164,6 +191,8 @@ function filesOf(hits: CodeHit[]): string[] {
 
 const VARIANTS: Array<{ name: string; sources?: SourceName[] }> = [
   { name: "hybrid (all sources)" },
+  { name: "hybrid without history", sources: ["bm25", "path", "symbol", "vector"] },
+  { name: "history only", sources: ["history"] },
   { name: "n-gram only (bm25+path+symbol)", sources: ["bm25", "path", "symbol"] },
   { name: "chunk BM25 only", sources: ["bm25"] },
   { name: "vector only (default embedder)", sources: ["vector"] },
@@ -178,11 +207,16 @@ export interface LocalizationOutcome {
   baselineDamped: Metrics;
   queryMs: number[];
   vectorMs: number[];
+  historyMs: number[];
+  ngramMs: number[];
   perQuery: Array<{ id: string; hybrid: Metrics; baseline: Metrics }>;
 }
 
 /** Runs one localization set; null when its mirror is absent. */
-export async function runLocalization(set: LocalizationSet, opts: { vectorIndex?: VectorIndex; log?: (s: string) => void } = {}): Promise<LocalizationOutcome | null> {
+export async function runLocalization(
+  set: LocalizationSet,
+  opts: { vectorIndex?: VectorIndex; embedder?: string; log?: (s: string) => void; history?: boolean } = {},
+): Promise<LocalizationOutcome | null> {
   const log = opts.log ?? ((s: string) => process.stderr.write(s + "\n"));
   const gitDir = gitDirOf(set.mirror);
   if (!gitDir) {
@@ -190,7 +224,8 @@ export async function runLocalization(set: LocalizationSet, opts: { vectorIndex?
     return null;
   }
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "ll-bench-loc-"));
-  const co = new Checkout(gitDir, root);
+  const withHistory = opts.history ?? true;
+  const co = new Checkout(gitDir, root, withHistory);
   let retriever: Retriever | undefined;
   const baseline = new BaselineIndex(co.dir);
   try {
@@ -199,10 +234,13 @@ export async function runLocalization(set: LocalizationSet, opts: { vectorIndex?
       workspace: co.dir,
       stateDir: path.join(root, "state"),
       ...(opts.vectorIndex ? { vectorIndex: opts.vectorIndex } : {}),
+      ...(opts.embedder ? { embedder: opts.embedder } : {}),
+      ...(withHistory ? {} : { history: false as const }),
       onWarning: (m) => log(`  warning: ${m}`),
     });
     const t0 = performance.now();
     const rep = await retriever.index();
+    await retriever.whenIdle();
     await baseline.build();
     log(`  ${set.repo}: indexed ${rep.indexed} files in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     const per: Record<string, Metrics[]> = Object.fromEntries(VARIANTS.map((v) => [v.name, []]));
@@ -210,13 +248,18 @@ export async function runLocalization(set: LocalizationSet, opts: { vectorIndex?
     const baseDamped: Metrics[] = [];
     const queryMs: number[] = [];
     const vectorMs: number[] = [];
+    const historyMs: number[] = [];
+    const ngramMs: number[] = [];
     const perQuery: LocalizationOutcome["perQuery"] = [];
     for (const q of set.queries) {
       const changed = co.moveTo(q.parent);
-      if (changed.length) {
+      if (changed.length || withHistory) {
         await retriever.refresh(changed);
         baseline.update(changed);
       }
+      // HEAD moved too: the history source reads the new commits (in the background; awaited here).
+      await retriever.whenIdle();
+      if (co.reachable(q.commit)) throw new Error(`benchmark leak: ${q.commit} is reachable from the checkout's HEAD`);
       let hybrid: Metrics | undefined;
       for (const v of VARIANTS) {
         const ts = performance.now();
@@ -224,6 +267,8 @@ export async function runLocalization(set: LocalizationSet, opts: { vectorIndex?
         if (!v.sources) {
           queryMs.push(performance.now() - ts);
           vectorMs.push(retriever.lastSearchTimings?.vectorMs ?? 0);
+          historyMs.push(retriever.lastSearchTimings?.historyMs ?? 0);
+          ngramMs.push(retriever.lastSearchTimings?.ngramMs ?? 0);
         }
         const m = score(filesOf(hits), q.answers);
         per[v.name]!.push(m);
@@ -242,6 +287,8 @@ export async function runLocalization(set: LocalizationSet, opts: { vectorIndex?
       baselineDamped: mean(baseDamped),
       queryMs,
       vectorMs,
+      historyMs,
+      ngramMs,
       perQuery,
     };
   } finally {
@@ -342,6 +389,54 @@ async function runSpeed(queries: string[], log: (s: string) => void): Promise<Be
   return rows;
 }
 
+/**
+ * Speed with the history source: vite at a 2,024-file commit with its 6,791 commits of history as a
+ * real checkout. Full index (n-gram side + history, and with in-process hashed vectors), then query
+ * latency in process, with history's share. CPU time of this process is shown next to wall time, as
+ * the machine may be shared.
+ */
+async function runHistorySpeed(queries: string[], log: (s: string) => void): Promise<void> {
+  const gitDir = gitDirOf(SPEED_REPO.mirror);
+  if (!gitDir) return log(`retrieval bench: skipping history speed: no mirror of ${SPEED_REPO.repo}`);
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "ll-bench-hspeed-"));
+  try {
+    const co = new Checkout(gitDir, root, true);
+    const files = co.moveTo(SPEED_REPO.commit).length;
+    const commits = execFileSync("git", ["--git-dir", path.join(co.dir, ".git"), "rev-list", "--count", "HEAD"], { encoding: "utf8" }).trim();
+    for (const [label, vectorIndex] of [
+      ["n-gram + history, vectors off", "off"],
+      ["n-gram + history + hashed vectors in process", createMemoryVectorIndex()],
+    ] as const) {
+      const r = await createRetriever({ workspace: co.dir, stateDir: path.join(root, `state-${label.length}`), vectorIndex, onWarning: log });
+      const c0 = process.cpuUsage();
+      const t0 = performance.now();
+      const rep = await r.index();
+      const ngramMs = performance.now() - t0;
+      await r.whenIdle();
+      const fullMs = performance.now() - t0;
+      const cpu = process.cpuUsage(c0);
+      const st = await r.stats();
+      log(`${label}: ${files} files, ${commits} commits: full index ${(fullMs / 1000).toFixed(1)} s wall (n-gram side ${(ngramMs / 1000).toFixed(1)} s, history until ${(fullMs / 1000).toFixed(1)} s: ${st.history.commits} commits, ${st.history.detail}); this process's CPU ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s; ${rep.indexed} files indexed`);
+      const lat: number[] = [];
+      const hist: number[] = [];
+      const cpuLat: number[] = [];
+      for (const q of queries) {
+        const c1 = process.cpuUsage();
+        const t1 = performance.now();
+        await r.search(q, 10);
+        lat.push(performance.now() - t1);
+        const c = process.cpuUsage(c1);
+        cpuLat.push((c.user + c.system) / 1000);
+        hist.push(r.lastSearchTimings?.historyMs ?? 0);
+      }
+      log(`  query p50 ${median(lat).toFixed(1)} ms wall / ${median(cpuLat).toFixed(1)} ms CPU, p95 ${quantile(lat, 0.95).toFixed(1)} ms; history's share p50 ${median(hist).toFixed(1)} ms (${lat.length} queries)`);
+      await r.close();
+    }
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+}
+
 /** The retrieval benchmark: localization quality against plain BM25, then speed. */
 export async function benchRetrieval(): Promise<BenchResult[]> {
   const log = (s: string) => process.stderr.write(s + "\n");
@@ -384,11 +479,25 @@ export async function benchRetrieval(): Promise<BenchResult[]> {
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
   if (process.argv[2] === "--quality-memory") {
-    // Quick quality loop without Chroma (same fusion, exact in-process vectors).
+    // Quick quality loop without Chroma (same fusion, exact in-process vectors); `--embedder <spec>`
+    // picks the embedder (e.g. openai:<model> against $LEDGERLOOP_EMBEDDINGS_BASE_URL).
+    const at = process.argv.indexOf("--embedder");
+    const embedder = at > 0 ? process.argv[at + 1] : undefined;
+    const fmt = (m: Metrics) => `${(m.r1 * 100).toFixed(1).padStart(5)} ${(m.r5 * 100).toFixed(1).padStart(5)} ${(m.r10 * 100).toFixed(1).padStart(5)}  ${m.mrr.toFixed(3)}`;
     for (const set of loadSets()) {
-      const out = await runLocalization(set, { vectorIndex: createMemoryVectorIndex() });
+      const out = await runLocalization(set, { vectorIndex: createMemoryVectorIndex(), ...(embedder ? { embedder } : {}) });
       if (!out) continue;
-      console.log(setLabel(set), JSON.stringify({ baseline: out.baseline, baselineDamped: out.baselineDamped, ...out.variants }, null, 1));
+      console.log(`\n${setLabel(set)} (${out.queries} queries${embedder ? `, embedder ${embedder}` : ""}); query p50 ${median(out.queryMs).toFixed(1)} ms, p95 ${quantile(out.queryMs, 0.95).toFixed(1)} ms (n-gram side p50 ${median(out.ngramMs).toFixed(1)}, of which history ${median(out.historyMs).toFixed(1)}; vectors p50 ${median(out.vectorMs).toFixed(1)} ms)`);
+      console.log(`${"".padEnd(34)}   r@1   r@5  r@10  MRR`);
+      console.log(`${"BM25 whole files".padEnd(34)} ${fmt(out.baseline)}`);
+      for (const [name, m] of Object.entries(out.variants)) console.log(`${name.padEnd(34)} ${fmt(m)}`);
     }
+  } else if (process.argv[2] === "--speed-history") {
+    await runHistorySpeed(
+      loadSets(false)
+        .filter((s) => !s.heldOut)
+        .flatMap((s) => s.queries.map((q) => q.query)),
+      (s) => console.log(s),
+    );
   } else await benchRetrieval();
 }

@@ -177,6 +177,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
         vectorIndex: settings.vectors === "off" ? "off" : undefined,
         onWarning: warn,
         redact: (t) => redactor.redact(t),
+        history: settings.history && { perFile: settings.historyPerFile, maxCommits: settings.historyMaxCommits },
       });
       // Build or refresh the index in the background; the first search waits for it if needed.
       void retriever.index().catch((err) => warn(`indexing failed: ${(err as Error).message}`));

@@ -19,7 +19,14 @@ export const RunSettings = z
     summarizeThresholdTokens: z.number().int().positive().default(8_000).describe("Unsummarised history (tokens) that triggers the summarize node."),
     retrieval: z.enum(["hybrid", "lexical"]).default("hybrid").describe("hybrid: n-gram index + Chroma vectors; lexical: a plain file scan, no index."),
     vectors: z.enum(["chroma", "off"]).default("chroma").describe("Vector side of the hybrid retriever: Chroma, or off (n-gram index only)."),
-    embedder: z.string().min(1).default("hashed").describe('Embedder of the vector side: "hashed" (offline, no model) or "xenova:<model>".'),
+    embedder: z
+      .string()
+      .min(1)
+      .default("hashed")
+      .describe('Embedder of the vector side: "hashed" (offline, no model), "xenova:<model>", or "openai:<model>" (an OpenAI-compatible /v1/embeddings).'),
+    history: z.boolean().default(true).describe("The workspace's git history as a search source (commit messages, co-change); off for a non-git workspace anyway."),
+    historyPerFile: z.number().int().min(1).max(1000).default(40).describe("History: newest commits remembered per file."),
+    historyMaxCommits: z.number().int().min(1).max(1_000_000).default(20_000).describe("History: commits read at most (newest first)."),
     sandbox: z.enum(["auto", "bwrap", "unshare", "none"]).optional().describe("Isolation of commands: the strongest available (auto), or a level by name."),
     allowNetwork: z.boolean().optional().describe("Commands may use the network (network tools and package installs allowed, not asked)."),
     approve: z

@@ -25,7 +25,7 @@ export interface DoctorReport {
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 /** What this machine gives a run: isolation level and why, and the parts the runtime needs. */
-export async function handleDoctor(args: { workspace?: string; model?: string }): Promise<DoctorReport> {
+export async function handleDoctor(args: { workspace?: string; model?: string; embedder?: string }): Promise<DoctorReport> {
   const workspace = path.resolve(args.workspace ?? process.cwd());
   const report = detectIsolation();
   const sandbox = createSandbox({ level: "auto", workspace, report });
@@ -91,6 +91,19 @@ export async function handleDoctor(args: { workspace?: string; model?: string })
     });
     checks.push({ name: "endpoint", ...r });
   }
+  // Retrieval extras: the git history the search reads, and an embeddings endpoint when one is named.
+  await check("history", async () => {
+    const { describeHistory } = await import("../retrieval/history-doctor.js");
+    return describeHistory(workspace);
+  });
+  if (args.embedder) {
+    await check("embedder", async () => {
+      const { createEmbedder } = await import("../retrieval/embedders/factory.js");
+      const e = await createEmbedder(args.embedder);
+      await e.close?.();
+      return `${e.id}: answers with ${e.dimensions}-dimensional vectors`;
+    });
+  }
   const promises = levelPromises(sandbox.level as IsolationLevel);
   return { sandbox: { level: sandbox.level, reasons: [...sandbox.reasons], uid: sandbox.uidFor(workspace).reason, ...promises }, checks };
 }
@@ -101,8 +114,9 @@ export function registerDoctor(program: Command): void {
     .description("show the isolation level commands will get here and why, and check the parts a run needs")
     .option("-w, --workspace <dir>", "the workspace to check (default: current directory)")
     .option("-m, --model <spec>", "also check this model's endpoint: openai:<name> (default: $LEDGERLOOP_MODEL)")
+    .option("--embedder <spec>", "also check this embedder, e.g. openai:<model> against $LEDGERLOOP_EMBEDDINGS_BASE_URL or $OPENAI_BASE_URL")
     .option("--json", "one JSON object")
-    .action(async (opts: { workspace?: string; model?: string; json?: boolean }) => {
+    .action(async (opts: { workspace?: string; model?: string; embedder?: string; json?: boolean }) => {
       const r = await handleDoctor(opts);
       process.exitCode = r.checks.every((c) => c.ok) ? 0 : 1;
       if (opts.json) return printJson(r);

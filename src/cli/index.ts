@@ -140,7 +140,7 @@ export function registerIndex(program: Command): void {
     program
       .command("index")
       .description("build or update the workspace's search index (symbols, n-grams, vectors in Chroma)")
-      .option("--embedder <name>", 'embedder: "hashed" (default, offline) or "xenova:<model>" with local model files')
+      .option("--embedder <name>", 'embedder: "hashed" (default, offline), "xenova:<model>" with local model files, or "openai:<model>" (an OpenAI-compatible /v1/embeddings)')
       .option("--models-dir <dir>", "where xenova: model files are (default <state dir>/models)")
       .option("--json", "print the report as one JSON object"),
   ).action(async (opts: RetrievalArgs) => {

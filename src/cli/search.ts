@@ -2,7 +2,7 @@ import fs from "node:fs";
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import type { SourceScores } from "../retrieval/fusion.js";
-import type { SearchScope } from "../retrieval/hybrid.js";
+import type { HitSources, SearchScope } from "../retrieval/hybrid.js";
 import { resolveWorkspace, stateLocation } from "../runtime.js";
 import { intOption, printJson, workspaceOptions } from "./common.js";
 import { openRetriever, type RetrievalArgs } from "./index.js";
@@ -16,7 +16,7 @@ export interface SearchArgs extends RetrievalArgs {
 
 /** One result line of `ledgerloop search --json`: a code range, or a ledger event (`kind: "event"`). */
 export type SearchResult =
-  | { kind: "code"; path: string; startLine: number; endLine: number; score: number; sources: SourceScores; symbols: string[]; preview: string }
+  | { kind: "code"; path: string; startLine: number; endLine: number; score: number; sources: HitSources; symbols: string[]; preview: string }
   | { kind: "event"; eventId: string; threadId: string; seq: number; type: string; score: number; sources: SourceScores; preview: string };
 
 const SCOPES: SearchScope[] = ["code", "events", "all"];
@@ -49,9 +49,9 @@ export async function handleSearch(query: string, args: SearchArgs): Promise<{ r
   }
 }
 
-function sourcesText(s: SourceScores): string {
+function sourcesText(s: SourceScores | HitSources): string {
   return Object.entries(s)
-    .map(([k, v]) => `${k} ${Number(v).toFixed(2)}`)
+    .map(([k, v]) => (Array.isArray(v) ? `${k}: ${v.map((m) => JSON.stringify(m)).join(", ")}` : `${k} ${Number(v).toFixed(2)}`))
     .join(", ");
 }
 
@@ -64,7 +64,7 @@ export function registerSearch(program: Command): void {
       .option("-k <n>", "how many results (default 10)", intOption("-k"))
       .option("--scope <scope>", "code (default), events or all")
       .option("--thread <id>", "only events of this run")
-      .option("--embedder <name>", 'embedder: "hashed" (default) or "xenova:<model>"')
+      .option("--embedder <name>", 'embedder: "hashed" (default), "xenova:<model>" or "openai:<model>"')
       .option("--models-dir <dir>", "where xenova: model files are")
       .option("--json", 'print {"results": [...]} as one JSON object'),
   ).action(async (query: string, opts: SearchArgs) => {

@@ -324,7 +324,7 @@ export async function buildPrompt(input: BuildInput): Promise<BuiltPrompt> {
         body = `## ${h.path}:${h.startLine}-${h.endLine}\n${h.preview}`;
       }
       const tokens = counter.count(body) + 1;
-      const note = h.sources ? Object.entries(h.sources).map(([k, v]) => `${k}=${Number(v).toFixed(3)}`).join(" ") : undefined;
+      const note = h.sources ? Object.entries(h.sources).map(([k, v]) => (Array.isArray(v) ? `${k}=${JSON.stringify(v.join(" | ").slice(0, 120))}` : `${k}=${Number(v).toFixed(3)}`)).join(" ") : undefined;
       if (budget.take({ section: "retrieved", source: `file:${h.path}#L${h.startLine}-${h.endLine}`, tokens, score: h.score, note }, SECTION_SHARE.retrieved)) {
         parts.push(body);
       }

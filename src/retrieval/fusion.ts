@@ -1,5 +1,5 @@
 /** The sources whose rankings are fused. */
-export type SourceName = "bm25" | "path" | "symbol" | "vector";
+export type SourceName = "bm25" | "path" | "symbol" | "vector" | "history";
 
 /** Each source's own score for a result (BM25 score, path/symbol BM25 score, cosine similarity). */
 export type SourceScores = Partial<Record<SourceName, number>>;

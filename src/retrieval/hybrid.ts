@@ -11,10 +11,13 @@ import { createChromaIndex } from "./chroma-index.js";
 import { ensureChromaServer, externalChroma } from "./chroma-server.js";
 import { chunkLines } from "./chunker.js";
 import { createEmbedder, DEFAULT_EMBEDDER } from "./embedders/factory.js";
+import { createHashedEmbedder } from "./embedders/hashed.js";
+import { sqliteEmbeddingCache } from "./embedding-cache.js";
 import type { Embedder } from "./embedders/port.js";
-import { IndexCorruptError } from "./errors.js";
+import { EmbedderError, IndexCorruptError } from "./errors.js";
 import { eventDoc } from "./event-docs.js";
 import { reciprocalRankFusion, RRF_K, type SourceName, type SourceScores } from "./fusion.js";
+import { HISTORY_TUNING, HistorySource, type HistorySettings, type HistoryStatus } from "./history.js";
 import { IgnoreChecker } from "./ignore-check.js";
 import { createLexicalSearcher } from "./lexical.js";
 import { NgramIndex, type ChunkInput, type ChunkRow, type FileRecord, type RankedChunk, type SymbolInput } from "./ngram-index.js";
@@ -32,10 +35,13 @@ const RECOVERY_INTERVAL_MS = 30_000;
 /** What `search` scans: the workspace's code, the ledger's events, or both. */
 export type SearchScope = "code" | "events" | "all";
 
+/** Why a result was found: each ranking source's own score, and the commit subjects that voted for its file. */
+export type HitSources = Partial<Record<Exclude<SourceName, "history">, number>> & { history?: string[] };
+
 /** A code range found by the retriever. */
 export interface CodeHit extends SearchHit {
   kind: "code";
-  sources: SourceScores;
+  sources: HitSources;
   /** Symbols declared in the range. */
   symbols: string[];
 }
@@ -105,6 +111,8 @@ export interface IndexReport {
   durationMs: number;
   /** Part of durationMs spent embedding and in the vector store. */
   vectorMs: number;
+  /** Files whose vectors could not be made (embedder or vector store failed): search uses n-grams for them. */
+  vectorsMissing: number;
 }
 
 /** State of the vector side. */
@@ -128,6 +136,8 @@ export interface RetrieverStats {
   vector: VectorStatus;
   /** Set when the index file was unusable at open and rebuilt. */
   rebuiltBecause: string | null;
+  /** The git-history source: off (not a repository, disabled) or what it has read. */
+  history: HistoryStatus;
 }
 
 /** Time spent by the last search, by part (for the benchmark's "Chroma share"). */
@@ -136,6 +146,8 @@ export interface SearchTimings {
   ngramMs: number;
   embedMs: number;
   vectorMs: number;
+  /** Part of ngramMs spent ranking files by their history. */
+  historyMs?: number;
 }
 
 /** The hybrid retriever: a {@link CodeSearcher} for the search_code tool, and more. */
@@ -178,8 +190,10 @@ export interface RetrieverOptions {
   onWarning?: (message: string) => void;
   /** Time limit for the embedded Chroma server to come up. */
   chromaStartTimeoutMs?: number;
-  /** Applied to file text before it is indexed or previewed (the runtime's secret redactor). */
+  /** Applied to file text before it is indexed or previewed (the runtime's secret redactor), and to commit messages. */
   redact?: (text: string) => string;
+  /** Bounds of the git-history source, or false to leave history out (default: on in a git workspace). */
+  history?: HistorySettings | false;
 }
 
 /** Builds the hybrid retriever: opens (or rebuilds) index.db, picks the embedder, connects to Chroma. */
@@ -189,8 +203,18 @@ export async function createRetriever(opts: RetrieverOptions): Promise<Retriever
   fs.mkdirSync(stateDir, { recursive: true });
   const gi = path.join(stateDir, ".gitignore");
   if (!fs.existsSync(gi)) fs.writeFileSync(gi, "*\n");
-  const embedder = typeof opts.embedder === "object" ? opts.embedder : await createEmbedder(opts.embedder ?? DEFAULT_EMBEDDER, { modelsDir: opts.modelsDir, stateDir });
-  const r = new HybridRetriever(workspace, stateDir, embedder, opts);
+  let embedder: Embedder;
+  let blocked: string | null = null;
+  try {
+    embedder = typeof opts.embedder === "object" ? opts.embedder : await createEmbedder(opts.embedder ?? DEFAULT_EMBEDDER, { modelsDir: opts.modelsDir, stateDir });
+  } catch (err) {
+    // An endpoint that is down or answers garbage must not stop code search: the n-gram side runs
+    // and the vector side says why it is off. A misspelt embedder name is still an error.
+    if (!(err instanceof EmbedderError) || err.code !== "EMBEDDER_FAILED") throw err;
+    embedder = createHashedEmbedder();
+    blocked = err.message;
+  }
+  const r = new HybridRetriever(workspace, stateDir, embedder, opts, blocked);
   await r.open();
   return r;
 }
@@ -208,6 +232,7 @@ interface PreparedFile {
 
 class HybridRetriever implements Retriever {
   private ngram!: NgramIndex;
+  private readonly history: HistorySource | null;
   private vectors: VectorIndex | null = null;
   private vectorState: VectorStatus["state"] = "off";
   private vectorError: string | undefined;
@@ -225,9 +250,12 @@ class HybridRetriever implements Retriever {
     private readonly stateDir: string,
     private readonly embedder: Embedder,
     private readonly opts: RetrieverOptions,
+    /** Why vectors cannot work at all (the embedder could not start); null when they can. */
+    private readonly vectorsBlocked: string | null = null,
   ) {
     this.ignore = new IgnoreChecker(workspace);
     this.warn = opts.onWarning ?? ((m) => process.stderr.write(`ledgerloop: warning: ${m}\n`));
+    this.history = opts.history === false ? null : new HistorySource(workspace, () => this.ngram.db, opts.history ?? {}, opts.redact, this.warn);
   }
 
   private get indexFile(): string {
@@ -236,6 +264,8 @@ class HybridRetriever implements Retriever {
 
   async open(): Promise<void> {
     this.ngram = NgramIndex.open(this.indexFile);
+    const e = this.embedder as Embedder & { attachCache?: (c: ReturnType<typeof sqliteEmbeddingCache>) => void };
+    e.attachCache?.(sqliteEmbeddingCache(() => this.ngram.db));
     if (this.ngram.rebuilt) this.warn(`the search index ${this.indexFile} was unusable (${this.ngram.rebuildReason}); it was moved to index.db.corrupt and is being rebuilt`);
     await this.connectVectors();
   }
@@ -248,6 +278,10 @@ class HybridRetriever implements Retriever {
     this.lastVectorAttempt = Date.now();
     if (this.opts.vectorIndex === "off") {
       this.vectorState = "off";
+      return;
+    }
+    if (this.vectorsBlocked) {
+      this.degrade(new Error(this.vectorsBlocked));
       return;
     }
     try {
@@ -339,6 +373,9 @@ class HybridRetriever implements Retriever {
 
   private async indexUnlocked(opts: { onProgress?: (p: IndexProgress) => void }): Promise<IndexReport> {
     const t0 = performance.now();
+    // History is read in the background, alongside the files (git log works in its own process): a
+    // search never waits for a long history.
+    void this.history?.sync();
     await this.maybeRecover();
     opts.onProgress?.({ phase: "scan", done: 0, total: 0 });
     this.ignore.reset();
@@ -368,7 +405,9 @@ class HybridRetriever implements Retriever {
     if (report.indexed > 200) this.ngram.optimize();
     if (report.indexed + report.removed > 0) this.ngram.checkpoint();
     const tv = performance.now();
+    const vectorsWereOk = this.vectorState === "ok";
     report.vectorized = await this.syncVectors(null, opts.onProgress);
+    this.noteMissingVectors(report, vectorsWereOk);
     await this.syncLedger();
     report.vectorMs = performance.now() - tv;
     report.durationMs = performance.now() - t0;
@@ -411,9 +450,13 @@ class HybridRetriever implements Retriever {
         report.indexed = prepared.length;
         report.removed = await this.removeFiles(toRemove);
         const tv = performance.now();
+        const vectorsWereOk = this.vectorState === "ok";
         report.vectorized = await this.syncVectors(prepared.map((p) => p.rel));
+        this.noteMissingVectors(report, vectorsWereOk);
         report.vectorMs = performance.now() - tv;
         report.durationMs = performance.now() - t0;
+        // HEAD may have moved (a commit, a checkout): new commits are read in the background.
+        void this.history?.sync();
         return report;
       }),
     );
@@ -581,7 +624,16 @@ class HybridRetriever implements Retriever {
         }
         done.push({ path: f.path, hash: f.hash });
       }
-      const vectors = await this.embedder.embedDocuments(texts);
+      let vectors: number[][];
+      try {
+        vectors = await this.embedder.embedDocuments(texts);
+      } catch (err) {
+        // The endpoint died or answered garbage: the batch in flight is still stored, the rest waits
+        // for a later index.
+        await pending;
+        this.degrade(err);
+        break;
+      }
       vectors.forEach((v, j) => (items[j]!.vector = v));
       // One batch in flight while the next is embedded: Chroma works while we compute.
       await pending;
@@ -603,6 +655,21 @@ class HybridRetriever implements Retriever {
     }
     await pending;
     return stored;
+  }
+
+  /**
+   * When vectors were wanted but the vector side failed, counts the files that still lack them, and
+   * says so when it failed during this run (a side already down was announced when it went down).
+   */
+  private noteMissingVectors(report: IndexReport, wasOk: boolean): void {
+    if (this.opts.vectorIndex === "off" || this.vectorState === "ok") return;
+    report.vectorsMissing = this.ngram.filesNeedingVectors().length;
+    if (report.vectorsMissing > 0 && wasOk) {
+      this.warnOnce(
+        `missing:${this.vectorError}`,
+        `the n-gram index is complete; ${report.vectorsMissing} file(s) have no vectors yet (${this.vectorError ?? "vector side unavailable"}); they are embedded on a later index once it works`,
+      );
+    }
   }
 
   private readLinesIfHash(rel: string, hash: string): string[] | null {
@@ -644,6 +711,7 @@ class HybridRetriever implements Retriever {
 
   async whenIdle(): Promise<void> {
     while (this.eventVectorsRun) await this.eventVectorsRun.catch(() => {});
+    await this.history?.whenIdle();
   }
   private eventVectorsAgain = false;
 
@@ -672,7 +740,13 @@ class HybridRetriever implements Retriever {
       const todo = this.ngram.eventsNeedingVectors(256);
       if (todo.length === 0) return true;
       const meta = new Map(this.ngram.eventsByIds(todo.map((t) => t.eventId)).map((e) => [e.eventId, e]));
-      const vectors = await this.embedder.embedDocuments(todo.map((t) => t.preview));
+      let vectors: number[][];
+      try {
+        vectors = await this.embedder.embedDocuments(todo.map((t) => t.preview));
+      } catch (err) {
+        this.degrade(err);
+        return true;
+      }
       const ok = await this.withVectors(async (v) => {
         await v.upsert(
           "events",
@@ -747,7 +821,7 @@ class HybridRetriever implements Retriever {
         }
         timings.embedMs = performance.now() - te;
       }
-      const code = scope === "events" ? [] : await this.searchCode(query, k, qv, timings, new Set(opts.sources ?? ["bm25", "path", "symbol", "vector"]));
+      const code = scope === "events" ? [] : await this.searchCode(query, k, qv, timings, new Set(opts.sources ?? ["bm25", "path", "symbol", "vector", "history"]));
       const events = scope === "code" ? [] : await this.searchEvents(query, k, qv, timings, opts);
       timings.totalMs = performance.now() - t0;
       this.lastSearchTimings = timings;
@@ -763,6 +837,10 @@ class HybridRetriever implements Retriever {
     const bm25 = use.has("bm25") ? this.ngram.searchChunks(terms, CANDIDATES) : [];
     const paths = use.has("path") ? this.ngram.searchPaths(terms, CANDIDATES) : [];
     const symbols = use.has("symbol") ? this.ngram.searchSymbols(terms, CANDIDATES) : [];
+    const th = performance.now();
+    const history = this.history && use.has("history") ? this.history.search(query, CANDIDATES) : [];
+    timings.historyMs = performance.now() - th;
+    const historyOf = new Map(history.map((h) => [h.path, h.commits]));
     timings.ngramMs += performance.now() - tn;
     const tv = performance.now();
     const vec = qv && use.has("vector") ? ((await this.withVectors((v) => v.query("code", qv, CANDIDATES))) ?? []) : [];
@@ -809,6 +887,7 @@ class HybridRetriever implements Retriever {
       { source: "symbol", items: perFile(symbolList) },
       { source: "vector", items: perFile(vectorList) },
       { source: "path", items: paths.map((p) => ({ key: p.path, score: p.score })) },
+      { source: "history", items: history.map((h) => ({ key: h.path, score: h.score })), weight: HISTORY_TUNING.weight },
     ]);
     const chunkFused = reciprocalRankFusion([
       { source: "bm25", items: bm25List },
@@ -825,22 +904,27 @@ class HybridRetriever implements Retriever {
     for (const f of fileFused) if (isTestPath(f.key)) f.score *= TEST_DAMPING;
     fileFused.sort((a, b) => b.score - a.score || (a.key < b.key ? -1 : 1));
     const fileScore = new Map(fileFused.map((f) => [f.key, f]));
-    const scored: Array<{ key: string; score: number; sources: SourceScores }> = [];
+    const scored: Array<{ key: string; score: number; sources: HitSources }> = [];
     for (const c of chunkFused) {
       const f = fileScore.get(fileOfKey(c.key))!;
       const rel = c.score / (bestChunkScore.get(f.key) ?? c.score);
-      const sources: SourceScores = { ...c.sources };
+      const sources: HitSources = { ...withoutHistory(c.sources) };
       if (f.sources.path !== undefined) sources.path = f.sources.path;
+      const commits = historyOf.get(f.key);
+      if (commits) sources.history = commits;
       scored.push({ key: c.key, score: f.score * rel, sources });
     }
-    // Files found only by their path: their first chunk stands for them.
+    // Files found only by their path or their history: their first chunk stands for them.
     for (const f of fileFused) {
       if (bestChunkScore.has(f.key)) continue;
       const first = this.chunkCache(f.key)[0];
       if (!first) continue;
       const key = chunkKey(first.path, first.startLine, first.endLine);
       chunks.set(key, first);
-      scored.push({ key, score: f.score, sources: { path: f.sources.path! } });
+      const sources: HitSources = withoutHistory(f.sources);
+      const commits = historyOf.get(f.key);
+      if (commits) sources.history = commits;
+      scored.push({ key, score: f.score, sources });
     }
     scored.sort((a, b) => b.score - a.score || (a.key < b.key ? -1 : 1));
 
@@ -967,6 +1051,7 @@ class HybridRetriever implements Retriever {
         ...(this.vectorError ? { error: this.vectorError } : {}),
       },
       rebuiltBecause: this.ngram.rebuildReason,
+      history: this.history?.getStatus() ?? { state: "off", detail: "disabled", head: null, commits: 0, shallow: false, partial: null },
     };
   }
 
@@ -980,6 +1065,12 @@ class HybridRetriever implements Retriever {
     this.vectors = null;
     await this.embedder.close?.().catch(() => {});
   }
+}
+
+/** Source scores without the history score (a hit carries the commit subjects instead). */
+function withoutHistory(s: SourceScores): HitSources {
+  const { history: _h, ...rest } = s;
+  return rest;
 }
 
 /** Factor on a test file's fused score (measured on the localization sets: 0.8 lifts MRR by ~0.05 on both). */
@@ -1014,6 +1105,7 @@ function emptyReport(): IndexReport {
     vectorized: 0,
     durationMs: 0,
     vectorMs: 0,
+    vectorsMissing: 0,
   };
 }
 
@@ -1030,9 +1122,9 @@ function round(n: number, digits: number): number {
   return Math.round(n * f) / f;
 }
 
-function roundSources(s: SourceScores): SourceScores {
-  const out: SourceScores = {};
+function roundSources<T extends Record<string, number | string[] | undefined>>(s: T): T {
+  const out: Record<string, unknown> = {};
   // Significant digits, not decimals: BM25 of a term found in most documents is tiny but not zero.
-  for (const [k, v] of Object.entries(s) as Array<[keyof SourceScores, number]>) out[k] = Number(v.toPrecision(4));
-  return out;
+  for (const [k, v] of Object.entries(s)) out[k] = typeof v === "number" ? Number(v.toPrecision(4)) : v;
+  return out as T;
 }

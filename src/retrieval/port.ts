@@ -5,8 +5,8 @@ export interface SearchHit {
   endLine: number;
   score: number;
   preview: string;
-  /** Score from each source that found it (provenance for the context node). */
-  sources?: Record<string, number>;
+  /** Score from each source that found it, or what it matched (commit subjects), for the context node. */
+  sources?: Record<string, number | string[]>;
 }
 
 /** A code search backend (lexical now; the hybrid retriever plugs in here). */

@@ -138,6 +138,8 @@ export async function startOpenAIStub(
     models?: string[];
     /** Requests to GET /v1/models must carry this bearer token (401 otherwise). */
     requireKey?: string;
+    /** Serves POST /v1/embeddings (see the embeddings block at the end of this file). */
+    embeddings?: StubEmbeddingsOptions;
   } = {},
 ): Promise<OpenAIStub> {
   const queue: StubReply[] = [];
@@ -166,6 +168,7 @@ export async function startOpenAIStub(
       sendJson(res, 200, { object: "list", data: opts.models.map((id) => ({ id, object: "model", created: 0, owned_by: "stub" })) });
       return;
     }
+    if (path === "/v1/embeddings" && opts.embeddings) return handleEmbeddings(opts.embeddings, req, res, raw, () => server);
     if (path !== "/v1/chat/completions") {
       sendJson(res, 404, errorBody(`openai-stub: no route ${req.method} ${path}`, "invalid_request_error", "not_found"));
       return;
@@ -232,4 +235,68 @@ export async function deadBaseURL(): Promise<string> {
   const { port } = server.address() as AddressInfo;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return `http://127.0.0.1:${port}/v1`;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Embeddings (POST /v1/embeddings): deterministic vectors, and scripted faults. Kept apart from the
+// chat routes above so that changes to either merge cleanly.
+// ------------------------------------------------------------------------------------------------
+
+/** How the stub answers embedding requests. */
+export interface StubEmbeddingsOptions {
+  /** Vector length (default 64). */
+  dimensions?: number;
+  /** Every request body, parsed, in arrival order. */
+  log?: Array<{ model: string; input: string | string[] }>;
+  /**
+   * A fault for request n (0-based): `garbage` (not a list of numbers), `wrong-dimension` (one number
+   * short), `die` (the server stops listening and drops every connection, like a crashed process),
+   * or an HTTP status.
+   */
+  fault?: (n: number, body: { model: string; input: string | string[] }) => "garbage" | "wrong-dimension" | "die" | number | undefined;
+}
+
+/** A deterministic, roughly meaningful vector: words hashed into signed buckets, unit length. */
+export function stubEmbedding(text: string, dims: number): number[] {
+  const v = new Array<number>(dims).fill(0);
+  for (const w of text.toLowerCase().match(/[a-z0-9]+/g) ?? []) {
+    let h = 2166136261;
+    for (let i = 0; i < w.length; i++) h = Math.imul(h ^ w.charCodeAt(i), 16777619) >>> 0;
+    v[h % dims]! += h & 0x80000000 ? -1 : 1;
+  }
+  const n = Math.hypot(...v);
+  // An empty text still gets a (fixed) unit vector, as real models give one.
+  return n === 0 ? v.map((_, i) => (i === 0 ? 1 : 0)) : v.map((x) => x / n);
+}
+
+let embeddingRequests = 0;
+
+function handleEmbeddings(o: StubEmbeddingsOptions, req: http.IncomingMessage, res: http.ServerResponse, raw: string, server: () => http.Server): void {
+  if (req.method !== "POST") return sendJson(res, 405, errorBody(`openai-stub: ${req.method} not allowed`));
+  let body: { model: string; input: string | string[]; encoding_format?: string };
+  try {
+    body = JSON.parse(raw);
+  } catch {
+    return sendJson(res, 400, errorBody("openai-stub: request body is not JSON"));
+  }
+  o.log?.push({ model: body.model, input: body.input });
+  const n = o.log ? o.log.length - 1 : embeddingRequests++;
+  const dims = o.dimensions ?? 64;
+  const inputs = Array.isArray(body.input) ? body.input : [body.input];
+  const fault = o.fault?.(n, body);
+  if (fault === "die") {
+    res.destroy();
+    server().close();
+    server().closeAllConnections();
+    return;
+  }
+  if (typeof fault === "number") return sendJson(res, fault, errorBody(`openai-stub: scripted HTTP ${fault}`, fault >= 500 ? "server_error" : "invalid_request_error"));
+  const data = inputs.map((t, index) => {
+    let embedding: unknown = stubEmbedding(t, dims);
+    if (fault === "garbage") embedding = index === 0 ? "not a vector" : null;
+    if (fault === "wrong-dimension") embedding = (embedding as number[]).slice(1);
+    // The client asks for base64 by default and decodes it; the stub answers floats, which it also takes.
+    return { object: "embedding", index, embedding };
+  });
+  sendJson(res, 200, { object: "list", data, model: body.model, usage: { prompt_tokens: inputs.length, total_tokens: inputs.length } });
 }

@@ -1,6 +1,7 @@
 import path from "node:path";
 import { EmbedderError } from "../errors.js";
 import { createHashedEmbedder } from "./hashed.js";
+import { createOpenAIEmbedder } from "./openai.js";
 import type { Embedder } from "./port.js";
 import { createXenovaEmbedder } from "./xenova.js";
 
@@ -10,7 +11,8 @@ export const DEFAULT_EMBEDDER = "hashed";
 /**
  * Builds an embedder from its name: `hashed` (default, offline, no model), `hashed:<dimensions>`, or
  * `xenova:<model>` for a model whose files are under `modelsDir` (default `<stateDir>/models`, or
- * `$LEDGERLOOP_MODELS_DIR`).
+ * `$LEDGERLOOP_MODELS_DIR`), or `openai:<model>` served at `/v1/embeddings` of
+ * `$LEDGERLOOP_EMBEDDINGS_BASE_URL` (else `$OPENAI_BASE_URL`).
  */
 export async function createEmbedder(spec: string | undefined, opts: { modelsDir?: string; stateDir?: string } = {}): Promise<Embedder> {
   const name = (spec ?? DEFAULT_EMBEDDER).trim();
@@ -28,5 +30,10 @@ export async function createEmbedder(spec: string | undefined, opts: { modelsDir
       opts.modelsDir ?? process.env.LEDGERLOOP_MODELS_DIR ?? (opts.stateDir ? path.join(opts.stateDir, "models") : path.resolve("models"));
     return createXenovaEmbedder({ model, modelsDir });
   }
-  throw new EmbedderError("EMBEDDER_UNKNOWN", `unknown embedder "${name}"; use "hashed" (default), "hashed:<dimensions>" or "xenova:<model>"`);
+  if (name.startsWith("openai:")) {
+    const model = name.slice("openai:".length);
+    if (!model) throw new EmbedderError("EMBEDDER_UNKNOWN", `embedder "${name}" names no model (openai:<model>, e.g. openai:text-embedding-3-small or openai:nomic-embed-text)`);
+    return createOpenAIEmbedder({ model });
+  }
+  throw new EmbedderError("EMBEDDER_UNKNOWN", `unknown embedder "${name}"; use "hashed" (default), "hashed:<dimensions>", "xenova:<model>" or "openai:<model>"`);
 }

@@ -1,0 +1,125 @@
+// Embeddings from any OpenAI-compatible `/v1/embeddings` endpoint (OpenAI, Ollama, vLLM, LM Studio,
+// llama.cpp server) through @langchain/openai. Every answer is checked (a list of finite numbers of
+// the collection's length), and vectors are cached by content hash so unchanged chunks are never
+// sent twice, across re-indexes, rewinds and forks of the same state dir.
+import { createHash } from "node:crypto";
+import { OpenAIEmbeddings } from "@langchain/openai";
+import { errorMessage } from "../../errors.js";
+import { EmbedderError } from "../errors.js";
+import type { Embedder } from "./port.js";
+
+/** Stores vectors by (embedder id, content hash); the retriever backs it with a table in index.db. */
+export interface EmbeddingCache {
+  get(space: string, hashes: string[]): Map<string, number[]>;
+  put(space: string, entries: Array<{ hash: string; vector: number[] }>): void;
+}
+
+export interface OpenAIEmbedderOptions {
+  model: string;
+  /** Base URL ending in /v1 (default $LEDGERLOOP_EMBEDDINGS_BASE_URL, else $OPENAI_BASE_URL, else OpenAI's). */
+  baseURL?: string;
+  apiKey?: string;
+  /** Texts per request (default 64). */
+  batchSize?: number;
+  /** Retries of a failed request (default $LEDGERLOOP_MODEL_RETRIES, else 2), as chat calls get. */
+  maxRetries?: number;
+  timeoutMs?: number;
+  /** Characters of a text sent (longer ones are cut: every model has an input limit). */
+  maxChars?: number;
+}
+
+/** Where `openai:` embeddings are fetched from, by the documented precedence. */
+export function embeddingsBaseURL(env: NodeJS.ProcessEnv = process.env): string {
+  return env.LEDGERLOOP_EMBEDDINGS_BASE_URL || env.OPENAI_BASE_URL || "https://api.openai.com/v1";
+}
+
+/** An embedder that knows its cache once the retriever has opened index.db. */
+export interface CachingEmbedder extends Embedder {
+  attachCache(cache: EmbeddingCache): void;
+}
+
+/**
+ * Connects to the endpoint: one probe request learns the model's dimension (and fails clearly when
+ * the endpoint is down, refuses the model, or answers something that is not a vector).
+ */
+export async function createOpenAIEmbedder(opts: OpenAIEmbedderOptions): Promise<CachingEmbedder> {
+  const model = opts.model;
+  const name = `openai:${model}`;
+  const baseURL = opts.baseURL ?? embeddingsBaseURL();
+  const retries = opts.maxRetries ?? (Number(process.env.LEDGERLOOP_MODEL_RETRIES) >= 0 && process.env.LEDGERLOOP_MODEL_RETRIES ? Number(process.env.LEDGERLOOP_MODEL_RETRIES) : 2);
+  const maxChars = opts.maxChars ?? 8000;
+  const client = new OpenAIEmbeddings({
+    model,
+    batchSize: opts.batchSize ?? 64,
+    maxRetries: retries,
+    maxConcurrency: 2,
+    // Local servers often have no key; the client insists on one.
+    apiKey: opts.apiKey ?? process.env.LEDGERLOOP_EMBEDDINGS_API_KEY ?? process.env.OPENAI_API_KEY ?? "none",
+    timeout: opts.timeoutMs ?? 60_000,
+    // Floats, not the client's default base64: several local servers do not implement base64.
+    encodingFormat: "float",
+    stripNewLines: false,
+    configuration: { baseURL },
+  });
+  const fail = (what: string, err?: unknown) =>
+    new EmbedderError("EMBEDDER_FAILED", `embedder ${name} at ${baseURL}: ${what}${err === undefined ? "" : ` (${errorMessage(err)})`}`, err === undefined ? undefined : { cause: err });
+
+  let probe: number[];
+  try {
+    probe = (await client.embedDocuments(["dimension probe"]))[0] as number[];
+  } catch (err) {
+    throw fail("the endpoint did not answer an embedding request", err);
+  }
+  if (!isVector(probe) || probe.length === 0) throw fail(`the answer is not a vector of numbers (got ${describe(probe)})`);
+  const dims = probe.length;
+  const id = `${name}:${dims}`;
+  let cache: EmbeddingCache | null = null;
+
+  /** Checks and normalizes one answer; a wrong length or a non-number is the model's error, named. */
+  const check = (v: unknown, i: number): number[] => {
+    if (!isVector(v)) throw fail(`answer ${i} is not a vector of numbers (got ${describe(v)})`);
+    if (v.length !== dims) throw fail(`answer ${i} has ${v.length} dimensions, the model gave ${dims} before: the collection would be mixed, so vectors are not stored`);
+    const n = Math.hypot(...v);
+    return n === 0 ? v : v.map((x) => x / n);
+  };
+  const clean = (t: string) => (t.length > maxChars ? t.slice(0, maxChars) : t).replace(/\u0000/g, " ") || " ";
+
+  const embedDocuments = async (texts: string[]): Promise<number[][]> => {
+    if (texts.length === 0) return [];
+    const sent = texts.map(clean);
+    const hashes = sent.map((t) => createHash("sha256").update(t).digest("hex"));
+    const known = cache?.get(id, [...new Set(hashes)]) ?? new Map<string, number[]>();
+    const missing = [...new Set(hashes.filter((h) => !known.has(h)))];
+    if (missing.length) {
+      const textOf = new Map(hashes.map((h, i) => [h, sent[i]!]));
+      let answers: unknown[];
+      try {
+        answers = await client.embedDocuments(missing.map((h) => textOf.get(h)!));
+      } catch (err) {
+        throw fail("the embeddings request failed", err);
+      }
+      if (!Array.isArray(answers) || answers.length !== missing.length) throw fail(`asked for ${missing.length} vectors, got ${describe(answers)}`);
+      const fresh = missing.map((hash, i) => ({ hash, vector: check(answers[i], i) }));
+      for (const f of fresh) known.set(f.hash, f.vector);
+      cache?.put(id, fresh);
+    }
+    return hashes.map((h) => known.get(h)!);
+  };
+
+  return {
+    id,
+    dimensions: dims,
+    embedDocuments,
+    embedQuery: async (text) => (await embedDocuments([text]))[0]!,
+    attachCache: (c) => void (cache = c),
+  };
+}
+
+function isVector(v: unknown): v is number[] {
+  return Array.isArray(v) && v.every((x) => typeof x === "number" && Number.isFinite(x));
+}
+
+function describe(v: unknown): string {
+  if (Array.isArray(v)) return `a list of ${v.length}${v.length && typeof v[0] !== "number" ? ` ${typeof v[0]}s` : ""}`;
+  return v === null ? "null" : typeof v === "string" ? `the string ${JSON.stringify(v.slice(0, 40))}` : typeof v;
+}

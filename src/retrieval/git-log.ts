@@ -1,0 +1,162 @@
+// Read-only access to a workspace's git history through the `git` binary. Nothing here may write
+// .git or run the user's code: optional locks are off (GIT_OPTIONAL_LOCKS=0), hooks point nowhere,
+// fsmonitor (which runs a program) is off, and diff drivers/textconv are never asked for.
+import { execFile, spawn } from "node:child_process";
+
+/** One commit as read from `git log`: its files are workspace-relative. */
+export interface GitCommit {
+  hash: string;
+  /** Committer time, seconds since the epoch. */
+  ts: number;
+  subject: string;
+  body: string;
+  files: string[];
+}
+
+/** The options every git call gets, so no configured program runs and nothing is written. */
+const SAFE_CONFIG = ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.quotePath=false", "-c", "log.showSignature=false"];
+
+function gitEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, GIT_OPTIONAL_LOCKS: "0", GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" };
+  // A GIT_DIR inherited from a hook or a test would point the reader at another repository.
+  for (const k of ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CEILING_DIRECTORIES"]) delete env[k];
+  return env;
+}
+
+/** Runs a short git command in `cwd`; resolves stdout, or null when git fails or is missing. */
+export function gitOutput(cwd: string, args: string[], timeoutMs = 5000): Promise<string | null> {
+  return new Promise((resolve) => {
+    execFile("git", [...SAFE_CONFIG, ...args], { cwd, env: gitEnv(), timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, encoding: "utf8" }, (err, stdout) =>
+      resolve(err ? null : stdout),
+    );
+  });
+}
+
+/** What git says about the workspace: the HEAD commit and whether the clone is shallow; null when not a repository. */
+export async function gitHead(cwd: string): Promise<{ head: string; shallow: boolean } | { head: null; reason: string }> {
+  const inside = await gitOutput(cwd, ["rev-parse", "--is-inside-work-tree"]);
+  if (inside === null || inside.trim() !== "true") return { head: null, reason: "not a git repository (or git is not installed)" };
+  const head = (await gitOutput(cwd, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"]))?.trim();
+  if (!head) return { head: null, reason: "the repository has no commit yet" };
+  const shallow = (await gitOutput(cwd, ["rev-parse", "--is-shallow-repository"]))?.trim() === "true";
+  return { head, shallow };
+}
+
+/** True when `ancestor` is reachable from `head` (false also when git does not know `ancestor`). */
+export async function isAncestor(cwd: string, ancestor: string, head: string): Promise<boolean> {
+  return (await gitOutput(cwd, ["merge-base", "--is-ancestor", ancestor, head])) !== null;
+}
+
+export interface ReadLogOptions {
+  cwd: string;
+  /** `HEAD`, or `<old>..<new>` for only the commits since a remembered HEAD. */
+  range: string;
+  maxCommits: number;
+  /** Stop reading (and stop git) after this long; what was read stays. */
+  deadline: number;
+  /** Receives commits in batches, newest first; may be async (the reader waits for it). */
+  onBatch: (commits: GitCommit[]) => void | Promise<void>;
+  batchSize?: number;
+}
+
+/** Why a log read stopped. */
+export type ReadEnd = "complete" | "count-cap" | "time-cap" | "error";
+
+/**
+ * Streams `git log --name-only` (newest first, merges skipped: their diff repeats their parents'),
+ * parsing records as they arrive so a huge history is read only as far as the caps allow.
+ */
+export function readLog(opts: ReadLogOptions): Promise<{ end: ReadEnd; read: number; error?: string }> {
+  const batchSize = opts.batchSize ?? 500;
+  return new Promise((resolve) => {
+    const child = spawn(
+      "git",
+      [
+        ...SAFE_CONFIG,
+        "log",
+        "-z",
+        "--no-merges",
+        "--no-renames",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--relative",
+        "--name-only",
+        `--max-count=${opts.maxCommits}`,
+        "--format=%x1e%H%x1f%ct%x1f%s%x1f%b%x1f",
+        opts.range,
+        "--",
+      ],
+      { cwd: opts.cwd, env: gitEnv(), stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let buf = "";
+    let read = 0;
+    let batch: GitCommit[] = [];
+    let end: ReadEnd | null = null;
+    let stderr = "";
+    let paused: Promise<void> = Promise.resolve();
+    const timer = setTimeout(() => stop("time-cap"), Math.max(0, opts.deadline - Date.now()));
+    const stop = (why: ReadEnd) => {
+      if (end) return;
+      end = why;
+      child.kill("SIGTERM");
+    };
+    const flush = () => {
+      if (batch.length === 0) return;
+      const b = batch;
+      batch = [];
+      // Back-pressure: git waits while a batch is stored, so memory stays bounded.
+      child.stdout.pause();
+      paused = paused.then(async () => {
+        await opts.onBatch(b);
+        if (!end && Date.now() > opts.deadline) stop("time-cap");
+        child.stdout.resume();
+      });
+    };
+    const take = (rec: string) => {
+      const c = parseRecord(rec);
+      if (!c || end) return;
+      batch.push(c);
+      read++;
+      if (read >= opts.maxCommits) stop("count-cap");
+      if (batch.length >= batchSize || end) flush();
+    };
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (chunk: string) => {
+      buf += chunk;
+      let at: number;
+      // A record is complete when the next one starts.
+      while ((at = buf.indexOf("\x1e", 1)) > 0) {
+        take(buf.slice(0, at));
+        buf = buf.slice(at);
+      }
+    });
+    child.stderr.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
+    child.on("error", (err) => {
+      end ??= "error";
+      stderr ||= err.message;
+    });
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      if (!end && buf) take(buf);
+      flush();
+      if (!end) end = code === 0 ? "complete" : "error";
+      const why: ReadEnd = end;
+      void paused.then(() => resolve({ end: why, read, ...(why === "error" ? { error: stderr.trim() || `git log exited with ${code}` } : {}) }));
+    });
+  });
+}
+
+/** One `%x1e`-led record: header fields split by \x1f, then NUL-separated paths. */
+function parseRecord(rec: string): GitCommit | null {
+  if (!rec.startsWith("\x1e")) return null;
+  const headEnd = rec.lastIndexOf("\x1f");
+  if (headEnd < 0) return null;
+  const [hash, ts, subject, body] = rec.slice(1, headEnd).split("\x1f");
+  if (!hash || !/^[0-9a-f]{40,64}$/.test(hash)) return null;
+  const files = rec
+    .slice(headEnd + 1)
+    .split("\0")
+    .map((p) => p.replace(/^\n/, ""))
+    .filter((p) => p.length > 0);
+  return { hash, ts: Number(ts) || 0, subject: subject ?? "", body: body ?? "", files };
+}

@@ -1,0 +1,319 @@
+// The repository's history as a retrieval source. Commit messages are written in the words people
+// search with ("fix default shown in help for flags"), and files that change together belong
+// together: a query that matches commit messages votes for the files those commits touched, and a
+// strongly voted file lends a little of its score to its co-change neighbours.
+//
+// Stored in index.db next to the n-gram tables (derived data: rebuilt with it). Reading is
+// incremental (only commits since the remembered HEAD), bounded (newest N commits per file, a total
+// cap, a time budget per read) and runs in the background: a search uses whatever has been read.
+import type Database from "better-sqlite3";
+import { errorMessage } from "../errors.js";
+import { gitHead, isAncestor, readLog, type GitCommit, type ReadEnd } from "./git-log.js";
+import { identifierParts, STOPWORDS, wordsColumn } from "./tokens.js";
+
+/** Bounds of the history read; all have defaults. */
+export interface HistorySettings {
+  /** Newest commits remembered per file (older ones stop voting for it). */
+  perFile?: number;
+  /** Commits read at most (newest first). */
+  maxCommits?: number;
+  /** Time one read may take; a longer history is read as far as it gets. */
+  timeBudgetMs?: number;
+}
+
+export const HISTORY_DEFAULTS = { perFile: 40, maxCommits: 20_000, timeBudgetMs: 10_000 } as const;
+
+/** Commits touching more files than this are bulk changes (reformat, rename, vendoring): they vote for nothing. */
+const BULK_COMMIT_FILES = 50;
+/** Co-change is learnt only from commits this small: a 30-file commit does not make its files related. */
+const COCHANGE_MAX_FILES = 12;
+const MATCHED_COMMITS = 120;
+/** How many of the best files lend to their neighbours. */
+const COCHANGE_TOP = 3;
+
+/**
+ * The ranking's constants, in one object so the benchmark can try others (BENCH_HISTORY_TUNING);
+ * the values are those chosen on the localization tuning sets.
+ */
+export const HISTORY_TUNING = {
+  /** Weight of the history list in the file fusion. */
+  weight: 1,
+  /** Recency: a commit this many days older than the newest weighs half. */
+  halfLifeDays: 365,
+  /** Share of a strong hit's score lent to a co-change neighbour (times how often they changed together). */
+  cochangeShare: 0.3,
+  /** A commit's vote is divided by (files it touched)^this. */
+  fileExponent: 1,
+};
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS hist_commits (id INTEGER PRIMARY KEY, hash TEXT NOT NULL UNIQUE, ts INTEGER NOT NULL, subject TEXT NOT NULL, nfiles INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS hist_commits_ts ON hist_commits(ts);
+CREATE TABLE IF NOT EXISTS hist_files (path TEXT NOT NULL, commit_id INTEGER NOT NULL, PRIMARY KEY (path, commit_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS hist_files_commit ON hist_files(commit_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS hist_fts USING fts5(words, tokenize='porter unicode61', content='', contentless_delete=1);
+`;
+
+/** What the history source knows, for stats and doctor. */
+export interface HistoryStatus {
+  state: "ok" | "off" | "reading";
+  /** Why it is off (not a git repository, disabled), or how the last read ended. */
+  detail: string;
+  head: string | null;
+  commits: number;
+  shallow: boolean;
+  /** Set when the last read stopped at a cap: what remains unread. */
+  partial: ReadEnd | null;
+}
+
+/** A file voted for by the history, with the subjects of the commits that voted most. */
+export interface HistoryHit {
+  path: string;
+  score: number;
+  commits: string[];
+}
+
+/** History read from git into index.db, and searched there. */
+export class HistorySource {
+  private readonly s: Required<HistorySettings>;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private status: HistoryStatus = { state: "off", detail: "not read yet", head: null, commits: 0, shallow: false, partial: null };
+  private readonly ready = new WeakSet<Database.Database>();
+
+  constructor(
+    private readonly workspace: string,
+    /** The current index.db handle (it changes when the index is rebuilt). */
+    private readonly db: () => Database.Database,
+    settings: HistorySettings = {},
+    private readonly redact: (text: string) => string = (t) => t,
+    private readonly warn: (m: string) => void = () => {},
+  ) {
+    this.s = { ...HISTORY_DEFAULTS, ...settings };
+  }
+
+  private handle(): Database.Database {
+    const db = this.db();
+    if (!this.ready.has(db)) {
+      db.exec(SCHEMA);
+      this.ready.add(db);
+    }
+    return db;
+  }
+
+  private meta(key: string): string | undefined {
+    return this.handle().prepare("SELECT value FROM meta WHERE key = ?").pluck().get(key) as string | undefined;
+  }
+
+  private setMeta(key: string, value: string): void {
+    this.handle().prepare("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)").run(key, value);
+  }
+
+  /** Starts bringing the stored history up to HEAD in the background (a no-op when it is). */
+  sync(): Promise<void> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = (async () => {
+      do {
+        this.again = false;
+        try {
+          await this.syncOnce();
+        } catch (err) {
+          // History is an extra: a failure leaves the other sources searching as before.
+          this.status = { ...this.status, state: "off", detail: `history could not be read (${errorMessage(err)})` };
+          this.warn(`the git history could not be read (${errorMessage(err)}); searching without it`);
+        }
+      } while (this.again);
+    })().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  /** Resolves when no read is under way. */
+  async whenIdle(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  getStatus(): HistoryStatus {
+    let commits = this.status.commits;
+    try {
+      commits = this.handle().prepare("SELECT COUNT(*) FROM hist_commits").pluck().get() as number;
+    } catch {
+      // a closed or rebuilt index: keep the last count
+    }
+    return { ...this.status, commits };
+  }
+
+  private async syncOnce(): Promise<void> {
+    const h = await gitHead(this.workspace);
+    if (h.head === null) {
+      this.status = { state: "off", detail: h.reason, head: null, commits: 0, shallow: false, partial: null };
+      return;
+    }
+    const known = this.meta("history_head");
+    if (known === h.head) {
+      if (this.status.head === h.head && this.status.state === "ok") return;
+      this.status = { state: "ok", detail: `${h.shallow ? "shallow clone: only the history present is used; " : ""}up to date`, head: h.head, commits: 0, shallow: h.shallow, partial: null };
+      return;
+    }
+    let range = "HEAD";
+    let fresh = true;
+    if (known && (await isAncestor(this.workspace, known, h.head))) {
+      range = `${known}..${h.head}`;
+      fresh = false;
+    }
+    this.status = { state: "reading", detail: fresh ? "reading the history" : "reading new commits", head: h.head, commits: 0, shallow: h.shallow, partial: null };
+    if (fresh) this.clear(); // first read, or a rewritten history (rebase, force-push, another clone)
+    const perPath = new Map<string, number>();
+    const touched = new Set<string>();
+    const r = await readLog({
+      cwd: this.workspace,
+      range,
+      maxCommits: this.s.maxCommits,
+      deadline: Date.now() + this.s.timeBudgetMs,
+      onBatch: async (commits) => {
+        this.store(commits, fresh ? perPath : null, touched);
+        // Let searches and the index run between batches.
+        await new Promise<void>((res) => setImmediate(res));
+      },
+    });
+    if (!fresh) this.prune(touched);
+    if (r.end === "error") throw new Error(r.error ?? "git log failed");
+    // A capped read keeps what it got (the newest part of the history); later reads add only newer
+    // commits, so a huge history costs one bounded read, not one per refresh.
+    const capped = r.end === "count-cap" || r.end === "time-cap";
+    this.setMeta("history_head", h.head);
+    const detail =
+      (h.shallow ? "shallow clone: only the history present is used; " : "") +
+      (r.end === "complete" ? `read ${r.read} commit(s)` : r.end === "count-cap" ? `read the newest ${r.read} commits (cap ${this.s.maxCommits})` : `read ${r.read} commits before the time budget (${this.s.timeBudgetMs} ms) ran out`);
+    this.status = { state: "ok", detail, head: h.head, commits: 0, shallow: h.shallow, partial: capped ? r.end : null };
+  }
+
+  private clear(): void {
+    const db = this.handle();
+    db.transaction(() => {
+      db.exec("DELETE FROM hist_files; DELETE FROM hist_commits; DELETE FROM hist_fts;");
+      db.prepare("DELETE FROM meta WHERE key = 'history_head'").run();
+    })();
+  }
+
+  /** Stores commits (newest first); `perPath` counts per file during a fresh read, to apply the per-file cap. */
+  private store(commits: GitCommit[], perPath: Map<string, number> | null, touched: Set<string>): void {
+    const db = this.handle();
+    const exists = db.prepare("SELECT id FROM hist_commits WHERE hash = ?").pluck();
+    const insC = db.prepare("INSERT INTO hist_commits(hash, ts, subject, nfiles) VALUES (?, ?, ?, ?)");
+    const insF = db.prepare("INSERT OR IGNORE INTO hist_files(path, commit_id) VALUES (?, ?)");
+    const insT = db.prepare("INSERT INTO hist_fts(rowid, words) VALUES (?, ?)");
+    db.transaction(() => {
+      for (const c of commits) {
+        if (exists.get(c.hash) !== undefined) continue;
+        // Messages can carry tokens ("use key sk-…"): they pass the runtime's redactor before storage.
+        const message = this.redact(`${c.subject}\n${c.body}`);
+        const subject = message.split("\n", 1)[0]!.slice(0, 200);
+        const id = Number(insC.run(c.hash, c.ts, subject, c.files.length).lastInsertRowid);
+        insT.run(id, wordsColumn(message.slice(0, 4000)));
+        if (c.files.length > BULK_COMMIT_FILES) continue;
+        for (const f of c.files) {
+          if (perPath) {
+            const n = perPath.get(f) ?? 0;
+            if (n >= this.s.perFile) continue;
+            perPath.set(f, n + 1);
+          }
+          insF.run(f, id);
+          touched.add(f);
+        }
+      }
+    })();
+  }
+
+  /** After new commits arrived, keeps only the newest `perFile` commits of each touched file. */
+  private prune(paths: Set<string>): void {
+    const db = this.handle();
+    const del = db.prepare(
+      `DELETE FROM hist_files WHERE path = @p AND commit_id NOT IN
+         (SELECT h.commit_id FROM hist_files h JOIN hist_commits c ON c.id = h.commit_id WHERE h.path = @p ORDER BY c.ts DESC, c.id DESC LIMIT @n)`,
+    );
+    db.transaction(() => {
+      for (const p of paths) del.run({ p, n: this.s.perFile });
+    })();
+  }
+
+  /**
+   * Files voted for by commits whose messages match the query: each matching commit gives its BM25
+   * score × recency ÷ the number of files it touched to each (indexed) file, then the best few files
+   * lend a share of their score to the files they most often changed with.
+   */
+  search(query: string, limit: number): HistoryHit[] {
+    const words = historyWords(query);
+    if (words.length === 0) return [];
+    const db = this.handle();
+    const matched = db
+      .prepare(
+        `SELECT c.id, c.ts, c.subject, c.nfiles, -r.rank AS score
+         FROM (SELECT rowid, bm25(hist_fts) AS rank FROM hist_fts WHERE hist_fts MATCH ? ORDER BY rank LIMIT ?) r
+         JOIN hist_commits c ON c.id = r.rowid`,
+      )
+      .all(words.map((w) => `"${w}"`).join(" OR "), MATCHED_COMMITS) as Array<{ id: number; ts: number; subject: string; nfiles: number; score: number }>;
+    if (matched.length === 0) return [];
+    const newest = (db.prepare("SELECT MAX(ts) FROM hist_commits").pluck().get() as number | null) ?? 0;
+    const byId = new Map(matched.map((m) => [m.id, m]));
+    // Only files the index knows (present in the workspace now) can be results.
+    const rows = db
+      .prepare(`SELECT h.commit_id AS id, h.path FROM hist_files h JOIN files f ON f.path = h.path WHERE h.commit_id IN (SELECT value FROM json_each(?))`)
+      .all(JSON.stringify(matched.map((m) => m.id))) as Array<{ id: number; path: string }>;
+    const votes = new Map<string, { score: number; why: Array<{ subject: string; w: number }> }>();
+    for (const { id, path } of rows) {
+      const m = byId.get(id)!;
+      const ageDays = Math.max(0, newest - m.ts) / 86400;
+      const w = (m.score * Math.pow(0.5, ageDays / HISTORY_TUNING.halfLifeDays)) / Math.pow(Math.max(1, m.nfiles), HISTORY_TUNING.fileExponent);
+      let v = votes.get(path);
+      if (!v) votes.set(path, (v = { score: 0, why: [] }));
+      v.score += w;
+      v.why.push({ subject: m.subject, w });
+    }
+    const ranked = [...votes.entries()].sort((a, b) => b[1].score - a[1].score);
+    this.lendToNeighbours(db, ranked.slice(0, COCHANGE_TOP), votes);
+    return [...votes.entries()]
+      .map(([path, v]) => ({
+        path,
+        score: v.score,
+        commits: [...new Set(v.why.sort((a, b) => b.w - a.w).map((x) => x.subject))].slice(0, 3),
+      }))
+      .sort((a, b) => b.score - a.score || (a.path < b.path ? -1 : 1))
+      .slice(0, limit);
+  }
+
+  private lendToNeighbours(db: Database.Database, top: Array<[string, { score: number }]>, votes: Map<string, { score: number; why: Array<{ subject: string; w: number }> }>): void {
+    const co = db.prepare(
+      `SELECT o.path, COUNT(*) AS n FROM hist_files h
+         JOIN hist_commits c ON c.id = h.commit_id AND c.nfiles <= ${COCHANGE_MAX_FILES}
+         JOIN hist_files o ON o.commit_id = h.commit_id AND o.path <> h.path
+         JOIN files f ON f.path = o.path
+       WHERE h.path = ? GROUP BY o.path ORDER BY n DESC LIMIT 10`,
+    );
+    const total = db.prepare("SELECT COUNT(*) FROM hist_files WHERE path = ?").pluck();
+    for (const [path, v] of top) {
+      const n = (total.get(path) as number) || 1;
+      for (const r of co.all(path) as Array<{ path: string; n: number }>) {
+        if (r.n < 2) continue; // once together is chance
+        const lent = HISTORY_TUNING.cochangeShare * v.score * (r.n / n);
+        let t = votes.get(r.path);
+        if (!t) votes.set(r.path, (t = { score: 0, why: [] }));
+        t.score += lent;
+        t.why.push({ subject: `changes with ${path}`, w: lent });
+      }
+    }
+  }
+}
+
+/** The query's content words for the porter-stemmed message index (identifiers split, stopwords out). */
+export function historyWords(query: string): string[] {
+  const out = new Set<string>();
+  for (const m of query.matchAll(/[A-Za-z0-9_$]+/g)) {
+    for (const p of identifierParts(m[0])) if (p.length >= 2 && !STOPWORDS.has(p) && !/^[0-9]+$/.test(p)) out.add(p);
+  }
+  return [...out].slice(0, 32);
+}

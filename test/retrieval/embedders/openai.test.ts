@@ -1,0 +1,100 @@
+import Database from "better-sqlite3";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { handleDoctor } from "../../../src/cli/doctor.js";
+import { createEmbedder } from "../../../src/retrieval/embedders/factory.js";
+import { createOpenAIEmbedder, embeddingsBaseURL } from "../../../src/retrieval/embedders/openai.js";
+import { sqliteEmbeddingCache } from "../../../src/retrieval/embedding-cache.js";
+import { EmbedderError } from "../../../src/retrieval/errors.js";
+import { deadBaseURL, startOpenAIStub, type OpenAIStub, type StubEmbeddingsOptions } from "../../helpers/openai-stub.js";
+import { embedderConformance } from "./conformance.js";
+
+const stubs: OpenAIStub[] = [];
+async function stub(o: StubEmbeddingsOptions = {}) {
+  const log: NonNullable<StubEmbeddingsOptions["log"]> = [];
+  const s = await startOpenAIStub({ embeddings: { log, ...o } });
+  stubs.push(s);
+  return { s, log };
+}
+afterAll(async () => {
+  for (const s of stubs.splice(0)) await s.close();
+});
+
+let conformanceURL = "";
+beforeAll(async () => {
+  conformanceURL = (await stub({ dimensions: 48 })).s.url;
+});
+embedderConformance("openai: (stub endpoint)", () => createOpenAIEmbedder({ model: "stub-embed", baseURL: conformanceURL }));
+
+const inputsOf = (log: NonNullable<StubEmbeddingsOptions["log"]>) => log.flatMap((r) => (Array.isArray(r.input) ? r.input : [r.input]));
+
+describe("openai embedder", () => {
+  it("learns the dimension from the endpoint, batches requests, and never sends a cached text again", async () => {
+    const { s, log } = await stub({ dimensions: 32 });
+    const e = await createOpenAIEmbedder({ model: "nomic-embed-text", baseURL: s.url, batchSize: 64 });
+    expect(e.id).toBe("openai:nomic-embed-text:32");
+    expect(e.dimensions).toBe(32);
+    const db = new Database(":memory:");
+    e.attachCache(sqliteEmbeddingCache(() => db));
+    const texts = Array.from({ length: 150 }, (_, i) => `function handler${i}() { return ${i}; }`);
+    log.length = 0;
+    const first = await e.embedDocuments(texts);
+    expect(log.map((r) => (r.input as string[]).length)).toEqual([64, 64, 22]);
+    expect(log.every((r) => r.model === "nomic-embed-text")).toBe(true);
+    // A second embedder on the same cache (a new process, a fork) sends only what is new.
+    const again = await createOpenAIEmbedder({ model: "nomic-embed-text", baseURL: s.url });
+    again.attachCache(sqliteEmbeddingCache(() => db));
+    log.length = 0;
+    const second = await again.embedDocuments([...texts.slice(0, 100), "a brand new chunk"]);
+    expect(inputsOf(log)).toEqual(["a brand new chunk"]);
+    for (let i = 0; i < 100; i++) for (let j = 0; j < 32; j++) expect(second[i]![j]).toBeCloseTo(first[i]![j]!, 5);
+    db.close();
+  });
+
+  it("retries a failed request, as chat calls are retried", async () => {
+    const { s, log } = await stub({ fault: (n) => (n === 1 ? 503 : undefined) });
+    const e = await createOpenAIEmbedder({ model: "m", baseURL: s.url, maxRetries: 2 });
+    const [v] = await e.embedDocuments(["retry me"]);
+    expect(v).toHaveLength(64);
+    expect(log).toHaveLength(3); // probe, the 503, the retry
+  }, 30_000);
+
+  it("names the model when the endpoint answers garbage or the wrong dimension", async () => {
+    const { s } = await stub({ fault: (n) => (n === 1 ? "garbage" : n === 2 ? "wrong-dimension" : undefined) });
+    const e = await createOpenAIEmbedder({ model: "bge-small", baseURL: s.url, maxRetries: 0 });
+    await expect(e.embedDocuments(["a", "b"])).rejects.toThrow(/embedder openai:bge-small at .*answer 0 is not a vector of numbers \(got the string "not a vector"\)/);
+    await expect(e.embedDocuments(["c"])).rejects.toThrow(/embedder openai:bge-small .*answer 0 has 63 dimensions, the model gave 64 before/);
+    await expect(e.embedDocuments(["c"])).resolves.toHaveLength(1);
+  });
+
+  it("fails clearly, naming the model and the URL, when nothing answers", async () => {
+    const url = await deadBaseURL();
+    const err = await createOpenAIEmbedder({ model: "text-embedding-3-small", baseURL: url, maxRetries: 0 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EmbedderError);
+    expect((err as EmbedderError).code).toBe("EMBEDDER_FAILED");
+    expect((err as Error).message).toContain(`embedder openai:text-embedding-3-small at ${url}: the endpoint did not answer`);
+  });
+
+  it("is named openai:<model> in the factory; the base URL comes from LEDGERLOOP_EMBEDDINGS_BASE_URL, else OPENAI_BASE_URL", async () => {
+    await expect(createEmbedder("openai:")).rejects.toThrow(/names no model/);
+    expect(embeddingsBaseURL({ OPENAI_BASE_URL: "http://a/v1" })).toBe("http://a/v1");
+    expect(embeddingsBaseURL({ OPENAI_BASE_URL: "http://a/v1", LEDGERLOOP_EMBEDDINGS_BASE_URL: "http://b/v1" })).toBe("http://b/v1");
+  });
+
+  it("doctor --embedder openai:<model> checks the endpoint: dimensions when it answers, the reason when it does not", async () => {
+    const { s } = await stub({ dimensions: 40 });
+    const saved = { ...process.env };
+    try {
+      process.env.LEDGERLOOP_EMBEDDINGS_BASE_URL = s.url;
+      process.env.LEDGERLOOP_MODEL_RETRIES = "0";
+      const ok = await handleDoctor({ embedder: "openai:nomic-embed-text" });
+      expect(ok.checks.find((c) => c.name === "embedder")).toEqual({ name: "embedder", ok: true, detail: "openai:nomic-embed-text:40: answers with 40-dimensional vectors" });
+      process.env.LEDGERLOOP_EMBEDDINGS_BASE_URL = await deadBaseURL();
+      const bad = await handleDoctor({ embedder: "openai:nomic-embed-text" });
+      const c = bad.checks.find((x) => x.name === "embedder")!;
+      expect(c.ok).toBe(false);
+      expect(c.detail).toMatch(/embedder openai:nomic-embed-text at http:\/\/127\.0\.0\.1:\d+\/v1: the endpoint did not answer/);
+    } finally {
+      process.env = saved;
+    }
+  }, 60_000);
+});

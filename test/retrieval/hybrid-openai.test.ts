@@ -1,0 +1,121 @@
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ChromaServer } from "../../src/retrieval/chroma-server.js";
+import { createRetriever, type CodeHit, type Retriever } from "../../src/retrieval/hybrid.js";
+import { startOpenAIStub, type OpenAIStub, type StubEmbeddingsOptions } from "../helpers/openai-stub.js";
+import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
+import { startTestChroma } from "./helpers/chroma.js";
+
+let chroma: ChromaServer;
+const open: Retriever[] = [];
+const stubs: OpenAIStub[] = [];
+const savedEnv = { ...process.env };
+
+beforeAll(async () => {
+  chroma = await startTestChroma();
+}, 60_000);
+afterAll(async () => {
+  for (const r of open.splice(0)) await r.close();
+  for (const s of stubs.splice(0)) await s.close();
+  await chroma?.release();
+  process.env = savedEnv;
+  cleanupTemp();
+});
+
+/** 150 small files (a chunk each), so an index sends several embedding requests (64 files a batch). */
+function files(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i < 150; i++) {
+    out[`src/mod${i}.ts`] = Array.from({ length: 2 }, (_, j) => `export function handler${i}x${j}(req: Request) {\n  return route${i}(req, ${j});\n}\n`).join("\n");
+  }
+  return out;
+}
+
+async function setup(o: StubEmbeddingsOptions, ws = tempWorkspace(undefined, files())) {
+  const log: NonNullable<StubEmbeddingsOptions["log"]> = [];
+  const stub = await startOpenAIStub({ embeddings: { log, ...o } });
+  stubs.push(stub);
+  process.env.LEDGERLOOP_EMBEDDINGS_BASE_URL = stub.url;
+  process.env.LEDGERLOOP_MODEL_RETRIES = "0";
+  const warnings: string[] = [];
+  const r = await createRetriever({ workspace: ws, stateDir: path.join(ws, ".ledgerloop"), chromaUrl: chroma.url, embedder: "openai:stub-embed", onWarning: (m) => warnings.push(m), history: false });
+  open.push(r);
+  return { ws, r, log, warnings, stub };
+}
+
+const inputs = (log: NonNullable<StubEmbeddingsOptions["log"]>) => log.flatMap((x) => (Array.isArray(x.input) ? x.input : [x.input]));
+
+describe("hybrid retriever with an OpenAI-compatible embeddings endpoint", () => {
+  it("stores vectors from the endpoint and searches with them; a re-index of a lost collection costs no request (cache)", async () => {
+    const { ws, r, log, warnings } = await setup({ dimensions: 32 });
+    const rep = await r.index();
+    expect(rep.vectorsMissing).toBe(0);
+    expect(rep.vectorized).toBeGreaterThanOrEqual(150);
+    expect((await r.stats()).vector).toMatchObject({ state: "ok", embedder: "openai:stub-embed:32", dimensions: 32 });
+    const hits = (await r.search("handler7x1 route7", 5)) as CodeHit[];
+    expect(hits[0]?.path).toBe("src/mod7.ts");
+    expect(hits[0]?.sources.vector).toBeGreaterThan(0);
+    await r.close();
+    // A new Chroma (its data lost): every chunk is stored again, but from the cache, not the endpoint.
+    const other = await startTestChroma();
+    try {
+      log.length = 0;
+      const r2 = await createRetriever({ workspace: ws, stateDir: path.join(ws, ".ledgerloop"), chromaUrl: other.url, embedder: "openai:stub-embed", onWarning: (m) => warnings.push(m), history: false });
+      open.push(r2);
+      const rep2 = await r2.index();
+      expect(rep2.vectorized).toBe(rep.vectorized);
+      expect(inputs(log)).toEqual(["dimension probe"]);
+      await r2.close();
+    } finally {
+      await other.release();
+    }
+    expect(warnings).toEqual([]);
+  }, 120_000);
+
+  it("finishes the index on the n-gram side when the endpoint dies mid-index, and says what lacks vectors", async () => {
+    // Request 0 is the probe, 1 the first batch; the server dies on the second batch.
+    const { r, warnings } = await setup({ fault: (n) => (n === 2 ? "die" : undefined) });
+    const rep = await r.index();
+    expect(rep.indexed).toBe(150);
+    expect(rep.vectorsMissing).toBeGreaterThan(0);
+    expect(rep.vectorsMissing).toBe(150 - 64); // the first batch was stored
+    expect(warnings.join("\n")).toMatch(/the n-gram index is complete; \d+ file\(s\) have no vectors yet \(embedder openai:stub-embed at /);
+    const st = await r.stats();
+    expect(st.vector.state).toBe("degraded");
+    expect(st.files).toBe(150);
+    const hits = await r.search("handler12x1", 3);
+    expect(hits[0]?.path).toBe("src/mod12.ts");
+  }, 120_000);
+
+  it("a wrong-dimension answer is a clear error naming the model, and search goes on without vectors", async () => {
+    const { r, warnings } = await setup({ fault: (n) => (n === 1 ? "wrong-dimension" : undefined) });
+    const rep = await r.index();
+    expect(rep.vectorsMissing).toBe(150);
+    expect(warnings.join("\n")).toMatch(/vector search is unavailable \(embedder openai:stub-embed at \S+: answer 0 has 63 dimensions, the model gave 64 before/);
+    const hits = await r.search("handler3x1", 3);
+    expect(hits[0]?.path).toBe("src/mod3.ts");
+    expect(hits[0]?.sources.vector).toBeUndefined();
+  }, 120_000);
+
+  it("an endpoint that is down at start: the retriever starts without vectors and says why", async () => {
+    const { r, warnings } = await setup({ fault: () => "garbage" });
+    const rep = await r.index();
+    expect(rep.indexed).toBe(150);
+    expect((await r.stats()).vector.state).toBe("degraded");
+    expect(warnings.join("\n")).toMatch(/embedder openai:stub-embed at .*not a vector of numbers/);
+  }, 120_000);
+
+  it("a model whose dimension changed gets a new collection, never a mixed one", async () => {
+    const ws = tempWorkspace(undefined, files());
+    const a = await setup({ dimensions: 32 }, ws);
+    await a.r.index();
+    await a.r.close();
+    const b = await setup({ dimensions: 24 }, ws);
+    const rep = await b.r.index();
+    expect(rep.vectorized).toBeGreaterThanOrEqual(150); // all re-embedded into the new space
+    expect((await b.r.stats()).vector).toMatchObject({ state: "ok", embedder: "openai:stub-embed:24", dimensions: 24 });
+    expect(b.warnings).toEqual([]);
+    const hits = (await b.r.search("handler9x1", 3)) as CodeHit[];
+    expect(hits[0]?.sources.vector).toBeGreaterThan(0);
+  }, 120_000);
+});
