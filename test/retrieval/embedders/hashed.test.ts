@@ -34,6 +34,6 @@ describe("hashed embedder", () => {
     expect((await createEmbedder(undefined)).id).toBe("hashed-v1-384");
     expect((await createEmbedder("hashed:128")).dimensions).toBe(128);
     await expect(createEmbedder("hashed:3")).rejects.toBeInstanceOf(EmbedderError);
-    await expect(createEmbedder("openai:text-embedding-3")).rejects.toThrow(/unknown embedder/);
+    await expect(createEmbedder("frobnicate:text-embedding-3")).rejects.toThrow(/unknown embedder/);
   });
 });
