@@ -1,12 +1,11 @@
 import fs from "node:fs";
 import type { Command } from "commander";
 import type Database from "better-sqlite3";
-import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { CliError, LedgerloopError } from "../errors.js";
-import { RunRegistry } from "../ledger/runs.js";
-import { SqliteLedger } from "../ledger/sqlite-ledger.js";
-import { openStateDb } from "../ledger/state-db.js";
-import { createRuntime, resolveWorkspace, stateLocation, type ProgressEvent, type Runtime } from "../runtime.js";
+import type { RunRegistry } from "../ledger/runs.js";
+import type { SqliteLedger } from "../ledger/sqlite-ledger.js";
+import type { ProgressEvent, Runtime } from "../runtime.js";
+import { resolveWorkspace, stateLocation } from "../workspace/location.js";
 import { defaultRedactor } from "../secrets.js";
 import type { RunSettings } from "../settings.js";
 
@@ -40,7 +39,6 @@ export interface OpenedState {
   db: Database.Database;
   ledger: SqliteLedger;
   runs: RunRegistry;
-  checkpointer: SqliteSaver;
   close(): void;
 }
 
@@ -48,7 +46,13 @@ export interface OpenedState {
  * Opens an existing state database; never creates one. Read-only unless `write` (gc, memory
  * forget): inspecting a run, even a corrupt or foreign file, writes nothing to it.
  */
-export function openExistingState(args: WorkspaceArgs, opts: { write?: boolean } = {}): OpenedState {
+export async function openExistingState(args: WorkspaceArgs, opts: { write?: boolean } = {}): Promise<OpenedState> {
+  // Loaded on use: this module is imported by every command, `--help` included, and must stay light.
+  const [{ RunRegistry }, { SqliteLedger }, { openStateDb }] = await Promise.all([
+    import("../ledger/runs.js"),
+    import("../ledger/sqlite-ledger.js"),
+    import("../ledger/state-db.js"),
+  ]);
   const workspace = resolveWorkspace(args.workspace ?? process.cwd());
   const { stateDir, dbPath } = stateLocation(workspace, args.stateDir);
   if (!fs.existsSync(dbPath)) {
@@ -76,7 +80,6 @@ export function openExistingState(args: WorkspaceArgs, opts: { write?: boolean }
     db,
     ledger: new SqliteLedger(db),
     runs: new RunRegistry(db),
-    checkpointer: new SqliteSaver(db),
     close: () => db.close(),
   };
 }
@@ -116,8 +119,8 @@ const INERT_MODEL = {
  * An existing thread's workspace and the settings it was started with (none for a thread made
  * outside the CLI); reads the state database without writing to it. Fails for an unknown thread.
  */
-export function savedRun(thread: string, args: WorkspaceArgs): { workspace: string; settings: RunSettings | undefined } {
-  const st = openExistingState(args);
+export async function savedRun(thread: string, args: WorkspaceArgs): Promise<{ workspace: string; settings: RunSettings | undefined }> {
+  const st = await openExistingState(args);
   try {
     requireThread(st, thread);
     return { workspace: st.workspace, settings: st.runs.get(thread)?.settings };
@@ -135,7 +138,9 @@ export async function runtimeForThread(
   args: WorkspaceArgs,
   opts: { progress?: (e: ProgressEvent) => void } = {},
 ): Promise<Runtime> {
-  const { workspace, settings } = savedRun(thread, args);
+  const { workspace, settings } = await savedRun(thread, args);
+  // Loaded here, not at the top: inspection commands share this module and must not load LangGraph.
+  const { createRuntime } = await import("../runtime.js");
   // Time-travel commands need no index: the next run refreshes it from the files' sizes and mtimes.
   return createRuntime(
     { ...(settings ?? {}), workspace, stateDir: args.stateDir ?? settings?.stateDir, model: INERT_MODEL.name, retrieval: "lexical" },

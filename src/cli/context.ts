@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
+import { latestCheckpoint } from "../ledger/checkpoints.js";
 import type { ChatMessage } from "../models/port.js";
 import type { ContextItem, LedgerEvent } from "../state.js";
 import { intOption, openExistingState, printJson, requireThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
@@ -22,12 +23,10 @@ export interface ContextReport {
 
 /** What the model saw at a step of a run, why each piece was there, and what was left out. */
 export async function handleContext(thread: string, args: ContextArgs): Promise<ContextReport> {
-  const st = openExistingState(args);
+  const st = await openExistingState(args);
   try {
     requireThread(st, thread);
-    const latest = (await st.checkpointer.getTuple({ configurable: { thread_id: thread } }))?.checkpoint.channel_values as
-      | { ledgerHead?: string | null }
-      | undefined;
+    const latest = latestCheckpoint(st.db, thread)?.values as { ledgerHead?: string | null } | undefined;
     // The run's current branch decides which prompt a step means after a rewind or fork.
     const onBranch = latest?.ledgerHead ? await st.ledger.branch(latest.ledgerHead, { types: ["context_built"] }) : [];
     const all = onBranch.length ? onBranch : await st.ledger.list(thread, { types: ["context_built"] });

@@ -8,8 +8,13 @@ import type { DriveResult } from "./drive.js";
 import { log } from "./common.js";
 import { handleRun } from "./run.js";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-export const DEMO_DIR = path.join(ROOT, "examples", "demo");
+/** The package's own directory: this file runs from src/cli (tsx) or dist/src/cli (the build). */
+function packageRoot(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  while (!fs.existsSync(path.join(dir, "package.json")) && path.dirname(dir) !== dir) dir = path.dirname(dir);
+  return dir;
+}
+export const DEMO_DIR = path.join(packageRoot(), "examples", "demo");
 export const DEMO_TASK =
   "Give the users and orders services a GET /health endpoint answering {status: \"ok\", service: <name>}, " +
   "and implement collectHealth in dashboard/aggregate.js so the dashboard aggregates them (overall ok/degraded). " +

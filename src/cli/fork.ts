@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { fork, type ForkResult } from "../../graphs/time-travel.js";
+import type { ForkResult } from "../../graphs/time-travel.js";
 import { log, printJson, runtimeForThread, type WorkspaceArgs } from "./common.js";
 
 export interface ForkArgs extends WorkspaceArgs {
@@ -11,6 +11,7 @@ export interface ForkArgs extends WorkspaceArgs {
 
 /** Starts a new thread from a checkpoint, optionally in a copy of the workspace. */
 export async function handleFork(thread: string, args: ForkArgs): Promise<ForkResult> {
+  const { fork } = await import("../../graphs/time-travel.js");
   const rt = await runtimeForThread(thread, args);
   try {
     const { runtime, ...r } = await fork(rt, thread, args.at, { newThread: args.thread, workspace: args.into, force: args.force });

@@ -1,6 +1,5 @@
 import type { Command } from "commander";
-import { collectGarbage, type GcReport } from "../ledger/maintenance.js";
-import { RevisionStore } from "../workspace/revisions.js";
+import type { GcReport } from "../ledger/maintenance.js";
 import path from "node:path";
 import { intOption, log, openExistingState, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
@@ -10,7 +9,8 @@ export interface GcArgs extends WorkspaceArgs {
 
 /** Prunes old checkpoints and unreferenced workspace blobs. */
 export async function handleGc(args: GcArgs): Promise<GcReport> {
-  const st = openExistingState(args, { write: true });
+  const [{ collectGarbage }, { RevisionStore }] = await Promise.all([import("../ledger/maintenance.js"), import("../workspace/revisions.js")]);
+  const st = await openExistingState(args, { write: true });
   try {
     const revisions = new RevisionStore(st.db, st.workspace, { blobsDir: path.join(st.stateDir, "blobs") });
     return await collectGarbage(st.db, revisions, st.stateDir, { keepLast: args.keepLast });

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { createCodingAgent } from "../../graphs/coding-agent.js";
+import { checkpointHistory } from "../ledger/checkpoints.js";
 import { openExistingState, printJson, requireThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 export interface HistoryRow {
@@ -16,31 +16,23 @@ export interface HistoryRow {
 
 /** Every checkpoint of a thread, newest first. */
 export async function handleHistory(thread: string, args: WorkspaceArgs): Promise<HistoryRow[]> {
-  const st = openExistingState(args);
+  const st = await openExistingState(args);
   try {
     requireThread(st, thread);
-    const agent = createCodingAgent({
-      resolve: async () => {
-        throw new Error("history runs no node");
-      },
-      checkpointer: st.checkpointer,
-    });
-    const rows: HistoryRow[] = [];
-    for await (const snap of agent.getStateHistory({ configurable: { thread_id: thread } })) {
-      const v = snap.values as { status?: string; ledgerHead?: string | null; step?: number };
-      rows.push({
-        checkpointId: String(snap.config.configurable?.checkpoint_id),
-        parentCheckpointId: (snap.parentConfig?.configurable?.checkpoint_id as string | undefined) ?? null,
-        step: (snap.metadata?.step as number | undefined) ?? -1,
-        next: [...snap.next],
-        createdAt: snap.createdAt ?? "",
-        source: String(snap.metadata?.source ?? ""),
+    return checkpointHistory(st.db, thread).map((c) => {
+      const v = c.values as { status?: string; ledgerHead?: string | null; step?: number };
+      return {
+        checkpointId: c.checkpointId,
+        parentCheckpointId: c.parentCheckpointId,
+        step: c.step,
+        next: c.next,
+        createdAt: c.createdAt,
+        source: c.source,
         status: v.status ?? null,
         ledgerHead: v.ledgerHead ?? null,
         agentStep: v.step ?? null,
-      });
-    }
-    return rows;
+      };
+    });
   } finally {
     st.close();
   }

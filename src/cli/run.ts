@@ -3,8 +3,8 @@ import type { Command } from "commander";
 import { isolationWarning } from "../sandbox/detect.js";
 import { CliError } from "../errors.js";
 import { RunRegistry } from "../ledger/runs.js";
-import { createRuntime, type ProgressEvent, type Runtime } from "../runtime.js";
-import { askOnTerminal, driveRun, type DriveResult } from "./drive.js";
+import type { ProgressEvent, Runtime } from "../runtime.js";
+import type { DriveResult } from "./drive.js";
 import { writeRunReport } from "./report.js";
 import { intOption, log, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
@@ -114,6 +114,8 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
       "CONFIG_INVALID",
     );
   }
+  // The runtime and the graph load on use: `--help` and the inspection commands never need them.
+  const [{ createRuntime }, { askOnTerminal, driveRun }] = await Promise.all([import("../runtime.js"), import("./drive.js")]);
   const rt = await createRuntime(
     {
       workspace: args.workspace ?? process.cwd(),

@@ -13,7 +13,7 @@ export interface ThreadRow {
 
 /** Every run recorded in a workspace's state database. */
 export async function handleThreads(args: WorkspaceArgs): Promise<ThreadRow[]> {
-  const st = openExistingState(args);
+  const st = await openExistingState(args);
   try {
     const ledgerThreads = new Map((await st.ledger.threads()).map((t) => [t.threadId, t]));
     // openExistingState has checked that the checkpoints table exists.
