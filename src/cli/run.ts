@@ -103,6 +103,16 @@ export async function reportResult(r: DriveResult, rt: Runtime, json?: boolean):
   if (r.status !== "finished") log(`resume:  ledgerloop resume ${r.thread} -w ${ws}`);
 }
 
+/** Registers a new run (the CLI's and the package API's); fails when the thread id is taken. */
+export function startThread(rt: Runtime, task: string, thread: string = newThreadId()): string {
+  const runs = new RunRegistry(rt.db);
+  if (runs.hasCheckpoints(thread) || runs.get(thread)) {
+    throw new CliError(`thread "${thread}" already exists; continue it with \`ledgerloop resume ${thread}\``, 1, "THREAD_EXISTS");
+  }
+  runs.register(thread, rt.redactor.redact(task), rt.settings);
+  return thread;
+}
+
 /** Starts a new run on a workspace. */
 export async function handleRun(task: string, args: RunArgs): Promise<{ result: DriveResult; runtime: Runtime }> {
   if (!task.trim()) throw new CliError("the task must not be empty", 2, "CONFIG_INVALID");
@@ -128,12 +138,7 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
     { progress: progressPrinter(args.quiet), recordRequestsFile: process.env.LEDGERLOOP_RECORD_REQUESTS, warn: (m) => log(`warning: ${m}`) },
   );
   try {
-    const runs = new RunRegistry(rt.db);
-    const thread = args.thread ?? newThreadId();
-    if (runs.hasCheckpoints(thread) || runs.get(thread)) {
-      throw new CliError(`thread "${thread}" already exists; continue it with \`ledgerloop resume ${thread}\``, 1, "THREAD_EXISTS");
-    }
-    runs.register(thread, rt.redactor.redact(task), rt.settings);
+    const thread = startThread(rt, task, args.thread);
     if (!args.quiet && !args.json) log(`run ${thread} in ${rt.workspace} with ${rt.model.name} (sandbox: ${rt.sandbox.level})`);
     warnIfUnisolated(rt);
     const ask = rt.settings.approve === "ask" && process.stdin.isTTY && !args.json ? askOnTerminal : undefined;
