@@ -71,7 +71,12 @@ function validate(options: OpenAgentOptions): { settings: RunSettingsInput; mode
   if (typeof options !== "object" || options === null) throw new InvalidOptionError("(options)", "openAgent needs an options object with at least workspace and model");
   const { model, ...rest } = options;
   if (model === undefined) throw new InvalidOptionError("model", "invalid setting model: give a model string (openai:<name>, scripted:<file>) or a LangChain chat model");
-  const instance = typeof model === "string" ? undefined : chatModelFromInstance(model);
+  let instance: ChatModel | undefined;
+  try {
+    instance = typeof model === "string" ? undefined : chatModelFromInstance(model);
+  } catch (err) {
+    throw new InvalidOptionError("model", (err as Error).message);
+  }
   const settings = Object.fromEntries(Object.entries(rest).filter(([k]) => !API_ONLY.has(k))) as Omit<RunSettingsInput, "model">;
   const candidate = { ...settings, model: instance ? instance.name : (model as string) };
   const parsed = RunSettings.safeParse(candidate);
