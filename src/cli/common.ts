@@ -1,4 +1,6 @@
 import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import type Database from "better-sqlite3";
 import { CliError, LedgerloopError } from "../errors.js";
@@ -146,4 +148,34 @@ export async function runtimeForThread(
     { ...(settings ?? {}), workspace, stateDir: args.stateDir ?? settings?.stateDir, model: INERT_MODEL.name, retrieval: "lexical" },
     { model: INERT_MODEL, progress: opts.progress, warn: (m) => log(`warning: ${m}`) },
   );
+}
+
+/** Quotes a word for a POSIX shell when it needs it. */
+function shellWord(w: string): string {
+  return /^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * How to call this CLI in a printed hint so that it works as printed from any directory:
+ * `ledgerloop` when that name on the user's PATH is this very package, else `node <its bin>`
+ * (after `npm ci` in a clone nothing is on the PATH; `npx` and `npm run` add directories that
+ * are gone once they exit, so those do not count).
+ */
+export function cliCommand(env: NodeJS.ProcessEnv = process.env): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  while (!fs.existsSync(path.join(dir, "package.json")) && path.dirname(dir) !== dir) dir = path.dirname(dir);
+  const bin = path.join(dir, "bin", "ledgerloop.js");
+  const real = (p: string) => {
+    try {
+      return fs.realpathSync(p);
+    } catch {
+      return null;
+    }
+  };
+  for (const d of (env.PATH ?? "").split(path.delimiter)) {
+    if (!d || d.includes(`${path.sep}_npx${path.sep}`) || d.endsWith(path.join("node_modules", ".bin"))) continue;
+    const found = real(path.join(d, "ledgerloop"));
+    if (found) return found === real(bin) ? "ledgerloop" : `node ${shellWord(bin)}`;
+  }
+  return `node ${shellWord(bin)}`;
 }

@@ -6,7 +6,7 @@ import { RunRegistry } from "../ledger/runs.js";
 import type { ProgressEvent, Runtime } from "../runtime.js";
 import type { DriveResult } from "./drive.js";
 import { writeRunReport } from "./report.js";
-import { intOption, log, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { cliCommand, intOption, log, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 export interface RunArgs extends WorkspaceArgs {
   thread?: string;
@@ -91,16 +91,17 @@ export async function reportResult(r: DriveResult, rt: Runtime, json?: boolean):
     return;
   }
   const ws = rt.workspace;
+  const ll = cliCommand();
   log(`\nrun ${r.thread}: ${r.status} after ${r.steps} step(s)${r.error ? ` (${r.error})` : ""}`);
   if (r.pending) {
     log(`waiting for approval of: ${r.pending.command}\n  policy: ${r.pending.rule}: ${r.pending.reason}`);
-    log(`answer with: ledgerloop resume ${r.thread} -w ${rt.workspace} --approve   (or --reject)`);
+    log(`answer with: ${ll} resume ${r.thread} -w ${rt.workspace} --approve   (or --reject)`);
   }
   log(`state: ${rt.dbPath}`);
   if (reportFile) log(`report: ${reportFile}`);
-  log(`inspect: ledgerloop history ${r.thread} -w ${ws}`);
-  log(`         ledgerloop ledger ${r.thread} -w ${ws}`);
-  if (r.status !== "finished") log(`resume:  ledgerloop resume ${r.thread} -w ${ws}`);
+  log(`inspect: ${ll} history ${r.thread} -w ${ws}`);
+  log(`         ${ll} ledger ${r.thread} -w ${ws}`);
+  if (r.status !== "finished") log(`resume:  ${ll} resume ${r.thread} -w ${ws}`);
 }
 
 /** Registers a new run (the CLI's and the package API's); fails when the thread id is taken. */
