@@ -4,6 +4,7 @@ import { benchNodes } from "./nodes.js";
 import { benchRetrieval } from "./retrieval.js";
 import { benchRevisions } from "./revisions.js";
 import { benchSandbox } from "./sandbox.js";
+import { benchStartup } from "./startup.js";
 import type { BenchResult } from "./report.js";
 
 // `npm run bench [name...]`: every benchmark prints its figures next to a baseline measured in the
@@ -15,6 +16,7 @@ const all: Record<string, () => Promise<BenchResult[]>> = {
   revisions: () => benchRevisions(),
   retrieval: () => benchRetrieval(),
   sandbox: () => benchSandbox(),
+  startup: () => benchStartup(),
 };
 
 const wanted = process.argv.slice(2);

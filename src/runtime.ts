@@ -25,6 +25,10 @@ import type { Sandbox } from "./sandbox/port.js";
 import { createRedactor, secretValuesFromDotenv, secretValuesFromEnv, type Redactor } from "./secrets.js";
 import { RunSettings, type RunSettingsInput } from "./settings.js";
 import { RevisionStore } from "./workspace/revisions.js";
+import { resolveWorkspace, stateLocation } from "./workspace/location.js";
+
+// Kept exported here for existing callers; light modules import them from workspace/location.ts.
+export { resolveWorkspace, stateLocation };
 
 /** A line of progress a node reports (the CLI prints these on stderr). */
 export interface ProgressEvent {
@@ -104,25 +108,6 @@ export class RedactingSqliteSaver extends SqliteSaver {
       taskId,
     );
   }
-}
-
-/** Resolves and checks the workspace directory, returning its real path. */
-export function resolveWorkspace(dir: string): string {
-  const abs = path.resolve(dir);
-  let st: fs.Stats;
-  try {
-    st = fs.statSync(abs);
-  } catch {
-    throw new ConfigError(`workspace ${abs} does not exist`);
-  }
-  if (!st.isDirectory()) throw new ConfigError(`workspace ${abs} is not a directory`);
-  return fs.realpathSync(abs);
-}
-
-/** Where the state database of a workspace lives. */
-export function stateLocation(workspace: string, stateDir?: string): { stateDir: string; dbPath: string } {
-  const dir = path.resolve(stateDir ?? path.join(workspace, ".ledgerloop"));
-  return { stateDir: dir, dbPath: path.join(dir, "state.db") };
 }
 
 /** Validates settings and builds the runtime. The model is built before any file is touched. */

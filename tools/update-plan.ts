@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { Subtask, SubtaskStatus } from "../src/state.js";
+import { Subtask, SubtaskStatus } from "../src/events.js";
 import { defineTool } from "./tool.js";
 
 export const UpdatePlanArgs = z

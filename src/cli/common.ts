@@ -1,17 +1,17 @@
 import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import type Database from "better-sqlite3";
-import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { CliError, LedgerloopError } from "../errors.js";
+import type { LedgerEvent, Subtask } from "../events.js";
 import { checkpointsElsewhere } from "../ledger/run-status.js";
-import { RunRegistry } from "../ledger/runs.js";
-import { SqliteLedger } from "../ledger/sqlite-ledger.js";
-import { asStateError, isSqliteError, openStateDb } from "../ledger/state-db.js";
-import { claimWorkspace } from "../ledger/workspace-identity.js";
-import { createRuntime, resolveWorkspace, stateLocation, type ProgressEvent, type Runtime } from "../runtime.js";
+import type { RunRegistry } from "../ledger/runs.js";
+import type { SqliteLedger } from "../ledger/sqlite-ledger.js";
+import type { ProgressEvent, Runtime } from "../runtime.js";
+import { resolveWorkspace, stateLocation } from "../workspace/location.js";
 import { defaultRedactor } from "../secrets.js";
 import type { RunSettings } from "../settings.js";
-import type { LedgerEvent, Subtask, TaskStateValue } from "../state.js";
 
 /** Options every command that reads a workspace's state accepts. */
 export interface WorkspaceArgs {
@@ -43,7 +43,6 @@ export interface OpenedState {
   db: Database.Database;
   ledger: SqliteLedger;
   runs: RunRegistry;
-  checkpointer: SqliteSaver;
   /** The database has LangGraph's checkpoint tables (a run whose checkpoints live elsewhere may not). */
   hasCheckpoints: boolean;
   close(): void;
@@ -55,7 +54,13 @@ export interface OpenedState {
  * Opens an existing state database; never creates one. Read-only unless `write` (gc, memory
  * forget): inspecting a run, even a corrupt or foreign file, writes nothing to it.
  */
-export function openExistingState(args: WorkspaceArgs, opts: { write?: boolean } = {}): OpenedState {
+export async function openExistingState(args: WorkspaceArgs, opts: { write?: boolean } = {}): Promise<OpenedState> {
+  // Loaded on use: this module is imported by every command, `--help` included, and must stay light.
+  const [{ RunRegistry }, { SqliteLedger }, { asStateError, isSqliteError, openStateDb }] = await Promise.all([
+    import("../ledger/runs.js"),
+    import("../ledger/sqlite-ledger.js"),
+    import("../ledger/state-db.js"),
+  ]);
   const workspace = resolveWorkspace(args.workspace ?? process.cwd());
   const { stateDir, dbPath } = stateLocation(workspace, args.stateDir);
   if (!fs.existsSync(dbPath)) {
@@ -64,7 +69,10 @@ export function openExistingState(args: WorkspaceArgs, opts: { write?: boolean }
   const db = openStateDb(dbPath, { create: false, readonly: !opts.write });
   const named = (err: unknown) => (isSqliteError(err) ? asStateError(err, dbPath) : err);
   try {
-    if (opts.write) claimWorkspace(db, { workspace, stateDir }, { warn: (m) => log(`warning: ${m}`) });
+    if (opts.write) {
+      const { claimWorkspace } = await import("../ledger/workspace-identity.js");
+      claimWorkspace(db, { workspace, stateDir }, { warn: (m) => log(`warning: ${m}`) });
+    }
     const have = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((r) => r.name));
     if (!opts.write && !have.has("ll_events")) {
       // Read-only, nothing creates the tables: a file with checkpoints only (plain LangGraph) or
@@ -80,7 +88,6 @@ export function openExistingState(args: WorkspaceArgs, opts: { write?: boolean }
       // Their constructors create tables and triggers when writing: a locked file fails here.
       ledger: new SqliteLedger(db),
       runs: new RunRegistry(db),
-      checkpointer: new SqliteSaver(db),
       hasCheckpoints: have.has("checkpoints") && have.has("writes"),
       close: () => db.close(),
       named,
@@ -119,7 +126,8 @@ export function noteCheckpointHome(st: OpenedState, thread: string): void {
  */
 export async function currentHead(st: OpenedState, thread: string): Promise<{ ledgerHead: string | null; subtasks: Subtask[]; from: "checkpoint" | "ledger" }> {
   if (st.hasCheckpoints && st.runs.hasCheckpoints(thread)) {
-    const values = (await st.checkpointer.getTuple({ configurable: { thread_id: thread } }))?.checkpoint.channel_values as TaskStateValue | undefined;
+    const { latestCheckpoint } = await import("../ledger/checkpoints.js");
+    const values = latestCheckpoint(st.db, thread)?.values as { ledgerHead?: string | null; subtasks?: Subtask[] } | undefined;
     return { ledgerHead: values?.ledgerHead ?? null, subtasks: values?.subtasks ?? [], from: "checkpoint" };
   }
   const head = st.db.prepare("SELECT id FROM ll_events WHERE thread_id = ? ORDER BY seq DESC LIMIT 1").get(thread) as { id: string } | undefined;
@@ -158,8 +166,8 @@ const INERT_MODEL = {
  * An existing thread's workspace and the settings it was started with (none for a thread made
  * outside the CLI); reads the state database without writing to it. Fails for an unknown thread.
  */
-export function savedRun(thread: string, args: WorkspaceArgs): { workspace: string; settings: RunSettings | undefined } {
-  const st = openExistingState(args);
+export async function savedRun(thread: string, args: WorkspaceArgs): Promise<{ workspace: string; settings: RunSettings | undefined }> {
+  const st = await openExistingState(args);
   try {
     requireThread(st, thread);
     if (!st.runs.hasCheckpoints(thread)) {
@@ -183,7 +191,9 @@ export async function runtimeForThread(
   args: WorkspaceArgs,
   opts: { progress?: (e: ProgressEvent) => void; lease?: string } = {},
 ): Promise<Runtime> {
-  const { workspace, settings } = savedRun(thread, args);
+  const { workspace, settings } = await savedRun(thread, args);
+  // Loaded here, not at the top: inspection commands share this module and must not load LangGraph.
+  const { createRuntime } = await import("../runtime.js");
   // Time-travel commands need no index: the next run refreshes it from the files' sizes and mtimes.
   // The state is the workspace's own (or --state-dir), never a path stored in the run's settings.
   return createRuntime(
@@ -195,4 +205,34 @@ export async function runtimeForThread(
       ...(opts.lease ? { lease: { command: opts.lease, thread } } : {}),
     },
   );
+}
+
+/** Quotes a word for a POSIX shell when it needs it. */
+function shellWord(w: string): string {
+  return /^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * How to call this CLI in a printed hint so that it works as printed from any directory:
+ * `ledgerloop` when that name on the user's PATH is this very package, else `node <its bin>`
+ * (after `npm ci` in a clone nothing is on the PATH; `npx` and `npm run` add directories that
+ * are gone once they exit, so those do not count).
+ */
+export function cliCommand(env: NodeJS.ProcessEnv = process.env): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  while (!fs.existsSync(path.join(dir, "package.json")) && path.dirname(dir) !== dir) dir = path.dirname(dir);
+  const bin = path.join(dir, "bin", "ledgerloop.js");
+  const real = (p: string) => {
+    try {
+      return fs.realpathSync(p);
+    } catch {
+      return null;
+    }
+  };
+  for (const d of (env.PATH ?? "").split(path.delimiter)) {
+    if (!d || d.includes(`${path.sep}_npx${path.sep}`) || d.endsWith(path.join("node_modules", ".bin"))) continue;
+    const found = real(path.join(d, "ledgerloop"));
+    if (found) return found === real(bin) ? "ledgerloop" : `node ${shellWord(bin)}`;
+  }
+  return `node ${shellWord(bin)}`;
 }

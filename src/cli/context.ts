@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
+import { latestCheckpoint } from "../ledger/checkpoints.js";
 import type { ChatMessage } from "../models/port.js";
 import type { ContextItem, LedgerEvent } from "../state.js";
 import { currentHead, intOption, noteCheckpointHome, openExistingState, printJson, requireThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
@@ -22,7 +23,7 @@ export interface ContextReport {
 
 /** What the model saw at a step of a run, why each piece was there, and what was left out. */
 export async function handleContext(thread: string, args: ContextArgs): Promise<ContextReport> {
-  const st = openExistingState(args);
+  const st = await openExistingState(args);
   try {
     requireThread(st, thread);
     noteCheckpointHome(st, thread);

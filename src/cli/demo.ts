@@ -5,11 +5,16 @@ import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import type { DriveResult } from "./drive.js";
-import { log } from "./common.js";
+import { cliCommand, log } from "./common.js";
 import { handleRun } from "./run.js";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-export const DEMO_DIR = path.join(ROOT, "examples", "demo");
+/** The package's own directory: this file runs from src/cli (tsx) or dist/src/cli (the build). */
+function packageRoot(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  while (!fs.existsSync(path.join(dir, "package.json")) && path.dirname(dir) !== dir) dir = path.dirname(dir);
+  return dir;
+}
+export const DEMO_DIR = path.join(packageRoot(), "examples", "demo");
 export const DEMO_TASK =
   "Give the users and orders services a GET /health endpoint answering {status: \"ok\", service: <name>}, " +
   "and implement collectHealth in dashboard/aggregate.js so the dashboard aggregates them (overall ok/degraded). " +
@@ -44,11 +49,14 @@ export async function handleDemo(args: DemoArgs): Promise<DriveResult> {
     maxSteps: args.maxSteps ?? 30,
   });
   if (!args.json) {
-    log(`\nThe demo ran a scripted trajectory (no model API needed). Look around:`);
-    log(`  ledgerloop threads -w ${runtime.workspace}`);
-    log(`  ledgerloop ledger ${result.thread} -w ${runtime.workspace} --type decision,environment_feedback`);
-    log(`  ledgerloop ledger ${result.thread} -w ${runtime.workspace} --file services/orders/server.js`);
+    const ll = cliCommand();
+    log(`\nThe demo ran a scripted trajectory (no model API needed). Look around (from any directory):`);
+    log(`  ${ll} threads -w ${runtime.workspace}`);
+    log(`  ${ll} ledger ${result.thread} -w ${runtime.workspace} --type decision,environment_feedback`);
+    log(`  ${ll} ledger ${result.thread} -w ${runtime.workspace} --file services/orders/server.js`);
+    log(`  ${ll} web -w ${runtime.workspace}`);
     log(`  cd ${runtime.workspace} && npm test`);
+    if (ll !== "ledgerloop") log(`(to type just \`ledgerloop\`: \`npm link\` in ${path.dirname(path.dirname(ll.slice("node ".length)))}, or \`npm i -g\` of its packed tarball)`);
   }
   return result;
 }

@@ -1,6 +1,4 @@
 import type { Command } from "commander";
-import { diffCheckpoints } from "../../graphs/time-travel.js";
-import { formatStat } from "../workspace/revisions.js";
 import { printJson, runtimeForThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 export interface DiffArgs extends WorkspaceArgs {
@@ -11,6 +9,7 @@ export interface DiffArgs extends WorkspaceArgs {
 
 /** File changes between two checkpoints of a run. */
 export async function handleDiff(thread: string, args: DiffArgs) {
+  const { diffCheckpoints } = await import("../../graphs/time-travel.js");
   const rt = await runtimeForThread(thread, args);
   try {
     return await diffCheckpoints(rt, thread, args.from, args.to, { stat: args.stat });
@@ -32,6 +31,7 @@ export function registerDiff(program: Command): void {
   ).action(async (thread: string, opts: DiffArgs) => {
     const r = await handleDiff(thread, opts);
     if (opts.json) return printJson(r);
+    const { formatStat } = await import("../workspace/revisions.js");
     process.stdout.write("stat" in r && r.stat ? formatStat(r.stat) + "\n" : ("diff" in r ? r.diff : ""));
   });
 }

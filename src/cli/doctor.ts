@@ -1,13 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import Database from "better-sqlite3";
 import type { Command } from "commander";
-import { CONFIG_FILE, loadConfig } from "../config.js";
 import { errorMessage } from "../errors.js";
-import { probeEndpoint } from "../models/probe.js";
-import { detectIsolation } from "../sandbox/detect.js";
-import { createSandbox } from "../sandbox/executor.js";
 import { levelPromises, type IsolationLevel } from "../sandbox/isolation.js";
 import { printJson } from "./common.js";
 
@@ -22,11 +16,17 @@ export interface DoctorReport {
   checks: DoctorCheck[];
 }
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-
 /** What this machine gives a run: isolation level and why, and the parts the runtime needs. */
 export async function handleDoctor(args: { workspace?: string; model?: string; embedder?: string }): Promise<DoctorReport> {
   const workspace = path.resolve(args.workspace ?? process.cwd());
+  const [{ default: Database }, { CONFIG_FILE, loadConfig }, { probeEndpoint }, { detectIsolation }, { createSandbox }, { chromaCli }] = await Promise.all([
+    import("better-sqlite3"),
+    import("../config.js"),
+    import("../models/probe.js"),
+    import("../sandbox/detect.js"),
+    import("../sandbox/executor.js"),
+    import("../retrieval/chroma-server.js"),
+  ]);
   const report = detectIsolation();
   const sandbox = createSandbox({ level: "auto", workspace, report });
   const checks: DoctorCheck[] = [];
@@ -63,9 +63,14 @@ export async function handleDoctor(args: { workspace?: string; model?: string; e
   });
   await check("chroma", () => {
     if (process.env.CHROMA_URL) return `CHROMA_URL=${process.env.CHROMA_URL} (an existing server)`;
-    const cli = path.join(ROOT, "node_modules", "chromadb", "dist", "cli.mjs");
-    const bin = fs.existsSync(cli) ? cli : path.join(ROOT, "node_modules", ".bin", "chroma");
-    if (!fs.existsSync(bin)) throw new Error("the chromadb package's bundled server is missing: run npm ci");
+    // Resolved like the retriever resolves it: the package may sit in a parent node_modules when installed.
+    let cli: string;
+    try {
+      cli = chromaCli();
+    } catch {
+      throw new Error("the chromadb package is missing: reinstall ledgerloop (npm ci in a clone)");
+    }
+    if (!fs.existsSync(cli)) throw new Error(`the chromadb package's bundled server is missing (${cli}): reinstall ledgerloop`);
     return "bundled server available (started per state dir on first search)";
   });
   await check("config", () => {

@@ -22,6 +22,8 @@ export interface DriveOptions {
   ask?: (req: ApprovalRequest) => Promise<boolean>;
   /** Resume a paused run with this answer. */
   resume?: "approve" | "reject";
+  /** What started the run, for the registry (default "cli"). */
+  origin?: "cli" | "script";
 }
 
 /** Asks on the terminal (stderr), defaulting to no. */
@@ -42,7 +44,7 @@ export async function askOnTerminal(req: ApprovalRequest): Promise<boolean> {
  * checkpoint resumable.
  */
 export async function driveRun(rt: Runtime, threadId: string, goal: string | null, opts: DriveOptions = {}): Promise<DriveResult> {
-  const agent = createCodingAgent({ runtime: rt, origin: "cli" });
+  const agent = createCodingAgent({ runtime: rt, origin: opts.origin ?? "cli" });
   // A runner that lost its lease (it stalled past the expiry and another took over) must stop writing.
   const leaseLost = rt.lease?.signal;
   const signal = leaseLost ? (opts.signal ? AbortSignal.any([opts.signal, leaseLost]) : leaseLost) : opts.signal;

@@ -1,12 +1,7 @@
 import type { Command } from "commander";
-import { commandPolicy } from "../config.js";
 import { CliError } from "../errors.js";
-import { resolveWorkspace } from "../runtime.js";
-import { runCommand, type CommandFeedback } from "../sandbox/engine.js";
-import { createSandbox, DEFAULT_OUTPUT_CAP } from "../sandbox/executor.js";
-import { shQuote } from "../sandbox/isolation.js";
-import { isolationWarning } from "../sandbox/detect.js";
-import { evaluatePolicy } from "../sandbox/policy.js";
+import type { CommandFeedback } from "../sandbox/engine.js";
+import { resolveWorkspace } from "../workspace/location.js";
 import { intOption, log, printJson } from "./common.js";
 import { sandboxOptions, type RunArgs } from "./run.js";
 import readline from "node:readline/promises";
@@ -32,6 +27,15 @@ export function exitCodeOf(fb: CommandFeedback): number {
 export async function handleExec(argv: string[], args: ExecArgs): Promise<CommandFeedback> {
   if (argv.length === 0) throw new CliError("give the command after --, e.g. ledgerloop exec -- npm test", 2, "CONFIG_INVALID");
   const workspace = resolveWorkspace(args.workspace ?? process.cwd());
+  // The sandbox (execa, the policy parser) loads on use only.
+  const [{ commandPolicy }, { runCommand }, { createSandbox, DEFAULT_OUTPUT_CAP }, { shQuote }, { isolationWarning }, { evaluatePolicy }] = await Promise.all([
+    import("../config.js"),
+    import("../sandbox/engine.js"),
+    import("../sandbox/executor.js"),
+    import("../sandbox/isolation.js"),
+    import("../sandbox/detect.js"),
+    import("../sandbox/policy.js"),
+  ]);
   // One argument is a command line as the agent would send it; several are argv words to quote.
   const command = argv.length === 1 ? argv[0]! : argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : shQuote(a))).join(" ");
   const { policy, allowNetwork } = commandPolicy(workspace, { allowNetwork: args.allowNetwork, allow: args.allow });

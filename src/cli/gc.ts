@@ -1,7 +1,6 @@
 import type { Command } from "commander";
-import { collectGarbage, type GcReport } from "../ledger/maintenance.js";
+import type { GcReport } from "../ledger/maintenance.js";
 import { acquireLease, workspaceScope } from "../ledger/lease.js";
-import { RevisionStore } from "../workspace/revisions.js";
 import path from "node:path";
 import { intOption, log, openExistingState, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
@@ -11,7 +10,8 @@ export interface GcArgs extends WorkspaceArgs {
 
 /** Prunes old checkpoints and unreferenced workspace blobs. */
 export async function handleGc(args: GcArgs): Promise<GcReport> {
-  const st = openExistingState(args, { write: true });
+  const [{ collectGarbage }, { RevisionStore }] = await Promise.all([import("../ledger/maintenance.js"), import("../workspace/revisions.js")]);
+  const st = await openExistingState(args, { write: true });
   // gc deletes checkpoints and blobs: never while a run writes the workspace.
   let lease: ReturnType<typeof acquireLease> | undefined;
   try {

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
-import { createCodingAgent } from "../../graphs/coding-agent.js";
-import type { LedgerEvent } from "../state.js";
+import { checkpointHistory } from "../ledger/checkpoints.js";
+import type { LedgerEvent } from "../events.js";
 import { noteCheckpointHome, openExistingState, printJson, requireThread, workspaceOptions, type OpenedState, type WorkspaceArgs } from "./common.js";
 
 export interface HistoryRow {
@@ -55,35 +55,27 @@ async function ledgerHistory(st: OpenedState, thread: string): Promise<HistoryRo
 
 /** Every checkpoint of a thread, newest first. */
 export async function handleHistory(thread: string, args: WorkspaceArgs): Promise<HistoryRow[]> {
-  const st = openExistingState(args);
+  const st = await openExistingState(args);
   try {
     requireThread(st, thread);
     if (!st.hasCheckpoints || !st.runs.hasCheckpoints(thread)) {
       noteCheckpointHome(st, thread);
       return await ledgerHistory(st, thread);
     }
-    const agent = createCodingAgent({
-      resolve: async () => {
-        throw new Error("history runs no node");
-      },
-      checkpointer: st.checkpointer,
-    });
-    const rows: HistoryRow[] = [];
-    for await (const snap of agent.getStateHistory({ configurable: { thread_id: thread } })) {
-      const v = snap.values as { status?: string; ledgerHead?: string | null; step?: number };
-      rows.push({
-        checkpointId: String(snap.config.configurable?.checkpoint_id),
-        parentCheckpointId: (snap.parentConfig?.configurable?.checkpoint_id as string | undefined) ?? null,
-        step: (snap.metadata?.step as number | undefined) ?? -1,
-        next: [...snap.next],
-        createdAt: snap.createdAt ?? "",
-        source: String(snap.metadata?.source ?? ""),
+    return checkpointHistory(st.db, thread).map((c) => {
+      const v = c.values as { status?: string; ledgerHead?: string | null; step?: number };
+      return {
+        checkpointId: c.checkpointId,
+        parentCheckpointId: c.parentCheckpointId,
+        step: c.step,
+        next: c.next,
+        createdAt: c.createdAt,
+        source: c.source,
         status: v.status ?? null,
         ledgerHead: v.ledgerHead ?? null,
         agentStep: v.step ?? null,
-      });
-    }
-    return rows;
+      };
+    });
   } catch (err) {
     throw st.named(err);
   } finally {

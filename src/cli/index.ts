@@ -1,14 +1,10 @@
 import fs from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
-import cliProgress from "cli-progress";
 import { CliError } from "../errors.js";
 import type { Ledger } from "../ledger/port.js";
-import { SqliteLedger } from "../ledger/sqlite-ledger.js";
-import { openStateDb } from "../ledger/state-db.js";
-import { EmbedderError } from "../retrieval/errors.js";
-import { createRetriever, type IndexProgress, type IndexReport, type Retriever, type RetrieverStats } from "../retrieval/hybrid.js";
-import { resolveWorkspace, stateLocation } from "../runtime.js";
+import type { IndexProgress, IndexReport, Retriever, RetrieverStats } from "../retrieval/hybrid.js";
+import { resolveWorkspace, stateLocation } from "../workspace/location.js";
 import { log, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 /** Options shared by `index` and `search`. */
@@ -42,6 +38,13 @@ export interface OpenedRetriever {
 export async function openRetriever(args: RetrievalArgs, onWarning: (m: string) => void = (m) => log(`ledgerloop: warning: ${m}`)): Promise<OpenedRetriever> {
   const workspace = resolveWorkspace(args.workspace ?? process.cwd());
   const { stateDir, dbPath } = stateLocation(workspace, args.stateDir);
+  // The retriever (Chroma client, tree-sitter) loads on use, in parallel with the state database.
+  const [{ createRetriever }, { EmbedderError }, { SqliteLedger }, { openStateDb }] = await Promise.all([
+    import("../retrieval/hybrid.js"),
+    import("../retrieval/errors.js"),
+    import("../ledger/sqlite-ledger.js"),
+    import("../ledger/state-db.js"),
+  ]);
   let db: ReturnType<typeof openStateDb> | undefined;
   let ledger: Ledger | undefined;
   if (fs.existsSync(dbPath)) {
@@ -88,7 +91,8 @@ export async function handleIndex(args: RetrievalArgs, onProgress?: (p: IndexPro
 }
 
 /** A progress bar on stderr (files and files/s) while a TTY is attached; nothing otherwise. */
-export function progressBar(): { onProgress: (p: IndexProgress) => void; stop(): void } {
+export async function progressBar(): Promise<{ onProgress: (p: IndexProgress) => void; stop(): void }> {
+  const { default: cliProgress } = await import("cli-progress");
   const bar = new cliProgress.SingleBar(
     {
       stream: process.stderr,
@@ -144,7 +148,7 @@ export function registerIndex(program: Command): void {
       .option("--models-dir <dir>", "where xenova: model files are (default <state dir>/models)")
       .option("--json", "print the report as one JSON object"),
   ).action(async (opts: RetrievalArgs) => {
-    const bar = progressBar();
+    const bar = await progressBar();
     let summary: IndexSummary;
     try {
       summary = await handleIndex(opts, bar.onProgress);

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
-import { EVENT_TYPES, type EventType, type LedgerEvent } from "../state.js";
+import type { EventType, LedgerEvent } from "../events.js";
 import { noteCheckpointHome, openExistingState, printJson, requireThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 export interface LedgerArgs extends WorkspaceArgs {
@@ -13,13 +13,14 @@ export interface LedgerArgs extends WorkspaceArgs {
 
 /** A run's ledger events, filtered by type, file, branch or causal chain. */
 export async function handleLedger(thread: string, args: LedgerArgs): Promise<LedgerEvent[]> {
+  const { EVENT_TYPES } = await import("../events.js");
   const types = (args.type ?? []).flatMap((t) => t.split(",")).filter(Boolean);
   for (const t of types) {
     if (!EVENT_TYPES.includes(t as EventType)) {
       throw new CliError(`unknown event type "${t}"; known: ${EVENT_TYPES.join(", ")}`, 2, "CONFIG_INVALID");
     }
   }
-  const st = openExistingState(args);
+  const st = await openExistingState(args);
   try {
     requireThread(st, thread);
     noteCheckpointHome(st, thread);

@@ -1,7 +1,6 @@
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
-import { forgetLessons, listLessons, recallLessons, type Lesson } from "../memory/lessons.js";
-import { SqliteStore } from "../memory/sqlite-store.js";
+import type { Lesson } from "../memory/lessons.js";
 import { log, openExistingState, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 export interface MemoryArgs extends WorkspaceArgs {
@@ -10,7 +9,9 @@ export interface MemoryArgs extends WorkspaceArgs {
 
 /** Lessons stored for a workspace (all, or the ones relevant to a query). */
 export async function handleMemoryList(args: MemoryArgs): Promise<Lesson[]> {
-  const st = openExistingState(args);
+  // The store extends LangGraph's BaseStore: loaded on use only.
+  const [{ listLessons, recallLessons }, { SqliteStore }] = await Promise.all([import("../memory/lessons.js"), import("../memory/sqlite-store.js")]);
+  const st = await openExistingState(args);
   try {
     const store = new SqliteStore(st.db);
     return args.query ? await recallLessons(store, args.query, 50) : await listLessons(store);
@@ -23,7 +24,8 @@ export async function handleMemoryList(args: MemoryArgs): Promise<Lesson[]> {
 
 /** Deletes lessons by key (a prefix of 6+ characters is enough). */
 export async function handleMemoryForget(keys: string[], args: WorkspaceArgs): Promise<number> {
-  const st = openExistingState(args, { write: true });
+  const [{ forgetLessons }, { SqliteStore }] = await Promise.all([import("../memory/lessons.js"), import("../memory/sqlite-store.js")]);
+  const st = await openExistingState(args, { write: true });
   try {
     const n = await forgetLessons(new SqliteStore(st.db), keys);
     if (n === 0) throw new CliError(`no lesson matches ${keys.join(", ")}; see \`ledgerloop memory list\``, 1, "NOT_FOUND");

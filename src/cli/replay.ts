@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { replay, type ReplayResult } from "../../graphs/time-travel.js";
+import type { ReplayResult } from "../../graphs/time-travel.js";
 import { log, printJson, runtimeForThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
 import { progressPrinter } from "./run.js";
 
@@ -11,6 +11,7 @@ export interface ReplayArgs extends WorkspaceArgs {
 
 /** Re-runs a thread with its recorded model responses (no model calls) and reports divergences. */
 export async function handleReplay(thread: string, args: ReplayArgs): Promise<ReplayResult> {
+  const { replay } = await import("../../graphs/time-travel.js");
   const rt = await runtimeForThread(thread, args, { progress: progressPrinter(args.quiet || args.json) });
   try {
     const { runtime, ...r } = await replay(rt, thread, { from: args.from, workspace: args.into });

@@ -1,15 +1,16 @@
 import path from "node:path";
 import type { Command } from "commander";
-import { buildReport, reportMarkdown, type RunReport } from "../report/report.js";
+import { latestCheckpoint } from "../ledger/checkpoints.js";
+import type { RunReport } from "../report/report.js";
 import type { Runtime } from "../runtime.js";
 import type { TaskStateValue } from "../state.js";
-import { RevisionStore } from "../workspace/revisions.js";
 import { writePrivateFile } from "../private-files.js";
 import { currentHead, noteCheckpointHome, openExistingState, printJson, requireThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 /** The report of a thread's current branch. */
 export async function handleReport(thread: string, args: WorkspaceArgs): Promise<RunReport> {
-  const st = openExistingState(args);
+  const [{ buildReport }, { RevisionStore }] = await Promise.all([import("../report/report.js"), import("../workspace/revisions.js")]);
+  const st = await openExistingState(args);
   try {
     requireThread(st, thread);
     noteCheckpointHome(st, thread);
@@ -25,6 +26,7 @@ export async function handleReport(thread: string, args: WorkspaceArgs): Promise
 
 /** Writes the report of a run that just stopped to <stateDir>/reports/<thread>.md; returns the path. */
 export async function writeRunReport(rt: Runtime, thread: string): Promise<string> {
+  const { buildReport, reportMarkdown } = await import("../report/report.js");
   const values = (await rt.checkpointer.getTuple({ configurable: { thread_id: thread } }))?.checkpoint.channel_values as TaskStateValue | undefined;
   const report = await buildReport(rt.ledger, rt.revisions, thread, values?.ledgerHead ?? null, values?.subtasks ?? []);
   const file = path.join(rt.stateDir, "reports", `${thread}.md`);
@@ -43,6 +45,7 @@ export function registerReport(program: Command): void {
   ).action(async (thread: string, opts: WorkspaceArgs) => {
     const r = await handleReport(thread, opts);
     if (opts.json) return printJson(r);
+    const { reportMarkdown } = await import("../report/report.js");
     process.stdout.write(reportMarkdown(r) + "\n");
   });
 }

@@ -2,9 +2,8 @@ import type { Command } from "commander";
 import { CONFIG_FILE } from "../config.js";
 import { CliError } from "../errors.js";
 import { acceptThreadConfig, checkThreadConfig } from "../ledger/governing.js";
-import { createRuntime } from "../runtime.js";
 import { log, savedRun, workspaceOptions, type WorkspaceArgs } from "./common.js";
-import { askOnTerminal, driveRun, pendingApproval, type DriveResult } from "./drive.js";
+import type { DriveResult } from "./drive.js";
 import { progressPrinter, reportResult, sandboxOptions, sandboxSettings, warnIfUnisolated, withStopSignal, type RunArgs } from "./run.js";
 
 export interface ResumeArgs extends WorkspaceArgs, Pick<RunArgs, "sandbox" | "allowNetwork" | "allow"> {
@@ -21,11 +20,12 @@ export interface ResumeArgs extends WorkspaceArgs, Pick<RunArgs, "sandbox" | "al
 /** Continues a run from its last checkpoint with the settings it was started with. */
 export async function handleResume(thread: string, args: ResumeArgs): Promise<DriveResult> {
   if (args.approve === true && args.reject) throw new CliError("give either --approve or --reject, not both", 2, "CONFIG_INVALID");
-  const { workspace, settings } = savedRun(thread, args);
+  const { workspace, settings } = await savedRun(thread, args);
   if (!settings) {
     // Checkpoints without a registered run (made through the library, not the CLI): no settings to resume with.
     throw new CliError(`unknown thread "${thread}" in ${workspace}: it has checkpoints but no recorded run settings; list runs with \`ledgerloop threads\``, 1, "UNKNOWN_THREAD");
   }
+  const [{ createRuntime }, { askOnTerminal, driveRun, pendingApproval }] = await Promise.all([import("../runtime.js"), import("./drive.js")]);
   const rt = await createRuntime(
     {
       ...settings,

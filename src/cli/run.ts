@@ -3,10 +3,10 @@ import type { Command } from "commander";
 import { isolationWarning } from "../sandbox/detect.js";
 import { CliError } from "../errors.js";
 import { RunRegistry } from "../ledger/runs.js";
-import { createRuntime, type ProgressEvent, type Runtime } from "../runtime.js";
-import { askOnTerminal, driveRun, type DriveResult } from "./drive.js";
+import type { ProgressEvent, Runtime } from "../runtime.js";
+import type { DriveResult } from "./drive.js";
 import { writeRunReport } from "./report.js";
-import { intOption, log, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { cliCommand, intOption, log, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 export interface RunArgs extends WorkspaceArgs {
   thread?: string;
@@ -110,16 +110,27 @@ export async function reportResult(r: DriveResult, rt: Runtime, json?: boolean):
     return;
   }
   const ws = rt.workspace;
+  const ll = cliCommand();
   log(`\nrun ${r.thread}: ${r.status} after ${r.steps} step(s)${r.error ? ` (${r.error})` : ""}`);
   if (r.pending) {
     log(`waiting for approval of: ${r.pending.command}\n  policy: ${r.pending.rule}: ${r.pending.reason}`);
-    log(`answer with: ledgerloop resume ${r.thread} -w ${rt.workspace} --approve   (or --reject)`);
+    log(`answer with: ${ll} resume ${r.thread} -w ${rt.workspace} --approve   (or --reject)`);
   }
   log(`state: ${rt.dbPath}`);
   if (reportFile) log(`report: ${reportFile}`);
-  log(`inspect: ledgerloop history ${r.thread} -w ${ws}`);
-  log(`         ledgerloop ledger ${r.thread} -w ${ws}`);
-  if (r.status !== "finished") log(`resume:  ledgerloop resume ${r.thread} -w ${ws}`);
+  log(`inspect: ${ll} history ${r.thread} -w ${ws}`);
+  log(`         ${ll} ledger ${r.thread} -w ${ws}`);
+  if (r.status !== "finished") log(`resume:  ${ll} resume ${r.thread} -w ${ws}`);
+}
+
+/** Registers a new run (the CLI's and the package API's); fails when the thread id is taken. */
+export function startThread(rt: Runtime, task: string, thread: string = newThreadId()): string {
+  const runs = new RunRegistry(rt.db);
+  if (runs.hasCheckpoints(thread) || runs.get(thread)) {
+    throw new CliError(`thread "${thread}" already exists; continue it with \`ledgerloop resume ${thread}\``, 1, "THREAD_EXISTS");
+  }
+  // The graph's plan node registers the run (with its origin), whatever started it.
+  return thread;
 }
 
 /** Starts a new run on a workspace. */
@@ -133,6 +144,8 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
       "CONFIG_INVALID",
     );
   }
+  // The runtime and the graph load on use: `--help` and the inspection commands never need them.
+  const [{ createRuntime }, { askOnTerminal, driveRun }] = await Promise.all([import("../runtime.js"), import("./drive.js")]);
   const thread = args.thread ?? newThreadId();
   const rt = await createRuntime(
     {
@@ -151,10 +164,7 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
     },
   );
   try {
-    const runs = new RunRegistry(rt.db);
-    if (runs.hasCheckpoints(thread) || runs.get(thread)) {
-      throw new CliError(`thread "${thread}" already exists; continue it with \`ledgerloop resume ${thread}\``, 1, "THREAD_EXISTS");
-    }
+    startThread(rt, task, thread);
     if (!args.quiet && !args.json) log(`run ${thread} in ${rt.workspace} with ${rt.model.name} (sandbox: ${rt.sandbox.level})`);
     warnIfUnisolated(rt);
     const ask = rt.settings.approve === "ask" && process.stdin.isTTY && !args.json ? askOnTerminal : undefined;

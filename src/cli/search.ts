@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import type { SourceScores } from "../retrieval/fusion.js";
 import type { HitSources, SearchScope } from "../retrieval/hybrid.js";
-import { resolveWorkspace, stateLocation } from "../runtime.js";
+import { resolveWorkspace, stateLocation } from "../workspace/location.js";
 import { intOption, printJson, workspaceOptions } from "./common.js";
 import { openRetriever, type RetrievalArgs } from "./index.js";
 

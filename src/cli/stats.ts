@@ -1,12 +1,12 @@
 import path from "node:path";
 import type { Command } from "commander";
-import { storageStats, type StorageStats } from "../ledger/maintenance.js";
-import { RevisionStore } from "../workspace/revisions.js";
+import type { StorageStats } from "../ledger/maintenance.js";
 import { openExistingState, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 /** Sizes of checkpoints, ledger, blobs and index of a workspace's state. */
 export async function handleStats(args: WorkspaceArgs): Promise<StorageStats> {
-  const st = openExistingState(args);
+  const [{ storageStats }, { RevisionStore }] = await Promise.all([import("../ledger/maintenance.js"), import("../workspace/revisions.js")]);
+  const st = await openExistingState(args);
   try {
     return storageStats(st.db, new RevisionStore(st.db, st.workspace, { blobsDir: path.join(st.stateDir, "blobs") }), st.stateDir);
   } catch (err) {

@@ -7,7 +7,7 @@ export type ThreadRow = Omit<RunSummary, "steps">;
 
 /** Every run recorded in a workspace's state database, whatever started it, newest first. */
 export async function handleThreads(args: WorkspaceArgs): Promise<ThreadRow[]> {
-  const st = openExistingState(args);
+  const st = await openExistingState(args);
   try {
     return listRuns(st.db).map(({ steps: _steps, ...row }) => row);
   } catch (err) {

@@ -2,8 +2,8 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
-import { resolveWorkspace, stateLocation } from "../runtime.js";
-import { startViewer, type Viewer } from "../web/server.js";
+import type { Viewer } from "../web/server.js";
+import { resolveWorkspace, stateLocation } from "../workspace/location.js";
 import { log, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 export interface WebArgs extends WorkspaceArgs {
@@ -34,6 +34,7 @@ function openBrowser(url: string): void {
 export async function handleWeb(args: WebArgs): Promise<Viewer> {
   const workspace = resolveWorkspace(args.workspace ?? process.cwd());
   const { dbPath } = stateLocation(workspace, args.stateDir);
+  const { startViewer } = await import("../web/server.js");
   const viewer = await startViewer({
     workspace,
     ...(args.stateDir ? { stateDir: args.stateDir } : {}),

@@ -4,7 +4,7 @@ import type Database from "better-sqlite3";
 import { LedgerError } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import { defaultRedactor, type Redactor } from "../secrets.js";
-import { EventBody, SCHEMA_VERSION, type EventType, type LedgerEvent } from "../state.js";
+import { EventBody, SCHEMA_VERSION, type EventType, type LedgerEvent } from "../events.js";
 import type { ActionStart, AppendEvent, Ledger, ListQuery, ThreadInfo } from "./port.js";
 
 const SCHEMA = `

@@ -1,8 +1,8 @@
-import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import type { AIMessage } from "@langchain/core/messages";
 import { ChatOpenAI } from "@langchain/openai";
 import { ModelError, errorMessage } from "../errors.js";
 import { REDACTED } from "../secrets.js";
-import type { ToolCallRecord } from "../state.js";
+import { textOf, toLangChain, toolCallsOf } from "./langchain.js";
 import type { ChatMessage, ChatModel, ModelRequest, ModelResponse } from "./port.js";
 
 export interface OpenAIModelOptions {
@@ -13,66 +13,6 @@ export interface OpenAIModelOptions {
   maxRetries?: number;
   timeoutMs?: number;
   maxOutputTokens?: number;
-}
-
-function toLangChain(messages: ChatMessage[]): BaseMessage[] {
-  return messages.map((m) => {
-    switch (m.role) {
-      case "system":
-        return new SystemMessage(m.content);
-      case "user":
-        return new HumanMessage(m.content);
-      case "assistant":
-        return new AIMessage({
-          content: m.content,
-          tool_calls: (m.toolCalls ?? []).map((c) => ({
-            id: c.id,
-            name: c.name,
-            // A call whose arguments were not JSON is replayed with its raw text kept visible.
-            args: c.args !== undefined && typeof c.args === "object" && c.args !== null ? (c.args as Record<string, unknown>) : { _raw: c.argsText ?? "" },
-            type: "tool_call" as const,
-          })),
-        });
-      case "tool":
-        return new ToolMessage({ content: m.content, tool_call_id: m.toolCallId, name: m.name });
-    }
-  });
-}
-
-type RawToolCall = { id?: string; function?: { name?: string; arguments?: string } };
-
-/** Parsed arguments only when the text is complete JSON; anything else stays raw for the model to see. */
-function toRecord(id: string, name: string, text: string): ToolCallRecord {
-  try {
-    return { id, name, args: JSON.parse(text) as unknown };
-  } catch {
-    return { id, name, argsText: text };
-  }
-}
-
-/**
- * The tool calls in the order the model made them. The provider's raw list is the source of truth:
- * LangChain puts unparsable calls into a separate list (losing the order, e.g. edit then run the
- * tests), and on a streamed answer it parses arguments leniently, so a truncated `{"content":"par`
- * would pass as a valid call with half its content.
- */
-function toolCallsOf(msg: AIMessage): ToolCallRecord[] {
-  const raw = (msg.additional_kwargs as { tool_calls?: Array<RawToolCall | undefined> } | undefined)?.tool_calls;
-  if (Array.isArray(raw) && raw.length > 0) {
-    return raw.map((c, i) => toRecord(c?.id || `call_${i}`, c?.function?.name ?? "", c?.function?.arguments ?? ""));
-  }
-  const calls: ToolCallRecord[] = [];
-  for (const c of msg.tool_calls ?? []) calls.push({ id: c.id || `call_${calls.length}`, name: c.name, args: c.args });
-  for (const c of msg.invalid_tool_calls ?? []) calls.push({ id: c.id || `call_${calls.length}`, name: c.name ?? "", argsText: c.args ?? "" });
-  return calls;
-}
-
-function textOf(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (Array.isArray(content)) {
-    return content.map((p) => (typeof p === "string" ? p : p && typeof p === "object" && "text" in p ? String(p.text) : "")).join("");
-  }
-  return "";
 }
 
 /**

@@ -2,7 +2,8 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { REPO } from "./workspace.js";
 
-export const BIN = path.join(REPO, "bin/ledgerloop.js");
+/** The CLI run from its sources (tsx), so tests need no build; test/package/ runs the built bin. */
+export const BIN = path.join(REPO, "test/helpers/ledgerloop-dev.mjs");
 
 export interface CliResult {
   code: number | null;

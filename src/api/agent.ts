@@ -1,0 +1,136 @@
+import { createCodingAgent, recursionLimitFor } from "../../graphs/coding-agent.js";
+import type { ApprovalRequest } from "../../nodes/act.js";
+import { driveRun, type DriveResult } from "../cli/drive.js";
+import { startThread } from "../cli/run.js";
+import { CliError, ConfigError } from "../errors.js";
+import { RunRegistry } from "../ledger/runs.js";
+import { chatModelFromInstance, type ToolCallingChatModel } from "../models/langchain.js";
+import type { ChatModel } from "../models/port.js";
+import { createRuntime, type ProgressEvent, type Runtime } from "../runtime.js";
+import { RunSettings, type RunSettingsInput } from "../settings.js";
+import type { TaskStateValue } from "../state.js";
+
+// The package's entry point for scripts: the same runtime, graph and driver as `ledgerloop run`.
+
+/** Options of openAgent: the run settings, with `model` also accepting a LangChain chat model instance. */
+export type OpenAgentOptions = Omit<RunSettingsInput, "model"> & {
+  /** `openai:<name>`, `scripted:<trajectory.json>`, or any LangChain chat model with tool calling. */
+  model: string | ToolCallingChatModel;
+  /** Called with each node's progress line (nothing is printed otherwise). */
+  onProgress?: (e: ProgressEvent) => void;
+  /** Called with warnings (retrieval degraded, weaker isolation than asked). */
+  onWarning?: (message: string) => void;
+};
+
+/** An option that is not a valid run setting; `field` names it. */
+export class InvalidOptionError extends ConfigError {
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** How a run started by `Agent.run` ended. */
+export interface AgentRunResult {
+  thread: string;
+  status: DriveResult["status"];
+  /** The graph state at the run's last checkpoint. */
+  state: TaskStateValue;
+  steps: number;
+  error?: string;
+  /** The approval the run is paused on, when it is. */
+  pending?: ApprovalRequest;
+}
+
+/** The compiled coding-agent graph, with the workspace's SQLite checkpointer. */
+export type CodingAgentGraph = ReturnType<typeof createCodingAgent>;
+
+/** An agent bound to one workspace: its graph, its runtime, and a way to run goals to their end. */
+export interface Agent {
+  /** invoke / stream / getState / getStateHistory / updateState with `{ configurable: { thread_id } }`. */
+  readonly graph: CodingAgentGraph;
+  readonly runtime: Runtime;
+  readonly workspace: string;
+  readonly stateDir: string;
+  /** Registers a new thread for `goal` (as `run` does) without running it, for driving `graph` yourself. */
+  startThread(goal: string, thread?: string): string;
+  /** Runs a goal on a new thread to its end (finished, failed, paused for approval, …). */
+  run(goal: string, opts?: { thread?: string; signal?: AbortSignal; ask?: (req: ApprovalRequest) => Promise<boolean> }): Promise<AgentRunResult>;
+  /** Continues a thread from its last checkpoint, answering a pending approval if given. */
+  resume(thread: string, opts?: { decision?: "approve" | "reject"; signal?: AbortSignal }): Promise<AgentRunResult>;
+  /** Closes the state database and any Chroma server this agent started. */
+  close(): Promise<void>;
+}
+
+const API_ONLY = new Set(["onProgress", "onWarning"]);
+
+/** Validates the options with the one settings schema; the first problem names its field. */
+function validate(options: OpenAgentOptions): { settings: RunSettingsInput; model: ChatModel | undefined } {
+  if (typeof options !== "object" || options === null) throw new InvalidOptionError("(options)", "openAgent needs an options object with at least workspace and model");
+  const { model, ...rest } = options;
+  if (model === undefined) throw new InvalidOptionError("model", "invalid setting model: give a model string (openai:<name>, scripted:<file>) or a LangChain chat model");
+  let instance: ChatModel | undefined;
+  try {
+    instance = typeof model === "string" ? undefined : chatModelFromInstance(model);
+  } catch (err) {
+    throw new InvalidOptionError("model", (err as Error).message);
+  }
+  const settings = Object.fromEntries(Object.entries(rest).filter(([k]) => !API_ONLY.has(k))) as Omit<RunSettingsInput, "model">;
+  const candidate = { ...settings, model: instance ? instance.name : (model as string) };
+  const parsed = RunSettings.safeParse(candidate);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const keys = (issue as { keys?: string[] }).keys;
+    const field = keys?.length ? keys.join(", ") : issue.path.join(".") || "(options)";
+    throw new InvalidOptionError(field, `invalid setting ${field}: ${issue.message}`);
+  }
+  return { settings: candidate, model: instance };
+}
+
+/**
+ * Opens an agent on a workspace: validates the options (throwing InvalidOptionError before anything
+ * runs), builds the runtime (state database, sandbox, retriever) and the checkpointed graph.
+ */
+export async function openAgent(options: OpenAgentOptions): Promise<Agent> {
+  const { settings, model } = validate(options);
+  const runtime = await createRuntime(settings, {
+    ...(model ? { model } : {}),
+    ...(options.onProgress ? { progress: options.onProgress } : {}),
+    ...(options.onWarning ? { warn: options.onWarning } : {}),
+  });
+  const graph = createCodingAgent({ runtime }).withConfig({ recursionLimit: recursionLimitFor(runtime.settings.maxSteps) }) as CodingAgentGraph;
+  const finish = async (r: DriveResult): Promise<AgentRunResult> => {
+    const snap = await graph.getState({ configurable: { thread_id: r.thread } });
+    return {
+      thread: r.thread,
+      status: r.status,
+      state: snap.values as TaskStateValue,
+      steps: r.steps,
+      ...(r.error ? { error: r.error } : {}),
+      ...(r.pending ? { pending: r.pending } : {}),
+    };
+  };
+  return {
+    graph,
+    runtime,
+    workspace: runtime.workspace,
+    stateDir: runtime.stateDir,
+    startThread: (goal, thread) => startThread(runtime, goal, thread),
+    async run(goal, opts = {}) {
+      if (typeof goal !== "string" || !goal.trim()) throw new InvalidOptionError("goal", "the goal must be a non-empty string");
+      const thread = startThread(runtime, goal, opts.thread);
+      return finish(await driveRun(runtime, thread, goal, { origin: "script", ...(opts.signal ? { signal: opts.signal } : {}), ...(opts.ask ? { ask: opts.ask } : {}) }));
+    },
+    async resume(thread, opts = {}) {
+      if (!new RunRegistry(runtime.db).hasCheckpoints(thread)) {
+        throw new CliError(`unknown thread "${thread}" in ${runtime.dbPath}`, 1, "UNKNOWN_THREAD");
+      }
+      return finish(
+        await driveRun(runtime, thread, null, { origin: "script", ...(opts.signal ? { signal: opts.signal } : {}), ...(opts.decision ? { resume: opts.decision } : {}) }),
+      );
+    },
+    close: () => runtime.close(),
+  };
+}

@@ -1,0 +1,29 @@
+// ledgerloop's public API (`import … from "ledgerloop"`). The inspection functions are the very
+// handlers the CLI commands call, so a script and `ledgerloop history` cannot disagree.
+
+export { openAgent, InvalidOptionError, type Agent, type AgentRunResult, type CodingAgentGraph, type OpenAgentOptions } from "./api/agent.js";
+export { createCodingAgent, recursionLimitFor, type CodingAgentOptions } from "../graphs/coding-agent.js";
+export { createRuntime, type ProgressEvent, type Runtime, type RuntimeOverrides } from "./runtime.js";
+export { RunSettings, type RunSettingsInput } from "./settings.js";
+export { createModel } from "./models/factory.js";
+export { LangChainChatModel, chatModelFromInstance, isToolCallingChatModel, type ToolCallingChatModel } from "./models/langchain.js";
+export type { ChatMessage, ChatModel, ModelRequest, ModelResponse } from "./models/port.js";
+export type { ApprovalRequest } from "../nodes/act.js";
+
+// The graph state and the ledger event schemas (zod), with their types under the same names.
+export * from "./state.js";
+
+// Typed read access to what the CLI shows, and the time-travel commands.
+export type { WorkspaceArgs } from "./cli/common.js";
+export { handleThreads as listThreads, type ThreadRow } from "./cli/threads.js";
+export { handleHistory as getHistory, type HistoryRow } from "./cli/history.js";
+export { handleLedger as getLedgerEvents, type LedgerArgs } from "./cli/ledger.js";
+export { handleContext as getContext, type ContextArgs, type ContextReport } from "./cli/context.js";
+export { handleReport as getReport } from "./cli/report.js";
+export type { RunReport } from "./report/report.js";
+export { handleRewind as rewindThread, type RewindArgs } from "./cli/rewind.js";
+export { handleFork as forkThread, type ForkArgs } from "./cli/fork.js";
+export { handleReplay as replayThread, type ReplayArgs } from "./cli/replay.js";
+export { TimeTravelError, type Divergence, type ForkResult, type ReplayResult, type RewindResult } from "../graphs/time-travel.js";
+
+export { CliError, ConfigError, LedgerError, LedgerloopError, ModelError, StateStoreError } from "./errors.js";
