@@ -188,6 +188,8 @@ describe("stats and gc errors name the file", () => {
 
   it("a blobs path that is not a directory: gc names it", () => {
     const { ws, stateDir } = copy();
+    // A copy's writers are refused until it is adopted (workspace-identity.ts): adopt it first.
+    expect(cli(["adopt", "-w", ws]).code).toBe(0);
     fs.rmSync(path.join(stateDir, "blobs"), { recursive: true, force: true });
     fs.writeFileSync(path.join(stateDir, "blobs"), "not a directory");
     const r = cli(["gc", "-w", ws]);
