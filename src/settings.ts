@@ -11,6 +11,8 @@ export const RunSettings = z
     /** Prompt budget; default: the model's context window minus its reserved output. */
     budgetTokens: z.number().int().min(1000).optional(),
     recentTurns: z.number().int().min(1).max(100).default(6),
+    /** Decide prompt layout: "cache" (stable prefix, append-only log, volatile part last) or "legacy". */
+    promptLayout: z.enum(["cache", "legacy"]).default("cache"),
     commandTimeoutMs: z.number().int().min(100).default(120_000),
     testTimeoutMs: z.number().int().min(100).default(300_000),
     outputCapBytes: z.number().int().min(1024).default(16 * 1024),
