@@ -12,6 +12,7 @@ import {
   retrievedSection,
   workQuery,
   workspaceSection,
+  writtenContents,
   type ExtrasInput,
 } from "./extras.js";
 import { lexicalEventSearcher, type EventSearcher } from "./recall.js";
@@ -226,7 +227,10 @@ async function compact(input: BuildInput, c: Common, kind: "cache" | "legacy", r
   const oldestShownSeq = chosen[0]?.turn.call.seq ?? Number.MAX_SAFE_INTEGER;
 
   // --- optional sections, in budget order; each remembers its items so a late drop can retract them
-  const x = extrasInput(input, c, budget, oldestShownSeq, new Set(c.window.map((e) => e.id)), () => false);
+  // Nothing the turns already show is repeated (a file just read is not shown again as a focus file).
+  const turnsText = cache ? chosen.flatMap((ch) => ch.msgs.map((m) => m.content)).join("\n") : "";
+  const x = extrasInput(input, c, budget, oldestShownSeq, new Set(c.window.map((e) => e.id)), (t) => cache && turnsText.includes(t));
+  if (cache) x.written = writtenContents(chosen.flatMap((ch) => ch.msgs));
   const { current, errorLine, query } = workQuery(state, c.lastFailure);
   const extras: Array<{ place: "prefix" | "volatile"; text: string; items: Array<{ section: string; source: string }> }> = [];
   let mark = budget.items.length;
@@ -337,7 +341,7 @@ async function extend(input: BuildInput, c: Common, prevMessages: ChatMessage[],
   const window = await ledger.branch(state.ledgerHead, { afterSeq: newCalls[0]!.seq - 1 });
   const turns = turnsOf(newCalls, window);
 
-  for (const it of prevItems) if (PREFIX_SECTIONS.has(it.section)) budget.charge(it);
+  for (const it of prevItems) if (PREFIX_SECTIONS.has(it.section) && it.tokens > 0) budget.charge(it);
   const log = prevMessages.slice(prev.prefixMessages);
   budget.charge({ section: "log", source: `turn log since the compaction (${log.length} messages)`, tokens: messagesTokens(log, counter) });
   const added: ChatMessage[] = [];
@@ -346,16 +350,23 @@ async function extend(input: BuildInput, c: Common, prevMessages: ChatMessage[],
     if (!budget.take({ section: "recent", source: turnSource(turn), tokens: messagesTokens(msgs, counter) })) return "budget";
     added.push(...msgs);
   }
-  const logText = log.map((m) => m.content).join("\n");
+  const logText = [...log, ...added].map((m) => m.content).join("\n");
   const planText = `# Plan\n${planLines(state.subtasks)}`;
-  const required = [`# Run status\n${statusText(state, input.maxSteps, c.lastTests)}`];
-  if (lastPlanShown(log) !== planText) required.push(planText);
+  const statText = `# Run status\n${statusText(state, input.maxSteps, c.lastTests)}`;
+  const planChanged = lastPlanShown(log) !== planText;
+  const required = planChanged ? [statText, planText] : [statText];
   const needsNudge = turns.at(-1)!.call.payload.toolCalls.length === 0;
   const requiredTokens = MESSAGE_OVERHEAD + required.reduce((n, t) => n + counter.count(t) + 2, 0) + (needsNudge ? counter.count(NUDGE) + 2 : 0);
   if (requiredTokens > budget.remaining()) return "budget";
-  budget.charge({ section: "volatile", source: "status, plan and framing", tokens: requiredTokens });
+  budget.charge({ section: "volatile", source: needsNudge ? "message framing, continue-nudge" : "message framing", tokens: requiredTokens - (counter.count(statText) + 2) - (planChanged ? counter.count(planText) + 2 : 0) });
+  budget.charge({ section: "status", source: "state", tokens: counter.count(statText) + 2 });
+  // Unchanged plan and decisions recorded since the compaction are in the log: listed, at no cost.
+  budget.charge({ section: "plan", source: "state.subtasks", tokens: planChanged ? counter.count(planText) + 2 : 0, note: planChanged ? undefined : "unchanged: shown earlier in the log" });
+  const inPrefix = prevItems.find((i) => i.section === "decisions" && i.tokens > 0);
+  if (c.decisions.length && !inPrefix) budget.charge({ section: "decisions", source: `ledger:decision×${c.decisions.length}`, tokens: 0, note: "recorded since the compaction: in the turn log" });
 
   const x = extrasInput(input, c, budget, prev.logFromSeq || Number.MAX_SAFE_INTEGER, new Set(), (t) => logText.includes(t));
+  x.written = writtenContents([...log, ...added]);
   const { query } = workQuery(state, c.lastFailure);
   const extras: Array<{ text: string; items: Array<{ section: string; source: string }> }> = [];
   let mark = budget.items.length;

@@ -3,6 +3,7 @@ import path from "node:path";
 import type { BaseStore } from "@langchain/langgraph-checkpoint";
 import type { Ledger } from "../ledger/port.js";
 import { recallLessons } from "../memory/lessons.js";
+import type { ChatMessage } from "../models/port.js";
 import type { CodeSearcher } from "../retrieval/port.js";
 import { capText } from "../sandbox/output-cap.js";
 import type { LedgerEvent, TaskStateValue } from "../state.js";
@@ -40,6 +41,21 @@ export interface ExtrasInput {
    * such a part is not repeated, it costs nothing and the model has it.
    */
   seen: (text: string) => boolean;
+  /** The content each path was last given by write_file in those turns (the model wrote it: no need to show it back). */
+  written?: Map<string, string>;
+}
+
+/** The last content written per path by write_file calls in these messages. */
+export function writtenContents(messages: ChatMessage[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const m of messages) {
+    if (m.role !== "assistant") continue;
+    for (const c of m.toolCalls ?? []) {
+      const a = c.args as { path?: unknown; content?: unknown } | undefined;
+      if (c.name === "write_file" && typeof a?.path === "string" && typeof a.content === "string") out.set(a.path.replace(/^\.\//, ""), a.content);
+    }
+  }
+  return out;
 }
 
 /** The current subtask, the newest error line and the search query made of them. */
@@ -83,7 +99,11 @@ export function focusSection(x: ExtrasInput, shown: Set<string>): string | null 
     }
     if (text.includes("\u0000")) continue;
     const rendered = renderWindows(f.path, text, windows(text.split("\n").length, f.lines));
-    if (x.seen(rendered)) {
+    // The same numbered lines as a read_file result in the log: the model has this content already.
+    const body = rendered.split("\n").slice(1).join("\n").replace(/\n\s*\d+\| $/, "");
+    if (x.seen(rendered) || (body.length > 0 && x.seen(body)) || x.written?.get(f.path) === text) {
+      // Listed at no cost, so the prompt still explains which files it is about.
+      x.budget.charge({ section: "focus", source: `file:${f.path}`, tokens: 0, note: `${f.why}; current content already in the turn log` });
       shown.add(f.path);
       continue;
     }
