@@ -246,7 +246,7 @@ export const ModelCallPayload = z.object({
   content: z.string(),
   toolCalls: z.array(ToolCallRecord),
   usage: z
-    .object({ inputTokens: z.number().int(), outputTokens: z.number().int() })
+    .object({ inputTokens: z.number().int(), outputTokens: z.number().int(), cachedInputTokens: z.number().int() })
     .partial()
     .optional(),
   durationMs: z.number().optional(),
