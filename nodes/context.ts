@@ -54,13 +54,15 @@ export function createContextNode(deps: NodeDeps): NodeFn {
       const prevBlob = prevEvent ? await rt.ledger.getBlob(prevEvent.payload.promptRef) : null;
       const previous: PreviousPrompt | null =
         prevEvent && prevBlob ? { messages: JSON.parse(prevBlob) as ChatMessage[], items: prevEvent.payload.items, layout: prevEvent.payload.layout } : null;
+      // A context-length refusal lowered the budget (decide's compactForRetry): it stays lowered.
+      const budgetTokens = Math.min(rt.settings.budgetTokens, prevEvent?.payload.layout?.budget ?? Infinity);
       const built = await buildPrompt({
         previous,
         layout: rt.settings.promptLayout,
         ledger: rt.ledger,
         state,
         maxSteps: rt.settings.maxSteps,
-        budgetTokens: rt.settings.budgetTokens,
+        budgetTokens,
         recentTurns: rt.settings.recentTurns,
         tools: toolSpecs(),
         counter: rt.counter,
@@ -86,7 +88,7 @@ export function createContextNode(deps: NodeDeps): NodeFn {
       rt.progress?.({
         node: "context",
         step: state.step + 1,
-        text: `${built.tokens}/${rt.settings.budgetTokens} tokens, ${Math.round(reuse.ratio * 100)}% reused${built.layout.built === "compaction" ? ` (compaction: ${built.layout.reason})` : ""}`,
+        text: `${built.tokens}/${budgetTokens} tokens, ${Math.round(reuse.ratio * 100)}% reused${built.layout.built === "compaction" ? ` (compaction: ${built.layout.reason})` : ""}`,
       });
       return {
         layout: built.layout,
@@ -94,7 +96,7 @@ export function createContextNode(deps: NodeDeps): NodeFn {
         step: state.step + 1,
         promptRef,
         tokens: built.tokens,
-        budget: rt.settings.budgetTokens,
+        budget: budgetTokens,
         items: built.items,
         omitted: built.omitted,
       };

@@ -39,9 +39,10 @@ export async function callModel(
   turn: number,
   messages: ChatMessage[],
   tools: ToolSpecLike[],
-  opts: { promptRef?: string; signal?: AbortSignal } = {},
+  opts: { promptRef?: string; signal?: AbortSignal; key?: string } = {},
 ): Promise<{ response: ModelResponse; event: LedgerEvent<"model_call"> | null }> {
-  const previous = await w.find<"model_call">("model");
+  const key = opts.key ?? "model";
+  const previous = await w.find<"model_call">(key);
   if (previous) {
     w.head = previous.id;
     return { response: { content: previous.payload.content, toolCalls: previous.payload.toolCalls }, event: previous };
@@ -49,7 +50,7 @@ export async function callModel(
   const started = performance.now();
   const response = await rt.model.invoke({ node, turn, messages: rt.redactor.redactDeep(messages), tools, signal: opts.signal });
   if (response.exhausted) return { response, event: null };
-  const event = await w.append("model", "model_call", {
+  const event = await w.append(key, "model_call", {
     node,
     turn,
     model: rt.model.name,

@@ -23,6 +23,12 @@ export const RunStatus = z.enum([
   "script_exhausted",
   "max_steps",
   "interrupted",
+  /** Stopped cleanly: the model kept answering 429 after every retry; resume later. */
+  "rate_limited",
+  /** Stopped cleanly: the model endpoint was down, overloaded or unreachable after every retry. */
+  "model_unavailable",
+  /** Stopped cleanly at --max-cost / --max-tokens; resume with a higher limit. */
+  "budget_exhausted",
 ]);
 export type RunStatus = z.infer<typeof RunStatus>;
 

@@ -66,6 +66,8 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
   };
   let error: string | undefined;
   let failed = false;
+  // Rate limits and outages outlasting every retry pause the run (resumable), they do not fail it.
+  let paused: "rate_limited" | "model_unavailable" | undefined;
   let input: unknown = goal === null ? null : { goal };
   if (opts.resume) input = new Command({ resume: { decision: opts.resume } });
   let pending: ApprovalRequest | undefined;
@@ -78,7 +80,10 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
     } catch (err) {
       if (opts.signal?.aborted) error = "interrupted by signal";
       else if (err instanceof GraphRecursionError) error = `superstep limit reached (${config.recursionLimit})`;
-      else {
+      else if (err instanceof ModelError && (err.code === "MODEL_RATE_LIMITED" || err.code === "MODEL_UNAVAILABLE" || err.code === "MODEL_UNREACHABLE")) {
+        paused = err.code === "MODEL_RATE_LIMITED" ? "rate_limited" : "model_unavailable";
+        error = errorMessage(err);
+      } else {
         failed = true;
         error = errorMessage(err);
         if (!(err instanceof ModelError)) error = `${(err as Error)?.name ?? "Error"}: ${error}`;
@@ -97,6 +102,7 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
   const values = snap.values as { status?: RunStatus; step?: number };
   let status: DriveResult["status"] = values.status ?? "running";
   if (failed) status = "failed";
+  else if (paused) status = paused;
   else if (status === "running") status = error?.startsWith("superstep") ? "max_steps" : "interrupted";
   return {
     thread: threadId,
@@ -106,6 +112,11 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
     ...(error ? { error } : {}),
     ...(pending ? { pending, error: "paused: a command needs approval" } : {}),
   };
+}
+
+/** Exit code of `run`/`resume` for a run's outcome (documented in the README). */
+export function exitCodeForStatus(status: DriveResult["status"]): number {
+  return { finished: 0, budget_exhausted: 3, rate_limited: 4, model_unavailable: 5 }[status as string] ?? 1;
 }
 
 /** The approval a thread is paused on, if any. */

@@ -4,7 +4,7 @@ import { CliError } from "../errors.js";
 import { acceptThreadConfig, checkThreadConfig } from "../ledger/governing.js";
 import { createRuntime } from "../runtime.js";
 import { log, savedRun, workspaceOptions, type WorkspaceArgs } from "./common.js";
-import { askOnTerminal, driveRun, pendingApproval, type DriveResult } from "./drive.js";
+import { askOnTerminal, driveRun, exitCodeForStatus, pendingApproval, type DriveResult } from "./drive.js";
 import { progressPrinter, reportResult, sandboxOptions, sandboxSettings, warnIfUnisolated, withStopSignal, type RunArgs } from "./run.js";
 
 export interface ResumeArgs extends WorkspaceArgs, Pick<RunArgs, "sandbox" | "allowNetwork" | "allow"> {
@@ -71,6 +71,6 @@ export function registerResume(program: Command): void {
   sandboxOptions(cmd, { approveFlag: "--approve-mode" });
   cmd.action(async (thread: string, opts: ResumeArgs) => {
     const result = await handleResume(thread, opts);
-    process.exitCode = result.status === "finished" ? 0 : 1;
+    process.exitCode = exitCodeForStatus(result.status);
   });
 }

@@ -4,7 +4,7 @@ import { isolationWarning } from "../sandbox/detect.js";
 import { CliError } from "../errors.js";
 import { RunRegistry } from "../ledger/runs.js";
 import { createRuntime, type ProgressEvent, type Runtime } from "../runtime.js";
-import { askOnTerminal, driveRun, type DriveResult } from "./drive.js";
+import { askOnTerminal, driveRun, exitCodeForStatus, type DriveResult } from "./drive.js";
 import { writeRunReport } from "./report.js";
 import { intOption, log, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
@@ -158,6 +158,6 @@ export function registerRun(program: Command): void {
   );
   sandboxOptions(program.commands.at(-1)!).action(async (task: string, opts: RunArgs) => {
     const { result } = await handleRun(task, opts);
-    process.exitCode = result.status === "finished" ? 0 : 1;
+    process.exitCode = exitCodeForStatus(result.status);
   });
 }
