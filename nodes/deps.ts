@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import { costOf, priceOf } from "../src/economics/prices.js";
 import { BranchWriter } from "../src/ledger/writer.js";
 import type { ChatMessage, ModelResponse, ToolSpecLike } from "../src/models/port.js";
 import type { Runtime } from "../src/runtime.js";
@@ -58,6 +59,7 @@ export async function callModel(
     content: response.content,
     toolCalls: response.toolCalls,
     usage: response.usage,
+    costUsd: costOf(response.usage, priceOf(rt.model.name, rt.prices)),
     durationMs: Math.round(performance.now() - started),
   });
   return { response, event };

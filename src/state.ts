@@ -256,6 +256,8 @@ export const ModelCallPayload = z.object({
     .partial()
     .optional(),
   durationMs: z.number().optional(),
+  /** USD at the run's price table (0 for a model without a price). */
+  costUsd: z.number().optional(),
   /** True when the scripted model had no turn left for this node. */
   exhausted: z.boolean().optional(),
 });
