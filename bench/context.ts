@@ -10,6 +10,7 @@ import { rememberLessons } from "../src/memory/lessons.js";
 import { createRetriever } from "../src/retrieval/hybrid.js";
 import { TaskState, type TaskStateValue } from "../src/state.js";
 import { toolSpecs } from "../tools/index.js";
+import { benchPrefixReuse } from "./context-reuse.js";
 import { median, printTable, quantile, type BenchResult } from "./report.js";
 
 const RUNS = Number(process.env.BENCH_CONTEXT_RUNS ?? 30);
@@ -133,6 +134,7 @@ export async function benchContext(sizes = [1_000, 10_000, 50_000]): Promise<Ben
     fs.rmSync(dir, { recursive: true, force: true });
   }
   fs.rmSync(ws, { recursive: true, force: true });
+  rows.push(...(await benchPrefixReuse()));
   printTable("context engine", rows);
   return rows;
 }

@@ -2,7 +2,7 @@ import { isGraphBubbleUp, type LangGraphRunnableConfig } from "@langchain/langgr
 import { alignWorkspace } from "../nodes/align-workspace.js";
 import type { NodeDeps, NodeFn } from "../nodes/deps.js";
 import { threadIdOf } from "../nodes/deps.js";
-import { errorMessage } from "../src/errors.js";
+import { errorMessage, ModelError } from "../src/errors.js";
 import { currentRunner, RunRegistry } from "../src/ledger/runs.js";
 import type { Runtime } from "../src/runtime.js";
 import type { TaskStateValue } from "../src/state.js";
@@ -42,12 +42,15 @@ export function keepRun(node: string, fn: NodeFn, deps: NodeDeps, rerun?: (rt: R
     } catch (err) {
       if (isGraphBubbleUp(err)) throw err; // an interrupt (approval) or a command: not a failure
       const stopped = config.signal?.aborted === true;
+      // A model that stays rate-limited or unreachable pauses the run: it is resumable, not failed.
+      const code = err instanceof ModelError ? err.code : null;
+      const paused = code === "MODEL_RATE_LIMITED" ? "rate_limited" : code === "MODEL_UNAVAILABLE" || code === "MODEL_UNREACHABLE" ? "model_unavailable" : null;
       await rt.ledger
         .append({
           threadId: threadIdOf(config),
           parentId: current.ledgerHead,
           type: "run_status",
-          payload: { status: stopped ? "interrupted" : "failed", steps: current.step, reason: `${node}: ${errorMessage(err)}`.slice(0, 2000) },
+          payload: { status: stopped ? "interrupted" : (paused ?? "failed"), steps: current.step, reason: `${node}: ${errorMessage(err)}`.slice(0, 2000) },
         })
         .catch(() => {});
       throw err;

@@ -1,4 +1,7 @@
-import { buildPrompt } from "../src/context/builder.js";
+import { buildPrompt, type PreviousPrompt } from "../src/context/builder.js";
+import { prefixReuse } from "../src/context/reuse.js";
+import type { ChatMessage } from "../src/models/port.js";
+import type { LedgerEvent } from "../src/state.js";
 import { lexicalEventSearcher, type EventSearcher } from "../src/context/recall.js";
 import type { CodeSearcher, SearchHit } from "../src/retrieval/port.js";
 import { toolSpecs } from "../tools/index.js";
@@ -46,11 +49,20 @@ export function createContextNode(deps: NodeDeps): NodeFn {
     const rt = await deps.resolve(config);
     const w = branchWriter(rt, state, config, "context");
     const { event } = await w.once("context", "context_built", async () => {
+      // The previous decide prompt on this branch: extended when it can be, and measured against.
+      const prevEvent = (await rt.ledger.branch(state.ledgerHead, { types: ["context_built"], last: 1 }))[0] as LedgerEvent<"context_built"> | undefined;
+      const prevBlob = prevEvent ? await rt.ledger.getBlob(prevEvent.payload.promptRef) : null;
+      const previous: PreviousPrompt | null =
+        prevEvent && prevBlob ? { messages: JSON.parse(prevBlob) as ChatMessage[], items: prevEvent.payload.items, layout: prevEvent.payload.layout } : null;
+      // A context-length refusal lowered the budget (decide's compactForRetry): it stays lowered.
+      const budgetTokens = Math.min(rt.settings.budgetTokens, prevEvent?.payload.layout?.budget ?? Infinity);
       const built = await buildPrompt({
+        previous,
+        layout: rt.settings.promptLayout,
         ledger: rt.ledger,
         state,
         maxSteps: rt.settings.maxSteps,
-        budgetTokens: rt.settings.budgetTokens,
+        budgetTokens,
         recentTurns: rt.settings.recentTurns,
         tools: toolSpecs(),
         counter: rt.counter,
@@ -72,11 +84,19 @@ export function createContextNode(deps: NodeDeps): NodeFn {
         store: (config.store as typeof rt.store | undefined) ?? rt.store,
       });
       const promptRef = await rt.ledger.putBlob(JSON.stringify(built.messages));
+      const reuse = prefixReuse(previous?.messages ?? null, built.messages, rt.counter);
+      rt.progress?.({
+        node: "context",
+        step: state.step + 1,
+        text: `${built.tokens}/${budgetTokens} tokens, ${Math.round(reuse.ratio * 100)}% reused${built.layout.built === "compaction" ? ` (compaction: ${built.layout.reason})` : ""}`,
+      });
       return {
+        layout: built.layout,
+        prefixReuse: { reusedTokens: reuse.reusedTokens, tokens: reuse.tokens, ratio: Math.round(reuse.ratio * 10_000) / 10_000 },
         step: state.step + 1,
         promptRef,
         tokens: built.tokens,
-        budget: rt.settings.budgetTokens,
+        budget: budgetTokens,
         items: built.items,
         omitted: built.omitted,
       };

@@ -1,6 +1,11 @@
 import type { ChatMessage } from "../src/models/port.js";
 import type { LedgerEvent } from "../src/state.js";
-import { describeAction } from "../src/context/builder.js";
+import { buildPrompt, describeAction } from "../src/context/builder.js";
+import { ContextBudgetError } from "../src/context/budget.js";
+import { ModelError } from "../src/errors.js";
+import type { BranchWriter } from "../src/ledger/writer.js";
+import type { Runtime } from "../src/runtime.js";
+import type { TaskStateValue } from "../src/state.js";
 import { toolSpecs, validateToolCall } from "../tools/index.js";
 import { branchWriter, callModel, type NodeDeps, type NodeFn } from "./deps.js";
 
@@ -19,10 +24,24 @@ export function createDecideNode(deps: NodeDeps): NodeFn {
     if (blob === null) throw new Error(`prompt blob ${ctx.payload.promptRef} is missing from the ledger`);
     const messages = JSON.parse(blob) as ChatMessage[];
     const turn = state.modelTurns.decide;
-    const { response, event } = await callModel(rt, w, "decide", turn, messages, toolSpecs(), {
-      promptRef: ctx.payload.promptRef,
-      signal: config.signal,
-    });
+    const ask = (msgs: ChatMessage[], promptRef: string, key?: string) =>
+      callModel(rt, w, "decide", turn, msgs, toolSpecs(), { promptRef, signal: config.signal, key });
+    let answer: Awaited<ReturnType<typeof ask>>;
+    // After a crash past the retry, the smaller prompt is the one that was answered.
+    const retried = await w.find<"context_built">("context-retry");
+    if (retried) answer = await ask(JSON.parse((await rt.ledger.getBlob(retried.payload.promptRef)) ?? "[]") as ChatMessage[], retried.payload.promptRef, "model-retry");
+    else {
+      try {
+        answer = await ask(messages, ctx.payload.promptRef);
+      } catch (err) {
+        if (!(err instanceof ModelError && err.code === "MODEL_CONTEXT_LENGTH")) throw err;
+        // The model's window is smaller than the budget assumed: compact to 70% of this prompt, retry once.
+        const smaller = await compactForRetry(rt, state, ctx, w);
+        rt.progress?.({ node: "decide", step: state.step + 1, text: `prompt over the model's context window: compacted to ${smaller.tokens} tokens, retrying once` });
+        answer = await ask(smaller.messages, smaller.promptRef, "model-retry");
+      }
+    }
+    const { response, event } = answer;
     if (!event) {
       rt.progress?.({ node: "decide", step: state.step + 1, text: "script exhausted: no decide turn left" });
       return { status: "script_exhausted", ledgerHead: w.head, contextId: null };
@@ -65,4 +84,50 @@ export function createDecideNode(deps: NodeDeps): NodeFn {
       contextId: null,
     };
   };
+}
+
+/**
+ * A compaction under a budget of 70% of the refused prompt, recorded as its own context_built (the
+ * next context extends it, so the smaller budget holds for the rest of the run).
+ */
+async function compactForRetry(rt: Runtime, state: TaskStateValue, ctx: LedgerEvent<"context_built">, w: BranchWriter) {
+  const { event } = await w.once("context-retry", "context_built", async () => {
+    const build = (budgetTokens: number) =>
+      buildPrompt({
+        ledger: rt.ledger,
+        state,
+        maxSteps: rt.settings.maxSteps,
+        budgetTokens,
+        recentTurns: rt.settings.recentTurns,
+        tools: toolSpecs(),
+        counter: rt.counter,
+        workspace: rt.workspace,
+        searcher: rt.searcher,
+        previous: null,
+      });
+    // As small as the fixed part allows, from 70% of the refused prompt up.
+    let budgetTokens = 0;
+    let built: Awaited<ReturnType<typeof build>> | undefined;
+    for (const share of [0.7, 0.85, 0.95]) {
+      budgetTokens = Math.max(1000, Math.floor(Math.min(ctx.payload.tokens, ctx.payload.budget) * share));
+      try {
+        built = await build(budgetTokens);
+        break;
+      } catch (err) {
+        if (!(err instanceof ContextBudgetError) || share === 0.95) throw err;
+      }
+    }
+    if (!built) throw new Error("unreachable: no retry budget tried");
+    return {
+      step: state.step + 1,
+      promptRef: await rt.ledger.putBlob(JSON.stringify(built.messages)),
+      tokens: built.tokens,
+      budget: budgetTokens,
+      items: built.items,
+      omitted: built.omitted,
+      layout: { ...built.layout, reason: "context length" },
+    };
+  });
+  const blob = (await rt.ledger.getBlob(event.payload.promptRef)) ?? "[]";
+  return { messages: JSON.parse(blob) as ChatMessage[], promptRef: event.payload.promptRef, tokens: event.payload.tokens };
 }

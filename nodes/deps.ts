@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import { costOf, priceOf } from "../src/economics/prices.js";
 import { BranchWriter } from "../src/ledger/writer.js";
 import { guardToolCalls } from "../src/models/args-guard.js";
 import type { ChatMessage, ModelResponse, ToolSpecLike } from "../src/models/port.js";
@@ -45,9 +46,10 @@ export async function callModel(
   turn: number,
   messages: ChatMessage[],
   tools: ToolSpecLike[],
-  opts: { promptRef?: string; signal?: AbortSignal } = {},
+  opts: { promptRef?: string; signal?: AbortSignal; key?: string } = {},
 ): Promise<{ response: ModelResponse; event: LedgerEvent<"model_call"> | null }> {
-  const previous = await w.find<"model_call">("model");
+  const key = opts.key ?? "model";
+  const previous = await w.find<"model_call">(key);
   if (previous) {
     w.head = previous.id;
     return { response: { content: previous.payload.content, toolCalls: previous.payload.toolCalls }, event: previous };
@@ -58,7 +60,7 @@ export async function callModel(
   // The entry point of model output: over-deep or huge arguments are cut here, before anything
   // recursive (redactor, ledger, checkpoints) walks them.
   const response = { ...answer, toolCalls: guardToolCalls(answer.toolCalls) };
-  const event = await w.append("model", "model_call", {
+  const event = await w.append(key, "model_call", {
     node,
     turn,
     model: rt.model.name,
@@ -66,6 +68,7 @@ export async function callModel(
     content: response.content,
     toolCalls: response.toolCalls,
     usage: response.usage,
+    costUsd: costOf(response.usage, priceOf(rt.model.name, rt.prices)),
     durationMs: Math.round(performance.now() - started),
   });
   return { response, event };

@@ -9,6 +9,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import { PriceTable } from "./economics/prices.js";
 import { ConfigError, errorMessage } from "./errors.js";
 import { configFingerprint } from "./ledger/governing.js";
 import { resolvePolicy, withAllowed, type SandboxPolicy } from "./sandbox/policy.js";
@@ -82,6 +83,8 @@ export const LedgerloopConfig = z.strictObject({
   /** Editors' JSON schema hint; ignored. */
   $schema: z.string().optional(),
   sandbox: SandboxConfig.optional(),
+  /** Model prices (USD per 1M tokens) over the built-in defaults, for cost accounting. */
+  prices: PriceTable.optional(),
 });
 export type LedgerloopConfig = z.infer<typeof LedgerloopConfig>;
 

@@ -50,7 +50,16 @@ export class PathEscapeError extends LedgerloopError {
 /** The model endpoint failed or answered something unusable. */
 export class ModelError extends LedgerloopError {
   constructor(
-    code: "MODEL_UNKNOWN" | "MODEL_UNREACHABLE" | "MODEL_BAD_RESPONSE" | "SCRIPT_INVALID",
+    code:
+      | "MODEL_UNKNOWN"
+      | "MODEL_UNREACHABLE"
+      | "MODEL_BAD_RESPONSE"
+      | "SCRIPT_INVALID"
+      | "MODEL_RATE_LIMITED"
+      | "MODEL_UNAVAILABLE"
+      | "MODEL_AUTH"
+      | "MODEL_NO_API_KEY"
+      | "MODEL_CONTEXT_LENGTH",
     message: string,
     options?: { cause?: unknown },
   ) {

@@ -27,6 +27,12 @@ export const RunStatus = z.enum([
   "interrupted",
   /** Paused by an approval interrupt; recorded before the pause so any client's run shows it. */
   "awaiting_approval",
+  /** Stopped cleanly: the model kept answering 429 after every retry; resume later. */
+  "rate_limited",
+  /** Stopped cleanly: the model endpoint was down, overloaded or unreachable after every retry. */
+  "model_unavailable",
+  /** Stopped cleanly at --max-cost / --max-tokens; resume with a higher limit. */
+  "budget_exhausted",
 ]);
 export type RunStatus = z.infer<typeof RunStatus>;
 
@@ -141,6 +147,23 @@ export const ContextItem = z.object({
   note: z.string().optional(),
 });
 export type ContextItem = z.infer<typeof ContextItem>;
+/** How a decide prompt is laid out: stable prefix, append-only turn log, volatile last message. */
+export const PromptLayout = z.object({
+  kind: z.enum(["cache", "legacy"]),
+  /** "compaction": written from scratch (the prefix too); "extension": the previous prompt plus new turns. */
+  built: z.enum(["compaction", "extension"]),
+  /** Why it was built this way (start, summary, budget, …). */
+  reason: z.string(),
+  /** Messages of the stable prefix (system and the pinned user message). */
+  prefixMessages: z.number().int(),
+  /** Seq of the oldest and newest decide call shown in the turn log (0 when none). */
+  logFromSeq: z.number().int(),
+  logThroughSeq: z.number().int(),
+  /** Summary events on the branch when the prefix was written: a new one means compaction. */
+  summaries: z.number().int(),
+  budget: z.number().int(),
+});
+export type PromptLayout = z.infer<typeof PromptLayout>;
 export const ContextBuiltPayload = z.object({
   step: z.number().int(),
   /** Blob holding the exact messages sent to the model. */
@@ -149,6 +172,9 @@ export const ContextBuiltPayload = z.object({
   budget: z.number().int(),
   items: z.array(ContextItem),
   omitted: z.array(ContextItem),
+  layout: PromptLayout.optional(),
+  /** Leading tokens equal to the previous decide prompt's, over this prompt's tokens (messages only). */
+  prefixReuse: z.object({ reusedTokens: z.number().int(), tokens: z.number().int(), ratio: z.number() }).optional(),
 });
 export const ModelCallPayload = z.object({
   node: ModelNode,
@@ -158,10 +184,12 @@ export const ModelCallPayload = z.object({
   content: z.string(),
   toolCalls: z.array(ToolCallRecord),
   usage: z
-    .object({ inputTokens: z.number().int(), outputTokens: z.number().int() })
+    .object({ inputTokens: z.number().int(), outputTokens: z.number().int(), cachedInputTokens: z.number().int() })
     .partial()
     .optional(),
   durationMs: z.number().optional(),
+  /** USD at the run's price table (0 for a model without a price). */
+  costUsd: z.number().optional(),
   /** True when the scripted model had no turn left for this node. */
   exhausted: z.boolean().optional(),
 });

@@ -20,7 +20,8 @@ import { createLexicalSearcher } from "./retrieval/lexical.js";
 import type { CodeSearcher } from "./retrieval/port.js";
 import { createSandbox } from "./sandbox/executor.js";
 import type { SandboxPolicy } from "./sandbox/policy.js";
-import { commandPolicy } from "./config.js";
+import { commandPolicy, loadConfig } from "./config.js";
+import type { PriceTable } from "./economics/prices.js";
 import type { Sandbox } from "./sandbox/port.js";
 import { createRedactor, secretValuesFromDotenv, secretValuesFromEnv, type Redactor } from "./secrets.js";
 import { RunSettings, type RunSettingsInput } from "./settings.js";
@@ -62,6 +63,8 @@ export interface Runtime {
   /** Content-addressed revisions of the workspace files, one per step (time travel). */
   revisions: RevisionStore;
   counter: TokenCounter;
+  /** Model prices from ledgerloop.config.json (over the defaults), read once at start. */
+  prices?: PriceTable;
   progress?: (e: ProgressEvent) => void;
   /** The writer's lease on the workspace (and thread), when the runtime was created to write; released by close(). */
   lease?: Lease;
@@ -188,6 +191,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     store: new SqliteStore(db, redactor),
     revisions: new RevisionStore(db, workspace, { blobsDir: path.join(stateDir, "blobs") }),
     counter,
+    prices: loadPrices(workspace),
     progress,
     lease,
     async close() {
@@ -197,4 +201,13 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
       if (db.open) db.close();
     },
   };
+}
+
+/** Prices from the config file; a config the policy already accepted cannot fail here, but prices are never worth a failed run. */
+function loadPrices(workspace: string): PriceTable | undefined {
+  try {
+    return loadConfig(workspace).prices;
+  } catch {
+    return undefined;
+  }
 }

@@ -12,6 +12,10 @@ export const RunSettings = z
     maxSteps: z.number().int().positive().max(100_000).default(50).describe("Stop after this many decide steps."),
     budgetTokens: z.number().int().min(1000).optional().describe("Prompt budget in tokens (default: the model's context window minus its reserved output)."),
     recentTurns: z.number().int().min(1).max(100).default(6).describe("Turns shown in full in the prompt."),
+    promptLayout: z
+      .enum(["cache", "legacy"])
+      .default("cache")
+      .describe('Decide prompt layout: "cache" (stable prefix, append-only turn log, volatile part last, for provider prompt caches) or "legacy".'),
     commandTimeoutMs: z.number().int().min(100).default(120_000).describe("Timeout of one command, in ms."),
     testTimeoutMs: z.number().int().min(100).default(300_000).describe("Timeout of one test run, in ms."),
     outputCapBytes: z.number().int().min(1024).default(16 * 1024).describe("Command output kept per stream, in bytes."),

@@ -136,6 +136,11 @@ export async function currentHead(st: OpenedState, thread: string): Promise<{ le
   return { ledgerHead: head?.id ?? null, subtasks: plan?.payload.subtasks ?? [], from: "ledger" };
 }
 
+/** Exit code of `run`/`resume` for a run's outcome (documented in the README). */
+export function exitCodeForStatus(status: string): number {
+  return ({ finished: 0, budget_exhausted: 3, rate_limited: 4, model_unavailable: 5 } as Record<string, number>)[status] ?? 1;
+}
+
 /** Exit code for an error reaching the top level. */
 export function exitCodeFor(err: unknown): number {
   // CliError and the errors that name their own code (a held lease, a copied workspace).

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import { latestCheckpoint } from "../ledger/checkpoints.js";
 import type { ChatMessage } from "../models/port.js";
-import type { ContextItem, LedgerEvent } from "../state.js";
+import type { ContextItem, LedgerEvent, PromptLayout } from "../state.js";
 import { currentHead, intOption, noteCheckpointHome, openExistingState, printJson, requireThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 export interface ContextArgs extends WorkspaceArgs {
@@ -18,6 +18,10 @@ export interface ContextReport {
   budget: number;
   items: ContextItem[];
   omitted: ContextItem[];
+  /** How the prompt was laid out (absent for runs from before the cache layout). */
+  layout?: PromptLayout;
+  /** Share of this prompt equal to the previous decide prompt's leading tokens. */
+  prefixReuse?: { reusedTokens: number; tokens: number; ratio: number };
   messages: ChatMessage[];
 }
 
@@ -47,6 +51,8 @@ export async function handleContext(thread: string, args: ContextArgs): Promise<
       budget: pick.payload.budget,
       items: pick.payload.items,
       omitted: pick.payload.omitted,
+      layout: pick.payload.layout,
+      prefixReuse: pick.payload.prefixReuse,
       messages: blob ? (JSON.parse(blob) as ChatMessage[]) : [],
     };
   } catch (err) {
@@ -74,7 +80,12 @@ export function registerContext(program: Command): void {
   ).action(async (thread: string, opts: ContextArgs) => {
     const r = await handleContext(thread, opts);
     if (opts.json) return printJson(r);
-    const out: string[] = [`step ${r.step}: ${r.tokens} of ${r.budget} tokens (event ${r.eventId})`, "included:", table(r.items)];
+    const out: string[] = [`step ${r.step}: ${r.tokens} of ${r.budget} tokens (event ${r.eventId})`];
+    if (r.prefixReuse) {
+      const how = r.layout ? `${r.layout.built}${r.layout.built === "compaction" ? ` (${r.layout.reason})` : ""}` : "";
+      out.push(`prefix reuse: ${r.prefixReuse.reusedTokens} of ${r.prefixReuse.tokens} message tokens as the previous prompt (${(r.prefixReuse.ratio * 100).toFixed(1)}%)${how ? `; ${how}` : ""}`);
+    }
+    out.push("included:", table(r.items));
     out.push(r.omitted.length ? `left out (${r.omitted.reduce((n, i) => n + i.tokens, 0)} tokens):\n${table(r.omitted)}` : "left out: nothing");
     out.push("prompt:");
     for (const m of r.messages) {

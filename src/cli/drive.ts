@@ -71,6 +71,8 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
   };
   let error: string | undefined;
   let failed = false;
+  // Rate limits and outages outlasting every retry pause the run (resumable), they do not fail it.
+  let paused: "rate_limited" | "model_unavailable" | undefined;
   let input: unknown = goal === null ? null : { goal };
   if (opts.resume) input = new Command({ resume: { decision: opts.resume } });
   let pending: ApprovalRequest | undefined;
@@ -84,7 +86,10 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
       if (leaseLost?.aborted) error = "stopped: the workspace lease was taken over by another process";
       else if (opts.signal?.aborted) error = "interrupted by signal";
       else if (err instanceof GraphRecursionError) error = `superstep limit reached (${config.recursionLimit})`;
-      else {
+      else if (err instanceof ModelError && (err.code === "MODEL_RATE_LIMITED" || err.code === "MODEL_UNAVAILABLE" || err.code === "MODEL_UNREACHABLE")) {
+        paused = err.code === "MODEL_RATE_LIMITED" ? "rate_limited" : "model_unavailable";
+        error = errorMessage(err);
+      } else {
         failed = true;
         error = errorMessage(err);
         if (!(err instanceof ModelError)) error = `${(err as Error)?.name ?? "Error"}: ${error}`;
@@ -103,6 +108,7 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
   const values = snap.values as { status?: RunStatus; step?: number };
   let status: DriveResult["status"] = values.status ?? "running";
   if (failed) status = "failed";
+  else if (paused) status = paused;
   else if (pending) status = "awaiting_approval";
   else if (status === "running") status = error?.startsWith("superstep") ? "max_steps" : "interrupted";
   return {

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { CONFIG_FILE } from "../config.js";
 import { CliError } from "../errors.js";
 import { acceptThreadConfig, checkThreadConfig } from "../ledger/governing.js";
-import { log, savedRun, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { log, savedRun, workspaceOptions, type WorkspaceArgs, exitCodeForStatus } from "./common.js";
 import type { DriveResult } from "./drive.js";
 import { progressPrinter, reportResult, sandboxOptions, sandboxSettings, warnIfUnisolated, withStopSignal, type RunArgs } from "./run.js";
 
@@ -76,6 +76,6 @@ export function registerResume(program: Command): void {
   sandboxOptions(cmd, { approveFlag: "--approve-mode" });
   cmd.action(async (thread: string, opts: ResumeArgs) => {
     const result = await handleResume(thread, opts);
-    process.exitCode = result.status === "finished" ? 0 : 1;
+    process.exitCode = exitCodeForStatus(result.status);
   });
 }

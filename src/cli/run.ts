@@ -6,7 +6,7 @@ import { RunRegistry } from "../ledger/runs.js";
 import type { ProgressEvent, Runtime } from "../runtime.js";
 import type { DriveResult } from "./drive.js";
 import { writeRunReport } from "./report.js";
-import { cliCommand, intOption, log, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { cliCommand, intOption, log, printJson, workspaceOptions, type WorkspaceArgs, exitCodeForStatus } from "./common.js";
 
 export interface RunArgs extends WorkspaceArgs {
   thread?: string;
@@ -191,6 +191,6 @@ export function registerRun(program: Command): void {
   );
   sandboxOptions(program.commands.at(-1)!).action(async (task: string, opts: RunArgs) => {
     const { result } = await handleRun(task, opts);
-    process.exitCode = result.status === "finished" ? 0 : 1;
+    process.exitCode = exitCodeForStatus(result.status);
   });
 }

@@ -1,18 +1,42 @@
-import fs from "node:fs";
-import path from "node:path";
 import type { BaseStore } from "@langchain/langgraph-checkpoint";
 import type { Ledger } from "../ledger/port.js";
-import { recallLessons } from "../memory/lessons.js";
 import type { ChatMessage, ToolSpecLike } from "../models/port.js";
 import type { CodeSearcher } from "../retrieval/port.js";
-import { capText } from "../sandbox/output-cap.js";
-import type { ContextItem, LedgerEvent, Subtask, TaskStateValue } from "../state.js";
+import type { ContextItem, LedgerEvent, PromptLayout, TaskStateValue } from "../state.js";
 import { Budget, ContextBudgetError, MESSAGE_OVERHEAD } from "./budget.js";
-import { focusFiles, renderWindows, windows } from "./focus.js";
-import { eventText, lexicalEventSearcher, type EventSearcher } from "./recall.js";
+import {
+  focusSection,
+  historySection,
+  memoriesSection,
+  recalledSection,
+  retrievedSection,
+  workQuery,
+  workspaceSection,
+  writtenContents,
+  type ExtrasInput,
+} from "./extras.js";
+import { lexicalEventSearcher, type EventSearcher } from "./recall.js";
+import {
+  DECISIONS_SHARE,
+  NEWEST_OUTPUT_CHARS,
+  NUDGE,
+  OLDER_OUTPUT_CHARS,
+  SQUEEZED_OUTPUT_CHARS,
+  messagesTokens,
+  pinnedSections,
+  planLines,
+  statusText,
+  turnMessages,
+  turnSource,
+  turnsOf,
+  type Section,
+  type Turn,
+} from "./sections.js";
 import type { TokenCounter } from "./tokens.js";
 
 export { describeAction } from "./render.js";
+export { SECTION_SHARE } from "./extras.js";
+export { messagesTokens } from "./sections.js";
 
 export const SYSTEM_PROMPT = `You are a coding agent working in a real workspace through tools. Each step, call one or more tools.
 Rules:
@@ -24,23 +48,25 @@ Rules:
 - Paths are relative to the workspace root; you cannot leave the workspace.`;
 
 /**
- * How the budget is shared. The fixed part always goes in; the other sections are filled in this
- * order, each up to its share of the whole budget (or what is left, if less):
- *   recent turns  — no share limit: newest first; outputs cut (12k → 3k → 600 chars) before a turn
- *                   is dropped, and once one turn is dropped every older one is dropped too;
- *   workspace     — 5%: the latest file-tree summary and the files this run changed;
- *   focus files   — 25%: the files being worked on, windowed around the touched/failing lines;
- *                   a file that does not fit is dropped whole;
- *   retrieved code— 20%: search hits for the current subtask, latest error and focus files,
- *                   not already shown; each hit is kept whole or dropped;
- *   recalled history — 10%: older events that match the same query, including events folded into
- *                   a summary (expanded back from it);
- *   memories      — 8%: lessons from earlier runs in this workspace;
- *   history       — 15%: far summaries first (compact), then mid-range summaries newest first.
- * Whatever does not fit is listed in `omitted` with its tokens.
+ * The prompt layout ("cache", the default) is built for providers' prefix caches:
+ *   [system] [pinned: goal, decisions, lessons, summaries] [turn log …] [volatile: status, plan,
+ *   workspace, focus files, retrieved code, recalled history]
+ * Between compactions a prompt is the previous prompt (its volatile message included, as the model
+ * saw it) plus the new turn and a new volatile message that repeats nothing already in the log: each
+ * prompt extends the previous one. A compaction (a new summary, or the next step not fitting the
+ * budget) writes everything afresh, once, with the recent turns only.
+ *
+ * At a compaction the budget is shared as follows. The fixed part (instructions, tools, goal,
+ * decisions, plan, status) always goes in; the other sections are filled in this order, each up to
+ * its share of the whole budget (SECTION_SHARE):
+ *   recent turns  — newest first; outputs cut (12k → 3k → 600 chars) before a turn is dropped, and
+ *                   once one turn is dropped every older one is dropped too; in the cache layout
+ *                   older turns stop at half the budget, to leave the log room to grow;
+ *   workspace, focus files, retrieved code, recalled history, memories, history (summaries).
+ * Whatever does not fit is listed in `omitted` with its tokens. The "legacy" layout is the one before
+ * the cache layout (everything but the turns in the first user message, rebuilt every step); it is
+ * kept for measuring against.
  */
-export const SECTION_SHARE = { workspace: 0.05, focus: 0.25, retrieved: 0.2, recalled: 0.1, memories: 0.08, history: 0.15 } as const;
-
 export interface BuildInput {
   ledger: Ledger;
   state: TaskStateValue;
@@ -48,13 +74,22 @@ export interface BuildInput {
   budgetTokens: number;
   tools: ToolSpecLike[];
   counter: TokenCounter;
-  /** How many recent decide turns are shown as full tool-call/result pairs. */
+  /** How many recent decide turns a compaction keeps as full tool-call/result pairs. */
   recentTurns?: number;
   /** Workspace root, for the focus files. */
   workspace?: string;
   searcher?: CodeSearcher;
   eventSearcher?: EventSearcher;
   store?: BaseStore;
+  layout?: "cache" | "legacy";
+  /** The previous decide prompt on this branch, to extend. */
+  previous?: PreviousPrompt | null;
+}
+
+export interface PreviousPrompt {
+  messages: ChatMessage[];
+  items: ContextItem[];
+  layout?: PromptLayout;
 }
 
 export interface BuiltPrompt {
@@ -62,174 +97,111 @@ export interface BuiltPrompt {
   items: ContextItem[];
   omitted: ContextItem[];
   tokens: number;
+  layout: PromptLayout;
 }
 
-const NEWEST_OUTPUT_CHARS = 12_000;
-const OLDER_OUTPUT_CHARS = 3_000;
-const SQUEEZED_OUTPUT_CHARS = 600;
-const DECISION_COMPACT_CHARS = 200;
-const GOAL_COMPACT_CHARS = 2_000;
+/** In the cache layout, turns other than the newest may take this share at a compaction. */
+const OLDER_TURNS_SHARE = 0.5;
+/** Sections of the stable prefix: carried unchanged by an extension. */
+const PREFIX_SECTIONS = new Set(["system", "tools", "prefix", "goal", "decisions", "memories", "history"]);
 
-interface Turn {
-  call: LedgerEvent<"model_call">;
-  actions: LedgerEvent<"agent_action">[];
-  feedback: Map<string, LedgerEvent<"environment_feedback">>;
+interface Common {
+  decisions: LedgerEvent<"decision">[];
+  lastTests: LedgerEvent<"environment_feedback"> | undefined;
+  lastFailure: LedgerEvent<"environment_feedback"> | undefined;
+  summaries: LedgerEvent<"summary">[];
+  toolTokens: number;
+  /** The newest K decide calls and the events from the oldest of them on. */
+  calls: LedgerEvent<"model_call">[];
+  window: LedgerEvent[];
 }
 
-/** Tokens of a list of messages as the chat format counts them. */
-export function messagesTokens(messages: ChatMessage[], counter: TokenCounter): number {
-  let n = 0;
-  for (const m of messages) {
-    n += MESSAGE_OVERHEAD + counter.count(m.content);
-    if (m.role === "assistant" && m.toolCalls?.length) n += counter.count(JSON.stringify(m.toolCalls));
-  }
-  return n;
-}
-
-function planLines(subtasks: Subtask[]): string {
-  if (subtasks.length === 0) return "(no plan yet)";
-  const mark = { pending: "[ ]", in_progress: "[~]", completed: "[x]", blocked: "[!]" } as const;
-  return subtasks.map((s) => `- ${mark[s.status]} ${s.id} (${s.status}): ${s.description}`).join("\n");
-}
-
-/** Renders one turn as assistant tool calls followed by their results, outputs cut to `cap` chars. */
-function turnMessages(t: Turn, cap: number): ChatMessage[] {
-  const msgs: ChatMessage[] = [{ role: "assistant", content: t.call.payload.content, toolCalls: t.call.payload.toolCalls }];
-  for (const call of t.call.payload.toolCalls) {
-    const action = t.actions.find((a) => a.payload.callId === call.id);
-    const fb = action ? t.feedback.get(action.id) : undefined;
-    const content = fb
-      ? `[${fb.payload.status}${fb.payload.errorClass ? `: ${fb.payload.errorClass}` : ""}] ${capText(fb.payload.output, cap)}`
-      : "[no result recorded]";
-    msgs.push({ role: "tool", toolCallId: call.id, name: call.name, content });
-  }
-  return msgs;
-}
-
-const turnSource = (t: Turn) => `turn:step${t.call.payload.turn + 1}:${t.call.id}`;
-
-/** Decisions may take this share of the budget before older ones are shortened. */
-const DECISIONS_SHARE = 0.25;
-/** The newest decisions always stay in full. */
-const DECISIONS_KEPT_FULL = 10;
-/** Past this many decisions the middle ones may be elided (level 3); the first ones always stay. */
-const DECISIONS_ELIDE_ABOVE = 60;
-const DECISIONS_KEPT_FIRST = 5;
-const DECISION_NEWEST_CHARS = 600;
-
-/**
- * The fixed part. Decisions are pinned, so they are never dropped; when they outgrow their share
- * (or the fixed part outgrows the budget) they are shortened step by step: level 1 cuts all but the
- * newest 10 to 200 chars; level 2 cuts all but the newest 3 to 60 chars, those 3 to 600, and the
- * goal to its first and last 1,000 characters; level 3 (only past 60 decisions) also replaces the
- * middle ones by a pointer to the ledger, keeping the first 5 and the newest 10.
- */
-function fixedSections(state: TaskStateValue, decisions: LedgerEvent<"decision">[], status: string, level: 0 | 1 | 2 | 3) {
-  const goal = level === 2 ? capText(state.goal, GOAL_COMPACT_CHARS) : state.goal;
-  const sections: Array<{ section: string; source: string; text: string }> = [
-    { section: "goal", source: "state.goal", text: `# Goal\n${goal}` },
-    { section: "plan", source: "state.subtasks", text: `# Plan\n${planLines(state.subtasks)}` },
-  ];
-  if (decisions.length) {
-    const firstFull = decisions.length - DECISIONS_KEPT_FULL;
-    // Level 3 (only past DECISIONS_ELIDE_ABOVE decisions): the first ones (foundations) and the newest
-    // stay; the middle is replaced by a pointer to the ledger, counted in the provenance.
-    const elide = level === 3 && decisions.length > DECISIONS_ELIDE_ABOVE;
-    const lines = decisions.flatMap((d, i) => {
-      if (elide && i >= DECISIONS_KEPT_FIRST && i < firstFull) {
-        if (i !== DECISIONS_KEPT_FIRST) return [];
-        const mid = decisions.slice(DECISIONS_KEPT_FIRST, firstFull);
-        return [`… ${mid.length} decisions of steps ${mid[0]!.payload.step}-${mid.at(-1)!.payload.step} are in the ledger (ledgerloop ledger <thread> --type decision)`];
-      }
-      const newest = decisions.length - i <= 3;
-      const limit =
-        level === 0 ? Infinity : level === 1 ? (i >= firstFull ? Infinity : DECISION_COMPACT_CHARS) : newest ? DECISION_NEWEST_CHARS : 60;
-      const text = d.payload.text.length > limit ? `${d.payload.text.slice(0, limit - 1)}…` : d.payload.text;
-      return [`${i + 1}. (step ${d.payload.step}) ${text}`];
-    });
-    const note = level > 0 ? " — older ones shortened; the full text is in the ledger" : "";
-    sections.push({
-      section: "decisions",
-      source: `ledger:decision×${decisions.length}${level ? ` (compact ${level})` : ""}`,
-      text: `# Decisions (pinned${note})\n${lines.join("\n")}`,
-    });
-  }
-  sections.push({ section: "status", source: "state", text: `# Run status\n${status}` });
-  return sections;
-}
-
-/**
- * Assembles one decide prompt under a token budget (see SECTION_SHARE for the rules) and lists
- * every included and every left-out piece with its tokens, so the prompt can be explained later.
- */
-export async function buildPrompt(input: BuildInput): Promise<BuiltPrompt> {
-  const { ledger, state, counter } = input;
+async function readCommon(input: BuildInput): Promise<Common> {
+  const { ledger, state } = input;
   const head = state.ledgerHead;
   const K = input.recentTurns ?? 6;
-  const budget = new Budget(input.budgetTokens);
-
   const decisions = (await ledger.branch(head, { types: ["decision"] })) as LedgerEvent<"decision">[];
   const feedbackTail = (await ledger.branch(head, { types: ["environment_feedback"], last: 30 })) as LedgerEvent<"environment_feedback">[];
-  const lastTests = [...feedbackTail].reverse().find((e) => e.payload.tests);
-  const lastFailure = [...feedbackTail].reverse().find((e) => e.payload.status !== "ok");
-
-  // --- fixed part: always present --------------------------------------------------------------
-  const status: string[] = [`Step ${state.step + 1} of at most ${input.maxSteps}.`];
-  if (lastTests?.payload.tests) {
-    const t = lastTests.payload.tests;
-    status.push(
-      `Last test run (seq ${lastTests.seq}): ${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped${
-        t.failedTests.length ? `; failing: ${t.failedTests.slice(0, 10).join(", ")}` : ""
-      }.`,
-    );
-  }
-  if (state.failureStreak > 0) status.push(`The last ${state.failureStreak} step(s) failed: change approach if the same error repeats.`);
-  const statusText = status.join("\n");
-  const toolTokens = counter.count(JSON.stringify(input.tools));
-  const systemTokens = MESSAGE_OVERHEAD + counter.count(SYSTEM_PROMPT);
-  const fixedTokens = (secs: ReturnType<typeof fixedSections>) => secs.reduce((n, s) => n + counter.count(s.text) + 2, MESSAGE_OVERHEAD);
-  const decisionTokens = (secs: ReturnType<typeof fixedSections>) => counter.count(secs.find((s) => s.section === "decisions")?.text ?? "");
-  let fixed = fixedSections(state, decisions, statusText, 0);
-  for (const level of [1, 2, 3] as const) {
-    const over = systemTokens + toolTokens + fixedTokens(fixed) > input.budgetTokens;
-    if (!over && decisionTokens(fixed) <= input.budgetTokens * DECISIONS_SHARE) break;
-    fixed = fixedSections(state, decisions, statusText, level);
-  }
-  const fixedTotal = systemTokens + toolTokens + fixedTokens(fixed);
-  if (fixedTotal > input.budgetTokens) {
-    throw new ContextBudgetError(
-      `the prompt budget (${input.budgetTokens} tokens) is smaller than the fixed part (instructions, tool schemas, goal, plan, ${decisions.length} decisions: ${fixedTotal} tokens); raise --budget`,
-    );
-  }
-  budget.charge({ section: "system", source: "instructions", tokens: systemTokens });
-  budget.charge({ section: "tools", source: `${input.tools.length} tool schemas`, tokens: toolTokens });
-  budget.charge({ section: "fixed", source: "user message framing", tokens: MESSAGE_OVERHEAD });
-  for (const s of fixed) budget.charge({ section: s.section, source: s.source, tokens: counter.count(s.text) + 2 });
-
-  // --- recent turns ------------------------------------------------------------------------------
+  const summaries = (await ledger.branch(head, { types: ["summary"] })) as LedgerEvent<"summary">[];
   const calls = ((await ledger.branch(head, { types: ["model_call"], last: K * 3 + 4 })) as LedgerEvent<"model_call">[])
     .filter((c) => c.payload.node === "decide")
     .slice(-K);
-  const turns: Turn[] = [];
-  let window: LedgerEvent[] = [];
-  if (calls.length) {
-    window = await ledger.branch(head, { afterSeq: calls[0]!.seq - 1 });
-    for (const call of calls) {
-      const actions = window.filter((e) => e.type === "agent_action" && e.causedBy === call.id) as LedgerEvent<"agent_action">[];
-      const ids = new Set(actions.map((a) => a.id));
-      const feedback = new Map<string, LedgerEvent<"environment_feedback">>();
-      for (const e of window) {
-        if (e.type === "environment_feedback" && e.causedBy && ids.has(e.causedBy)) feedback.set(e.causedBy, e as LedgerEvent<"environment_feedback">);
-      }
-      turns.push({ call, actions, feedback });
+  const window = calls.length ? await ledger.branch(head, { afterSeq: calls[0]!.seq - 1 }) : [];
+  return {
+    decisions,
+    lastTests: [...feedbackTail].reverse().find((e) => e.payload.tests),
+    lastFailure: [...feedbackTail].reverse().find((e) => e.payload.status !== "ok"),
+    summaries,
+    toolTokens: input.counter.count(JSON.stringify(input.tools)),
+    calls,
+    window,
+  };
+}
+
+const joinSections = (parts: Array<string | null>) => parts.filter((p): p is string => !!p).join("\n\n");
+
+/**
+ * Assembles one decide prompt under a token budget and lists every included and every left-out
+ * piece with its tokens, so the prompt can be explained later. Extends `previous` when it can.
+ */
+export async function buildPrompt(input: BuildInput): Promise<BuiltPrompt> {
+  const layout = input.layout ?? "cache";
+  const common = await readCommon(input);
+  if (layout === "legacy") return compact(input, common, "legacy", "legacy layout");
+  const prev = input.previous;
+  let reason = "start";
+  if (prev?.layout?.kind === "cache") {
+    if (prev.layout.budget !== input.budgetTokens) reason = "budget changed";
+    else if (prev.layout.summaries !== common.summaries.length) reason = "summary";
+    else {
+      const extended = await extend(input, common, prev.messages, prev.items, prev.layout);
+      if (typeof extended !== "string") return extended;
+      reason = extended;
     }
   }
-  const nudge: ChatMessage = {
-    role: "user",
-    content: "You answered without calling a tool. Continue with a tool call, or call finish if the goal is met and verified.",
-  };
+  return compact(input, common, "cache", reason);
+}
+
+/** The fixed part at the mildest decision compaction level that fits (or a clear error). */
+function fixedPart(input: BuildInput, c: Common, status: string) {
+  const { counter } = input;
+  const systemTokens = MESSAGE_OVERHEAD + counter.count(SYSTEM_PROMPT);
+  const plan: Section = { section: "plan", source: "state.subtasks", text: `# Plan\n${planLines(input.state.subtasks)}` };
+  const stat: Section = { section: "status", source: "state", text: `# Run status\n${status}` };
+  const cost = (secs: Section[]) => secs.reduce((n, s) => n + counter.count(s.text) + 2, 2 * MESSAGE_OVERHEAD);
+  const decisionTokens = (secs: Section[]) => counter.count(secs.find((s) => s.section === "decisions")?.text ?? "");
+  let pinned = pinnedSections(input.state, c.decisions, 0);
+  for (const level of [1, 2, 3] as const) {
+    const over = systemTokens + c.toolTokens + cost([...pinned, plan, stat]) > input.budgetTokens;
+    if (!over && decisionTokens(pinned) <= input.budgetTokens * DECISIONS_SHARE) break;
+    pinned = pinnedSections(input.state, c.decisions, level);
+  }
+  const total = systemTokens + c.toolTokens + cost([...pinned, plan, stat]);
+  if (total > input.budgetTokens) {
+    throw new ContextBudgetError(
+      `the prompt budget (${input.budgetTokens} tokens) is smaller than the fixed part (instructions, tool schemas, goal, plan, ${c.decisions.length} decisions: ${total} tokens); raise --budget`,
+    );
+  }
+  return { systemTokens, pinned, plan, stat };
+}
+
+/** Writes the whole prompt afresh: the prefix, the recent turns, the volatile part. */
+async function compact(input: BuildInput, c: Common, kind: "cache" | "legacy", reason: string): Promise<BuiltPrompt> {
+  const { counter, state } = input;
+  const cache = kind === "cache";
+  const budget = new Budget(input.budgetTokens);
+  const { systemTokens, pinned, plan, stat } = fixedPart(input, c, statusText(state, input.maxSteps, c.lastTests));
+  budget.charge({ section: "system", source: "instructions", tokens: systemTokens });
+  budget.charge({ section: "tools", source: `${input.tools.length} tool schemas`, tokens: c.toolTokens });
+  budget.charge({ section: cache ? "prefix" : "fixed", source: "user message framing", tokens: MESSAGE_OVERHEAD });
+  if (cache) budget.charge({ section: "volatile", source: "volatile message framing", tokens: MESSAGE_OVERHEAD });
+  for (const s of [...pinned, plan, stat]) budget.charge({ section: s.section, source: s.source, tokens: counter.count(s.text) + 2 });
+
+  // --- recent turns ------------------------------------------------------------------------------
+  const turns = turnsOf(c.calls, c.window);
   const needsNudge = turns.length > 0 && turns.at(-1)!.call.payload.toolCalls.length === 0;
-  if (needsNudge) budget.charge({ section: "recent", source: "continue-nudge", tokens: messagesTokens([nudge], counter) });
+  const nudge: ChatMessage = { role: "user", content: NUDGE };
+  if (needsNudge) budget.charge({ section: cache ? "volatile" : "recent", source: "continue-nudge", tokens: cache ? counter.count(NUDGE) + 2 : messagesTokens([nudge], counter) });
   const chosen: Array<{ turn: Turn; msgs: ChatMessage[] }> = [];
   let dropping = false;
   for (let i = turns.length - 1; i >= 0; i--) {
@@ -238,174 +210,189 @@ export async function buildPrompt(input: BuildInput): Promise<BuiltPrompt> {
       budget.omit({ section: "recent", source: turnSource(turn), tokens: messagesTokens(turnMessages(turn, OLDER_OUTPUT_CHARS), counter), note: "older than a dropped turn" });
       continue;
     }
-    let cap = i === turns.length - 1 ? NEWEST_OUTPUT_CHARS : OLDER_OUTPUT_CHARS;
+    const newest = i === turns.length - 1;
+    const share = cache && !newest ? OLDER_TURNS_SHARE : 1;
+    let cap = newest ? NEWEST_OUTPUT_CHARS : OLDER_OUTPUT_CHARS;
     let msgs = turnMessages(turn, cap);
     let tokens = messagesTokens(msgs, counter);
-    while (tokens > budget.remaining() && cap > SQUEEZED_OUTPUT_CHARS) {
+    while (tokens > budget.room("recent", share) && cap > SQUEEZED_OUTPUT_CHARS) {
       cap = Math.max(SQUEEZED_OUTPUT_CHARS, Math.floor(cap / 3));
       msgs = turnMessages(turn, cap);
       tokens = messagesTokens(msgs, counter);
     }
     const note = cap < OLDER_OUTPUT_CHARS ? `outputs cut to ${cap} chars` : undefined;
-    if (budget.take({ section: "recent", source: turnSource(turn), tokens, note })) chosen.unshift({ turn, msgs });
+    if (budget.take({ section: "recent", source: turnSource(turn), tokens, note }, share)) chosen.unshift({ turn, msgs });
     else dropping = true; // a gap in the chain would mislead: drop everything older too
   }
-  const shownEvents = new Set(window.map((e) => e.id));
   const oldestShownSeq = chosen[0]?.turn.call.seq ?? Number.MAX_SAFE_INTEGER;
 
-  const extra: string[] = [];
-  // For each extra section, the budget items it holds (so a late drop can retract them).
-  const extraSources: Array<Array<{ section: string; source: string }>> = [];
+  // --- optional sections, in budget order; each remembers its items so a late drop can retract them
+  // Nothing the turns already show is repeated (a file just read is not shown again as a focus file).
+  const turnsText = cache ? chosen.flatMap((ch) => ch.msgs.map((m) => m.content)).join("\n") : "";
+  const x = extrasInput(input, c, budget, oldestShownSeq, new Set(c.window.map((e) => e.id)), (t) => cache && turnsText.includes(t));
+  if (cache) x.written = writtenContents(chosen.flatMap((ch) => ch.msgs));
+  const { current, errorLine, query } = workQuery(state, c.lastFailure);
+  const extras: Array<{ place: "prefix" | "volatile"; text: string; items: Array<{ section: string; source: string }> }> = [];
   let mark = budget.items.length;
-  const pushExtra = (text: string) => {
-    extra.push(text);
-    extraSources.push(budget.items.slice(mark).map((i) => ({ section: i.section, source: i.source })));
+  const add = (place: "prefix" | "volatile", text: string | null) => {
+    if (text) extras.push({ place, text, items: budget.items.slice(mark).map((i) => ({ section: i.section, source: i.source })) });
     mark = budget.items.length;
   };
-
-  // --- workspace summary ---------------------------------------------------------------------------
-  const snaps = (await ledger.branch(head, { types: ["workspace_snapshot"], last: 40 })) as LedgerEvent<"workspace_snapshot">[];
-  if (snaps.length) {
-    const withTree = [...snaps].reverse().find((s) => s.payload.tree);
-    const touched = new Set<string>();
-    for (const s of snaps) for (const f of [...s.payload.changed.created, ...s.payload.changed.modified]) touched.add(f);
-    const lines = [
-      withTree ? `${withTree.payload.fileCount ?? "?"} files: ${withTree.payload.tree}` : "",
-      touched.size ? `Changed recently by this run: ${[...touched].slice(-30).join(", ")}` : "",
-    ].filter(Boolean);
-    const text = `# Workspace\n${lines.join("\n")}`;
-    if (lines.length && budget.take({ section: "workspace", source: `snapshot:${snaps.at(-1)!.id}`, tokens: counter.count(text) + 1 }, SECTION_SHARE.workspace)) {
-      pushExtra(text);
-    }
-  }
-
-  // --- focus files -------------------------------------------------------------------------------
+  add("volatile", await workspaceSection(x));
   const focusShown = new Set<string>();
-  if (input.workspace) {
-    const recent = window.length ? window : await ledger.branch(head, { last: 60 });
-    const parts: string[] = [];
-    for (const f of focusFiles(recent, input.workspace)) {
-      let text: string;
-      try {
-        const abs = path.join(input.workspace, f.path);
-        if (fs.statSync(abs).size > 512 * 1024) continue;
-        text = fs.readFileSync(abs, "utf8");
-      } catch {
-        continue;
-      }
-      if (text.includes("\u0000")) continue;
-      const rendered = renderWindows(f.path, text, windows(text.split("\n").length, f.lines));
-      const tokens = counter.count(rendered) + 1;
-      if (budget.take({ section: "focus", source: `file:${f.path}`, tokens, note: f.why }, SECTION_SHARE.focus)) {
-        parts.push(rendered);
-        focusShown.add(f.path);
-      }
-    }
-    if (parts.length) pushExtra(`# Files you are working on (current content)\n${parts.join("\n\n")}`);
-  }
-
-  // --- retrieved code ----------------------------------------------------------------------------
-  const current = state.subtasks.find((s) => s.status === "in_progress") ?? state.subtasks.find((s) => s.status === "pending");
-  const errorLine = lastFailure?.payload.output.split("\n").find((l) => /error|fail|assert|expected/i.test(l))?.slice(0, 200) ?? "";
-  // What the work needs now: the current subtask and the latest error. The focus files are already
-  // shown, so they are left out of the query: retrieval should bring the *other* relevant code.
-  const query = [current?.description ?? state.goal.slice(0, 300), errorLine].filter(Boolean).join(" ");
-  if (input.searcher && input.workspace && query.trim()) {
-    const hits = await input.searcher.search(query, 8).catch(() => []);
-    const parts: string[] = [];
-    for (const h of hits) {
-      if (focusShown.has(h.path)) continue;
-      let body = h.preview;
-      try {
-        const lines = fs.readFileSync(path.join(input.workspace, h.path), "utf8").split("\n");
-        const end = Math.min(h.endLine, h.startLine + 39);
-        body = renderWindows(h.path, lines.join("\n"), [[h.startLine, end]]);
-      } catch {
-        body = `## ${h.path}:${h.startLine}-${h.endLine}\n${h.preview}`;
-      }
-      const tokens = counter.count(body) + 1;
-      const note = h.sources ? Object.entries(h.sources).map(([k, v]) => (Array.isArray(v) ? `${k}=${JSON.stringify(v.join(" | ").slice(0, 120))}` : `${k}=${Number(v).toFixed(3)}`)).join(" ") : undefined;
-      if (budget.take({ section: "retrieved", source: `file:${h.path}#L${h.startLine}-${h.endLine}`, tokens, score: h.score, note }, SECTION_SHARE.retrieved)) {
-        parts.push(body);
-      }
-    }
-    if (parts.length) pushExtra(`# Possibly relevant code (search: ${query.length > 160 ? `${query.slice(0, 157)}...` : query})\n${parts.join("\n\n")}`);
-  }
-
-  // --- recalled history (reversible summaries) ------------------------------------------------
-  const summaries = (await ledger.branch(head, { types: ["summary"] })) as LedgerEvent<"summary">[];
-  const summarisedBy = (seq: number) => summaries.find((s) => s.payload.fromSeq <= seq && seq <= s.payload.toSeq);
-  if (query.trim() && head) {
-    const searcher = input.eventSearcher ?? lexicalEventSearcher(ledger, head);
-    const hits = await searcher.searchEvents(query, 12).catch(() => []);
-    const parts: string[] = [];
-    for (const h of hits) {
-      if (shownEvents.has(h.eventId)) continue;
-      const e = await ledger.get(h.eventId);
-      if (!e || e.seq >= oldestShownSeq || e.type === "summary") continue;
-      const by = summarisedBy(e.seq);
-      const line = `- (seq ${e.seq}, ${e.type}${by ? `, expanded from summary seq ${by.payload.fromSeq}-${by.payload.toSeq}` : ""}) ${capText(eventText(e), 600)}`;
-      if (budget.take({ section: "recalled", source: `event:${e.id}`, tokens: counter.count(line) + 1, score: h.score, note: by ? `expanded from summary ${by.id}` : undefined }, SECTION_SHARE.recalled)) {
-        parts.push(line);
-        shownEvents.add(e.id);
-      }
-    }
-    if (parts.length) pushExtra(`# Earlier events that match the current work\n${parts.join("\n")}`);
-  }
-
-  // --- long-term memories ------------------------------------------------------------------------
-  if (input.store) {
-    const lessons = await recallLessons(input.store, `${state.goal} ${current?.description ?? ""} ${errorLine}`, 6).catch(() => []);
-    const parts: string[] = [];
-    for (const l of lessons) {
-      const line = `- ${l.text}`;
-      if (budget.take({ section: "memories", source: `memory:${l.key}`, tokens: counter.count(line) + 1, score: l.score }, SECTION_SHARE.memories)) parts.push(line);
-    }
-    if (parts.length) pushExtra(`# Lessons from earlier runs in this workspace\n${parts.join("\n")}`);
-  }
-
-  // --- older history as tiered summaries ---------------------------------------------------------
-  const older = summaries.filter((s) => s.payload.toSeq < oldestShownSeq);
-  const far = older.filter((s) => s.payload.tier === "far");
-  const coveredByFar = (s: LedgerEvent<"summary">) => far.some((f) => f.payload.fromSeq <= s.payload.fromSeq && s.payload.toSeq <= f.payload.toSeq);
-  const mid = older.filter((s) => s.payload.tier === "mid" && !coveredByFar(s));
-  const histParts: string[] = [];
-  for (const s of far) {
-    const line = `- (far, seq ${s.payload.fromSeq}-${s.payload.toSeq}) ${s.payload.text}`;
-    if (budget.take({ section: "history", source: `summary:${s.id}`, tokens: counter.count(line) + 1, note: "far" }, SECTION_SHARE.history)) histParts.push(line);
-  }
-  const midParts: string[] = [];
-  for (let i = mid.length - 1; i >= 0; i--) {
-    const s = mid[i]!;
-    const line = `- (seq ${s.payload.fromSeq}-${s.payload.toSeq}) ${s.payload.text}`;
-    if (budget.take({ section: "history", source: `summary:${s.id}`, tokens: counter.count(line) + 1, note: "mid" }, SECTION_SHARE.history)) midParts.unshift(line);
-  }
-  if (histParts.length || midParts.length) pushExtra(`# Earlier history (summarised)\n${[...histParts, ...midParts].join("\n")}`);
+  add("volatile", focusSection(x, focusShown));
+  add("volatile", await retrievedSection(x, query, focusShown));
+  add("volatile", await recalledSection(x, query));
+  add("prefix", await memoriesSection(x, `${state.goal} ${current?.description ?? ""} ${errorLine}`));
+  add("prefix", historySection(x));
 
   // --- assemble ------------------------------------------------------------------------------------
-  const closing = chosen.length ? "\n\n# Recent steps\nYour most recent tool calls and their results follow." : "";
+  const closing = !cache && chosen.length ? "\n\n# Recent steps\nYour most recent tool calls and their results follow." : "";
   if (closing) budget.charge({ section: "fixed", source: "recent-steps header", tokens: counter.count(closing) });
-  const assemble = (): ChatMessage[] => [
-    { role: "system", content: SYSTEM_PROMPT },
-    { role: "user", content: [...fixed.map((s) => s.text), ...extra].join("\n\n") + closing },
-    ...chosen.flatMap((c) => c.msgs),
-    ...(needsNudge ? [nudge] : []),
-  ];
+  const assemble = (): ChatMessage[] => {
+    const turnsMsgs = chosen.flatMap((ch) => ch.msgs);
+    const texts = (place: "prefix" | "volatile") => extras.filter((e) => e.place === place).map((e) => e.text);
+    if (!cache) {
+      const fixed = [pinned[0]!, plan, ...pinned.slice(1), stat].map((s) => s.text);
+      return [
+        { role: "system", content: SYSTEM_PROMPT },
+        { role: "user", content: [...fixed, ...texts("volatile"), ...texts("prefix")].join("\n\n") + closing },
+        ...turnsMsgs,
+        ...(needsNudge ? [nudge] : []),
+      ];
+    }
+    return [
+      { role: "system", content: SYSTEM_PROMPT },
+      { role: "user", content: joinSections([...pinned.map((s) => s.text), ...texts("prefix")]) },
+      ...turnsMsgs,
+      { role: "user", content: joinSections([stat.text, plan.text, ...texts("volatile"), needsNudge ? NUDGE : null]) },
+    ];
+  };
   let messages = assemble();
   // The parts were counted one by one; BPE merges at the seams can differ by a few tokens. Recount
   // the real messages and, in the rare case that is over, drop optional sections from the end.
-  let actual = messagesTokens(messages, counter) + toolTokens;
-  while (actual > input.budgetTokens && extra.length) {
-    extra.pop();
-    for (const source of extraSources.pop() ?? []) budget.retract(source.section, source.source, "dropped after recount");
+  let actual = messagesTokens(messages, counter) + c.toolTokens;
+  while (actual > input.budgetTokens && extras.length) {
+    for (const it of extras.pop()!.items) budget.retract(it.section, it.source, "dropped after recount");
     messages = assemble();
-    actual = messagesTokens(messages, counter) + toolTokens;
+    actual = messagesTokens(messages, counter) + c.toolTokens;
   }
   while (actual > input.budgetTokens && chosen.length) {
-    const dropped = chosen.shift()!;
-    budget.retract("recent", turnSource(dropped.turn), "dropped after recount");
+    budget.retract("recent", turnSource(chosen.shift()!.turn), "dropped after recount");
     messages = assemble();
-    actual = messagesTokens(messages, counter) + toolTokens;
+    actual = messagesTokens(messages, counter) + c.toolTokens;
   }
-  return { messages, items: budget.items, omitted: budget.omitted, tokens: actual };
+  const layout: PromptLayout = {
+    kind,
+    built: "compaction",
+    reason,
+    prefixMessages: 2,
+    logFromSeq: chosen[0]?.turn.call.seq ?? 0,
+    logThroughSeq: chosen.at(-1)?.turn.call.seq ?? c.calls.at(-1)?.seq ?? 0,
+    summaries: c.summaries.length,
+    budget: input.budgetTokens,
+  };
+  return { messages, items: budget.items, omitted: budget.omitted, tokens: actual, layout };
+}
+
+function extrasInput(input: BuildInput, c: Common, budget: Budget, oldestShownSeq: number, shownEvents: Set<string>, seen: (t: string) => boolean): ExtrasInput {
+  return {
+    ledger: input.ledger,
+    state: input.state,
+    counter: input.counter,
+    budget,
+    workspace: input.workspace,
+    searcher: input.searcher,
+    eventSearcher: input.state.ledgerHead ? (input.eventSearcher ?? lexicalEventSearcher(input.ledger, input.state.ledgerHead)) : null,
+    store: input.store,
+    window: c.window,
+    oldestShownSeq,
+    shownEvents,
+    lastFailure: c.lastFailure,
+    summaries: c.summaries,
+    seen,
+  };
+}
+
+/** The newest "# Plan" block shown in these messages (to repeat the plan only when it changed). */
+function lastPlanShown(messages: ChatMessage[]): string | null {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!;
+    if (m.role !== "user") continue;
+    const at = m.content.lastIndexOf("# Plan\n");
+    if (at === -1) continue;
+    const end = m.content.indexOf("\n\n", at);
+    return m.content.slice(at, end === -1 ? undefined : end);
+  }
+  return null;
+}
+
+/**
+ * The previous prompt (its volatile message now part of the log) plus the turns since and a new
+ * volatile message. Returns the reason instead when it cannot: that is a compaction.
+ */
+async function extend(input: BuildInput, c: Common, prevMessages: ChatMessage[], prevItems: ContextItem[], prev: PromptLayout): Promise<BuiltPrompt | string> {
+  const { counter, state, ledger } = input;
+  const budget = new Budget(input.budgetTokens);
+  const newCalls = ((await ledger.branch(state.ledgerHead, { types: ["model_call"], afterSeq: prev.logThroughSeq })) as LedgerEvent<"model_call">[]).filter(
+    (e) => e.payload.node === "decide",
+  );
+  if (!newCalls.length) return "no new turn";
+  const window = await ledger.branch(state.ledgerHead, { afterSeq: newCalls[0]!.seq - 1 });
+  const turns = turnsOf(newCalls, window);
+
+  for (const it of prevItems) if (PREFIX_SECTIONS.has(it.section) && it.tokens > 0) budget.charge(it);
+  const log = prevMessages.slice(prev.prefixMessages);
+  budget.charge({ section: "log", source: `turn log since the compaction (${log.length} messages)`, tokens: messagesTokens(log, counter) });
+  const added: ChatMessage[] = [];
+  for (const [i, turn] of turns.entries()) {
+    const msgs = turnMessages(turn, i === turns.length - 1 ? NEWEST_OUTPUT_CHARS : OLDER_OUTPUT_CHARS);
+    if (!budget.take({ section: "recent", source: turnSource(turn), tokens: messagesTokens(msgs, counter) })) return "budget";
+    added.push(...msgs);
+  }
+  const logText = [...log, ...added].map((m) => m.content).join("\n");
+  const planText = `# Plan\n${planLines(state.subtasks)}`;
+  const statText = `# Run status\n${statusText(state, input.maxSteps, c.lastTests)}`;
+  const planChanged = lastPlanShown(log) !== planText;
+  const required = planChanged ? [statText, planText] : [statText];
+  const needsNudge = turns.at(-1)!.call.payload.toolCalls.length === 0;
+  const requiredTokens = MESSAGE_OVERHEAD + required.reduce((n, t) => n + counter.count(t) + 2, 0) + (needsNudge ? counter.count(NUDGE) + 2 : 0);
+  if (requiredTokens > budget.remaining()) return "budget";
+  budget.charge({ section: "volatile", source: needsNudge ? "message framing, continue-nudge" : "message framing", tokens: requiredTokens - (counter.count(statText) + 2) - (planChanged ? counter.count(planText) + 2 : 0) });
+  budget.charge({ section: "status", source: "state", tokens: counter.count(statText) + 2 });
+  // Unchanged plan and decisions recorded since the compaction are in the log: listed, at no cost.
+  budget.charge({ section: "plan", source: "state.subtasks", tokens: planChanged ? counter.count(planText) + 2 : 0, note: planChanged ? undefined : "unchanged: shown earlier in the log" });
+  const inPrefix = prevItems.find((i) => i.section === "decisions" && i.tokens > 0);
+  if (c.decisions.length && !inPrefix) budget.charge({ section: "decisions", source: `ledger:decision×${c.decisions.length}`, tokens: 0, note: "recorded since the compaction: in the turn log" });
+
+  const x = extrasInput(input, c, budget, prev.logFromSeq || Number.MAX_SAFE_INTEGER, new Set(), (t) => logText.includes(t));
+  x.written = writtenContents([...log, ...added]);
+  const { query } = workQuery(state, c.lastFailure);
+  const extras: Array<{ text: string; items: Array<{ section: string; source: string }> }> = [];
+  let mark = budget.items.length;
+  const add = (text: string | null) => {
+    if (text) extras.push({ text, items: budget.items.slice(mark).map((i) => ({ section: i.section, source: i.source })) });
+    mark = budget.items.length;
+  };
+  add(await workspaceSection(x));
+  const focusShown = new Set<string>();
+  add(focusSection(x, focusShown));
+  add(await retrievedSection(x, query, focusShown));
+  add(await recalledSection(x, query));
+
+  const assemble = (): ChatMessage[] => [
+    ...prevMessages,
+    ...added,
+    { role: "user", content: joinSections([...required, ...extras.map((e) => e.text), needsNudge ? NUDGE : null]) },
+  ];
+  let messages = assemble();
+  let actual = messagesTokens(messages, counter) + c.toolTokens;
+  while (actual > input.budgetTokens && extras.length) {
+    for (const it of extras.pop()!.items) budget.retract(it.section, it.source, "dropped after recount");
+    messages = assemble();
+    actual = messagesTokens(messages, counter) + c.toolTokens;
+  }
+  if (actual > input.budgetTokens) return "budget";
+  const layout: PromptLayout = { ...prev, built: "extension", reason: "append", logFromSeq: prev.logFromSeq || newCalls[0]!.seq, logThroughSeq: newCalls.at(-1)!.seq };
+  return { messages, items: budget.items, omitted: budget.omitted, tokens: actual, layout };
 }

@@ -3,7 +3,7 @@ import { RunRegistry, runnerAlive, type CheckpointHome, type RunOrigin } from ".
 
 /**
  * What a reader can say about a run. The ledger's statuses (finished, failed, max_steps,
- * script_exhausted, interrupted, awaiting_approval) plus what only the records show together:
+ * script_exhausted, interrupted, awaiting_approval, rate_limited, model_unavailable, budget_exhausted) plus what only the records show together:
  * `rewound`/`forked` (a CLI time-travel waiting to be resumed), `running` (its runner is alive),
  * `unknown` (no terminal status, and its runner cannot be checked from here).
  */
@@ -17,6 +17,9 @@ export type RunStatusView =
   | "forked"
   | "max_steps"
   | "script_exhausted"
+  | "rate_limited"
+  | "model_unavailable"
+  | "budget_exhausted"
   | "unknown";
 
 /** What is recorded about a run, as `runStatus` reads it. */

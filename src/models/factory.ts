@@ -8,6 +8,8 @@ export interface ModelFactoryOptions {
   env?: NodeJS.ProcessEnv;
   /** Where a scripted model appends the requests it receives (JSON lines). */
   recordFile?: string;
+  /** Told before each retry wait of a model call (progress lines). */
+  onRetry?: (info: { attempt: number; delayMs: number; fault: { kind: string; status?: number } }) => void;
 }
 
 /** Builds a model from its spec: `openai:<name>` or `scripted:<trajectory.json>`. */
@@ -21,13 +23,23 @@ export function createModel(spec: string, opts: ModelFactoryOptions = {}): ChatM
     return new ScriptedModel(loadTrajectory(file), { name: `scripted:${file}`, recordFile: opts.recordFile });
   }
   if (kind === "openai" && rest) {
+    const baseURL = env.OPENAI_BASE_URL || undefined;
+    // OpenAI itself always needs a key; local servers (a base URL of their own) often need none.
+    if (!env.OPENAI_API_KEY && (!baseURL || /^https:\/\/api\.openai\.com(\/|$)/.test(baseURL))) {
+      throw new ModelError(
+        "MODEL_NO_API_KEY",
+        `no API key for ${spec}: OPENAI_API_KEY is not set (for a local OpenAI-compatible server, set OPENAI_BASE_URL to it instead)`,
+      );
+    }
     return new OpenAIChatModel({
       model: rest,
       apiKey: env.OPENAI_API_KEY,
-      baseURL: env.OPENAI_BASE_URL || undefined,
+      baseURL,
       temperature: numberFromEnv(env, "LEDGERLOOP_TEMPERATURE", { min: 0, max: 2 }),
       timeoutMs: numberFromEnv(env, "LEDGERLOOP_MODEL_TIMEOUT_MS", { min: 100, max: 3_600_000, int: true }),
-      maxRetries: numberFromEnv(env, "LEDGERLOOP_MODEL_RETRIES", { min: 0, max: 10, int: true }),
+      maxRetries: numberFromEnv(env, "LEDGERLOOP_MODEL_RETRIES", { min: 0, max: 20, int: true }),
+      retryBaseMs: numberFromEnv(env, "LEDGERLOOP_MODEL_RETRY_BASE_MS", { min: 1, max: 600_000, int: true }),
+      onRetry: opts.onRetry,
     });
   }
   throw new ModelError(

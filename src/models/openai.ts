@@ -4,20 +4,26 @@ import { ModelError, errorMessage } from "../errors.js";
 import { REDACTED } from "../secrets.js";
 import { textOf, toLangChain, toolCallsOf } from "./langchain.js";
 import type { ChatMessage, ChatModel, ModelRequest, ModelResponse } from "./port.js";
+import { DEFAULT_RETRY, RetriesExhausted, classifyFault, withRetries, type RetryPolicy } from "./retry.js";
 
 export interface OpenAIModelOptions {
   model: string;
   apiKey?: string;
   baseURL?: string;
   temperature?: number;
+  /** Retries of rate limits and server faults (default 4). */
   maxRetries?: number;
+  /** First backoff in ms, doubled each retry (default 1000). */
+  retryBaseMs?: number;
+  onRetry?: RetryPolicy["onRetry"];
   timeoutMs?: number;
   maxOutputTokens?: number;
 }
 
 /**
  * Any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, LM Studio, llama.cpp server) through
- * LangChain's ChatOpenAI, with tools bound per request.
+ * LangChain's ChatOpenAI, with tools bound per request. Retries are ours (see retry.ts), so that
+ * Retry-After is honoured and a run can tell a rate limit from a server that is down.
  */
 export class OpenAIChatModel implements ChatModel {
   readonly name: string;
@@ -25,19 +31,24 @@ export class OpenAIChatModel implements ChatModel {
   private readonly baseURL: string;
   private readonly apiKey: string | undefined;
   private readonly timeoutMs: number;
-  private readonly maxRetries: number;
+  private readonly policy: RetryPolicy;
 
   constructor(opts: OpenAIModelOptions) {
     this.name = `openai:${opts.model}`;
     this.apiKey = opts.apiKey;
     this.baseURL = opts.baseURL ?? "https://api.openai.com/v1";
     this.timeoutMs = opts.timeoutMs ?? 120_000;
-    this.maxRetries = opts.maxRetries ?? 2;
+    this.policy = {
+      ...DEFAULT_RETRY,
+      ...(opts.maxRetries !== undefined ? { retries: opts.maxRetries } : {}),
+      ...(opts.retryBaseMs !== undefined ? { baseDelayMs: opts.retryBaseMs } : {}),
+      onRetry: opts.onRetry,
+    };
     this.client = new ChatOpenAI({
       model: opts.model,
       apiKey: opts.apiKey ?? "not-needed",
       temperature: opts.temperature,
-      maxRetries: this.maxRetries,
+      maxRetries: 0,
       timeout: this.timeoutMs,
       maxTokens: opts.maxOutputTokens,
       configuration: { baseURL: this.baseURL },
@@ -52,34 +63,62 @@ export class OpenAIChatModel implements ChatModel {
       : this.client;
     let msg: AIMessage;
     try {
-      msg = (await bound.invoke(toLangChain(req.messages), { signal: req.signal })) as AIMessage;
+      msg = await withRetries(async () => (await bound.invoke(toLangChain(req.messages), { signal: req.signal })) as AIMessage, this.policy, req.signal);
     } catch (err) {
-      const raw = errorMessage(err);
-      const unreachable = /ECONNREFUSED|ENOTFOUND|fetch failed|Connection error|ETIMEDOUT|EAI_AGAIN|socket hang up/i.test(
-        raw + String((err as { cause?: unknown })?.cause ?? ""),
-      );
-      // Some servers echo the key they rejected; LangChain appends a multi-line troubleshooting note.
-      const text = this.redact(raw).replace(/\s*\n\s*/g, " ").trim();
-      const leaks = raw !== this.redact(raw);
-      throw new ModelError(
-        unreachable ? "MODEL_UNREACHABLE" : "MODEL_BAD_RESPONSE",
-        unreachable
-          ? `model endpoint ${this.baseURL} is unreachable (${text}); check OPENAI_BASE_URL and that the server is running`
-          : /timed out/i.test(text)
-            ? `model ${this.name} at ${this.baseURL} did not answer within ${this.timeoutMs} ms (${this.maxRetries} retries); ` +
-              `LEDGERLOOP_MODEL_TIMEOUT_MS and LEDGERLOOP_MODEL_RETRIES change that`
-            : `model ${this.name} at ${this.baseURL} failed: ${text}`,
-        // The original error would carry the echoed key into logs that print causes.
-        { cause: leaks ? undefined : err },
-      );
+      throw this.modelError(err, req.signal);
     }
     const calls = toolCallsOf(msg);
     const usage = msg.usage_metadata;
+    const cached = usage?.input_token_details?.cache_read;
     return {
       content: textOf(msg.content),
       toolCalls: calls,
-      usage: usage ? { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens } : undefined,
+      usage: usage
+        ? { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens, ...(cached !== undefined ? { cachedInputTokens: cached } : {}) }
+        : undefined,
     };
+  }
+
+  /** One ModelError whose code says what the run should do: pause (rate limit, outage), stop (key), compact (length). */
+  private modelError(thrown: unknown, signal?: AbortSignal): ModelError {
+    const exhausted = thrown instanceof RetriesExhausted ? thrown : null;
+    const err = exhausted ? exhausted.last : thrown;
+    const fault = exhausted ? exhausted.fault : classifyFault(err, signal);
+    const raw = errorMessage(err);
+    // Some servers echo the key they rejected; LangChain appends a multi-line troubleshooting note.
+    const text = this.redact(raw).replace(/\s*\n\s*/g, " ").trim();
+    const leaks = raw !== this.redact(raw);
+    const tries = exhausted ? ` (${exhausted.attempts} attempts)` : "";
+    const at = `model ${this.name} at ${this.baseURL}`;
+    let code: ConstructorParameters<typeof ModelError>[0];
+    let message: string;
+    switch (fault.kind) {
+      case "rate_limited":
+        code = "MODEL_RATE_LIMITED";
+        message = `${at} is rate limited (HTTP 429${fault.retryAfterMs !== undefined ? `, Retry-After ${Math.ceil(fault.retryAfterMs / 1000)} s` : ""})${tries}: ${text}`;
+        break;
+      case "unavailable":
+        code = fault.unreachable ? "MODEL_UNREACHABLE" : "MODEL_UNAVAILABLE";
+        message = fault.unreachable
+          ? `model endpoint ${this.baseURL} is unreachable${tries} (${text}); check OPENAI_BASE_URL and that the server is running`
+          : fault.timeout
+            ? `${at} did not answer within ${this.timeoutMs} ms (${this.policy.retries} retries); LEDGERLOOP_MODEL_TIMEOUT_MS and LEDGERLOOP_MODEL_RETRIES change that`
+            : `${at} is unavailable (HTTP ${fault.status ?? "?"})${tries}: ${text}`;
+        break;
+      case "auth":
+        code = "MODEL_AUTH";
+        message = `${at} refused the request (HTTP ${fault.status}: ${fault.status === 401 ? "the API key is missing or wrong" : "the key may not use this model"}): ${text}; check OPENAI_API_KEY`;
+        break;
+      case "context_length":
+        code = "MODEL_CONTEXT_LENGTH";
+        message = `${at}: the prompt is longer than the model's context window: ${text}`;
+        break;
+      default:
+        code = "MODEL_BAD_RESPONSE";
+        message = `${at} failed${fault.status ? ` (HTTP ${fault.status})` : ""}: ${text}`;
+    }
+    // The original error would carry the echoed key into logs that print causes.
+    return new ModelError(code, message, { cause: leaks ? undefined : err });
   }
 
   /** The text without the API key (too short a key would blank out ordinary text, so it is left). */

@@ -26,7 +26,8 @@ export interface ModelRequest {
 export interface ModelResponse {
   content: string;
   toolCalls: ToolCallRecord[];
-  usage?: { inputTokens?: number; outputTokens?: number };
+  /** Input tokens include the cached ones (served from the provider's prefix cache, billed lower). */
+  usage?: { inputTokens?: number; outputTokens?: number; cachedInputTokens?: number };
   /** The scripted model has no turn left for this node. */
   exhausted?: boolean;
 }

@@ -1,6 +1,7 @@
 import type { Ledger } from "../ledger/port.js";
 import type { LedgerEvent, Subtask } from "../state.js";
 import { describeAction } from "../context/render.js";
+import { medianRatio } from "../context/reuse.js";
 import type { FileDiffStat, RevisionStore } from "../workspace/revisions.js";
 import { RevisionError, formatStat } from "../workspace/revisions.js";
 
@@ -43,7 +44,25 @@ export interface RunReport {
   approvals: Array<{ command: string; decision: string; by: string; rule: string }>;
   lessons: string[];
   timeTravel: Array<{ kind: string; toCheckpoint: string }>;
-  model_usage: { calls: number; inputTokens: number; outputTokens: number; promptTokensMax: number; promptTokensAvg: number };
+  model_usage: {
+    calls: number;
+    inputTokens: number;
+    outputTokens: number;
+    promptTokensMax: number;
+    promptTokensAvg: number;
+    cachedInputTokens?: number;
+    costUsd?: number;
+    /** Median share of a decide prompt equal to the previous one's leading tokens (what a prefix cache can serve). */
+    prefixReuseMedian?: number | null;
+    /** Calls, tokens and cost per model (a summary model shows apart). */
+    byModel?: Array<{ model: string; calls: number; inputTokens: number; cachedInputTokens: number; outputTokens: number; costUsd: number }>;
+  };
+}
+
+function groupBy<T>(xs: T[], key: (x: T) => string): Map<string, T[]> {
+  const m = new Map<string, T[]>();
+  for (const x of xs) m.set(key(x), [...(m.get(key(x)) ?? []), x]);
+  return m;
 }
 
 /** The runtime's definition of a test run that counts as evidence (see nodes/observe.ts). */
@@ -143,6 +162,17 @@ export async function buildReport(ledger: Ledger, revisions: RevisionStore | nul
       outputTokens: calls.reduce((n, c) => n + (c.payload.usage?.outputTokens ?? 0), 0),
       promptTokensMax: prompts.length ? Math.max(...prompts) : 0,
       promptTokensAvg: prompts.length ? Math.round(prompts.reduce((a, b) => a + b, 0) / prompts.length) : 0,
+      cachedInputTokens: calls.reduce((n, c) => n + (c.payload.usage?.cachedInputTokens ?? 0), 0),
+      costUsd: calls.reduce((n, c) => n + (c.payload.costUsd ?? 0), 0),
+      prefixReuseMedian: medianRatio(contexts.slice(1).flatMap((c) => (c.payload.prefixReuse ? [c.payload.prefixReuse.ratio] : []))) || null,
+      byModel: [...groupBy(calls, (c) => c.payload.model)].map(([model, cs]) => ({
+        model,
+        calls: cs.length,
+        inputTokens: cs.reduce((n, c) => n + (c.payload.usage?.inputTokens ?? 0), 0),
+        cachedInputTokens: cs.reduce((n, c) => n + (c.payload.usage?.cachedInputTokens ?? 0), 0),
+        outputTokens: cs.reduce((n, c) => n + (c.payload.usage?.outputTokens ?? 0), 0),
+        costUsd: cs.reduce((n, c) => n + (c.payload.costUsd ?? 0), 0),
+      })),
     },
   };
 }
@@ -171,6 +201,14 @@ export function reportMarkdown(r: RunReport): string {
     // The summary is the agent's own claim; say so when the evidence does not back it.
     const unverified = !t ? "not verified: no test run recorded" : !t.passing ? `not verified: the last test run (step ${t.step}) failed` : null;
     out.push(unverified ? `## Summary (the agent's words, ${unverified})` : "## Summary", "", r.finishSummary, "");
+  }
+  const u = r.model_usage;
+  if (u.byModel?.length) {
+    out.push("## Cost", "");
+    if (u.prefixReuseMedian) out.push(`Prefix reuse of decide prompts (median): ${(u.prefixReuseMedian * 100).toFixed(1)}%.`, "");
+    out.push("| model | calls | input | cached input | output | USD |", "|---|---|---|---|---|---|");
+    for (const m of u.byModel) out.push(`| ${m.model} | ${m.calls} | ${m.inputTokens} | ${m.cachedInputTokens} | ${m.outputTokens} | ${m.costUsd.toFixed(4)} |`);
+    out.push("");
   }
   if (r.plan.length) {
     const line = (s: ReportSubtask) =>

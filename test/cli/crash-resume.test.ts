@@ -7,7 +7,8 @@ import { DEMO_TRAJECTORY, DEMO_WORKSPACE, cleanupTemp, readTree, tempWorkspace }
 
 type Ev = { id: string; seq: number; type: string; parentId: string | null; causedBy: string | null; payload: unknown };
 
-const VOLATILE = new Set(["durationMs", "promptRef", "idempotencyKey", "usage", "items", "omitted", "tokens", "ts", "startedAt"]);
+// prefixReuse is a token measurement like `tokens`: tool outputs carry timings, so it varies by a token or two.
+const VOLATILE = new Set(["durationMs", "promptRef", "idempotencyKey", "usage", "items", "omitted", "tokens", "ts", "startedAt", "prefixReuse"]);
 
 /** A ledger with ids, times and durations taken out, so two runs of the same script compare equal. */
 function normalize(events: Ev[], ws: string): unknown[] {

@@ -115,10 +115,11 @@ describe("ledgerloop run --model openai:<name> against an OpenAI-compatible serv
     }
     await dying.close();
     const dead = await running;
-    expect(dead.code).toBe(1);
+    // An endpoint that went away pauses the run (exit 5), it does not fail it.
+    expect(dead.code).toBe(5);
     // With --json the outcome, error included, is the one object on stdout.
     const outcome = JSON.parse(dead.stdout) as { status: string; steps: number; error: string };
-    expect(outcome).toMatchObject({ thread: "D", status: "failed", steps: 1 });
+    expect(outcome).toMatchObject({ thread: "D", status: "model_unavailable", steps: 1 });
     expect(outcome.error).toContain(`model endpoint ${dying.url} is unreachable`);
     expect(outcome.error).not.toContain("\n");
     expect(dead.stdout).not.toContain(API_KEY);

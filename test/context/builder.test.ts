@@ -105,9 +105,13 @@ describe("buildPrompt under random ledgers", () => {
             const actual = messagesTokens(built.messages, counter) + counter.count(JSON.stringify(tools));
             expect(actual).toBeLessThanOrEqual(spec.budget);
             expect(built.tokens).toBe(actual);
+            // Cache layout: the pinned prefix (goal, decisions) first, status and plan in the last message.
             const user = built.messages[1]!.content;
+            const volatile = built.messages.at(-1)!;
             expect(built.messages[0]!.role).toBe("system");
-            for (const h of ["# Goal", "# Plan", "# Run status"]) expect(user).toContain(h);
+            expect(user).toContain("# Goal");
+            expect(volatile.role).toBe("user");
+            for (const h of ["# Plan", "# Run status"]) expect(volatile.content).toContain(h);
             expect(user).toContain(spec.goal.slice(0, 40));
             if (s.decisions.length) expect(user).toContain("# Decisions (pinned");
             for (const d of s.decisions) expect(user).toContain(d.slice(0, 40));

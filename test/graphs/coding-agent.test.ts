@@ -86,7 +86,10 @@ describe("the demo trajectory, in process", () => {
     // Tool results come back as tool messages answering the assistant's tool calls.
     const msgs = a.decidePrompt(7);
     const lastAssistant = msgs.filter((m) => m.role === "assistant").at(-1)!;
-    const toolMsg = msgs.at(-1)!;
+    // Cache layout: the volatile part (status, plan, focus files) is the newest message, after the log.
+    expect(msgs.at(-1)!.role).toBe("user");
+    expect(msgs.at(-1)!.content).toContain("# Run status");
+    const toolMsg = msgs.at(-2)!;
     expect(toolMsg.role).toBe("tool");
     expect(toolMsg.role === "tool" && lastAssistant.role === "assistant" && toolMsg.toolCallId).toBe(
       lastAssistant.role === "assistant" && lastAssistant.toolCalls![0]!.id,
@@ -255,7 +258,11 @@ describe("reflect and summarize", () => {
     expect(first.payload.text).toMatch(/step 1: read_file\(a\.txt\) → ok/);
     const last = a.decidePrompt(13);
     expect(promptText(last)).toContain("Earlier history (summarised)");
-    expect(last.filter((m) => m.role === "assistant")).toHaveLength(3);
+    // The summary stands in for the old turns: the compaction kept the 3 recent ones, and the turn log
+    // grew append-only from there (cache layout), far short of all 12.
+    const shown = last.filter((m) => m.role === "assistant").length;
+    expect(shown).toBeGreaterThanOrEqual(3);
+    expect(shown).toBeLessThan(8);
   });
 });
 

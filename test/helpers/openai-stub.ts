@@ -12,7 +12,7 @@ export interface StubToolCall {
 export interface StubCompletion {
   content?: string | null;
   tool_calls?: StubToolCall[];
-  usage?: { prompt_tokens: number; completion_tokens: number };
+  usage?: { prompt_tokens: number; completion_tokens: number; cached_tokens?: number };
   /** Wait this long before answering (to test timeouts and aborts). */
   delayMs?: number;
 }
@@ -22,6 +22,12 @@ export interface StubFailure {
   status: number;
   message?: string;
   delayMs?: number;
+  /** Extra response headers, e.g. {"retry-after": "1"}. */
+  headers?: Record<string, string>;
+  /** The OpenAI error code, e.g. "context_length_exceeded", "rate_limit_exceeded". */
+  code?: string;
+  /** Close the connection without answering (status is then ignored). */
+  drop?: boolean;
 }
 
 export type StubReply = StubCompletion | StubFailure;
@@ -43,6 +49,8 @@ export interface OpenAIStub {
   requests: StubRequestBody[];
   /** The headers of each request, parallel to `requests`. */
   headers: http.IncomingHttpHeaders[];
+  /** When each request arrived (ms since the epoch), parallel to `requests`. */
+  times: number[];
   /** Queues replies; each request consumes one, in order. */
   enqueue(...replies: StubReply[]): void;
   /** Replies queued but not consumed yet. */
@@ -56,9 +64,9 @@ function isFailure(r: StubReply): r is StubFailure {
   return typeof (r as StubFailure).status === "number";
 }
 
-function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
+function sendJson(res: http.ServerResponse, status: number, body: unknown, extra: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.writeHead(status, { ...extra, "content-type": "application/json", "content-length": Buffer.byteLength(text) });
   res.end(text);
 }
 
@@ -67,8 +75,13 @@ function errorBody(message: string, type = "invalid_request_error", code: string
 }
 
 function usageOf(r: StubCompletion) {
-  const u = r.usage ?? DEFAULT_USAGE;
-  return { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.prompt_tokens + u.completion_tokens };
+  const u: NonNullable<StubCompletion["usage"]> = r.usage ?? DEFAULT_USAGE;
+  return {
+    prompt_tokens: u.prompt_tokens,
+    completion_tokens: u.completion_tokens,
+    total_tokens: u.prompt_tokens + u.completion_tokens,
+    ...(u.cached_tokens !== undefined ? { prompt_tokens_details: { cached_tokens: u.cached_tokens } } : {}),
+  };
 }
 
 function toolCallsOf(r: StubCompletion, n: number) {
@@ -145,6 +158,7 @@ export async function startOpenAIStub(
   const queue: StubReply[] = [];
   const requests: StubRequestBody[] = [];
   const headers: http.IncomingHttpHeaders[] = [];
+  const times: number[] = [];
   let served = 0;
 
   const server = http.createServer((req, res) => {
@@ -186,6 +200,7 @@ export async function startOpenAIStub(
     }
     requests.push(body);
     headers.push(req.headers);
+    times.push(Date.now());
     const reply = queue.shift() ?? opts.respond?.(body, served);
     const n = served++;
     if (!reply) {
@@ -195,7 +210,12 @@ export async function startOpenAIStub(
     if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
     if (res.destroyed || req.socket.destroyed) return;
     if (isFailure(reply)) {
-      sendJson(res, reply.status, errorBody(reply.message ?? `openai-stub: scripted HTTP ${reply.status}`, reply.status >= 500 ? "server_error" : "invalid_request_error"));
+      if (reply.drop) {
+        req.socket.destroy();
+        return;
+      }
+      const type = reply.status >= 500 ? "server_error" : reply.status === 429 ? "rate_limit_error" : "invalid_request_error";
+      sendJson(res, reply.status, errorBody(reply.message ?? `openai-stub: scripted HTTP ${reply.status}`, type, reply.code ?? null), reply.headers);
       return;
     }
     if (body.stream) {
@@ -217,6 +237,7 @@ export async function startOpenAIStub(
     url: `http://127.0.0.1:${port}/v1`,
     requests,
     headers,
+    times,
     enqueue: (...replies) => void queue.push(...replies),
     pending: () => queue.length,
     close: () =>

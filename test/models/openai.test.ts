@@ -55,7 +55,8 @@ describe("OpenAIChatModel against a stub OpenAI server", () => {
 
   beforeEach(async () => {
     stub = await startOpenAIStub();
-    model = createModel("openai:test-model", { env: { OPENAI_BASE_URL: stub.url, OPENAI_API_KEY: API_KEY } });
+    // Short backoff: these tests are about what is retried, not how long the waits are.
+    model = createModel("openai:test-model", { env: { OPENAI_BASE_URL: stub.url, OPENAI_API_KEY: API_KEY, LEDGERLOOP_MODEL_RETRY_BASE_MS: "20" } });
   });
   afterEach(async () => {
     await stub.close();
@@ -192,7 +193,7 @@ describe("OpenAIChatModel against a stub OpenAI server", () => {
     const strict = createModel("openai:test-model", { env });
     // No retry: the first 500 is the answer (a retry would show as a second request).
     stub.enqueue({ status: 500 });
-    expect((await failure(strict.invoke(request(USER_ONLY)))).code).toBe("MODEL_BAD_RESPONSE");
+    expect((await failure(strict.invoke(request(USER_ONLY)))).code).toBe("MODEL_UNAVAILABLE");
     expect(stub.requests).toHaveLength(1);
     // A server slower than the timeout fails the call long before it answers.
     // The answer comes 30 s late and the call gives up well before: the bound leaves a busy machine room.
@@ -241,15 +242,15 @@ describe("OpenAIChatModel against a stub OpenAI server", () => {
   it("never shows the API key in an error, even when the server echoes it", async () => {
     stub.enqueue({ status: 401, message: `Incorrect API key provided: ${API_KEY}` });
     const unauthorized = await failure(model.invoke(request(USER_ONLY)));
-    expect(unauthorized.code).toBe("MODEL_BAD_RESPONSE");
+    expect(unauthorized.code).toBe("MODEL_AUTH");
     expect(unauthorized.message).toContain("Incorrect API key provided: [REDACTED]");
 
     stub.enqueue({ status: 400, message: `bad request from Bearer ${API_KEY}` });
     const badRequest = await failure(model.invoke(request(USER_ONLY)));
 
-    stub.enqueue({ status: 500 }, { status: 500 }, { status: 500 });
+    stub.enqueue(...Array.from({ length: 5 }, () => ({ status: 500, message: `server error for ${API_KEY}` })));
     const serverError = await failure(model.invoke(request(USER_ONLY)));
-    expect(serverError.code).toBe("MODEL_BAD_RESPONSE");
+    expect(serverError.code).toBe("MODEL_UNAVAILABLE");
 
     for (const err of [unauthorized, badRequest, serverError]) {
       expect(err.message).not.toContain(API_KEY);
@@ -270,7 +271,7 @@ describe("OpenAIChatModel against a dead endpoint", () => {
     expect(err.code).toBe("MODEL_UNREACHABLE");
     expect(err.message).toContain(url);
     expect(everythingIn(err)).not.toContain(API_KEY);
-    // Two retries with LangChain's backoff (1–2 s, then 2–4 s) take about 3–6 s; measured ~5.4 s.
+    // Four retries with our backoff (0.5–1, 1–2, 2–4, 4–8 s) take 7.5–15 s.
     expect(elapsed).toBeLessThan(20_000);
   }, 30_000);
 });
