@@ -5,7 +5,7 @@ import type { Command } from "commander";
 import type Database from "better-sqlite3";
 import { CliError, LedgerloopError } from "../errors.js";
 import type { LedgerEvent, Subtask } from "../events.js";
-import { checkpointsElsewhere } from "../ledger/run-status.js";
+import { checkpointsElsewhere } from "../ledger/checkpoint-home.js";
 import type { RunRegistry } from "../ledger/runs.js";
 import type { SqliteLedger } from "../ledger/sqlite-ledger.js";
 import type { ProgressEvent, Runtime } from "../runtime.js";

@@ -1,7 +1,5 @@
 import type { Command } from "commander";
-import { CONFIG_FILE } from "../config.js";
 import { CliError } from "../errors.js";
-import { acceptThreadConfig, checkThreadConfig } from "../ledger/governing.js";
 import { log, savedRun, workspaceOptions, type WorkspaceArgs, exitCodeForStatus } from "./common.js";
 import type { DriveResult } from "./drive.js";
 import { progressPrinter, reportResult, sandboxOptions, sandboxSettings, warnIfUnisolated, withStopSignal, type RunArgs } from "./run.js";
@@ -43,6 +41,7 @@ export async function handleResume(thread: string, args: ResumeArgs): Promise<Dr
   );
   try {
     // Before anything runs: a run never obeys a config it was not started with unless told to.
+    const [{ CONFIG_FILE }, { acceptThreadConfig, checkThreadConfig }] = await Promise.all([import("../config.js"), import("../ledger/governing.js")]);
     if (args.acceptConfig) acceptThreadConfig(rt.db, thread, rt.configSha);
     else checkThreadConfig(rt.db, thread, rt.configSha, CONFIG_FILE);
     const pending = await pendingApproval(rt, thread);

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { listRuns, type RunSummary } from "../ledger/run-status.js";
+import type { RunSummary } from "../ledger/run-status.js";
 import { openExistingState, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 /** One run as `threads` lists it: the same rows, status and order as the viewer. */
@@ -7,6 +7,7 @@ export type ThreadRow = Omit<RunSummary, "steps">;
 
 /** Every run recorded in a workspace's state database, whatever started it, newest first. */
 export async function handleThreads(args: WorkspaceArgs): Promise<ThreadRow[]> {
+  const { listRuns } = await import("../ledger/run-status.js");
   const st = await openExistingState(args);
   try {
     return listRuns(st.db).map(({ steps: _steps, ...row }) => row);

@@ -1,16 +1,15 @@
 import os from "node:os";
 import type Database from "better-sqlite3";
-import { z } from "zod";
 import type { RunSettings } from "../settings.js";
 import { isRunning, readProcStart } from "../sandbox/proc.js";
 
 /** What started a run: the CLI, a script (createCodingAgent / the package API), or the LangGraph server (Studio, SDK). */
-export const RunOrigin = z.enum(["cli", "script", "server"]);
-export type RunOrigin = z.infer<typeof RunOrigin>;
+export const RUN_ORIGINS = ["cli", "script", "server"] as const;
+export type RunOrigin = (typeof RUN_ORIGINS)[number];
 
 /** Where a run's checkpoints live: this state database, or a checkpointer the caller brought (the LangGraph server's own). */
-export const CheckpointHome = z.enum(["state-db", "external"]);
-export type CheckpointHome = z.infer<typeof CheckpointHome>;
+export const CHECKPOINT_HOMES = ["state-db", "external"] as const;
+export type CheckpointHome = (typeof CHECKPOINT_HOMES)[number];
 
 /** The process that last ran a node of the run, so a reader can tell a running run from a stopped one. */
 export interface RunnerInfo {
@@ -136,8 +135,9 @@ export class RunRegistry {
 }
 
 function toRecord(r: Row): RunRecord {
-  const origin = RunOrigin.safeParse(r.origin);
-  const home = CheckpointHome.safeParse(r.checkpoints);
+  // Plain lists, not zod: `run` and every inspection command load this module (see startup.test).
+  const origin = RUN_ORIGINS.find((o) => o === r.origin) ?? null;
+  const home = CHECKPOINT_HOMES.find((h) => h === r.checkpoints) ?? null;
   let runner: RunnerInfo | null = null;
   try {
     runner = r.runner ? (JSON.parse(r.runner) as RunnerInfo) : null;
@@ -150,8 +150,8 @@ function toRecord(r: Row): RunRecord {
     goal: r.goal,
     // Rows written before stateDir was dropped still carry it: never let it decide where state lives.
     settings: portable(JSON.parse(r.settings) as RunSettings),
-    origin: origin.success ? origin.data : null,
-    checkpoints: home.success ? home.data : null,
+    origin,
+    checkpoints: home,
     runner,
   };
 }

@@ -860,7 +860,7 @@ function renderContext(panel, ctx) {
     h("h3", {}, "Left out"),
     ctx.omitted.length ? h("ul", { class: "items omitted" }, ctx.omitted.map(renderItem)) : h("p", { class: "muted small" }, "Nothing: everything considered fit in the budget."),
     h("h3", {}, "Prompt ", h("span", { class: "muted count" }, plural(ctx.messages.length, "message"))),
-    h("div", { class: "messages" }, ctx.messages.map((m, i) => renderMessage(m, i))),
+    h("div", { class: "messages" }, ctx.messages.map((m, i) => renderMessage(m, i, ctx.messages))),
   );
 }
 
@@ -877,11 +877,14 @@ function renderItem(i) {
   );
 }
 
-function renderMessage(m, i) {
+function renderMessage(m, i, all) {
   const label = m.role === "tool" ? `tool · ${m.name}` : m.role;
   const calls = m.role === "assistant" && m.toolCalls && m.toolCalls.length ? m.toolCalls : null;
-  // The user message carries the goal, plan, run status and files: the one to read first.
-  const open = m.role === "user" && i <= 1;
+  // Read first: the pinned user message (goal, decisions), the newest tool result (what the last
+  // action gave) and the last message (run status, plan, files: the volatile part of the prompt).
+  let lastTool = -1;
+  for (let k = 0; k < all.length; k++) if (all[k].role === "tool") lastTool = k;
+  const open = (m.role === "user" && i <= 1) || i === lastTool || i === all.length - 1;
   return h(
     "details",
     { class: ["message", `m-${m.role}`], open },

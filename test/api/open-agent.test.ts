@@ -96,7 +96,7 @@ describe("openAgent", () => {
     const agent = await openAgent({ workspace: ws, model, approve: "ask", retrieval: "lexical" });
     agents.push(agent);
     const first = await agent.run("try things");
-    expect(first.status).toBe("interrupted");
+    expect(first.status).toBe("awaiting_approval");
     expect(first.pending?.command).toBe("frobnicate --now");
     const end = await agent.resume(first.thread, { decision: "reject" });
     expect(end.status).toBe("finished");

@@ -45,7 +45,8 @@ describe("every entry point registers its run, and threads and the viewer show o
     const model = {
       name: "broken:model",
       async invoke(): Promise<never> {
-        throw new ModelError("MODEL_UNREACHABLE", "the model server answered 503");
+        // A bad answer fails the run; an unreachable or rate-limited model would pause it instead.
+        throw new ModelError("MODEL_BAD_RESPONSE", "the model server answered 503 with a body that is not a chat completion");
       },
     };
     const rt = await createRuntime({ workspace: ws, model: "scripted:x", retrieval: "lexical" }, { model });
