@@ -44,7 +44,7 @@ export function keepRun(node: string, fn: NodeFn, deps: NodeDeps, rerun?: (rt: R
       const stopped = config.signal?.aborted === true;
       // A model that stays rate-limited or unreachable pauses the run: it is resumable, not failed.
       const code = err instanceof ModelError ? err.code : null;
-      const paused = code === "MODEL_RATE_LIMITED" ? "rate_limited" : code === "MODEL_UNAVAILABLE" || code === "MODEL_UNREACHABLE" ? "model_unavailable" : null;
+      const paused = code === "MODEL_RATE_LIMITED" ? "rate_limited" : code === "BUDGET_EXHAUSTED" ? "budget_exhausted" : code === "MODEL_UNAVAILABLE" || code === "MODEL_UNREACHABLE" ? "model_unavailable" : null;
       await rt.ledger
         .append({
           threadId: threadIdOf(config),

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { costOf, priceOf } from "../src/economics/prices.js";
+import { ModelError } from "../src/errors.js";
 import { BranchWriter } from "../src/ledger/writer.js";
 import { guardToolCalls } from "../src/models/args-guard.js";
 import type { ChatMessage, ModelResponse, ToolSpecLike } from "../src/models/port.js";
@@ -36,6 +37,31 @@ export function branchWriter(rt: Runtime, state: TaskStateValue, config: LangGra
 }
 
 /**
+ * Stops before a model call once the run has spent its budget (--max-cost, --max-tokens): the node
+ * throws, so the run ends at the checkpoint before it and `resume` with a higher limit goes on from
+ * there without repeating anything. Counts every call of the thread, abandoned branches included:
+ * what was spent is spent.
+ */
+function assertWithinBudget(rt: Runtime, thread: string): void {
+  const { maxCostUsd, maxTokens } = rt.settings;
+  if (maxCostUsd === undefined && maxTokens === undefined) return;
+  const spent = rt.db
+    .prepare(
+      `SELECT COALESCE(SUM(json_extract(payload, '$.costUsd')), 0) AS cost,
+              COALESCE(SUM(json_extract(payload, '$.usage.inputTokens')), 0) + COALESCE(SUM(json_extract(payload, '$.usage.outputTokens')), 0) AS tokens
+       FROM ll_events WHERE thread_id = ? AND type = 'model_call'`,
+    )
+    .get(thread) as { cost: number; tokens: number };
+  const over =
+    maxCostUsd !== undefined && spent.cost >= maxCostUsd
+      ? `the run has cost $${spent.cost.toFixed(4)} of its $${maxCostUsd} limit (--max-cost)`
+      : maxTokens !== undefined && spent.tokens >= maxTokens
+        ? `the run has used ${spent.tokens} tokens of its ${maxTokens} limit (--max-tokens)`
+        : null;
+  if (over) throw new ModelError("BUDGET_EXHAUSTED", `${over}; resume with a higher limit to go on`);
+}
+
+/**
  * Calls the model once per node run: a re-run after a crash reuses the recorded response instead of
  * asking again (the answer may differ, and the first one may already have been acted on).
  */
@@ -54,6 +80,7 @@ export async function callModel(
     w.head = previous.id;
     return { response: { content: previous.payload.content, toolCalls: previous.payload.toolCalls }, event: previous };
   }
+  assertWithinBudget(rt, w.threadId);
   const started = performance.now();
   const answer = await rt.model.invoke({ node, turn, messages: rt.redactor.redactDeep(messages), tools, signal: opts.signal });
   if (answer.exhausted) return { response: answer, event: null };

@@ -59,7 +59,8 @@ export class ModelError extends LedgerloopError {
       | "MODEL_UNAVAILABLE"
       | "MODEL_AUTH"
       | "MODEL_NO_API_KEY"
-      | "MODEL_CONTEXT_LENGTH",
+      | "MODEL_CONTEXT_LENGTH"
+      | "BUDGET_EXHAUSTED",
     message: string,
     options?: { cause?: unknown },
   ) {

@@ -38,6 +38,8 @@ export const RunSettings = z
       .default("ask")
       .describe("A command the policy wants approved: ask (pause with an interrupt Studio shows), auto (approve), deny (refuse)."),
     allow: z.array(z.string().min(1)).default(() => []).describe("Extra allowed commands (program, or program and leading arguments)."),
+    maxCostUsd: z.number().positive().optional().describe("Stop the run (status budget_exhausted, resumable) once its model calls have cost this many USD at the price table."),
+    maxTokens: z.number().int().positive().optional().describe("Stop the run (status budget_exhausted, resumable) once its model calls have used this many tokens (input + output)."),
   })
   .strict();
 export type RunSettings = z.infer<typeof RunSettings>;

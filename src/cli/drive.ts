@@ -72,7 +72,7 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
   let error: string | undefined;
   let failed = false;
   // Rate limits and outages outlasting every retry pause the run (resumable), they do not fail it.
-  let paused: "rate_limited" | "model_unavailable" | undefined;
+  let paused: "rate_limited" | "model_unavailable" | "budget_exhausted" | undefined;
   let input: unknown = goal === null ? null : { goal };
   if (opts.resume) input = new Command({ resume: { decision: opts.resume } });
   let pending: ApprovalRequest | undefined;
@@ -86,8 +86,8 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
       if (leaseLost?.aborted) error = "stopped: the workspace lease was taken over by another process";
       else if (opts.signal?.aborted) error = "interrupted by signal";
       else if (err instanceof GraphRecursionError) error = `superstep limit reached (${config.recursionLimit})`;
-      else if (err instanceof ModelError && (err.code === "MODEL_RATE_LIMITED" || err.code === "MODEL_UNAVAILABLE" || err.code === "MODEL_UNREACHABLE")) {
-        paused = err.code === "MODEL_RATE_LIMITED" ? "rate_limited" : "model_unavailable";
+      else if (err instanceof ModelError && (err.code === "MODEL_RATE_LIMITED" || err.code === "MODEL_UNAVAILABLE" || err.code === "MODEL_UNREACHABLE" || err.code === "BUDGET_EXHAUSTED")) {
+        paused = err.code === "MODEL_RATE_LIMITED" ? "rate_limited" : err.code === "BUDGET_EXHAUSTED" ? "budget_exhausted" : "model_unavailable";
         error = errorMessage(err);
       } else {
         failed = true;

@@ -4,7 +4,7 @@ import { log, savedRun, workspaceOptions, type WorkspaceArgs, exitCodeForStatus 
 import type { DriveResult } from "./drive.js";
 import { progressPrinter, reportResult, sandboxOptions, sandboxSettings, warnIfUnisolated, withStopSignal, type RunArgs } from "./run.js";
 
-export interface ResumeArgs extends WorkspaceArgs, Pick<RunArgs, "sandbox" | "allowNetwork" | "allow"> {
+export interface ResumeArgs extends WorkspaceArgs, Pick<RunArgs, "sandbox" | "allowNetwork" | "allow" | "maxCost" | "maxTokens"> {
   model?: string;
   quiet?: boolean;
   /** Answer the approval the run is paused on. */

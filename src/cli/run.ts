@@ -18,11 +18,16 @@ export interface RunArgs extends WorkspaceArgs {
   sandbox?: "auto" | "bwrap" | "unshare" | "none";
   allowNetwork?: boolean;
   allow?: string[];
+  /** Budget of the run's model calls (USD at the price table, tokens): past it the run pauses. */
+  maxCost?: number;
+  maxTokens?: number;
 }
 
 /** Run settings that come from sandbox flags. */
-export function sandboxSettings(args: Pick<RunArgs, "approve" | "sandbox" | "allowNetwork" | "allow">) {
+export function sandboxSettings(args: Pick<RunArgs, "approve" | "sandbox" | "allowNetwork" | "allow" | "maxCost" | "maxTokens">) {
   return {
+    ...(args.maxCost !== undefined ? { maxCostUsd: args.maxCost } : {}),
+    ...(args.maxTokens !== undefined ? { maxTokens: args.maxTokens } : {}),
     ...(args.approve ? { approve: args.approve } : {}),
     ...(args.sandbox ? { sandbox: args.sandbox } : {}),
     ...(args.allowNetwork ? { allowNetwork: true } : {}),
@@ -43,7 +48,13 @@ export function sandboxOptions(cmd: Command, opts: { approveFlag?: string } = {}
       return v;
     })
     .option("--allow-network", "let commands use the network (network tools and installs are then allowed)")
-    .option("--allow <command...>", "also allow these commands (a program, or a program and leading arguments)");
+    .option("--allow <command...>", "also allow these commands (a program, or a program and leading arguments)")
+    .option("--max-cost <usd>", "pause the run (budget_exhausted, exit 3) once its model calls cost this many USD; resume with a higher one", (v: string) => {
+      const n = Number(v);
+      if (!Number.isFinite(n) || n <= 0) throw new CliError(`--max-cost must be a positive number of USD, got "${v}"`, 2, "CONFIG_INVALID");
+      return n;
+    })
+    .option("--max-tokens <n>", "pause the run (budget_exhausted, exit 3) once its model calls used this many tokens; resume with a higher one", intOption("--max-tokens"));
 }
 
 /** Prints the loud warning for a sandbox that does not isolate. */

@@ -68,6 +68,31 @@ describe("model faults pause a run; resume goes on without re-running a tool", (
     expect(events.filter((e) => e.type === "environment_feedback").map((e) => e.payload.tool)).toEqual(["write_file", "run_command", "finish"]);
   }, 180_000);
 
+  it("--max-tokens pauses the run as budget_exhausted (exit 3) before the call that would pass it; resume with a higher limit finishes, each tool once", async () => {
+    const ws = tempWorkspace(undefined, { "README.md": "# notes\n" });
+    const state = { failFrom: 99, decide: 0 };
+    const stub = await stubWith(state);
+    stubs.push(stub);
+    // Every stub answer reports 11 + 7 tokens: plan (18) and one decide (36) fit under 30 only until the second decide.
+    const r = await cliAsync(
+      ["run", "Write notes.txt", "-w", ws, "--model", "openai:stub-model", "--thread", "B", "--json", "-q", "--sandbox", "none", "--max-tokens", "30"],
+      { env: env(stub.url), timeoutMs: 90_000 },
+    );
+    expect(r.code, r.stderr).toBe(3);
+    const out = JSON.parse(r.stdout) as { status: string; steps: number; error: string };
+    expect(out).toMatchObject({ status: "budget_exhausted", steps: 1 });
+    expect(out.error).toMatch(/used 36 tokens of its 30 limit \(--max-tokens\)/);
+    expect(stub.requests.filter((b) => nodeOf(b) === "decide")).toHaveLength(1);
+    const threads = jsonLines<{ thread: string; status: string }>(cli(["threads", "-w", ws, "--json"]).stdout);
+    expect(threads).toEqual([expect.objectContaining({ thread: "B", status: "budget_exhausted" })]);
+
+    const resumed = await cliAsync(["resume", "B", "-w", ws, "--json", "-q", "--max-tokens", "100000"], { env: env(stub.url), timeoutMs: 90_000 });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ status: "finished" });
+    const events = jsonLines<{ type: string; payload: { tool?: string } }>(cli(["ledger", "B", "-w", ws, "--json"]).stdout);
+    expect(events.filter((e) => e.type === "environment_feedback").map((e) => e.payload.tool)).toEqual(["write_file", "run_command", "finish"]);
+  }, 180_000);
+
   it("429 until the retries run out stops as rate_limited (exit 4)", async () => {
     const ws = tempWorkspace(undefined, { "README.md": "# notes\n" });
     const stub = await stubWith({ fail: { status: 429, headers: { "retry-after": "0" } }, failFrom: 0, decide: 0 });
