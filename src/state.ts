@@ -105,6 +105,10 @@ const CONTEXT_KEYS = [
   "retrieval",
   "vectors",
   "embedder",
+  "history",
+  "promptLayout",
+  "maxCostUsd",
+  "maxTokens",
 ] as const satisfies ReadonlyArray<keyof (typeof RunSettings)["shape"]>;
 
 /** A settings field without its default (a context leaves unset what the runtime decides), same checks and description. */
