@@ -10,7 +10,7 @@ import { createReflectNode } from "../nodes/reflect.js";
 import { createSummarizeNode } from "../nodes/summarize.js";
 import type { RunOrigin } from "../src/ledger/runs.js";
 import { ConfigError } from "../src/errors.js";
-import { releaseChromaServersSync } from "../src/retrieval/chroma-server.js";
+import { chromaServersDieWithThisProcess, releaseChromaServersSync } from "../src/retrieval/chroma-server.js";
 import { createRuntime, type Runtime } from "../src/runtime.js";
 import { RunContext, TaskInput, TaskOutput, TaskState, type TaskStateValue } from "../src/state.js";
 import { keepRun } from "./run-keeping.js";
@@ -119,6 +119,8 @@ let stopHooked = false;
 function stopWithHost(): void {
   if (stopHooked) return;
   stopHooked = true;
+  // Even a SIGKILL of the host must not leave its Chroma servers behind.
+  chromaServersDieWithThisProcess();
   for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
     process.once(sig, () => {
       // Synchronously first: a dev server's watcher (tsx watch) SIGKILLs its child soon after.

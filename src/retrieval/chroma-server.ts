@@ -48,6 +48,27 @@ const HOST = "127.0.0.1";
 const inProcessUsers = new Map<string, number>();
 /** Synchronous releases of the servers this process uses and has not released yet. */
 const pendingReleases = new Set<() => void>();
+/** Servers this process has spawned that have not answered yet (not in pendingReleases until they do). */
+const startingPids = new Set<number>();
+/** Set once the host is stopping: no new server is spawned after that. */
+let stopping = false;
+/** Servers this process starts die with it (a long-lived host such as the LangGraph server). */
+let dieWithHost = false;
+
+/**
+ * Makes the Chroma servers this process starts die with it (the kernel's parent-death signal,
+ * through util-linux setpriv): for a host that may be killed before any cleanup runs (a dev
+ * server's watcher SIGKILLs it moments after Ctrl-C). CLI processes share their server with other
+ * processes and keep the default.
+ */
+export function chromaServersDieWithThisProcess(): void {
+  dieWithHost = true;
+}
+
+function setprivPath(): string | null {
+  for (const p of ["/usr/bin/setpriv", "/bin/setpriv", "/usr/sbin/setpriv"]) if (fs.existsSync(p)) return p;
+  return null;
+}
 
 /**
  * Releases, synchronously, every embedded Chroma server this process still uses (stopping each one
@@ -55,7 +76,17 @@ const pendingReleases = new Set<() => void>();
  * (SIGKILL) moments later, before any asynchronous close could finish.
  */
 export function releaseChromaServersSync(): void {
+  stopping = true;
   for (const release of [...pendingReleases]) release();
+  // A server still starting belongs to this process alone: nobody else has adopted it yet.
+  for (const pid of startingPids) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // gone already
+    }
+  }
+  startingPids.clear();
 }
 
 /** Answers whether a Chroma server responds at `url` within `timeoutMs`. */
@@ -162,16 +193,21 @@ async function startServer(dataDir: string, stateDir: string, recordFile: string
   let lastError = "";
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freePort();
+    if (stopping) throw new VectorStoreError("VECTOR_SERVER_START", "this process is stopping: no Chroma server is started");
     const log = fs.openSync(logFile, "w");
     // Its own process group, so that a Ctrl-C meant for a CLI command does not hit the server shared
     // with other processes; it is stopped explicitly instead.
-    const child = spawn(process.execPath, [cli, "run", "--path", dataDir, "--host", HOST, "--port", String(port)], {
+    const serverArgv = [process.execPath, cli, "run", "--path", dataDir, "--host", HOST, "--port", String(port)];
+    const setpriv = dieWithHost ? setprivPath() : null;
+    const argv = setpriv ? [setpriv, "--pdeathsig", "SIGTERM", "--", ...serverArgv] : serverArgv;
+    const child = spawn(argv[0]!, argv.slice(1), {
       stdio: ["ignore", log, log],
       detached: true,
       env: { ...process.env, CHROMA_TELEMETRY: "false", ANONYMIZED_TELEMETRY: "False" },
     });
     fs.closeSync(log);
     child.unref();
+    if (child.pid) startingPids.add(child.pid);
     // The window a crash test kills the process in: the server exists, no record names it yet.
     failpoint("chroma-spawned");
     const record: ServerRecord = { pid: child.pid!, port, host: HOST, dataDir, startedAt: new Date().toISOString(), status: "starting" };
@@ -187,12 +223,14 @@ async function startServer(dataDir: string, stateDir: string, recordFile: string
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline && exited === undefined) {
       if (await heartbeat(url, 1000)) {
+        if (child.pid) startingPids.delete(child.pid);
         const ready = { ...record, status: "ready" as const };
         writeRecord(recordFile, ready);
         return ready;
       }
       await sleep(100);
     }
+    if (child.pid) startingPids.delete(child.pid);
     const tail = readTail(logFile);
     fs.rmSync(recordFile, { force: true });
     if (exited === undefined) {
