@@ -268,15 +268,9 @@ async function compact(input: BuildInput, c: Common, kind: "cache" | "legacy", r
       { role: "user", content: joinSections([stat.text, plan.text, ...texts("volatile"), needsNudge ? NUDGE : null]) },
     ];
   };
-  let messages = assemble();
   // The parts were counted one by one; BPE merges at the seams can differ by a few tokens. Recount
   // the real messages and, in the rare case that is over, drop optional sections from the end.
-  let actual = messagesTokens(messages, counter) + c.toolTokens;
-  while (actual > input.budgetTokens && extras.length) {
-    for (const it of extras.pop()!.items) budget.retract(it.section, it.source, "dropped after recount");
-    messages = assemble();
-    actual = messagesTokens(messages, counter) + c.toolTokens;
-  }
+  let { messages, actual } = fitByDroppingExtras(assemble, extras, budget, (m) => messagesTokens(m, counter) + c.toolTokens, input.budgetTokens);
   while (actual > input.budgetTokens && chosen.length) {
     budget.retract("recent", turnSource(chosen.shift()!.turn), "dropped after recount");
     messages = assemble();
@@ -385,14 +379,29 @@ async function extend(input: BuildInput, c: Common, prevMessages: ChatMessage[],
     ...added,
     { role: "user", content: joinSections([...required, ...extras.map((e) => e.text), needsNudge ? NUDGE : null]) },
   ];
-  let messages = assemble();
-  let actual = messagesTokens(messages, counter) + c.toolTokens;
-  while (actual > input.budgetTokens && extras.length) {
-    for (const it of extras.pop()!.items) budget.retract(it.section, it.source, "dropped after recount");
-    messages = assemble();
-    actual = messagesTokens(messages, counter) + c.toolTokens;
-  }
+  const { messages, actual } = fitByDroppingExtras(assemble, extras, budget, (m) => messagesTokens(m, counter) + c.toolTokens, input.budgetTokens);
   if (actual > input.budgetTokens) return "budget";
   const layout: PromptLayout = { ...prev, built: "extension", reason: "append", logFromSeq: prev.logFromSeq || newCalls[0]!.seq, logThroughSeq: newCalls.at(-1)!.seq };
   return { messages, items: budget.items, omitted: budget.omitted, tokens: actual, layout };
+}
+
+/**
+ * Assembles the messages and, while their recount is over `limit`, drops the optional sections
+ * from the end (retracting their items from the budget) and assembles again.
+ */
+function fitByDroppingExtras(
+  assemble: () => ChatMessage[],
+  extras: Array<{ items: Array<{ section: string; source: string }> }>,
+  budget: Budget,
+  count: (messages: ChatMessage[]) => number,
+  limit: number,
+): { messages: ChatMessage[]; actual: number } {
+  let messages = assemble();
+  let actual = count(messages);
+  while (actual > limit && extras.length) {
+    for (const it of extras.pop()!.items) budget.retract(it.section, it.source, "dropped after recount");
+    messages = assemble();
+    actual = count(messages);
+  }
+  return { messages, actual };
 }
