@@ -290,7 +290,7 @@ export interface SandboxOptions {
   /** Limits over DEFAULT_LIMITS; requests may override them again. */
   limits?: Partial<Limits>;
   outputCapBytes?: number;
-  /** Workspace-relative paths commands may not change (default: .git/hooks, .git/config, .ledgerloop). */
+  /** Extra workspace-relative paths commands may not change (.git, the config and .ledgerloop/ always are: git-guard.ts). */
   protectedPaths?: string[];
   /** Host paths bound read-write under bwrap besides the workspace (e.g. a shared build cache). */
   writablePaths?: string[];

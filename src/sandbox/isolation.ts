@@ -59,8 +59,11 @@ export function levelPromises(level: IsolationLevel): { enforced: string[]; notE
   };
 }
 
-/** Workspace paths commands may read but not change: hooks and config run code on the host later. */
-export const DEFAULT_PROTECTED = [".git/hooks", ".git/config", ".ledgerloop"];
+/**
+ * Extra workspace paths commands may read but not change. None by default: every `.git`, the config
+ * file and `.ledgerloop/` are protected by the workspace guard itself (git-guard.ts), at every call.
+ */
+export const DEFAULT_PROTECTED: string[] = [];
 
 /**
  * Credential stores under a home directory that commands have no business reading: under bwrap
@@ -194,22 +197,8 @@ export function planUid(workspace: string, uid: number = runnerUid()): UidPlan {
   };
 }
 
-/**
- * Protected paths of a workspace that exist, as absolute paths. A repository without a hooks
- * directory gets an empty one first (what `git init` makes anyway), so that it can be bound
- * read-only: otherwise a command could create `.git/hooks/` and plant a hook.
- */
+/** Protected paths of a workspace that exist, as absolute paths. */
 export function protectedPaths(workspace: string, rel: string[] = DEFAULT_PROTECTED): string[] {
-  const git = path.join(workspace, ".git");
-  if (rel.includes(".git/hooks") && isDir(git) && !fs.existsSync(path.join(git, "hooks"))) {
-    try {
-      fs.mkdirSync(path.join(git, "hooks"));
-      const st = fs.statSync(git);
-      fs.chownSync(path.join(git, "hooks"), st.uid, st.gid);
-    } catch {
-      // not ours to create (read-only, foreign): then it stays unprotected, as before
-    }
-  }
   const out: string[] = [];
   for (const r of rel) {
     const abs = path.resolve(workspace, r);
