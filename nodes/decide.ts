@@ -7,7 +7,7 @@ import type { BranchWriter } from "../src/ledger/writer.js";
 import type { Runtime } from "../src/runtime.js";
 import type { TaskStateValue } from "../src/state.js";
 import { toolSpecs, validateToolCall } from "../tools/index.js";
-import { branchWriter, callModel, type NodeDeps, type NodeFn } from "./deps.js";
+import { branchWriter, callModel, callSite, spendNote, threadIdOf, type NodeDeps, type NodeFn } from "./deps.js";
 
 /**
  * Asks the model for the next actions. Every call is validated and written to the ledger as an
@@ -25,7 +25,7 @@ export function createDecideNode(deps: NodeDeps): NodeFn {
     const messages = JSON.parse(blob) as ChatMessage[];
     const turn = state.modelTurns.decide;
     const ask = (msgs: ChatMessage[], promptRef: string, key?: string) =>
-      callModel(rt, w, "decide", turn, msgs, toolSpecs(), { promptRef, signal: config.signal, key });
+      callModel(rt, w, "decide", turn, msgs, toolSpecs(), { promptRef, signal: config.signal, key, at: callSite(state, state.step + 1) });
     let answer: Awaited<ReturnType<typeof ask>>;
     // After a crash past the retry, the smaller prompt is the one that was answered.
     const retried = await w.find<"context_built">("context-retry");
@@ -72,9 +72,10 @@ export function createDecideNode(deps: NodeDeps): NodeFn {
     rt.progress?.({
       node: "decide",
       step,
-      text: response.toolCalls.length
+      text:
+        (response.toolCalls.length
         ? response.toolCalls.map((c) => describeAction(c.name, c.args)).join(", ")
-        : `no tool call (${response.content.slice(0, 80)})`,
+        : `no tool call (${response.content.slice(0, 80)})`) + spendNote(rt, threadIdOf(config), event),
     });
     return {
       step,
