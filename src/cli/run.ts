@@ -196,7 +196,7 @@ export function registerRun(program: Command): void {
       .option("-t, --thread <id>", "run id (default: generated)")
       .option("-m, --model <spec>", "openai:<name> or scripted:<trajectory.json> (default: $LEDGERLOOP_MODEL)")
       .option("--max-steps <n>", "stop after this many decide steps", intOption("--max-steps"))
-      .option("--budget <tokens>", "prompt budget in tokens", intOption("--budget"))
+      .option("--budget <tokens>", "prompt budget in tokens, at least 1000 (default: the model's window minus its reserved output)", intOption("--budget"))
       .option("--json", "print one JSON object with the outcome on stdout")
       .option("-q, --quiet", "no progress lines"),
   );

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { handleWeb } from "../../src/cli/web.js";
@@ -57,6 +58,9 @@ function raw(v: Viewer, p: string, opts: { method?: string; host?: string } = {}
     req.end();
   });
 }
+
+/** The page's ES modules (app.js imports them). */
+const WEB_APP_DIR = fileURLToPath(new URL("../../src/web/app", import.meta.url));
 
 const tp = (thread: string) => `/api/threads/${encodeURIComponent(thread)}`;
 
@@ -281,8 +285,29 @@ describe("run viewer API on the demo run", () => {
     }
     const apiRes = await get(viewer, "/api/threads");
     expect(apiRes.headers.get("content-security-policy")).toBe(csp);
-    // The page builds text nodes only: no HTML sinks in its script.
-    expect(fs.readFileSync(new URL("../../src/web/app.js", import.meta.url), "utf8")).not.toMatch(/\.(inner|outer)HTML\s*=|insertAdjacentHTML|document\.write|\beval\(|new Function/);
+    // The page's ES modules: each served as JavaScript under the same policy, and everything they
+    // import is served (a module the server does not know would leave the page blank).
+    const modules = fs.readdirSync(WEB_APP_DIR).filter((f) => f.endsWith(".js"));
+    expect(modules).toContain("dom.js");
+    const scripts = [path.join(WEB_APP_DIR, "../app.js"), ...modules.map((f) => path.join(WEB_APP_DIR, f))];
+    for (const file of scripts) {
+      const route = file.endsWith("/web/app.js") ? "/app.js" : `/app/${path.basename(file)}`;
+      const a = await get(viewer, route);
+      expect(a.status, route).toBe(200);
+      expect(a.headers.get("content-type"), route).toMatch(/javascript/);
+      expect(a.headers.get("content-security-policy")).toBe(csp);
+      const text = fs.readFileSync(file, "utf8");
+      expect(a.body).toBe(text);
+      for (const [, spec] of text.matchAll(/^import .* from "(\.[^"]+)";$/gm)) {
+        const target = new URL(spec!, `http://x${route}`).pathname;
+        expect((await get(viewer, target)).status, `${route} imports ${target}`).toBe(200);
+      }
+      // Type-checked by the project's tsc.
+      expect(text.startsWith("// @ts-check\n"), `${route} starts with // @ts-check`).toBe(true);
+      // The page builds text nodes only: no HTML sinks in its script.
+      expect(text, route).not.toMatch(/\.(inner|outer)HTML\s*=|insertAdjacentHTML|document\.write|\beval\(|new Function/);
+    }
+    expect((await get(viewer, "/app/nope.js")).status).toBe(404);
   });
 
   it("never writes to the state database", async () => {

@@ -114,6 +114,9 @@ describe.skipIf(!hasChromium)(`run viewer in Chromium (${CHROMIUM})`, () => {
       await page.locator(".tab", { hasText: "Ledger" }).click();
       await page.locator("table.ledger tbody tr.ledger-row").first().waitFor();
       expect(await page.locator("table.ledger tbody tr.ledger-row").count()).toBeGreaterThan(50);
+      // All events fit one page: no "load more", and no stray text where it would be (Element.append
+      // writes a left-out null as "null"; the type check of app/*.js found that).
+      expect(await page.locator("#tab-body").evaluate((el) => [...el.childNodes].filter((n) => n.nodeType === 3).map((n) => n.textContent))).toEqual([]);
       await page.locator(".tab", { hasText: "Checkpoints" }).click();
       await page.locator("table.checkpoints tbody tr").first().waitFor();
       expect(await page.locator("table.checkpoints tbody tr").count()).toBeGreaterThan(10);
