@@ -105,8 +105,10 @@ export async function callModel(
     return { response: { content: previous.payload.content, toolCalls: previous.payload.toolCalls }, event: previous };
   }
   assertWithinBudget(rt, w.threadId);
+  // Planning, summarising and reflecting may go to a cheaper model; deciding never does.
+  const model = node === "decide" ? rt.model : (rt.summaryModel ?? rt.model);
   const started = performance.now();
-  const answer = await rt.model.invoke({ node, turn, messages: rt.redactor.redactDeep(messages), tools, signal: opts.signal });
+  const answer = await model.invoke({ node, turn, messages: rt.redactor.redactDeep(messages), tools, signal: opts.signal });
   if (answer.exhausted) return { response: answer, event: null };
   // The entry point of model output: over-deep or huge arguments are cut here, before anything
   // recursive (redactor, ledger, checkpoints) walks them.
@@ -115,12 +117,12 @@ export async function callModel(
     node,
     turn,
     ...opts.at,
-    model: rt.model.name,
+    model: model.name,
     promptRef: opts.promptRef,
     content: response.content,
     toolCalls: response.toolCalls,
     usage: response.usage,
-    costUsd: costOf(response.usage, priceOf(rt.model.name, rt.prices)),
+    costUsd: costOf(response.usage, priceOf(model.name, rt.prices)),
     durationMs: Math.round(performance.now() - started),
   });
   return { response, event };

@@ -85,6 +85,8 @@ export const LedgerloopConfig = z.strictObject({
   sandbox: SandboxConfig.optional(),
   /** Model prices (USD per 1M tokens) over the built-in defaults, for cost accounting. */
   prices: PriceTable.optional(),
+  /** The model plan, summarize and reflect use when neither --summary-model nor the run context names one. */
+  summaryModel: z.string().min(1).optional(),
 });
 export type LedgerloopConfig = z.infer<typeof LedgerloopConfig>;
 

@@ -15,6 +15,11 @@ const perRun = {
   workspace: z.string().min(1).describe("The workspace directory the agent works in (default for the LangGraph server: $LEDGERLOOP_WORKSPACE or its cwd)."),
   stateDir: z.string().min(1).optional().describe("Where the ledger and state database live (default: <workspace>/.ledgerloop)."),
   model: z.string().min(1).default("scripted:").describe("openai:<name> or scripted:<trajectory.json> (default for the LangGraph server: $LEDGERLOOP_MODEL)."),
+  summaryModel: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("A cheaper model for plan, summarize and reflect (openai:<name> or scripted:<trajectory.json>); decide stays on `model` (default: `model` for all)."),
   maxSteps: z.number().int().positive().max(100_000).default(50).describe("Stop after this many decide steps."),
   // At least 1000: the fixed part of every prompt (instructions, tool schemas, goal, plan) alone is
   // about that much, so a smaller budget could only fail every step (ContextBudgetError).
