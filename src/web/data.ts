@@ -1,5 +1,6 @@
 import type { ChatMessage } from "../models/port.js";
 import { listRuns, type RunSummary } from "../ledger/run-status.js";
+import { spendBySubtask, spendOf } from "../economics/spend.js";
 import { EVENT_TYPES, type ContextItem, type EventType, type LedgerEvent, type Subtask, type TestCounts } from "../state.js";
 import { currentBranch, HttpError, of, runRows, type ReadOnlyState } from "./read-state.js";
 
@@ -106,11 +107,31 @@ export interface ThreadDetail {
   decisions: Array<{ id: string; seq: number; step: number; text: string }>;
   lastTests: (TestCounts & { step: number | null; seq: number }) | null;
   lastPrompt: { step: number; tokens: number; budget: number } | null;
-  usage: { modelCalls: number; inputTokens: number; outputTokens: number };
+  usage: {
+    modelCalls: number;
+    inputTokens: number;
+    outputTokens: number;
+    cachedInputTokens: number;
+    costUsd: number;
+    /** Per subtask (null: calls made while none was in progress, e.g. the first plan). */
+    bySubtask: Array<{ subtask: string | null; calls: number; tokens: number; costUsd: number }>;
+  };
   filesTouched: string[];
   finishSummary: string | null;
   forked: boolean;
   checkpointId: string | null;
+}
+
+function usageOf(calls: LedgerEvent<"model_call">[]): ThreadDetail["usage"] {
+  const all = spendOf(calls);
+  return {
+    modelCalls: all.calls,
+    inputTokens: all.inputTokens,
+    outputTokens: all.outputTokens,
+    cachedInputTokens: all.cachedInputTokens,
+    costUsd: all.costUsd,
+    bySubtask: spendBySubtask(calls).map((s) => ({ subtask: s.subtask, calls: s.calls, tokens: s.inputTokens + s.outputTokens, costUsd: s.costUsd })),
+  };
 }
 
 /** The header of a thread: goal, status, plan, pinned decisions, and what the run ran with. */
@@ -170,11 +191,7 @@ export async function threadDetail(st: ReadOnlyState, thread: string): Promise<T
       ? { ...testsFb.payload.tests, step: actions.get(testsFb.causedBy ?? "")?.payload.step ?? null, seq: testsFb.seq }
       : null,
     lastPrompt: prompt ? { step: prompt.payload.step, tokens: prompt.payload.tokens, budget: prompt.payload.budget } : null,
-    usage: {
-      modelCalls: calls.length,
-      inputTokens: calls.reduce((n, c) => n + (c.payload.usage?.inputTokens ?? 0), 0),
-      outputTokens: calls.reduce((n, c) => n + (c.payload.usage?.outputTokens ?? 0), 0),
-    },
+    usage: usageOf(calls),
     filesTouched: [...files].sort(),
     finishSummary: finish && finish.kind === "finish" ? finish.summary : null,
     forked,

@@ -1,4 +1,5 @@
 import type { EventType, FileChanges, LedgerEvent, TestCounts, ToolCallRecord } from "../state.js";
+import { spendByStep } from "../economics/spend.js";
 import { currentBranch, type ReadOnlyState } from "./read-state.js";
 
 // The timeline of a run: one entry per decide step, with its prompt, answer, actions and what came between.
@@ -80,6 +81,8 @@ export interface StepView {
   context: { eventId: string; tokens: number; budget: number; omitted: number } | null;
   model: { content: string; toolCalls: ToolCallRecord[]; model: string; usage: unknown; durationMs: number | null } | null;
   actions: StepAction[];
+  /** Tokens and USD of every model call made for this step (decide, and a summarize or reflection at it); null: none reported usage. */
+  spend: { tokens: number; costUsd: number } | null;
   /** "ok" | "error" (some action failed) | "running" (an action has no feedback yet) | "empty". */
   outcome: string;
   filesChanged: FileChanges;
@@ -165,6 +168,7 @@ export async function threadSteps(st: ReadOnlyState, thread: string, opts: Steps
         context: null,
         model: null,
         actions: [],
+        spend: null,
         outcome: "empty",
         filesChanged: { created: [], modified: [], deleted: [] },
         tests: null,
@@ -247,6 +251,11 @@ export async function threadSteps(st: ReadOnlyState, thread: string, opts: Steps
     if (s.actions.some((a) => !a.feedback)) s.outcome = "running";
     else if (s.actions.some((a) => a.feedback && a.feedback.status !== "ok")) s.outcome = "error";
     else if (s.actions.length) s.outcome = "ok";
+  }
+  for (const sp of spendByStep(events.filter((e): e is LedgerEvent<"model_call"> => e.type === "model_call"))) {
+    const s = steps.get(sp.step);
+    const tokens = sp.inputTokens + sp.outputTokens;
+    if (s && (tokens || sp.costUsd)) s.spend = { tokens, costUsd: sp.costUsd };
   }
   const from = opts.from ?? 0;
   const to = opts.to ?? Number.MAX_SAFE_INTEGER;

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { handleWeb } from "../../src/cli/web.js";
 import { startViewer, type Viewer } from "../../src/web/server.js";
 import { cleanupTemp } from "../helpers/workspace.js";
-import { demoRun, HOSTILE_DECISION, HOSTILE_ECHO, hostileRun, pausedRun, smallWorkspace } from "./fixtures.js";
+import { demoRun, HOSTILE_DECISION, HOSTILE_ECHO, hostileRun, pausedRun, pricedRun, smallWorkspace } from "./fixtures.js";
 
 let demo: { workspace: string; thread: string };
 let viewer: Viewer;
@@ -344,6 +344,32 @@ describe("run viewer API on the demo run", () => {
       expect((await get(v, "/api/threads")).body).toEqual({ workspace: fs.realpathSync(workspace), threads: [] });
       expect((await get(v, "/api/threads/anything")).status).toBe(404);
       expect(fs.existsSync(path.join(workspace, ".ledgerloop"))).toBe(false);
+    } finally {
+      await v.close();
+    }
+  });
+});
+
+describe("run viewer API on a run whose model reports usage", () => {
+  it("gives the run's spend, its spend per subtask, and each step's", async () => {
+    const { workspace, scripts } = smallWorkspace();
+    const thread = await pricedRun(workspace, scripts);
+    const v = await startViewer({ workspace });
+    try {
+      // Each call: 200 fresh input at $1, 800 cached at $0.5, 200 output at $2 per million = $0.001.
+      const d = (await get(v, tp(thread))).body;
+      expect(d.usage).toMatchObject({ modelCalls: 3, inputTokens: 3000, cachedInputTokens: 2400, outputTokens: 600 });
+      expect(d.usage.costUsd).toBeCloseTo(0.003, 10);
+      expect(d.usage.bySubtask.map((s: { subtask: string | null; calls: number; tokens: number }) => [s.subtask, s.calls, s.tokens])).toEqual([
+        [null, 1, 1200],
+        ["greet", 2, 2400],
+      ]);
+      const steps = (await get(v, `${tp(thread)}/steps`)).body.steps as Array<{ step: number; spend: { tokens: number; costUsd: number } | null }>;
+      expect(steps.map((s) => s.step)).toEqual([1, 2]);
+      for (const s of steps) {
+        expect(s.spend?.tokens).toBe(1200);
+        expect(s.spend?.costUsd).toBeCloseTo(0.001, 10);
+      }
     } finally {
       await v.close();
     }

@@ -42,6 +42,15 @@ export function tokens(n) {
 }
 
 /**
+ * Tokens and USD of model calls, "1.20k tok · $0.0031" ("" when nothing was reported).
+ * @param {{ tokens: number; costUsd: number } | null | undefined} s
+ */
+export function spend(s) {
+  if (!s || (!s.tokens && !s.costUsd)) return "";
+  return `${tokens(s.tokens)} tok${s.costUsd ? ` · $${s.costUsd.toFixed(4)}` : ""}`;
+}
+
+/**
  * @param {unknown} s
  * @param {number} [max]
  */

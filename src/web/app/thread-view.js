@@ -3,7 +3,7 @@
 
 import { enc } from "./api.js";
 import { $, append, clear, h, statusPill } from "./dom.js";
-import { ago, clock, dateTime, modelName, oneLine, plural, tokens } from "./format.js";
+import { ago, clock, dateTime, modelName, oneLine, plural, spend, tokens } from "./format.js";
 import { renderCheckpointsTab, renderLedgerTab } from "./ledger-tab.js";
 import { IDLE_WARN_MS, state } from "./state.js";
 import { renderTimeline } from "./timeline.js";
@@ -12,6 +12,16 @@ import { renderTimeline } from "./timeline.js";
 
 /** @type {Record<string, string>} */
 const SUBTASK_ICON = { completed: "✓", in_progress: "◐", pending: "○", blocked: "⊘" };
+
+/**
+ * What the model calls made while this subtask was in progress cost, or nothing.
+ * @param {ThreadDetail} d
+ * @param {string} id
+ */
+function subtaskSpend(d, id) {
+  const text = spend(d.usage.bySubtask.find((x) => x.subtask === id));
+  return text ? h("span", { class: "sub-cost muted small mono", title: "tokens and cost of the model calls made while this subtask was in progress" }, text) : null;
+}
 
 /** @param {ThreadDetail} d */
 export function renderHeader(d) {
@@ -24,6 +34,7 @@ export function renderHeader(d) {
       (d.sandbox.level || d.sandbox.requested) && ["sandbox", d.sandbox.level ? d.sandbox.level + (d.sandbox.requested && d.sandbox.requested !== d.sandbox.level ? ` (asked: ${d.sandbox.requested})` : "") : `${d.sandbox.requested} (nothing run yet)`],
       d.lastTests && ["last tests", `${d.lastTests.passed} passed, ${d.lastTests.failed} failed${d.lastTests.skipped ? `, ${d.lastTests.skipped} skipped` : ""}`],
       d.lastPrompt && ["last prompt", `${tokens(d.lastPrompt.tokens)} of ${tokens(d.lastPrompt.budget)} tokens`],
+      (d.usage.inputTokens || d.usage.costUsd) && ["model spend", `${spend({ tokens: d.usage.inputTokens + d.usage.outputTokens, costUsd: d.usage.costUsd })} in ${plural(d.usage.modelCalls, "call")}`],
       ["ledger", `${plural(d.events, "event")}`],
       d.createdAt && ["started", dateTime(d.createdAt)],
       d.lastActivity && ["last activity", ago(d.lastActivity)],
@@ -79,6 +90,7 @@ export function renderHeader(d) {
                   h("span", { class: "sub-icon", title: s.status.replace("_", " ") }, SUBTASK_ICON[s.status] || "•"),
                   h("span", { class: "sub-text" }, h("span", { class: "sub-desc" }, s.description), h("span", { class: "sub-id mono" }, s.id)),
                   h("span", { class: "sub-status" }, s.status.replace("_", " ")),
+                  subtaskSpend(d, s.id),
                 ),
               ),
             )

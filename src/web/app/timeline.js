@@ -4,7 +4,7 @@
 
 import { getDetail, getEvent, getSteps } from "./api.js";
 import { $, h } from "./dom.js";
-import { clock, duration, oneLine, plural, tokens } from "./format.js";
+import { clock, duration, oneLine, plural, spend, tokens } from "./format.js";
 import { renderInterlude } from "./interlude.js";
 import { routeTo, state, STEP_PAGE } from "./state.js";
 
@@ -278,6 +278,7 @@ export function renderStep(s) {
       h("span", { class: "muted small" }, clock(s.startedAt)),
       h("span", { class: "muted small" }, duration(new Date(s.endedAt).getTime() - new Date(s.startedAt).getTime())),
       h("span", { class: "spacer" }),
+      s.spend ? h("span", { class: "step-cost muted small mono", title: "tokens and cost of this step's model calls" }, spend(s.spend)) : null,
       testsChip(s.tests),
       s.context
         ? h(
