@@ -7,6 +7,8 @@ import type { BranchWriter } from "../src/ledger/writer.js";
 import type { Runtime } from "../src/runtime.js";
 import type { TaskStateValue } from "../src/state.js";
 import { toolSpecs, validateToolCall } from "../tools/index.js";
+import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import { promptSources } from "./context.js";
 import { branchWriter, callModel, callSite, spendNote, threadIdOf, type NodeDeps, type NodeFn } from "./deps.js";
 
 /**
@@ -36,7 +38,7 @@ export function createDecideNode(deps: NodeDeps): NodeFn {
       } catch (err) {
         if (!(err instanceof ModelError && err.code === "MODEL_CONTEXT_LENGTH")) throw err;
         // The model's window is smaller than the budget assumed: compact to 70% of this prompt, retry once.
-        const smaller = await compactForRetry(rt, state, ctx, w);
+        const smaller = await compactForRetry(rt, state, config, ctx, w);
         rt.progress?.({ node: "decide", step: state.step + 1, text: `prompt over the model's context window: compacted to ${smaller.tokens} tokens, retrying once` });
         answer = await ask(smaller.messages, smaller.promptRef, "model-retry");
       }
@@ -91,21 +93,10 @@ export function createDecideNode(deps: NodeDeps): NodeFn {
  * A compaction under a budget of 70% of the refused prompt, recorded as its own context_built (the
  * next context extends it, so the smaller budget holds for the rest of the run).
  */
-async function compactForRetry(rt: Runtime, state: TaskStateValue, ctx: LedgerEvent<"context_built">, w: BranchWriter) {
+async function compactForRetry(rt: Runtime, state: TaskStateValue, config: LangGraphRunnableConfig, ctx: LedgerEvent<"context_built">, w: BranchWriter) {
   const { event } = await w.once("context-retry", "context_built", async () => {
-    const build = (budgetTokens: number) =>
-      buildPrompt({
-        ledger: rt.ledger,
-        state,
-        maxSteps: rt.settings.maxSteps,
-        budgetTokens,
-        recentTurns: rt.settings.recentTurns,
-        tools: toolSpecs(),
-        counter: rt.counter,
-        workspace: rt.workspace,
-        searcher: rt.searcher,
-        previous: null,
-      });
+    const sources = promptSources(rt, state, config);
+    const build = (budgetTokens: number) => buildPrompt({ ...sources, previous: null, budgetTokens });
     // As small as the fixed part allows, from 70% of the refused prompt up.
     let budgetTokens = 0;
     let built: Awaited<ReturnType<typeof build>> | undefined;
