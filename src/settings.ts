@@ -21,8 +21,8 @@ const perRun = {
     .optional()
     .describe("A cheaper model for plan, summarize and reflect (openai:<name> or scripted:<trajectory.json>); decide stays on `model` (default: `model` for all)."),
   maxSteps: z.number().int().positive().max(100_000).default(50).describe("Stop after this many decide steps."),
-  // At least 1000: the fixed part of every prompt (instructions, tool schemas, goal, plan) alone is
-  // about that much, so a smaller budget could only fail every step (ContextBudgetError).
+  // At least 1000: the fixed part of every prompt is more than that (the 11 tool schemas alone are
+  // ~1,500 tokens), so a smaller budget could only fail every step (ContextBudgetError).
   budgetTokens: z.number().int().min(1000).optional().describe("Prompt budget in tokens, at least 1000 (default: the model's context window minus its reserved output)."),
   failureStreakLimit: z.number().int().positive().default(3).describe("Consecutive failed steps that trigger a reflection."),
   summarizeThresholdTokens: z.number().int().positive().default(8_000).describe("Unsummarised history (tokens) that triggers the summarize node."),
