@@ -7,6 +7,10 @@
  * The walk also follows, as sets of possibilities, the working directory (`cd`) and variables
  * assigned literal values (`d=build; rm -rf "$d"`, `for f in src/*.ts`), so that paths can be
  * checked where they are knowable; everything else is marked unknown and the policy treats it as such.
+ *
+ * The walker keeps only shell meaning (words, expansions, redirections, compound commands, `eval`,
+ * `source`, `cd` and variables); what a program runs (a wrapper's command, a shell's `-c` code,
+ * xargs' and find's commands) its spec in programs/ says, through the FollowApi.
  */
 import path from "node:path";
 import {

@@ -8,6 +8,11 @@
  * wins; otherwise any `ask` makes the whole line `ask`. What the parser cannot follow (a program
  * name computed at run time, code in a variable, a syntax error) is denied.
  *
+ * What is known about each program — its decision, what it writes, what it runs, its own rules —
+ * lives in one place, its family's spec in programs/ (registry.ts lists the families); this module
+ * adds what holds for every command: paths, environment variables, secrets, interpreters' code
+ * (policy-interpreters.ts), the user's rules, and combining the parts' findings.
+ *
  * Default policy (each rule has an id, listed in POLICY_RULES):
  * - allowed: building, testing and linting JS/TS (node, npm/pnpm/yarn/bun scripts, npx of installed
  *   tools, tsc, vitest, jest, eslint, prettier, …), Python (python3, pytest, mypy, ruff, …), Go,
@@ -34,15 +39,12 @@
  * `make`, `./x.sh`) is not inspected — it catches mistakes and injected commands early and tells the
  * model why; isolation (bubblewrap/unshare) is what contains the rest.
  */
-import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { type CommandPart, parseCommandLine, type Redirection, type ShellWord } from "./policy-parts.js";
-import { inlineExecReason } from "./policy-inline.js";
 import { type PathClass, PathJudge, type WriteKind } from "./policy-paths.js";
-import { codeStrings, shellsOut } from "./policy-inline.js";
-import { isDownloader, normalizeProgram, programDecision, programFindings, writeTargets } from "./programs/registry.js";
-import { interpreterCall, type InterpreterKind, interpreterKind } from "./programs/runtimes.js";
+import { inlineFindings, interpreterFindings } from "./policy-interpreters.js";
+import { normalizeProgram, programDecision, programFindings, writeTargets } from "./programs/registry.js";
 import type { CheckEnv, Finding, PolicyDecision } from "./programs/types.js";
 
 export { parseCommandLine } from "./policy-parts.js";
@@ -304,7 +306,7 @@ class Evaluator implements CheckEnv {
     out.push(...this.writeFindings(p));
     for (const r of p.redirects) out.push(...this.redirectFindings(r, p.text));
     out.push(...this.readFindings(p));
-    out.push(...this.interpreterFindings(p));
+    out.push(...interpreterFindings(p, this));
     out.push(...programFindings(p, this));
     if (p.program !== "") {
       for (const r of this.policy.deny) if (this.matches(r, p)) out.push(fd("deny", r.id, r.reason));
@@ -539,6 +541,10 @@ class Evaluator implements CheckEnv {
     return null;
   }
 
+  inlineFindings(p: CommandPart, kind: "awk", code: string): Finding[] {
+    return inlineFindings(p, kind, code, this);
+  }
+
   private readFindings(p: CommandPart): Finding[] {
     for (const w of p.words.slice(1)) {
       const s = this.secretOf(w, p.cwd);
@@ -547,86 +553,8 @@ class Evaluator implements CheckEnv {
     return [];
   }
 
-  private interpreterFindings(p: CommandPart): Finding[] {
-    const out: Finding[] = [];
-    const kind = interpreterKind(p.program);
-    const isSource = p.program === "source" || p.program === ".";
-    if (!kind && !isSource) return out;
-    const call = kind ? interpreterCall(p, kind) : { inline: [], script: p.words[1] ?? null, stdin: p.words[1]?.text === "/dev/stdin", module: null };
-    const name = p.program;
-    const download = (upstream: string[]) => upstream.find((u) => isDownloader(u));
-    // Where the code comes from.
-    if (call.script && !call.stdin) {
-      const dl = download(call.script.substitutions);
-      if (dl) {
-        out.push(fd("deny", "pipe.download-to-interpreter", `${q(p.text)} runs code downloaded by \`${dl}\` without saving or reviewing it; download to a file in the workspace first and inspect it`));
-      } else if (kind === "shell" || isSource) {
-        out.push(...this.scriptLocation(p, call.script));
-      }
-    }
-    if (call.stdin || (call.script === null && call.inline.length === 0 && !call.module)) {
-      const input = p.stdin;
-      if (input?.kind === "pipe") {
-        const dl = download(input.upstream);
-        if (dl) {
-          out.push(fd("deny", "pipe.download-to-interpreter", `${q(p.text)} runs what \`${dl}\` downloads straight in \`${name}\`; download to a file in the workspace first and inspect it`));
-        } else if ((kind === "shell" || isSource) && input.text === null) {
-          out.push(fd("ask", "shell.stdin", `${q(p.text)} runs shell code that arrives through a pipe (from ${input.upstream.map((u) => `\`${u}\``).join(", ") || "another command"}), which the policy cannot see; run the commands directly`));
-        } else if (kind && kind !== "shell" && input.text) {
-          out.push(...this.inlineFindings(p, kind, input.text));
-        }
-      } else if (input && (input.kind === "heredoc" || input.kind === "herestring")) {
-        if (input.text === null && (kind === "shell" || isSource)) {
-          out.push(fd("ask", "shell.stdin", `${q(p.text)} runs shell code computed at run time`));
-        } else if (input.text !== null && kind && kind !== "shell") out.push(...this.inlineFindings(p, kind, input.text));
-      } else if (input?.kind === "file" && (kind === "shell" || isSource)) {
-        out.push(...this.scriptLocation(p, input.word));
-      }
-    }
-    if (kind && kind !== "shell") {
-      for (const c of call.inline) {
-        out.push(...this.inlineFindings(p, kind, c.text));
-        // Expansions inside the code (`-c "$CODE"`, `-e "x='$V'"`) can inject any code at run time.
-        if (!c.literal) out.push(fd("ask", "interp.inline-exec", `the inline ${kind} code of ${q(p.text)} is partly computed at run time (${q(c.raw)}), so the policy cannot check it; write the code out literally`));
-      }
-    }
-    return out;
-  }
 
-  private scriptLocation(p: CommandPart, script: ShellWord): Finding[] {
-    if (script.candidates && script.candidates.every((c) => !c.glob)) {
-      if (script.candidates.some((c) => c.text.startsWith("/dev/fd/") || c.text === "/dev/stdin")) {
-        return [fd("ask", "shell.stdin", `${q(p.text)} runs shell code produced by another command, which the policy cannot see; run the commands directly`)];
-      }
-      const ok = script.candidates.every((c) => {
-        const bases = c.text.startsWith("/") ? ["/"] : p.cwd;
-        return !!bases && bases.every((b) => this.judge.isInside(this.judge.physical(b, c.text)));
-      });
-      if (ok) return [];
-    }
-    return [fd("ask", "shell.script", `${q(p.text)} runs the script ${q(script.raw)} from outside the workspace (or from a path computed at run time); it needs the user's approval`)];
-  }
 
-  inlineFindings(p: CommandPart, kind: InterpreterKind | "awk", code: string): Finding[] {
-    if (!shellsOut(code, kind) && !inlineExecReason(code, kind)) return [];
-    for (const s of codeStrings(code)) {
-      if (!s.trim() || s.length > 4000) continue;
-      const denials = this.nestedDenials(s, p.cwd);
-      if (denials.length) {
-        return [
-          fd(
-            "deny",
-            "interp.inline-denied",
-            `the inline ${kind} code of ${q(p.text)} passes ${q(s)} to a shell, which is refused (${denials[0]!.rule}: ${denials[0]!.reason})`,
-          ),
-        ];
-      }
-    }
-    // No literal names a refused command, but what the code runs may be built at run time.
-    const why = inlineExecReason(code, kind);
-    if (why) return [fd("ask", "interp.inline-exec", `the inline ${kind} code of ${q(p.text)} ${why}; the policy cannot check which, so it needs the user's approval (run the commands directly instead)`)];
-    return [];
-  }
 
 
 }
