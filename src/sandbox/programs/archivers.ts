@@ -9,6 +9,9 @@ import { literalWord } from "../command-parts.js";
 import { getopt, hasLong } from "./options.js";
 import { allowed, type Finding, finding, type ProgramSpec, q, type WriteTarget } from "./types.js";
 
+/** Letters that take a value (old-style bundles `tar xzf a.tgz -C d` take theirs from the next words in order). */
+const TAR = { short: "fCIFTXbgHKLNV" };
+
 export interface TarCall {
   mode: "create" | "extract" | "list" | null;
   archive: ShellWord | null;
@@ -21,7 +24,7 @@ export interface TarCall {
 export function tarCall(p: CommandPart): TarCall {
   const out: TarCall = { mode: null, archive: null, directory: null, runs: [], absoluteNames: false };
   const w = p.words;
-  const withArg = "fCIFTXbgHKLNVg";
+  const withArg = TAR.short!;
   const letter = (c: string, next: () => ShellWord | undefined, attached: string | null) => {
     if (c === "c" || c === "r" || c === "u" || c === "A") out.mode = "create";
     else if (c === "x") out.mode = "extract";
@@ -74,7 +77,7 @@ export function tarCall(p: CommandPart): TarCall {
 /** tar: the archive it creates, the directory it extracts into. */
 const tarSpec: ProgramSpec = {
   names: ["tar"],
-  // Its option table is tarCall's `withArg`: old-style bundles (`tar xzf a.tgz`) need their own reading.
+  options: TAR,
   decide: (p) => allowed(p),
   writes(p) {
     const t = tarCall(p);

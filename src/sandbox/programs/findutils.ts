@@ -4,6 +4,7 @@
  */
 import type { PathCandidate, ShellWord } from "../command-parts.js";
 import { dynamicWord, literalWord } from "../command-parts.js";
+import { takesValue } from "./options.js";
 import { allowed, type FollowApi, type ProgramSpec, type WriteTarget } from "./types.js";
 
 /** The structure of a `find` command line, shared by the parser (for `-exec`) and the policy (for `-delete`). */
@@ -126,7 +127,7 @@ function xargsRuns(api: FollowApi): void {
       replace = t.startsWith("-i") ? t.slice(2) : t.slice(10);
       continue;
     }
-    if ((t.length === 2 && XARGS.short.includes(t[1]!)) || (t.startsWith("--") && XARGS.long.includes(t.slice(2)))) i++;
+    if (takesValue(t, XARGS)) i++;
   }
   const inputWord = dynamicWord("(xargs input)");
   let ws = words.slice(i);

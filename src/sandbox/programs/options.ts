@@ -124,3 +124,8 @@ export function outputWrites(p: { words: ShellWord[] }, table: OptionTable): Arr
   for (const x of p.words) if (x.literal && /^--outputFile\.[a-z-]+=/.test(x.text)) out.push({ ...x, text: x.text.replace(/^[^=]*=/, ""), candidates: [{ text: x.text.replace(/^[^=]*=/, ""), glob: false }] });
   return out.map((word) => ({ word, kind: {}, rm: false }));
 }
+
+/** The option word is one of the table's that take a value as the next word (`-n`, `--interval`). */
+export function takesValue(t: string, table: OptionTable): boolean {
+  return (t.length === 2 && t[0] === "-" && !!table.short?.includes(t[1]!)) || (t.startsWith("--") && !!table.long?.includes(t.slice(2)));
+}

@@ -6,7 +6,7 @@
 import type { Assignment } from "../command-parts.js";
 import { literalWord } from "../command-parts.js";
 import { runCode, runFrom } from "./follow.js";
-import { leadingOptions, type OptionTable, outputWrites } from "./options.js";
+import { leadingOptions, type OptionTable, outputWrites, takesValue } from "./options.js";
 import { allowed, type FollowApi, type ProgramSpec } from "./types.js";
 
 const lit = (api: FollowApi, i: number) => (api.words[i]?.literal ? api.words[i]!.text : null);
@@ -70,9 +70,12 @@ const env: ProgramSpec = {
   },
 };
 
+const WATCH: OptionTable = { short: "nq", long: ["interval", "equexit"] };
+const FLOCK: OptionTable = { short: "wE", long: ["timeout", "conflict-exit-code"] };
+
 const watch: ProgramSpec = {
   names: ["watch"],
-  options: { short: "nq", long: ["interval", "equexit"] },
+  options: WATCH,
   decide: (p) => allowed(p),
   runs(api) {
     const n = api.words.length;
@@ -85,7 +88,7 @@ const watch: ProgramSpec = {
         execForm = true;
         continue;
       }
-      if (t === "-n" || t === "--interval" || t === "-q" || t === "--equexit") {
+      if (takesValue(t, WATCH)) {
         i++;
         continue;
       }
@@ -100,7 +103,7 @@ const watch: ProgramSpec = {
 
 const flock: ProgramSpec = {
   names: ["flock"],
-  options: { short: "wE", long: ["timeout", "conflict-exit-code"] },
+  options: FLOCK,
   decide: (p) => allowed(p),
   runs(api) {
     const n = api.words.length;
@@ -108,7 +111,7 @@ const flock: ProgramSpec = {
     for (; i < n; i++) {
       const t = lit(api, i);
       if (t === null) return runFrom(api, -1, "flock");
-      if (t === "-w" || t === "-E" || t === "--timeout" || t === "--conflict-exit-code") {
+      if (takesValue(t, FLOCK)) {
         i++;
         continue;
       }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { getopt, hasLong, leadingOptions, outputWrites, subcommand, val } from "../../../src/sandbox/programs/options.js";
+import { getopt, hasLong, leadingOptions, outputWrites, subcommand, takesValue, val } from "../../../src/sandbox/programs/options.js";
 import { firstPart } from "./helpers.js";
 
 const words = (cmd: string) => firstPart(cmd).words;
@@ -38,6 +38,12 @@ describe("leadingOptions (wrappers)", () => {
     expect(leadingOptions(words("stdbuf -oL ls"), 1, { short: "ioe" })).toBe(2);
     expect(leadingOptions(words("nice -5 ls"), 1, { short: "n", numeric: true })).toBe(2);
     expect(leadingOptions(words("nice -- -x"), 1, {})).toBe(2);
+  });
+
+  it("tells which option words take the next word as their value", () => {
+    const table = { short: "nq", long: ["interval"] };
+    expect(["-n", "-q", "--interval"].every((t) => takesValue(t, table))).toBe(true);
+    expect(["-n5", "-x", "--interval=5", "--int", "-"].some((t) => takesValue(t, table))).toBe(false);
   });
 
   it("says when an option word is computed at run time", () => {
