@@ -24,9 +24,12 @@ function simpleWrapper(name: string, options: OptionTable, operandsBefore = 0): 
   };
 }
 
+/** env's options with a value; -C (a directory) and -S (code) are read below, -u/--unset by the table. */
+const ENV: OptionTable = { short: "uCS", long: ["unset", "chdir", "split-string"] };
+
 const env: ProgramSpec = {
   names: ["env"],
-  options: { short: "uCS", long: ["unset", "chdir", "split-string"] },
+  options: ENV,
   decide: (p) => allowed(p),
   runs(api) {
     const { words } = api;
@@ -39,7 +42,7 @@ const env: ProgramSpec = {
       if (t === null) return runFrom(api, -1, "env");
       if (t === "--") continue;
       if (t === "-" || t === "-i" || t === "-0" || t === "-v" || /^--(ignore-environment|null|debug)$/.test(t)) continue;
-      if (t === "-u" || t === "--unset") {
+      if (takesValue(t, { short: "u", long: ["unset"] })) {
         i++;
         continue;
       }
