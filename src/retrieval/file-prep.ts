@@ -140,8 +140,11 @@ function skip(stored: FileRecord | undefined, report: IndexReport, why: keyof Sk
   return stored ? "remove" : null;
 }
 
-/** A file's lines (not redacted) when its content still has this hash; null when it changed or is gone. */
-export function readLinesIfHash(workspace: string, rel: string, hash: string): string[] | null {
+/**
+ * A file's lines when its content still has this hash; null when it changed or is gone. Redacted
+ * (line numbers kept) when given a redactor: these lines are what an embeddings endpoint receives.
+ */
+export function readLinesIfHash(workspace: string, rel: string, hash: string, redact?: (text: string) => string): string[] | null {
   let buf: Buffer;
   try {
     buf = fs.readFileSync(path.join(workspace, rel));
@@ -149,5 +152,5 @@ export function readLinesIfHash(workspace: string, rel: string, hash: string): s
     return null;
   }
   if (sha256(buf) !== hash) return null;
-  return splitLines(decode(buf).text);
+  return splitLines(redactKeepingLines(decode(buf).text, redact));
 }

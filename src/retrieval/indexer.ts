@@ -201,7 +201,8 @@ export class Indexer {
       const done: Array<{ path: string; hash: string }> = [];
       const stale: string[] = [];
       for (const f of batch) {
-        const lines = readLinesIfHash(this.o.workspace, f.path, f.hash);
+        // Redacted: a secret in a workspace file must not travel to an embeddings endpoint.
+        const lines = readLinesIfHash(this.o.workspace, f.path, f.hash, this.o.redact);
         if (!lines) continue;
         if (f.vecHash !== null) stale.push(f.path);
         for (const c of this.ngram.chunksOf(f.path)) {

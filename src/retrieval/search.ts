@@ -72,7 +72,7 @@ export class SearchEngine {
       this.queryVectors.set(query, v);
       return v;
     }
-    v = this.o.embedder.embedQuery(query);
+    v = this.o.embedder.embedQuery(this.o.redact ? this.o.redact(query) : query);
     v.catch(() => this.queryVectors.delete(query));
     if (this.queryVectors.size >= QUERY_VECTORS) this.queryVectors.delete(this.queryVectors.keys().next().value as string);
     this.queryVectors.set(query, v);
