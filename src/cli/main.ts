@@ -12,6 +12,7 @@ import { registerGc } from "./gc.js";
 import { registerHistory } from "./history.js";
 import { registerIndex } from "./index.js";
 import { registerLedger } from "./ledger.js";
+import { registerMcp } from "./mcp.js";
 import { registerMemory } from "./memory.js";
 import { registerReplay } from "./replay.js";
 import { registerReport } from "./report.js";
@@ -52,6 +53,7 @@ export function buildProgram(): Command {
   registerReport(program);
   registerWeb(program);
   registerAdopt(program);
+  registerMcp(program);
   return program;
 }
 
