@@ -8,6 +8,7 @@ import { evaluatePolicy, type PolicyContext, type PolicyVerdict } from "../src/s
 import { describeAction } from "../src/context/builder.js";
 import type { Runtime } from "../src/runtime.js";
 import { stopLeftovers } from "../src/sandbox/executor.js";
+import { observeToolCall } from "../src/telemetry/observer.js";
 import type { LedgerEvent, PayloadOf, TaskStateValue } from "../src/state.js";
 import { treeSummary } from "../src/workspace/snapshot.js";
 import { getTool, type ToolContext } from "../tools/index.js";
@@ -212,7 +213,7 @@ export function createActNode(deps: NodeDeps): NodeFn {
       const { event: fb, reused } = await w.once(
         `feedback/${id}`,
         "environment_feedback",
-        () => execute(rt, action, w.key(`start/${id}`), config.signal, checked, approved),
+        () => observeToolCall({ tool: action.payload.tool, actionId: id }, () => execute(rt, action, w.key(`start/${id}`), config.signal, checked, approved)),
         id,
       );
       // Decisions are recorded here, with the action; plan changes need evidence and are judged by observe.

@@ -12,6 +12,7 @@ import { registerGc } from "./gc.js";
 import { registerHistory } from "./history.js";
 import { registerIndex } from "./index.js";
 import { registerLedger } from "./ledger.js";
+import { registerLogs } from "./logs.js";
 import { registerMcp } from "./mcp.js";
 import { registerMemory } from "./memory.js";
 import { registerReplay } from "./replay.js";
@@ -54,6 +55,7 @@ export function buildProgram(): Command {
   registerWeb(program);
   registerAdopt(program);
   registerMcp(program);
+  registerLogs(program);
   return program;
 }
 
