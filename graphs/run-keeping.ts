@@ -7,6 +7,8 @@ import { currentRunner, RunRegistry } from "../src/ledger/runs.js";
 import type { Runtime } from "../src/runtime.js";
 import type { TaskStateValue } from "../src/state.js";
 import { observeNode } from "../src/telemetry/observer.js";
+import { withRunTools } from "../tools/index.js";
+import { projectToolsOf } from "../tools/project.js";
 
 /** Threads whose runner this process has recorded (one registry write per run and process). */
 const recorded = new Set<string>();
@@ -31,7 +33,8 @@ export function keepRun(node: string, fn: NodeFn, deps: NodeDeps, rerun?: (rt: R
   return async (state, config) => {
     const rt = await deps.resolve(config);
     const thread = config.configurable?.thread_id ?? config.executionInfo?.threadId;
-    return observeNode(rt, thread ? String(thread) : undefined, node, state, () => kept(state, config));
+    // The run's project tools are offered beside the built-in ones in every node (tools/index.ts).
+    return withRunTools(projectToolsOf(rt), () => observeNode(rt, thread ? String(thread) : undefined, node, state, () => kept(state, config)));
   };
 }
 

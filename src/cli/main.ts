@@ -23,6 +23,7 @@ import { registerRun } from "./run.js";
 import { registerSearch } from "./search.js";
 import { registerStats } from "./stats.js";
 import { registerThreads } from "./threads.js";
+import { registerTools } from "./tools.js";
 import { registerWeb } from "./web.js";
 
 /** The `ledgerloop` command line. */
@@ -56,6 +57,7 @@ export function buildProgram(): Command {
   registerAdopt(program);
   registerMcp(program);
   registerLogs(program);
+  registerTools(program);
   return program;
 }
 

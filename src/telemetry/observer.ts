@@ -242,8 +242,8 @@ export class RunObserver {
   }
 
   /** Logs a tool run (exit code, duration, error class, risk) and records it as a child span of the node. */
-  async toolCall(s: NodeScope, info: { tool: string; actionId: string }, fn: () => Promise<PayloadOf<"environment_feedback">>): Promise<PayloadOf<"environment_feedback">> {
-    const risk = riskOf(info.tool);
+  async toolCall(s: NodeScope, info: { tool: string; actionId: string; risk?: ToolRisk }, fn: () => Promise<PayloadOf<"environment_feedback">>): Promise<PayloadOf<"environment_feedback">> {
+    const risk = info.risk ?? riskOf(info.tool);
     const span = this.spanUnder(s.span, `tool ${info.tool}`, {
       "gen_ai.tool.name": info.tool,
       "ledgerloop.tool": info.tool,
@@ -344,7 +344,7 @@ export function observeModelCall<R extends ModelAnswer>(
 }
 
 /** Wraps a tool's execution in the node running now. */
-export function observeToolCall(info: { tool: string; actionId: string }, fn: () => Promise<PayloadOf<"environment_feedback">>): Promise<PayloadOf<"environment_feedback">> {
+export function observeToolCall(info: { tool: string; actionId: string; risk?: ToolRisk }, fn: () => Promise<PayloadOf<"environment_feedback">>): Promise<PayloadOf<"environment_feedback">> {
   const s = scope.getStore();
   return s ? s.run.toolCall(s, info, fn) : fn();
 }
