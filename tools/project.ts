@@ -106,11 +106,11 @@ const BY_RUNTIME = new WeakMap<object, ToolDefinition[]>();
  * The project tools a runtime's runs offer, read once per runtime from the workspace's config (the
  * file the run started under: act refuses to go on under a changed one, see ledger/governing.ts).
  */
-export function projectToolsOf(rt: { workspace: string; settings: { allowNetwork?: boolean } }): ToolDefinition[] {
+export function projectToolsOf(rt: { workspace: string; settings?: { allowNetwork?: boolean } }): ToolDefinition[] {
   let tools = BY_RUNTIME.get(rt);
   if (!tools) {
     const { config } = readConfig(rt.workspace);
-    tools = projectTools(config.tools ?? [], { allowNetwork: rt.settings.allowNetwork ?? config.sandbox?.network ?? false }).offered;
+    tools = projectTools(config.tools ?? [], { allowNetwork: rt.settings?.allowNetwork ?? config.sandbox?.network ?? false }).offered;
     BY_RUNTIME.set(rt, tools);
   }
   return tools;
