@@ -164,6 +164,8 @@ export function createMemoryServer(opts: MemoryServerOptions): McpServer {
 
 /** Serves the workspace's memory over stdio until the client closes the connection. */
 export async function serveStdio(opts: MemoryServerOptions): Promise<void> {
+  // stdout carries the protocol: a library's console.log must not land in it.
+  for (const k of ["log", "info", "debug"] as const) console[k] = (...a: unknown[]) => console.error(...a);
   const { StdioServerTransport } = await import("@modelcontextprotocol/sdk/server/stdio.js");
   const server = createMemoryServer(opts);
   const transport = new StdioServerTransport();

@@ -156,3 +156,27 @@ describe("the observer itself", () => {
     db.close();
   });
 });
+
+describe("secrets stay out of the run log", () => {
+  it("a token in the goal and one in the environment never reach the log file", async () => {
+    const token = "ghp_" + "Zx8Qw2Er4Ty6Ui8Op0As2Df4Gh6Jk8Lz0Xc";
+    const envSecret = "q8Zr2Lw9Xv4Tn7Kp3Jm6-env-value";
+    const ws = tempWorkspace(undefined, { "README.md": "x\n" });
+    const t = path.join(tempWorkspace(), "t.json");
+    // No plan turn: the deterministic plan makes subtasks out of the goal (which the log names).
+    fs.writeFileSync(t, JSON.stringify({ decide: [{ content: "", tool_calls: [{ name: "run_command", args: { command: "exit 3" } }] }, { content: "", tool_calls: [{ name: "finish", args: { summary: "ok" } }] }] }));
+    const r = cli(["run", `Deploy with ${token} then report`, "-w", ws, "--model", `scripted:${t}`, "--json", "-q", "--log-level", "debug"], {
+      env: { MY_SERVICE_API_KEY: envSecret },
+      timeoutMs: 120_000,
+    });
+    expect(r.code, r.stderr).toBe(0);
+    const thread = (JSON.parse(r.stdout) as { thread: string }).thread;
+    const raw = fs.readFileSync(runLogFile(path.join(ws, ".ledgerloop"), thread), "utf8");
+    expect(raw).toContain("[REDACTED]");
+    expect(raw).toMatch(/"event":"tool_run".*"exitCode":3/);
+    for (const s of [token, envSecret]) {
+      expect(raw).not.toContain(s);
+      expect(r.stderr).not.toContain(s);
+    }
+  }, 150_000);
+});
