@@ -144,6 +144,8 @@ export const LedgerloopConfig = z.strictObject({
   sandbox: SandboxConfig.optional(),
   /** Model prices (USD per 1M tokens) over the built-in defaults, for cost accounting. */
   prices: PriceTable.optional(),
+  /** The model plan, summarize and reflect use when neither --summary-model nor the run context names one. */
+  summaryModel: z.string().min(1).optional(),
   /** Tools of this project (shell commands) offered to the model beside the built-in ones. */
   tools: z
     .array(ProjectToolConfig)

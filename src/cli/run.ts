@@ -12,6 +12,7 @@ import { logLevelOption } from "./logs.js";
 export interface RunArgs extends WorkspaceArgs {
   thread?: string;
   model?: string;
+  summaryModel?: string;
   maxSteps?: number;
   budget?: number;
   quiet?: boolean;
@@ -164,6 +165,7 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
       workspace: args.workspace ?? process.cwd(),
       stateDir: args.stateDir,
       model,
+      ...(args.summaryModel ? { summaryModel: args.summaryModel } : {}),
       ...(args.maxSteps ? { maxSteps: args.maxSteps } : {}),
       ...(args.budget ? { budgetTokens: args.budget } : {}),
       ...sandboxSettings(args),
@@ -177,7 +179,7 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
   );
   try {
     startThread(rt, task, thread);
-    if (!args.quiet && !args.json) log(`run ${thread} in ${rt.workspace} with ${rt.model.name} (sandbox: ${rt.sandbox.level})`);
+    if (!args.quiet && !args.json) log(`run ${thread} in ${rt.workspace} with ${rt.model.name}${rt.summaryModel ? ` (plan/summarize/reflect: ${rt.summaryModel.name})` : ""} (sandbox: ${rt.sandbox.level})`);
     warnIfUnisolated(rt);
     const ask = rt.settings.approve === "ask" && process.stdin.isTTY && !args.json ? askOnTerminal : undefined;
     const result = await withStopSignal((signal) => driveRun(rt, thread, task, { signal, ask }));
@@ -196,8 +198,9 @@ export function registerRun(program: Command): void {
       .argument("<task>", "what the agent should do")
       .option("-t, --thread <id>", "run id (default: generated)")
       .option("-m, --model <spec>", "openai:<name> or scripted:<trajectory.json> (default: $LEDGERLOOP_MODEL)")
+      .option("--summary-model <spec>", "a cheaper model for plan, summarize and reflect; decide stays on --model (also `summaryModel` in ledgerloop.config.json)")
       .option("--max-steps <n>", "stop after this many decide steps", intOption("--max-steps"))
-      .option("--budget <tokens>", "prompt budget in tokens", intOption("--budget"))
+      .option("--budget <tokens>", "prompt budget in tokens, at least 1000 (default: the model's window minus its reserved output)", intOption("--budget"))
       .option("--json", "print one JSON object with the outcome on stdout")
       .option("-q, --quiet", "no progress lines"),
   );
