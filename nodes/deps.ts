@@ -7,6 +7,7 @@ import { guardToolCalls } from "../src/models/args-guard.js";
 import type { ChatMessage, ModelResponse, ToolSpecLike } from "../src/models/port.js";
 import type { CheckpointHome, RunOrigin } from "../src/ledger/runs.js";
 import type { Runtime } from "../src/runtime.js";
+import { observeModelCall } from "../src/telemetry/observer.js";
 import type { LedgerEvent, ModelNode, TaskStateValue } from "../src/state.js";
 
 /** What every node factory receives: a way to get the run's Runtime from the graph config. */
@@ -108,7 +109,11 @@ export async function callModel(
   // Planning, summarising and reflecting may go to a cheaper model; deciding never does.
   const model = node === "decide" ? rt.model : (rt.summaryModel ?? rt.model);
   const started = performance.now();
-  const answer = await model.invoke({ node, turn, messages: rt.redactor.redactDeep(messages), tools, signal: opts.signal });
+  const answer = await observeModelCall(
+    { node, turn, model: model.name },
+    () => model.invoke({ node, turn, messages: rt.redactor.redactDeep(messages), tools, signal: opts.signal }),
+    (a) => costOf(a.usage, priceOf(model.name, rt.prices)),
+  );
   if (answer.exhausted) return { response: answer, event: null };
   // The entry point of model output: over-deep or huge arguments are cut here, before anything
   // recursive (redactor, ledger, checkpoints) walks them.

@@ -6,6 +6,7 @@ import { ModelError, errorMessage } from "../errors.js";
 import type { Runtime } from "../runtime.js";
 import { runContextOf } from "../settings.js";
 import type { RunStatus } from "../state.js";
+import { endObservation } from "../telemetry/observer.js";
 
 export interface DriveResult {
   thread: string;
@@ -99,6 +100,8 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
   else if (paused) status = paused;
   else if (pending) status = "awaiting_approval";
   else if (status === "running") status = error?.startsWith("superstep") ? "max_steps" : "interrupted";
+  // The run's log and telemetry: this process's part ends here (exported before the CLI exits).
+  await endObservation(rt, threadId, status, values.step ?? 0).catch(() => {});
   return {
     thread: threadId,
     status,

@@ -12,6 +12,8 @@ import { registerGc } from "./gc.js";
 import { registerHistory } from "./history.js";
 import { registerIndex } from "./index.js";
 import { registerLedger } from "./ledger.js";
+import { registerLogs } from "./logs.js";
+import { registerMcp } from "./mcp.js";
 import { registerMemory } from "./memory.js";
 import { registerReplay } from "./replay.js";
 import { registerReport } from "./report.js";
@@ -21,6 +23,7 @@ import { registerRun } from "./run.js";
 import { registerSearch } from "./search.js";
 import { registerStats } from "./stats.js";
 import { registerThreads } from "./threads.js";
+import { registerTools } from "./tools.js";
 import { registerWeb } from "./web.js";
 
 /** The `ledgerloop` command line. */
@@ -52,6 +55,9 @@ export function buildProgram(): Command {
   registerReport(program);
   registerWeb(program);
   registerAdopt(program);
+  registerMcp(program);
+  registerLogs(program);
+  registerTools(program);
   return program;
 }
 

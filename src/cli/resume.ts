@@ -3,6 +3,7 @@ import { CliError } from "../errors.js";
 import { log, savedRun, workspaceOptions, type WorkspaceArgs, exitCodeForStatus } from "./common.js";
 import type { DriveResult } from "./drive.js";
 import { progressPrinter, reportResult, sandboxOptions, sandboxSettings, warnIfUnisolated, withStopSignal, type RunArgs } from "./run.js";
+import { logLevelOption } from "./logs.js";
 
 export interface ResumeArgs extends WorkspaceArgs, Pick<RunArgs, "sandbox" | "allowNetwork" | "allow" | "maxCost" | "maxTokens" | "summaryModel"> {
   model?: string;
@@ -75,6 +76,7 @@ export function registerResume(program: Command): void {
   );
   // The sandbox flags of `run`; here --approve answers the pending approval, --approve-mode sets the mode.
   sandboxOptions(cmd, { approveFlag: "--approve-mode" });
+  logLevelOption(cmd);
   cmd.action(async (thread: string, opts: ResumeArgs) => {
     const result = await handleResume(thread, opts);
     process.exitCode = exitCodeForStatus(result.status);

@@ -7,6 +7,7 @@ import type { ProgressEvent, Runtime } from "../runtime.js";
 import type { DriveResult } from "./drive.js";
 import { writeRunReport } from "./report.js";
 import { cliCommand, intOption, log, printJson, workspaceOptions, type WorkspaceArgs, exitCodeForStatus } from "./common.js";
+import { logLevelOption } from "./logs.js";
 
 export interface RunArgs extends WorkspaceArgs {
   thread?: string;
@@ -203,7 +204,7 @@ export function registerRun(program: Command): void {
       .option("--json", "print one JSON object with the outcome on stdout")
       .option("-q, --quiet", "no progress lines"),
   );
-  sandboxOptions(program.commands.at(-1)!).action(async (task: string, opts: RunArgs) => {
+  logLevelOption(sandboxOptions(program.commands.at(-1)!)).action(async (task: string, opts: RunArgs) => {
     const { result } = await handleRun(task, opts);
     process.exitCode = exitCodeForStatus(result.status);
   });
