@@ -8,31 +8,35 @@ import { recordDecisionTool } from "./record-decision.js";
 import { runCommandTool } from "./run-command.js";
 import { runTestsTool } from "./run-tests.js";
 import { searchCodeTool } from "./search-code.js";
-import type { ToolDefinition } from "./tool.js";
+import { registerTool, type RegisteredTool } from "./tool.js";
 import { updatePlanTool } from "./update-plan.js";
 import { writeFileTool } from "./write-file.js";
 
-export type { ToolContext, ToolDefinition, ToolResult, ToolEffect, CodeSearcher } from "./tool.js";
+export type { BoundCall, CommandContext, RegisteredTool, ToolContext, ToolDefinition, ToolResult, ToolEffect, CodeSearcher } from "./tool.js";
 
-/** Every tool the agent can call, by name. Names and arguments are a public contract. */
-export const TOOLS: readonly ToolDefinition[] = [
-  readFileTool,
-  writeFileTool,
-  editFileTool,
-  listFilesTool,
-  searchCodeTool,
-  runCommandTool,
-  runTestsTool,
-  updatePlanTool,
-  recordDecisionTool,
-  gitCommitTool,
-  finishTool,
-] as ToolDefinition[];
+/**
+ * Every tool the agent can call, in the order the model is shown them. Names and arguments are a
+ * public contract. A new tool: one file exporting `defineTool({...})`, one `registerTool(...)` line
+ * here, and its accept/reject cases and spec snapshot in test/tools/schemas.test.ts.
+ */
+export const TOOLS: readonly RegisteredTool[] = [
+  registerTool(readFileTool),
+  registerTool(writeFileTool),
+  registerTool(editFileTool),
+  registerTool(listFilesTool),
+  registerTool(searchCodeTool),
+  registerTool(runCommandTool),
+  registerTool(runTestsTool),
+  registerTool(updatePlanTool),
+  registerTool(recordDecisionTool),
+  registerTool(gitCommitTool),
+  registerTool(finishTool),
+];
 
 const BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));
 
 /** The tool of that name, or undefined. */
-export function getTool(name: string): ToolDefinition | undefined {
+export function getTool(name: string): RegisteredTool | undefined {
   return BY_NAME.get(name);
 }
 
@@ -43,10 +47,10 @@ export interface ToolSpec {
   parameters: Record<string, unknown>;
 }
 
-const SPECS = new Map<ToolDefinition, ToolSpec>();
+const SPECS = new Map<RegisteredTool, ToolSpec>();
 
 /** Model-facing specs of the given tools (all by default); computed once per tool. */
-export function toolSpecs(tools: readonly ToolDefinition[] = TOOLS): ToolSpec[] {
+export function toolSpecs(tools: readonly RegisteredTool[] = TOOLS): ToolSpec[] {
   return tools.map((t) => {
     const known = SPECS.get(t);
     if (known) return known;
@@ -61,7 +65,7 @@ export function toolSpecs(tools: readonly ToolDefinition[] = TOOLS): ToolSpec[] 
 }
 
 export type ValidatedCall =
-  | { ok: true; tool: ToolDefinition; args: unknown }
+  | { ok: true; tool: RegisteredTool; args: unknown }
   | { ok: false; error: string };
 
 /** Checks a model's tool call: known tool, JSON arguments, schema. Never throws. */
@@ -86,13 +90,13 @@ export function validateToolCall(name: string, args: unknown, argsText?: string,
       };
     }
   }
-  const parsed = tool.schema.safeParse(value ?? {});
-  if (!parsed.success) {
-    const issues = parsed.error.issues
+  const bound = tool.bind(value ?? {});
+  if (!bound.ok) {
+    const issues = bound.issues
       .slice(0, 5)
       .map((i) => `${i.path.length ? i.path.join(".") : "(arguments)"}: ${i.message}`)
       .join("; ");
     return { ok: false, error: `Invalid arguments for ${name}: ${issues}.` };
   }
-  return { ok: true, tool, args: parsed.data };
+  return { ok: true, tool, args: bound.args };
 }
