@@ -2,7 +2,6 @@ import fs from "node:fs";
 import type Database from "better-sqlite3";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { LedgerloopError } from "../errors.js";
-import { threadHasCheckpoints } from "../ledger/checkpoints.js";
 import { listRuns, type RunSummary } from "../ledger/run-status.js";
 import { SqliteLedger } from "../ledger/sqlite-ledger.js";
 import { openStateDb } from "../ledger/state-db.js";
@@ -132,7 +131,7 @@ export function requireKnownThread(st: ReadOnlyState | null, thread: string): as
   const known =
     st !== null &&
     ((st.ledger && st.db.prepare("SELECT 1 FROM ll_events WHERE thread_id = ? LIMIT 1").get(thread)) ||
-      (st.checkpointer && threadHasCheckpoints(st.db, thread)) ||
+      (st.checkpointer && st.db.prepare("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1").get(thread)) ||
       runRows(st.db).has(thread));
   if (!known) throw new HttpError(404, `unknown thread "${thread}" in this workspace`);
 }
