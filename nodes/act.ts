@@ -41,6 +41,13 @@ async function execute(
   if (a.invalid) return { ...base, status: "rejected", output: a.invalid, errorClass: "invalid_call" };
   const tool = getTool(a.tool);
   if (!tool) return { ...base, status: "rejected", output: `Unknown tool "${a.tool}".`, errorClass: "invalid_call" };
+  // decide recorded these arguments after they passed this schema; binding parses them into its type.
+  const bound = tool.bind(a.args);
+  if (!bound.ok) {
+    const why = bound.issues.slice(0, 3).map((i) => `${i.path.length ? i.path.join(".") : "(arguments)"}: ${i.message}`).join("; ");
+    return { ...base, status: "rejected", output: `Recorded arguments of ${a.tool} no longer match its schema: ${why}.`, errorClass: "invalid_call" };
+  }
+  const call = bound.call;
 
   const previous = await rt.ledger.actionStart(attempt);
   const commandTag = tagOf(attempt);
@@ -75,15 +82,17 @@ async function execute(
     policy: rt.policy,
     checked: checked ?? undefined,
     approved,
+    files: rt.revisions.tracker,
   };
   try {
     let guard = previous?.guard ?? null;
     if (!previous) {
-      guard = tool.prepare ? await tool.prepare(a.args as never, ctx) : null;
+      guard = await call.prepare(ctx);
       await rt.ledger.markActionStarted({ actionId: attempt, pid: null, pgid: null, procStart: null, guard });
     }
     ctx.onProcessStart = (p) => rt.ledger.markActionStarted({ actionId: attempt, ...p, guard });
-    const r = await tool.run(a.args as never, ctx);
+    const r = await call.run(ctx);
+    keepWalk(rt, tool.writes, r.filesChanged);
     return {
       tool: a.tool,
       status: r.status,
@@ -102,6 +111,7 @@ async function execute(
       effects: r.effects,
     };
   } catch (err) {
+    rt.revisions.tracker.invalidate();
     if (isGraphInterrupt(err)) throw err;
     const denied = err instanceof PathEscapeError;
     return {
@@ -112,6 +122,13 @@ async function execute(
       errorClass: denied ? "path_outside_workspace" : "tool_error",
     };
   }
+}
+
+/** Keeps the step's one walk true after a tool ran: its reported writes are stat'ed again, anything else drops it. */
+function keepWalk(rt: Runtime, writes: "nothing" | "reported" | undefined, changed: Feedback["filesChanged"]): void {
+  if (writes === "nothing") return;
+  if (writes === "reported" && changed) rt.revisions.tracker.touched([...changed.created, ...changed.modified, ...changed.deleted]);
+  else if (writes !== "reported") rt.revisions.tracker.invalidate();
 }
 
 /** What a paused run hands the user to decide on (the interrupt's value). */
@@ -196,15 +213,18 @@ export function createActNode(deps: NodeDeps): NodeFn {
     const thread = config.configurable?.thread_id;
     if (typeof thread === "string") checkThreadConfig(rt.db, thread, rt.configSha, CONFIG_FILE);
     const w = branchWriter(rt, state, config, "act");
+    // A walk made after this point (by a command of this step) is the one the step's revision reads.
+    const walkSeq = rt.revisions.tracker.seq;
     for (const id of state.pendingActions) {
       const action = (await rt.ledger.get(id)) as LedgerEvent<"agent_action"> | null;
       if (!action || action.type !== "agent_action") throw new Error(`pending action ${id} is not in the ledger`);
       let approved = false;
       let checked: { command: string; verdict: PolicyVerdict } | null = null;
       const tool = getTool(action.payload.tool);
-      if (!action.payload.invalid && tool?.command && !(await w.find(`feedback/${id}`))) {
+      const bound = !action.payload.invalid && tool?.runsCommand ? tool.bind(action.payload.args) : null;
+      if (bound?.ok && !(await w.find(`feedback/${id}`))) {
         // Approval comes before the start marker: a paused command has not started.
-        const command = await tool.command(action.payload.args as never, { workspace: rt.workspace } as ToolContext).catch(() => null);
+        const command = await bound.call.command({ workspace: rt.workspace }).catch(() => null);
         if (command) {
           // A project tool's `approve` adjusts the policy's verdict (tools/project.ts).
           const v = adjustVerdict(tool, evaluatePolicy(command, rt.policy, { workspace: rt.workspace, cwd: rt.workspace, level: rt.sandbox.level as PolicyContext["level"] }));
@@ -234,7 +254,7 @@ export function createActNode(deps: NodeDeps): NodeFn {
     }
     // The workspace as this step left it, shell-made changes included: the revision a rewind to any
     // later checkpoint restores. Taken here, so the checkpoint after act already names it.
-    const snap = await rt.revisions.snapshot({ label: `step ${state.step}` });
+    const snap = await rt.revisions.snapshot({ label: `step ${state.step}`, reuseWalkAfter: walkSeq });
     const c = snap.changed;
     const changed = c.created.length + c.modified.length + c.deleted.length > 0;
     const files = c.created.length + c.deleted.length > 0 ? [...snap.files.keys()] : null;

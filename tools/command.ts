@@ -21,6 +21,7 @@ export function runToolCommand(ctx: ToolContext, command: string, opts: { timeou
     policy: ctx.policy,
     approved: ctx.approved,
     verdict: ctx.checked?.command === command ? ctx.checked.verdict : undefined,
+    files: ctx.files,
   });
 }
 

@@ -34,6 +34,7 @@ export const editFileTool = defineTool({
   schema: EditFileArgs,
   // Guarded by content hashes: a re-run after a crash recognises an edit already applied.
   idempotent: true,
+  writes: "reported",
   async prepare(args, ctx) {
     const p = resolveInWorkspace(ctx.workspace, args.path, { write: true });
     const text = await fs.readFile(p.abs, "utf8").catch(() => null);

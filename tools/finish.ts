@@ -16,6 +16,7 @@ export const finishTool = defineTool({
     "Do not call other tools in the same turn.",
   schema: FinishArgs,
   idempotent: true,
+  writes: "nothing",
   async run(args) {
     return { status: "ok", output: "Task finished.", effects: [{ kind: "finish", summary: args.summary }] };
   },

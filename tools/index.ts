@@ -9,26 +9,30 @@ import { recordDecisionTool } from "./record-decision.js";
 import { runCommandTool } from "./run-command.js";
 import { runTestsTool } from "./run-tests.js";
 import { searchCodeTool } from "./search-code.js";
-import type { ToolDefinition } from "./tool.js";
+import { registerTool, type RegisteredTool } from "./tool.js";
 import { updatePlanTool } from "./update-plan.js";
 import { writeFileTool } from "./write-file.js";
 
-export type { ToolContext, ToolDefinition, ToolResult, ToolEffect, CodeSearcher } from "./tool.js";
+export type { BoundCall, CommandContext, RegisteredTool, ToolContext, ToolDefinition, ToolResult, ToolEffect, CodeSearcher } from "./tool.js";
 
-/** Every tool the agent can call, by name. Names and arguments are a public contract. */
-export const TOOLS: readonly ToolDefinition[] = [
-  readFileTool,
-  writeFileTool,
-  editFileTool,
-  listFilesTool,
-  searchCodeTool,
-  runCommandTool,
-  runTestsTool,
-  updatePlanTool,
-  recordDecisionTool,
-  gitCommitTool,
-  finishTool,
-] as ToolDefinition[];
+/**
+ * Every tool the agent can call, in the order the model is shown them. Names and arguments are a
+ * public contract. A new tool: one file exporting `defineTool({...})`, one `registerTool(...)` line
+ * here, and its accept/reject cases and spec snapshot in test/tools/schemas.test.ts.
+ */
+export const TOOLS: readonly RegisteredTool[] = [
+  registerTool(readFileTool),
+  registerTool(writeFileTool),
+  registerTool(editFileTool),
+  registerTool(listFilesTool),
+  registerTool(searchCodeTool),
+  registerTool(runCommandTool),
+  registerTool(runTestsTool),
+  registerTool(updatePlanTool),
+  registerTool(recordDecisionTool),
+  registerTool(gitCommitTool),
+  registerTool(finishTool),
+];
 
 const BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));
 
@@ -37,21 +41,21 @@ const BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));
  * node running now: the graph runs every node inside `withRunTools` (graphs/run-keeping.ts), so
  * the nodes' calls below see the run's own tools without passing them around.
  */
-const runTools = new AsyncLocalStorage<readonly ToolDefinition[]>();
+const runTools = new AsyncLocalStorage<readonly RegisteredTool[]>();
 
 /** Runs `fn` with `extra` tools offered beside the built-in ones. */
-export function withRunTools<T>(extra: readonly ToolDefinition[], fn: () => T): T {
+export function withRunTools<T>(extra: readonly RegisteredTool[], fn: () => T): T {
   return extra.length ? runTools.run(extra, fn) : fn();
 }
 
 /** Every tool of the run in scope: the built-in ones, then its own. */
-export function allTools(): readonly ToolDefinition[] {
+export function allTools(): readonly RegisteredTool[] {
   const extra = runTools.getStore();
   return extra?.length ? [...TOOLS, ...extra] : TOOLS;
 }
 
 /** The tool of that name, or undefined. */
-export function getTool(name: string): ToolDefinition | undefined {
+export function getTool(name: string): RegisteredTool | undefined {
   return BY_NAME.get(name) ?? runTools.getStore()?.find((t) => t.name === name);
 }
 
@@ -62,10 +66,10 @@ export interface ToolSpec {
   parameters: Record<string, unknown>;
 }
 
-const SPECS = new Map<ToolDefinition, ToolSpec>();
+const SPECS = new Map<RegisteredTool, ToolSpec>();
 
 /** Model-facing specs of the given tools (all by default); computed once per tool. */
-export function toolSpecs(tools: readonly ToolDefinition[] = allTools()): ToolSpec[] {
+export function toolSpecs(tools: readonly RegisteredTool[] = allTools()): ToolSpec[] {
   return tools.map((t) => {
     const known = SPECS.get(t);
     if (known) return known;
@@ -80,7 +84,7 @@ export function toolSpecs(tools: readonly ToolDefinition[] = allTools()): ToolSp
 }
 
 export type ValidatedCall =
-  | { ok: true; tool: ToolDefinition; args: unknown }
+  | { ok: true; tool: RegisteredTool; args: unknown }
   | { ok: false; error: string };
 
 /** Checks a model's tool call: known tool, JSON arguments, schema. Never throws. */
@@ -105,13 +109,13 @@ export function validateToolCall(name: string, args: unknown, argsText?: string,
       };
     }
   }
-  const parsed = tool.schema.safeParse(value ?? {});
-  if (!parsed.success) {
-    const issues = parsed.error.issues
+  const bound = tool.bind(value ?? {});
+  if (!bound.ok) {
+    const issues = bound.issues
       .slice(0, 5)
       .map((i) => `${i.path.length ? i.path.join(".") : "(arguments)"}: ${i.message}`)
       .join("; ");
     return { ok: false, error: `Invalid arguments for ${name}: ${issues}.` };
   }
-  return { ok: true, tool, args: parsed.data };
+  return { ok: true, tool, args: bound.args };
 }

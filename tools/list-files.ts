@@ -22,6 +22,7 @@ export const listFilesTool = defineTool({
     "Paths are relative to the workspace root. A glob without a slash matches file names at any depth.",
   schema: ListFilesArgs,
   idempotent: true,
+  writes: "nothing",
   async run(args, ctx) {
     const dir = resolveInWorkspace(ctx.workspace, args.path ?? ".");
     const st = await fs.stat(dir.abs).catch(() => null);

@@ -3,7 +3,7 @@ import { readConfig, type ProjectToolConfig, type ToolRisk } from "../src/config
 import type { PolicyVerdict } from "../src/sandbox/policy.js";
 import { riskOf } from "../src/telemetry/observer.js";
 import { commandResult, runToolCommand } from "./command.js";
-import { defineTool, type ToolDefinition } from "./tool.js";
+import { defineTool, registerTool, type RegisteredTool } from "./tool.js";
 
 /** Where a tool the model gets comes from, and what it may do. */
 export interface ToolOrigin {
@@ -12,15 +12,15 @@ export interface ToolOrigin {
   approve: "allow" | "ask" | "deny" | "policy";
 }
 
-const ORIGINS = new WeakMap<ToolDefinition, ToolOrigin>();
+const ORIGINS = new WeakMap<RegisteredTool, ToolOrigin>();
 
 /** The origin of a tool made here (project tools); undefined for the built-in ones. */
-export function projectOrigin(tool: ToolDefinition): ToolOrigin | undefined {
+export function projectOrigin(tool: RegisteredTool): ToolOrigin | undefined {
   return ORIGINS.get(tool);
 }
 
 /** Where a tool comes from and its risk: a project tool's as configured, a built-in one's by its kind. */
-export function originOf(tool: ToolDefinition): ToolOrigin {
+export function originOf(tool: RegisteredTool): ToolOrigin {
   return ORIGINS.get(tool) ?? { source: "built-in", risk: riskOf(tool.name), approve: "policy" };
 }
 
@@ -48,10 +48,11 @@ export function projectCommandLine(command: string): string {
  * feedback) exactly like run_command, with the arguments as JSON on stdin, in
  * $LEDGERLOOP_TOOL_INPUT and as LL_ARG_<NAME> (names that look secret are dropped by the sandbox).
  */
-export function projectTool(cfg: ProjectToolConfig): ToolDefinition {
+export function projectTool(cfg: ProjectToolConfig): RegisteredTool {
   const schema = z.fromJSONSchema((cfg.input ?? { type: "object", properties: {}, additionalProperties: false }) as Parameters<typeof z.fromJSONSchema>[0]);
   const line = projectCommandLine(cfg.command);
-  const tool = defineTool({
+  const tool = registerTool(
+    defineTool({
     name: cfg.name,
     description: cfg.description,
     schema,
@@ -68,7 +69,8 @@ export function projectTool(cfg: ProjectToolConfig): ToolDefinition {
       });
       return commandResult(fb);
     },
-  }) as ToolDefinition;
+    }),
+  );
   ORIGINS.set(tool, { source: "project", risk: cfg.risk, approve: cfg.approve ?? "policy" });
   return tool;
 }
@@ -77,8 +79,8 @@ export function projectTool(cfg: ProjectToolConfig): ToolDefinition {
  * The project tools a run offers: `deny` ones never, `network` ones only when the run may use the
  * network. Returns the offered tools and, for `ledgerloop tools`, why the others are not.
  */
-export function projectTools(configs: readonly ProjectToolConfig[], opts: { allowNetwork: boolean }): { offered: ToolDefinition[]; withheld: Array<{ config: ProjectToolConfig; why: string }> } {
-  const offered: ToolDefinition[] = [];
+export function projectTools(configs: readonly ProjectToolConfig[], opts: { allowNetwork: boolean }): { offered: RegisteredTool[]; withheld: Array<{ config: ProjectToolConfig; why: string }> } {
+  const offered: RegisteredTool[] = [];
   const withheld: Array<{ config: ProjectToolConfig; why: string }> = [];
   for (const c of configs) {
     if (c.approve === "deny") withheld.push({ config: c, why: 'approve is "deny"' });
@@ -92,7 +94,7 @@ export function projectTools(configs: readonly ProjectToolConfig[], opts: { allo
  * The policy's verdict on a project tool's command, adjusted by its `approve`: "ask" always asks
  * first, "allow" runs what the policy would ask about (a policy denial stays a denial).
  */
-export function adjustVerdict(tool: ToolDefinition | undefined, v: PolicyVerdict): PolicyVerdict {
+export function adjustVerdict(tool: RegisteredTool | undefined, v: PolicyVerdict): PolicyVerdict {
   const origin = tool && ORIGINS.get(tool);
   if (!origin) return v;
   if (origin.approve === "ask" && v.decision === "allow") return { ...v, decision: "ask", rule: "tool.approve", reason: `the project tool ${tool.name} is configured with approve "ask"` };
@@ -100,13 +102,13 @@ export function adjustVerdict(tool: ToolDefinition | undefined, v: PolicyVerdict
   return v;
 }
 
-const BY_RUNTIME = new WeakMap<object, ToolDefinition[]>();
+const BY_RUNTIME = new WeakMap<object, RegisteredTool[]>();
 
 /**
  * The project tools a runtime's runs offer, read once per runtime from the workspace's config (the
  * file the run started under: act refuses to go on under a changed one, see ledger/governing.ts).
  */
-export function projectToolsOf(rt: { workspace: string; settings?: { allowNetwork?: boolean } }): ToolDefinition[] {
+export function projectToolsOf(rt: { workspace: string; settings?: { allowNetwork?: boolean } }): RegisteredTool[] {
   let tools = BY_RUNTIME.get(rt);
   if (!tools) {
     const { config } = readConfig(rt.workspace);

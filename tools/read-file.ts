@@ -28,6 +28,7 @@ export const readFileTool = defineTool({
     "Line numbers are for reference only: do not include them in edit_file's oldText.",
   schema: ReadFileArgs,
   idempotent: true,
+  writes: "nothing",
   async run(args, ctx) {
     const p = resolveInWorkspace(ctx.workspace, args.path);
     let buf: Buffer;

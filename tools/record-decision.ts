@@ -16,6 +16,7 @@ export const recordDecisionTool = defineTool({
     "in every later step of the run, however long it gets.",
   schema: RecordDecisionArgs,
   idempotent: true,
+  writes: "nothing",
   async run(args) {
     return { status: "ok", output: "Decision recorded.", effects: [{ kind: "decision", text: args.text }] };
   },

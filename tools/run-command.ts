@@ -28,6 +28,7 @@ export const runCommandTool = defineTool({
   schema: RunCommandArgs,
   // A command may have side effects that must not happen twice (a migration, a commit).
   idempotent: false,
+  writes: "reported",
   async command(args) {
     return args.command;
   },

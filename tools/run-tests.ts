@@ -25,6 +25,7 @@ export const runTestsTool = defineTool({
   schema: RunTestsArgs,
   // Tests can write files, databases or snapshots: not safe to assume a re-run is harmless.
   idempotent: false,
+  writes: "reported",
   async command(args, ctx) {
     return args.command ?? (await detectTestCommand(ctx.workspace))?.command ?? null;
   },

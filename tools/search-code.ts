@@ -17,6 +17,7 @@ export const searchCodeTool = defineTool({
     "user_role). Returns the best matching file ranges with a preview; read them with read_file.",
   schema: SearchCodeArgs,
   idempotent: true,
+  writes: "nothing",
   async run(args, ctx) {
     const hits = await ctx.searcher.search(args.query, args.k ?? 10);
     if (hits.length === 0) return { status: "ok", output: `No matches for "${args.query}".` };

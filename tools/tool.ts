@@ -3,6 +3,7 @@ import type { CodeSearcher } from "../src/retrieval/port.js";
 import type { PolicyVerdict, SandboxPolicy } from "../src/sandbox/policy.js";
 import type { ProcessInfo, Sandbox } from "../src/sandbox/port.js";
 import type { ActionEffect, FileChanges, TestCounts } from "../src/state.js";
+import type { WorkspaceTracker } from "../src/workspace/tracker.js";
 
 export type { CodeSearcher };
 
@@ -32,7 +33,12 @@ export interface ToolContext {
   checked?: { command: string; verdict: PolicyVerdict };
   /** This call's command needed approval and got it. */
   approved?: boolean;
+  /** The workspace's walk tracker: commands take their before/after walks through it (one walk per step). */
+  files?: WorkspaceTracker;
 }
+
+/** What `command()` may use: it runs before the call starts (policy check, approval), with no sandbox. */
+export type CommandContext = Pick<ToolContext, "workspace">;
 
 export type ToolEffect = ActionEffect;
 
@@ -64,8 +70,14 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
    * reported as such to the model and not re-run.
    */
   idempotent: boolean;
+  /**
+   * What a call may change in the workspace, so the step's one walk can be kept across it: "nothing"
+   * (reads only, or only .git/ and the ledger), "reported" (exactly the paths of its result's
+   * `filesChanged`), or unset: anything, and the next reader walks the tree again.
+   */
+  writes?: "nothing" | "reported";
   /** The shell command this call would run, for the policy and approval check made before it starts. */
-  command?(args: z.infer<S>, ctx: ToolContext): Promise<string | null>;
+  command?(args: z.infer<S>, ctx: CommandContext): Promise<string | null>;
   /** Taken before the first attempt and handed back on a re-run (see edit_file). */
   prepare?(args: z.infer<S>, ctx: ToolContext): Promise<string | null>;
   run(args: z.infer<S>, ctx: ToolContext): Promise<ToolResult>;
@@ -74,6 +86,60 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
 /** Identity helper that keeps the schema's type on `run`. */
 export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): ToolDefinition<S> {
   return def;
+}
+
+/** A tool call whose arguments passed the tool's own schema, bound to them: runs without a cast. */
+export interface BoundCall {
+  /** The shell command the call would run (for the policy and approval), or null when it runs none. */
+  command(ctx: CommandContext): Promise<string | null>;
+  /** The guard to record before the first attempt (see edit_file), or null. */
+  prepare(ctx: ToolContext): Promise<string | null>;
+  run(ctx: ToolContext): Promise<ToolResult>;
+}
+
+/**
+ * A tool as the registry holds it: the definition's metadata, its argument type kept inside `bind`
+ * (which parses with the tool's own schema), so one list holds tools of different argument types.
+ */
+export interface RegisteredTool {
+  readonly name: string;
+  readonly description: string;
+  readonly schema: z.ZodType;
+  readonly idempotent: boolean;
+  readonly writes?: "nothing" | "reported";
+  /** The tool runs a shell command, which the policy checks (and may ask approval for) before it starts. */
+  readonly runsCommand: boolean;
+  /**
+   * Parses `args` with the tool's schema. decide parses the model's arguments with it and records the
+   * result; act binds that record again, so a schema must accept its own output (schemas.test.ts).
+   */
+  bind(args: unknown): { ok: true; args: unknown; call: BoundCall } | { ok: false; issues: readonly z.core.$ZodIssue[] };
+}
+
+/** Puts a tool definition in registry form (tools/index.ts lists them). */
+export function registerTool<S extends z.ZodType>(def: ToolDefinition<S>): RegisteredTool {
+  return {
+    name: def.name,
+    description: def.description,
+    schema: def.schema,
+    idempotent: def.idempotent,
+    writes: def.writes,
+    runsCommand: def.command !== undefined,
+    bind(raw) {
+      const parsed = def.schema.safeParse(raw);
+      if (!parsed.success) return { ok: false, issues: parsed.error.issues };
+      const args = parsed.data;
+      return {
+        ok: true,
+        args,
+        call: {
+          command: async (ctx) => (def.command ? def.command(args, ctx) : null),
+          prepare: async (ctx) => (def.prepare ? def.prepare(args, ctx) : null),
+          run: (ctx) => def.run(args, ctx),
+        },
+      };
+    },
+  };
 }
 
 /** A recoverable failure, returned to the model. */

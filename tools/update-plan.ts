@@ -30,6 +30,7 @@ export const updatePlanTool = defineTool({
     "Mark a subtask completed only once there is evidence (e.g. its tests pass). Marking one blocked triggers a replan.",
   schema: UpdatePlanArgs,
   idempotent: true,
+  writes: "nothing",
   async run(args) {
     const count = (s: string) => args.subtasks.filter((t) => t.status === s).length;
     return {

@@ -21,6 +21,7 @@ export const writeFileTool = defineTool({
   schema: WriteFileArgs,
   // Writing the same content twice leaves the same file.
   idempotent: true,
+  writes: "reported",
   async run(args, ctx) {
     const p = resolveInWorkspace(ctx.workspace, args.path, { write: true });
     let existed = true;

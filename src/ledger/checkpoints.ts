@@ -1,10 +1,13 @@
 import type Database from "better-sqlite3";
 
-// Read-only access to the tables LangGraph's SqliteSaver writes, without loading LangGraph: the
-// inspection commands (history, context, report) must start in a few hundred milliseconds, and
-// @langchain/langgraph-checkpoint alone costs ~400 ms to import. The graph itself keeps using
-// SqliteSaver for every write; test/ledger/checkpoints.test.ts checks these rows against
-// LangGraph's own getStateHistory so a change of the stored format cannot go unnoticed.
+// The one module that knows the tables LangGraph's SqliteSaver writes (`checkpoints`, `writes`):
+// every other module asks here instead of writing SQL over them, so a change of LangGraph's storage
+// is met in one place. It reads them without loading LangGraph: the inspection commands (history,
+// context, report) must start in a few hundred milliseconds, and @langchain/langgraph-checkpoint
+// alone costs ~400 ms to import. The graph itself keeps using the saver (runtime.ts) for every
+// write; only gc deletes rows here. test/api/open-agent.test.ts checks the history rows against
+// LangGraph's own getStateHistory, test/ledger/checkpoints.test.ts the rest against a real saver, so a
+// change of the stored format cannot go unnoticed.
 
 /** One checkpoint of a thread as the inspection commands show it. */
 export interface CheckpointRow {
@@ -109,4 +112,101 @@ export function latestCheckpoint(db: Database.Database, thread: string): Checkpo
     .prepare(`SELECT ${COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1`)
     .get(thread) as Row | undefined;
   return row ? toRow(row) : undefined;
+}
+
+function hasTable(db: Database.Database, name: "checkpoints" | "writes"): boolean {
+  return Boolean(db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name));
+}
+
+/** True when LangGraph has created its checkpoint table in this database (a run was checkpointed here). */
+export function hasCheckpointTable(db: Database.Database): boolean {
+  return hasTable(db, "checkpoints");
+}
+
+/** True when LangGraph has at least one checkpoint for the thread (any namespace) in this database. */
+export function threadHasCheckpoints(db: Database.Database, thread: string): boolean {
+  if (!hasTable(db, "checkpoints")) return false;
+  return Boolean(db.prepare("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1").get(thread));
+}
+
+/** Number of checkpoints (all namespaces) of every thread that has some. */
+export function checkpointCounts(db: Database.Database): Map<string, number> {
+  const counts = new Map<string, number>();
+  if (!hasTable(db, "checkpoints")) return counts;
+  for (const r of db.prepare("SELECT thread_id, COUNT(*) AS n FROM checkpoints GROUP BY thread_id").all() as Array<{ thread_id: string; n: number }>) {
+    counts.set(r.thread_id, r.n);
+  }
+  return counts;
+}
+
+/**
+ * A check, prepared once, of whether a thread is paused by interrupt(): its newest root checkpoint has
+ * a pending `__interrupt__` write. Null when the database has no checkpoint or write table.
+ */
+export function interruptedCheck(db: Database.Database): ((thread: string) => boolean) | null {
+  if (!hasTable(db, "checkpoints") || !hasTable(db, "writes")) return null;
+  const stmt = db.prepare<[string, string], { one: number }>(
+    `SELECT 1 AS one FROM writes WHERE thread_id = ? AND checkpoint_ns = '' AND channel = '__interrupt__'
+       AND checkpoint_id = (SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '') LIMIT 1`,
+  );
+  return (thread) => Boolean(stmt.get(thread, thread));
+}
+
+/** One root-graph checkpoint and its parent, as gc sees the checkpoint tree. */
+export interface CheckpointLink {
+  thread_id: string;
+  checkpoint_id: string;
+  parent_checkpoint_id: string | null;
+}
+
+/** Every root-graph checkpoint of every thread with its parent (empty without a checkpoint table). */
+export function checkpointLinks(db: Database.Database): CheckpointLink[] {
+  if (!hasTable(db, "checkpoints")) return [];
+  return db.prepare("SELECT thread_id, checkpoint_id, parent_checkpoint_id FROM checkpoints WHERE checkpoint_ns = ''").all() as CheckpointLink[];
+}
+
+/**
+ * Deletes root-graph checkpoints (and their pending writes) and points kept ones at new parents, in
+ * one transaction, so the history LangGraph reads stays a chain.
+ */
+export function pruneCheckpoints(
+  db: Database.Database,
+  drop: ReadonlyArray<{ thread_id: string; checkpoint_id: string }>,
+  reparent: ReadonlyArray<{ thread_id: string; checkpoint_id: string; parent: string | null }>,
+): void {
+  if (!hasTable(db, "checkpoints")) return;
+  db.transaction(() => {
+    const delCp = db.prepare("DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?");
+    const delW = hasTable(db, "writes") ? db.prepare("DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?") : null;
+    const setParent = db.prepare("UPDATE checkpoints SET parent_checkpoint_id = ? WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?");
+    for (const r of reparent) setParent.run(r.parent, r.thread_id, r.checkpoint_id);
+    for (const r of drop) {
+      delCp.run(r.thread_id, r.checkpoint_id);
+      delW?.run(r.thread_id, r.checkpoint_id);
+    }
+  })();
+}
+
+/** The workspace revisions (`workspaceRev`) that some stored checkpoint's state names. */
+export function checkpointWorkspaceRevs(db: Database.Database): Set<string> {
+  const live = new Set<string>();
+  if (!hasTable(db, "checkpoints")) return live;
+  for (const r of db.prepare("SELECT checkpoint FROM checkpoints").all() as Array<{ checkpoint: Buffer }>) {
+    try {
+      const rev = JSON.parse(r.checkpoint.toString("utf8"))?.channel_values?.workspaceRev;
+      if (typeof rev === "string") live.add(rev);
+    } catch {
+      /* a checkpoint in another encoding keeps nothing alive: revisions are kept by the store's heads */
+    }
+  }
+  return live;
+}
+
+/** Count and bytes of the stored checkpoints (with their metadata) and of the pending writes. */
+export function checkpointStorage(db: Database.Database): { count: number; bytes: number; writesBytes: number } {
+  const cp = hasTable(db, "checkpoints")
+    ? (db.prepare("SELECT COUNT(*) AS n, SUM(length(checkpoint) + length(metadata)) AS b FROM checkpoints").get() as { n: number; b: number | null })
+    : { n: 0, b: 0 };
+  const wr = hasTable(db, "writes") ? (db.prepare("SELECT SUM(length(value)) AS b FROM writes").get() as { b: number | null }) : { b: 0 };
+  return { count: cp.n, bytes: cp.b ?? 0, writesBytes: wr.b ?? 0 };
 }

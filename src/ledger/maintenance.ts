@@ -2,12 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type Database from "better-sqlite3";
 import type { RevisionStore } from "../workspace/revisions.js";
-
-interface CpRow {
-  thread_id: string;
-  checkpoint_id: string;
-  parent_checkpoint_id: string | null;
-}
+import { checkpointLinks, checkpointStorage, checkpointWorkspaceRevs, pruneCheckpoints, type CheckpointLink } from "./checkpoints.js";
 
 function hasTable(db: Database.Database, name: string): boolean {
   return Boolean(db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name));
@@ -52,8 +47,8 @@ export async function collectGarbage(db: Database.Database, revisions: RevisionS
   let kept = 0;
   let heads = 0;
   const live = new Set<string>();
-  if (hasTable(db, "checkpoints")) {
-    const rows = db.prepare("SELECT thread_id, checkpoint_id, parent_checkpoint_id FROM checkpoints WHERE checkpoint_ns = ''").all() as CpRow[];
+  const rows = checkpointLinks(db);
+  if (rows.length > 0) {
     const key = (t: string, c: string) => `${t}\u0000${c}`;
     const byKey = new Map(rows.map((r) => [key(r.thread_id, r.checkpoint_id), r]));
     const hasChild = new Set(rows.filter((r) => r.parent_checkpoint_id).map((r) => key(r.thread_id, r.parent_checkpoint_id!)));
@@ -62,43 +57,27 @@ export async function collectGarbage(db: Database.Database, revisions: RevisionS
       if (!r.parent_checkpoint_id) keep.add(key(r.thread_id, r.checkpoint_id));
       if (hasChild.has(key(r.thread_id, r.checkpoint_id))) continue;
       heads++;
-      let cur: CpRow | undefined = r;
+      let cur: CheckpointLink | undefined = r;
       for (let i = 0; cur && (opts.keepLast === undefined || i < opts.keepLast); i++) {
         keep.add(key(cur.thread_id, cur.checkpoint_id));
         cur = cur.parent_checkpoint_id ? byKey.get(key(cur.thread_id, cur.parent_checkpoint_id)) : undefined;
       }
     }
     const drop = rows.filter((r) => !keep.has(key(r.thread_id, r.checkpoint_id)));
-    const nearestKept = (r: CpRow): string | null => {
+    const nearestKept = (r: CheckpointLink): string | null => {
       let p = r.parent_checkpoint_id ? byKey.get(key(r.thread_id, r.parent_checkpoint_id)) : undefined;
       while (p && !keep.has(key(p.thread_id, p.checkpoint_id))) p = p.parent_checkpoint_id ? byKey.get(key(p.thread_id, p.parent_checkpoint_id)) : undefined;
       return p?.checkpoint_id ?? null;
     };
-    db.transaction(() => {
-      const delCp = db.prepare("DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?");
-      const delW = hasTable(db, "writes") ? db.prepare("DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?") : null;
-      const reparent = db.prepare("UPDATE checkpoints SET parent_checkpoint_id = ? WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?");
-      // History stays a chain: a kept checkpoint whose parent goes points at the nearest kept ancestor.
-      for (const r of rows) {
-        if (!keep.has(key(r.thread_id, r.checkpoint_id)) || !r.parent_checkpoint_id) continue;
-        if (!keep.has(key(r.thread_id, r.parent_checkpoint_id))) reparent.run(nearestKept(r), r.thread_id, r.checkpoint_id);
-      }
-      for (const r of drop) {
-        delCp.run(r.thread_id, r.checkpoint_id);
-        delW?.run(r.thread_id, r.checkpoint_id);
-      }
-    })();
+    // History stays a chain: a kept checkpoint whose parent goes points at the nearest kept ancestor.
+    const reparent = rows
+      .filter((r) => keep.has(key(r.thread_id, r.checkpoint_id)) && r.parent_checkpoint_id && !keep.has(key(r.thread_id, r.parent_checkpoint_id)))
+      .map((r) => ({ thread_id: r.thread_id, checkpoint_id: r.checkpoint_id, parent: nearestKept(r) }));
+    pruneCheckpoints(db, drop, reparent);
     deleted = drop.length;
     kept = rows.length - drop.length;
-    for (const r of db.prepare("SELECT checkpoint FROM checkpoints").all() as Array<{ checkpoint: Buffer }>) {
-      try {
-        const rev = JSON.parse(r.checkpoint.toString("utf8"))?.channel_values?.workspaceRev;
-        if (typeof rev === "string") live.add(rev);
-      } catch {
-        /* a checkpoint in another encoding keeps nothing alive: revisions are kept by the store's heads */
-      }
-    }
   }
+  for (const rev of checkpointWorkspaceRevs(db)) live.add(rev);
   // Revisions the ledger names stay too: where each run started, and edits saved by rewind --force.
   if (hasTable(db, "ll_events")) {
     const named = db
@@ -144,13 +123,12 @@ export function storageStats(db: Database.Database, revisions: RevisionStore, st
       throw err;
     }
   };
-  const cp = one<{ n: number; b: number | null }>("SELECT COUNT(*) AS n, SUM(length(checkpoint) + length(metadata)) AS b FROM checkpoints", { n: 0, b: 0 });
-  const wr = one<{ b: number | null }>("SELECT SUM(length(value)) AS b FROM writes", { b: 0 });
+  const cp = checkpointStorage(db);
   const ev = one<{ n: number; b: number | null }>("SELECT COUNT(*) AS n, SUM(length(payload)) AS b FROM ll_events", { n: 0, b: 0 });
   const bl = one<{ n: number; b: number | null }>("SELECT COUNT(*) AS n, SUM(length(data)) AS b FROM ll_blobs", { n: 0, b: 0 });
   const rs = revisions.stats();
   return {
-    checkpoints: { count: cp.n, bytes: cp.b ?? 0, writesBytes: wr.b ?? 0 },
+    checkpoints: cp,
     ledger: { events: ev.n, payloadBytes: ev.b ?? 0, promptBlobs: bl.n, promptBlobBytes: bl.b ?? 0 },
     revisions: { count: rs.revisions, blobs: rs.blobs.count, storedBytes: rs.blobs.storedBytes, rawBytes: rs.blobs.rawBytes },
     index: { bytes: diskBytes(path.join(stateDir, "index.db")) + diskBytes(path.join(stateDir, "chroma")) },

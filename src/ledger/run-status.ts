@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import { checkpointCounts, interruptedCheck } from "./checkpoints.js";
 import { RunRegistry, runnerAlive, type CheckpointHome, type RunOrigin } from "./runs.js";
 
 /**
@@ -83,26 +84,14 @@ export function listRuns(db: Database.Database): RunSummary[] {
       .all() as Array<{ thread_id: string; n: number; first_ts: string; last_ts: string; max_seq: number; goal: string | null; steps: number | null }>;
     for (const r of rows) events.set(r.thread_id, { n: r.n, first: r.first_ts, last: r.last_ts, maxSeq: r.max_seq, goal: r.goal, steps: r.steps });
   }
-  const local = hasTable(db, "checkpoints");
-  const counts = new Map<string, number>();
-  if (local) {
-    for (const r of db.prepare("SELECT thread_id, COUNT(*) AS n FROM checkpoints GROUP BY thread_id").all() as Array<{ thread_id: string; n: number }>) {
-      counts.set(r.thread_id, r.n);
-    }
-  }
+  const counts = checkpointCounts(db);
   const lastEvent = ledger
     ? db.prepare<[string, number], { type: string; status: string | null; kind: string | null }>(
         "SELECT type, json_extract(payload, '$.status') AS status, json_extract(payload, '$.kind') AS kind FROM ll_events WHERE thread_id = ? AND seq = ?",
       )
     : null;
   // A run paused by interrupt() has a pending __interrupt__ write on its newest checkpoint.
-  const paused =
-    local && hasTable(db, "writes")
-      ? db.prepare<[string, string], { one: number }>(
-          `SELECT 1 AS one FROM writes WHERE thread_id = ? AND checkpoint_ns = '' AND channel = '__interrupt__'
-             AND checkpoint_id = (SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '') LIMIT 1`,
-        )
-      : null;
+  const paused = interruptedCheck(db);
   const ids = new Set([...runs.keys(), ...events.keys(), ...counts.keys()]);
   return [...ids]
     .map((id): RunSummary => {
@@ -113,7 +102,7 @@ export function listRuns(db: Database.Database): RunSummary[] {
       return {
         thread: id,
         goal: r?.goal ?? e?.goal ?? null,
-        status: runStatus({ last, pendingInterrupt: Boolean(paused?.get(id, id)), runnerAlive: runnerAlive(r?.runner ?? null) }),
+        status: runStatus({ last, pendingInterrupt: paused?.(id) ?? false, runnerAlive: runnerAlive(r?.runner ?? null) }),
         origin: r?.origin ?? null,
         checkpointsIn: n > 0 ? "state-db" : r?.checkpoints === "external" ? "external" : "none",
         createdAt: r?.createdAt ?? e?.first ?? null,

@@ -2,6 +2,7 @@ import os from "node:os";
 import type Database from "better-sqlite3";
 import type { RunSettings } from "../settings.js";
 import { isRunning, readProcStart } from "../sandbox/proc.js";
+import { threadHasCheckpoints } from "./checkpoints.js";
 
 /** What started a run: the CLI, a script (createCodingAgent / the package API), or the LangGraph server (Studio, SDK). */
 export const RUN_ORIGINS = ["cli", "script", "server"] as const;
@@ -145,9 +146,7 @@ export class RunRegistry {
 
   /** True when LangGraph has at least one checkpoint for the thread in this database. */
   hasCheckpoints(threadId: string): boolean {
-    const exists = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints'").get();
-    if (!exists) return false;
-    return Boolean(this.db.prepare("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1").get(threadId));
+    return threadHasCheckpoints(this.db, threadId);
   }
 }
 

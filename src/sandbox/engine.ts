@@ -1,10 +1,10 @@
-import { diffSnapshots, statSnapshot } from "../workspace/files.js";
 import type { FileChanges, TestCounts } from "../state.js";
 import { classifyError } from "./error-class.js";
 import { capText } from "./output-cap.js";
 import { evaluatePolicy, type PolicyContext, type PolicyVerdict, type SandboxPolicy } from "./policy.js";
 import type { ExecResult, ProcessInfo, Sandbox } from "./port.js";
 import { parseTestOutput } from "./test-results.js";
+import { trackCommand, type WorkspaceTracker } from "../workspace/tracker.js";
 
 export interface CommandFeedback {
   command: string;
@@ -42,6 +42,11 @@ export interface RunCommandOptions {
   verdict?: PolicyVerdict;
   /** Extra environment for the command (project tools' arguments); the sandbox drops secret-looking names. */
   env?: Record<string, string>;
+  /**
+   * The workspace's walk tracker (the act node passes the revision store's): the files before the
+   * command come from its kept walk, and the walk after it is kept for the step's revision.
+   */
+  files?: WorkspaceTracker;
 }
 
 /** The result of a command refused before it ran (exit code 126, as a shell reports "cannot execute"). */
@@ -70,19 +75,18 @@ export async function runCommand(o: RunCommandOptions): Promise<CommandFeedback>
       verdict,
     };
   }
-  const before = await statSnapshot(o.workspace);
-  const exec = await o.sandbox.exec({
-    command: o.command,
-    cwd: o.workspace,
-    timeoutMs: o.timeoutMs,
-    outputCapBytes: o.outputCapBytes,
-    signal: o.signal,
-    onStart: o.onStart,
-    tag: o.tag,
-    ...(o.env ? { env: o.env } : {}),
-  });
-  const after = await statSnapshot(o.workspace);
-  const filesChanged = await diffSnapshots(o.workspace, before, after);
+  const { result: exec, changes: filesChanged } = await trackCommand(o.workspace, o.files, () =>
+    o.sandbox.exec({
+      command: o.command,
+      cwd: o.workspace,
+      timeoutMs: o.timeoutMs,
+      outputCapBytes: o.outputCapBytes,
+      signal: o.signal,
+      onStart: o.onStart,
+      tag: o.tag,
+      ...(o.env ? { env: o.env } : {}),
+    }),
+  );
   const tests = exec.denied ? null : parseTestOutput(`${exec.stdout}\n${exec.stderr}`);
   const errorClass = classifyError({
     exitCode: exec.exitCode,

@@ -152,17 +152,11 @@ export interface SpawnSpec {
   killTree?: () => void;
 }
 
-export interface SpawnOutcome {
-  exitCode: number | null;
-  signal: string | null;
-  stdout: string;
-  stderr: string;
-  durationMs: number;
-  timedOut: boolean;
-  truncated: boolean;
+/** What one spawned process did: the process part of an {@link ExecResult}, before isolation and limits are added. */
+export type SpawnOutcome = Pick<ExecResult, "exitCode" | "signal" | "stdout" | "stderr" | "durationMs" | "timedOut" | "truncated"> & {
   /** Set when the runner stopped the command because of a limit it watches (output, cpu). */
   stoppedFor: LimitName | null;
-}
+};
 
 /**
  * Runs argv in its own process group with a wall-clock limit and capped output. The whole group

@@ -1,14 +1,13 @@
 import { createHash } from "node:crypto";
-import { createReadStream, readdirSync, statSync } from "node:fs";
-import type { Dirent, Stats } from "node:fs";
+import { createReadStream, statSync } from "node:fs";
+import type { Stats } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
-import { excludeRules, isAlwaysSkipped, isIgnored, withGitignore, type RuleSet } from "./ignore-rules.js";
 import { resolveInWorkspace } from "./paths.js";
+import { statWalk, walkTree, type StatEntry } from "./walk.js";
 
-// The workspace as the agent sees it: regular files and symlinks to files inside the workspace
-// (symlinked directories are never followed, so a link cannot loop or lead the walk out), minus what
-// git would ignore, and never .git/ (at any depth: nested repositories too) or the root .ledgerloop/.
+// The workspace as the agent sees it: regular files and symlinks to files inside the workspace, as the
+// one walker (walk.ts) finds them, and the stat-level change detection behind command feedback.
 
 /** Options of {@link walkFiles}; every path is workspace-relative POSIX. */
 export interface WalkOptions {
@@ -41,6 +40,8 @@ export interface FileStat {
   size: number;
   mtimeMs: number;
   mode: number;
+  /** Not compared; tells a change made before a command from one the command made (see tracker.ts). */
+  ctimeMs?: number;
 }
 
 /**
@@ -56,105 +57,46 @@ export interface FileChanges {
   deleted: string[];
 }
 
-const STAT_BATCH = 512;
-const YIELD_EVERY_DIRS = 64;
-
 /** Lists workspace files, sorted, honouring root and nested .gitignore files and .git/info/exclude. */
 export async function walkFiles(workspace: string, opts: WalkOptions = {}): Promise<WalkResult> {
   const limit = opts.limit ?? Number.POSITIVE_INFINITY;
   const matches = compileGlob(opts.glob);
   const files: string[] = [];
   let truncated = false;
-  let skippedIgnored = 0;
-  const useIgnore = !opts.includeIgnored;
-  let dirsRead = 0;
-
-  const startRel = opts.under === undefined ? "." : resolveInWorkspace(workspace, opts.under).rel;
-  let rules: RuleSet[] = useIgnore ? excludeRules(workspace) : [];
-
-  // Rules of the directories above `under` apply inside it, and an ignored ancestor hides it entirely;
-  // the start directory's own .gitignore is picked up by `visit` like any other.
-  const startSegments = startRel === "." ? [] : startRel.split("/");
-  let parentRel = "";
-  for (const segment of startSegments) {
-    const rel = parentRel === "" ? segment : `${parentRel}/${segment}`;
-    if (isAlwaysSkipped(rel)) return { files, truncated, skippedIgnored };
-    if (useIgnore) {
-      rules = withGitignore(workspace, parentRel, rules);
-      if (isIgnored(rules, rel, true)) return { files, truncated, skippedIgnored: 1 };
+  const { skippedIgnored } = await walkTree(workspace, { under: opts.under, includeIgnored: opts.includeIgnored }, (rel, e) => {
+    if (e.isSymbolicLink() && !isFileInside(workspace, rel)) return true;
+    if (!matches(rel)) return true;
+    if (files.length >= limit) {
+      truncated = true;
+      return false;
     }
-    parentRel = rel;
-  }
-
-  /** Returns false once the limit is exceeded, to stop the walk. */
-  async function visit(dirRel: string, inherited: RuleSet[], isStart: boolean): Promise<boolean> {
-    const dirAbs = dirRel === "" ? workspace : path.join(workspace, dirRel);
-    // Synchronous readdir measured ~10x faster than fs.promises.readdir on a 2,000-file tree (each
-    // async call is a thread-pool round trip); yielding every few directories keeps the loop responsive.
-    if (++dirsRead % YIELD_EVERY_DIRS === 0) await new Promise<void>((resolve) => setImmediate(resolve));
-    let entries: Dirent[];
-    try {
-      entries = readdirSync(dirAbs, { withFileTypes: true });
-    } catch (err) {
-      // The tree changes under a running agent: a directory that vanished or is unreadable is skipped,
-      // but a bad `under` must reach the caller.
-      if (isStart) throw err;
-      return true;
-    }
-    let dirRules = inherited;
-    if (useIgnore && entries.some((e) => e.name === ".gitignore" && e.isFile())) {
-      dirRules = withGitignore(workspace, dirRel, inherited);
-    }
-
-    // "name/" for directories makes a depth-first walk come out in the same order as sorting full paths
-    // ("a-b/x" < "a/x"), which lets `limit` stop the walk early and still return the first files.
-    const keyed = entries.map((e) => ({ e, key: e.isDirectory() ? `${e.name}/` : e.name }));
-    keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-
-    for (const { e } of keyed) {
-      const rel = dirRel === "" ? e.name : `${dirRel}/${e.name}`;
-      if (e.isDirectory()) {
-        if (isAlwaysSkipped(rel)) continue;
-        if (useIgnore && isIgnored(dirRules, rel, true)) {
-          skippedIgnored++;
-          continue;
-        }
-        if (!(await visit(rel, dirRules, false))) return false;
-        continue;
-      }
-      if (!e.isFile() && !e.isSymbolicLink()) continue;
-      if (useIgnore && isIgnored(dirRules, rel, false)) {
-        skippedIgnored++;
-        continue;
-      }
-      if (e.isSymbolicLink() && !isFileInside(workspace, rel)) continue;
-      if (!matches(rel)) continue;
-      if (files.length >= limit) {
-        truncated = true;
-        return false;
-      }
-      files.push(rel);
-    }
+    files.push(rel);
     return true;
-  }
-
-  await visit(startRel === "." ? "" : startRel, rules, true);
+  });
   return { files, truncated, skippedIgnored };
 }
 
 /** Size, mtime and mode of every file {@link walkFiles} lists (gitignore honoured), keyed by relative path. */
 export async function statSnapshot(workspace: string): Promise<Map<string, FileStat>> {
-  const { files } = await walkFiles(workspace);
+  return fileStatsOf(workspace, (await statWalk(workspace)).entries);
+}
+
+/**
+ * The files of a {@link statWalk} as {@link walkFiles} lists them, with their stat: a symlink counts
+ * when it leads to a file inside the workspace, described by that file (so an edit of the target
+ * shows on the link too); other links are left out.
+ */
+export function fileStatsOf(workspace: string, entries: readonly StatEntry[]): Map<string, FileStat> {
   const snapshot = new Map<string, FileStat>();
-  // Synchronous stat measured 3-4x faster than fs.promises.stat here (no thread-pool round trip per
-  // file); yielding between batches keeps the event loop responsive on large trees.
-  for (let i = 0; i < files.length; i += STAT_BATCH) {
-    if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
-    for (const rel of files.slice(i, i + STAT_BATCH)) {
-      const st = statOrUndefined(path.join(workspace, rel));
-      // A file deleted between the walk and its stat is simply not in this snapshot.
-      if (st?.isFile()) snapshot.set(rel, { size: st.size, mtimeMs: st.mtimeMs, mode: st.mode });
+  for (const { rel, kind, st } of entries) {
+    if (kind === "file") {
+      snapshot.set(rel, { size: st.size, mtimeMs: st.mtimeMs, mode: st.mode, ctimeMs: st.ctimeMs });
+      continue;
     }
+    if (!isFileInside(workspace, rel)) continue;
+    const target = statOrUndefined(path.join(workspace, rel));
+    // A file deleted between the walk and its stat is simply not in this snapshot.
+    if (target?.isFile()) snapshot.set(rel, { size: target.size, mtimeMs: target.mtimeMs, mode: target.mode, ctimeMs: target.ctimeMs });
   }
   return snapshot;
 }

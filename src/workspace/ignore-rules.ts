@@ -2,8 +2,8 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import ignore, { type Ignore } from "ignore";
 
-// The one implementation of "is this path gitignored here?", shared by the file walk the agent sees
-// (files.ts), the walk behind workspace revisions (rev-walk.ts) and the retriever's single-path check.
+// The one implementation of "is this path gitignored here?", shared by the one walker (walk.ts:
+// the files the agent sees, command feedback, revisions) and the single-path check (retrieval/ignore-check.ts).
 
 // git matches ignore rules case-insensitively where it probes the file system as such (core.ignorecase);
 // the platform is the stand-in for that probe.

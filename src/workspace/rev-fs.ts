@@ -152,3 +152,62 @@ export function writeAtomically(abs: string, rel: string, e: FlatEntry, data: Bu
     throw new RevisionError("REV_RESTORE_CONFLICT", `cannot restore ${rel}: ${errorMessage(err)}`, { cause: err });
   }
 }
+
+/**
+ * Throws REV_RESTORE_CONFLICT when a write is blocked by something restore will not remove: a file or
+ * symlink (ignored, large, unreadable) where the revision needs a directory, or a directory holding
+ * such things where the revision has a file.
+ */
+export function checkRestoreConflicts(workspace: string, writes: Array<{ rel: string; chmodOnly: boolean }>, deleted: Set<string>): void {
+  const checked = new Set<string>();
+  for (const w of writes) {
+    if (w.chmodOnly) continue;
+    const parts = w.rel.split("/");
+    let dir = "";
+    for (let i = 0; i < parts.length - 1; i++) {
+      dir = dir === "" ? parts[i]! : `${dir}/${parts[i]}`;
+      if (checked.has(dir)) continue;
+      checked.add(dir);
+      const st = lstatOrUndefined(path.join(workspace, dir));
+      if (st && !st.isDirectory() && !deleted.has(dir)) {
+        throw new RevisionError(
+          "REV_RESTORE_CONFLICT",
+          `cannot restore ${w.rel}: ${dir} is a ${st.isSymbolicLink() ? "symlink" : "file"} outside the workspace's revisions ` +
+            `(ignored, large or unreadable), where the revision has a directory; move it away and retry. Nothing was changed.`,
+        );
+      }
+    }
+    const abs = path.join(workspace, w.rel);
+    if (lstatOrUndefined(abs)?.isDirectory()) {
+      const kept = keptContent(abs, w.rel, deleted);
+      if (kept !== undefined) {
+        throw new RevisionError(
+          "REV_RESTORE_CONFLICT",
+          `cannot restore ${w.rel}: a directory is in its place and holds ${kept}, which is outside the workspace's ` +
+            `revisions (ignored?); move it away and retry. Nothing was changed.`,
+        );
+      }
+    }
+  }
+}
+
+/** Creates the parent directories of `rel`, refusing to go through anything but a real directory. */
+export function ensureParentDirs(workspace: string, rel: string, ensured: Set<string>): void {
+  const parts = rel.split("/");
+  let dir = "";
+  for (let i = 0; i < parts.length - 1; i++) {
+    dir = dir === "" ? parts[i]! : `${dir}/${parts[i]}`;
+    if (ensured.has(dir)) continue;
+    const abs = path.join(workspace, dir);
+    const st = lstatOrUndefined(abs);
+    if (!st) fs.mkdirSync(abs);
+    else if (!st.isDirectory()) {
+      throw new RevisionError(
+        "REV_RESTORE_CONFLICT",
+        `cannot restore ${rel}: ${dir} is a ${st.isSymbolicLink() ? "symlink" : "file"} that is not part of the workspace's ` +
+          `revisions (ignored?), so the directory the revision needs there cannot be created; move it away and retry`,
+      );
+    }
+    ensured.add(dir);
+  }
+}

@@ -1,34 +1,41 @@
 import fs from "node:fs";
 import path from "node:path";
-import type { Stats } from "node:fs";
 import type Database from "better-sqlite3";
 import { ConfigError } from "../errors.js";
-import { BlobStore, prepareBlob, type PreparedBlob } from "./rev-blobs.js";
+import { BlobStore, prepareBlob } from "./rev-blobs.js";
 import { diffOne, pairRenames, type FileDiffStat } from "./rev-diff.js";
 import { RevisionError } from "./rev-errors.js";
 import {
-  buildTrees,
-  collectTrees,
-  decodeTree,
-  diffTrees,
-  flattenTree,
-  largeIdentity,
-  sha256,
-  type FlatEntry,
-  type TreeEntry,
-} from "./rev-tree.js";
-import { assertNotRuntimeState } from "./paths.js";
-import {
+  checkRestoreConflicts,
   dirsOf,
-  keptContent,
+  ensureParentDirs,
   lstatOrUndefined,
-  readEntry,
   removeEmptiedDirs,
   removeEmptyTree,
   unlinkIfPresent,
   writeAtomically,
 } from "./rev-fs.js";
-import { walkRevisionEntries } from "./rev-walk.js";
+import { gcRevisions, revisionStats } from "./rev-gc.js";
+import { scanWorkspace, type ScanResult } from "./rev-scan.js";
+import { cacheFromRows, compareEntries, entryOf, isRacy, sameCache, sameEntry, type CacheEntry, type StatRow } from "./rev-stat-cache.js";
+import { buildTrees, collectTrees, decodeTree, diffTrees, flattenTree, sha256, type FlatEntry, type TreeEntry } from "./rev-tree.js";
+import {
+  DEFAULT_INLINE_BLOB_BYTES,
+  DEFAULT_LARGE_FILE_BYTES,
+  type CopyResult,
+  type GcResult,
+  type RestoreResult,
+  type RevisionInfo,
+  type RevisionStoreOptions,
+  type RevisionStoreStats,
+  type SkippedPath,
+  type SnapshotResult,
+  type WorkspaceStatus,
+} from "./rev-types.js";
+import { assertNotRuntimeState } from "./paths.js";
+import { SCHEMA } from "./rev-schema.js";
+import { WorkspaceTracker } from "./tracker.js";
+import type { StatWalk } from "./walk.js";
 
 // Workspace revisions: the files of a workspace at a checkpoint, recorded content-addressed in the
 // state DB so that rewind and fork can put them back.
@@ -48,218 +55,13 @@ import { walkRevisionEntries } from "./rev-walk.js";
 export { RevisionError, type RevisionErrorCode } from "./rev-errors.js";
 export { formatStat, type FileDiffStat } from "./rev-diff.js";
 export type { FlatEntry } from "./rev-tree.js";
+export * from "./rev-types.js";
+export { renameWorkspaceRevisions } from "./rev-schema.js";
 
-/** Files above this size are recorded by stat only (see {@link RevisionStoreOptions.largeFileBytes}). */
-export const DEFAULT_LARGE_FILE_BYTES = 50 * 1024 * 1024;
-/** Blobs whose stored form is above this size live as files in the blobs directory, not in SQLite. */
-export const DEFAULT_INLINE_BLOB_BYTES = 1024 * 1024;
 
-/** Options of {@link RevisionStore}. */
-export interface RevisionStoreOptions {
-  /** Directory for blobs kept as files. Default: `blobs/` next to the state DB file. */
-  blobsDir?: string;
-  /**
-   * Files strictly larger than this are recorded by size and mtime only (tree kind `large`): a change
-   * to them shows in status, snapshots and diffs, but their content is never stored, so restore
-   * cannot bring them back and therefore never deletes or overwrites one either (it lists them in
-   * `skipped`). Default 50 MiB.
-   */
-  largeFileBytes?: number;
-  /** Stored blobs above this many bytes go to files instead of SQLite rows. Default 1 MiB. */
-  inlineBlobBytes?: number;
-}
-
-/** Workspace-relative paths that differ, each list sorted. */
-export interface FileChangeLists {
-  created: string[];
-  modified: string[];
-  deleted: string[];
-}
-
-/** What one {@link RevisionStore.snapshot} did. */
-export interface SnapshotStats {
-  /** Files (and symlinks) in the revision. */
-  files: number;
-  /** Files read and hashed: new, changed by stat, or not trusted since their last snapshot (see racy). */
-  hashed: number;
-  bytesHashed: number;
-  /** New blobs stored and their stored (compressed) bytes. */
-  blobsWritten: number;
-  blobBytesWritten: number;
-  /** New tree objects stored and their bytes. */
-  treesWritten: number;
-  treeBytesWritten: number;
-  /** Files over the size limit, recorded by stat only. */
-  large: number;
-  /** Files that could not be read (permissions): left out of the revision and listed here. */
-  unreadable: string[];
-  ms: number;
-}
-
-/** Result of {@link RevisionStore.snapshot}. */
-export interface SnapshotResult {
-  /** The revision id: sha256 of the root tree, so equal workspaces give equal ids. */
-  revId: string;
-  /** The workspace equals an already stored revision (the previous one when nothing changed): nothing was written. */
-  reused: boolean;
-  /** Changes since this workspace's previous revision (everything is created on the first). */
-  changed: FileChangeLists;
-  /** The revision's entries by path: what `files(revId)` returns, without reading the trees back. */
-  files: ReadonlyMap<string, FlatEntry>;
-  stats: SnapshotStats;
-}
-
-/** A path restore did not touch, and why. */
-export interface SkippedPath {
-  path: string;
-  reason: "large" | "unreadable";
-}
-
-/** Result of {@link RevisionStore.restore}: what changed (or would, with dryRun). */
-export interface RestoreResult extends FileChangeLists {
-  revId: string;
-  dryRun: boolean;
-  /** Paths left as they are: large files (content never stored) and unreadable ones. */
-  skipped: SkippedPath[];
-  ms: number;
-}
-
-/** Edits made to the workspace since its last revision (snapshot or restore). */
-export interface WorkspaceStatus extends FileChangeLists {
-  /** The revision the workspace is compared against; null when it has none yet. */
-  baseRevId: string | null;
-  clean: boolean;
-}
-
-/** A stored revision. */
-export interface RevisionInfo {
-  revId: string;
-  createdAt: string;
-  label: string | null;
-  files: number;
-  /** Total bytes of the files it describes (not what it costs to store). */
-  bytes: number;
-}
-
-/** Result of {@link RevisionStore.gc}. */
-export interface GcResult {
-  revisionsDeleted: number;
-  treesDeleted: number;
-  blobsDeleted: number;
-  /** Stored bytes of the deleted trees and blobs (SQLite reuses freed pages; file blobs free disk space). */
-  bytesReclaimed: number;
-  /** Revisions kept because they are some workspace's head, though not in the live set. */
-  keptHeads: string[];
-  /** Ids in the live set that name no stored revision. */
-  unknownLive: string[];
-}
-
-/** Sizes of the revision store ({@link RevisionStore.stats}). */
-export interface RevisionStoreStats {
-  revisions: number;
-  trees: { count: number; bytes: number };
-  blobs: {
-    count: number;
-    /** Bytes of the contents before compression. */
-    rawBytes: number;
-    /** Bytes at rest, SQLite rows and files together. */
-    storedBytes: number;
-    inDb: { count: number; bytes: number };
-    inFiles: { count: number; bytes: number };
-  };
-  statCache: { workspaces: number; rows: number };
-}
-
-/** Result of {@link RevisionStore.copyTo}. */
-export interface CopyResult {
-  revId: string;
-  dir: string;
-  files: number;
-  bytes: number;
-}
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS ll_rev_trees (
-  hash TEXT PRIMARY KEY,
-  data BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS ll_rev_revisions (
-  rev_id TEXT PRIMARY KEY,
-  created_at TEXT NOT NULL,
-  label TEXT,
-  files INTEGER NOT NULL,
-  bytes INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS ll_rev_heads (
-  workspace TEXT PRIMARY KEY,
-  rev_id TEXT NOT NULL,
-  gen INTEGER NOT NULL,
-  updated_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS ll_rev_stat (
-  workspace TEXT NOT NULL,
-  path TEXT NOT NULL,
-  kind TEXT NOT NULL,
-  mode INTEGER NOT NULL,
-  size INTEGER NOT NULL,
-  mtime REAL NOT NULL,
-  ctime REAL NOT NULL,
-  ino INTEGER NOT NULL,
-  hash TEXT NOT NULL,
-  trusted INTEGER NOT NULL,
-  PRIMARY KEY (workspace, path)
-) WITHOUT ROWID;
-`;
-
-// "Racy" entries, as git calls them: a file whose timestamp is this close to the moment it was
-// stat'ed could be rewritten within the same timestamp tick with the same size, and the stat would
-// not show it. Such entries are re-hashed at the next snapshot instead of trusted. Linux stamps files
-// from a coarse clock (a tick, <= 10 ms); a whole-second stamp hints at a file system with 1-2 s
-// granularity (FAT, HFS+, some network mounts).
-const RACY_MS = 100;
-const RACY_COARSE_MS = 2000;
-const FLUSH_BLOB_BYTES = 32 * 1024 * 1024;
-const YIELD_EVERY_BYTES = 8 * 1024 * 1024;
-const YIELD_EVERY_FILES = 128;
 /** Restore reads and verifies every blob before touching the workspace; up to this much is kept for the writes. */
 const RESTORE_PRELOAD_BYTES = 256 * 1024 * 1024;
 const TREE_CACHE_MAX = 4096;
-
-/** What the store remembers of one workspace path (a row of ll_rev_stat). */
-interface CacheEntry {
-  kind: FlatEntry["kind"];
-  mode: number;
-  size: number;
-  mtime: number;
-  ctime: number;
-  ino: number;
-  hash: string;
-  trusted: boolean;
-}
-
-interface StatRow {
-  path: string;
-  kind: string;
-  mode: number;
-  size: number;
-  mtime: number;
-  ctime: number;
-  ino: number;
-  hash: string;
-  trusted: number;
-}
-
-interface ScanResult {
-  now: Map<string, CacheEntry>;
-  unreadable: string[];
-  hashed: number;
-  bytesHashed: number;
-  blobsWritten: number;
-  blobBytesWritten: number;
-  /** Blob hashes this scan computed itself (their rows are checked again at commit). */
-  fresh: Set<string>;
-  large: number;
-}
 
 /** A blob a snapshot relied on was removed (by a concurrent gc) before the revision was committed. */
 class BlobVanished extends Error {}
@@ -273,6 +75,8 @@ export class RevisionStore {
   readonly workspace: string;
   /** Where blobs kept as files live. */
   readonly blobsDir: string;
+  /** The newest walk of the workspace, shared with command feedback (one walk per step). */
+  readonly tracker: WorkspaceTracker;
   private readonly db: Database.Database;
   private readonly blobs: BlobStore;
   private readonly largeBytes: number;
@@ -294,6 +98,7 @@ export class RevisionStore {
     if (!db.readonly) db.exec(SCHEMA);
     this.blobs = new BlobStore(db, this.blobsDir, opts.inlineBlobBytes ?? DEFAULT_INLINE_BLOB_BYTES);
     this.stmts = this.prepare();
+    this.tracker = new WorkspaceTracker(this.workspace);
   }
 
   private prepare() {
@@ -338,8 +143,10 @@ export class RevisionStore {
    * Records the workspace as a revision: every non-ignored file and symlink (untracked and shell-made
    * included; .git/ and .ledgerloop/ never). Unchanged files are recognised by their stat and not read;
    * a workspace equal to the previous revision returns that revision's id without writing one.
+   * With `reuseWalkAfter` (a {@link WorkspaceTracker.seq}), a walk the tracker kept since then (the
+   * walk after a command of this step) is used instead of walking again.
    */
-  async snapshot(opts: { label?: string } = {}): Promise<SnapshotResult> {
+  async snapshot(opts: { label?: string; reuseWalkAfter?: number } = {}): Promise<SnapshotResult> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.snapshotOnce(opts);
@@ -354,12 +161,15 @@ export class RevisionStore {
     }
   }
 
-  private async snapshotOnce(opts: { label?: string }): Promise<SnapshotResult> {
+  private async snapshotOnce(opts: { label?: string; reuseWalkAfter?: number }): Promise<SnapshotResult> {
     const started = performance.now();
+    // Another store or process moved this workspace's head (a restore): a kept walk may predate it.
+    if ((this.stmts.getHead.get(this.workspace)?.gen ?? 0) !== this.cacheGen) this.tracker.invalidate();
     const base = this.loadCache();
     const baseGen = this.cacheGen;
     const baseRev = this.stmts.getHead.get(this.workspace)?.rev_id ?? null;
-    const scan = await this.scan("store");
+    const walk = opts.reuseWalkAfter === undefined ? await this.tracker.walk() : await this.tracker.current(opts.reuseWalkAfter);
+    const scan = await this.scan("store", walk);
     const files = new Map<string, FlatEntry>();
     let bytes = 0;
     for (const [rel, e] of scan.now) {
@@ -422,83 +232,9 @@ export class RevisionStore {
     };
   }
 
-  /**
-   * Walks the workspace and works out each entry's content hash: from the stat cache when the stat is
-   * unchanged and trusted, else by reading it. With "store", new contents are stored as blobs.
-   */
-  private async scan(purpose: "store" | "hash"): Promise<ScanResult> {
-    const t0 = Date.now();
-    const cache = this.loadCache();
-    const entries = await walkRevisionEntries(this.workspace);
-    const res: ScanResult = {
-      now: new Map(),
-      unreadable: [],
-      hashed: 0,
-      bytesHashed: 0,
-      blobsWritten: 0,
-      blobBytesWritten: 0,
-      fresh: new Set(),
-      large: 0,
-    };
-    const pending = new Map<string, PreparedBlob>();
-    let pendingBytes = 0;
-    const flush = () => {
-      const w = this.blobs.putMany([...pending.values()]);
-      res.blobBytesWritten += w.bytes;
-      res.blobsWritten += w.count;
-      pending.clear();
-      pendingBytes = 0;
-    };
-    let sinceYield = 0;
-    let filesSinceYield = 0;
-
-    for (const { rel, kind: walkKind, st } of entries) {
-      const kind: CacheEntry["kind"] = walkKind === "symlink" ? "symlink" : st.size > this.largeBytes ? "large" : "file";
-      const mode = kind === "symlink" ? 0 : st.mode & 0o777;
-      const known = cache.get(rel);
-      if (known && known.trusted && known.kind === kind && sameStat(known, st, mode)) {
-        res.now.set(rel, known);
-        if (kind === "large") res.large++;
-        continue;
-      }
-      if (kind === "large") {
-        res.large++;
-        res.now.set(rel, entryOf("large", mode, st, largeIdentity(st.size, st.mtimeMs), true));
-        continue;
-      }
-      const read = readEntry(path.join(this.workspace, rel), kind, this.largeBytes);
-      if (read === "vanished") continue;
-      if (read === "unreadable") {
-        res.unreadable.push(rel);
-        continue;
-      }
-      if (read.kind === "large") {
-        res.large++;
-        res.now.set(rel, entryOf("large", read.st.mode & 0o777, read.st, largeIdentity(read.st.size, read.st.mtimeMs), true));
-        continue;
-      }
-      const hash = sha256(read.content);
-      res.hashed++;
-      res.bytesHashed += read.content.length;
-      res.fresh.add(hash);
-      const trusted = read.stable && !isRacy(read.st, t0);
-      res.now.set(rel, entryOf(read.kind, read.kind === "symlink" ? 0 : read.st.mode & 0o777, read.st, hash, trusted));
-      if (purpose === "store" && !pending.has(hash) && !this.blobs.has(hash)) {
-        const blob = prepareBlob(read.content, hash);
-        pending.set(hash, blob);
-        pendingBytes += blob.data.length;
-        if (pendingBytes >= FLUSH_BLOB_BYTES) flush();
-      }
-      sinceYield += read.content.length;
-      if (++filesSinceYield >= YIELD_EVERY_FILES || sinceYield >= YIELD_EVERY_BYTES) {
-        sinceYield = 0;
-        filesSinceYield = 0;
-        await new Promise<void>((resolve) => setImmediate(resolve));
-      }
-    }
-    if (pending.size > 0) flush();
-    res.unreadable.sort();
-    return res;
+  /** Reads a walk against this workspace's stat cache (rev-scan.ts); "store" also stores new contents. */
+  private scan(purpose: "store" | "hash", walk: StatWalk): Promise<ScanResult> {
+    return scanWorkspace({ workspace: this.workspace, walk, cache: this.loadCache(), largeBytes: this.largeBytes, blobs: this.blobs, purpose });
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -508,7 +244,8 @@ export class RevisionStore {
   async status(): Promise<WorkspaceStatus> {
     const base = this.loadCache();
     const head = this.stmts.getHead.get(this.workspace);
-    const scan = await this.scan("hash");
+    // Always a new walk: status is how edits made outside the run are found.
+    const scan = await this.scan("hash", await this.tracker.walk());
     const changed = compareEntries(base, scan.now);
     // An unreadable file cannot be compared; it counts as an edit so nothing is rewound over it blindly.
     for (const rel of scan.unreadable) {
@@ -538,7 +275,7 @@ export class RevisionStore {
   private async restoreInto(revId: string, dryRun: boolean): Promise<RestoreResult> {
     const started = performance.now();
     const target = flattenTree(this.loadTree, revId);
-    const scan = await this.scan("hash");
+    const scan = await this.scan("hash", await this.tracker.walk());
     const cur = scan.now;
     const created: string[] = [];
     const modified: string[] = [];
@@ -587,7 +324,7 @@ export class RevisionStore {
     // Everything that can fail is checked before the first change: paths blocked by something restore
     // may not remove, then every blob (read and verified).
     const deletedSet = new Set(deleted);
-    this.checkConflicts(writes, deletedSet);
+    checkRestoreConflicts(this.workspace, writes, deletedSet);
     const contents = new Map<string, Buffer>();
     let held = 0;
     for (const w of writes) {
@@ -600,6 +337,7 @@ export class RevisionStore {
     }
     if (dryRun) return result();
 
+    this.tracker.invalidate();
     const targetDirs = dirsOf(target.keys());
     for (const rel of deleted) unlinkIfPresent(path.join(this.workspace, rel));
     removeEmptiedDirs(this.workspace, deleted, targetDirs);
@@ -615,7 +353,7 @@ export class RevisionStore {
     const written = new Map<string, CacheEntry>();
     for (const w of writes) {
       const abs = path.join(this.workspace, w.rel);
-      this.ensureParent(w.rel, ensured);
+      ensureParentDirs(this.workspace, w.rel, ensured);
       if (w.chmodOnly) {
         fs.chmodSync(abs, w.e.mode);
       } else {
@@ -641,65 +379,6 @@ export class RevisionStore {
     this.cache = next;
     this.cacheGen = this.stmts.getHead.get(this.workspace)!.gen;
     return result();
-  }
-
-  /**
-   * Throws REV_RESTORE_CONFLICT when a write is blocked by something restore will not remove: a file or
-   * symlink (ignored, large, unreadable) where the revision needs a directory, or a directory holding
-   * such things where the revision has a file.
-   */
-  private checkConflicts(writes: Array<{ rel: string; chmodOnly: boolean }>, deleted: Set<string>): void {
-    const checked = new Set<string>();
-    for (const w of writes) {
-      if (w.chmodOnly) continue;
-      const parts = w.rel.split("/");
-      let dir = "";
-      for (let i = 0; i < parts.length - 1; i++) {
-        dir = dir === "" ? parts[i]! : `${dir}/${parts[i]}`;
-        if (checked.has(dir)) continue;
-        checked.add(dir);
-        const st = lstatOrUndefined(path.join(this.workspace, dir));
-        if (st && !st.isDirectory() && !deleted.has(dir)) {
-          throw new RevisionError(
-            "REV_RESTORE_CONFLICT",
-            `cannot restore ${w.rel}: ${dir} is a ${st.isSymbolicLink() ? "symlink" : "file"} outside the workspace's revisions ` +
-              `(ignored, large or unreadable), where the revision has a directory; move it away and retry. Nothing was changed.`,
-          );
-        }
-      }
-      const abs = path.join(this.workspace, w.rel);
-      if (lstatOrUndefined(abs)?.isDirectory()) {
-        const kept = keptContent(abs, w.rel, deleted);
-        if (kept !== undefined) {
-          throw new RevisionError(
-            "REV_RESTORE_CONFLICT",
-            `cannot restore ${w.rel}: a directory is in its place and holds ${kept}, which is outside the workspace's ` +
-              `revisions (ignored?); move it away and retry. Nothing was changed.`,
-          );
-        }
-      }
-    }
-  }
-
-  /** Creates the parent directories of `rel`, refusing to go through anything but a real directory. */
-  private ensureParent(rel: string, ensured: Set<string>): void {
-    const parts = rel.split("/");
-    let dir = "";
-    for (let i = 0; i < parts.length - 1; i++) {
-      dir = dir === "" ? parts[i]! : `${dir}/${parts[i]}`;
-      if (ensured.has(dir)) continue;
-      const abs = path.join(this.workspace, dir);
-      const st = lstatOrUndefined(abs);
-      if (!st) fs.mkdirSync(abs);
-      else if (!st.isDirectory()) {
-        throw new RevisionError(
-          "REV_RESTORE_CONFLICT",
-          `cannot restore ${rel}: ${dir} is a ${st.isSymbolicLink() ? "symlink" : "file"} that is not part of the workspace's ` +
-            `revisions (ignored?), so the directory the revision needs there cannot be created; move it away and retry`,
-        );
-      }
-      ensured.add(dir);
-    }
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -822,7 +501,7 @@ export class RevisionStore {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // gc and stats
+  // gc and stats (rev-gc.ts)
 
   /**
    * Deletes every revision that is neither in `liveRevIds` nor some workspace's head, then every tree
@@ -830,105 +509,12 @@ export class RevisionStore {
    * snapshot left over an hour ago).
    */
   gc(liveRevIds: Set<string>): GcResult {
-    const freedFiles: string[] = [];
-    const result = this.db.transaction((): GcResult => {
-      const all = new Set((this.db.prepare("SELECT rev_id FROM ll_rev_revisions").all() as { rev_id: string }[]).map((r) => r.rev_id));
-      const heads = new Set((this.db.prepare("SELECT rev_id FROM ll_rev_heads").all() as { rev_id: string }[]).map((r) => r.rev_id));
-      const unknownLive = [...liveRevIds].filter((id) => !all.has(id)).sort();
-      const keptHeads = [...heads].filter((id) => !liveRevIds.has(id) && all.has(id)).sort();
-      const keep = new Set([...all].filter((id) => liveRevIds.has(id) || heads.has(id)));
-      const delRev = this.db.prepare("DELETE FROM ll_rev_revisions WHERE rev_id = ?");
-      let revisionsDeleted = 0;
-      for (const id of all) if (!keep.has(id)) revisionsDeleted += delRev.run(id).changes;
-
-      const liveTrees = new Set<string>();
-      const liveBlobs = new Set<string>();
-      this.treeCache.clear();
-      for (const id of keep) collectTrees(this.loadTree, id, liveTrees, liveBlobs);
-
-      let bytesReclaimed = 0;
-      let treesDeleted = 0;
-      let blobsDeleted = 0;
-      const delTree = this.db.prepare("DELETE FROM ll_rev_trees WHERE hash = ?");
-      for (const t of this.db.prepare("SELECT hash, length(data) AS n FROM ll_rev_trees").all() as { hash: string; n: number }[]) {
-        if (liveTrees.has(t.hash)) continue;
-        delTree.run(t.hash);
-        treesDeleted++;
-        bytesReclaimed += t.n;
-      }
-      const delBlob = this.db.prepare("DELETE FROM ll_rev_blobs WHERE hash = ?");
-      const rows = this.db.prepare("SELECT hash, stored, in_file FROM ll_rev_blobs").all() as { hash: string; stored: number; in_file: number }[];
-      for (const b of rows) {
-        if (liveBlobs.has(b.hash)) continue;
-        delBlob.run(b.hash);
-        blobsDeleted++;
-        bytesReclaimed += b.stored;
-        if (b.in_file) freedFiles.push(this.blobs.filePath(b.hash));
-      }
-      return { revisionsDeleted, treesDeleted, blobsDeleted, bytesReclaimed, keptHeads, unknownLive };
-    }).immediate();
-    this.treeCache.clear();
-    // A file goes only while, under the write lock, no row names it: a snapshot may have stored the
-    // same content again since the rows were deleted. A crash before this leaves strays, swept below.
-    if (freedFiles.length > 0) {
-      this.db.transaction(() => {
-        for (const f of freedFiles) if (!this.blobs.has(path.basename(f))) fs.rmSync(f, { force: true });
-      }).immediate();
-    }
-    result.bytesReclaimed += this.sweepStrayBlobFiles();
-    return result;
-  }
-
-  /** Blob files with no row, older than an hour (younger ones may belong to a snapshot in flight). */
-  private sweepStrayBlobFiles(): number {
-    let freed = 0;
-    if (!fs.existsSync(this.blobsDir)) return 0;
-    const cutoff = Date.now() - 3600_000;
-    const inFile = this.db.prepare<[string], { one: number }>("SELECT 1 AS one FROM ll_rev_blobs WHERE hash = ? AND in_file = 1");
-    for (const sub of fs.readdirSync(this.blobsDir)) {
-      const dir = path.join(this.blobsDir, sub);
-      let names: string[];
-      try {
-        names = fs.readdirSync(dir);
-      } catch {
-        continue;
-      }
-      for (const name of names) {
-        const file = path.join(dir, name);
-        const st = fs.statSync(file, { throwIfNoEntry: false });
-        if (!st || !st.isFile() || st.mtimeMs > cutoff) continue;
-        const hash = name.slice(0, 64);
-        if (name.length === 64 && inFile.get(hash)) continue;
-        fs.rmSync(file, { force: true });
-        freed += st.size;
-      }
-    }
-    return freed;
+    return gcRevisions(this.db, { blobs: this.blobs, blobsDir: this.blobsDir, loadTree: this.loadTree, clearTreeCache: () => this.treeCache.clear() }, liveRevIds);
   }
 
   /** Counts and sizes of revisions, trees, blobs and stat cache rows in this state DB. */
   stats(): RevisionStoreStats {
-    const one = <T>(sql: string) => this.db.prepare(sql).get() as T;
-    const trees = one<{ c: number; b: number | null }>("SELECT COUNT(*) AS c, SUM(length(data)) AS b FROM ll_rev_trees");
-    const inDb = one<{ c: number; b: number | null; r: number | null }>(
-      "SELECT COUNT(*) AS c, SUM(stored) AS b, SUM(size) AS r FROM ll_rev_blobs WHERE in_file = 0",
-    );
-    const inFiles = one<{ c: number; b: number | null; r: number | null }>(
-      "SELECT COUNT(*) AS c, SUM(stored) AS b, SUM(size) AS r FROM ll_rev_blobs WHERE in_file = 1",
-    );
-    const stat = one<{ w: number; c: number }>("SELECT COUNT(DISTINCT workspace) AS w, COUNT(*) AS c FROM ll_rev_stat");
-    return {
-      revisions: one<{ c: number }>("SELECT COUNT(*) AS c FROM ll_rev_revisions").c,
-      trees: { count: trees.c, bytes: trees.b ?? 0 },
-      blobs: {
-        count: inDb.c + inFiles.c,
-        rawBytes: (inDb.r ?? 0) + (inFiles.r ?? 0),
-        storedBytes: (inDb.b ?? 0) + (inFiles.b ?? 0),
-        inDb: { count: inDb.c, bytes: inDb.b ?? 0 },
-        inFiles: { count: inFiles.c, bytes: inFiles.b ?? 0 },
-      },
-      statCache: { workspaces: stat.w, rows: stat.c },
-    };
+    return revisionStats(this.db);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -961,20 +547,7 @@ export class RevisionStore {
   }
 
   private loadCacheRaw(): Map<string, CacheEntry> {
-    const map = new Map<string, CacheEntry>();
-    for (const r of this.stmts.statRows.all(this.workspace)) {
-      map.set(r.path, {
-        kind: r.kind as CacheEntry["kind"],
-        mode: r.mode,
-        size: r.size,
-        mtime: r.mtime,
-        ctime: r.ctime,
-        ino: r.ino,
-        hash: r.hash,
-        trusted: r.trusted === 1,
-      });
-    }
-    return map;
+    return cacheFromRows(this.stmts.statRows.all(this.workspace));
   }
 
   /** Writes the rows that differ between `before` (null: unknown, rewrite all) and `after`. */
@@ -1001,68 +574,4 @@ function realOrResolved(p: string): string {
   } catch {
     return path.resolve(p);
   }
-}
-
-function entryOf(kind: CacheEntry["kind"], mode: number, st: Stats, hash: string, trusted: boolean): CacheEntry {
-  return { kind, mode, size: st.size, mtime: st.mtimeMs, ctime: st.ctimeMs, ino: st.ino, hash, trusted };
-}
-
-function sameStat(c: CacheEntry, st: Stats, mode: number): boolean {
-  return c.size === st.size && c.mtime === st.mtimeMs && c.ctime === st.ctimeMs && c.ino === st.ino && c.mode === mode;
-}
-
-function sameEntry(a: CacheEntry, b: CacheEntry): boolean {
-  return (
-    a.kind === b.kind &&
-    a.mode === b.mode &&
-    a.size === b.size &&
-    a.mtime === b.mtime &&
-    a.ctime === b.ctime &&
-    a.ino === b.ino &&
-    a.hash === b.hash &&
-    a.trusted === b.trusted
-  );
-}
-
-function sameCache(a: Map<string, CacheEntry>, b: Map<string, CacheEntry>): boolean {
-  if (a.size !== b.size) return false;
-  for (const [rel, e] of b) {
-    const x = a.get(rel);
-    if (!x || !sameEntry(x, e)) return false;
-  }
-  return true;
-}
-
-/** Content changes between two path → entry maps (kind, mode or hash). */
-function compareEntries(before: Map<string, CacheEntry>, after: Map<string, CacheEntry>): FileChangeLists {
-  const created: string[] = [];
-  const modified: string[] = [];
-  const deleted: string[] = [];
-  for (const [rel, e] of after) {
-    const b = before.get(rel);
-    if (!b) created.push(rel);
-    else if (b.kind !== e.kind || b.hash !== e.hash || b.mode !== e.mode) modified.push(rel);
-  }
-  for (const rel of before.keys()) if (!after.has(rel)) deleted.push(rel);
-  return { created: created.sort(), modified: modified.sort(), deleted: deleted.sort() };
-}
-
-/** See RACY_MS: a stamp this close to the scan's start is not trusted at the next one. */
-function isRacy(st: Stats, t0: number): boolean {
-  const window = st.mtimeMs % 1000 === 0 ? RACY_COARSE_MS : RACY_MS;
-  return Math.max(st.mtimeMs, st.ctimeMs) >= t0 - window;
-}
-
-/**
- * Carries a workspace's revision head and stat cache over to the path it now has (it was moved, or
- * is a copy adopted as a workspace of its own), so its files are compared with the revision they
- * were last recorded as. Does nothing when the new path already has a head of its own.
- */
-export function renameWorkspaceRevisions(db: Database.Database, from: string, to: string): void {
-  if (from === to || !db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'll_rev_heads'").get()) return;
-  if (db.prepare("SELECT 1 FROM ll_rev_heads WHERE workspace = ?").get(to)) return;
-  db.prepare("UPDATE ll_rev_heads SET workspace = ? WHERE workspace = ?").run(to, from);
-  db.prepare("DELETE FROM ll_rev_stat WHERE workspace = ?").run(to);
-  // The stat rows keep their inode and ctime: a copied file differs in both, so it is read again.
-  db.prepare("UPDATE ll_rev_stat SET workspace = ? WHERE workspace = ?").run(to, from);
 }

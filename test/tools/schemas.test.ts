@@ -27,6 +27,27 @@ describe("tool registry", () => {
     expect(getTool("READ_FILE")).toBeUndefined();
   });
 
+  it("says which tools run a shell command (checked by the policy before they start) and what each may write", () => {
+    expect(TOOLS.filter((t) => t.runsCommand).map((t) => t.name)).toEqual(["run_command", "run_tests"]);
+    // Unset means "anything": the step's walk is dropped after such a tool, never trusted blindly.
+    expect(Object.fromEntries(TOOLS.map((t) => [t.name, t.writes ?? "anything"]))).toEqual({
+      read_file: "nothing",
+      write_file: "reported",
+      edit_file: "reported",
+      list_files: "nothing",
+      search_code: "nothing",
+      run_command: "reported",
+      run_tests: "reported",
+      update_plan: "nothing",
+      record_decision: "nothing",
+      git_commit: "anything",
+      finish: "nothing",
+    });
+    const bad = getTool("read_file")!.bind({ path: 5 });
+    expect(bad.ok).toBe(false);
+    if (!bad.ok) expect(bad.issues[0]!.path).toEqual(["path"]);
+  });
+
   it("marks only commands and test runs as not idempotent", () => {
     const notIdempotent = TOOLS.filter((t) => !t.idempotent).map((t) => t.name);
     expect(notIdempotent.sort()).toEqual(["git_commit", "run_command", "run_tests"]);
@@ -192,6 +213,15 @@ describe("validateToolCall", () => {
         const v = validateToolCall(name, args);
         expect(v).toMatchObject({ ok: true, args });
         if (v.ok) expect(v.tool).toBe(getTool(name));
+      });
+
+      it.each(ACCEPTED[name]!)("binds %s again from what decide records (the schema accepts its own output)", (_label, args) => {
+        const v = validateToolCall(name, args);
+        if (!v.ok) throw new Error(v.error);
+        const recorded = JSON.parse(JSON.stringify(v.args));
+        const again = getTool(name)!.bind(recorded);
+        expect(again.ok).toBe(true);
+        if (again.ok) expect(again.args).toEqual(v.args);
       });
 
       it.each(ACCEPTED[name]!)("accepts %s as argument text", (_label, args) => {
