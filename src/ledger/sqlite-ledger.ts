@@ -89,8 +89,8 @@ function toEvent(r: Row): LedgerEvent {
   } as LedgerEvent;
 }
 
-/** Workspace paths an event refers to, for the by-file query. */
-function pathsOf(type: EventType, payload: Record<string, unknown>): string[] {
+/** Workspace paths an event refers to, for the by-file query (shared by the PostgreSQL adapter). */
+export function pathsOf(type: EventType, payload: Record<string, unknown>): string[] {
   const out = new Set<string>();
   const add = (p: unknown) => {
     if (typeof p === "string" && p.length > 0 && p.length < 1024) out.add(p.replace(/\\/g, "/").replace(/^\.\//, ""));
