@@ -9,6 +9,7 @@ import { failpoint } from "./failpoints.js";
 import type { Ledger } from "./ledger/port.js";
 import { SqliteLedger } from "./ledger/sqlite-ledger.js";
 import { acquireLease, threadScope, workspaceScope, type Lease } from "./ledger/lease.js";
+import { checkpointRedaction } from "./ledger/checkpoint-redaction.js";
 import { openStateDb } from "./ledger/state-db.js";
 import { claimWorkspace } from "./ledger/workspace-identity.js";
 import { budgetFor, tokenCounterFor, type TokenCounter } from "./context/tokens.js";
@@ -88,7 +89,7 @@ export interface RuntimeOverrides {
 
 /**
  * SqliteSaver that redacts secrets from every checkpoint and pending write before they are stored:
- * a token pasted into a goal must not end up on disk.
+ * a token pasted into a goal must not end up on disk (the same redaction as RedactingPostgresSaver).
  */
 export class RedactingSqliteSaver extends SqliteSaver {
   constructor(
@@ -99,17 +100,13 @@ export class RedactingSqliteSaver extends SqliteSaver {
   }
 
   override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata): Promise<RunnableConfig> {
-    const saved = await super.put(config, this.redactor.redactDeep(checkpoint), this.redactor.redactDeep(metadata));
+    const saved = await super.put(config, checkpointRedaction.checkpoint(this.redactor, checkpoint), checkpointRedaction.metadata(this.redactor, metadata));
     failpoint("checkpoint-put");
     return saved;
   }
 
   override async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {
-    return super.putWrites(
-      config,
-      writes.map(([channel, value]) => [channel, this.redactor.redactDeep(value)] as PendingWrite),
-      taskId,
-    );
+    return super.putWrites(config, checkpointRedaction.writes(this.redactor, writes), taskId);
   }
 }
 
