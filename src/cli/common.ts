@@ -17,7 +17,20 @@ import type { RunSettings } from "../settings.js";
 export interface WorkspaceArgs {
   workspace?: string;
   stateDir?: string;
+  /** PostgreSQL URL of the durable state (`--state`, default $LEDGERLOOP_STATE_URL). */
+  state?: string;
   json?: boolean;
+}
+
+/** The PostgreSQL state a command was pointed at (--state, else $LEDGERLOOP_STATE_URL), if any. */
+export function stateUrlOf(args: { state?: string }): string | undefined {
+  const url = (args.state ?? process.env.LEDGERLOOP_STATE_URL)?.trim();
+  return url ? url : undefined;
+}
+
+/** Adds --state to a command that can keep its durable state in PostgreSQL. */
+export function stateOption(cmd: Command): Command {
+  return cmd.option("--state <url>", "keep the ledger, checkpoints, lessons and run registry in PostgreSQL: postgres://user[:password]@host[:port]/db (default: $LEDGERLOOP_STATE_URL)");
 }
 
 /** Adds --workspace and --state-dir to a command. */
@@ -61,6 +74,14 @@ export async function openExistingState(args: WorkspaceArgs, opts: { write?: boo
     import("../ledger/sqlite-ledger.js"),
     import("../ledger/state-db.js"),
   ]);
+  if (stateUrlOf(args)) {
+    // Said plainly rather than showing the workspace's local SQLite file as if it were the state.
+    throw new CliError(
+      "this command reads runs from the SQLite state only; reading them from PostgreSQL (--state / LEDGERLOOP_STATE_URL) is not implemented yet (run --state and doctor --state are)",
+      2,
+      "NOT_SUPPORTED",
+    );
+  }
   const workspace = resolveWorkspace(args.workspace ?? process.cwd());
   const { stateDir, dbPath } = stateLocation(workspace, args.stateDir);
   if (!fs.existsSync(dbPath)) {

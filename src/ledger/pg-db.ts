@@ -109,6 +109,11 @@ export interface OpenPgStateOptions {
   connectTimeoutMs?: number;
   /** Create the schema and run pending migrations (default true); false only checks the version. */
   migrate?: boolean;
+  /**
+   * More setup to run under the same migration lock (PostgresSaver.setup(): its CREATE TABLE IF NOT
+   * EXISTS races when several workers start at once).
+   */
+  setup?: (pool: pg.Pool) => Promise<void>;
 }
 
 /** An open PostgreSQL state database. */
@@ -213,6 +218,7 @@ export async function openPgState(url: string, opts: OpenPgStateOptions = {}): P
             }
             version = v;
           }
+          await opts.setup?.(pool);
         } finally {
           await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]).catch(() => {});
         }

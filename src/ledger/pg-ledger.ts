@@ -295,6 +295,18 @@ export class PgLedger implements Ledger {
     return r ? inflateRawSync(r.data).toString("utf8") : null;
   }
 
+  async spend(threadId: string): Promise<{ cost: number; tokens: number }> {
+    const r = (
+      await this.pool.query<{ cost: string; tokens: string }>(
+        `SELECT COALESCE(SUM((payload::jsonb ->> 'costUsd')::float8), 0) AS cost,
+                COALESCE(SUM((payload::jsonb -> 'usage' ->> 'inputTokens')::bigint), 0) + COALESCE(SUM((payload::jsonb -> 'usage' ->> 'outputTokens')::bigint), 0) AS tokens
+         FROM ll_events WHERE thread_id = $1 AND type = 'model_call'`,
+        [threadId],
+      )
+    ).rows[0];
+    return { cost: Number(r?.cost ?? 0), tokens: Number(r?.tokens ?? 0) };
+  }
+
   async markActionStarted(s: Omit<ActionStart, "startedAt">): Promise<void> {
     await this.pool.query(
       `INSERT INTO ll_action_starts (action_id, started_at, pid, pgid, proc_start, guard) VALUES ($1, $2, $3, $4, $5, $6)

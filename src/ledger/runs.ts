@@ -66,7 +66,8 @@ export interface RunRow {
  * on the command line (a stored absolute path made a copied workspace write into the original).
  */
 export function portable(settings: RunSettings): RunSettings {
-  const { stateDir: _dropped, ...rest } = settings;
+  // The state URL too: it names where the registry itself is, and may carry a password.
+  const { stateDir: _dropped, stateUrl: _url, ...rest } = settings;
   return rest;
 }
 

@@ -401,6 +401,16 @@ export class SqliteLedger implements Ledger {
     return r ? inflateRawSync(r.data).toString("utf8") : null;
   }
 
+  async spend(threadId: string): Promise<{ cost: number; tokens: number }> {
+    return this.db
+      .prepare(
+        `SELECT COALESCE(SUM(json_extract(payload, '$.costUsd')), 0) AS cost,
+                COALESCE(SUM(json_extract(payload, '$.usage.inputTokens')), 0) + COALESCE(SUM(json_extract(payload, '$.usage.outputTokens')), 0) AS tokens
+         FROM ll_events WHERE thread_id = ? AND type = 'model_call'`,
+      )
+      .get(threadId) as { cost: number; tokens: number };
+  }
+
   async markActionStarted(s: Omit<ActionStart, "startedAt">): Promise<void> {
     this.stmts.markStart.run(s.actionId, this.now().toISOString(), s.pid, s.pgid, s.procStart, s.guard);
   }
