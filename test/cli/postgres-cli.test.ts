@@ -2,7 +2,7 @@ import net from "node:net";
 import { afterAll, expect, it } from "vitest";
 import pg from "pg";
 import { DEMO_TASK } from "../../src/cli/demo.js";
-import { cliAsync } from "../helpers/cli.js";
+import { cliAsync, jsonLines } from "../helpers/cli.js";
 import { DEMO_TRAJECTORY, DEMO_WORKSPACE, cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 import { describePg, useTestDatabase } from "../helpers/postgres.js";
 
@@ -34,10 +34,29 @@ describePg("ledgerloop with --state postgres://…", () => {
     expect(doctorState(after.stdout)!.detail).toMatch(/schema version 1 \(current\), 1 run$/);
     expect(after.stdout).not.toContain(password);
 
-    // Inspection commands do not yet read PostgreSQL: they say so instead of showing the local file.
-    const threads = await cliAsync(["threads", "-w", ws, "--json"], { env: { LEDGERLOOP_STATE_URL: db.url } });
-    expect(threads.code).toBe(2);
-    expect(threads.stderr).toMatch(/reading them from PostgreSQL \(--state \/ LEDGERLOOP_STATE_URL\) is not implemented yet/);
+    // threads, ledger and report read the run back from PostgreSQL (the report's file changes from
+    // the workspace's own revision store).
+    const [threads, ledger, report] = await Promise.all([
+      cliAsync(["threads", "--state", db.url, "--json"]),
+      cliAsync(["ledger", "T", "--state", db.url, "--json"]),
+      cliAsync(["report", "T", "-w", ws, "--json"], { env: { LEDGERLOOP_STATE_URL: db.url } }),
+    ]);
+    expect(threads.code, threads.stderr).toBe(0);
+    expect(jsonLines(threads.stdout)).toEqual([expect.objectContaining({ thread: "T", status: "finished", origin: "cli", events: n, checkpointsIn: "state-db" })]);
+    expect(ledger.code, ledger.stderr).toBe(0);
+    const events = jsonLines<{ type: string; seq: number; payload: { status?: string } }>(ledger.stdout);
+    expect(events.map((e) => e.seq)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+    expect(events.at(-1)).toMatchObject({ type: "run_status", payload: { status: "finished" } });
+    expect(report.code, report.stderr).toBe(0);
+    const rep = JSON.parse(report.stdout) as { status: string; files: Array<{ path: string }>; lastTests: { failed: number } | null };
+    expect(rep.status).toBe("finished");
+    expect(rep.files.map((f) => f.path)).toContain("dashboard/aggregate.js");
+    expect(await cliAsync(["ledger", "nope", "--state", db.url])).toMatchObject({ code: 1, stderr: expect.stringMatching(/unknown thread "nope" in postgres:\/\/postgres:\*\*\*@/) });
+
+    // The commands that do not read PostgreSQL yet say so instead of showing the local file.
+    const history = await cliAsync(["history", "T", "-w", ws, "--json"], { env: { LEDGERLOOP_STATE_URL: db.url } });
+    expect(history.code).toBe(2);
+    expect(history.stderr).toMatch(/reading them from PostgreSQL \(--state \/ LEDGERLOOP_STATE_URL\) is not implemented yet/);
   });
 
   it("a refused password or an unreachable server is one line before anything runs", async () => {
