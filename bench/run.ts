@@ -5,6 +5,7 @@ import { benchRetrieval } from "./retrieval.js";
 import { benchRevisions } from "./revisions.js";
 import { benchSandbox } from "./sandbox.js";
 import { benchStartup } from "./startup.js";
+import { benchState } from "./state.js";
 import type { BenchResult } from "./report.js";
 
 // `npm run bench [name...]`: every benchmark prints its figures next to a baseline measured in the
@@ -17,6 +18,7 @@ const all: Record<string, () => Promise<BenchResult[]>> = {
   retrieval: () => benchRetrieval(),
   sandbox: () => benchSandbox(),
   startup: () => benchStartup(),
+  state: () => benchState(),
 };
 
 const wanted = process.argv.slice(2);

@@ -3,7 +3,7 @@ import { alignWorkspace } from "../nodes/align-workspace.js";
 import type { NodeDeps, NodeFn } from "../nodes/deps.js";
 import { threadIdOf } from "../nodes/deps.js";
 import { errorMessage, ModelError } from "../src/errors.js";
-import { currentRunner, RunRegistry } from "../src/ledger/runs.js";
+import { currentRunner } from "../src/ledger/runs.js";
 import type { Runtime } from "../src/runtime.js";
 import type { TaskStateValue } from "../src/state.js";
 import { observeNode } from "../src/telemetry/observer.js";
@@ -13,11 +13,11 @@ import { projectToolsOf } from "../tools/project.js";
 /** Threads whose runner this process has recorded (one registry write per run and process). */
 const recorded = new Set<string>();
 
-function noteRunner(rt: Runtime, thread: string): void {
-  const key = `${rt.dbPath}\u0000${thread}`;
+async function noteRunner(rt: Runtime, thread: string): Promise<void> {
+  const key = `${rt.stateLocation}\u0000${thread}`;
   if (recorded.has(key)) return;
   // Before plan registered the run there is no row: plan records the runner with it.
-  if (new RunRegistry(rt.db).recordRunner(thread, currentRunner())) recorded.add(key);
+  if (await rt.runs.recordRunner(thread, currentRunner())) recorded.add(key);
 }
 
 /**
@@ -45,7 +45,7 @@ function keepRunInner(node: string, fn: NodeFn, deps: NodeDeps, rerun?: (rt: Run
     let patch: Partial<TaskStateValue> = {};
     try {
       const thread = threadIdOf(config);
-      noteRunner(rt, thread);
+      await noteRunner(rt, thread);
       const moved = await alignWorkspace(rt, state, config, node, rerun ? () => rerun(rt, state, config) : undefined);
       if (moved) {
         patch = { ledgerHead: moved.ledgerHead, workspaceRev: moved.workspaceRev };

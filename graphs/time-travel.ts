@@ -5,7 +5,6 @@ import { randomBytes } from "node:crypto";
 import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import { CliError, LedgerloopError } from "../src/errors.js";
 import { copyBranch, remapIds } from "../src/ledger/copy.js";
-import { RunRegistry } from "../src/ledger/runs.js";
 import { ReplayModel } from "../src/models/replay.js";
 import { createRuntime, type Runtime } from "../src/runtime.js";
 import type { LedgerEvent, TaskStateValue } from "../src/state.js";
@@ -161,7 +160,7 @@ export async function fork(
     const restored = await rt.revisions.restore(revision);
     await rt.retriever?.refresh([...restored.created, ...restored.modified, ...restored.deleted]).catch(() => {});
   }
-  if (new RunRegistry(dest.db).hasCheckpoints(newThread)) {
+  if (await dest.runs.hasCheckpoints(newThread)) {
     throw new CliError(`thread "${newThread}" already exists`, 1, "THREAD_EXISTS");
   }
   const values = valuesOf(target);
@@ -181,7 +180,10 @@ export async function fork(
   });
   // The checkpoint itself is copied, so the fork's next node is exactly the original's; the state
   // is then pointed at the fork's own copies of the ledger events.
-  await dest.checkpointer.put({ configurable: { thread_id: newThread, checkpoint_ns: "" } }, target.checkpoint, { ...target.metadata, source: "fork" } as never);
+  await dest.checkpointer.put({ configurable: { thread_id: newThread, checkpoint_ns: "" } }, target.checkpoint, { ...target.metadata, source: "fork" } as never,
+    // Every channel is new to the fork's thread (PostgresSaver stores only the versions named here).
+    target.checkpoint.channel_versions,
+  );
   const agent = createCodingAgent({ runtime: dest });
   const mapped = remapIds(values, ids);
   const cfg = await agent.updateState(
@@ -194,8 +196,8 @@ export async function fork(
       subtasks: mapped.subtasks ?? [],
     },
   );
-  const saved = new RunRegistry(rt.db).get(thread);
-  new RunRegistry(dest.db).register(newThread, saved?.goal ?? values.goal, { ...(saved?.settings ?? rt.settings), workspace: dest.workspace, stateDir: dest.stateDir });
+  const saved = await rt.runs.get(thread);
+  await dest.runs.register(newThread, saved?.goal ?? values.goal, { ...(saved?.settings ?? rt.settings), workspace: dest.workspace, stateDir: dest.stateDir });
   return {
     thread: newThread,
     fromThread: thread,
@@ -298,8 +300,8 @@ export async function replay(rt: Runtime, thread: string, opts: { from?: string;
     newThread: `${thread}-replay-${randomBytes(3).toString("hex")}`,
     workspace,
     // The tools must see what they saw in the recording: same retrieval settings as the original run.
-    runtime: (dir, newThread) => {
-      const saved = new RunRegistry(rt.db).get(thread)?.settings;
+    runtime: async (dir, newThread) => {
+      const saved = (await rt.runs.get(thread))?.settings;
       const retrieval = { retrieval: saved?.retrieval ?? rt.settings.retrieval, vectors: saved?.vectors ?? rt.settings.vectors, embedder: saved?.embedder ?? rt.settings.embedder };
       return createRuntime(
         { ...rt.settings, ...retrieval, workspace: dir, stateDir: undefined, model: model.name },

@@ -77,7 +77,7 @@ export function createDecideNode(deps: NodeDeps): NodeFn {
       text:
         (response.toolCalls.length
         ? response.toolCalls.map((c) => describeAction(c.name, c.args)).join(", ")
-        : `no tool call (${response.content.slice(0, 80)})`) + spendNote(rt, threadIdOf(config), event),
+        : `no tool call (${response.content.slice(0, 80)})`) + (await spendNote(rt, threadIdOf(config), event)),
     });
     return {
       step,

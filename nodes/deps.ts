@@ -38,14 +38,9 @@ export function branchWriter(rt: Runtime, state: TaskStateValue, config: LangGra
 }
 
 /** What every model call of a thread has cost so far (abandoned branches included). */
-export function spentBy(rt: Runtime, thread: string): { cost: number; tokens: number } {
-  return rt.db
-    .prepare(
-      `SELECT COALESCE(SUM(json_extract(payload, '$.costUsd')), 0) AS cost,
-              COALESCE(SUM(json_extract(payload, '$.usage.inputTokens')), 0) + COALESCE(SUM(json_extract(payload, '$.usage.outputTokens')), 0) AS tokens
-       FROM ll_events WHERE thread_id = ? AND type = 'model_call'`,
-    )
-    .get(thread) as { cost: number; tokens: number };
+export function spentBy(rt: Runtime, thread: string): Promise<{ cost: number; tokens: number }> {
+  // Through the ledger port: on PostgreSQL the events are not in the local database.
+  return rt.ledger.spend(thread);
 }
 
 /** Where in the run a model call happens: the step it serves and the subtask then in progress. */
@@ -58,11 +53,11 @@ export function callSite(state: TaskStateValue, step = state.step): { step: numb
  * " · 1,204 tok $0.0003 (run $0.0121)" for a progress line: what this call cost and the run so far;
  * empty for a model that reports no usage (the scripted one).
  */
-export function spendNote(rt: Runtime, thread: string, event: LedgerEvent<"model_call"> | null): string {
+export async function spendNote(rt: Runtime, thread: string, event: LedgerEvent<"model_call"> | null): Promise<string> {
   const u = event?.payload.usage;
   if (!u || (!u.inputTokens && !u.outputTokens)) return "";
   const tokens = (u.inputTokens ?? 0) + (u.outputTokens ?? 0);
-  const run = spentBy(rt, thread);
+  const run = await spentBy(rt, thread);
   const cost = event.payload.costUsd ?? 0;
   return ` · ${tokens.toLocaleString("en-US")} tok${cost || run.cost ? ` $${cost.toFixed(4)} (run $${run.cost.toFixed(4)})` : ` (run ${run.tokens.toLocaleString("en-US")} tok)`}`;
 }
@@ -73,10 +68,10 @@ export function spendNote(rt: Runtime, thread: string, event: LedgerEvent<"model
  * there without repeating anything. Counts every call of the thread, abandoned branches included:
  * what was spent is spent.
  */
-function assertWithinBudget(rt: Runtime, thread: string): void {
+async function assertWithinBudget(rt: Runtime, thread: string): Promise<void> {
   const { maxCostUsd, maxTokens } = rt.settings;
   if (maxCostUsd === undefined && maxTokens === undefined) return;
-  const spent = spentBy(rt, thread);
+  const spent = await spentBy(rt, thread);
   const over =
     maxCostUsd !== undefined && spent.cost >= maxCostUsd
       ? `the run has cost $${spent.cost.toFixed(4)} of its $${maxCostUsd} limit (--max-cost)`
@@ -105,7 +100,7 @@ export async function callModel(
     w.head = previous.id;
     return { response: { content: previous.payload.content, toolCalls: previous.payload.toolCalls }, event: previous };
   }
-  assertWithinBudget(rt, w.threadId);
+  await assertWithinBudget(rt, w.threadId);
   // Planning, summarising and reflecting may go to a cheaper model; deciding never does.
   const model = node === "decide" ? rt.model : (rt.summaryModel ?? rt.model);
   const started = performance.now();

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { currentRunner, RunRegistry } from "../src/ledger/runs.js";
+import { currentRunner } from "../src/ledger/runs.js";
 import { recallLessons } from "../src/memory/lessons.js";
 import type { ChatMessage } from "../src/models/port.js";
 import { walkFiles } from "../src/workspace/files.js";
@@ -58,7 +58,7 @@ export function createPlanNode(deps: NodeDeps): NodeFn {
     if (first) {
       // The run registers itself first thing, whatever started it (CLI, script, LangGraph server):
       // every inspection command and the viewer list it, with where its checkpoints are.
-      new RunRegistry(rt.db).register(threadIdOf(config), rt.redactor.redact(state.goal), rt.settings, {
+      await rt.runs.register(threadIdOf(config), rt.redactor.redact(state.goal), rt.settings, {
         origin: deps.origin ?? "script",
         checkpoints: deps.checkpoints ?? "state-db",
         runner: currentRunner(),

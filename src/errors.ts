@@ -21,7 +21,16 @@ export class ConfigError extends LedgerloopError {
 /** The state database is unreadable, corrupt, or belongs to something else. */
 export class StateStoreError extends LedgerloopError {
   constructor(
-    code: "STATE_DB_CORRUPT" | "STATE_DB_FOREIGN" | "STATE_DB_LOCKED" | "STATE_DB_UNREADABLE",
+    code:
+      | "STATE_DB_CORRUPT"
+      | "STATE_DB_FOREIGN"
+      | "STATE_DB_LOCKED"
+      | "STATE_DB_UNREADABLE"
+      // PostgreSQL state (--state postgres://…): a malformed URL, a refused login, no server, a newer schema.
+      | "STATE_URL_INVALID"
+      | "STATE_DB_AUTH"
+      | "STATE_DB_UNREACHABLE"
+      | "STATE_DB_NEWER",
     message: string,
     options?: { cause?: unknown },
   ) {

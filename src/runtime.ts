@@ -2,13 +2,16 @@ import fs from "node:fs";
 import path from "node:path";
 import type Database from "better-sqlite3";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import type { Checkpoint, CheckpointMetadata, PendingWrite } from "@langchain/langgraph-checkpoint";
+import type { BaseCheckpointSaver, BaseStore, Checkpoint, CheckpointMetadata, PendingWrite } from "@langchain/langgraph-checkpoint";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { ConfigError } from "./errors.js";
 import { failpoint } from "./failpoints.js";
 import type { Ledger } from "./ledger/port.js";
 import { SqliteLedger } from "./ledger/sqlite-ledger.js";
 import { acquireLease, threadScope, workspaceScope, type Lease } from "./ledger/lease.js";
+import { checkpointRedaction } from "./ledger/checkpoint-redaction.js";
+import { isPostgresUrl, type PgState } from "./ledger/pg-db.js";
+import { sqliteRunRegistry, type RunRegistryPort } from "./ledger/runs.js";
 import { openStateDb } from "./ledger/state-db.js";
 import { claimWorkspace } from "./ledger/workspace-identity.js";
 import { budgetFor, tokenCounterFor, type TokenCounter } from "./context/tokens.js";
@@ -45,9 +48,23 @@ export interface Runtime {
   workspace: string;
   stateDir: string;
   dbPath: string;
+  /**
+   * The workspace's local SQLite database. With a PostgreSQL backend it keeps only what belongs to
+   * this machine's copy of the workspace (its lease, its identity, its revisions); the ledger,
+   * checkpoints, lessons and run registry are in PostgreSQL.
+   */
   db: Database.Database;
+  /** Where the durable state is: "sqlite" (dbPath, the default) or "postgres" (stateUrl). */
+  backend: "sqlite" | "postgres";
+  /** The state's location for messages: dbPath, or the PostgreSQL URL without its password. */
+  stateLocation: string;
+  /** The open PostgreSQL state (backend "postgres"). */
+  pg?: PgState;
   ledger: Ledger;
-  checkpointer: SqliteSaver;
+  /** The run registry of the backend. */
+  runs: RunRegistryPort;
+  /** RedactingSqliteSaver, or RedactingPostgresSaver with backend "postgres". */
+  checkpointer: BaseCheckpointSaver;
   sandbox: Sandbox;
   /** The command policy (ledgerloop.config.json over the defaults, plus flags). */
   policy: SandboxPolicy;
@@ -60,8 +77,8 @@ export interface Runtime {
   /** The hybrid retriever over code and ledger history (absent with retrieval "lexical" or when it failed to start). */
   retriever?: Retriever;
   redactor: Redactor;
-  /** Long-term memory shared by the runs of this workspace (LangGraph BaseStore on SQLite). */
-  store: SqliteStore;
+  /** Long-term memory shared by the runs of this workspace (LangGraph BaseStore on SQLite or PostgreSQL). */
+  store: BaseStore;
   /** Content-addressed revisions of the workspace files, one per step (time travel). */
   revisions: RevisionStore;
   counter: TokenCounter;
@@ -92,7 +109,7 @@ export interface RuntimeOverrides {
 
 /**
  * SqliteSaver that redacts secrets from every checkpoint and pending write before they are stored:
- * a token pasted into a goal must not end up on disk.
+ * a token pasted into a goal must not end up on disk (the same redaction as RedactingPostgresSaver).
  */
 export class RedactingSqliteSaver extends SqliteSaver {
   constructor(
@@ -103,17 +120,13 @@ export class RedactingSqliteSaver extends SqliteSaver {
   }
 
   override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata): Promise<RunnableConfig> {
-    const saved = await super.put(config, this.redactor.redactDeep(checkpoint), this.redactor.redactDeep(metadata));
+    const saved = await super.put(config, checkpointRedaction.checkpoint(this.redactor, checkpoint), checkpointRedaction.metadata(this.redactor, metadata));
     failpoint("checkpoint-put");
     return saved;
   }
 
   override async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {
-    return super.putWrites(
-      config,
-      writes.map(([channel, value]) => [channel, this.redactor.redactDeep(value)] as PendingWrite),
-      taskId,
-    );
+    return super.putWrites(config, checkpointRedaction.writes(this.redactor, writes), taskId);
   }
 }
 
@@ -125,11 +138,19 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     throw new ConfigError(`invalid setting ${i.path.join(".") || "(settings)"}: ${i.message}`);
   }
   const settings = parsed.data;
+  const envUrl = process.env.LEDGERLOOP_STATE_URL?.trim();
+  const stateUrl = settings.stateUrl ?? (envUrl ? envUrl : undefined);
+  if (stateUrl !== undefined && !isPostgresUrl(stateUrl)) {
+    throw new ConfigError(`invalid setting stateUrl (from LEDGERLOOP_STATE_URL): must be a postgres:// or postgresql:// URL`);
+  }
   const workspace = resolveWorkspace(settings.workspace);
   // Read once at start: the file is in the workspace, and a run must not change its own permissions.
   const { policy, allowNetwork, configSha } = commandPolicy(workspace, { allowNetwork: settings.allowNetwork, allow: settings.allow });
   // The workspace's .env values too: `cat .env` or a test log can print them without their key.
-  const redactor = createRedactor([...secretValuesFromEnv(), ...secretValuesFromDotenv(workspace)]);
+  const redactor = createRedactor([...secretValuesFromEnv(), ...secretValuesFromDotenv(workspace), ...urlPassword(stateUrl)]);
+  // PostgreSQL first: a wrong URL, a refused password or a newer schema is a one-line error before
+  // any model, sandbox or file is touched.
+  const pgBackend = stateUrl ? await openPostgresBackend(stateUrl, redactor) : undefined;
   const model = overrides.model ?? createModel(settings.model, { recordFile: overrides.recordRequestsFile });
   // --summary-model / the run context first, then the config file; same spec as the main model, same
   // checks (a missing key is named now, not at the first plan).
@@ -154,13 +175,14 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     }
   } catch (err) {
     db.close();
+    await pgBackend?.state.close().catch(() => {});
     throw err;
   }
   // Keep the state out of the user's own git history.
   const gi = path.join(stateDir, ".gitignore");
   if (!fs.existsSync(gi)) fs.writeFileSync(gi, "*\n");
-  const ledger = new SqliteLedger(db, { redactor });
-  const checkpointer = new RedactingSqliteSaver(db, redactor);
+  const ledger: Ledger = pgBackend?.ledger ?? new SqliteLedger(db, { redactor });
+  const checkpointer: BaseCheckpointSaver = pgBackend?.checkpointer ?? new RedactingSqliteSaver(db, redactor);
   const progress = overrides.progress && ((e: ProgressEvent) => overrides.progress!({ ...e, text: redactor.redact(e.text) }));
   let retriever: Retriever | undefined;
   if (settings.retrieval === "hybrid") {
@@ -187,7 +209,11 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     stateDir,
     dbPath,
     db,
+    backend: pgBackend ? "postgres" : "sqlite",
+    stateLocation: pgBackend?.state.location ?? dbPath,
+    pg: pgBackend?.state,
     ledger,
+    runs: pgBackend?.runs ?? sqliteRunRegistry(db),
     checkpointer,
     sandbox,
     policy,
@@ -197,7 +223,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     searcher: retriever ?? createLexicalSearcher(workspace),
     retriever,
     redactor,
-    store: new SqliteStore(db, redactor),
+    store: pgBackend?.store ?? new SqliteStore(db, redactor),
     revisions: new RevisionStore(db, workspace, { blobsDir: path.join(stateDir, "blobs") }),
     counter,
     prices: loadConfigQuietly(workspace)?.prices,
@@ -208,7 +234,48 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
       await retriever?.close().catch(() => {});
       lease?.release();
       if (db.open) db.close();
+      await pgBackend?.state.close().catch(() => {});
     },
+  };
+}
+
+/** The password of a state URL, so that nothing ledgerloop writes or prints can carry it. */
+function urlPassword(url: string | undefined): string[] {
+  if (!url) return [];
+  try {
+    const p = decodeURIComponent(new URL(url).password);
+    return p ? [p] : [];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The PostgreSQL adapters of the runtime's ports on one pool: the official PostgresSaver (behind
+ * the same redaction as the SQLite saver), the ledger, the lessons store and the run registry.
+ * Loaded on use, so a SQLite run never loads pg.
+ */
+async function openPostgresBackend(url: string, redactor: Redactor) {
+  const [{ openPgState }, { PgLedger }, { RedactingPostgresSaver }, { PgStore }, { PgRunRegistry }] = await Promise.all([
+    import("./ledger/pg-db.js"),
+    import("./ledger/pg-ledger.js"),
+    import("./ledger/pg-checkpoints.js"),
+    import("./memory/pg-store.js"),
+    import("./ledger/pg-runs.js"),
+  ]);
+  let checkpointer: InstanceType<typeof RedactingPostgresSaver> | undefined;
+  const state = await openPgState(url, {
+    setup: async (pool) => {
+      checkpointer = new RedactingPostgresSaver(pool, redactor);
+      await checkpointer.setup();
+    },
+  });
+  return {
+    state,
+    ledger: new PgLedger(state.pool, { redactor }),
+    checkpointer: checkpointer!,
+    store: new PgStore(state.pool, redactor),
+    runs: new PgRunRegistry(state.pool),
   };
 }
 

@@ -14,6 +14,11 @@ import { z } from "zod";
 const perRun = {
   workspace: z.string().min(1).describe("The workspace directory the agent works in (default for the LangGraph server: $LEDGERLOOP_WORKSPACE or its cwd)."),
   stateDir: z.string().min(1).optional().describe("Where the ledger and state database live (default: <workspace>/.ledgerloop)."),
+  stateUrl: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//i, "must be a postgres:// or postgresql:// URL")
+    .optional()
+    .describe("PostgreSQL for the ledger, checkpoints, lessons and run registry (default: $LEDGERLOOP_STATE_URL; else SQLite in stateDir)."),
   model: z.string().min(1).default("scripted:").describe("openai:<name> or scripted:<trajectory.json> (default for the LangGraph server: $LEDGERLOOP_MODEL)."),
   summaryModel: z
     .string()

@@ -1,9 +1,8 @@
 import { createCodingAgent, recursionLimitFor } from "../../graphs/coding-agent.js";
 import type { ApprovalRequest } from "../../nodes/act.js";
 import { driveRun, type DriveResult } from "../cli/drive.js";
-import { startThread } from "../cli/run.js";
+import { assertNewThread, startThread } from "../cli/run.js";
 import { CliError, ConfigError } from "../errors.js";
-import { RunRegistry } from "../ledger/runs.js";
 import { chatModelFromInstance, type ToolCallingChatModel } from "../models/langchain.js";
 import type { ChatModel } from "../models/port.js";
 import { createRuntime, type ProgressEvent, type Runtime } from "../runtime.js";
@@ -121,11 +120,12 @@ export async function openAgent(options: OpenAgentOptions): Promise<Agent> {
     async run(goal, opts = {}) {
       if (typeof goal !== "string" || !goal.trim()) throw new InvalidOptionError("goal", "the goal must be a non-empty string");
       const thread = startThread(runtime, goal, opts.thread);
+      await assertNewThread(runtime, thread);
       return finish(await driveRun(runtime, thread, goal, { origin: "script", ...(opts.signal ? { signal: opts.signal } : {}), ...(opts.ask ? { ask: opts.ask } : {}) }));
     },
     async resume(thread, opts = {}) {
-      if (!new RunRegistry(runtime.db).hasCheckpoints(thread)) {
-        throw new CliError(`unknown thread "${thread}" in ${runtime.dbPath}`, 1, "UNKNOWN_THREAD");
+      if (!(await runtime.runs.hasCheckpoints(thread))) {
+        throw new CliError(`unknown thread "${thread}" in ${runtime.stateLocation}`, 1, "UNKNOWN_THREAD");
       }
       return finish(
         await driveRun(runtime, thread, null, { origin: "script", ...(opts.signal ? { signal: opts.signal } : {}), ...(opts.decision ? { resume: opts.decision } : {}) }),

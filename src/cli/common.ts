@@ -17,7 +17,60 @@ import type { RunSettings } from "../settings.js";
 export interface WorkspaceArgs {
   workspace?: string;
   stateDir?: string;
+  /** PostgreSQL URL of the durable state (`--state`, default $LEDGERLOOP_STATE_URL). */
+  state?: string;
   json?: boolean;
+}
+
+/** The PostgreSQL state a command was pointed at (--state, else $LEDGERLOOP_STATE_URL), if any. */
+export function stateUrlOf(args: { state?: string }): string | undefined {
+  const url = (args.state ?? process.env.LEDGERLOOP_STATE_URL)?.trim();
+  return url ? url : undefined;
+}
+
+/** A PostgreSQL state opened for reading (threads, ledger, report with --state). */
+export interface PgInspection {
+  location: string;
+  pool: import("pg").Pool;
+  ledger: import("../ledger/port.js").Ledger;
+  runs: import("../ledger/runs.js").RunRegistryPort;
+  checkpointer: import("@langchain/langgraph-checkpoint").BaseCheckpointSaver;
+  close(): Promise<void>;
+}
+
+/** Opens a PostgreSQL state read-only (no migration); one line when it holds no ledgerloop runs. */
+export async function openPgInspection(url: string): Promise<PgInspection> {
+  const [{ openPgState }, { PgLedger }, { PgRunRegistry }, { PostgresSaver }] = await Promise.all([
+    import("../ledger/pg-db.js"),
+    import("../ledger/pg-ledger.js"),
+    import("../ledger/pg-runs.js"),
+    import("@langchain/langgraph-checkpoint-postgres"),
+  ]);
+  const st = await openPgState(url, { migrate: false, max: 2 });
+  if (st.version === 0) {
+    await st.close();
+    throw new CliError(`no ledgerloop state in ${st.location} yet; start a run with \`ledgerloop run --state …\``, 1, "NO_STATE");
+  }
+  return {
+    location: st.location,
+    pool: st.pool,
+    ledger: new PgLedger(st.pool),
+    runs: new PgRunRegistry(st.pool),
+    checkpointer: new PostgresSaver(st.pool),
+    close: () => st.close(),
+  };
+}
+
+/** Fails with a one-line error unless the thread is known in a PostgreSQL state. */
+export async function requirePgThread(st: PgInspection, threadId: string): Promise<void> {
+  if ((await st.runs.get(threadId)) || (await st.runs.hasCheckpoints(threadId))) return;
+  if ((await st.ledger.list(threadId, { limit: 1 })).length) return;
+  throw new CliError(`unknown thread "${threadId}" in ${st.location}; list runs with \`ledgerloop threads --state …\``, 1, "UNKNOWN_THREAD");
+}
+
+/** Adds --state to a command that can keep its durable state in PostgreSQL. */
+export function stateOption(cmd: Command): Command {
+  return cmd.option("--state <url>", "keep the ledger, checkpoints, lessons and run registry in PostgreSQL: postgres://user[:password]@host[:port]/db (default: $LEDGERLOOP_STATE_URL)");
 }
 
 /** Adds --workspace and --state-dir to a command. */
@@ -61,6 +114,14 @@ export async function openExistingState(args: WorkspaceArgs, opts: { write?: boo
     import("../ledger/sqlite-ledger.js"),
     import("../ledger/state-db.js"),
   ]);
+  if (stateUrlOf(args)) {
+    // Said plainly rather than showing the workspace's local SQLite file as if it were the state.
+    throw new CliError(
+      "this command reads runs from the SQLite state only; reading them from PostgreSQL (--state / LEDGERLOOP_STATE_URL) is not implemented yet (run, threads, ledger, report and doctor take --state)",
+      2,
+      "NOT_SUPPORTED",
+    );
+  }
   const workspace = resolveWorkspace(args.workspace ?? process.cwd());
   const { stateDir, dbPath } = stateLocation(workspace, args.stateDir);
   if (!fs.existsSync(dbPath)) {

@@ -17,7 +17,7 @@ export interface DoctorReport {
 }
 
 /** What this machine gives a run: isolation level and why, and the parts the runtime needs. */
-export async function handleDoctor(args: { workspace?: string; model?: string; embedder?: string }): Promise<DoctorReport> {
+export async function handleDoctor(args: { workspace?: string; model?: string; embedder?: string; state?: string }): Promise<DoctorReport> {
   const workspace = path.resolve(args.workspace ?? process.cwd());
   const [{ default: Database }, { CONFIG_FILE, loadConfig }, { probeEndpoint }, { detectIsolation }, { createSandbox }, { chromaCli }] = await Promise.all([
     import("better-sqlite3"),
@@ -109,6 +109,28 @@ export async function handleDoctor(args: { workspace?: string; model?: string; e
       return `${e.id}: answers with ${e.dimensions}-dimensional vectors`;
     });
   }
+  // The PostgreSQL state named by --state or LEDGERLOOP_STATE_URL: reachable, login accepted, schema
+  // version one this build understands. Read-only: doctor migrates nothing.
+  const stateUrl = (args.state ?? process.env.LEDGERLOOP_STATE_URL)?.trim();
+  if (stateUrl) {
+    await check("state", async () => {
+      const { PG_SCHEMA_VERSION, openPgState } = await import("../ledger/pg-db.js");
+      const st = await openPgState(stateUrl, { migrate: false, max: 1 });
+      try {
+        const server = String((await st.pool.query("SHOW server_version")).rows[0]?.server_version ?? "?").split(" ")[0];
+        const runs = st.version > 0 ? Number((await st.pool.query("SELECT count(*) AS n FROM ll_runs")).rows[0]?.n ?? 0) : 0;
+        const schema =
+          st.version === PG_SCHEMA_VERSION
+            ? `schema version ${st.version} (current), ${runs} run${runs === 1 ? "" : "s"}`
+            : st.version === 0
+              ? `no ledgerloop tables yet (the first run creates schema version ${PG_SCHEMA_VERSION})`
+              : `schema version ${st.version} (the next run migrates it to ${PG_SCHEMA_VERSION}), ${runs} run${runs === 1 ? "" : "s"}`;
+        return `PostgreSQL ${server} at ${st.location}: ${schema}`;
+      } finally {
+        await st.close();
+      }
+    });
+  }
   const promises = levelPromises(sandbox.level as IsolationLevel);
   return { sandbox: { level: sandbox.level, reasons: [...sandbox.reasons], uid: sandbox.uidFor(workspace).reason, ...promises }, checks };
 }
@@ -120,8 +142,9 @@ export function registerDoctor(program: Command): void {
     .option("-w, --workspace <dir>", "the workspace to check (default: current directory)")
     .option("-m, --model <spec>", "also check this model's endpoint: openai:<name> (default: $LEDGERLOOP_MODEL)")
     .option("--embedder <spec>", "also check this embedder, e.g. openai:<model> against $LEDGERLOOP_EMBEDDINGS_BASE_URL or $OPENAI_BASE_URL")
+    .option("--state <url>", "also check this PostgreSQL state database (default: $LEDGERLOOP_STATE_URL)")
     .option("--json", "one JSON object")
-    .action(async (opts: { workspace?: string; model?: string; embedder?: string; json?: boolean }) => {
+    .action(async (opts: { workspace?: string; model?: string; embedder?: string; state?: string; json?: boolean }) => {
       const r = await handleDoctor(opts);
       process.exitCode = r.checks.every((c) => c.ok) ? 0 : 1;
       if (opts.json) return printJson(r);

@@ -1,7 +1,8 @@
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import type { EventType, LedgerEvent } from "../events.js";
-import { noteCheckpointHome, openExistingState, printJson, requireThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import type { Ledger } from "../ledger/port.js";
+import { noteCheckpointHome, openExistingState, openPgInspection, printJson, requirePgThread, requireThread, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 export interface LedgerArgs extends WorkspaceArgs {
   type?: string[];
@@ -20,22 +21,37 @@ export async function handleLedger(thread: string, args: LedgerArgs): Promise<Le
       throw new CliError(`unknown event type "${t}"; known: ${EVENT_TYPES.join(", ")}`, 2, "CONFIG_INVALID");
     }
   }
+  const url = stateUrlOf(args);
+  if (url) {
+    const pg = await openPgInspection(url);
+    try {
+      await requirePgThread(pg, thread);
+      return await select(pg.ledger, thread, args, types);
+    } finally {
+      await pg.close();
+    }
+  }
   const st = await openExistingState(args);
   try {
     requireThread(st, thread);
     noteCheckpointHome(st, thread);
-    let events: LedgerEvent[];
-    if (args.chain) events = await st.ledger.causalChain(args.chain);
-    else if (args.file) events = await st.ledger.byFile(thread, args.file);
-    else if (args.head) events = await st.ledger.branch(args.head);
-    else events = await st.ledger.list(thread);
-    if (types.length) events = events.filter((e) => types.includes(e.type));
-    return events.filter((e) => e.threadId === thread);
+    return await select(st.ledger, thread, args, types);
   } catch (err) {
     throw st.named(err);
   } finally {
     st.close();
   }
+}
+
+/** The events the filters ask for, through the ledger port (either backend). */
+async function select(ledger: Ledger, thread: string, args: LedgerArgs, types: string[]): Promise<LedgerEvent[]> {
+  let events: LedgerEvent[];
+  if (args.chain) events = await ledger.causalChain(args.chain);
+  else if (args.file) events = await ledger.byFile(thread, args.file);
+  else if (args.head) events = await ledger.branch(args.head);
+  else events = await ledger.list(thread);
+  if (types.length) events = events.filter((e) => types.includes(e.type));
+  return events.filter((e) => e.threadId === thread);
 }
 
 function oneLine(e: LedgerEvent): string {
@@ -74,7 +90,8 @@ export function registerLedger(program: Command): void {
       .option("--head <eventId>", "only the branch ending at this event")
       .option("--chain <eventId>", "the causal chain of an event (action → feedback → effects)")
       .option("--json", "one JSON object per line"),
-  ).action(async (thread: string, opts: LedgerArgs) => {
+  );
+  stateOption(program.commands.at(-1)!).action(async (thread: string, opts: LedgerArgs) => {
     const events = await handleLedger(thread, opts);
     for (const e of events) {
       if (opts.json) printJson(e);

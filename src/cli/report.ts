@@ -5,11 +5,31 @@ import type { RunReport } from "../report/report.js";
 import type { Runtime } from "../runtime.js";
 import type { TaskStateValue } from "../state.js";
 import { writePrivateFile } from "../private-files.js";
-import { currentHead, noteCheckpointHome, openExistingState, printJson, requireThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { currentHead, noteCheckpointHome, openExistingState, openPgInspection, printJson, requirePgThread, requireThread, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 /** The report of a thread's current branch. */
 export async function handleReport(thread: string, args: WorkspaceArgs): Promise<RunReport> {
   const [{ buildReport }, { RevisionStore }] = await Promise.all([import("../report/report.js"), import("../workspace/revisions.js")]);
+  const url = stateUrlOf(args);
+  if (url) {
+    // Ledger and checkpoints from PostgreSQL; the file revisions stay in the workspace's own
+    // state (the revision store has no PostgreSQL adapter yet), when this machine has it.
+    const pg = await openPgInspection(url);
+    let local: import("better-sqlite3").Database | undefined;
+    try {
+      await requirePgThread(pg, thread);
+      const values = (await pg.checkpointer.getTuple({ configurable: { thread_id: thread } }))?.checkpoint.channel_values as TaskStateValue | undefined;
+      const [{ openStateDb }, { resolveWorkspace, stateLocation }, fs] = await Promise.all([import("../ledger/state-db.js"), import("../workspace/location.js"), import("node:fs")]);
+      const workspace = resolveWorkspace(args.workspace ?? process.cwd());
+      const { stateDir, dbPath } = stateLocation(workspace, args.stateDir);
+      local = fs.existsSync(dbPath) ? openStateDb(dbPath, { create: false, readonly: true }) : undefined;
+      const revisions = local ? new RevisionStore(local, workspace, { blobsDir: path.join(stateDir, "blobs") }) : null;
+      return await buildReport(pg.ledger, revisions, thread, values?.ledgerHead ?? null, values?.subtasks ?? []);
+    } finally {
+      local?.close();
+      await pg.close();
+    }
+  }
   const st = await openExistingState(args);
   try {
     requireThread(st, thread);
@@ -42,7 +62,8 @@ export function registerReport(program: Command): void {
       .description("the end-of-task report of a run: summary, plan, decisions, files changed, tests, problems, lessons, cost")
       .argument("<thread>", "the run id")
       .option("--json", "one JSON object"),
-  ).action(async (thread: string, opts: WorkspaceArgs) => {
+  );
+  stateOption(program.commands.at(-1)!).action(async (thread: string, opts: WorkspaceArgs) => {
     const r = await handleReport(thread, opts);
     if (opts.json) return printJson(r);
     const { reportMarkdown } = await import("../report/report.js");

@@ -6,7 +6,7 @@ import { RunRegistry } from "../ledger/runs.js";
 import type { ProgressEvent, Runtime } from "../runtime.js";
 import type { DriveResult } from "./drive.js";
 import { writeRunReport } from "./report.js";
-import { cliCommand, intOption, log, printJson, workspaceOptions, type WorkspaceArgs, exitCodeForStatus } from "./common.js";
+import { cliCommand, intOption, log, printJson, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs, exitCodeForStatus } from "./common.js";
 import { logLevelOption } from "./logs.js";
 
 export interface RunArgs extends WorkspaceArgs {
@@ -129,21 +129,34 @@ export async function reportResult(r: DriveResult, rt: Runtime, json?: boolean):
     log(`waiting for approval of: ${r.pending.command}\n  policy: ${r.pending.rule}: ${r.pending.reason}`);
     log(`answer with: ${ll} resume ${r.thread} -w ${rt.workspace} --approve   (or --reject)`);
   }
-  log(`state: ${rt.dbPath}`);
+  log(`state: ${rt.stateLocation}`);
   if (reportFile) log(`report: ${reportFile}`);
   log(`inspect: ${ll} history ${r.thread} -w ${ws}`);
   log(`         ${ll} ledger ${r.thread} -w ${ws}`);
   if (r.status !== "finished") log(`resume:  ${ll} resume ${r.thread} -w ${ws}`);
 }
 
-/** Registers a new run (the CLI's and the package API's); fails when the thread id is taken. */
+/**
+ * Registers a new run (the CLI's and the package API's); fails when the thread id is taken. On
+ * SQLite the check is synchronous; a PostgreSQL registry is asked by assertNewThread, which every
+ * path that starts a run awaits.
+ */
 export function startThread(rt: Runtime, task: string, thread: string = newThreadId()): string {
-  const runs = new RunRegistry(rt.db);
-  if (runs.hasCheckpoints(thread) || runs.get(thread)) {
-    throw new CliError(`thread "${thread}" already exists; continue it with \`ledgerloop resume ${thread}\``, 1, "THREAD_EXISTS");
+  if (rt.backend === "sqlite") {
+    const runs = new RunRegistry(rt.db);
+    if (runs.hasCheckpoints(thread) || runs.get(thread)) throw threadExists(thread);
   }
   // The graph's plan node registers the run (with its origin), whatever started it.
   return thread;
+}
+
+/** Fails when the thread id is taken in the runtime's registry (either backend). */
+export async function assertNewThread(rt: Runtime, thread: string): Promise<void> {
+  if ((await rt.runs.hasCheckpoints(thread)) || (await rt.runs.get(thread))) throw threadExists(thread);
+}
+
+function threadExists(thread: string): CliError {
+  return new CliError(`thread "${thread}" already exists; continue it with \`ledgerloop resume ${thread}\``, 1, "THREAD_EXISTS");
 }
 
 /** Starts a new run on a workspace. */
@@ -164,6 +177,7 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
     {
       workspace: args.workspace ?? process.cwd(),
       stateDir: args.stateDir,
+      ...(stateUrlOf(args) ? { stateUrl: stateUrlOf(args) } : {}),
       model,
       ...(args.summaryModel ? { summaryModel: args.summaryModel } : {}),
       ...(args.maxSteps ? { maxSteps: args.maxSteps } : {}),
@@ -179,6 +193,7 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
   );
   try {
     startThread(rt, task, thread);
+    await assertNewThread(rt, thread);
     if (!args.quiet && !args.json) log(`run ${thread} in ${rt.workspace} with ${rt.model.name}${rt.summaryModel ? ` (plan/summarize/reflect: ${rt.summaryModel.name})` : ""} (sandbox: ${rt.sandbox.level})`);
     warnIfUnisolated(rt);
     const ask = rt.settings.approve === "ask" && process.stdin.isTTY && !args.json ? askOnTerminal : undefined;
@@ -204,6 +219,7 @@ export function registerRun(program: Command): void {
       .option("--json", "print one JSON object with the outcome on stdout")
       .option("-q, --quiet", "no progress lines"),
   );
+  stateOption(program.commands.at(-1)!);
   logLevelOption(sandboxOptions(program.commands.at(-1)!)).action(async (task: string, opts: RunArgs) => {
     const { result } = await handleRun(task, opts);
     process.exitCode = exitCodeForStatus(result.status);

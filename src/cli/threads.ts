@@ -1,12 +1,21 @@
 import type { Command } from "commander";
 import type { RunSummary } from "../ledger/run-status.js";
-import { openExistingState, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { openExistingState, openPgInspection, printJson, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 /** One run as `threads` lists it: the same rows, status and order as the viewer. */
 export type ThreadRow = Omit<RunSummary, "steps">;
 
 /** Every run recorded in a workspace's state database, whatever started it, newest first. */
 export async function handleThreads(args: WorkspaceArgs): Promise<ThreadRow[]> {
+  const url = stateUrlOf(args);
+  if (url) {
+    const [{ listRunsPg }, pg] = await Promise.all([import("../ledger/pg-run-status.js"), openPgInspection(url)]);
+    try {
+      return (await listRunsPg(pg.pool)).map(({ steps: _steps, ...row }) => row);
+    } finally {
+      await pg.close();
+    }
+  }
   const { listRuns } = await import("../ledger/run-status.js");
   const st = await openExistingState(args);
   try {
@@ -19,8 +28,10 @@ export async function handleThreads(args: WorkspaceArgs): Promise<ThreadRow[]> {
 }
 
 export function registerThreads(program: Command): void {
-  workspaceOptions(
-    program.command("threads").description("list the runs recorded in a workspace (CLI, scripts, LangGraph server), newest first").option("--json", "one JSON object per line"),
+  stateOption(
+    workspaceOptions(
+      program.command("threads").description("list the runs recorded in a workspace (CLI, scripts, LangGraph server), newest first").option("--json", "one JSON object per line"),
+    ),
   ).action(async (opts: WorkspaceArgs) => {
     for (const t of await handleThreads(opts)) {
       if (opts.json) printJson(t);

@@ -75,6 +75,8 @@ export interface Ledger {
   /** Stores a large text once (redacted, compressed) and returns its content hash. */
   putBlob(content: string): Promise<string>;
   getBlob(ref: string): Promise<string | null>;
+  /** What the thread's model calls cost so far (every branch: what was spent is spent). */
+  spend(threadId: string): Promise<{ cost: number; tokens: number }>;
   markActionStarted(start: Omit<ActionStart, "startedAt">): Promise<void>;
   actionStart(actionId: string): Promise<ActionStart | null>;
   close(): Promise<void>;

@@ -61,7 +61,8 @@ export interface RunTrace {
   spanId: string;
 }
 
-interface Row {
+/** A row of ll_runs, as both backends store it. */
+export interface RunRow {
   thread_id: string;
   created_at: string;
   goal: string;
@@ -76,8 +77,9 @@ interface Row {
  * Settings as stored: without the state directory, which is always found from the workspace given
  * on the command line (a stored absolute path made a copied workspace write into the original).
  */
-function portable(settings: RunSettings): RunSettings {
-  const { stateDir: _dropped, ...rest } = settings;
+export function portable(settings: RunSettings): RunSettings {
+  // The state URL too: it names where the registry itself is, and may carry a password.
+  const { stateDir: _dropped, stateUrl: _url, ...rest } = settings;
   return rest;
 }
 
@@ -134,14 +136,14 @@ export class RunRegistry {
 
   get(threadId: string): RunRecord | null {
     if (!this.present) return null;
-    const r = this.db.prepare("SELECT * FROM ll_runs WHERE thread_id = ?").get(threadId) as Row | undefined;
+    const r = this.db.prepare("SELECT * FROM ll_runs WHERE thread_id = ?").get(threadId) as RunRow | undefined;
     return r ? toRecord(r) : null;
   }
 
   /** Every registered run, oldest first. */
   list(): RunRecord[] {
     if (!this.present) return [];
-    return (this.db.prepare("SELECT * FROM ll_runs ORDER BY created_at").all() as Row[]).map(toRecord);
+    return (this.db.prepare("SELECT * FROM ll_runs ORDER BY created_at").all() as RunRow[]).map(toRecord);
   }
 
   /** True when LangGraph has at least one checkpoint for the thread in this database. */
@@ -150,7 +152,7 @@ export class RunRegistry {
   }
 }
 
-function toRecord(r: Row): RunRecord {
+export function toRecord(r: RunRow): RunRecord {
   // Plain lists, not zod: `run` and every inspection command load this module (see startup.test).
   const origin = RUN_ORIGINS.find((o) => o === r.origin) ?? null;
   const home = CHECKPOINT_HOMES.find((h) => h === r.checkpoints) ?? null;
@@ -176,5 +178,30 @@ function toRecord(r: Row): RunRecord {
     checkpoints: home,
     runner,
     trace,
+  };
+}
+
+/**
+ * The run registry as a port, for code that works on either backend (the PostgreSQL adapter is
+ * pg-runs.ts). Async because a PostgreSQL round trip is; the SQLite class above stays synchronous
+ * for its existing callers.
+ */
+export interface RunRegistryPort {
+  register(threadId: string, goal: string, settings: RunSettings, meta?: { origin?: RunOrigin; checkpoints?: CheckpointHome; runner?: RunnerInfo }): Promise<boolean>;
+  recordRunner(threadId: string, runner: RunnerInfo): Promise<boolean>;
+  get(threadId: string): Promise<RunRecord | null>;
+  list(): Promise<RunRecord[]>;
+  hasCheckpoints(threadId: string): Promise<boolean>;
+}
+
+/** The SQLite registry behind the async port. */
+export function sqliteRunRegistry(db: Database.Database): RunRegistryPort {
+  const r = new RunRegistry(db);
+  return {
+    register: async (...args) => r.register(...args),
+    recordRunner: async (t, runner) => r.recordRunner(t, runner),
+    get: async (t) => r.get(t),
+    list: async () => r.list(),
+    hasCheckpoints: async (t) => r.hasCheckpoints(t),
   };
 }

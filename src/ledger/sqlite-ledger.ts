@@ -89,8 +89,8 @@ function toEvent(r: Row): LedgerEvent {
   } as LedgerEvent;
 }
 
-/** Workspace paths an event refers to, for the by-file query. */
-function pathsOf(type: EventType, payload: Record<string, unknown>): string[] {
+/** Workspace paths an event refers to, for the by-file query (shared by the PostgreSQL adapter). */
+export function pathsOf(type: EventType, payload: Record<string, unknown>): string[] {
   const out = new Set<string>();
   const add = (p: unknown) => {
     if (typeof p === "string" && p.length > 0 && p.length < 1024) out.add(p.replace(/\\/g, "/").replace(/^\.\//, ""));
@@ -399,6 +399,16 @@ export class SqliteLedger implements Ledger {
   async getBlob(ref: string): Promise<string | null> {
     const r = this.stmts.getBlob.get(ref);
     return r ? inflateRawSync(r.data).toString("utf8") : null;
+  }
+
+  async spend(threadId: string): Promise<{ cost: number; tokens: number }> {
+    return this.db
+      .prepare(
+        `SELECT COALESCE(SUM(json_extract(payload, '$.costUsd')), 0) AS cost,
+                COALESCE(SUM(json_extract(payload, '$.usage.inputTokens')), 0) + COALESCE(SUM(json_extract(payload, '$.usage.outputTokens')), 0) AS tokens
+         FROM ll_events WHERE thread_id = ? AND type = 'model_call'`,
+      )
+      .get(threadId) as { cost: number; tokens: number };
   }
 
   async markActionStarted(s: Omit<ActionStart, "startedAt">): Promise<void> {

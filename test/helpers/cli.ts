@@ -18,6 +18,7 @@ function childEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
   delete base.LEDGERLOOP_FAILPOINT;
   delete base.LEDGERLOOP_MODEL;
   delete base.LEDGERLOOP_RECORD_REQUESTS;
+  delete base.LEDGERLOOP_STATE_URL;
   return { ...base, ...env };
 }
 

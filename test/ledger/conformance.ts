@@ -291,6 +291,24 @@ export function ledgerConformance(name: string, factory: LedgerFactory): void {
       expect(await ledger.getBlob(ref2)).not.toContain(secret);
     });
 
+    it("sums what a thread's model calls cost, on every branch", async () => {
+      expect(await ledger.spend("t")).toEqual({ cost: 0, tokens: 0 });
+      const call = (costUsd: number | undefined, usage?: { inputTokens?: number; outputTokens?: number }) => ({
+        node: "decide" as const,
+        turn: 0,
+        model: "m",
+        content: "",
+        toolCalls: [],
+        ...(usage ? { usage } : {}),
+        ...(costUsd !== undefined ? { costUsd } : {}),
+      });
+      const a = await ledger.append({ threadId: "t", parentId: null, type: "model_call", payload: call(0.25, { inputTokens: 100, outputTokens: 20 }) });
+      await ledger.append({ threadId: "t", parentId: a.id, type: "model_call", payload: call(0.5, { inputTokens: 10 }) });
+      await ledger.append({ threadId: "t", parentId: a.id, type: "model_call", payload: call(undefined) }); // a fork
+      await ledger.append({ threadId: "u", parentId: null, type: "model_call", payload: call(9, { inputTokens: 1 }) });
+      expect(await ledger.spend("t")).toEqual({ cost: 0.75, tokens: 130 });
+    });
+
     it("remembers which actions were started", async () => {
       expect(await ledger.actionStart("a1")).toBeNull();
       await ledger.markActionStarted({ actionId: "a1", pid: null, pgid: null, procStart: null, guard: "g1" });

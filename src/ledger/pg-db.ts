@@ -1,0 +1,262 @@
+import pg from "pg";
+import { StateStoreError, errorMessage } from "../errors.js";
+
+/**
+ * PostgreSQL as the state database (`--state postgres://…`): one database holds the ledger, the
+ * run registry, the lessons store and LangGraph's checkpoints (PostgresSaver's own tables), for
+ * any number of processes on any number of machines.
+ */
+
+/** True when a state location is a PostgreSQL URL rather than a directory. */
+export function isPostgresUrl(location: string | undefined | null): location is string {
+  return typeof location === "string" && /^postgres(ql)?:\/\//i.test(location.trim());
+}
+
+/** The URL without its password, for messages and logs. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  } catch {
+    return url.replace(/\/\/([^:/@]*):[^@/]*@/, "//$1:***@");
+  }
+}
+
+/**
+ * Versioned migrations of ledgerloop's own tables; the position in the list is the version.
+ * Never edit a released entry: add a new one. LangGraph's checkpoint tables are migrated by
+ * PostgresSaver.setup() (its own `checkpoint_migrations` table), right after these.
+ */
+export const PG_MIGRATIONS: string[] = [
+  // 1: the ledger (the same tables as the SQLite adapter), the run registry and the lessons store.
+  `
+  CREATE TABLE ll_events (
+    id TEXT PRIMARY KEY,
+    thread_id TEXT NOT NULL,
+    parent_id TEXT REFERENCES ll_events(id),
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    ts TEXT NOT NULL,
+    checkpoint_id TEXT,
+    caused_by TEXT,
+    idempotency_key TEXT,
+    schema_version INTEGER NOT NULL,
+    payload TEXT NOT NULL,
+    UNIQUE (thread_id, seq),
+    UNIQUE (thread_id, idempotency_key)
+  );
+  CREATE INDEX ll_events_type ON ll_events(thread_id, type, seq);
+  CREATE INDEX ll_events_parent ON ll_events(parent_id);
+  CREATE INDEX ll_events_caused ON ll_events(caused_by);
+  CREATE FUNCTION ll_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'the ledger is append-only: events cannot be %', lower(TG_OP) || 'd'; END $$;
+  CREATE TRIGGER ll_events_no_change BEFORE UPDATE OR DELETE ON ll_events
+    FOR EACH ROW EXECUTE FUNCTION ll_events_append_only();
+  CREATE TRIGGER ll_events_no_truncate BEFORE TRUNCATE ON ll_events
+    FOR EACH STATEMENT EXECUTE FUNCTION ll_events_append_only();
+  CREATE TABLE ll_event_files (
+    thread_id TEXT NOT NULL,
+    path TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    PRIMARY KEY (thread_id, path, event_id)
+  );
+  CREATE TABLE ll_forks (
+    thread_id TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    PRIMARY KEY (thread_id, event_id)
+  );
+  CREATE TABLE ll_blobs (hash TEXT PRIMARY KEY, size INTEGER NOT NULL, data BYTEA NOT NULL);
+  CREATE TABLE ll_action_starts (
+    action_id TEXT PRIMARY KEY,
+    started_at TEXT NOT NULL,
+    pid INTEGER,
+    pgid INTEGER,
+    proc_start TEXT,
+    guard TEXT
+  );
+  CREATE TABLE ll_runs (
+    thread_id TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    goal TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    origin TEXT,
+    checkpoints TEXT,
+    runner TEXT
+  );
+  CREATE TABLE ll_store (
+    namespace TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    tsv TSVECTOR,
+    PRIMARY KEY (namespace, key)
+  );
+  CREATE INDEX ll_store_tsv ON ll_store USING gin (tsv);
+  `,
+];
+
+/** The schema version this build writes and understands. */
+export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;
+
+export interface OpenPgStateOptions {
+  /** PostgreSQL schema for every table (default `public`); tests use one per test. */
+  schema?: string;
+  /** Pool size (default 5). */
+  max?: number;
+  /** Give up connecting after this long (default 10 s). */
+  connectTimeoutMs?: number;
+  /** Create the schema and run pending migrations (default true); false only checks the version. */
+  migrate?: boolean;
+  /**
+   * More setup to run under the same migration lock (PostgresSaver.setup(): its CREATE TABLE IF NOT
+   * EXISTS races when several workers start at once).
+   */
+  setup?: (pool: pg.Pool) => Promise<void>;
+}
+
+/** An open PostgreSQL state database. */
+export interface PgState {
+  pool: pg.Pool;
+  schema: string;
+  /** The URL without its password. */
+  location: string;
+  /** Schema version found (after migrations: PG_SCHEMA_VERSION). */
+  version: number;
+  close(): Promise<void>;
+}
+
+const IDENT = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** Parses and checks a state URL: one line naming what is wrong. */
+export function parsePgUrl(url: string): URL {
+  let u: URL;
+  try {
+    u = new URL(url.trim());
+  } catch {
+    throw new StateStoreError(
+      "STATE_URL_INVALID",
+      `invalid state URL ${redactUrl(url)}: not a URL; expected postgres://user[:password]@host[:port]/database`,
+    );
+  }
+  if (!/^postgres(ql)?:$/.test(u.protocol)) {
+    throw new StateStoreError("STATE_URL_INVALID", `invalid state URL ${redactUrl(url)}: the scheme must be postgres:// or postgresql://`);
+  }
+  if (!u.hostname && !u.searchParams.get("host")) {
+    throw new StateStoreError("STATE_URL_INVALID", `invalid state URL ${redactUrl(url)}: no host; expected postgres://user[:password]@host[:port]/database`);
+  }
+  if (u.pathname.replace(/^\//, "") === "") {
+    throw new StateStoreError("STATE_URL_INVALID", `invalid state URL ${redactUrl(url)}: no database name; expected postgres://user[:password]@host[:port]/database`);
+  }
+  return u;
+}
+
+/** Maps a connection error of `pg` to a one-line StateStoreError that never shows the password. */
+export function asPgStateError(err: unknown, url: string): StateStoreError {
+  if (err instanceof StateStoreError) return err;
+  const u = new URL(url);
+  const where = `${u.hostname}:${u.port || 5432}`;
+  const db = decodeURIComponent(u.pathname.slice(1));
+  const user = decodeURIComponent(u.username) || "(default user)";
+  const code = (err as { code?: string })?.code ?? "";
+  const msg = errorMessage(err).split("\n")[0]!.replace(u.password || "\u0000", "***");
+  if (code === "28P01" || code === "28000" || /password authentication failed|no password supplied|SASL/i.test(msg)) {
+    return new StateStoreError("STATE_DB_AUTH", `PostgreSQL at ${where} refused the login of user "${user}" (${msg}); check the user and password in the state URL`, { cause: err });
+  }
+  if (code === "3D000") {
+    return new StateStoreError("STATE_DB_UNREADABLE", `PostgreSQL at ${where} has no database "${db}"; create it (createdb ${db}) or fix the state URL`, { cause: err });
+  }
+  if (["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ECONNRESET"].includes(code) || /timeout|terminated unexpectedly/i.test(msg)) {
+    return new StateStoreError("STATE_DB_UNREACHABLE", `cannot reach PostgreSQL at ${where} (${code || msg}); is the server running and the state URL right?`, { cause: err });
+  }
+  return new StateStoreError("STATE_DB_UNREADABLE", `cannot use PostgreSQL state database ${redactUrl(url)}: ${msg}`, { cause: err });
+}
+
+/** A lock id for schema migrations: every process starting at once waits for the first. */
+const MIGRATION_LOCK = 0x4c4c4f50; // "LLOP", as SQLite's application_id
+
+/**
+ * Connects, refuses a database written by a newer ledgerloop, and runs pending migrations (under
+ * an advisory lock, each in its own transaction). Every failure is a one-line StateStoreError,
+ * raised before anything else runs.
+ */
+export async function openPgState(url: string, opts: OpenPgStateOptions = {}): Promise<PgState> {
+  const parsed = parsePgUrl(url);
+  const schema = opts.schema ?? "public";
+  if (!IDENT.test(schema)) throw new StateStoreError("STATE_URL_INVALID", `invalid PostgreSQL schema name "${schema}"`);
+  const pool = new pg.Pool({
+    connectionString: parsed.toString(),
+    max: opts.max ?? 5,
+    connectionTimeoutMillis: opts.connectTimeoutMs ?? 10_000,
+    options: `-c search_path=${schema}`,
+  });
+  // An idle client that loses its server must not crash the process; the next query reports it.
+  pool.on("error", () => {});
+  let version = 0;
+  try {
+    const client = await pool.connect();
+    try {
+      if (opts.migrate === false) {
+        version = await readVersion(client);
+      } else {
+        await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
+        try {
+          await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+          await client.query("CREATE TABLE IF NOT EXISTS ll_schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())");
+          version = await readVersion(client);
+          checkNotNewer(version, url);
+          for (let v = version + 1; v <= PG_SCHEMA_VERSION; v++) {
+            await client.query("BEGIN");
+            try {
+              await client.query(PG_MIGRATIONS[v - 1]!);
+              await client.query("INSERT INTO ll_schema_version (version) VALUES ($1)", [v]);
+              await client.query("COMMIT");
+            } catch (err) {
+              await client.query("ROLLBACK").catch(() => {});
+              throw new StateStoreError("STATE_DB_UNREADABLE", `migrating ${redactUrl(url)} to schema version ${v} failed: ${errorMessage(err)}`, { cause: err });
+            }
+            version = v;
+          }
+          await opts.setup?.(pool);
+        } finally {
+          await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]).catch(() => {});
+        }
+      }
+      checkNotNewer(version, url);
+    } finally {
+      client.release();
+    }
+  } catch (err) {
+    await pool.end().catch(() => {});
+    throw asPgStateError(err, parsed.toString());
+  }
+  let closed = false;
+  return {
+    pool,
+    schema,
+    location: redactUrl(url),
+    version,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await pool.end();
+    },
+  };
+}
+
+async function readVersion(client: pg.PoolClient): Promise<number> {
+  const has = await client.query("SELECT to_regclass('ll_schema_version') AS t");
+  if (!has.rows[0]?.t) return 0;
+  const r = await client.query("SELECT COALESCE(MAX(version), 0) AS v FROM ll_schema_version");
+  return Number(r.rows[0]?.v ?? 0);
+}
+
+function checkNotNewer(version: number, url: string): void {
+  if (version > PG_SCHEMA_VERSION) {
+    throw new StateStoreError(
+      "STATE_DB_NEWER",
+      `the state database ${redactUrl(url)} has schema version ${version}, newer than this ledgerloop understands (${PG_SCHEMA_VERSION}); upgrade ledgerloop (nothing was written)`,
+    );
+  }
+}

@@ -1,0 +1,332 @@
+import { createHash, randomUUID } from "node:crypto";
+import { deflateRawSync, inflateRawSync } from "node:zlib";
+import type pg from "pg";
+import { LedgerError } from "../errors.js";
+import { failpoint } from "../failpoints.js";
+import { defaultRedactor, type Redactor } from "../secrets.js";
+import { EventBody, SCHEMA_VERSION, type EventType, type LedgerEvent } from "../events.js";
+import type { ActionStart, AppendEvent, Ledger, ListQuery, ThreadInfo } from "./port.js";
+import { pathsOf } from "./sqlite-ledger.js";
+
+interface Row {
+  id: string;
+  thread_id: string;
+  parent_id: string | null;
+  seq: number;
+  type: string;
+  ts: string;
+  checkpoint_id: string | null;
+  caused_by: string | null;
+  idempotency_key: string | null;
+  schema_version: number;
+  payload: string;
+}
+
+function toEvent(r: Row): LedgerEvent {
+  return {
+    id: r.id,
+    threadId: r.thread_id,
+    parentId: r.parent_id,
+    seq: Number(r.seq),
+    type: r.type,
+    ts: r.ts,
+    checkpointId: r.checkpoint_id,
+    causedBy: r.caused_by,
+    idempotencyKey: r.idempotency_key,
+    schemaVersion: Number(r.schema_version),
+    payload: JSON.parse(r.payload),
+  } as LedgerEvent;
+}
+
+export interface PgLedgerOptions {
+  redactor?: Redactor;
+  now?: () => Date;
+}
+
+/**
+ * The Ledger on PostgreSQL (tables made by pg-db.ts's migrations). Same contract as SqliteLedger:
+ * appends of one thread are serialised by a transaction-scoped advisory lock on the thread, so
+ * writers on several machines still get one gap-free seq per thread.
+ */
+export class PgLedger implements Ledger {
+  private readonly redactor: Redactor;
+  private readonly now: () => Date;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    opts: PgLedgerOptions = {},
+  ) {
+    this.redactor = opts.redactor ?? defaultRedactor;
+    this.now = opts.now ?? (() => new Date());
+  }
+
+  private async rows(sql: string, args: unknown[] = []): Promise<Row[]> {
+    return (await this.pool.query<Row>(sql, args)).rows;
+  }
+
+  async append<T extends EventType>(event: AppendEvent<T>): Promise<LedgerEvent<T>> {
+    const client = await this.pool.connect();
+    let stored: LedgerEvent<T>;
+    try {
+      await client.query("BEGIN");
+      try {
+        stored = await this.appendIn(client, event);
+        await client.query("COMMIT");
+      } catch (err) {
+        await client.query("ROLLBACK").catch(() => {});
+        throw err;
+      }
+    } finally {
+      client.release();
+    }
+    failpoint("ledger-append");
+    return stored;
+  }
+
+  private async appendIn<T extends EventType>(c: pg.PoolClient, event: AppendEvent<T>): Promise<LedgerEvent<T>> {
+    await c.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7))", [event.threadId]);
+    const key = event.idempotencyKey ?? null;
+    if (key) {
+      const existing = (await c.query<Row>("SELECT * FROM ll_events WHERE thread_id = $1 AND idempotency_key = $2", [event.threadId, key])).rows[0];
+      if (existing) {
+        if (existing.type !== event.type || existing.parent_id !== (event.parentId ?? null)) {
+          throw new LedgerError(
+            "LEDGER_KEY_CONFLICT",
+            `idempotency key ${key} already names a ${existing.type} event with parent ${existing.parent_id}; refusing a ${event.type} with parent ${event.parentId}`,
+          );
+        }
+        return toEvent(existing) as LedgerEvent<T>;
+      }
+    }
+    const payload = this.redactor.redactDeep(event.payload);
+    const parsed = EventBody.safeParse({ type: event.type, payload });
+    if (!parsed.success) {
+      const issues = parsed.error.issues
+        .slice(0, 3)
+        .map((i) => `${i.path.slice(1).join(".") || String(i.path[0] ?? "(root)")}: ${i.message}`)
+        .join("; ");
+      throw new LedgerError("LEDGER_INVALID_EVENT", `invalid ${String(event.type)} event: ${issues}`);
+    }
+    if (event.parentId) {
+      const parent = (await c.query<{ thread_id: string }>("SELECT thread_id FROM ll_events WHERE id = $1", [event.parentId])).rows[0];
+      if (!parent || parent.thread_id !== event.threadId) {
+        throw new LedgerError("LEDGER_UNKNOWN_PARENT", `parent event ${event.parentId} does not exist in thread ${event.threadId}`);
+      }
+      if ((await c.query("SELECT 1 FROM ll_events WHERE parent_id = $1 LIMIT 1", [event.parentId])).rowCount) {
+        await c.query("INSERT INTO ll_forks (thread_id, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [event.threadId, event.parentId]);
+      }
+    } else if ((await c.query("SELECT 1 FROM ll_events WHERE thread_id = $1 AND parent_id IS NULL LIMIT 1", [event.threadId])).rowCount) {
+      await c.query("INSERT INTO ll_forks (thread_id, event_id) VALUES ($1, '') ON CONFLICT DO NOTHING", [event.threadId]);
+    }
+    const m = (await c.query<{ m: number | null }>("SELECT MAX(seq) AS m FROM ll_events WHERE thread_id = $1", [event.threadId])).rows[0]?.m;
+    const row: Row = {
+      id: randomUUID(),
+      thread_id: event.threadId,
+      parent_id: event.parentId ?? null,
+      seq: Number(m ?? 0) + 1,
+      type: event.type,
+      ts: this.now().toISOString(),
+      checkpoint_id: event.checkpointId ?? null,
+      caused_by: event.causedBy ?? null,
+      idempotency_key: key,
+      schema_version: SCHEMA_VERSION,
+      payload: JSON.stringify(parsed.data.payload),
+    };
+    await c.query(
+      `INSERT INTO ll_events (id, thread_id, parent_id, seq, type, ts, checkpoint_id, caused_by, idempotency_key, schema_version, payload)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+      [row.id, row.thread_id, row.parent_id, row.seq, row.type, row.ts, row.checkpoint_id, row.caused_by, row.idempotency_key, row.schema_version, row.payload],
+    );
+    const paths = pathsOf(event.type, parsed.data.payload as Record<string, unknown>);
+    if (paths.length) {
+      await c.query(
+        "INSERT INTO ll_event_files (thread_id, path, event_id) SELECT $1, p, $3 FROM unnest($2::text[]) AS p ON CONFLICT DO NOTHING",
+        [event.threadId, paths, row.id],
+      );
+    }
+    return toEvent(row) as LedgerEvent<T>;
+  }
+
+  async get(id: string): Promise<LedgerEvent | null> {
+    const r = (await this.rows("SELECT * FROM ll_events WHERE id = $1", [id]))[0];
+    return r ? toEvent(r) : null;
+  }
+
+  async findByKey(threadId: string, idempotencyKey: string): Promise<LedgerEvent | null> {
+    const r = (await this.rows("SELECT * FROM ll_events WHERE thread_id = $1 AND idempotency_key = $2", [threadId, idempotencyKey]))[0];
+    return r ? toEvent(r) : null;
+  }
+
+  async list(threadId: string, q: ListQuery = {}): Promise<LedgerEvent[]> {
+    return this.selectLinear(threadId, 2_147_483_647, q);
+  }
+
+  private async selectLinear(threadId: string, maxSeq: number, q: ListQuery): Promise<LedgerEvent[]> {
+    const args: unknown[] = [threadId, maxSeq];
+    const where = ["thread_id = $1", "seq <= $2"];
+    if (q.types?.length) {
+      args.push(q.types);
+      where.push(`type = ANY($${args.length}::text[])`);
+    }
+    if (q.afterSeq !== undefined) {
+      args.push(q.afterSeq);
+      where.push(`seq > $${args.length}`);
+    }
+    let sql = `SELECT * FROM ll_events WHERE ${where.join(" AND ")} ORDER BY seq`;
+    if (q.last !== undefined) sql = `SELECT * FROM (${sql} DESC LIMIT ${Math.max(0, Math.floor(q.last))}) t ORDER BY seq`;
+    else if (q.limit !== undefined) sql += ` LIMIT ${Math.max(0, Math.floor(q.limit))}`;
+    return (await this.rows(sql, args)).map(toEvent);
+  }
+
+  async branch(headId: string | null, q: ListQuery = {}): Promise<LedgerEvent[]> {
+    if (!headId) return [];
+    const head = (await this.rows("SELECT * FROM ll_events WHERE id = $1", [headId]))[0];
+    if (!head) throw new LedgerError("LEDGER_NOT_FOUND", `no ledger event ${headId}`);
+    if (!(await this.hasForks(head.thread_id))) return this.selectLinear(head.thread_id, head.seq, q);
+    const args: unknown[] = [headId];
+    const where: string[] = [];
+    if (q.types?.length) {
+      args.push(q.types);
+      where.push(`e.type = ANY($${args.length}::text[])`);
+    }
+    if (q.afterSeq !== undefined) {
+      args.push(q.afterSeq);
+      where.push(`e.seq > $${args.length}`);
+    }
+    const stop = q.afterSeq !== undefined ? ` AND e.seq > ${Math.floor(q.afterSeq)}` : "";
+    let sql = `WITH RECURSIVE b(id) AS (
+        SELECT id FROM ll_events WHERE id = $1
+        UNION ALL SELECT e.parent_id FROM ll_events e JOIN b ON e.id = b.id WHERE e.parent_id IS NOT NULL${stop}
+      )
+      SELECT e.* FROM b JOIN ll_events e ON e.id = b.id ${where.length ? "WHERE " + where.join(" AND ") : ""} ORDER BY e.seq`;
+    if (q.last !== undefined) sql = `SELECT * FROM (${sql} DESC LIMIT ${Math.max(0, Math.floor(q.last))}) t ORDER BY seq`;
+    return (await this.rows(sql, args)).map(toEvent);
+  }
+
+  private async hasForks(threadId: string): Promise<boolean> {
+    return Boolean((await this.pool.query("SELECT 1 FROM ll_forks WHERE thread_id = $1 LIMIT 1", [threadId])).rowCount);
+  }
+
+  async onBranch(headId: string, ids: string[]): Promise<Set<string>> {
+    const out = new Set<string>();
+    const head = (await this.rows("SELECT * FROM ll_events WHERE id = $1", [headId]))[0];
+    if (!head || ids.length === 0) return out;
+    const rows = (
+      await this.pool.query<{ id: string; thread_id: string; seq: number }>("SELECT id, thread_id, seq FROM ll_events WHERE id = ANY($1::text[])", [ids])
+    ).rows;
+    const candidates = rows.filter((r) => r.thread_id === head.thread_id && r.seq <= head.seq);
+    if (!candidates.length) return out;
+    if (!(await this.hasForks(head.thread_id))) {
+      for (const r of candidates) out.add(r.id);
+      return out;
+    }
+    const minSeq = Math.min(...candidates.map((r) => r.seq));
+    const onPath = await this.pool.query<{ id: string }>(
+      `WITH RECURSIVE b(id, seq) AS (
+         SELECT id, seq FROM ll_events WHERE id = $1
+         UNION ALL SELECT e.parent_id, p.seq FROM ll_events e JOIN b ON e.id = b.id JOIN ll_events p ON p.id = e.parent_id WHERE p.seq >= $2
+       ) SELECT id FROM b`,
+      [headId, minSeq],
+    );
+    const path = new Set(onPath.rows.map((r) => r.id));
+    for (const r of candidates) if (path.has(r.id)) out.add(r.id);
+    return out;
+  }
+
+  async byFile(threadId: string, path: string): Promise<LedgerEvent[]> {
+    const p = path.replace(/\\/g, "/").replace(/^\.\//, "");
+    const events = (
+      await this.rows(
+        `SELECT e.* FROM ll_event_files f JOIN ll_events e ON e.id = f.event_id
+         WHERE f.thread_id = $1 AND f.path = $2 ORDER BY e.seq`,
+        [threadId, p],
+      )
+    ).map(toEvent);
+    const actionIds = events.filter((e) => e.type === "agent_action").map((e) => e.id);
+    const seen = new Set(events.map((e) => e.id));
+    for (const e of await this.causedBy(actionIds)) if (!seen.has(e.id)) events.push(e);
+    return events.sort((a, b) => a.seq - b.seq);
+  }
+
+  async causedBy(eventIds: string[]): Promise<LedgerEvent[]> {
+    if (eventIds.length === 0) return [];
+    return (await this.rows("SELECT * FROM ll_events WHERE caused_by = ANY($1::text[]) ORDER BY seq", [eventIds])).map(toEvent);
+  }
+
+  async causalChain(eventId: string): Promise<LedgerEvent[]> {
+    if (!(await this.get(eventId))) throw new LedgerError("LEDGER_NOT_FOUND", `no ledger event ${eventId}`);
+    const rows = await this.rows(
+      `WITH RECURSIVE up(id, caused_by) AS (
+         SELECT id, caused_by FROM ll_events WHERE id = $1
+         UNION SELECT e.id, e.caused_by FROM ll_events e JOIN up ON e.id = up.caused_by
+       ), down(id) AS (
+         SELECT $1::text
+         UNION SELECT e.id FROM ll_events e JOIN down ON e.caused_by = down.id
+       )
+       SELECT * FROM ll_events WHERE id IN (SELECT id FROM up UNION SELECT id FROM down) ORDER BY seq`,
+      [eventId],
+    );
+    return rows.map(toEvent);
+  }
+
+  async threads(): Promise<ThreadInfo[]> {
+    const r = await this.pool.query<{ thread_id: string; n: string; first_ts: string; last_ts: string; goal: string | null; status: string | null }>(
+      `SELECT thread_id, COUNT(*) AS n, MIN(ts) AS first_ts, MAX(ts) AS last_ts,
+         (SELECT s.payload::jsonb ->> 'goal' FROM ll_events s WHERE s.thread_id = e.thread_id AND s.type = 'task_spec' ORDER BY seq LIMIT 1) AS goal,
+         (SELECT s.payload::jsonb ->> 'status' FROM ll_events s WHERE s.thread_id = e.thread_id AND s.type = 'run_status' ORDER BY seq DESC LIMIT 1) AS status
+       FROM ll_events e GROUP BY thread_id ORDER BY MAX(ts) DESC`,
+    );
+    return r.rows.map((x) => ({ threadId: x.thread_id, events: Number(x.n), firstTs: x.first_ts, lastTs: x.last_ts, goal: x.goal, status: x.status }));
+  }
+
+  async putBlob(content: string): Promise<string> {
+    const text = this.redactor.redact(content);
+    const hash = createHash("sha256").update(text).digest("hex");
+    await this.pool.query("INSERT INTO ll_blobs (hash, size, data) VALUES ($1, $2, $3) ON CONFLICT (hash) DO NOTHING", [
+      hash,
+      Buffer.byteLength(text),
+      deflateRawSync(Buffer.from(text)),
+    ]);
+    return hash;
+  }
+
+  async getBlob(ref: string): Promise<string | null> {
+    const r = (await this.pool.query<{ data: Buffer }>("SELECT data FROM ll_blobs WHERE hash = $1", [ref])).rows[0];
+    return r ? inflateRawSync(r.data).toString("utf8") : null;
+  }
+
+  async spend(threadId: string): Promise<{ cost: number; tokens: number }> {
+    const r = (
+      await this.pool.query<{ cost: string; tokens: string }>(
+        `SELECT COALESCE(SUM((payload::jsonb ->> 'costUsd')::float8), 0) AS cost,
+                COALESCE(SUM((payload::jsonb -> 'usage' ->> 'inputTokens')::bigint), 0) + COALESCE(SUM((payload::jsonb -> 'usage' ->> 'outputTokens')::bigint), 0) AS tokens
+         FROM ll_events WHERE thread_id = $1 AND type = 'model_call'`,
+        [threadId],
+      )
+    ).rows[0];
+    return { cost: Number(r?.cost ?? 0), tokens: Number(r?.tokens ?? 0) };
+  }
+
+  async markActionStarted(s: Omit<ActionStart, "startedAt">): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO ll_action_starts (action_id, started_at, pid, pgid, proc_start, guard) VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (action_id) DO UPDATE SET pid = excluded.pid, pgid = excluded.pgid,
+         proc_start = excluded.proc_start, guard = COALESCE(ll_action_starts.guard, excluded.guard)`,
+      [s.actionId, this.now().toISOString(), s.pid, s.pgid, s.procStart, s.guard],
+    );
+  }
+
+  async actionStart(actionId: string): Promise<ActionStart | null> {
+    const r = (
+      await this.pool.query<{ action_id: string; started_at: string; pid: number | null; pgid: number | null; proc_start: string | null; guard: string | null }>(
+        "SELECT * FROM ll_action_starts WHERE action_id = $1",
+        [actionId],
+      )
+    ).rows[0];
+    return r ? { actionId: r.action_id, startedAt: r.started_at, pid: r.pid, pgid: r.pgid, procStart: r.proc_start, guard: r.guard } : null;
+  }
+
+  async close(): Promise<void> {
+    // The pool belongs to whoever opened it (it is shared with the checkpointer and the store).
+  }
+}

@@ -1,0 +1,43 @@
+import type pg from "pg";
+import type { RunSettings } from "../settings.js";
+import { portable, toRecord, type CheckpointHome, type RunOrigin, type RunRecord, type RunRegistryPort, type RunRow, type RunnerInfo } from "./runs.js";
+
+/** The run registry on PostgreSQL (table ll_runs of pg-db.ts's migrations; checkpoints are PostgresSaver's). */
+export class PgRunRegistry implements RunRegistryPort {
+  constructor(private readonly pool: pg.Pool) {}
+
+  async register(
+    threadId: string,
+    goal: string,
+    settings: RunSettings,
+    meta: { origin?: RunOrigin; checkpoints?: CheckpointHome; runner?: RunnerInfo } = {},
+  ): Promise<boolean> {
+    const r = await this.pool.query(
+      `INSERT INTO ll_runs (thread_id, created_at, goal, settings, origin, checkpoints, runner) VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (thread_id) DO NOTHING`,
+      [threadId, new Date().toISOString(), goal, JSON.stringify(portable(settings)), meta.origin ?? null, meta.checkpoints ?? null, meta.runner ? JSON.stringify(meta.runner) : null],
+    );
+    return (r.rowCount ?? 0) > 0;
+  }
+
+  async recordRunner(threadId: string, runner: RunnerInfo): Promise<boolean> {
+    const r = await this.pool.query("UPDATE ll_runs SET runner = $1 WHERE thread_id = $2", [JSON.stringify(runner), threadId]);
+    return (r.rowCount ?? 0) > 0;
+  }
+
+  async get(threadId: string): Promise<RunRecord | null> {
+    const r = (await this.pool.query<RunRow>("SELECT * FROM ll_runs WHERE thread_id = $1", [threadId])).rows[0];
+    return r ? toRecord(r) : null;
+  }
+
+  async list(): Promise<RunRecord[]> {
+    return (await this.pool.query<RunRow>("SELECT * FROM ll_runs ORDER BY created_at, thread_id")).rows.map(toRecord);
+  }
+
+  async hasCheckpoints(threadId: string): Promise<boolean> {
+    // PostgresSaver's table, in the same schema (search_path); absent until its setup() ran.
+    const t = await this.pool.query("SELECT to_regclass('checkpoints') AS t");
+    if (!t.rows[0]?.t) return false;
+    return Boolean((await this.pool.query("SELECT 1 FROM checkpoints WHERE thread_id = $1 LIMIT 1", [threadId])).rowCount);
+  }
+}
