@@ -129,7 +129,9 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   const model = overrides.model ?? createModel(settings.model, { recordFile: overrides.recordRequestsFile });
   const sandbox =
     overrides.sandbox ??
-    createSandbox({ level: settings.sandbox ?? "auto", workspace, allowNetwork, outputCapBytes: settings.outputCapBytes });
+    // One session per run: commands share a loopback, so a server started in the background by one
+    // is reachable from the next (session.ts).
+    createSandbox({ level: settings.sandbox ?? "auto", workspace, allowNetwork, outputCapBytes: settings.outputCapBytes, session: true });
   const { counter, profile } = await tokenCounterFor(model.name);
   const budgetTokens = settings.budgetTokens ?? budgetFor(profile);
   const { stateDir, dbPath } = stateLocation(workspace, settings.stateDir);
@@ -197,6 +199,8 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     async close() {
       // The retriever first: it stops an embedded Chroma server this process started.
       await retriever?.close().catch(() => {});
+      // Background processes and the session end with the run (finish, pause, interrupt).
+      await sandbox.closeSession?.().catch(() => null);
       lease?.release();
       if (db.open) db.close();
     },
