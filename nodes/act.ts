@@ -73,6 +73,8 @@ async function execute(
     policy: rt.policy,
     checked: checked ?? undefined,
     approved,
+    processes: rt.processes,
+    actionId: action.id,
   };
   try {
     let guard = previous?.guard ?? null;
@@ -194,6 +196,12 @@ export function createActNode(deps: NodeDeps): NodeFn {
     const thread = config.configurable?.thread_id;
     if (typeof thread === "string") checkThreadConfig(rt.db, thread, rt.configSha, CONFIG_FILE);
     const w = branchWriter(rt, state, config, "act");
+    // Background processes that ended on their own since the last step (the model sees them in the context).
+    for (const x of rt.processes?.takeExits() ?? []) {
+      await w.append(`process-exit/${x.name}/${x.order}`, "process", {
+        kind: "exit", name: x.name, command: x.command, pid: x.pid, exitCode: x.exit?.exitCode ?? null, signal: x.exit?.signal ?? null, lastLines: x.lastLines,
+      }, x.cause);
+    }
     for (const id of state.pendingActions) {
       const action = (await rt.ledger.get(id)) as LedgerEvent<"agent_action"> | null;
       if (!action || action.type !== "agent_action") throw new Error(`pending action ${id} is not in the ledger`);
@@ -219,6 +227,8 @@ export function createActNode(deps: NodeDeps): NodeFn {
       for (const [j, effect] of (fb.payload.effects ?? []).entries()) {
         if (effect.kind === "decision") {
           await w.append(`effect/${id}/${j}`, "decision", { text: effect.text, step: action.payload.step }, id);
+        } else if (effect.kind === "process") {
+          await w.append(`effect/${id}/${j}`, "process", effect.event, id);
         }
       }
       const p = fb.payload;

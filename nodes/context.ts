@@ -5,6 +5,7 @@ import type { LedgerEvent } from "../src/state.js";
 import { lexicalEventSearcher, type EventSearcher } from "../src/context/recall.js";
 import type { CodeSearcher, SearchHit } from "../src/retrieval/port.js";
 import { toolSpecs } from "../tools/index.js";
+import { restoreProcesses } from "./restore-processes.js";
 import { branchWriter, threadIdOf, type NodeDeps, type NodeFn } from "./deps.js";
 
 /** A small promise cache: the last 16 answers by key; a failed answer is forgotten. */
@@ -48,6 +49,8 @@ export function createContextNode(deps: NodeDeps): NodeFn {
   return async (state, config) => {
     const rt = await deps.resolve(config);
     const w = branchWriter(rt, state, config, "context");
+    // Background processes the ledger says were running come back before the model is asked.
+    if (!(await w.find("context"))) await restoreProcesses(rt, state, w);
     const { event } = await w.once("context", "context_built", async () => {
       // The previous decide prompt on this branch: extended when it can be, and measured against.
       const prevEvent = (await rt.ledger.branch(state.ledgerHead, { types: ["context_built"], last: 1 }))[0] as LedgerEvent<"context_built"> | undefined;
@@ -62,6 +65,7 @@ export function createContextNode(deps: NodeDeps): NodeFn {
         ledger: rt.ledger,
         state,
         maxSteps: rt.settings.maxSteps,
+        processes: rt.processes?.describe() ?? null,
         budgetTokens,
         recentTurns: rt.settings.recentTurns,
         tools: toolSpecs(),

@@ -20,6 +20,7 @@ import { createLexicalSearcher } from "./retrieval/lexical.js";
 import type { CodeSearcher } from "./retrieval/port.js";
 import { createSandbox } from "./sandbox/executor.js";
 import type { SandboxPolicy } from "./sandbox/policy.js";
+import { ProcessManager } from "./sandbox/processes.js";
 import { commandPolicy, loadConfig } from "./config.js";
 import type { PriceTable } from "./economics/prices.js";
 import type { Sandbox } from "./sandbox/port.js";
@@ -49,6 +50,8 @@ export interface Runtime {
   ledger: Ledger;
   checkpointer: SqliteSaver;
   sandbox: Sandbox;
+  /** The run's background processes (start_process & co.), in the sandbox's session. */
+  processes?: ProcessManager;
   /** The command policy (ledgerloop.config.json over the defaults, plus flags). */
   policy: SandboxPolicy;
   /** Fingerprint of the config file the policy was read from (see ledger/governing.ts). */
@@ -175,6 +178,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
       warn(`the hybrid retriever could not start (${(err as Error).message}); using a plain file scan for search`);
     }
   }
+  const processes = new ProcessManager(sandbox, workspace);
   return {
     settings: { ...settings, workspace, stateDir, budgetTokens },
     workspace,
@@ -184,6 +188,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     ledger,
     checkpointer,
     sandbox,
+    processes,
     policy,
     configSha,
     model,
@@ -200,6 +205,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
       // The retriever first: it stops an embedded Chroma server this process started.
       await retriever?.close().catch(() => {});
       // Background processes and the session end with the run (finish, pause, interrupt).
+      await processes.stopAll().catch(() => {});
       await sandbox.closeSession?.().catch(() => null);
       lease?.release();
       if (db.open) db.close();

@@ -8,6 +8,10 @@ import { recordDecisionTool } from "./record-decision.js";
 import { runCommandTool } from "./run-command.js";
 import { runTestsTool } from "./run-tests.js";
 import { searchCodeTool } from "./search-code.js";
+import { processOutputTool } from "./process-output.js";
+import { processStatusTool } from "./process-status.js";
+import { startProcessTool } from "./start-process.js";
+import { stopProcessTool } from "./stop-process.js";
 import type { ToolDefinition } from "./tool.js";
 import { updatePlanTool } from "./update-plan.js";
 import { writeFileTool } from "./write-file.js";
@@ -23,6 +27,10 @@ export const TOOLS: readonly ToolDefinition[] = [
   searchCodeTool,
   runCommandTool,
   runTestsTool,
+  startProcessTool,
+  processStatusTool,
+  processOutputTool,
+  stopProcessTool,
   updatePlanTool,
   recordDecisionTool,
   gitCommitTool,

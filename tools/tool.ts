@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { CodeSearcher } from "../src/retrieval/port.js";
 import type { PolicyVerdict, SandboxPolicy } from "../src/sandbox/policy.js";
 import type { ProcessInfo, Sandbox } from "../src/sandbox/port.js";
+import type { ProcessManager } from "../src/sandbox/processes.js";
 import type { ActionEffect, FileChanges, TestCounts } from "../src/state.js";
 
 export type { CodeSearcher };
@@ -32,6 +33,10 @@ export interface ToolContext {
   checked?: { command: string; verdict: PolicyVerdict };
   /** This call's command needed approval and got it. */
   approved?: boolean;
+  /** The run's background processes (start_process & co.). */
+  processes?: ProcessManager;
+  /** The ledger id of the action being run (the cause of what its processes do later). */
+  actionId?: string;
 }
 
 export type ToolEffect = ActionEffect;

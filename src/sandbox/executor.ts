@@ -488,7 +488,11 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
         // The filter reaches bwrap through a pipe on fd 3: no file anyone else could swap.
         fd3 = seccompBytes() ?? undefined;
         if (fd3) input.seccompFd = 3;
-        inner = [...enter, ...bwrapArgv(input)];
+        // A process that entered the session's PID namespace still sees the host's /proc, where
+        // its own pid names another process: bwrap reads /proc/<its pid>/ns/…, so it gets a /proc
+        // of the session's namespace first (a mount namespace of its own, no --fork needed).
+        const procFix = enter.length ? [tools.unshare ?? "unshare", "--mount", "--mount-proc", "--"] : [];
+        inner = [...enter, ...procFix, ...bwrapArgv(input)];
         // The seccomp filter refuses set-uid/set-gid chmods: nothing to clear afterwards.
         if (fd3) asRoot = false;
       } else {

@@ -81,6 +81,21 @@ describe.each(levels)("sandbox session at %s", (level) => {
     expect(p.running).toBe(false);
   }, 60_000);
 
+  it("a command of the session cannot reach a server on the host's loopback", async () => {
+    const http = await import("node:http");
+    const host = http.createServer((_q, s) => s.end("host"));
+    await new Promise<void>((r) => host.listen(0, "127.0.0.1", () => r()));
+    const port = (host.address() as { port: number }).port;
+    try {
+      const sb = createSandbox({ level, workspace: tmp, session: true });
+      const r = await sb.exec({ command: `node -e 'fetch("http://127.0.0.1:${port}").then(()=>console.log("reached"),()=>console.log("unreachable"))'`, cwd: tmp, timeoutMs: 20_000 });
+      expect(r.stdout.trim()).toBe("unreachable");
+      await sb.closeSession!();
+    } finally {
+      host.close();
+    }
+  }, 60_000);
+
   it("without a session each command has its own loopback (the old behaviour)", async () => {
     const port = freePort();
     const sb = createSandbox({ level, workspace: tmp });
