@@ -1,6 +1,7 @@
 import { Command, CommanderError } from "commander";
 import { errorMessage } from "../errors.js";
 import { registerAdopt } from "./adopt.js";
+import { registerApply } from "./apply.js";
 import { exitCodeFor, log } from "./common.js";
 import { registerContext } from "./context.js";
 import { registerDemo } from "./demo.js";
@@ -52,6 +53,7 @@ export function buildProgram(): Command {
   registerReport(program);
   registerWeb(program);
   registerAdopt(program);
+  registerApply(program);
   return program;
 }
 
