@@ -1,6 +1,7 @@
 import { benchContext } from "./context.js";
 import { benchLoop } from "./loop.js";
 import { benchNodes } from "./nodes.js";
+import { benchProcesses } from "./processes.js";
 import { benchRetrieval } from "./retrieval.js";
 import { benchRevisions } from "./revisions.js";
 import { benchSandbox } from "./sandbox.js";
@@ -17,6 +18,7 @@ const all: Record<string, () => Promise<BenchResult[]>> = {
   retrieval: () => benchRetrieval(),
   sandbox: () => benchSandbox(),
   startup: () => benchStartup(),
+  processes: () => benchProcesses(),
 };
 
 const wanted = process.argv.slice(2);

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import { execa } from "execa";
-import { readProcStart } from "./proc.js";
+import { descendants, readProcStart } from "./proc.js";
 
 // A long-lived process of a run (a dev server, a database): spawned like a command, through the
 // same wrapper (cgroups, rlimits, isolation), but not waited for. Its output is kept in a bounded
@@ -162,7 +162,19 @@ export class BackgroundProcess {
     if (this.exit) return this.exit;
     if (!this.stopping) {
       this.stopping = true;
-      if (this.pid > 0) killGroup(this.pid, "SIGTERM");
+      // The processes under the leader first: the leader (nsenter, unshare) then reaps them and
+      // exits by itself. Killed with them, it would leave them to the host's init to reap, and a
+      // session's PID namespace cannot end before they are reaped.
+      const kids = this.pid > 0 ? descendants(this.pid) : [];
+      if (kids.length) {
+        for (const k of kids) {
+          try {
+            process.kill(k.pid, "SIGTERM");
+          } catch {
+            // gone
+          }
+        }
+      } else if (this.pid > 0) killGroup(this.pid, "SIGTERM");
       const t = setTimeout(() => {
         if (this.pid > 0) killGroup(this.pid, "SIGKILL");
         try {
