@@ -12,6 +12,7 @@ import type { LedgerEvent, PayloadOf, TaskStateValue } from "../src/state.js";
 import { treeSummary } from "../src/workspace/snapshot.js";
 import { getTool, type ToolContext } from "../tools/index.js";
 import { branchWriter, type NodeDeps, type NodeFn } from "./deps.js";
+import { restoreProcesses } from "./restore-processes.js";
 
 type Feedback = PayloadOf<"environment_feedback">;
 
@@ -196,6 +197,10 @@ export function createActNode(deps: NodeDeps): NodeFn {
     const thread = config.configurable?.thread_id;
     if (typeof thread === "string") checkThreadConfig(rt.db, thread, rt.configSha, CONFIG_FILE);
     const w = branchWriter(rt, state, config, "act");
+    // A run resumed (or rewound) to just before its actions: the processes they expect come back
+    // first. Not when this task already recorded results (they were written after its own head).
+    const first = state.pendingActions[0];
+    if (first && !(await w.find(`feedback/${first}`))) await restoreProcesses(rt, state, w);
     // Background processes that ended on their own since the last step (the model sees them in the context).
     for (const x of rt.processes?.takeExits() ?? []) {
       await w.append(`process-exit/${x.name}/${x.order}`, "process", {

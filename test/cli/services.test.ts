@@ -122,3 +122,26 @@ describe(`services example (sandbox ${level})`, () => {
     expect(await noServicesLeft(ws)).toEqual([]);
   }, 240_000);
 });
+
+describe(`services example, time travel (sandbox ${level})`, () => {
+  it("rewound to before the check, resume restarts the services the ledger says ran there, and the check passes", async () => {
+    const ws = tempWorkspace(WORKSPACE);
+    const r = cli(["run", "check the services", "-w", ws, "--model", MODEL, "--thread", "R", "--json", "-q"], { timeoutMs: 120_000 });
+    expect(r.code, r.stderr).toBe(0);
+    const history = jsonLines<{ checkpointId: string; agentStep: number | null; next: string[] }>(cli(["history", "R", "-w", ws, "--json"]).stdout);
+    // Before the act of step 4 (the second check): both services were running on that branch.
+    const to = history.filter((h) => h.agentStep === 4 && h.next.includes("act")).at(-1)!.checkpointId;
+    const rw = cli(["rewind", "R", "-w", ws, "--to", to]);
+    expect(rw.code, rw.stderr).toBe(0);
+    const resumed = cli(["resume", "R", "-w", ws, "--json", "-q"], { timeoutMs: 120_000 });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    // The ledger as the resumed branch has it (rewind continues on the checkpoint's branch).
+    const events = ledgerOf(ws, "R");
+    const restarts = events.filter((e) => e.type === "process" && e.payload.kind === "restart");
+    expect(restarts.map((e) => e.payload.name)).toEqual(["api", "web"]);
+    const checks = feedbackOf(events).filter((f) => f.tool === "run_command");
+    expect(checks.at(-1)).toMatchObject({ status: "ok" });
+    expect(checks.at(-1)!.output).toContain("dashboard: all services healthy");
+    expect(await noServicesLeft(ws)).toEqual([]);
+  }, 240_000);
+});
