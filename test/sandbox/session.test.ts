@@ -6,6 +6,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { listeningPorts, LineRing } from "../../src/sandbox/background.js";
 import { detectIsolation } from "../../src/sandbox/detect.js";
 import { createSandbox } from "../../src/sandbox/executor.js";
+import { SandboxSession } from "../../src/sandbox/session.js";
+import { isRunning } from "../../src/sandbox/proc.js";
 
 const report = detectIsolation();
 const levels = (["bwrap", "unshare"] as const).filter((l) => report.levels[l].ok);
@@ -124,6 +126,18 @@ describe.each(levels)("sandbox session at %s", (level) => {
     child.kill("SIGKILL");
     expect(await until(() => withMarker(marker).length === 0, 10_000)).toBe(true);
   }, 60_000);
+});
+
+describe("the session holder", () => {
+  it.skipIf(!levels.length)("ends by its watchdog when the runner's end of its pipe closes (no signal needed)", async () => {
+    const tools = report.tools;
+    const s = await SandboxSession.open({ sh: tools.sh, unshare: tools.unshare, setpriv: tools.setpriv, ip: tools.ip }, { net: true });
+    expect(s.alive()).toBe(true);
+    // What the kernel does when the runner dies, whatever killed it: the pipe's write end closes.
+    (s as unknown as { child: { stdin: { end(): void } } }).child.stdin.end();
+    expect(await until(() => !isRunning(s.pid, s.procStart), 5000)).toBe(true);
+    await s.close();
+  });
 });
 
 describe("level none", () => {
