@@ -143,3 +143,32 @@ describe("processHistory", () => {
     expect(runningProcesses(events).find((p) => p.name === "api")).toMatchObject({ readyPort: 1, ports: [1] });
   });
 });
+
+describe("a process that dies on its own, in a run", () => {
+  it("is a ledger event caused by its start and shows in the next prompt with exit code and last output", async () => {
+    const { testAgent, promptText } = await import("../helpers/agent.js");
+    const ws = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "ll-procs-run-")));
+    const agent = await testAgent(ws, {
+      decide: [
+        { content: "start", tool_calls: [{ name: "start_process", args: { name: "worker", command: "echo working; sleep 1; echo 'worker: out of jobs'; exit 4" } }] },
+        { content: "wait", tool_calls: [{ name: "run_command", args: { command: "sleep 2" } }] },
+        { content: "look", tool_calls: [{ name: "record_decision", args: { text: "the worker exits when it has no jobs" } }] },
+        { content: "done", tool_calls: [{ name: "finish", args: { summary: "ok" } }] },
+      ],
+    } as never, { approve: "auto" });
+    try {
+      const state = await agent.run("watch the worker");
+      expect(state.status).toBe("finished");
+      const events = await agent.events();
+      const start = events.find((e) => e.type === "agent_action" && (e.payload as { tool: string }).tool === "start_process")!;
+      const exit = events.find((e) => e.type === "process" && (e.payload as { kind: string }).kind === "exit")!;
+      expect(exit.payload).toMatchObject({ name: "worker", exitCode: 4 });
+      expect((exit.payload as { lastLines: string[] }).lastLines).toContain("worker: out of jobs");
+      expect(exit.causedBy).toBe(start.id);
+      expect(promptText(agent.decidePrompt(3))).toMatch(/- worker: EXITED on its own \(exit code 4\)[\s\S]*\| worker: out of jobs/);
+    } finally {
+      await agent.close();
+      fs.rmSync(ws, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
