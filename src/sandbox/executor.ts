@@ -433,7 +433,7 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
   };
 
   /** Everything a command needs to start (argv through the wrapper, env, cgroups), at this level. */
-  const prepare = async (req: Omit<ExecRequest, "timeoutMs">) => {
+  const prepare = async (req: Omit<ExecRequest, "timeoutMs">, background = false) => {
     const limits = req.limits ? resolveLimits(defaults, req.limits) : defaults;
     const workspace = path.resolve(req.workspace ?? opts.workspace ?? req.cwd);
     const guard = guardOf(workspace);
@@ -441,7 +441,9 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
     const allowNetwork = req.allowNetwork ?? opts.allowNetwork ?? false;
     // In the run's session (bwrap/unshare): its network namespace unless this command may use the
     // host's network, and always its PID namespace, which ends every process with the session.
-    const sess = level !== "none" && opts.session ? await sessionFor() : null;
+    // A session that cannot be made (util-linux without nsenter, namespaces refused) leaves
+    // commands their own namespaces, as without sessions; a background process needs it (throws).
+    const sess = level !== "none" && opts.session ? await sessionFor().catch((err: unknown) => (background ? Promise.reject(err) : null)) : null;
     const enter = sess ? sess.enterPrefix({ net: !allowNetwork }) : [];
     const made = Object.keys(cgroups.parents).length ? CommandCgroups.create(cgroups, limits) : null;
     const cg = made && made.joinFiles().length ? made : null;
@@ -510,7 +512,7 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
     report,
     uidFor,
     async startBackground(req: BackgroundRequest): Promise<BackgroundProcess> {
-      const { argv, env, cg, fd3, guard, scan, marker } = await prepare(req);
+      const { argv, env, cg, fd3, guard, scan, marker } = await prepare(req, true);
       const ring = new LineRing();
       const killTree = () => {
         cg?.killAll();

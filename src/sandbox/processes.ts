@@ -94,7 +94,12 @@ export class ProcessManager {
     if (!this.sandbox.startBackground) return fail("unsupported", `this sandbox (${this.sandbox.level}) cannot run background processes`);
     const t0 = performance.now();
     const req: BackgroundRequest = { command: spec.command, cwd: this.workspace, workspace: this.workspace, tag: spec.tag };
-    const proc = await this.sandbox.startBackground(req);
+    let proc: BackgroundProcess;
+    try {
+      proc = await this.sandbox.startBackground(req);
+    } catch (err) {
+      return fail("unsupported", `could not start "${spec.name}": ${(err as Error).message}`);
+    }
     const entry: Entry = { spec, proc, order: ++this.order, stopped: false, exitReported: false };
     this.entries.set(spec.name, entry);
     const timeoutMs = spec.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS;
