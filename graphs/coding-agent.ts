@@ -12,7 +12,8 @@ import type { RunOrigin } from "../src/ledger/runs.js";
 import { ConfigError } from "../src/errors.js";
 import { chromaServersDieWithThisProcess, releaseChromaServersSync } from "../src/retrieval/chroma-server.js";
 import { createRuntime, type Runtime } from "../src/runtime.js";
-import { RunContext, TaskInput, TaskOutput, TaskState, type TaskStateValue } from "../src/state.js";
+import { RunContext } from "../src/settings.js";
+import { TaskInput, TaskOutput, TaskState, type TaskStateValue } from "../src/state.js";
 import { keepRun } from "./run-keeping.js";
 import { actRerun } from "../nodes/act.js";
 

@@ -6,6 +6,9 @@ import { errorMessage, ModelError } from "../src/errors.js";
 import { currentRunner, RunRegistry } from "../src/ledger/runs.js";
 import type { Runtime } from "../src/runtime.js";
 import type { TaskStateValue } from "../src/state.js";
+import { observeNode } from "../src/telemetry/observer.js";
+import { withRunTools } from "../tools/index.js";
+import { projectToolsOf } from "../tools/project.js";
 
 /** Threads whose runner this process has recorded (one registry write per run and process). */
 const recorded = new Set<string>();
@@ -25,6 +28,17 @@ function noteRunner(rt: Runtime, thread: string): void {
  * in the ledger, so every reader shows why the run ended.
  */
 export function keepRun(node: string, fn: NodeFn, deps: NodeDeps, rerun?: (rt: Runtime, state: TaskStateValue, config: LangGraphRunnableConfig) => Promise<boolean>): NodeFn {
+  const kept = keepRunInner(node, fn, deps, rerun);
+  // Every node is logged and traced here (src/telemetry): one place for every entry point.
+  return async (state, config) => {
+    const rt = await deps.resolve(config);
+    const thread = config.configurable?.thread_id ?? config.executionInfo?.threadId;
+    // The run's project tools are offered beside the built-in ones in every node (tools/index.ts).
+    return withRunTools(projectToolsOf(rt), () => observeNode(rt, thread ? String(thread) : undefined, node, state, () => kept(state, config)));
+  };
+}
+
+function keepRunInner(node: string, fn: NodeFn, deps: NodeDeps, rerun?: (rt: Runtime, state: TaskStateValue, config: LangGraphRunnableConfig) => Promise<boolean>): NodeFn {
   return async (state, config) => {
     const rt = await deps.resolve(config);
     let current = state;

@@ -303,7 +303,7 @@ export async function replay(rt: Runtime, thread: string, opts: { from?: string;
       const retrieval = { retrieval: saved?.retrieval ?? rt.settings.retrieval, vectors: saved?.vectors ?? rt.settings.vectors, embedder: saved?.embedder ?? rt.settings.embedder };
       return createRuntime(
         { ...rt.settings, ...retrieval, workspace: dir, stateDir: undefined, model: model.name },
-        { model, progress: rt.progress, lease: { command: "replay", thread: newThread } },
+        { model, summaryModel: model, progress: rt.progress, lease: { command: "replay", thread: newThread } },
       );
     },
   });

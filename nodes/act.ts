@@ -8,9 +8,11 @@ import { evaluatePolicy, type PolicyContext, type PolicyVerdict } from "../src/s
 import { describeAction } from "../src/context/builder.js";
 import type { Runtime } from "../src/runtime.js";
 import { stopLeftovers } from "../src/sandbox/executor.js";
+import { observeToolCall } from "../src/telemetry/observer.js";
 import type { LedgerEvent, PayloadOf, TaskStateValue } from "../src/state.js";
 import { treeSummary } from "../src/workspace/snapshot.js";
 import { getTool, type ToolContext } from "../tools/index.js";
+import { adjustVerdict, originOf } from "../tools/project.js";
 import { branchWriter, type NodeDeps, type NodeFn } from "./deps.js";
 import { restoreProcesses } from "./restore-processes.js";
 
@@ -217,7 +219,8 @@ export function createActNode(deps: NodeDeps): NodeFn {
         // Approval comes before the start marker: a paused command has not started.
         const command = await tool.command(action.payload.args as never, { workspace: rt.workspace } as ToolContext).catch(() => null);
         if (command) {
-          const v = evaluatePolicy(command, rt.policy, { workspace: rt.workspace, cwd: rt.workspace, level: rt.sandbox.level as PolicyContext["level"] });
+          // A project tool's `approve` adjusts the policy's verdict (tools/project.ts).
+          const v = adjustVerdict(tool, evaluatePolicy(command, rt.policy, { workspace: rt.workspace, cwd: rt.workspace, level: rt.sandbox.level as PolicyContext["level"] }));
           checked = { command, verdict: v };
           if (v.decision === "ask") approved = await approve(rt, w, action, command, v);
         }
@@ -225,7 +228,7 @@ export function createActNode(deps: NodeDeps): NodeFn {
       const { event: fb, reused } = await w.once(
         `feedback/${id}`,
         "environment_feedback",
-        () => execute(rt, action, w.key(`start/${id}`), config.signal, checked, approved),
+        () => observeToolCall({ tool: action.payload.tool, actionId: id, ...(tool ? { risk: originOf(tool).risk } : {}) }, () => execute(rt, action, w.key(`start/${id}`), config.signal, checked, approved)),
         id,
       );
       // Decisions are recorded here, with the action; plan changes need evidence and are judged by observe.

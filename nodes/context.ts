@@ -4,6 +4,9 @@ import type { ChatMessage } from "../src/models/port.js";
 import type { LedgerEvent } from "../src/state.js";
 import { lexicalEventSearcher, type EventSearcher } from "../src/context/recall.js";
 import type { CodeSearcher, SearchHit } from "../src/retrieval/port.js";
+import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import type { Runtime } from "../src/runtime.js";
+import type { TaskStateValue } from "../src/state.js";
 import { toolSpecs } from "../tools/index.js";
 import { restoreProcesses } from "./restore-processes.js";
 import { branchWriter, threadIdOf, type NodeDeps, type NodeFn } from "./deps.js";
@@ -42,10 +45,55 @@ function cachedEventSearcher(inner: EventSearcher, step: number, cache: Map<stri
   };
 }
 
+/** The caches of one graph's context builds (search and recall answers). */
+export interface PromptCaches {
+  search: Map<string, Promise<SearchHit[]>>;
+  recall: Map<string, Promise<Array<{ eventId: string; score: number }>>>;
+}
+
+/**
+ * Everything a decide prompt is built from except the budget and the previous prompt: the one
+ * definition the context node and decide's context-length retry share, so a retry prompt has the
+ * same layout, code search, history recall and lessons as the prompt it replaces.
+ */
+export function promptSources(
+  rt: Runtime,
+  state: TaskStateValue,
+  config: LangGraphRunnableConfig,
+  caches: PromptCaches = { search: new Map(), recall: new Map() },
+): Omit<Parameters<typeof buildPrompt>[0], "budgetTokens" | "previous"> {
+  return {
+    layout: rt.settings.promptLayout,
+    ledger: rt.ledger,
+    state,
+    maxSteps: rt.settings.maxSteps,
+    // Without taking the one-time notes (restarts): the context node's prompt shows those.
+    processes: rt.processes?.describe(3, false) ?? null,
+    recentTurns: rt.settings.recentTurns,
+    tools: toolSpecs(),
+    counter: rt.counter,
+    workspace: rt.workspace,
+    searcher: cachedSearcher(rt.searcher, state.workspaceRev, caches.search),
+    eventSearcher: cachedEventSearcher(
+      rt.retriever
+        ? {
+            // History search through the index; branchHead keeps a fork from seeing its siblings' events.
+            searchEvents: async (query: string, k: number) =>
+              (await rt.retriever!.searchAll(query, { k, scope: "events", threadId: threadIdOf(config), branchHead: state.ledgerHead ?? undefined }))
+                .filter((h) => h.kind === "event")
+                .map((h) => ({ eventId: (h as { eventId: string }).eventId, score: h.score })),
+          }
+        : lexicalEventSearcher(rt.ledger, state.ledgerHead),
+      state.step,
+      caches.recall,
+    ),
+    store: (config.store as typeof rt.store | undefined) ?? rt.store,
+  };
+}
+
 /** Builds this step's prompt under the token budget and records what went in (and what did not). */
 export function createContextNode(deps: NodeDeps): NodeFn {
-  const searchCache = new Map<string, Promise<SearchHit[]>>();
-  const recallCache = new Map<string, Promise<Array<{ eventId: string; score: number }>>>();
+  const caches: PromptCaches = { search: new Map(), recall: new Map() };
   return async (state, config) => {
     const rt = await deps.resolve(config);
     const w = branchWriter(rt, state, config, "context");
@@ -59,34 +107,8 @@ export function createContextNode(deps: NodeDeps): NodeFn {
         prevEvent && prevBlob ? { messages: JSON.parse(prevBlob) as ChatMessage[], items: prevEvent.payload.items, layout: prevEvent.payload.layout } : null;
       // A context-length refusal lowered the budget (decide's compactForRetry): it stays lowered.
       const budgetTokens = Math.min(rt.settings.budgetTokens, prevEvent?.payload.layout?.budget ?? Infinity);
-      const built = await buildPrompt({
-        previous,
-        layout: rt.settings.promptLayout,
-        ledger: rt.ledger,
-        state,
-        maxSteps: rt.settings.maxSteps,
-        processes: rt.processes?.describe() ?? null,
-        budgetTokens,
-        recentTurns: rt.settings.recentTurns,
-        tools: toolSpecs(),
-        counter: rt.counter,
-        workspace: rt.workspace,
-        searcher: cachedSearcher(rt.searcher, state.workspaceRev, searchCache),
-        eventSearcher: cachedEventSearcher(
-          rt.retriever
-            ? {
-                // History search through the index; branchHead keeps a fork from seeing its siblings' events.
-                searchEvents: async (query: string, k: number) =>
-                  (await rt.retriever!.searchAll(query, { k, scope: "events", threadId: threadIdOf(config), branchHead: state.ledgerHead ?? undefined }))
-                    .filter((h) => h.kind === "event")
-                    .map((h) => ({ eventId: (h as { eventId: string }).eventId, score: h.score })),
-              }
-            : lexicalEventSearcher(rt.ledger, state.ledgerHead),
-          state.step,
-          recallCache,
-        ),
-        store: (config.store as typeof rt.store | undefined) ?? rt.store,
-      });
+      // The background processes as of now; this prompt is the one that tells the model of restarts.
+      const built = await buildPrompt({ ...promptSources(rt, state, config, caches), previous, budgetTokens, processes: rt.processes?.describe() ?? null });
       const promptRef = await rt.ledger.putBlob(JSON.stringify(built.messages));
       const reuse = prefixReuse(previous?.messages ?? null, built.messages, rt.counter);
       rt.progress?.({

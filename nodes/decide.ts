@@ -7,7 +7,9 @@ import type { BranchWriter } from "../src/ledger/writer.js";
 import type { Runtime } from "../src/runtime.js";
 import type { TaskStateValue } from "../src/state.js";
 import { toolSpecs, validateToolCall } from "../tools/index.js";
-import { branchWriter, callModel, type NodeDeps, type NodeFn } from "./deps.js";
+import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import { promptSources } from "./context.js";
+import { branchWriter, callModel, callSite, spendNote, threadIdOf, type NodeDeps, type NodeFn } from "./deps.js";
 
 /**
  * Asks the model for the next actions. Every call is validated and written to the ledger as an
@@ -25,7 +27,7 @@ export function createDecideNode(deps: NodeDeps): NodeFn {
     const messages = JSON.parse(blob) as ChatMessage[];
     const turn = state.modelTurns.decide;
     const ask = (msgs: ChatMessage[], promptRef: string, key?: string) =>
-      callModel(rt, w, "decide", turn, msgs, toolSpecs(), { promptRef, signal: config.signal, key });
+      callModel(rt, w, "decide", turn, msgs, toolSpecs(), { promptRef, signal: config.signal, key, at: callSite(state, state.step + 1) });
     let answer: Awaited<ReturnType<typeof ask>>;
     // After a crash past the retry, the smaller prompt is the one that was answered.
     const retried = await w.find<"context_built">("context-retry");
@@ -36,7 +38,7 @@ export function createDecideNode(deps: NodeDeps): NodeFn {
       } catch (err) {
         if (!(err instanceof ModelError && err.code === "MODEL_CONTEXT_LENGTH")) throw err;
         // The model's window is smaller than the budget assumed: compact to 70% of this prompt, retry once.
-        const smaller = await compactForRetry(rt, state, ctx, w);
+        const smaller = await compactForRetry(rt, state, config, ctx, w);
         rt.progress?.({ node: "decide", step: state.step + 1, text: `prompt over the model's context window: compacted to ${smaller.tokens} tokens, retrying once` });
         answer = await ask(smaller.messages, smaller.promptRef, "model-retry");
       }
@@ -72,9 +74,10 @@ export function createDecideNode(deps: NodeDeps): NodeFn {
     rt.progress?.({
       node: "decide",
       step,
-      text: response.toolCalls.length
+      text:
+        (response.toolCalls.length
         ? response.toolCalls.map((c) => describeAction(c.name, c.args)).join(", ")
-        : `no tool call (${response.content.slice(0, 80)})`,
+        : `no tool call (${response.content.slice(0, 80)})`) + spendNote(rt, threadIdOf(config), event),
     });
     return {
       step,
@@ -90,21 +93,10 @@ export function createDecideNode(deps: NodeDeps): NodeFn {
  * A compaction under a budget of 70% of the refused prompt, recorded as its own context_built (the
  * next context extends it, so the smaller budget holds for the rest of the run).
  */
-async function compactForRetry(rt: Runtime, state: TaskStateValue, ctx: LedgerEvent<"context_built">, w: BranchWriter) {
+async function compactForRetry(rt: Runtime, state: TaskStateValue, config: LangGraphRunnableConfig, ctx: LedgerEvent<"context_built">, w: BranchWriter) {
   const { event } = await w.once("context-retry", "context_built", async () => {
-    const build = (budgetTokens: number) =>
-      buildPrompt({
-        ledger: rt.ledger,
-        state,
-        maxSteps: rt.settings.maxSteps,
-        budgetTokens,
-        recentTurns: rt.settings.recentTurns,
-        tools: toolSpecs(),
-        counter: rt.counter,
-        workspace: rt.workspace,
-        searcher: rt.searcher,
-        previous: null,
-      });
+    const sources = promptSources(rt, state, config);
+    const build = (budgetTokens: number) => buildPrompt({ ...sources, previous: null, budgetTokens });
     // As small as the fixed part allows, from 70% of the refused prompt up.
     let budgetTokens = 0;
     let built: Awaited<ReturnType<typeof build>> | undefined;

@@ -7,6 +7,7 @@ import { guardToolCalls } from "../src/models/args-guard.js";
 import type { ChatMessage, ModelResponse, ToolSpecLike } from "../src/models/port.js";
 import type { CheckpointHome, RunOrigin } from "../src/ledger/runs.js";
 import type { Runtime } from "../src/runtime.js";
+import { observeModelCall } from "../src/telemetry/observer.js";
 import type { LedgerEvent, ModelNode, TaskStateValue } from "../src/state.js";
 
 /** What every node factory receives: a way to get the run's Runtime from the graph config. */
@@ -36,6 +37,36 @@ export function branchWriter(rt: Runtime, state: TaskStateValue, config: LangGra
   return new BranchWriter(rt.ledger, threadIdOf(config), state.ledgerHead, scope, info?.checkpointId ?? null);
 }
 
+/** What every model call of a thread has cost so far (abandoned branches included). */
+export function spentBy(rt: Runtime, thread: string): { cost: number; tokens: number } {
+  return rt.db
+    .prepare(
+      `SELECT COALESCE(SUM(json_extract(payload, '$.costUsd')), 0) AS cost,
+              COALESCE(SUM(json_extract(payload, '$.usage.inputTokens')), 0) + COALESCE(SUM(json_extract(payload, '$.usage.outputTokens')), 0) AS tokens
+       FROM ll_events WHERE thread_id = ? AND type = 'model_call'`,
+    )
+    .get(thread) as { cost: number; tokens: number };
+}
+
+/** Where in the run a model call happens: the step it serves and the subtask then in progress. */
+export function callSite(state: TaskStateValue, step = state.step): { step: number; subtask?: string } {
+  const current = state.subtasks.find((s) => s.status === "in_progress") ?? state.subtasks.find((s) => s.status === "pending");
+  return { step, subtask: current?.id };
+}
+
+/**
+ * " · 1,204 tok $0.0003 (run $0.0121)" for a progress line: what this call cost and the run so far;
+ * empty for a model that reports no usage (the scripted one).
+ */
+export function spendNote(rt: Runtime, thread: string, event: LedgerEvent<"model_call"> | null): string {
+  const u = event?.payload.usage;
+  if (!u || (!u.inputTokens && !u.outputTokens)) return "";
+  const tokens = (u.inputTokens ?? 0) + (u.outputTokens ?? 0);
+  const run = spentBy(rt, thread);
+  const cost = event.payload.costUsd ?? 0;
+  return ` · ${tokens.toLocaleString("en-US")} tok${cost || run.cost ? ` $${cost.toFixed(4)} (run $${run.cost.toFixed(4)})` : ` (run ${run.tokens.toLocaleString("en-US")} tok)`}`;
+}
+
 /**
  * Stops before a model call once the run has spent its budget (--max-cost, --max-tokens): the node
  * throws, so the run ends at the checkpoint before it and `resume` with a higher limit goes on from
@@ -45,13 +76,7 @@ export function branchWriter(rt: Runtime, state: TaskStateValue, config: LangGra
 function assertWithinBudget(rt: Runtime, thread: string): void {
   const { maxCostUsd, maxTokens } = rt.settings;
   if (maxCostUsd === undefined && maxTokens === undefined) return;
-  const spent = rt.db
-    .prepare(
-      `SELECT COALESCE(SUM(json_extract(payload, '$.costUsd')), 0) AS cost,
-              COALESCE(SUM(json_extract(payload, '$.usage.inputTokens')), 0) + COALESCE(SUM(json_extract(payload, '$.usage.outputTokens')), 0) AS tokens
-       FROM ll_events WHERE thread_id = ? AND type = 'model_call'`,
-    )
-    .get(thread) as { cost: number; tokens: number };
+  const spent = spentBy(rt, thread);
   const over =
     maxCostUsd !== undefined && spent.cost >= maxCostUsd
       ? `the run has cost $${spent.cost.toFixed(4)} of its $${maxCostUsd} limit (--max-cost)`
@@ -72,7 +97,7 @@ export async function callModel(
   turn: number,
   messages: ChatMessage[],
   tools: ToolSpecLike[],
-  opts: { promptRef?: string; signal?: AbortSignal; key?: string } = {},
+  opts: { promptRef?: string; signal?: AbortSignal; key?: string; at?: { step: number; subtask?: string } } = {},
 ): Promise<{ response: ModelResponse; event: LedgerEvent<"model_call"> | null }> {
   const key = opts.key ?? "model";
   const previous = await w.find<"model_call">(key);
@@ -81,8 +106,14 @@ export async function callModel(
     return { response: { content: previous.payload.content, toolCalls: previous.payload.toolCalls }, event: previous };
   }
   assertWithinBudget(rt, w.threadId);
+  // Planning, summarising and reflecting may go to a cheaper model; deciding never does.
+  const model = node === "decide" ? rt.model : (rt.summaryModel ?? rt.model);
   const started = performance.now();
-  const answer = await rt.model.invoke({ node, turn, messages: rt.redactor.redactDeep(messages), tools, signal: opts.signal });
+  const answer = await observeModelCall(
+    { node, turn, model: model.name },
+    () => model.invoke({ node, turn, messages: rt.redactor.redactDeep(messages), tools, signal: opts.signal }),
+    (a) => costOf(a.usage, priceOf(model.name, rt.prices)),
+  );
   if (answer.exhausted) return { response: answer, event: null };
   // The entry point of model output: over-deep or huge arguments are cut here, before anything
   // recursive (redactor, ledger, checkpoints) walks them.
@@ -90,12 +121,13 @@ export async function callModel(
   const event = await w.append(key, "model_call", {
     node,
     turn,
-    model: rt.model.name,
+    ...opts.at,
+    model: model.name,
     promptRef: opts.promptRef,
     content: response.content,
     toolCalls: response.toolCalls,
     usage: response.usage,
-    costUsd: costOf(response.usage, priceOf(rt.model.name, rt.prices)),
+    costUsd: costOf(response.usage, priceOf(model.name, rt.prices)),
     durationMs: Math.round(performance.now() - started),
   });
   return { response, event };

@@ -6,7 +6,7 @@ import { walkFiles } from "../src/workspace/files.js";
 import { Subtask } from "../src/state.js";
 import { toolSpecs, validateToolCall, getTool } from "../tools/index.js";
 import { UpdatePlanArgs } from "../tools/update-plan.js";
-import { branchWriter, callModel, threadIdOf, type NodeDeps, type NodeFn } from "./deps.js";
+import { branchWriter, callModel, callSite, threadIdOf, type NodeDeps, type NodeFn } from "./deps.js";
 
 const PLAN_PROMPT = `You plan a coding task before it is carried out with tools.
 Break the goal into 2-8 concrete, verifiable subtasks in the order they should be done.
@@ -84,6 +84,7 @@ export function createPlanNode(deps: NodeDeps): NodeFn {
     const turn = state.modelTurns.plan;
     const { response, event } = await callModel(rt, w, "plan", turn, messages, toolSpecs([getTool("update_plan")!]), {
       signal: config.signal,
+      at: callSite(state),
     });
     let proposed = event ? parseProposal(response.content, response.toolCalls) : null;
     const source = proposed ? "model" : "deterministic";

@@ -2,7 +2,7 @@ import { rememberLessons } from "../src/memory/lessons.js";
 import type { ChatMessage } from "../src/models/port.js";
 import type { LedgerEvent, PayloadOf } from "../src/state.js";
 import { describeAction } from "../src/context/builder.js";
-import { branchWriter, callModel, threadIdOf, type NodeDeps, type NodeFn } from "./deps.js";
+import { branchWriter, callModel, callSite, threadIdOf, type NodeDeps, type NodeFn } from "./deps.js";
 
 const REFLECT_PROMPT = `You review what just happened in a coding task and write short lessons for later tasks in the
 same workspace: what worked, what failed and why, and project facts (test command, conventions).
@@ -72,7 +72,7 @@ export function createReflectNode(deps: NodeDeps): NodeFn {
       },
     ];
     const turn = state.modelTurns.reflect;
-    const { response, event } = await callModel(rt, w, "reflect", turn, messages, [], { signal: config.signal });
+    const { response, event } = await callModel(rt, w, "reflect", turn, messages, [], { signal: config.signal, at: callSite(state) });
     const modelLessons = event
       ? response.content
           .split("\n")

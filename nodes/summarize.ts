@@ -1,7 +1,7 @@
 import type { ChatMessage } from "../src/models/port.js";
 import type { LedgerEvent } from "../src/state.js";
 import { describeAction } from "../src/context/builder.js";
-import { branchWriter, callModel, type NodeDeps, type NodeFn } from "./deps.js";
+import { branchWriter, callModel, callSite, type NodeDeps, type NodeFn } from "./deps.js";
 
 const SUMMARIZE_PROMPT = `Summarise this part of a coding agent's history for its own later use.
 Keep, tersely: the goal being pursued, every approach tried and whether it worked, each error met with
@@ -79,7 +79,7 @@ export function createSummarizeNode(deps: NodeDeps): NodeFn {
       { role: "user", content: `Goal: ${state.goal}\nHistory (seq ${range[0]!.seq}-${range.at(-1)!.seq}):\n${extract}` },
     ];
     const turn = state.modelTurns.summarize;
-    const { response, event } = await callModel(rt, w, "summarize", turn, messages, [], { signal: config.signal });
+    const { response, event } = await callModel(rt, w, "summarize", turn, messages, [], { signal: config.signal, at: callSite(state) });
     const text = event && response.content.trim() ? response.content.trim() : extract;
     const toSeq = range.at(-1)!.seq;
     await w.append("summary", "summary", {

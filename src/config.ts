@@ -79,12 +79,89 @@ export const SandboxConfig = z.strictObject({
 });
 export type SandboxConfig = z.infer<typeof SandboxConfig>;
 
+/**
+ * Names of the built-in tools (tools/index.ts; a test keeps the two lists equal): a project tool may
+ * not take one, and `mcp__` is kept for tools from MCP servers.
+ */
+export const BUILTIN_TOOL_NAMES = [
+  "read_file",
+  "write_file",
+  "edit_file",
+  "list_files",
+  "search_code",
+  "run_command",
+  "run_tests",
+  "start_process",
+  "process_status",
+  "process_output",
+  "stop_process",
+  "update_plan",
+  "record_decision",
+  "git_commit",
+  "finish",
+] as const;
+
+/** What a tool may affect; decides its permissions (a `network` tool needs --allow-network). */
+export const ToolRisk = z.enum(["read", "write", "exec", "network"]);
+export type ToolRisk = z.infer<typeof ToolRisk>;
+
+/** Why a JSON schema cannot describe a tool's arguments, or null when it can. */
+export function toolInputSchemaProblem(schema: Record<string, unknown>): string | null {
+  if (schema.type !== "object") return `must be a JSON schema of type "object" (the arguments are one JSON object), got type ${JSON.stringify(schema.type ?? null)}`;
+  try {
+    z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
+    return null;
+  } catch (err) {
+    return `is not a valid JSON schema: ${errorMessage(err)}`;
+  }
+}
+
+/** A project tool: a shell command the model can call, its JSON arguments on stdin and in the environment. */
+export const ProjectToolConfig = z.strictObject({
+  name: z
+    .string()
+    .regex(/^[a-z][a-z0-9_]{0,63}$/, "use lowercase letters, digits and `_`, starting with a letter (at most 64)")
+    .refine((n) => !n.startsWith("mcp__"), "names starting with `mcp__` are kept for tools from MCP servers")
+    .refine((n) => !(BUILTIN_TOOL_NAMES as readonly string[]).includes(n), { error: (i) => `"${String(i.input)}" is a built-in tool; choose another name` }),
+  /** What the model reads: what the tool does, when to use it, what it returns. */
+  description: z.string().trim().min(1, "describe the tool for the model"),
+  /** A bash command line run in the workspace root through the sandbox, like run_command. */
+  command: z.string().trim().min(1),
+  /** JSON schema of the arguments (default: no arguments). */
+  input: z
+    .record(z.string(), z.unknown())
+    .superRefine((schema, ctx) => {
+      const problem = toolInputSchemaProblem(schema);
+      if (problem) ctx.addIssue({ code: "custom", message: problem });
+    })
+    .optional(),
+  risk: ToolRisk.default("exec"),
+  /** allow: run when the policy allows or asks; ask: always ask first; deny: never offered. Default: the policy decides. */
+  approve: z.enum(["allow", "ask", "deny"]).optional(),
+  timeoutMs: z.number().int().min(100).max(30 * 60 * 1000).optional(),
+});
+export type ProjectToolConfig = z.infer<typeof ProjectToolConfig>;
+
 export const LedgerloopConfig = z.strictObject({
   /** Editors' JSON schema hint; ignored. */
   $schema: z.string().optional(),
   sandbox: SandboxConfig.optional(),
   /** Model prices (USD per 1M tokens) over the built-in defaults, for cost accounting. */
   prices: PriceTable.optional(),
+  /** The model plan, summarize and reflect use when neither --summary-model nor the run context names one. */
+  summaryModel: z.string().min(1).optional(),
+  /** Tools of this project (shell commands) offered to the model beside the built-in ones. */
+  tools: z
+    .array(ProjectToolConfig)
+    .superRefine((tools, ctx) => {
+      const seen = new Map<string, number>();
+      tools.forEach((t, i) => {
+        const first = seen.get(t.name);
+        if (first !== undefined) ctx.addIssue({ code: "custom", path: [i, "name"], message: `"${t.name}" is already the name of tools[${first}]` });
+        else seen.set(t.name, i);
+      });
+    })
+    .optional(),
 });
 export type LedgerloopConfig = z.infer<typeof LedgerloopConfig>;
 

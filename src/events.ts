@@ -204,6 +204,9 @@ export const ContextBuiltPayload = z.object({
 export const ModelCallPayload = z.object({
   node: ModelNode,
   turn: z.number().int(),
+  /** The step the call serves (decide: the step it starts) and the subtask then in progress: cost per step and subtask. */
+  step: z.number().int().optional(),
+  subtask: z.string().optional(),
   model: z.string(),
   promptRef: z.string().optional(),
   content: z.string(),

@@ -21,7 +21,7 @@ import type { CodeSearcher } from "./retrieval/port.js";
 import { createSandbox } from "./sandbox/executor.js";
 import type { SandboxPolicy } from "./sandbox/policy.js";
 import { ProcessManager } from "./sandbox/processes.js";
-import { commandPolicy, loadConfig } from "./config.js";
+import { commandPolicy, loadConfig, type LedgerloopConfig } from "./config.js";
 import type { PriceTable } from "./economics/prices.js";
 import type { Sandbox } from "./sandbox/port.js";
 import { createRedactor, secretValuesFromDotenv, secretValuesFromEnv, type Redactor } from "./secrets.js";
@@ -57,6 +57,8 @@ export interface Runtime {
   /** Fingerprint of the config file the policy was read from (see ledger/governing.ts). */
   configSha: string;
   model: ChatModel;
+  /** The model of plan, summarize and reflect (`summaryModel`); absent: `model` serves them too. */
+  summaryModel?: ChatModel;
   searcher: CodeSearcher;
   /** The hybrid retriever over code and ledger history (absent with retrieval "lexical" or when it failed to start). */
   retriever?: Retriever;
@@ -76,6 +78,8 @@ export interface Runtime {
 
 export interface RuntimeOverrides {
   model?: ChatModel;
+  /** Replaces the summary model too (replay answers every node from the ledger). */
+  summaryModel?: ChatModel;
   sandbox?: Sandbox;
   progress?: (e: ProgressEvent) => void;
   /** Scripted models append every request here (JSON lines). */
@@ -130,6 +134,10 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   // The workspace's .env values too: `cat .env` or a test log can print them without their key.
   const redactor = createRedactor([...secretValuesFromEnv(), ...secretValuesFromDotenv(workspace)]);
   const model = overrides.model ?? createModel(settings.model, { recordFile: overrides.recordRequestsFile });
+  // --summary-model / the run context first, then the config file; same spec as the main model, same
+  // checks (a missing key is named now, not at the first plan).
+  const summarySpec = settings.summaryModel ?? loadConfigQuietly(workspace)?.summaryModel;
+  const summaryModel = overrides.summaryModel ?? (summarySpec && summarySpec !== settings.model ? createModel(summarySpec, { recordFile: overrides.recordRequestsFile }) : undefined);
   const sandbox =
     overrides.sandbox ??
     // One session per run: commands share a loopback, so a server started in the background by one
@@ -180,7 +188,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   }
   const processes = new ProcessManager(sandbox, workspace);
   return {
-    settings: { ...settings, workspace, stateDir, budgetTokens },
+    settings: { ...settings, workspace, stateDir, budgetTokens, ...(summaryModel ? { summaryModel: summaryModel.name } : {}) },
     workspace,
     stateDir,
     dbPath,
@@ -192,13 +200,14 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     policy,
     configSha,
     model,
+    summaryModel,
     searcher: retriever ?? createLexicalSearcher(workspace),
     retriever,
     redactor,
     store: new SqliteStore(db, redactor),
     revisions: new RevisionStore(db, workspace, { blobsDir: path.join(stateDir, "blobs") }),
     counter,
-    prices: loadPrices(workspace),
+    prices: loadConfigQuietly(workspace)?.prices,
     progress,
     lease,
     async close() {
@@ -213,10 +222,10 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   };
 }
 
-/** Prices from the config file; a config the policy already accepted cannot fail here, but prices are never worth a failed run. */
-function loadPrices(workspace: string): PriceTable | undefined {
+/** The config file for prices and the summary model; the policy already read and accepted it, so this cannot fail for a new reason. */
+function loadConfigQuietly(workspace: string): LedgerloopConfig | undefined {
   try {
-    return loadConfig(workspace).prices;
+    return loadConfig(workspace);
   } catch {
     return undefined;
   }

@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { withLangGraph } from "@langchain/langgraph/zod";
 import { RunStatus, Subtask } from "./events.js";
-import { RunSettings } from "./settings.js";
 
 // The ledger event schemas live in events.ts (zod only); this module adds the graph state.
 export * from "./events.js";
@@ -90,42 +89,5 @@ export const TaskOutput = z.object({
 });
 export type TaskOutput = z.infer<typeof TaskOutput>;
 
-/** The run settings a client may set per run (Studio's context form, the SDK's `context`). */
-const CONTEXT_KEYS = [
-  "workspace",
-  "stateDir",
-  "model",
-  "maxSteps",
-  "budgetTokens",
-  "failureStreakLimit",
-  "summarizeThresholdTokens",
-  "sandbox",
-  "approve",
-  "allowNetwork",
-  "retrieval",
-  "vectors",
-  "embedder",
-  "history",
-  "promptLayout",
-  "maxCostUsd",
-  "maxTokens",
-] as const satisfies ReadonlyArray<keyof (typeof RunSettings)["shape"]>;
-
-/** A settings field without its default (a context leaves unset what the runtime decides), same checks and description. */
-function optionalSetting(f: z.ZodType): z.ZodOptional<z.ZodType> {
-  const inner = f instanceof z.ZodDefault ? (f.unwrap() as z.ZodType) : f instanceof z.ZodOptional ? (f.unwrap() as z.ZodType) : f;
-  const d = f.description ?? inner.description;
-  return (d ? inner.describe(d) : inner).optional();
-}
-
-/**
- * Serializable run settings: they travel in the graph's context so that the LangGraph server can
- * pass them too. Derived from the one settings schema (same checks, same descriptions), every field
- * optional: an unset one takes the runtime's default. Non-serializable dependencies are closed over.
- */
-export const RunContext = z.object(
-  Object.fromEntries(CONTEXT_KEYS.map((k) => [k, optionalSetting(RunSettings.shape[k] as z.ZodType)])) as {
-    [K in (typeof CONTEXT_KEYS)[number]]: z.ZodOptional<z.ZodType<Exclude<RunSettings[K], undefined>>>;
-  },
-);
-export type RunContext = z.infer<typeof RunContext>;
+// The graph's context schema derives from the one settings schema (src/settings.ts).
+export { RunContext } from "./settings.js";

@@ -6,7 +6,7 @@ import type { ToolContext, ToolResult } from "./tool.js";
  * carries: sandbox, limits, crash-recovery hooks, and the policy verdict checked before the run
  * (used when it is about this very command line).
  */
-export function runToolCommand(ctx: ToolContext, command: string, opts: { timeoutMs: number; expectTests?: boolean }): Promise<CommandFeedback> {
+export function runToolCommand(ctx: ToolContext, command: string, opts: { timeoutMs: number; expectTests?: boolean; env?: Record<string, string> }): Promise<CommandFeedback> {
   return runCommand({
     sandbox: ctx.sandbox,
     workspace: ctx.workspace,
@@ -17,6 +17,7 @@ export function runToolCommand(ctx: ToolContext, command: string, opts: { timeou
     onStart: ctx.onProcessStart,
     tag: ctx.commandTag,
     expectTests: opts.expectTests,
+    ...(opts.env ? { env: opts.env } : {}),
     policy: ctx.policy,
     approved: ctx.approved,
     verdict: ctx.checked?.command === command ? ctx.checked.verdict : undefined,

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { z } from "zod";
 import { editFileTool } from "./edit-file.js";
 import { finishTool } from "./finish.js";
@@ -39,9 +40,27 @@ export const TOOLS: readonly ToolDefinition[] = [
 
 const BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));
 
+/**
+ * The tools a run adds to the built-in ones (project tools from ledgerloop.config.json), for the
+ * node running now: the graph runs every node inside `withRunTools` (graphs/run-keeping.ts), so
+ * the nodes' calls below see the run's own tools without passing them around.
+ */
+const runTools = new AsyncLocalStorage<readonly ToolDefinition[]>();
+
+/** Runs `fn` with `extra` tools offered beside the built-in ones. */
+export function withRunTools<T>(extra: readonly ToolDefinition[], fn: () => T): T {
+  return extra.length ? runTools.run(extra, fn) : fn();
+}
+
+/** Every tool of the run in scope: the built-in ones, then its own. */
+export function allTools(): readonly ToolDefinition[] {
+  const extra = runTools.getStore();
+  return extra?.length ? [...TOOLS, ...extra] : TOOLS;
+}
+
 /** The tool of that name, or undefined. */
 export function getTool(name: string): ToolDefinition | undefined {
-  return BY_NAME.get(name);
+  return BY_NAME.get(name) ?? runTools.getStore()?.find((t) => t.name === name);
 }
 
 /** A tool as the model sees it: name, description, JSON Schema of the arguments. */
@@ -54,7 +73,7 @@ export interface ToolSpec {
 const SPECS = new Map<ToolDefinition, ToolSpec>();
 
 /** Model-facing specs of the given tools (all by default); computed once per tool. */
-export function toolSpecs(tools: readonly ToolDefinition[] = TOOLS): ToolSpec[] {
+export function toolSpecs(tools: readonly ToolDefinition[] = allTools()): ToolSpec[] {
   return tools.map((t) => {
     const known = SPECS.get(t);
     if (known) return known;
@@ -74,9 +93,9 @@ export type ValidatedCall =
 
 /** Checks a model's tool call: known tool, JSON arguments, schema. Never throws. */
 export function validateToolCall(name: string, args: unknown, argsText?: string, refused?: string): ValidatedCall {
-  const tool = BY_NAME.get(name);
+  const tool = getTool(name);
   if (!tool) {
-    return { ok: false, error: `Unknown tool "${name.slice(0, 100)}". Available tools: ${TOOLS.map((t) => t.name).join(", ")}.` };
+    return { ok: false, error: `Unknown tool "${name.slice(0, 100)}". Available tools: ${allTools().map((t) => t.name).join(", ")}.` };
   }
   // Over-limit arguments (see args-guard.ts) were replaced by a preview: refuse before parsing it.
   if (refused) return { ok: false, error: refused };

@@ -6,6 +6,7 @@ import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import type { DriveResult } from "./drive.js";
 import { cliCommand, log } from "./common.js";
+import { logLevelOption } from "./logs.js";
 import { handleRun } from "./run.js";
 
 /** The package's own directory: this file runs from src/cli (tsx) or dist/src/cli (the build). */
@@ -62,14 +63,15 @@ export async function handleDemo(args: DemoArgs): Promise<DriveResult> {
 }
 
 export function registerDemo(program: Command): void {
-  program
-    .command("demo")
-    .description("run the bundled demo task (scripted model) on a fresh copy of the example workspace")
-    .option("-w, --workspace <dir>", "where to put the demo workspace (default: a new temp directory)")
-    .option("--json", "print one JSON object with the outcome on stdout")
-    .option("-q, --quiet", "no progress lines")
-    .action(async (opts: DemoArgs) => {
-      const result = await handleDemo(opts);
-      process.exitCode = result.status === "finished" ? 0 : 1;
-    });
+  logLevelOption(
+    program
+      .command("demo")
+      .description("run the bundled demo task (scripted model) on a fresh copy of the example workspace")
+      .option("-w, --workspace <dir>", "where to put the demo workspace (default: a new temp directory)")
+      .option("--json", "print one JSON object with the outcome on stdout")
+      .option("-q, --quiet", "no progress lines"),
+  ).action(async (opts: DemoArgs) => {
+    const result = await handleDemo(opts);
+    process.exitCode = result.status === "finished" ? 0 : 1;
+  });
 }

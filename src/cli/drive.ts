@@ -4,7 +4,9 @@ import { createCodingAgent, recursionLimitFor } from "../../graphs/coding-agent.
 import type { ApprovalRequest } from "../../nodes/act.js";
 import { ModelError, errorMessage } from "../errors.js";
 import type { Runtime } from "../runtime.js";
+import { runContextOf } from "../settings.js";
 import type { RunStatus } from "../state.js";
+import { endObservation } from "../telemetry/observer.js";
 
 export interface DriveResult {
   thread: string;
@@ -50,25 +52,8 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
   const signal = leaseLost ? (opts.signal ? AbortSignal.any([opts.signal, leaseLost]) : leaseLost) : opts.signal;
   const config = {
     configurable: { thread_id: threadId },
-    context: {
-      workspace: rt.workspace,
-      stateDir: rt.stateDir,
-      model: rt.model.name,
-      maxSteps: rt.settings.maxSteps,
-      budgetTokens: rt.settings.budgetTokens,
-      failureStreakLimit: rt.settings.failureStreakLimit,
-      summarizeThresholdTokens: rt.settings.summarizeThresholdTokens,
-      sandbox: rt.settings.sandbox,
-      approve: rt.settings.approve,
-      allowNetwork: rt.settings.allowNetwork,
-      retrieval: rt.settings.retrieval,
-      vectors: rt.settings.vectors,
-      embedder: rt.settings.embedder,
-      history: rt.settings.history,
-      promptLayout: rt.settings.promptLayout,
-      maxCostUsd: rt.settings.maxCostUsd,
-      maxTokens: rt.settings.maxTokens,
-    },
+    // The per-run settings, derived from the settings schema: a new setting needs no line here.
+    context: { ...runContextOf(rt.settings), model: rt.model.name },
     recursionLimit: recursionLimitFor(rt.settings.maxSteps),
     durability: "sync" as const,
     signal,
@@ -119,6 +104,8 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
   else if (paused) status = paused;
   else if (pending) status = "awaiting_approval";
   else if (status === "running") status = error?.startsWith("superstep") ? "max_steps" : "interrupted";
+  // The run's log and telemetry: this process's part ends here (exported before the CLI exits).
+  await endObservation(rt, threadId, status, values.step ?? 0).catch(() => {});
   return {
     thread: threadId,
     status,

@@ -13,6 +13,8 @@ import { registerGc } from "./gc.js";
 import { registerHistory } from "./history.js";
 import { registerIndex } from "./index.js";
 import { registerLedger } from "./ledger.js";
+import { registerLogs } from "./logs.js";
+import { registerMcp } from "./mcp.js";
 import { registerMemory } from "./memory.js";
 import { registerReplay } from "./replay.js";
 import { registerReport } from "./report.js";
@@ -22,6 +24,7 @@ import { registerRun } from "./run.js";
 import { registerSearch } from "./search.js";
 import { registerStats } from "./stats.js";
 import { registerThreads } from "./threads.js";
+import { registerTools } from "./tools.js";
 import { registerWeb } from "./web.js";
 
 /** The `ledgerloop` command line. */
@@ -53,6 +56,9 @@ export function buildProgram(): Command {
   registerReport(program);
   registerWeb(program);
   registerAdopt(program);
+  registerMcp(program);
+  registerLogs(program);
+  registerTools(program);
   registerApply(program);
   return program;
 }

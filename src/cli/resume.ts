@@ -3,8 +3,9 @@ import { CliError } from "../errors.js";
 import { log, savedRun, workspaceOptions, type WorkspaceArgs, exitCodeForStatus } from "./common.js";
 import type { DriveResult } from "./drive.js";
 import { progressPrinter, reportResult, sandboxOptions, sandboxSettings, warnIfUnisolated, withStopSignal, type RunArgs } from "./run.js";
+import { logLevelOption } from "./logs.js";
 
-export interface ResumeArgs extends WorkspaceArgs, Pick<RunArgs, "sandbox" | "allowNetwork" | "allow" | "maxCost" | "maxTokens"> {
+export interface ResumeArgs extends WorkspaceArgs, Pick<RunArgs, "sandbox" | "allowNetwork" | "allow" | "maxCost" | "maxTokens" | "summaryModel"> {
   model?: string;
   quiet?: boolean;
   /** Answer the approval the run is paused on. */
@@ -30,6 +31,7 @@ export async function handleResume(thread: string, args: ResumeArgs): Promise<Dr
       workspace,
       stateDir: args.stateDir,
       model: args.model ?? settings.model,
+      ...(args.summaryModel ? { summaryModel: args.summaryModel } : {}),
       ...sandboxSettings({ ...args, approve: args.approveMode }),
     },
     {
@@ -65,6 +67,7 @@ export function registerResume(program: Command): void {
       .description("continue a run from its last checkpoint (after a crash, a kill, a stop or a pause for approval)")
       .argument("<thread>", "the run id")
       .option("-m, --model <spec>", "use another model than the run was started with")
+      .option("--summary-model <spec>", "use another model for plan, summarize and reflect than the run was started with")
       .option("--approve", "approve the command the run is paused on")
       .option("--reject", "refuse the command the run is paused on (the model is told)")
       .option("--accept-config", "go on under ledgerloop.config.json as it is now, though it changed since the run started")
@@ -73,6 +76,7 @@ export function registerResume(program: Command): void {
   );
   // The sandbox flags of `run`; here --approve answers the pending approval, --approve-mode sets the mode.
   sandboxOptions(cmd, { approveFlag: "--approve-mode" });
+  logLevelOption(cmd);
   cmd.action(async (thread: string, opts: ResumeArgs) => {
     const result = await handleResume(thread, opts);
     process.exitCode = exitCodeForStatus(result.status);

@@ -7,10 +7,12 @@ import type { ProgressEvent, Runtime } from "../runtime.js";
 import type { DriveResult } from "./drive.js";
 import { writeRunReport } from "./report.js";
 import { cliCommand, intOption, log, printJson, workspaceOptions, type WorkspaceArgs, exitCodeForStatus } from "./common.js";
+import { logLevelOption } from "./logs.js";
 
 export interface RunArgs extends WorkspaceArgs {
   thread?: string;
   model?: string;
+  summaryModel?: string;
   maxSteps?: number;
   budget?: number;
   quiet?: boolean;
@@ -166,6 +168,7 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
       workspace: dry?.copy ?? args.workspace ?? process.cwd(),
       stateDir: args.stateDir,
       model,
+      ...(args.summaryModel ? { summaryModel: args.summaryModel } : {}),
       ...(args.maxSteps ? { maxSteps: args.maxSteps } : {}),
       ...(args.budget ? { budgetTokens: args.budget } : {}),
       ...sandboxSettings(args),
@@ -179,7 +182,7 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
   );
   try {
     startThread(rt, task, thread);
-    if (!args.quiet && !args.json) log(`run ${thread} in ${rt.workspace} with ${rt.model.name} (sandbox: ${rt.sandbox.level})`);
+    if (!args.quiet && !args.json) log(`run ${thread} in ${rt.workspace} with ${rt.model.name}${rt.summaryModel ? ` (plan/summarize/reflect: ${rt.summaryModel.name})` : ""} (sandbox: ${rt.sandbox.level})`);
     warnIfUnisolated(rt);
     const ask = rt.settings.approve === "ask" && process.stdin.isTTY && !args.json ? askOnTerminal : undefined;
     const result = await withStopSignal((signal) => driveRun(rt, thread, task, { signal, ask }));
@@ -208,13 +211,14 @@ export function registerRun(program: Command): void {
       .argument("<task>", "what the agent should do")
       .option("-t, --thread <id>", "run id (default: generated)")
       .option("-m, --model <spec>", "openai:<name> or scripted:<trajectory.json> (default: $LEDGERLOOP_MODEL)")
+      .option("--summary-model <spec>", "a cheaper model for plan, summarize and reflect; decide stays on --model (also `summaryModel` in ledgerloop.config.json)")
       .option("--max-steps <n>", "stop after this many decide steps", intOption("--max-steps"))
-      .option("--budget <tokens>", "prompt budget in tokens", intOption("--budget"))
+      .option("--budget <tokens>", "prompt budget in tokens, at least 1000 (default: the model's window minus its reserved output)", intOption("--budget"))
       .option("--json", "print one JSON object with the outcome on stdout")
       .option("-q, --quiet", "no progress lines")
       .option("--dry-run", "run on a throwaway copy of the workspace; print the diff and commands; `ledgerloop apply <thread>` applies it"),
   );
-  sandboxOptions(program.commands.at(-1)!).action(async (task: string, opts: RunArgs) => {
+  logLevelOption(sandboxOptions(program.commands.at(-1)!)).action(async (task: string, opts: RunArgs) => {
     const { result } = await handleRun(task, opts);
     process.exitCode = exitCodeForStatus(result.status);
   });

@@ -30,6 +30,8 @@ export interface RunRecord {
   origin: RunOrigin | null;
   checkpoints: CheckpointHome | null;
   runner: RunnerInfo | null;
+  /** Null until a node of the run ran under telemetry (every run from this version on). */
+  trace: RunTrace | null;
 }
 
 /** This process as a runner. */
@@ -48,7 +50,15 @@ const COLUMNS: Array<[string, string]> = [
   ["origin", "TEXT"],
   ["checkpoints", "TEXT"],
   ["runner", "TEXT"],
+  ["trace", "TEXT"],
 ];
+
+/** The run's trace (W3C ids, hex): every process that runs a node of the run logs and exports under it. */
+export interface RunTrace {
+  traceId: string;
+  /** The run's root span: a resuming process parents its spans to it, so a run stays one trace. */
+  spanId: string;
+}
 
 interface Row {
   thread_id: string;
@@ -58,6 +68,7 @@ interface Row {
   origin?: string | null;
   checkpoints?: string | null;
   runner?: string | null;
+  trace?: string | null;
 }
 
 /**
@@ -114,6 +125,12 @@ export class RunRegistry {
     return this.db.prepare("UPDATE ll_runs SET runner = ? WHERE thread_id = ?").run(JSON.stringify(runner), threadId).changes > 0;
   }
 
+  /** Records the run's trace ids once; the first writer wins. The stored trace (or null before the run is registered). */
+  recordTrace(threadId: string, trace: RunTrace): RunTrace | null {
+    this.db.prepare("UPDATE ll_runs SET trace = ? WHERE thread_id = ? AND trace IS NULL").run(JSON.stringify(trace), threadId);
+    return this.get(threadId)?.trace ?? null;
+  }
+
   get(threadId: string): RunRecord | null {
     if (!this.present) return null;
     const r = this.db.prepare("SELECT * FROM ll_runs WHERE thread_id = ?").get(threadId) as Row | undefined;
@@ -144,6 +161,12 @@ function toRecord(r: Row): RunRecord {
   } catch {
     runner = null;
   }
+  let trace: RunTrace | null = null;
+  try {
+    trace = r.trace ? (JSON.parse(r.trace) as RunTrace) : null;
+  } catch {
+    trace = null;
+  }
   return {
     threadId: r.thread_id,
     createdAt: r.created_at,
@@ -153,5 +176,6 @@ function toRecord(r: Row): RunRecord {
     origin,
     checkpoints: home,
     runner,
+    trace,
   };
 }

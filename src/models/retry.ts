@@ -3,6 +3,7 @@
  * (ChatOpenAI maxRetries 0): its backoff ignores Retry-After on 503 and gives up at once on a 429
  * without the header, and a pause must outlast what a single HTTP client would wait.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 
 /** What went wrong with a model call, as far as what to do next is concerned. */
 export type FaultKind =
@@ -139,6 +140,12 @@ export class RetriesExhausted extends Error {
 }
 
 /**
+ * Told of every retry made inside `retryWatch.run(listener, …)`: the run's logs and model-call
+ * spans count retries without every model adapter passing a callback through.
+ */
+export const retryWatch = new AsyncLocalStorage<(info: { attempt: number; delayMs: number; fault: Fault }) => void>();
+
+/**
  * Calls `fn` until it succeeds, retrying rate limits and server faults; anything else is thrown at
  * once as it came. When retries run out (or a Retry-After is too long to wait) a RetriesExhausted
  * carries the last fault.
@@ -154,6 +161,7 @@ export async function withRetries<T>(fn: () => Promise<T>, policy: RetryPolicy, 
       if (attempt > policy.retries || tooLong) throw new RetriesExhausted(fault, attempt, err);
       const delayMs = retryDelay(attempt, fault, policy);
       policy.onRetry?.({ attempt, delayMs, fault });
+      retryWatch.getStore()?.({ attempt, delayMs, fault });
       await sleep(delayMs, signal);
     }
   }

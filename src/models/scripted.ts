@@ -19,6 +19,11 @@ export const ScriptTurn = z
           .strict(),
       )
       .optional(),
+    /** The usage a provider would report for this turn (tokens), so cost accounting can be exercised offline; default 0. */
+    usage: z
+      .object({ inputTokens: z.number().int().nonnegative(), outputTokens: z.number().int().nonnegative(), cachedInputTokens: z.number().int().nonnegative().optional() })
+      .strict()
+      .optional(),
   })
   .strict();
 export type ScriptTurn = z.infer<typeof ScriptTurn>;
@@ -98,7 +103,7 @@ export class ScriptedModel implements ChatModel {
         const id = c.id ?? `call_${req.node}_${req.turn}_${i}`;
         return typeof c.args === "string" ? { id, name: c.name, argsText: c.args } : { id, name: c.name, args: c.args ?? {} };
       }),
-      usage: { inputTokens: 0, outputTokens: 0 },
+      usage: turn.usage ?? { inputTokens: 0, outputTokens: 0 },
     };
   }
 

@@ -3,6 +3,7 @@ import type { LedgerEvent, Subtask } from "../state.js";
 import { describeAction } from "../context/render.js";
 import { medianRatio } from "../context/reuse.js";
 import { processHistory } from "../sandbox/process-history.js";
+import { spendByModel, spendBySubtask, spendByStep, type Spend } from "../economics/spend.js";
 import type { FileDiffStat, RevisionStore } from "../workspace/revisions.js";
 import { RevisionError, formatStat } from "../workspace/revisions.js";
 
@@ -58,14 +59,12 @@ export interface RunReport {
     /** Median share of a decide prompt equal to the previous one's leading tokens (what a prefix cache can serve). */
     prefixReuseMedian?: number | null;
     /** Calls, tokens and cost per model (a summary model shows apart). */
-    byModel?: Array<{ model: string; calls: number; inputTokens: number; cachedInputTokens: number; outputTokens: number; costUsd: number }>;
+    byModel?: Array<Spend & { model: string }>;
+    /** Per subtask (null: calls made while no subtask was in progress, e.g. the first plan). */
+    bySubtask?: Array<Spend & { subtask: string | null }>;
+    /** Per step that made a model call. */
+    byStep?: Array<Spend & { step: number }>;
   };
-}
-
-function groupBy<T>(xs: T[], key: (x: T) => string): Map<string, T[]> {
-  const m = new Map<string, T[]>();
-  for (const x of xs) m.set(key(x), [...(m.get(key(x)) ?? []), x]);
-  return m;
 }
 
 /** The runtime's definition of a test run that counts as evidence (see nodes/observe.ts). */
@@ -169,14 +168,9 @@ export async function buildReport(ledger: Ledger, revisions: RevisionStore | nul
       cachedInputTokens: calls.reduce((n, c) => n + (c.payload.usage?.cachedInputTokens ?? 0), 0),
       costUsd: calls.reduce((n, c) => n + (c.payload.costUsd ?? 0), 0),
       prefixReuseMedian: medianRatio(contexts.slice(1).flatMap((c) => (c.payload.prefixReuse ? [c.payload.prefixReuse.ratio] : []))) || null,
-      byModel: [...groupBy(calls, (c) => c.payload.model)].map(([model, cs]) => ({
-        model,
-        calls: cs.length,
-        inputTokens: cs.reduce((n, c) => n + (c.payload.usage?.inputTokens ?? 0), 0),
-        cachedInputTokens: cs.reduce((n, c) => n + (c.payload.usage?.cachedInputTokens ?? 0), 0),
-        outputTokens: cs.reduce((n, c) => n + (c.payload.usage?.outputTokens ?? 0), 0),
-        costUsd: cs.reduce((n, c) => n + (c.payload.costUsd ?? 0), 0),
-      })),
+      byModel: spendByModel(calls),
+      bySubtask: spendBySubtask(calls),
+      byStep: spendByStep(calls),
     },
   };
 }
@@ -213,6 +207,13 @@ export function reportMarkdown(r: RunReport): string {
     out.push("| model | calls | input | cached input | output | USD |", "|---|---|---|---|---|---|");
     for (const m of u.byModel) out.push(`| ${m.model} | ${m.calls} | ${m.inputTokens} | ${m.cachedInputTokens} | ${m.outputTokens} | ${m.costUsd.toFixed(4)} |`);
     out.push("");
+    if (u.bySubtask?.some((s) => s.subtask !== null)) {
+      out.push("| subtask | calls | input | cached input | output | USD |", "|---|---|---|---|---|---|");
+      for (const s of u.bySubtask) out.push(`| ${s.subtask ?? "(no subtask in progress)"} | ${s.calls} | ${s.inputTokens} | ${s.cachedInputTokens} | ${s.outputTokens} | ${s.costUsd.toFixed(4)} |`);
+      out.push("");
+    }
+    const costliest = [...(u.byStep ?? [])].sort((a, b) => b.costUsd - a.costUsd || b.inputTokens + b.outputTokens - (a.inputTokens + a.outputTokens) || a.step - b.step).slice(0, 5);
+    if (costliest.length) out.push(`Costliest steps: ${costliest.map((s) => `step ${s.step} ${(s.inputTokens + s.outputTokens).toLocaleString("en-US")} tok $${s.costUsd.toFixed(4)}`).join("; ")}.`, "");
   }
   if (r.plan.length) {
     const line = (s: ReportSubtask) =>

@@ -201,6 +201,15 @@ export class NgramIndex {
       setMeta: db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)"),
       allFiles: db.prepare("SELECT id, path, hash, size, mtime_ms AS mtimeMs, lang, lines, vec_hash AS vecHash FROM files"),
       getFile: db.prepare("SELECT id, path, hash, size, mtime_ms AS mtimeMs, lang, lines, vec_hash AS vecHash FROM files WHERE path = ?"),
+      // A range on the path's unique index: "a/b/" .. "a/b0" ('0' follows '/') is everything under a/b/.
+      pathsBetween: db.prepare("SELECT path FROM files WHERE path >= ? AND path < ?").pluck(),
+      needingVectors: db.prepare("SELECT id, path, hash, size, mtime_ms AS mtimeMs, lang, lines, vec_hash AS vecHash FROM files WHERE vec_hash IS NOT hash ORDER BY id"),
+      needingVectorsOf: db.prepare(
+        "SELECT id, path, hash, size, mtime_ms AS mtimeMs, lang, lines, vec_hash AS vecHash FROM files WHERE path IN (SELECT value FROM json_each(?)) AND vec_hash IS NOT hash ORDER BY id",
+      ),
+      countNeedingVectors: db.prepare("SELECT COUNT(*) FROM files WHERE vec_hash IS NOT hash").pluck(),
+      anyVecClaimed: db.prepare("SELECT EXISTS (SELECT 1 FROM files WHERE vec_hash IS NOT NULL)").pluck(),
+      anyFile: db.prepare("SELECT EXISTS (SELECT 1 FROM files)").pluck(),
       insertFile: db.prepare("INSERT INTO files(path, hash, size, mtime_ms, lang, lines, vec_hash) VALUES (?, ?, ?, ?, ?, ?, NULL)"),
       deleteFile: db.prepare("DELETE FROM files WHERE id = ?"),
       touchFile: db.prepare("UPDATE files SET size = ?, mtime_ms = ? WHERE path = ?"),
@@ -244,13 +253,37 @@ export class NgramIndex {
     this.run(() => this.stmts.setMeta.run(key, value));
   }
 
-  /** Every indexed file, keyed by workspace-relative path. */
+  /**
+   * Rows of the files table handed to the caller so far. A refresh must cost what changed, not the
+   * size of the workspace: tests read this to prove it never loads the whole table.
+   */
+  fileRowsRead = 0;
+
+  private counted<T extends unknown[] | undefined>(rows: T): T {
+    this.fileRowsRead += rows === undefined ? 0 : rows.length;
+    return rows;
+  }
+
+  /** Every indexed file, keyed by workspace-relative path (a full index needs them all; a refresh must not). */
   files(): Map<string, FileRecord> {
-    return this.run(() => new Map((this.stmts.allFiles.all() as FileRecord[]).map((r) => [r.path, r])));
+    return this.run(() => new Map(this.counted(this.stmts.allFiles.all() as FileRecord[]).map((r) => [r.path, r])));
   }
 
   fileRecord(rel: string): FileRecord | undefined {
-    return this.run(() => this.stmts.getFile.get(rel) as FileRecord | undefined);
+    const rec = this.run(() => this.stmts.getFile.get(rel) as FileRecord | undefined);
+    this.fileRowsRead += rec ? 1 : 0;
+    return rec;
+  }
+
+  /** Indexed paths under a directory (`dir` workspace-relative, with or without a trailing slash). */
+  pathsUnder(dir: string): string[] {
+    const prefix = dir.endsWith("/") ? dir : `${dir}/`;
+    return this.run(() => this.counted(this.stmts.pathsBetween.all(prefix, `${prefix.slice(0, -1)}0`) as string[]));
+  }
+
+  /** True when at least one file is indexed. */
+  hasFiles(): boolean {
+    return this.run(() => this.stmts.anyFile.get() === 1);
   }
 
   /** Records that a file's size/mtime changed while its content hash did not. */
@@ -318,9 +351,19 @@ export class NgramIndex {
     });
   }
 
-  /** Files whose current chunks are not in the vector index yet. */
-  filesNeedingVectors(): FileRecord[] {
-    return [...this.files().values()].filter((f) => f.vecHash !== f.hash);
+  /** Files whose current chunks are not in the vector index yet (of `only`, when given), in index order. */
+  filesNeedingVectors(only?: string[]): FileRecord[] {
+    return this.run(() => this.counted((only ? this.stmts.needingVectorsOf.all(JSON.stringify(only)) : this.stmts.needingVectors.all()) as FileRecord[]));
+  }
+
+  /** How many files lack current vectors (counted in SQLite, not loaded). */
+  countFilesNeedingVectors(): number {
+    return this.run(() => this.stmts.countNeedingVectors.get() as number);
+  }
+
+  /** True when some file is marked as having vectors (then an empty vector store means they were lost). */
+  anyVectorClaimed(): boolean {
+    return this.run(() => this.stmts.anyVecClaimed.get() === 1);
   }
 
   /** Best chunks by BM25 over their words, symbol names and path. */

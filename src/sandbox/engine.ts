@@ -40,6 +40,8 @@ export interface RunCommandOptions {
    * used instead of evaluating the same command line again.
    */
   verdict?: PolicyVerdict;
+  /** Extra environment for the command (project tools' arguments); the sandbox drops secret-looking names. */
+  env?: Record<string, string>;
 }
 
 /** The result of a command refused before it ran (exit code 126, as a shell reports "cannot execute"). */
@@ -77,6 +79,7 @@ export async function runCommand(o: RunCommandOptions): Promise<CommandFeedback>
     signal: o.signal,
     onStart: o.onStart,
     tag: o.tag,
+    ...(o.env ? { env: o.env } : {}),
   });
   const after = await statSnapshot(o.workspace);
   const filesChanged = await diffSnapshots(o.workspace, before, after);

@@ -9,7 +9,7 @@
  * it needs the user's approval. Plain code (`console.log(1)`, `import json`) stays allowed: the
  * sandbox contains it as it contains any script in the workspace.
  */
-import { type InterpreterKind, shellsOut } from "./policy-programs.js";
+import type { InterpreterKind } from "./programs/runtimes.js";
 
 /**
  * Reaching a process-starting API without naming it: modules loaded or code evaluated by a computed
@@ -30,4 +30,39 @@ export function inlineExecReason(code: string, kind: InterpreterKind | "awk"): s
   if (shellsOut(code, kind)) return "starts programs (child_process, subprocess, system, exec, backticks…)";
   if (INDIRECT[kind]?.test(code)) return "loads modules or evaluates code by computed names, which can start programs";
   return null;
+}
+
+/** Calls that hand a string to a shell or run a program, per language. */
+const SHELL_OUT = /\b(os\s*\.\s*(system|popen|exec\w*|spawn\w*|posix_spawn\w*)|subprocess|pty\s*\.\s*spawn|commands\s*\.\s*getoutput|child_process|exec(Sync|FileSync|File)?\s*\(|spawn(Sync)?\s*\(|system\s*\(|popen|shell_exec|passthru|proc_open|IO\s*\.\s*popen|Open3|Kernel\s*\.\s*(system|exec|spawn)|Deno\s*\.\s*(run|Command)|Bun\s*\.\s*spawn|getline|\$\()/;
+
+/** String literals of inline code, plus lists of string literals joined as one command line. */
+export function codeStrings(code: string): string[] {
+  const out: string[] = [];
+  const lit = /'''([\s\S]*?)'''|"""([\s\S]*?)"""|'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)"|`((?:[^`\\]|\\.)*)`/g;
+  const unescape = (s: string) => s.replace(/\\(.)/g, (_m, c: string) => ({ n: "\n", t: "\t" })[c] ?? c);
+  for (const m of code.matchAll(lit)) {
+    const s = m[1] ?? m[2] ?? m[3] ?? m[4] ?? m[5] ?? "";
+    out.push(unescape(s));
+  }
+  // ['sudo', 'id'] / ("rm", "-rf", "/") → one command line
+  const list = /[[(]\s*((?:(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")\s*,\s*)+(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")\s*,?\s*)[\])]/g;
+  for (const m of code.matchAll(list)) {
+    const items = [...m[1]!.matchAll(/'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)"/g)].map((x) => unescape(x[1] ?? x[2] ?? ""));
+    out.push(items.map((s) => `'${s.replace(/'/g, "'\\''")}'`).join(" "));
+  }
+  // 'git', ['push'] (execFile/spawn: program, then its arguments) → one command line
+  const progThenList = /(?:'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)")\s*,\s*\[\s*((?:(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")\s*,?\s*)*)\]/g;
+  for (const m of code.matchAll(progThenList)) {
+    const items = [m[1] ?? m[2] ?? "", ...[...m[3]!.matchAll(/'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)"/g)].map((x) => x[1] ?? x[2] ?? "")].map(unescape);
+    out.push(items.map((s) => `'${s.replace(/'/g, "'\\''")}'`).join(" "));
+  }
+  return out;
+}
+
+/** True when inline code can run a program through a shell (so its strings are worth checking as commands). */
+export function shellsOut(code: string, kind: InterpreterKind | "awk"): boolean {
+  if (SHELL_OUT.test(code)) return true;
+  if ((kind === "perl" || kind === "ruby" || kind === "php") && (code.includes("`") || /\bqx\s*[({[/|!]/.test(code) || /%x[({[]/.test(code))) return true;
+  if (kind === "awk" && /\|/.test(code)) return true;
+  return false;
 }

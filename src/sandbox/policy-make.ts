@@ -8,8 +8,9 @@
  * `deny`: nothing says it is harmful, only that it cannot be checked, and an unattended run treats
  * `ask` as a refusal anyway.
  */
-import type { CommandPart, ShellWord } from "./policy-parts.js";
-import { type Finding, getopt } from "./policy-programs.js";
+import type { CommandPart, ShellWord } from "./command-parts.js";
+import { getopt } from "./programs/options.js";
+import type { Finding } from "./programs/types.js";
 
 /** How the policy resolves and places paths (PathJudge's methods). */
 export interface MakeJudge {

@@ -9,7 +9,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
-import type { PathCandidate, ShellWord } from "./policy-parts.js";
+import type { PathCandidate, ShellWord } from "./command-parts.js";
 import { expandGlob, secretPatternHit, secretPatterns } from "./policy-secret-globs.js";
 import { CREDENTIAL_PATHS_IN_HOME } from "./credentials.js";
 

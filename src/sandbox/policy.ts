@@ -8,6 +8,11 @@
  * wins; otherwise any `ask` makes the whole line `ask`. What the parser cannot follow (a program
  * name computed at run time, code in a variable, a syntax error) is denied.
  *
+ * What is known about each program — its decision, what it writes, what it runs, its own rules —
+ * lives in one place, its family's spec in programs/ (registry.ts lists the families); this module
+ * adds what holds for every command: paths, environment variables, secrets, interpreters' code
+ * (policy-interpreters.ts), the user's rules, and combining the parts' findings.
+ *
  * Default policy (each rule has an id, listed in POLICY_RULES):
  * - allowed: building, testing and linting JS/TS (node, npm/pnpm/yarn/bun scripts, npx of installed
  *   tools, tsc, vitest, jest, eslint, prettier, …), Python (python3, pytest, mypy, ruff, …), Go,
@@ -34,82 +39,20 @@
  * `make`, `./x.sh`) is not inspected — it catches mistakes and injected commands early and tells the
  * model why; isolation (bubblewrap/unshare) is what contains the rest.
  */
-import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { type CommandPart, parseCommandLine, type Redirection, type ShellWord } from "./policy-parts.js";
-import { inlineExecReason } from "./policy-inline.js";
-import { makeFindings } from "./policy-make.js";
 import { type PathClass, PathJudge, type WriteKind } from "./policy-paths.js";
-import {
-  awkCall,
-  codeStrings,
-  DOWNLOADERS,
-  type Finding,
-  getopt,
-  interpreterCall,
-  type InterpreterKind,
-  interpreterKind,
-  normalizeProgram,
-  type PolicyDecision,
-  programDecision,
-  type RuleEnv,
-  scanSed,
-  sedScripts,
-  shellsOut,
-  tarCall,
-  writeTargets,
-} from "./policy-programs.js";
+import { DEFAULT_POLICY, type PolicyRule, type SandboxPolicy } from "./policy-settings.js";
+import { inlineFindings, interpreterFindings } from "./policy-interpreters.js";
+import { normalizeProgram, programDecision, programFindings, writeTargets } from "./programs/registry.js";
+import type { CheckEnv, Finding, PolicyDecision } from "./programs/types.js";
 
 export { parseCommandLine } from "./policy-parts.js";
 export type { CommandPart, ParsedCommandLine, ParseOptions, ParseProblem, Redirection, ShellWord, StdinSource } from "./policy-parts.js";
-export type { Finding, PolicyDecision } from "./policy-programs.js";
-
-/** A user-defined deny or ask rule (from ledgerloop.config.json). */
-export interface PolicyRule {
-  id: string;
-  /** Program names or paths (`*` and `?` wildcards); any matches. */
-  program?: string[];
-  /** Every one of these (wildcards allowed) must be among the arguments, in any order. */
-  args?: string[];
-  /** A regular expression tested against the command's text. */
-  pattern?: string;
-  reason: string;
-}
-
-/** A resolved policy: the built-in rules plus these settings. */
-export interface SandboxPolicy {
-  /** Decision for programs no rule knows. */
-  default: "ask" | "deny";
-  /**
-   * Extra allowed commands: `"terraform"`, `"docker compose ps"`, `"./tools/*.sh"` — a program and a
-   * prefix of its arguments, `*` wildcards. A bare program name lifts asks and unknowns; lifting a
-   * built-in denial (`git push`) takes naming the arguments too. Path and structure checks (writes
-   * outside the workspace, protected paths, `curl | sh`, …) are never lifted.
-   */
-  allow: string[];
-  deny: PolicyRule[];
-  ask: PolicyRule[];
-  /** Network tools, package installs and fetches are allowed instead of asked. */
-  allowNetwork: boolean;
-  /** Programs inside the workspace run without approval ("allow") or need it ("ask"). */
-  workspacePrograms: "allow" | "ask";
-  /** Absolute directories (besides the workspace) that commands may write below. */
-  writablePaths: string[];
-  /** Workspace-relative paths or globs commands may not write, in addition to .git/, .ledgerloop/, ledgerloop.config.json. */
-  protectedPaths: string[];
-}
-
-export const DEFAULT_POLICY: Readonly<SandboxPolicy> = Object.freeze({
-  default: "ask",
-  allow: [],
-  deny: [],
-  ask: [],
-  allowNetwork: false,
-  workspacePrograms: "allow",
-  writablePaths: ["/tmp"],
-  protectedPaths: [],
-});
+export type { Finding, PolicyDecision } from "./programs/types.js";
+export { POLICY_RULES } from "./policy-rules.js";
+export { DEFAULT_POLICY, type PolicyRule, type PolicySettings, resolvePolicy, type SandboxPolicy, withAllowed } from "./policy-settings.js";
 
 export interface PolicyContext {
   /** Absolute workspace root. */
@@ -148,77 +91,6 @@ export interface PolicyVerdict {
   parts: PartVerdict[];
 }
 
-/** Every rule id the built-in policy uses, with its usual decision. */
-export const POLICY_RULES: Readonly<Record<string, { decision: PolicyDecision | "allow/ask"; summary: string }>> = {
-  "parse.error": { decision: "deny", summary: "not valid bash (or bash the parser cannot read)" },
-  "parse.unsupported": { decision: "deny", summary: "function definitions, coproc, prompt expansion ${x@P}, $[…]" },
-  "parse.dynamic-program": { decision: "deny", summary: "the program name comes from a variable, a substitution or a glob" },
-  "parse.dynamic-code": { decision: "deny", summary: "code for bash -c / eval / env -S / su -c computed at run time" },
-  "parse.too-complex": { decision: "deny", summary: "too long or nested too deep to check" },
-  "parse.ifs": { decision: "deny", summary: "assigning IFS" },
-  "latent-code": { decision: "deny", summary: "a stored string (assignment, here-string for read) holds a denied command that could run later" },
-  "priv.escalation": { decision: "deny", summary: "sudo, su, doas, pkexec, runuser, setpriv" },
-  "system.admin": { decision: "deny", summary: "mkfs, mount, chroot, nsenter, unshare, modprobe, systemctl, crontab, useradd, mknod, …" },
-  "rm.outside": { decision: "deny", summary: "deleting outside the workspace (/, ~, $HOME, ../…)" },
-  "rm.protected": { decision: "deny", summary: "deleting .git/, .ledgerloop/, the config, or the whole workspace" },
-  "rm.unknown-target": { decision: "deny", summary: "recursive delete of a path computed at run time (rm -rf \"$X\", xargs rm -rf)" },
-  "rm.no-preserve-root": { decision: "deny", summary: "rm --no-preserve-root" },
-  "write.outside": { decision: "deny", summary: "writing outside the workspace (other than /tmp, /dev/null)" },
-  "write.protected": { decision: "deny", summary: "writing .git/ (hooks, config), .ledgerloop/, ledgerloop.config.json" },
-  "write.device": { decision: "deny", summary: "writing devices, /proc or /sys (dd of=/dev/sda)" },
-  "write.unknown-target": { decision: "ask", summary: "writing a path computed at run time" },
-  "write.ambiguous": { decision: "ask", summary: "a glob or find match that may reach .git/, .ledgerloop/ or `..`" },
-  "chmod.setuid": { decision: "deny", summary: "setting setuid/setgid bits" },
-  "ln.hardlink-outside": { decision: "deny", summary: "hard link to a file outside the workspace or a protected one" },
-  "ln.symlink-outside": { decision: "ask", summary: "symlink pointing outside the workspace (deny when it points into a protected path)" },
-  "tar.exec": { decision: "ask", summary: "tar options that run programs (--to-command, --checkpoint-action=exec, -I)" },
-  "tar.absolute-names": { decision: "deny", summary: "extracting with absolute names" },
-  "tar.extract-protected": { decision: "ask", summary: "extracting into the workspace root (archive members could land in .git/)" },
-  "sed.exec": { decision: "ask", summary: "sed scripts that run commands (e, s///e) or that could not be read" },
-  "interp.inline-denied": { decision: "deny", summary: "inline interpreter code (python -c, node -e, awk …) that shells out to a denied command" },
-  "interp.inline-exec": { decision: "ask", summary: "inline interpreter code that starts programs or loads code by computed names (the command cannot be checked), or is computed at run time" },
-  "make.makefile": { decision: "ask", summary: "make with makefile text inline (--eval, -E), from stdin (-f -), from outside the workspace (-f, -C), or via MAKEFLAGS/MAKEFILES" },
-  "pipe.download-to-interpreter": { decision: "deny", summary: "curl … | sh, wget -O- … | bash, bash <(curl …)" },
-  "shell.stdin": { decision: "ask", summary: "a shell reading code from a pipe or file the policy cannot see" },
-  "shell.script": { decision: "ask", summary: "running or sourcing a script outside the workspace" },
-  "shell.alias": { decision: "ask", summary: "defining aliases" },
-  "shell.shopt": { decision: "deny", summary: "shopt -s expand_aliases / dotglob / extdebug" },
-  "shell.hash": { decision: "deny", summary: "hash -p (a command name runs another program)" },
-  "shell.assignment": { decision: "allow", summary: "plain variable assignments and redirections" },
-  "env.sensitive": { decision: "deny", summary: "LD_PRELOAD, BASH_ENV, PS4, PROMPT_COMMAND, GIT_SSH_COMMAND, GIT_CONFIG_*, GIT_DIR, …" },
-  "env.path": { decision: "ask", summary: "changing PATH, PAGER, EDITOR or npm's script shell" },
-  "read.secrets": { decision: "ask", summary: "reading ~/.ssh, ~/.aws, ~/.netrc, /etc/shadow, /proc/*/environ, …" },
-  "kill.all": { decision: "deny", summary: "kill -1, kill 1, kill $PPID" },
-  "net.tool": { decision: "allow/ask", summary: "curl, wget and other HTTP clients (allowed with the network)" },
-  "net.remote": { decision: "ask", summary: "ssh, scp, rsync, nc, socat, telnet" },
-  "net.dev-tcp": { decision: "allow/ask", summary: "bash /dev/tcp and /dev/udp connections" },
-  "pkg.install": { decision: "allow/ask", summary: "npm install/ci, pip install, go get, cargo add/install, … (allowed with the network)" },
-  "pkg.download-run": { decision: "allow/ask", summary: "npx of a package not installed, pnpm dlx, bunx, uvx" },
-  "pkg.publish": { decision: "deny", summary: "npm/cargo/pnpm publish, registry login, twine upload" },
-  "pkg.manage": { decision: "ask", summary: "package-manager configuration and version bumps" },
-  "pkg.system": { decision: "ask", summary: "apt, yum, brew, …" },
-  "pkg.run": { decision: "allow", summary: "package scripts and tools (npm test, pnpm lint, npx vitest)" },
-  "git.read": { decision: "allow", summary: "status, diff, log, show, branch/tag listing, rev-parse, ls-files, blame, …" },
-  "git.commit": { decision: "deny", summary: "git add, git commit (the git_commit tool does them: .git is read-only to commands)" },
-  "git.push": { decision: "deny", summary: "git push, send-email" },
-  "git.config": { decision: "deny", summary: "git config (other than reading)" },
-  "git.config-override": { decision: "deny", summary: "git -c …, --config-env, --exec-path=" },
-  "git.remote": { decision: "deny", summary: "git remote add/set-url/rename/remove" },
-  "git.network": { decision: "allow/ask", summary: "fetch, pull, clone, ls-remote, submodule update" },
-  "git.write": { decision: "ask", summary: "checkout, switch, reset, rebase, merge, stash, branch -d, tag v1, clean, …" },
-  "git.exec": { decision: "ask", summary: "git commands that run other programs (grep -O, hook run, submodule foreach)" },
-  "git.outside": { decision: "ask", summary: "git -C / --git-dir / --work-tree outside the workspace" },
-  "git.unknown": { decision: "ask", summary: "git subcommands the policy does not know (aliases)" },
-  "program.allowed": { decision: "allow", summary: "programs on the built-in allow-list" },
-  "program.unknown": { decision: "ask", summary: "any other program (the policy's `default`)" },
-  "program.location": { decision: "ask", summary: "an allowed name run from an unusual directory (/tmp/x/ls)" },
-  "workspace.program": { decision: "allow", summary: "programs inside the workspace (workspacePrograms: allow)" },
-  "user.allow": { decision: "allow", summary: "sandbox.policy.allow in ledgerloop.config.json or --allow flags" },
-  "user.deny": { decision: "deny", summary: "sandbox.policy.deny entries (their own id when given)" },
-  "user.ask": { decision: "ask", summary: "sandbox.policy.ask entries (their own id when given)" },
-  empty: { decision: "allow", summary: "an empty command line" },
-  "policy.error": { decision: "deny", summary: "the policy itself failed on the command (a bug; refused rather than let through)" },
-};
 
 /** Evaluates a command line against a policy. Pure except for reading the file system to resolve symlinks. */
 export function evaluatePolicy(cmd: string, policy: Readonly<SandboxPolicy> = DEFAULT_POLICY, ctx: PolicyContext): PolicyVerdict {
@@ -239,52 +111,6 @@ export function evaluatePolicy(cmd: string, policy: Readonly<SandboxPolicy> = DE
   }
 }
 
-/** A copy of `policy` with more allowed commands (and optionally the network), e.g. from `--allow` flags. */
-export function withAllowed(policy: Readonly<SandboxPolicy>, allow: string[], opts: { allowNetwork?: boolean } = {}): SandboxPolicy {
-  return {
-    ...policy,
-    allow: [...policy.allow, ...allow.map((a) => a.trim()).filter(Boolean)],
-    allowNetwork: opts.allowNetwork ?? policy.allowNetwork,
-    deny: [...policy.deny],
-    ask: [...policy.ask],
-    writablePaths: [...policy.writablePaths],
-    protectedPaths: [...policy.protectedPaths],
-  };
-}
-
-/** Settings as written in ledgerloop.config.json (`sandbox.policy`), all optional. */
-export interface PolicySettings {
-  default?: "ask" | "deny";
-  allow?: string[];
-  deny?: Array<Omit<PolicyRule, "id" | "program"> & { id?: string; program?: string | string[] }>;
-  ask?: Array<Omit<PolicyRule, "id" | "program"> & { id?: string; program?: string | string[] }>;
-  workspacePrograms?: "allow" | "ask";
-  writablePaths?: string[];
-  protectedPaths?: string[];
-}
-
-/** Merges settings over the defaults: lists are appended, scalars replaced. */
-export function resolvePolicy(settings: PolicySettings = {}, opts: { allowNetwork?: boolean } = {}): SandboxPolicy {
-  const rules = (list: PolicySettings["deny"], kind: "deny" | "ask"): PolicyRule[] =>
-    (list ?? []).map((r, i) => ({
-      id: r.id ?? `user.${kind}.${i}`,
-      ...(r.program !== undefined ? { program: Array.isArray(r.program) ? r.program : [r.program] } : {}),
-      ...(r.args !== undefined ? { args: r.args } : {}),
-      ...(r.pattern !== undefined ? { pattern: r.pattern } : {}),
-      reason: r.reason,
-    }));
-  return {
-    default: settings.default ?? DEFAULT_POLICY.default,
-    allow: [...DEFAULT_POLICY.allow, ...(settings.allow ?? [])],
-    deny: rules(settings.deny, "deny"),
-    ask: rules(settings.ask, "ask"),
-    allowNetwork: opts.allowNetwork ?? DEFAULT_POLICY.allowNetwork,
-    workspacePrograms: settings.workspacePrograms ?? DEFAULT_POLICY.workspacePrograms,
-    writablePaths: [...DEFAULT_POLICY.writablePaths, ...(settings.writablePaths ?? [])],
-    protectedPaths: [...DEFAULT_POLICY.protectedPaths, ...(settings.protectedPaths ?? [])],
-  };
-}
-
 // ---------------------------------------------------------------------------------------------
 
 const MAX_NESTED_EVAL = 3;
@@ -301,7 +127,7 @@ function wildcard(pattern: string): RegExp {
   return new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".")}$`, "s");
 }
 
-class Evaluator implements RuleEnv {
+class Evaluator implements CheckEnv {
   readonly allowNetwork: boolean;
   readonly workspacePrograms: "allow" | "ask";
   private depth = 0;
@@ -390,8 +216,8 @@ class Evaluator implements RuleEnv {
     out.push(...this.writeFindings(p));
     for (const r of p.redirects) out.push(...this.redirectFindings(r, p.text));
     out.push(...this.readFindings(p));
-    out.push(...this.interpreterFindings(p));
-    out.push(...this.specialFindings(p));
+    out.push(...interpreterFindings(p, this));
+    out.push(...programFindings(p, this));
     if (p.program !== "") {
       for (const r of this.policy.deny) if (this.matches(r, p)) out.push(fd("deny", r.id, r.reason));
       for (const r of this.policy.ask) if (this.matches(r, p)) out.push(fd("ask", r.id, r.reason));
@@ -535,7 +361,7 @@ class Evaluator implements RuleEnv {
     return out;
   }
 
-  private isWorkspaceRoot(w: ShellWord, cwds: string[] | null): boolean {
+  isWorkspaceRoot(w: ShellWord, cwds: string[] | null): boolean {
     if (!w.candidates) return true;
     return w.candidates.some((c) => {
       const bases = c.text.startsWith("/") ? ["/"] : cwds;
@@ -625,6 +451,10 @@ class Evaluator implements RuleEnv {
     return null;
   }
 
+  inlineFindings(p: CommandPart, kind: "awk", code: string): Finding[] {
+    return inlineFindings(p, kind, code, this);
+  }
+
   private readFindings(p: CommandPart): Finding[] {
     for (const w of p.words.slice(1)) {
       const s = this.secretOf(w, p.cwd);
@@ -633,211 +463,12 @@ class Evaluator implements RuleEnv {
     return [];
   }
 
-  private interpreterFindings(p: CommandPart): Finding[] {
-    const out: Finding[] = [];
-    const kind = interpreterKind(p.program);
-    const isSource = p.program === "source" || p.program === ".";
-    if (!kind && !isSource) return out;
-    const call = kind ? interpreterCall(p, kind) : { inline: [], script: p.words[1] ?? null, stdin: p.words[1]?.text === "/dev/stdin", module: null };
-    const name = p.program;
-    const download = (upstream: string[]) => upstream.find((u) => DOWNLOADERS.has(normalizeProgram(u)));
-    // Where the code comes from.
-    if (call.script && !call.stdin) {
-      const dl = download(call.script.substitutions);
-      if (dl) {
-        out.push(fd("deny", "pipe.download-to-interpreter", `${q(p.text)} runs code downloaded by \`${dl}\` without saving or reviewing it; download to a file in the workspace first and inspect it`));
-      } else if (kind === "shell" || isSource) {
-        out.push(...this.scriptLocation(p, call.script));
-      }
-    }
-    if (call.stdin || (call.script === null && call.inline.length === 0 && !call.module)) {
-      const input = p.stdin;
-      if (input?.kind === "pipe") {
-        const dl = download(input.upstream);
-        if (dl) {
-          out.push(fd("deny", "pipe.download-to-interpreter", `${q(p.text)} runs what \`${dl}\` downloads straight in \`${name}\`; download to a file in the workspace first and inspect it`));
-        } else if ((kind === "shell" || isSource) && input.text === null) {
-          out.push(fd("ask", "shell.stdin", `${q(p.text)} runs shell code that arrives through a pipe (from ${input.upstream.map((u) => `\`${u}\``).join(", ") || "another command"}), which the policy cannot see; run the commands directly`));
-        } else if (kind && kind !== "shell" && input.text) {
-          out.push(...this.inlineFindings(p, kind, input.text));
-        }
-      } else if (input && (input.kind === "heredoc" || input.kind === "herestring")) {
-        if (input.text === null && (kind === "shell" || isSource)) {
-          out.push(fd("ask", "shell.stdin", `${q(p.text)} runs shell code computed at run time`));
-        } else if (input.text !== null && kind && kind !== "shell") out.push(...this.inlineFindings(p, kind, input.text));
-      } else if (input?.kind === "file" && (kind === "shell" || isSource)) {
-        out.push(...this.scriptLocation(p, input.word));
-      }
-    }
-    if (kind && kind !== "shell") {
-      for (const c of call.inline) {
-        out.push(...this.inlineFindings(p, kind, c.text));
-        // Expansions inside the code (`-c "$CODE"`, `-e "x='$V'"`) can inject any code at run time.
-        if (!c.literal) out.push(fd("ask", "interp.inline-exec", `the inline ${kind} code of ${q(p.text)} is partly computed at run time (${q(c.raw)}), so the policy cannot check it; write the code out literally`));
-      }
-    }
-    return out;
-  }
 
-  private scriptLocation(p: CommandPart, script: ShellWord): Finding[] {
-    if (script.candidates && script.candidates.every((c) => !c.glob)) {
-      if (script.candidates.some((c) => c.text.startsWith("/dev/fd/") || c.text === "/dev/stdin")) {
-        return [fd("ask", "shell.stdin", `${q(p.text)} runs shell code produced by another command, which the policy cannot see; run the commands directly`)];
-      }
-      const ok = script.candidates.every((c) => {
-        const bases = c.text.startsWith("/") ? ["/"] : p.cwd;
-        return !!bases && bases.every((b) => this.judge.isInside(this.judge.physical(b, c.text)));
-      });
-      if (ok) return [];
-    }
-    return [fd("ask", "shell.script", `${q(p.text)} runs the script ${q(script.raw)} from outside the workspace (or from a path computed at run time); it needs the user's approval`)];
-  }
 
-  private inlineFindings(p: CommandPart, kind: InterpreterKind | "awk", code: string): Finding[] {
-    if (!shellsOut(code, kind) && !inlineExecReason(code, kind)) return [];
-    for (const s of codeStrings(code)) {
-      if (!s.trim() || s.length > 4000) continue;
-      const denials = this.nestedDenials(s, p.cwd);
-      if (denials.length) {
-        return [
-          fd(
-            "deny",
-            "interp.inline-denied",
-            `the inline ${kind} code of ${q(p.text)} passes ${q(s)} to a shell, which is refused (${denials[0]!.rule}: ${denials[0]!.reason})`,
-          ),
-        ];
-      }
-    }
-    // No literal names a refused command, but what the code runs may be built at run time.
-    const why = inlineExecReason(code, kind);
-    if (why) return [fd("ask", "interp.inline-exec", `the inline ${kind} code of ${q(p.text)} ${why}; the policy cannot check which, so it needs the user's approval (run the commands directly instead)`)];
-    return [];
-  }
 
-  private specialFindings(p: CommandPart): Finding[] {
-    const out: Finding[] = [];
-    const name = normalizeProgram(p.program);
-    const o = () => getopt(p.words, 1, { long: ["reference", "from"] });
-    switch (name) {
-      case "rm":
-        if (p.argv.some((a) => a.startsWith("--no-pres"))) {
-          out.push(fd("deny", "rm.no-preserve-root", `${q(p.text)} disables rm's protection of /; remove only paths inside the workspace`));
-        }
-        break;
-      case "chmod": {
-        const opts = o();
-        const mode = opts.values.get("reference") ? null : (opts.operands[0]?.text ?? null);
-        const modes = [mode, ...p.argv.slice(1).filter((a) => /^-[rwxXstugoa]*s/.test(a) && !/^-[a-zA-Z]*R/.test(a))];
-        for (const m of modes) {
-          if (!m) continue;
-          const numeric = /^[0-7]{4,}$/.test(m) && (parseInt(m, 8) & 0o6000) !== 0;
-          const symbolic = /[+=][rwxXtugo]*s/.test(m);
-          if (numeric || symbolic) {
-            out.push(fd("deny", "chmod.setuid", `${q(p.text)} sets a setuid/setgid bit, which makes a program run with another user's rights; use plain modes like 755 or +x`));
-            break;
-          }
-        }
-        break;
-      }
-      case "ln":
-        out.push(...this.linkFindings(p));
-        break;
-      case "make":
-      case "gmake":
-        out.push(...makeFindings(p, this.judge));
-        break;
-      case "tar": {
-        const t = tarCall(p);
-        if (t.runs.length) out.push(fd("ask", "tar.exec", `${q(p.text)} makes tar run another program (${t.runs.join(", ")}); it needs the user's approval`));
-        if (t.mode === "extract") {
-          if (t.absoluteNames) out.push(fd("deny", "tar.absolute-names", `${q(p.text)} extracts members with absolute paths, which can write anywhere; extract without -P/--absolute-names`));
-          const dir = t.directory ?? null;
-          const isRoot = dir ? this.isWorkspaceRoot(dir, p.cwd) : (p.cwd ?? [this.judge.workspace]).some((c) => this.judge.physical("/", c) === this.judge.workspace);
-          if (isRoot) {
-            out.push(fd("ask", "tar.extract-protected", `${q(p.text)} extracts into the workspace root, where archive members could replace .git/ or .ledgerloop/; extract into a subdirectory with -C, or it needs the user's approval`));
-          }
-        }
-        break;
-      }
-      case "sed":
-        for (const s of sedScripts(p)) {
-          if (!s.literal) continue;
-          const r = scanSed(s.text);
-          for (const c of r.exec) {
-            const d = this.nestedDenials(c, p.cwd);
-            if (d.length) out.push(fd("deny", "interp.inline-denied", `the sed script of ${q(p.text)} runs ${q(c)}, which is refused (${d[0]!.rule}: ${d[0]!.reason})`));
-          }
-          const fallback = r.unknown && /(^|[;\n{}])\s*[0-9$,/!\\]*\s*e(\s|$|;)|\/e\b|\/[gpiImM0-9]*e[gpiImM0-9]*(\s|$|;|})/.test(s.text);
-          if (r.exec.length || r.execPatternSpace || fallback) {
-            out.push(fd("ask", "sed.exec", `the sed script of ${q(p.text)} runs shell commands (the \`e\` command or s///e flag); it needs the user's approval`));
-          }
-        }
-        break;
-      case "awk":
-      case "gawk":
-      case "mawk":
-      case "nawk": {
-        const a = awkCall(p);
-        if (a.program?.literal) out.push(...this.inlineFindings(p, "awk", a.program.text));
-        break;
-      }
-    }
-    return out;
-  }
 
-  private linkFindings(p: CommandPart): Finding[] {
-    const opts = getopt(p.words, 1, { short: "tS", long: ["target-directory", "suffix", "backup"] });
-    const symbolic = opts.short.has("s") || opts.long.some((l) => "symbolic".startsWith(l) && l.length >= 3);
-    const targetDir = opts.values.get("t")?.[0] ?? opts.values.get("target-directory")?.[0];
-    const ops = opts.operands;
-    const targets = targetDir ? ops : ops.length === 1 ? ops : ops.slice(0, -1);
-    const linkDir = targetDir ?? (ops.length >= 2 ? ops[ops.length - 1]! : null);
-    const out: Finding[] = [];
-    for (const t of targets) {
-      if (!t.candidates) {
-        out.push(fd("ask", symbolic ? "ln.symlink-outside" : "ln.hardlink-outside", `${q(p.text)} links to a path computed at run time; it needs the user's approval`));
-        continue;
-      }
-      for (const c of t.candidates) {
-        // A symlink's target is read relative to the link's directory; a hard link's relative to the cwd.
-        const bases = c.text.startsWith("/") ? ["/"] : symbolic && linkDir?.candidates ? linkBases(linkDir, p.cwd, this.judge) : (p.cwd ?? []);
-        for (const b of bases) {
-          const abs = this.judge.physical(b, c.text);
-          const cls = this.judge.classifyAbs(abs, {});
-          if (cls.kind === "protected") {
-            out.push(fd("deny", symbolic ? "ln.symlink-outside" : "ln.hardlink-outside", `${q(p.text)} links to ${cls.rel} (${cls.what}); a write through the link would change it`));
-          } else if (!this.judge.isInside(abs)) {
-            out.push(
-              symbolic
-                ? fd("ask", "ln.symlink-outside", `${q(p.text)} creates a symlink to ${abs}, outside the workspace; writes through it would land outside. It needs the user's approval`)
-                : fd("deny", "ln.hardlink-outside", `${q(p.text)} hard-links ${abs}, a file outside the workspace; writes to the link would change it. Copy the file instead`),
-            );
-          }
-        }
-      }
-    }
-    return out;
-  }
 }
 
-/** Directories a symlink created by `ln` may live in: the destination (when a directory) or its parent. */
-function linkBases(linkDir: ShellWord, cwds: string[] | null, judge: PathJudge): string[] {
-  const out: string[] = [];
-  for (const c of linkDir.candidates ?? []) {
-    const bases = c.text.startsWith("/") ? ["/"] : (cwds ?? []);
-    for (const b of bases) {
-      const abs = judge.physical(b, c.text);
-      let isDir = c.text.endsWith("/");
-      try {
-        isDir ||= fs.statSync(abs).isDirectory();
-      } catch {
-        // not there yet: the link is created under that name
-      }
-      out.push(isDir ? abs : path.dirname(abs));
-    }
-  }
-  return out;
-}
 
 /** `dest/basename(source)` as a word, or null when the source is not known. */
 function landingWord(dest: ShellWord, source: ShellWord): ShellWord | null {

@@ -206,7 +206,7 @@ export class ProcessManager {
   }
 
   /** What the model is shown each step: running processes with ports and last lines, recent exits, notes. */
-  describe(lastLines = 3): string | null {
+  describe(lastLines = 3, takeNotes = true): string | null {
     const views = this.list();
     const lines: string[] = [];
     for (const v of views) {
@@ -218,7 +218,7 @@ export class ProcessManager {
       }
       for (const l of v.lastLines.slice(-lastLines)) lines.push(`    | ${l.slice(0, 300)}`);
     }
-    const notes = this.notes.splice(0);
+    const notes = takeNotes ? this.notes.splice(0) : [...this.notes];
     if (!lines.length && !notes.length) return null;
     const level = this.sandbox.level === "none" ? " (sandbox none: on the host's loopback, reachable from outside the run)" : " (the run's own loopback: reachable from your commands as 127.0.0.1)";
     return [`# Background processes${level}`, ...notes, ...lines].join("\n");

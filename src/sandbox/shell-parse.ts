@@ -13,112 +13,26 @@
  * extglob patterns are a syntax error as in a non-interactive bash. Anything refused here is a
  * policy denial with a reason, never a silent pass.
  */
+import {
+  type AndOrNode,
+  type AssignNode,
+  type CommandNode,
+  type HeredocNode,
+  type ListNode,
+  MAX_NESTING,
+  type PipelineNode,
+  type RedirNode,
+  ShellUnsupportedError,
+  type Tok,
+  type WordNode,
+} from "./shell-ast.js";
+import { isBlank, isMeta, Lexer, NAME } from "./shell-lex.js";
 
-export class ShellSyntaxError extends Error {
-  constructor(
-    message: string,
-    readonly pos: number,
-  ) {
-    super(message);
-    this.name = "ShellSyntaxError";
-  }
-}
-
-/** Valid bash that the policy does not follow (function definitions, coproc, …). */
-export class ShellUnsupportedError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "ShellUnsupportedError";
-  }
-}
-
-/** One piece of a word: a character (quoted or not) or an expansion. */
-export type Tok =
-  | { k: "ch"; c: string; q: boolean }
-  | { k: "param"; raw: string; name: string; op: string; q: boolean; nested: ListNode[] }
-  | { k: "cmd"; raw: string; list: ListNode; q: boolean; backtick: boolean }
-  | { k: "arith"; raw: string; nested: ListNode[]; q: boolean }
-  | { k: "proc"; raw: string; list: ListNode; dir: "<" | ">" };
-
-export interface WordNode {
-  toks: Tok[];
-  raw: string;
-}
-
-export interface AssignNode {
-  name: string;
-  /** Tokens of the value (after `=`); for `a=(x y)` the elements are in `array`. */
-  value: WordNode;
-  array: WordNode[] | null;
-  /** Subscript tokens of `a[i]=v` (may hold command substitutions). */
-  index: WordNode | null;
-  raw: string;
-}
-
-export interface HeredocNode {
-  body: string;
-  /** The delimiter was quoted: the body is taken literally, no expansions. */
-  quoted: boolean;
-  /** Tokens of an unquoted body (where `$(…)` and `${…}` run). */
-  toks: Tok[];
-}
-
-export interface RedirNode {
-  op: string;
-  fd: number | null;
-  /** `{name}>file`: bash allocates the descriptor and stores it in `name`. */
-  fdVar: string | null;
-  target: WordNode;
-  heredoc: HeredocNode | null;
-  raw: string;
-}
-
-export type CommandNode =
-  | { type: "simple"; assigns: AssignNode[]; words: WordNode[]; redirs: RedirNode[]; text: string }
-  | { type: "subshell"; body: ListNode; redirs: RedirNode[]; text: string }
-  | { type: "group"; body: ListNode; redirs: RedirNode[]; text: string }
-  | {
-      type: "if";
-      clauses: Array<{ cond: ListNode; body: ListNode }>;
-      elseBody: ListNode | null;
-      redirs: RedirNode[];
-      text: string;
-    }
-  | { type: "for"; name: string; items: WordNode[] | null; body: ListNode; redirs: RedirNode[]; text: string }
-  | { type: "arithfor"; nested: ListNode[]; body: ListNode; redirs: RedirNode[]; text: string }
-  | { type: "while"; until: boolean; cond: ListNode; body: ListNode; redirs: RedirNode[]; text: string }
-  | {
-      type: "case";
-      word: WordNode;
-      items: Array<{ patterns: WordNode[]; body: ListNode }>;
-      redirs: RedirNode[];
-      text: string;
-    }
-  | { type: "arith"; nested: ListNode[]; redirs: RedirNode[]; text: string }
-  | { type: "cond"; words: WordNode[]; redirs: RedirNode[]; text: string };
-
-export interface PipelineNode {
-  cmds: CommandNode[];
-  text: string;
-}
-export interface AndOrNode {
-  first: PipelineNode;
-  rest: Array<{ op: "&&" | "||"; pipe: PipelineNode }>;
-}
-export interface ListItem {
-  andOr: AndOrNode;
-  background: boolean;
-}
-export type ListNode = ListItem[];
-
-/** Nesting of code strings (`bash -c`, `eval`, backticks) past which parsing gives up. */
-export const MAX_NESTING = 8;
+export * from "./shell-ast.js";
+export { nestedOf } from "./shell-lex.js";
 
 const RESERVED =
   /(\[\[|\]\]|\{|\}|!|if|then|else|elif|fi|do|done|case|esac|while|until|for|select|in|function|coproc|time)(?=$|[ \t\n;&|()<>])/y;
-const NAME = /[A-Za-z_][A-Za-z0-9_]*/y;
-const isBlank = (c: string) => c === " " || c === "\t";
-const isMeta = (c: string) => " \t\n;&|()<>".includes(c) && c !== "";
 
 interface PendingHeredoc {
   node: HeredocNode;
@@ -137,27 +51,11 @@ export function parseHeredocBody(body: string, depth = 0): Tok[] {
   return new Parser(body, depth).parseHeredocBody();
 }
 
-class Parser {
-  private pos = 0;
+class Parser extends Lexer {
   private pending: PendingHeredoc[] = [];
 
-  constructor(
-    private readonly src: string,
-    private readonly depth: number,
-  ) {}
-
-  private at(i = 0): string {
-    return this.src[this.pos + i] ?? "";
-  }
-  private starts(s: string): boolean {
-    return this.src.startsWith(s, this.pos);
-  }
-  private fail(message: string): never {
-    throw new ShellSyntaxError(message, this.pos);
-  }
-  private near(): string {
-    const c = this.at();
-    return c === "" ? "end of input" : c === "\n" ? "newline" : `\`${this.src.slice(this.pos, this.pos + 10).split("\n")[0]}\``;
+  protected parseNested(src: string, depth: number): ListNode {
+    return parseShell(src, depth);
   }
 
   parseAll(): ListNode {
@@ -168,36 +66,9 @@ class Parser {
     return list;
   }
 
-  parseHeredocBody(): Tok[] {
-    const toks: Tok[] = [];
-    while (this.pos < this.src.length) {
-      const c = this.at();
-      if (c === "\\") {
-        const n = this.at(1);
-        if (n === "\n") {
-          this.pos += 2;
-          continue;
-        }
-        if (n === "$" || n === "`" || n === "\\") {
-          toks.push({ k: "ch", c: n, q: true });
-          this.pos += 2;
-          continue;
-        }
-        toks.push({ k: "ch", c: "\\", q: true });
-        this.pos++;
-      } else if (c === "$") this.parseDollar(toks, true);
-      else if (c === "`") this.parseBacktick(toks, true);
-      else {
-        toks.push({ k: "ch", c, q: true });
-        this.pos++;
-      }
-    }
-    return toks;
-  }
-
   // ---- blanks, comments, here-documents ----
 
-  private skipBlanks(): void {
+  protected skipBlanks(): void {
     for (;;) {
       const c = this.at();
       if (isBlank(c)) this.pos++;
@@ -208,7 +79,7 @@ class Parser {
     }
   }
 
-  private skipBlanksAndNewlines(): void {
+  protected skipBlanksAndNewlines(): void {
     for (;;) {
       this.skipBlanks();
       if (this.at() !== "\n") return;
@@ -218,7 +89,7 @@ class Parser {
   }
 
   /** Reads the bodies of here-documents opened on the line that just ended. */
-  private readHeredocs(): void {
+  protected readHeredocs(): void {
     const list = this.pending;
     this.pending = [];
     for (const h of list) {
@@ -239,17 +110,17 @@ class Parser {
 
   // ---- lists, pipelines, commands ----
 
-  private peekReserved(): string | null {
+  protected peekReserved(): string | null {
     RESERVED.lastIndex = this.pos;
     const m = RESERVED.exec(this.src);
     return m ? m[1]! : null;
   }
 
-  private isCaseEnd(): boolean {
+  protected isCaseEnd(): boolean {
     return this.starts(";;") || this.starts(";&");
   }
 
-  private parseList(stop: Set<string>, closeParen: boolean): ListNode {
+  protected parseList(stop: Set<string>, closeParen: boolean): ListNode {
     const items: ListNode = [];
     for (;;) {
       this.skipBlanksAndNewlines();
@@ -279,7 +150,7 @@ class Parser {
     return items;
   }
 
-  private parseAndOr(): AndOrNode {
+  protected parseAndOr(): AndOrNode {
     const first = this.parsePipeline();
     const rest: AndOrNode["rest"] = [];
     for (;;) {
@@ -293,7 +164,7 @@ class Parser {
     return { first, rest };
   }
 
-  private parsePipeline(): PipelineNode {
+  protected parsePipeline(): PipelineNode {
     this.skipBlanks();
     const start = this.pos;
     let prefixed = false;
@@ -322,18 +193,18 @@ class Parser {
     return { cmds, text: this.src.slice(start, this.pos).trim() };
   }
 
-  private expectReserved(word: string): void {
+  protected expectReserved(word: string): void {
     this.skipBlanksAndNewlines();
     if (this.peekReserved() !== word) this.fail(`expected \`${word}\` but found ${this.near()}`);
     this.pos += word.length;
   }
 
-  private nonEmpty(list: ListNode, what: string): ListNode {
+  protected nonEmpty(list: ListNode, what: string): ListNode {
     if (list.length === 0) this.fail(`empty ${what} before ${this.near()}`);
     return list;
   }
 
-  private parseCommand(): CommandNode {
+  protected parseCommand(): CommandNode {
     this.skipBlanks();
     const start = this.pos;
     const c = this.at();
@@ -533,7 +404,7 @@ class Parser {
     return this.parseSimple(start);
   }
 
-  private parseTrailingRedirs(): RedirNode[] {
+  protected parseTrailingRedirs(): RedirNode[] {
     const redirs: RedirNode[] = [];
     for (;;) {
       this.skipBlanks();
@@ -548,7 +419,7 @@ class Parser {
     return redirs;
   }
 
-  private parseSimple(start: number): CommandNode {
+  protected parseSimple(start: number): CommandNode {
     const assigns: AssignNode[] = [];
     const words: WordNode[] = [];
     const redirs: RedirNode[] = [];
@@ -588,7 +459,7 @@ class Parser {
   }
 
   /** `NAME=…`, `NAME+=…`, `NAME[i]=…` (unquoted name), else null. `NAME=(…)` reads the array here. */
-  private asAssignment(w: WordNode): AssignNode | null {
+  protected asAssignment(w: WordNode): AssignNode | null {
     const t = w.toks;
     let i = 0;
     let name = "";
@@ -639,7 +510,7 @@ class Parser {
 
   // ---- redirections ----
 
-  private peekRedir(): { len: number; op: string; fd: number | null; fdVar: string | null } | null {
+  protected peekRedir(): { len: number; op: string; fd: number | null; fdVar: string | null } | null {
     let i = this.pos;
     let fd: number | null = null;
     let fdVar: string | null = null;
@@ -666,7 +537,7 @@ class Parser {
     return null;
   }
 
-  private parseRedir(r: { len: number; op: string; fd: number | null; fdVar: string | null }): RedirNode {
+  protected parseRedir(r: { len: number; op: string; fd: number | null; fdVar: string | null }): RedirNode {
     const start = this.pos;
     this.pos += r.len;
     this.skipBlanks();
@@ -697,304 +568,4 @@ class Parser {
     node.raw = this.src.slice(start, this.pos);
     return node;
   }
-
-  // ---- words ----
-
-  /** Reads one word at the current position, or null when a metacharacter is there. */
-  private parseWord(regex = false): WordNode | null {
-    const start = this.pos;
-    const toks: Tok[] = [];
-    const c = this.at();
-    if (!regex && (c === "<" || c === ">") && this.at(1) === "(") {
-      this.parseProcSub(toks);
-    }
-    return this.parseWordInto(toks, start, regex);
-  }
-
-  private parseWordInto(toks: Tok[], start: number, regex: boolean): WordNode | null {
-    let parens = 0;
-    for (;;) {
-      const c = this.at();
-      if (c === "") break;
-      if (c === "\\") {
-        const n = this.at(1);
-        if (n === "\n") {
-          this.pos += 2;
-          continue;
-        }
-        if (n === "") {
-          toks.push({ k: "ch", c: "\\", q: false });
-          this.pos++;
-          continue;
-        }
-        toks.push({ k: "ch", c: n, q: true });
-        this.pos += 2;
-      } else if (c === "'") {
-        const end = this.src.indexOf("'", this.pos + 1);
-        if (end < 0) this.fail("unterminated single quote");
-        for (const ch of this.src.slice(this.pos + 1, end)) toks.push({ k: "ch", c: ch, q: true });
-        this.pos = end + 1;
-      } else if (c === '"') this.parseDouble(toks);
-      else if (c === "$") this.parseDollar(toks, false);
-      else if (c === "`") this.parseBacktick(toks, false);
-      else if (regex && (c === "(" || c === ")" || c === "|" || c === "<" || c === ">")) {
-        if (c === "(") parens++;
-        if (c === ")") {
-          if (parens === 0) break;
-          parens--;
-        }
-        toks.push({ k: "ch", c, q: false });
-        this.pos++;
-      } else if (isMeta(c)) break;
-      else {
-        toks.push({ k: "ch", c, q: false });
-        this.pos++;
-      }
-    }
-    if (this.pos === start) return null;
-    return { toks, raw: this.src.slice(start, this.pos) };
-  }
-
-  private parseDouble(toks: Tok[]): void {
-    this.pos++;
-    let closed = false;
-    while (this.pos < this.src.length) {
-      const c = this.at();
-      if (c === '"') {
-        this.pos++;
-        closed = true;
-        break;
-      }
-      if (c === "\\") {
-        const n = this.at(1);
-        if (n === "\n") {
-          this.pos += 2;
-        } else if (n === "$" || n === "`" || n === '"' || n === "\\") {
-          toks.push({ k: "ch", c: n, q: true });
-          this.pos += 2;
-        } else {
-          toks.push({ k: "ch", c: "\\", q: true });
-          this.pos++;
-        }
-      } else if (c === "$") this.parseDollar(toks, true);
-      else if (c === "`") this.parseBacktick(toks, true);
-      else {
-        toks.push({ k: "ch", c, q: true });
-        this.pos++;
-      }
-    }
-    if (!closed) this.fail("unterminated double quote");
-  }
-
-  private parseDollar(toks: Tok[], q: boolean): void {
-    const start = this.pos;
-    const n = this.at(1);
-    if (n === "'" && !q) {
-      this.pos += 2;
-      for (const ch of this.decodeAnsiC()) toks.push({ k: "ch", c: ch, q: true });
-      return;
-    }
-    if (n === '"' && !q) {
-      this.pos++;
-      this.parseDouble(toks);
-      return;
-    }
-    if (n === "(") {
-      if (this.at(2) === "(") {
-        const arith = this.scanArith(this.pos + 3);
-        if (arith) {
-          this.pos = arith.end;
-          toks.push({ k: "arith", raw: this.src.slice(start, this.pos), nested: arith.nested, q });
-          return;
-        }
-      }
-      this.pos += 2;
-      const list = this.parseList(new Set(), true);
-      if (this.at() !== ")") this.fail("unterminated `$(`");
-      this.pos++;
-      toks.push({ k: "cmd", raw: this.src.slice(start, this.pos), list, q, backtick: false });
-      return;
-    }
-    if (n === "{") {
-      this.parseBracedParam(toks, q);
-      return;
-    }
-    if (n === "[") throw new ShellUnsupportedError("`$[…]` arithmetic");
-    NAME.lastIndex = this.pos + 1;
-    const m = NAME.exec(this.src);
-    if (m) {
-      this.pos += 1 + m[0].length;
-      toks.push({ k: "param", raw: `$${m[0]}`, name: m[0], op: "", q, nested: [] });
-      return;
-    }
-    if (n !== "" && /[0-9@*#?$!-]/.test(n)) {
-      this.pos += 2;
-      toks.push({ k: "param", raw: `$${n}`, name: n, op: "", q, nested: [] });
-      return;
-    }
-    toks.push({ k: "ch", c: "$", q });
-    this.pos++;
-  }
-
-  private parseBracedParam(toks: Tok[], q: boolean): void {
-    const start = this.pos;
-    this.pos += 2;
-    const contentStart = this.pos;
-    const inner: Tok[] = [];
-    let depth = 0;
-    for (;;) {
-      const c = this.at();
-      if (c === "") this.fail("unterminated `${`");
-      if (c === "}") {
-        if (depth === 0) break;
-        depth--;
-        this.pos++;
-      } else if (c === "{") {
-        depth++;
-        this.pos++;
-      } else if (c === "\\") this.pos += 2;
-      else if (c === "'" && !q) {
-        const end = this.src.indexOf("'", this.pos + 1);
-        if (end < 0) this.fail("unterminated single quote");
-        this.pos = end + 1;
-      } else if (c === '"') this.parseDouble(inner);
-      else if (c === "$") this.parseDollar(inner, true);
-      else if (c === "`") this.parseBacktick(inner, true);
-      else this.pos++;
-    }
-    const content = this.src.slice(contentStart, this.pos);
-    this.pos++;
-    const m = /^(!|#(?=[A-Za-z_0-9@*#?$!-]))?([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])/.exec(content);
-    if (!m) this.fail(`bad substitution \`\${${content}}\``);
-    const op = (m[1] ?? "") + content.slice(m[0].length);
-    toks.push({ k: "param", raw: this.src.slice(start, this.pos), name: m[2]!, op, q, nested: nestedOf(inner) });
-  }
-
-  private parseBacktick(toks: Tok[], q: boolean): void {
-    const start = this.pos;
-    this.pos++;
-    let inner = "";
-    for (;;) {
-      const c = this.at();
-      if (c === "") this.fail("unterminated backquote");
-      if (c === "`") {
-        this.pos++;
-        break;
-      }
-      if (c === "\\") {
-        const n = this.at(1);
-        if (n === "`" || n === "\\" || n === "$" || (q && n === '"')) {
-          inner += n;
-          this.pos += 2;
-          continue;
-        }
-      }
-      inner += c;
-      this.pos++;
-    }
-    let list: ListNode;
-    try {
-      list = parseShell(inner, this.depth + 1);
-    } catch (err) {
-      if (err instanceof ShellSyntaxError) this.fail(`inside backquotes: ${err.message}`);
-      throw err;
-    }
-    toks.push({ k: "cmd", raw: this.src.slice(start, this.pos), list, q, backtick: true });
-  }
-
-  private parseProcSub(toks: Tok[]): void {
-    const start = this.pos;
-    const dir = this.at() as "<" | ">";
-    this.pos += 2;
-    const list = this.parseList(new Set(), true);
-    if (this.at() !== ")") this.fail("unterminated process substitution");
-    this.pos++;
-    toks.push({ k: "proc", raw: this.src.slice(start, this.pos), list, dir });
-  }
-
-  /**
-   * Scans `((…))` arithmetic from just after the opening parentheses, collecting the command
-   * substitutions inside; null (position restored) when this is not arithmetic, e.g. `$( (a); b )`.
-   */
-  private scanArith(from: number): { end: number; nested: ListNode[] } | null {
-    const save = this.pos;
-    this.pos = from;
-    const inner: Tok[] = [];
-    let depth = 0;
-    try {
-      for (;;) {
-        const c = this.at();
-        if (c === "") break;
-        if (c === "(") {
-          depth++;
-          this.pos++;
-        } else if (c === ")") {
-          if (depth === 0) {
-            if (this.at(1) === ")") {
-              const end = this.pos + 2;
-              this.pos = save;
-              return { end, nested: nestedOf(inner) };
-            }
-            break;
-          }
-          depth--;
-          this.pos++;
-        } else if (c === "\\") this.pos += 2;
-        else if (c === '"') this.parseDouble(inner);
-        else if (c === "$") this.parseDollar(inner, true);
-        else if (c === "`") this.parseBacktick(inner, true);
-        else this.pos++;
-      }
-    } catch (err) {
-      if (!(err instanceof ShellSyntaxError)) throw err;
-    }
-    this.pos = save;
-    return null;
-  }
-
-  private decodeAnsiC(): string {
-    let out = "";
-    for (;;) {
-      const c = this.at();
-      if (c === "") this.fail("unterminated $'…' string");
-      this.pos++;
-      if (c === "'") return out;
-      if (c !== "\\") {
-        out += c;
-        continue;
-      }
-      const e = this.at();
-      this.pos++;
-      const simple: Record<string, string> = { a: "\x07", b: "\b", e: "\x1b", E: "\x1b", f: "\f", n: "\n", r: "\r", t: "\t", v: "\v", "\\": "\\", "'": "'", '"': '"', "?": "?" };
-      if (e in simple) {
-        out += simple[e];
-      } else if (/[0-7]/.test(e)) {
-        let digits = e;
-        while (digits.length < 3 && /[0-7]/.test(this.at())) digits += this.src[this.pos++];
-        out += String.fromCharCode(parseInt(digits, 8) & 0xff);
-      } else if (e === "x" || e === "u" || e === "U") {
-        const max = e === "x" ? 2 : e === "u" ? 4 : 8;
-        let digits = "";
-        while (digits.length < max && /[0-9a-fA-F]/.test(this.at())) digits += this.src[this.pos++];
-        if (!digits) out += `\\${e}`;
-        else out += String.fromCodePoint(Math.min(parseInt(digits, 16), 0x10ffff));
-      } else if (e === "c") {
-        const x = this.at();
-        this.pos++;
-        out += String.fromCharCode(x.toUpperCase().charCodeAt(0) ^ 0x40);
-      } else {
-        out += `\\${e}`;
-      }
-    }
-  }
-}
-
-/** The command lists nested in a sequence of tokens (command and process substitutions, and those inside `${…}` and `$((…))`). */
-export function nestedOf(toks: Tok[]): ListNode[] {
-  const out: ListNode[] = [];
-  for (const t of toks) {
-    if (t.k === "cmd" || t.k === "proc") out.push(t.list);
-    else if (t.k === "param" || t.k === "arith") out.push(...t.nested);
-  }
-  return out;
 }

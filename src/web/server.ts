@@ -18,6 +18,7 @@ import {
   threadEvents,
   threadSteps,
   type ReadOnlyState,
+  type ThreadList,
 } from "./data.js";
 
 export interface ViewerOptions {
@@ -105,10 +106,17 @@ function intParam(raw: string | null, name: string, { min, max, fallback }: { mi
   return n;
 }
 
+/** The page's ES modules, imported by app.js: every `.js` file of app/, served as `/app/<name>.js`. */
+const MODULE_DIR = "app";
+
 function loadAssets(): Map<string, { body: Buffer; type: string }> {
   const dir = fileURLToPath(new URL(".", import.meta.url));
   const out = new Map<string, { body: Buffer; type: string }>();
   for (const [route, a] of Object.entries(ASSETS)) out.set(route, { body: fs.readFileSync(dir + a.file), type: a.type });
+  // Read once at start into a fixed table: a request never names a file on disk.
+  for (const f of fs.readdirSync(dir + MODULE_DIR).filter((n) => n.endsWith(".js")).sort()) {
+    out.set(`/${MODULE_DIR}/${f}`, { body: fs.readFileSync(`${dir}${MODULE_DIR}/${f}`), type: "text/javascript; charset=utf-8" });
+  }
   return out;
 }
 
@@ -145,7 +153,8 @@ export async function startViewer(opts: ViewerOptions): Promise<Viewer> {
     if (parts.length === 1 && parts[0] === "threads") {
       const st = openReadOnly(workspace, dbPath);
       try {
-        return { workspace, threads: st ? listThreads(st) : [] };
+        const list: ThreadList = { workspace, threads: st ? listThreads(st) : [] };
+        return list;
       } finally {
         st?.close();
       }

@@ -184,6 +184,15 @@ describe("bad input gets a one-line error, a non-zero exit, and nothing overwrit
     expect(r.stderr).toMatch(/--max-steps must be a positive integer/);
   });
 
+  it("a --budget under the settings schema's floor (1000) is refused before anything is written", () => {
+    const ws = tempWorkspace();
+    const r = cli(["run", "task", "-w", ws, "--budget", "999", "--model", `scripted:${DEMO_TRAJECTORY}`]);
+    expect(r.code).toBe(2);
+    expect(oneLine(r.stderr)).toBe(true);
+    expect(r.stderr).toMatch(/invalid setting budgetTokens: .*>=1000/);
+    expect(fs.existsSync(path.join(ws, ".ledgerloop"))).toBe(false);
+  });
+
   it("a corrupt state.db is refused and left as it was", () => {
     const ws = tempWorkspace(undefined, { ".ledgerloop/state.db": "this is not sqlite ".repeat(300) });
     const db = path.join(ws, ".ledgerloop/state.db");

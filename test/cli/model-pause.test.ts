@@ -93,6 +93,58 @@ describe("model faults pause a run; resume goes on without re-running a tool", (
     expect(events.filter((e) => e.type === "environment_feedback").map((e) => e.payload.tool)).toEqual(["write_file", "run_command", "finish"]);
   }, 180_000);
 
+  it("--max-cost pauses at the right step; every call records its step, subtask and cost; report and progress lines show them", async () => {
+    // $1,000 per million tokens in and out: every stub answer (11 in + 7 out) costs $0.018.
+    const ws = tempWorkspace(undefined, {
+      "README.md": "# notes\n",
+      "ledgerloop.config.json": JSON.stringify({ prices: { "stub-model": { input: 1000, output: 1000 } } }),
+    });
+    const stub = await stubWith({ failFrom: 99, decide: 0 });
+    stubs.push(stub);
+    // plan $0.018, decide 1 → $0.036, decide 2 → $0.054: the third decide would start past $0.05.
+    const r = await cliAsync(["run", "Write notes.txt", "-w", ws, "--model", "openai:stub-model", "--thread", "C", "--json", "--sandbox", "none", "--max-cost", "0.05"], {
+      env: env(stub.url),
+      timeoutMs: 90_000,
+    });
+    expect(r.code, r.stderr).toBe(3);
+    const out = JSON.parse(r.stdout) as { status: string; steps: number; error: string };
+    expect(out).toMatchObject({ status: "budget_exhausted", steps: 2 });
+    expect(out.error).toMatch(/cost \$0\.0540 of its \$0\.05 limit \(--max-cost\)/);
+    expect(stub.requests.filter((b) => nodeOf(b) === "decide")).toHaveLength(2);
+    // The progress line of each decide says what the call cost and the run so far.
+    expect(r.stderr).toMatch(/\[step {3}1\] decide .*18 tok \$0\.0180 \(run \$0\.0360\)/);
+    expect(r.stderr).toMatch(/\[step {3}2\] decide .*18 tok \$0\.0180 \(run \$0\.0540\)/);
+
+    const calls = jsonLines<{ type: string; payload: { node: string; step?: number; subtask?: string; costUsd?: number } }>(
+      cli(["ledger", "C", "-w", ws, "--json", "--type", "model_call"]).stdout,
+    ).filter((e) => e.type === "model_call");
+    expect(calls.map((c) => [c.payload.node, c.payload.step, c.payload.subtask ?? null])).toEqual([
+      ["plan", 0, null],
+      ["decide", 1, "notes"],
+      ["decide", 2, "notes"],
+    ]);
+    for (const c of calls) expect(c.payload.costUsd).toBeCloseTo(0.018, 10);
+
+    const report = JSON.parse(cli(["report", "C", "-w", ws, "--json"]).stdout) as {
+      model_usage: { costUsd: number; bySubtask: Array<{ subtask: string | null; calls: number; costUsd: number }>; byStep: Array<{ step: number; calls: number }> };
+    };
+    expect(report.model_usage.costUsd).toBeCloseTo(0.054, 10);
+    expect(report.model_usage.bySubtask.map((s) => [s.subtask, s.calls])).toEqual([
+      [null, 1],
+      ["notes", 2],
+    ]);
+    expect(report.model_usage.byStep.map((s) => [s.step, s.calls])).toEqual([
+      [0, 1],
+      [1, 1],
+      [2, 1],
+    ]);
+    expect(cli(["report", "C", "-w", ws]).stdout).toMatch(/\| notes \| 2 \| 22 \| 0 \| 14 \| 0\.0360 \|/);
+
+    const resumed = await cliAsync(["resume", "C", "-w", ws, "--json", "-q", "--max-cost", "1"], { env: env(stub.url), timeoutMs: 90_000 });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ status: "finished", steps: 3 });
+  }, 180_000);
+
   it("429 until the retries run out stops as rate_limited (exit 4)", async () => {
     const ws = tempWorkspace(undefined, { "README.md": "# notes\n" });
     const stub = await stubWith({ fail: { status: 429, headers: { "retry-after": "0" } }, failFrom: 0, decide: 0 });

@@ -24,6 +24,9 @@ describe("the packed package", () => {
       expect(files).toContain("dist/src/index.js");
       expect(files).toContain("dist/src/index.d.ts");
       expect(files).toContain("dist/src/web/page.html");
+      // The viewer's page script and the ES modules it imports, as written (not compiled).
+      expect(files).toContain("dist/src/web/app.js");
+      expect(files).toContain("dist/src/web/app/dom.js");
       expect(files).toContain("examples/demo/trajectory.json");
       expect(files).toContain("langgraph.json");
       expect(files.some((f) => f.startsWith("test/"))).toBe(false);

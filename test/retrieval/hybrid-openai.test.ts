@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChromaServer } from "../../src/retrieval/chroma-server.js";
 import { createRetriever, type CodeHit, type Retriever } from "../../src/retrieval/hybrid.js";
 import { startOpenAIStub, type OpenAIStub, type StubEmbeddingsOptions } from "../helpers/openai-stub.js";
+import { createRedactor } from "../../src/secrets.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 import { startTestChroma } from "./helpers/chroma.js";
 
@@ -70,6 +71,36 @@ describe("hybrid retriever with an OpenAI-compatible embeddings endpoint", () =>
       await other.release();
     }
     expect(warnings).toEqual([]);
+  }, 120_000);
+
+  it("never sends a secret in a workspace file or a query to the endpoint", async () => {
+    const key = "sk-proj-EmbedLeak5Qw8Rt2Yu6Io3Pa9Sd";
+    const ws = tempWorkspace(undefined, {
+      "src/client.ts": `// talks to the billing API\nexport const apiKey = "${key}";\nexport function charge(amount: number) {\n  return fetch("/charge", { headers: { authorization: apiKey } });\n}\n`,
+      "src/util.ts": "export function add(a: number, b: number) {\n  return a + b;\n}\n",
+    });
+    const log: NonNullable<StubEmbeddingsOptions["log"]> = [];
+    const stub = await startOpenAIStub({ embeddings: { log, dimensions: 32 } });
+    stubs.push(stub);
+    process.env.LEDGERLOOP_EMBEDDINGS_BASE_URL = stub.url;
+    const redactor = createRedactor([]);
+    const r = await createRetriever({
+      workspace: ws,
+      stateDir: path.join(ws, ".ledgerloop"),
+      chromaUrl: chroma.url,
+      embedder: "openai:stub-embed",
+      redact: (t) => redactor.redact(t),
+      history: false,
+    });
+    open.push(r);
+    const rep = await r.index();
+    expect(rep.vectorsMissing).toBe(0);
+    await r.search(`where is ${key} used to charge`, 5);
+    const sent = inputs(log);
+    expect(sent.some((t) => t.includes("charge"))).toBe(true);
+    expect(sent.filter((t) => t.includes(key))).toEqual([]);
+    // The code itself still ranks: the redaction keeps the rest of the chunk.
+    expect(((await r.search("billing charge apiKey", 3)) as CodeHit[])[0]?.path).toBe("src/client.ts");
   }, 120_000);
 
   it("finishes the index on the n-gram side when the endpoint dies mid-index, and says what lacks vectors", async () => {

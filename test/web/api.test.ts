@@ -2,12 +2,13 @@ import { createHash } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { handleWeb } from "../../src/cli/web.js";
 import { startViewer, type Viewer } from "../../src/web/server.js";
 import { cleanupTemp } from "../helpers/workspace.js";
-import { demoRun, HOSTILE_DECISION, HOSTILE_ECHO, hostileRun, pausedRun, smallWorkspace } from "./fixtures.js";
+import { demoRun, HOSTILE_DECISION, HOSTILE_ECHO, hostileRun, pausedRun, pricedRun, smallWorkspace } from "./fixtures.js";
 
 let demo: { workspace: string; thread: string };
 let viewer: Viewer;
@@ -57,6 +58,9 @@ function raw(v: Viewer, p: string, opts: { method?: string; host?: string } = {}
     req.end();
   });
 }
+
+/** The page's ES modules (app.js imports them). */
+const WEB_APP_DIR = fileURLToPath(new URL("../../src/web/app", import.meta.url));
 
 const tp = (thread: string) => `/api/threads/${encodeURIComponent(thread)}`;
 
@@ -281,8 +285,29 @@ describe("run viewer API on the demo run", () => {
     }
     const apiRes = await get(viewer, "/api/threads");
     expect(apiRes.headers.get("content-security-policy")).toBe(csp);
-    // The page builds text nodes only: no HTML sinks in its script.
-    expect(fs.readFileSync(new URL("../../src/web/app.js", import.meta.url), "utf8")).not.toMatch(/\.(inner|outer)HTML\s*=|insertAdjacentHTML|document\.write|\beval\(|new Function/);
+    // The page's ES modules: each served as JavaScript under the same policy, and everything they
+    // import is served (a module the server does not know would leave the page blank).
+    const modules = fs.readdirSync(WEB_APP_DIR).filter((f) => f.endsWith(".js"));
+    expect(modules).toContain("dom.js");
+    const scripts = [path.join(WEB_APP_DIR, "../app.js"), ...modules.map((f) => path.join(WEB_APP_DIR, f))];
+    for (const file of scripts) {
+      const route = file.endsWith("/web/app.js") ? "/app.js" : `/app/${path.basename(file)}`;
+      const a = await get(viewer, route);
+      expect(a.status, route).toBe(200);
+      expect(a.headers.get("content-type"), route).toMatch(/javascript/);
+      expect(a.headers.get("content-security-policy")).toBe(csp);
+      const text = fs.readFileSync(file, "utf8");
+      expect(a.body).toBe(text);
+      for (const [, spec] of text.matchAll(/^import .* from "(\.[^"]+)";$/gm)) {
+        const target = new URL(spec!, `http://x${route}`).pathname;
+        expect((await get(viewer, target)).status, `${route} imports ${target}`).toBe(200);
+      }
+      // Type-checked by the project's tsc.
+      expect(text.startsWith("// @ts-check\n"), `${route} starts with // @ts-check`).toBe(true);
+      // The page builds text nodes only: no HTML sinks in its script.
+      expect(text, route).not.toMatch(/\.(inner|outer)HTML\s*=|insertAdjacentHTML|document\.write|\beval\(|new Function/);
+    }
+    expect((await get(viewer, "/app/nope.js")).status).toBe(404);
   });
 
   it("never writes to the state database", async () => {
@@ -319,6 +344,32 @@ describe("run viewer API on the demo run", () => {
       expect((await get(v, "/api/threads")).body).toEqual({ workspace: fs.realpathSync(workspace), threads: [] });
       expect((await get(v, "/api/threads/anything")).status).toBe(404);
       expect(fs.existsSync(path.join(workspace, ".ledgerloop"))).toBe(false);
+    } finally {
+      await v.close();
+    }
+  });
+});
+
+describe("run viewer API on a run whose model reports usage", () => {
+  it("gives the run's spend, its spend per subtask, and each step's", async () => {
+    const { workspace, scripts } = smallWorkspace();
+    const thread = await pricedRun(workspace, scripts);
+    const v = await startViewer({ workspace });
+    try {
+      // Each call: 200 fresh input at $1, 800 cached at $0.5, 200 output at $2 per million = $0.001.
+      const d = (await get(v, tp(thread))).body;
+      expect(d.usage).toMatchObject({ modelCalls: 3, inputTokens: 3000, cachedInputTokens: 2400, outputTokens: 600 });
+      expect(d.usage.costUsd).toBeCloseTo(0.003, 10);
+      expect(d.usage.bySubtask.map((s: { subtask: string | null; calls: number; tokens: number }) => [s.subtask, s.calls, s.tokens])).toEqual([
+        [null, 1, 1200],
+        ["greet", 2, 2400],
+      ]);
+      const steps = (await get(v, `${tp(thread)}/steps`)).body.steps as Array<{ step: number; spend: { tokens: number; costUsd: number } | null }>;
+      expect(steps.map((s) => s.step)).toEqual([1, 2]);
+      for (const s of steps) {
+        expect(s.spend?.tokens).toBe(1200);
+        expect(s.spend?.costUsd).toBeCloseTo(0.001, 10);
+      }
     } finally {
       await v.close();
     }

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
 import { startViewer, type Viewer } from "../../src/web/server.js";
 import { cleanupTemp } from "../helpers/workspace.js";
-import { demoRun, HOSTILE_DECISION, HOSTILE_ECHO, HOSTILE_GOAL, hostileRun, longRun, pausedRun, slowRun, smallWorkspace } from "./fixtures.js";
+import { demoRun, HOSTILE_DECISION, HOSTILE_ECHO, HOSTILE_GOAL, hostileRun, longRun, pausedRun, pricedRun, slowRun, smallWorkspace } from "./fixtures.js";
 
 const CHROMIUM = process.env.LEDGERLOOP_CHROMIUM ?? "/usr/bin/chromium";
 const hasChromium = fs.existsSync(CHROMIUM);
@@ -114,6 +114,9 @@ describe.skipIf(!hasChromium)(`run viewer in Chromium (${CHROMIUM})`, () => {
       await page.locator(".tab", { hasText: "Ledger" }).click();
       await page.locator("table.ledger tbody tr.ledger-row").first().waitFor();
       expect(await page.locator("table.ledger tbody tr.ledger-row").count()).toBeGreaterThan(50);
+      // All events fit one page: no "load more", and no stray text where it would be (Element.append
+      // writes a left-out null as "null"; the type check of app/*.js found that).
+      expect(await page.locator("#tab-body").evaluate((el) => [...el.childNodes].filter((n) => n.nodeType === 3).map((n) => n.textContent))).toEqual([]);
       await page.locator(".tab", { hasText: "Checkpoints" }).click();
       await page.locator("table.checkpoints tbody tr").first().waitFor();
       expect(await page.locator("table.checkpoints tbody tr").count()).toBeGreaterThan(10);
@@ -249,6 +252,25 @@ describe.skipIf(!hasChromium)(`run viewer in Chromium (${CHROMIUM})`, () => {
       expect(await page.locator("#thread-header .pill").first().textContent()).toBe("awaiting approval");
       expect(await page.locator("#step-1 .action").getAttribute("data-status")).toBe("waiting");
       expect(await page.locator("#step-1 .action .status").textContent()).toBe("awaiting approval");
+      expect(problems).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it("shows what the model calls cost: the run, each subtask and each step", async () => {
+    const { workspace, scripts } = smallWorkspace();
+    const thread = await pricedRun(workspace, scripts);
+    const v = await startViewer({ workspace });
+    viewers.push(v);
+    const { page, problems } = await open(`${v.url}#/t/${encodeURIComponent(thread)}`);
+    try {
+      await page.locator("#step-2").waitFor();
+      const facts = await page.locator("#thread-header .facts").innerText();
+      expect(facts).toMatch(/model spend\s+3.60k tok · \$0\.0030 in 3 calls/i);
+      expect(await page.locator("#plan .sub-cost").innerText()).toBe("2.40k tok · $0.0020");
+      expect(await page.locator("#step-1 .step-cost").innerText()).toBe("1.20k tok · $0.0010");
+      expect(await page.locator("#step-2 .step-cost").innerText()).toBe("1.20k tok · $0.0010");
       expect(problems).toEqual([]);
     } finally {
       await page.close();

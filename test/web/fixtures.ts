@@ -41,6 +41,25 @@ export async function hostileRun(workspace: string, scripts: string): Promise<st
   return result.thread;
 }
 
+/**
+ * A run whose scripted model reports usage (as a provider would) under a price from the workspace's
+ * config file: 1,000 in + 200 out per decide at $1 / $1 / $2 per million tokens.
+ */
+export async function pricedRun(workspace: string, scripts: string): Promise<string> {
+  const usage = { inputTokens: 1000, outputTokens: 200, cachedInputTokens: 800 };
+  const file = writeScript(scripts, "priced.json", {
+    plan: [{ tool_calls: [{ name: "update_plan", args: { subtasks: [{ id: "greet", description: "print a greeting", status: "in_progress" }] } }], usage }],
+    decide: [
+      { ...call("run_command", { command: "echo hello" }), usage },
+      { ...call("finish", { summary: "greeted" }), usage },
+    ],
+  });
+  fs.writeFileSync(path.join(workspace, "ledgerloop.config.json"), JSON.stringify({ prices: { [`scripted:${file}`]: { input: 1, cachedInput: 0.5, output: 2 } } }));
+  const { result } = await handleRun("Print a greeting", { workspace, model: `scripted:${file}`, json: true, quiet: true, sandbox: "none" });
+  if (result.status !== "finished") throw new Error(`the priced run did not finish: ${JSON.stringify(result)}`);
+  return result.thread;
+}
+
 /** A run paused on a command the policy wants approved (nobody answers: no terminal). */
 export async function pausedRun(workspace: string, scripts: string): Promise<string> {
   const file = writeScript(scripts, "paused.json", {

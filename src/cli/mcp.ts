@@ -1,0 +1,32 @@
+import fs from "node:fs";
+import type { Command } from "commander";
+import { CliError } from "../errors.js";
+import { resolveWorkspace, stateLocation } from "../workspace/location.js";
+import { log, workspaceOptions, type WorkspaceArgs } from "./common.js";
+
+export interface McpArgs extends WorkspaceArgs {
+  allowWrites?: boolean;
+}
+
+/** Serves a workspace's memory over MCP (stdio) until the client hangs up. */
+export async function handleMcp(args: McpArgs): Promise<void> {
+  const workspace = resolveWorkspace(args.workspace ?? process.cwd());
+  const { dbPath } = stateLocation(workspace, args.stateDir);
+  // Fail before the handshake: a client shows a server that exits at once with its stderr.
+  if (!fs.existsSync(dbPath)) throw new CliError(`no ledgerloop state in ${workspace} (${dbPath} does not exist); start a run with \`ledgerloop run\``, 1, "NO_STATE");
+  // The SDK loads on use only: `--help` and the other commands never pay for it.
+  const { serveStdio } = await import("../mcp/server.js");
+  log(`ledgerloop mcp: serving ${workspace} on stdio (${args.allowWrites ? "record_decision allowed" : "read-only"})`);
+  await serveStdio({ workspace, ...(args.stateDir ? { stateDir: args.stateDir } : {}), allowWrites: !!args.allowWrites });
+}
+
+export function registerMcp(program: Command): void {
+  workspaceOptions(
+    program
+      .command("mcp")
+      .description("serve the workspace's memory to other agents over MCP (stdio): search, ledger_query, context_of_step, decisions, lessons, report")
+      .option("--allow-writes", "also offer record_decision (writes a decision event to a run's ledger)"),
+  ).action(async (opts: McpArgs) => {
+    await handleMcp(opts);
+  });
+}

@@ -1,0 +1,71 @@
+import type { Command } from "commander";
+import { resolveWorkspace } from "../workspace/location.js";
+import { printJson, type WorkspaceArgs } from "./common.js";
+
+export interface ToolsArgs extends WorkspaceArgs {
+  allowNetwork?: boolean;
+}
+
+/** One tool as `ledgerloop tools` lists it: what the model sees (name, description, JSON schema), its source and risk. */
+export interface ToolRow {
+  name: string;
+  source: "built-in" | "project";
+  risk: string;
+  approve: string;
+  /** False for a configured tool a run would not offer (`why` says why). */
+  offered: boolean;
+  why?: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+/** Every tool a run in the workspace would give the model, as the model sees it, plus configured tools it would not. */
+export async function handleTools(args: ToolsArgs): Promise<ToolRow[]> {
+  const [{ TOOLS, toolSpecs }, { originOf, projectTools, projectTool }, { readConfig }] = await Promise.all([
+    import("../../tools/index.js"),
+    import("../../tools/project.js"),
+    import("../config.js"),
+  ]);
+  const workspace = resolveWorkspace(args.workspace ?? process.cwd());
+  // The same validation as a run: a bad entry is refused with the path of its field.
+  const { config } = readConfig(workspace);
+  const { offered, withheld } = projectTools(config.tools ?? [], { allowNetwork: args.allowNetwork ?? config.sandbox?.network ?? false });
+  const rows: ToolRow[] = [...TOOLS, ...offered].map((t) => {
+    const spec = toolSpecs([t])[0]!;
+    const o = originOf(t);
+    return { name: t.name, source: o.source, risk: o.risk, approve: o.approve, offered: true, description: spec.description, parameters: spec.parameters };
+  });
+  for (const w of withheld) {
+    const t = projectTool(w.config);
+    const spec = toolSpecs([t])[0]!;
+    rows.push({ name: t.name, source: "project", risk: w.config.risk, approve: w.config.approve ?? "policy", offered: false, why: w.why, description: spec.description, parameters: spec.parameters });
+  }
+  return rows;
+}
+
+function argsLine(parameters: Record<string, unknown>): string {
+  const props = (parameters.properties ?? {}) as Record<string, { type?: unknown }>;
+  const required = new Set((parameters.required as string[] | undefined) ?? []);
+  return Object.entries(props)
+    .map(([k, v]) => `${k}${required.has(k) ? "" : "?"}: ${Array.isArray(v.type) ? v.type.join("|") : String(v.type ?? "any")}`)
+    .join(", ");
+}
+
+export function registerTools(program: Command): void {
+  program
+    .command("tools")
+    .description("list every tool the model would get in this workspace (built-in and project tools), with its source, risk and arguments")
+    .option("-w, --workspace <dir>", "the workspace directory (default: current directory)")
+    .option("--allow-network", "as a run with --allow-network would get them")
+    .option("--json", "one JSON object per tool: name, source, risk, approve, description, parameters (JSON schema)")
+    .action(async (opts: ToolsArgs) => {
+      const rows = await handleTools(opts);
+      for (const r of rows) {
+        if (opts.json) printJson(r);
+        else {
+          const first = r.description.split(/(?<=\.)\s/)[0]!;
+          process.stdout.write(`${r.name.padEnd(16)} ${r.source.padEnd(8)} ${r.risk.padEnd(7)} {${argsLine(r.parameters)}}${r.offered ? "" : `  [not offered: ${r.why}]`}\n    ${first}\n`);
+        }
+      }
+    });
+}

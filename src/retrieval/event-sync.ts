@@ -1,0 +1,108 @@
+// Ledger events into the index: new events are searchable by n-grams at once; their vectors follow
+// in the background, one batch per turn of the retriever's lock.
+import type { Ledger } from "../ledger/port.js";
+import type { LedgerEvent } from "../state.js";
+import type { Embedder } from "./embedders/port.js";
+import { eventDoc } from "./event-docs.js";
+import type { NgramIndex } from "./ngram-index.js";
+import type { VectorConnection } from "./vector-connection.js";
+
+const EVENT_BATCH = 256;
+
+export interface EventSyncOptions {
+  index: () => NgramIndex;
+  vectors: VectorConnection;
+  embedder: Embedder;
+  ledger?: Ledger;
+  /** Sync only this thread's events (default: every thread of the ledger). */
+  threadId?: string;
+  /** Runs fn under the retriever's lock, rebuilding a corrupt index once. */
+  guarded: <T>(fn: () => Promise<T>) => Promise<T>;
+  /** True once the retriever is closing: background work stops. */
+  isClosed: () => boolean;
+}
+
+/** Keeps the index's copy of the ledger's events (and their vectors) up to date. */
+export class EventSync {
+  private vectorsRun: Promise<void> | null = null;
+  private vectorsAgain = false;
+
+  constructor(private readonly o: EventSyncOptions) {}
+
+  /** Indexes events (other types are ignored); returns how many were new. Caller holds the lock. */
+  async indexEvents(events: LedgerEvent[]): Promise<number> {
+    const docs = events.map(eventDoc).filter((d): d is NonNullable<typeof d> => d !== null);
+    const added = this.o.index().putEvents(docs);
+    // Events are searchable in the n-gram index at once; their vectors follow in the background, so a
+    // step's context does not wait for an embedding round trip to Chroma (they lag by about a step).
+    if (added > 0) this.scheduleVectors();
+    return added;
+  }
+
+  /** Pulls events appended to the ledger since the last sync: of `threadId` when given, else of every thread. Caller holds the lock. */
+  async syncLedger(threadId?: string): Promise<void> {
+    const ledger = this.o.ledger;
+    if (!ledger) return;
+    const only = threadId ?? this.o.threadId;
+    const threads = only ? [only] : (await ledger.threads()).map((t) => t.threadId);
+    for (const thread of threads) {
+      const events = await ledger.list(thread, { afterSeq: this.o.index().eventCursor(thread) });
+      if (events.length) await this.indexEvents(events);
+    }
+  }
+
+  /** Resolves when no event vectors are being made. */
+  async whenIdle(): Promise<void> {
+    while (this.vectorsRun) await this.vectorsRun.catch(() => {});
+  }
+
+  private scheduleVectors(): void {
+    if (this.vectorsRun) {
+      this.vectorsAgain = true;
+      return;
+    }
+    this.vectorsRun = (async () => {
+      // One batch per turn of the lock, so a search never waits behind a long backlog.
+      let done = false;
+      do {
+        this.vectorsAgain = false;
+        if (this.o.isClosed()) return;
+        done = await this.o.guarded(() => this.syncVectors(1)).catch(() => true);
+      } while (!done || this.vectorsAgain);
+    })().finally(() => {
+      this.vectorsRun = null;
+    });
+  }
+
+  /** Embeds and stores the vectors of up to `batches` × 256 events; true when none are left. */
+  private async syncVectors(batches = Infinity): Promise<boolean> {
+    const vectors = this.o.vectors;
+    for (let b = 0; b < batches; b++) {
+      if (!vectors.ok) return true;
+      const ngram = this.o.index();
+      const todo = ngram.eventsNeedingVectors(EVENT_BATCH);
+      if (todo.length === 0) return true;
+      const meta = new Map(ngram.eventsByIds(todo.map((t) => t.eventId)).map((e) => [e.eventId, e]));
+      let embedded: number[][];
+      try {
+        embedded = await this.o.embedder.embedDocuments(todo.map((t) => t.preview));
+      } catch (err) {
+        vectors.degrade(err);
+        return true;
+      }
+      const ok = await vectors.use(async (v) => {
+        await v.upsert(
+          "events",
+          todo.map((t, i) => {
+            const m = meta.get(t.eventId);
+            return { id: t.eventId, vector: embedded[i]!, metadata: { threadId: m?.threadId ?? "", seq: m?.seq ?? 0, type: m?.type ?? "" } };
+          }),
+        );
+        return true;
+      });
+      if (!ok) return true;
+      this.o.index().markEventsVectorized(todo.map((t) => t.eventId));
+    }
+    return false;
+  }
+}

@@ -1,0 +1,291 @@
+// The indexer: brings index.db (and the chunk vectors) up to date with the workspace, wholly (a walk)
+// or for the paths a step changed (a refresh, whose cost follows what changed, not the workspace).
+import fs from "node:fs";
+import path from "node:path";
+import { walkFiles } from "../workspace/files.js";
+import type { Embedder } from "./embedders/port.js";
+import { prepareFile, readLinesIfHash, type PrepareContext, type PreparedFile } from "./file-prep.js";
+import type { HistorySource } from "./history.js";
+import type { IgnoreChecker } from "./ignore-check.js";
+import type { NgramIndex } from "./ngram-index.js";
+import { chunkKey } from "./ranking.js";
+import type { IndexProgress, IndexReport } from "./retriever-types.js";
+import type { VectorConnection } from "./vector-connection.js";
+import type { VectorItem } from "./vector-index.js";
+
+const FILE_BATCH = 64;
+
+export interface IndexerOptions {
+  workspace: string;
+  index: () => NgramIndex;
+  vectors: VectorConnection;
+  embedder: Embedder;
+  ignore: IgnoreChecker;
+  history: HistorySource | null;
+  redact?: (text: string) => string;
+  warnOnce: (key: string, message: string) => void;
+  /** Pulls new ledger events; a full index ends with it (its time counts as vector time, as before). */
+  syncLedger: () => Promise<void>;
+}
+
+/** Indexes files: a full walk ({@link Indexer.index}) or the changed paths ({@link Indexer.refresh}). Callers hold the retriever's lock. */
+export class Indexer {
+  /** True once a full index has run in this process. */
+  indexedOnce = false;
+  lastReport: IndexReport | null = null;
+  private readonly prep: PrepareContext;
+
+  constructor(private readonly o: IndexerOptions) {
+    this.prep = { workspace: o.workspace, redact: o.redact, warnOnce: o.warnOnce, touch: (rel, size, mtimeMs) => o.index().touch(rel, size, mtimeMs) };
+  }
+
+  private get ngram(): NgramIndex {
+    return this.o.index();
+  }
+
+  async index(opts: { onProgress?: (p: IndexProgress) => void } = {}): Promise<IndexReport> {
+    const t0 = performance.now();
+    // History is read in the background, alongside the files (git log works in its own process): a
+    // search never waits for a long history.
+    void this.o.history?.sync();
+    await this.o.vectors.maybeRecover();
+    opts.onProgress?.({ phase: "scan", done: 0, total: 0 });
+    this.o.ignore.reset();
+    const walk = await walkFiles(this.o.workspace);
+    const stored = this.ngram.files();
+    const report = emptyReport();
+    report.skipped.ignored = walk.skippedIgnored;
+    report.files = walk.files.length;
+    const listed = new Set(walk.files);
+    const toRemove = [...stored.keys()].filter((p) => !listed.has(p));
+
+    let done = 0;
+    for (let i = 0; i < walk.files.length; i += FILE_BATCH) {
+      const batch = walk.files.slice(i, i + FILE_BATCH);
+      const prepared: PreparedFile[] = [];
+      for (const rel of batch) {
+        const outcome = await prepareFile(this.prep, rel, stored.get(rel), report);
+        if (outcome === "remove") toRemove.push(rel);
+        else if (outcome) prepared.push(outcome);
+        opts.onProgress?.({ phase: "index", done: ++done, total: walk.files.length, path: rel });
+      }
+      this.store(prepared);
+      report.indexed += prepared.length;
+      await new Promise<void>((r) => setImmediate(r));
+    }
+    report.removed = await this.removeFiles(toRemove);
+    if (report.indexed > 200) this.ngram.optimize();
+    if (report.indexed + report.removed > 0) this.ngram.checkpoint();
+    const tv = performance.now();
+    const vectorsWereOk = this.o.vectors.ok;
+    report.vectorized = await this.syncVectors(null, opts.onProgress);
+    this.noteMissingVectors(report, vectorsWereOk);
+    await this.o.syncLedger();
+    report.vectorMs = performance.now() - tv;
+    report.durationMs = performance.now() - t0;
+    this.indexedOnce = true;
+    this.lastReport = report;
+    return report;
+  }
+
+  /**
+   * Re-indexes these paths: each is looked up on its own in index.db (a deleted directory by a range
+   * of the path index), so a refresh never loads the whole files table.
+   */
+  async refresh(changedPaths: string[]): Promise<IndexReport> {
+    if (!this.indexedOnce && !this.ngram.hasFiles()) return this.index({});
+    const t0 = performance.now();
+    await this.o.vectors.maybeRecover();
+    const report = emptyReport();
+    const rels = [...new Set(changedPaths.map((p) => this.toRel(p)).filter((p): p is string => p !== null))];
+    if (rels.some((r) => r === ".gitignore" || r.endsWith("/.gitignore"))) this.o.ignore.reset();
+    const toRemove: string[] = [];
+    const prepared: PreparedFile[] = [];
+    for (const rel of rels) {
+      report.files++;
+      const st = statOrNull(path.join(this.o.workspace, rel));
+      if (!st?.isFile() || this.o.ignore.isIgnored(rel) || !this.isInside(rel)) {
+        if (st?.isDirectory()) {
+          // A directory (created, moved or deleted wholesale): refresh what is under it.
+          const sub = await this.refreshDirectory(rel, report);
+          prepared.push(...sub.prepared);
+          toRemove.push(...sub.remove);
+        } else {
+          if (this.o.ignore.isIgnored(rel) && st?.isFile()) report.skipped.ignored++;
+          toRemove.push(rel, ...this.ngram.pathsUnder(rel));
+        }
+        continue;
+      }
+      const outcome = await prepareFile(this.prep, rel, this.ngram.fileRecord(rel), report);
+      if (outcome === "remove") toRemove.push(rel);
+      else if (outcome) prepared.push(outcome);
+    }
+    this.store(prepared);
+    report.indexed = prepared.length;
+    report.removed = await this.removeFiles(toRemove);
+    const tv = performance.now();
+    const vectorsWereOk = this.o.vectors.ok;
+    report.vectorized = await this.syncVectors(prepared.map((p) => p.rel));
+    this.noteMissingVectors(report, vectorsWereOk);
+    report.vectorMs = performance.now() - tv;
+    report.durationMs = performance.now() - t0;
+    // HEAD may have moved (a commit, a checkout): new commits are read in the background.
+    void this.o.history?.sync();
+    return report;
+  }
+
+  private async refreshDirectory(rel: string, report: IndexReport): Promise<{ prepared: PreparedFile[]; remove: string[] }> {
+    const walk = await walkFiles(this.o.workspace, { under: rel });
+    const listed = new Set(walk.files);
+    const prepared: PreparedFile[] = [];
+    const remove = this.ngram.pathsUnder(rel).filter((p) => !listed.has(p));
+    for (const f of walk.files) {
+      const outcome = await prepareFile(this.prep, f, this.ngram.fileRecord(f), report);
+      if (outcome === "remove") remove.push(f);
+      else if (outcome) prepared.push(outcome);
+    }
+    return { prepared, remove };
+  }
+
+  private toRel(p: string): string | null {
+    const abs = path.resolve(this.o.workspace, p);
+    const rel = path.relative(this.o.workspace, abs);
+    if (!rel || rel.startsWith("..") || path.isAbsolute(rel)) return null;
+    return rel.split(path.sep).join("/");
+  }
+
+  private isInside(rel: string): boolean {
+    try {
+      const real = fs.realpathSync(path.join(this.o.workspace, rel));
+      return real === this.o.workspace || real.startsWith(this.o.workspace + path.sep);
+    } catch {
+      return false;
+    }
+  }
+
+  private store(prepared: PreparedFile[]): void {
+    if (prepared.length === 0) return;
+    const ngram = this.ngram;
+    ngram.transaction(() => {
+      for (const p of prepared) {
+        ngram.putFile({ path: p.rel, hash: p.hash, size: p.size, mtimeMs: p.mtimeMs, lang: p.lang, lines: p.lines.length }, p.chunks, p.symbols);
+      }
+    });
+  }
+
+  private async removeFiles(rels: string[]): Promise<number> {
+    const unique = [...new Set(rels)];
+    const ngram = this.ngram;
+    const removed = ngram.transaction(() => unique.filter((r) => ngram.removeFile(r)));
+    if (removed.length) await this.o.vectors.use((v) => v.deleteWhere("code", "path", removed));
+    return removed.length;
+  }
+
+  /**
+   * Embeds and stores the chunks of files whose vectors are missing or stale (all such files, or only
+   * `only`). Files are re-read and checked against their indexed hash, so a file that changed since
+   * is left for the next refresh rather than embedded with the wrong line ranges.
+   */
+  private async syncVectors(only: string[] | null, onProgress?: (p: IndexProgress) => void): Promise<number> {
+    const vectors = this.o.vectors;
+    if (!vectors.ok) return 0;
+    if (only && only.length === 0) return 0;
+    const todo = this.ngram.filesNeedingVectors(only ?? undefined);
+    let stored = 0;
+    let pending: Promise<unknown> = Promise.resolve();
+    let failed = false;
+    for (let i = 0; i < todo.length && !failed; i += FILE_BATCH) {
+      const batch = todo.slice(i, i + FILE_BATCH);
+      const items: VectorItem[] = [];
+      const texts: string[] = [];
+      const done: Array<{ path: string; hash: string }> = [];
+      const stale: string[] = [];
+      for (const f of batch) {
+        // Redacted: a secret in a workspace file must not travel to an embeddings endpoint.
+        const lines = readLinesIfHash(this.o.workspace, f.path, f.hash, this.o.redact);
+        if (!lines) continue;
+        if (f.vecHash !== null) stale.push(f.path);
+        for (const c of this.ngram.chunksOf(f.path)) {
+          items.push({ id: chunkKey(f.path, c.startLine, c.endLine), vector: [], metadata: { path: f.path, start: c.startLine, end: c.endLine } });
+          texts.push(docText(f.path, c.symbols, lines.slice(c.startLine - 1, c.endLine).join("\n")));
+        }
+        done.push({ path: f.path, hash: f.hash });
+      }
+      let embedded: number[][];
+      try {
+        embedded = await this.o.embedder.embedDocuments(texts);
+      } catch (err) {
+        // The endpoint died or answered garbage: the batch in flight is still stored, the rest waits
+        // for a later index.
+        await pending;
+        vectors.degrade(err);
+        break;
+      }
+      embedded.forEach((v, j) => (items[j]!.vector = v));
+      // One batch in flight while the next is embedded: Chroma works while we compute.
+      await pending;
+      if (failed || !vectors.ok) break;
+      pending = (async () => {
+        const ok = await vectors.use(async (v) => {
+          if (stale.length) await v.deleteWhere("code", "path", stale);
+          await v.upsert("code", items);
+          return true;
+        });
+        if (!ok) {
+          failed = true;
+          return;
+        }
+        const ngram = this.ngram;
+        ngram.transaction(() => done.forEach((d) => ngram.setVectorHash(d.path, d.hash)));
+        stored += items.length;
+        onProgress?.({ phase: "vectors", done: Math.min(i + batch.length, todo.length), total: todo.length });
+      })();
+    }
+    await pending;
+    return stored;
+  }
+
+  /**
+   * When vectors were wanted but the vector side failed, counts the files that still lack them, and
+   * says so when it failed during this run (a side already down was announced when it went down).
+   */
+  private noteMissingVectors(report: IndexReport, wasOk: boolean): void {
+    const vectors = this.o.vectors;
+    if (vectors.disabled || vectors.ok) return;
+    report.vectorsMissing = this.ngram.countFilesNeedingVectors();
+    if (report.vectorsMissing > 0 && wasOk) {
+      this.o.warnOnce(
+        `missing:${vectors.error}`,
+        `the n-gram index is complete; ${report.vectorsMissing} file(s) have no vectors yet (${vectors.error ?? "vector side unavailable"}); they are embedded on a later index once it works`,
+      );
+    }
+  }
+}
+
+/** The text embedded for a chunk: where it is and what it declares, then the code. */
+function docText(rel: string, symbols: string[], body: string): string {
+  return `${rel}\n${symbols.join(" ")}\n${body}`;
+}
+
+export function emptyReport(): IndexReport {
+  return {
+    files: 0,
+    indexed: 0,
+    unchanged: 0,
+    removed: 0,
+    skipped: { ignored: 0, binary: 0, huge: 0, unreadable: 0, vanished: 0 },
+    invalidUtf8: { count: 0, paths: [] },
+    vectorized: 0,
+    durationMs: 0,
+    vectorMs: 0,
+    vectorsMissing: 0,
+  };
+}
+
+function statOrNull(abs: string): fs.Stats | null {
+  try {
+    return fs.statSync(abs);
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,165 @@
+// One search: embeds the query (once, remembered for the next searches of the same text), asks each
+// source for candidates, lets the pure ranking fuse them, and adds previews (each file read once).
+import fs from "node:fs";
+import path from "node:path";
+import { errorMessage } from "../errors.js";
+import type { Ledger } from "../ledger/port.js";
+import type { Embedder } from "./embedders/port.js";
+import { redactKeepingLines } from "./file-prep.js";
+import { HISTORY_TUNING, type HistorySource } from "./history.js";
+import type { NgramIndex } from "./ngram-index.js";
+import { rankCode, rankEvents } from "./ranking.js";
+import type { CodeHit, EventHit, RetrievalHit, SearchOptions, SearchTimings } from "./retriever-types.js";
+import type { SourceName } from "./fusion.js";
+import { queryTerms } from "./tokens.js";
+import type { VectorConnection } from "./vector-connection.js";
+
+/** Candidates asked of each source before fusion. */
+const CANDIDATES = 150;
+/** Query vectors remembered: a context build searches code and events with the same query. */
+const QUERY_VECTORS = 16;
+const ALL_SOURCES: SourceName[] = ["bm25", "path", "symbol", "vector", "history"];
+
+export interface SearchEngineOptions {
+  workspace: string;
+  index: () => NgramIndex;
+  vectors: VectorConnection;
+  embedder: Embedder;
+  history: HistorySource | null;
+  ledger?: Ledger;
+  /** Default thread of event searches. */
+  threadId?: string;
+  redact?: (text: string) => string;
+  warnOnce: (key: string, message: string) => void;
+}
+
+/** Runs searches against an index that is up to date (the facade makes sure of that). */
+export class SearchEngine {
+  /** Query vectors by query text, oldest first; a failed embedding is not kept. */
+  private readonly queryVectors = new Map<string, Promise<number[]>>();
+
+  constructor(private readonly o: SearchEngineOptions) {}
+
+  /** Searches code and/or events; returns the hits and where the time went. */
+  async search(query: string, opts: SearchOptions): Promise<{ hits: RetrievalHit[]; timings: SearchTimings }> {
+    const k = Math.max(1, opts.k ?? 10);
+    const scope = opts.scope ?? "code";
+    const t0 = performance.now();
+    const timings: SearchTimings = { totalMs: 0, ngramMs: 0, embedMs: 0, vectorMs: 0 };
+    let qv: number[] | null = null;
+    if (this.o.vectors.ok) {
+      const te = performance.now();
+      try {
+        qv = await this.embedQuery(query);
+      } catch (err) {
+        this.o.warnOnce(`embed:${errorMessage(err)}`, `embedding the query failed (${errorMessage(err)}); searching without vectors`);
+      }
+      timings.embedMs = performance.now() - te;
+    }
+    const code = scope === "events" ? [] : await this.searchCode(query, k, qv, timings, new Set(opts.sources ?? ALL_SOURCES));
+    const events = scope === "code" ? [] : await this.searchEvents(query, k, qv, timings, opts);
+    timings.totalMs = performance.now() - t0;
+    const hits = scope === "code" ? code : scope === "events" ? events : [...code, ...events].sort((a, b) => b.score - a.score).slice(0, k);
+    return { hits, timings };
+  }
+
+  /** The query's vector: embedded once, then reused while it is among the last QUERY_VECTORS queries. */
+  private embedQuery(query: string): Promise<number[]> {
+    let v = this.queryVectors.get(query);
+    if (v) {
+      // Most recently used last.
+      this.queryVectors.delete(query);
+      this.queryVectors.set(query, v);
+      return v;
+    }
+    v = this.o.embedder.embedQuery(this.o.redact ? this.o.redact(query) : query);
+    v.catch(() => this.queryVectors.delete(query));
+    if (this.queryVectors.size >= QUERY_VECTORS) this.queryVectors.delete(this.queryVectors.keys().next().value as string);
+    this.queryVectors.set(query, v);
+    return v;
+  }
+
+  private async searchCode(query: string, k: number, qv: number[] | null, timings: SearchTimings, use: Set<SourceName>): Promise<CodeHit[]> {
+    const ngram = this.o.index();
+    const terms = queryTerms(query);
+    const tn = performance.now();
+    const bm25 = use.has("bm25") ? ngram.searchChunks(terms, CANDIDATES) : [];
+    const paths = use.has("path") ? ngram.searchPaths(terms, CANDIDATES) : [];
+    const symbols = use.has("symbol") ? ngram.searchSymbols(terms, CANDIDATES) : [];
+    const th = performance.now();
+    const history = this.o.history && use.has("history") ? this.o.history.search(query, CANDIDATES) : [];
+    timings.historyMs = performance.now() - th;
+    timings.ngramMs += performance.now() - tn;
+    const tv = performance.now();
+    const vec = qv && use.has("vector") ? ((await this.o.vectors.use((v) => v.query("code", qv, CANDIDATES))) ?? []) : [];
+    timings.vectorMs += performance.now() - tv;
+    const tf = performance.now();
+    const ranked = rankCode({
+      k,
+      bm25,
+      paths,
+      symbols,
+      vectors: vec.map((m) => ({ path: String(m.metadata.path ?? ""), startLine: Number(m.metadata.start), endLine: Number(m.metadata.end), score: m.similarity })),
+      history,
+      chunksOf: (p) => ngram.chunksOf(p),
+      historyWeight: HISTORY_TUNING.weight,
+    });
+    // Each file is read (and redacted) once, however many of its ranges are shown.
+    const files = new Map<string, string[] | null>();
+    const termTexts = terms.map((t) => t.text);
+    const hits: CodeHit[] = ranked.map((r) => ({ kind: "code", ...r, preview: this.preview(files, r.path, r.startLine, r.endLine, termTexts) }));
+    timings.ngramMs += performance.now() - tf;
+    return hits;
+  }
+
+  private preview(files: Map<string, string[] | null>, rel: string, start: number, end: number, terms: string[]): string {
+    let all = files.get(rel);
+    if (all === undefined) {
+      try {
+        all = redactKeepingLines(fs.readFileSync(path.join(this.o.workspace, rel), "utf8"), this.o.redact).split("\n");
+      } catch {
+        all = null;
+      }
+      files.set(rel, all);
+    }
+    if (!all) return "";
+    const lines = all.slice(start - 1, end);
+    // Start the preview at the first line that mentions a query term, when one does.
+    let from = lines.findIndex((l) => terms.some((t) => l.toLowerCase().includes(t)));
+    if (from < 0) from = 0;
+    return lines
+      .slice(from, from + 4)
+      .map((l, i) => `${start + from + i}| ${l.replace(/\r$/, "").slice(0, 160)}`)
+      .join("\n");
+  }
+
+  private async searchEvents(query: string, k: number, qv: number[] | null, timings: SearchTimings, opts: SearchOptions): Promise<EventHit[]> {
+    const ngram = this.o.index();
+    const threadId = opts.threadId ?? this.o.threadId;
+    const tn = performance.now();
+    const bm25 = ngram.searchEvents(queryTerms(query), CANDIDATES, threadId);
+    timings.ngramMs += performance.now() - tn;
+    const tv = performance.now();
+    const vec = qv ? ((await this.o.vectors.use((v) => v.query("events", qv, CANDIDATES))) ?? []) : [];
+    timings.vectorMs += performance.now() - tv;
+    let allowed: Set<string> | null = null;
+    if (opts.branchHead && this.o.ledger) {
+      // Only the candidates are checked against the branch: loading the whole branch costs O(history).
+      const ids = [...new Set([...bm25.map((e) => e.eventId), ...vec.map((m) => m.id)])];
+      allowed = await this.o.ledger.onBranch(opts.branchHead, ids);
+    }
+    const ranked = rankEvents(
+      { bm25, vectors: vec.map((m) => ({ eventId: m.id, threadId: String(m.metadata.threadId), score: m.similarity })) },
+      k,
+      (id, thread) => (!threadId || thread === threadId) && (!allowed || allowed.has(id)),
+    );
+    const rows = new Map(ngram.eventsByIds(ranked.map((f) => f.eventId)).map((e) => [e.eventId, e]));
+    const hits: EventHit[] = [];
+    for (const f of ranked) {
+      const e = rows.get(f.eventId);
+      if (!e) continue;
+      hits.push({ kind: "event", eventId: e.eventId, threadId: e.threadId, seq: e.seq, type: e.type, ts: e.ts, score: f.score, sources: f.sources, preview: e.preview.slice(0, 300) });
+    }
+    return hits;
+  }
+}

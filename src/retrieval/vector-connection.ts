@@ -1,0 +1,135 @@
+import { errorMessage } from "../errors.js";
+import { createChromaIndex } from "./chroma-index.js";
+import { ensureChromaServer, externalChroma } from "./chroma-server.js";
+import type { Embedder } from "./embedders/port.js";
+import type { NgramIndex } from "./ngram-index.js";
+import type { RetrieverOptions, VectorStatus } from "./retriever-types.js";
+import type { VectorIndex } from "./vector-index.js";
+
+/** A failed vector store is tried again at most this often. */
+const RECOVERY_INTERVAL_MS = 30_000;
+
+export interface VectorConnectionOptions {
+  workspace: string;
+  stateDir: string;
+  embedder: Embedder;
+  /** The current index.db (it changes when the index is rebuilt): it remembers which store holds the vectors. */
+  index: () => NgramIndex;
+  opts: Pick<RetrieverOptions, "vectorIndex" | "chromaUrl" | "chromaStartTimeoutMs">;
+  /** Why vectors cannot work at all (the embedder could not start); null when they can. */
+  blocked: string | null;
+  warn: (message: string) => void;
+}
+
+/**
+ * The vector side's connection as a small state machine: off (disabled), ok (connected), degraded
+ * (failed; n-gram search goes on, and a reconnect is tried now and then). Every use goes through
+ * {@link VectorConnection.use}, so a failing store degrades the retriever instead of failing it.
+ */
+export class VectorConnection {
+  private vectors: VectorIndex | null = null;
+  private state: VectorStatus["state"] = "off";
+  private lastError: string | undefined;
+  private lastAttempt = 0;
+
+  constructor(private readonly o: VectorConnectionOptions) {}
+
+  /** True when vectors can be used now. */
+  get ok(): boolean {
+    return this.vectors !== null && this.state === "ok";
+  }
+
+  /** Vectors are disabled by configuration (not failed). */
+  get disabled(): boolean {
+    return this.o.opts.vectorIndex === "off";
+  }
+
+  get error(): string | undefined {
+    return this.lastError;
+  }
+
+  status(): VectorStatus {
+    return {
+      state: this.state,
+      store: this.vectors?.description ?? null,
+      embedder: this.o.embedder.id,
+      dimensions: this.o.embedder.dimensions,
+      ...(this.lastError ? { error: this.lastError } : {}),
+    };
+  }
+
+  /** Connects to the store (Chroma, or the given VectorIndex); on failure the side is degraded, with one warning. */
+  async connect(): Promise<void> {
+    this.lastAttempt = Date.now();
+    if (this.disabled) {
+      this.state = "off";
+      return;
+    }
+    if (this.o.blocked) {
+      this.degrade(new Error(this.o.blocked));
+      return;
+    }
+    try {
+      const { embedder, opts } = this.o;
+      let store: VectorIndex;
+      if (opts.vectorIndex && opts.vectorIndex !== "off") store = opts.vectorIndex;
+      else {
+        const url = opts.chromaUrl ?? process.env.CHROMA_URL;
+        const server = url ? await externalChroma(url) : await ensureChromaServer({ stateDir: this.o.stateDir, startTimeoutMs: opts.chromaStartTimeoutMs });
+        // Keyed by workspace and state dir: two indexes of one workspace never share a collection.
+        store = await createChromaIndex({ server, embedder, namespace: `${this.o.workspace}\0${this.o.stateDir}` });
+      }
+      this.vectors = store;
+      // The vector store is derived data too: when it is not the one index.db remembers (another
+      // embedder, server or a wiped collection), every file is re-embedded.
+      const key = `${store.description}|${embedder.id}|${embedder.dimensions}`;
+      const count = await store.count("code");
+      const ngram = this.o.index();
+      if (ngram.getMeta("vector_key") !== key || (count === 0 && ngram.anyVectorClaimed())) {
+        ngram.clearVectorState();
+        ngram.setMeta("vector_key", key);
+      }
+      if (this.state === "degraded") this.o.warn(`vector search is available again (${store.description})`);
+      this.state = "ok";
+      this.lastError = undefined;
+    } catch (err) {
+      this.degrade(err);
+    }
+  }
+
+  /** Marks the side failed (warning once per outage) and drops the store until a reconnect. */
+  degrade(err: unknown): void {
+    const msg = errorMessage(err);
+    const first = this.state !== "degraded";
+    this.state = "degraded";
+    this.lastError = msg;
+    this.lastAttempt = Date.now();
+    const v = this.vectors;
+    this.vectors = null;
+    if (v && !this.o.opts.vectorIndex) v.close().catch(() => {});
+    if (first) this.o.warn(`vector search is unavailable (${msg}); searching with the n-gram index only`);
+  }
+
+  /** Tries to bring a failed vector store back, at most every RECOVERY_INTERVAL_MS. */
+  async maybeRecover(): Promise<void> {
+    if (this.state !== "degraded" || Date.now() - this.lastAttempt < RECOVERY_INTERVAL_MS) return;
+    await this.connect();
+  }
+
+  /** Runs fn against the store when it is up; a failure degrades the side and gives undefined. */
+  async use<T>(fn: (v: VectorIndex) => Promise<T>): Promise<T | undefined> {
+    if (!this.vectors || this.state !== "ok") return undefined;
+    try {
+      return await fn(this.vectors);
+    } catch (err) {
+      this.degrade(err);
+      return undefined;
+    }
+  }
+
+  /** Closes a store this connection opened (a VectorIndex passed in belongs to the caller). */
+  async close(): Promise<void> {
+    if (this.vectors && !this.o.opts.vectorIndex) await this.vectors.close().catch(() => {});
+    this.vectors = null;
+  }
+}
