@@ -1,6 +1,7 @@
 import { benchContext } from "./context.js";
 import { benchLoop } from "./loop.js";
 import { benchNodes } from "./nodes.js";
+import { benchProcesses } from "./processes.js";
 import { benchRetrieval } from "./retrieval.js";
 import { benchRevisions } from "./revisions.js";
 import { benchSandbox } from "./sandbox.js";
@@ -19,6 +20,7 @@ const all: Record<string, () => Promise<BenchResult[]>> = {
   sandbox: () => benchSandbox(),
   startup: () => benchStartup(),
   state: () => benchState(),
+  processes: () => benchProcesses(),
 };
 
 const wanted = process.argv.slice(2);

@@ -14,6 +14,7 @@ import { treeSummary } from "../src/workspace/snapshot.js";
 import { getTool, type ToolContext } from "../tools/index.js";
 import { adjustVerdict, originOf } from "../tools/project.js";
 import { branchWriter, type NodeDeps, type NodeFn } from "./deps.js";
+import { restoreProcesses } from "./restore-processes.js";
 
 type Feedback = PayloadOf<"environment_feedback">;
 
@@ -83,6 +84,8 @@ async function execute(
     checked: checked ?? undefined,
     approved,
     files: rt.revisions.tracker,
+    processes: rt.processes,
+    actionId: action.id,
   };
   try {
     let guard = previous?.guard ?? null;
@@ -213,6 +216,16 @@ export function createActNode(deps: NodeDeps): NodeFn {
     const thread = config.configurable?.thread_id;
     if (typeof thread === "string") checkThreadConfig(rt.db, thread, rt.configSha, CONFIG_FILE);
     const w = branchWriter(rt, state, config, "act");
+    // A run resumed (or rewound) to just before its actions: the processes they expect come back
+    // first. Not when this task already recorded results (they were written after its own head).
+    const first = state.pendingActions[0];
+    if (first && !(await w.find(`feedback/${first}`))) await restoreProcesses(rt, state, w);
+    // Background processes that ended on their own since the last step (the model sees them in the context).
+    for (const x of rt.processes?.takeExits() ?? []) {
+      await w.append(`process-exit/${x.name}/${x.order}`, "process", {
+        kind: "exit", name: x.name, command: x.command, pid: x.pid, exitCode: x.exit?.exitCode ?? null, signal: x.exit?.signal ?? null, lastLines: x.lastLines,
+      }, x.cause);
+    }
     // A walk made after this point (by a command of this step) is the one the step's revision reads.
     const walkSeq = rt.revisions.tracker.seq;
     for (const id of state.pendingActions) {
@@ -242,6 +255,8 @@ export function createActNode(deps: NodeDeps): NodeFn {
       for (const [j, effect] of (fb.payload.effects ?? []).entries()) {
         if (effect.kind === "decision") {
           await w.append(`effect/${id}/${j}`, "decision", { text: effect.text, step: action.payload.step }, id);
+        } else if (effect.kind === "process") {
+          await w.append(`effect/${id}/${j}`, "process", effect.event, id);
         }
       }
       const p = fb.payload;

@@ -8,6 +8,7 @@ import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import type { Runtime } from "../src/runtime.js";
 import type { TaskStateValue } from "../src/state.js";
 import { toolSpecs } from "../tools/index.js";
+import { restoreProcesses } from "./restore-processes.js";
 import { branchWriter, threadIdOf, type NodeDeps, type NodeFn } from "./deps.js";
 
 /** A small promise cache: the last 16 answers by key; a failed answer is forgotten. */
@@ -66,6 +67,8 @@ export function promptSources(
     ledger: rt.ledger,
     state,
     maxSteps: rt.settings.maxSteps,
+    // Without taking the one-time notes (restarts): the context node's prompt shows those.
+    processes: rt.processes?.describe(3, false) ?? null,
     recentTurns: rt.settings.recentTurns,
     tools: toolSpecs(),
     counter: rt.counter,
@@ -94,6 +97,8 @@ export function createContextNode(deps: NodeDeps): NodeFn {
   return async (state, config) => {
     const rt = await deps.resolve(config);
     const w = branchWriter(rt, state, config, "context");
+    // Background processes the ledger says were running come back before the model is asked.
+    if (!(await w.find("context"))) await restoreProcesses(rt, state, w);
     const { event } = await w.once("context", "context_built", async () => {
       // The previous decide prompt on this branch: extended when it can be, and measured against.
       const prevEvent = (await rt.ledger.branch(state.ledgerHead, { types: ["context_built"], last: 1 }))[0] as LedgerEvent<"context_built"> | undefined;
@@ -102,7 +107,8 @@ export function createContextNode(deps: NodeDeps): NodeFn {
         prevEvent && prevBlob ? { messages: JSON.parse(prevBlob) as ChatMessage[], items: prevEvent.payload.items, layout: prevEvent.payload.layout } : null;
       // A context-length refusal lowered the budget (decide's compactForRetry): it stays lowered.
       const budgetTokens = Math.min(rt.settings.budgetTokens, prevEvent?.payload.layout?.budget ?? Infinity);
-      const built = await buildPrompt({ ...promptSources(rt, state, config, caches), previous, budgetTokens });
+      // The background processes as of now; this prompt is the one that tells the model of restarts.
+      const built = await buildPrompt({ ...promptSources(rt, state, config, caches), previous, budgetTokens, processes: rt.processes?.describe() ?? null });
       const promptRef = await rt.ledger.putBlob(JSON.stringify(built.messages));
       const reuse = prefixReuse(previous?.messages ?? null, built.messages, rt.counter);
       rt.progress?.({

@@ -96,11 +96,36 @@ export const AgentActionPayload = z.object({
   /** Set when the call was rejected before running (unknown tool, bad JSON, schema failure). */
   invalid: z.string().optional(),
 });
+/**
+ * A background process of the run (start_process & co.): started, ready, exited on its own, stopped,
+ * restarted after a resume, or failed to start/restart. The ledger's start/stop/exit events say
+ * which processes were running at any event: what a resume restarts.
+ */
+export const ProcessEventPayload = z.object({
+  kind: z.enum(["start", "ready", "exit", "stop", "restart", "failed"]),
+  name: z.string(),
+  command: z.string(),
+  pid: z.number().int().nullable().optional(),
+  ports: z.array(z.number().int()).optional(),
+  readyPort: z.number().int().optional(),
+  readyPattern: z.string().optional(),
+  readyTimeoutMs: z.number().int().optional(),
+  /** Start to ready, ms. */
+  readyMs: z.number().optional(),
+  exitCode: z.number().int().nullable().optional(),
+  signal: z.string().nullable().optional(),
+  reason: z.string().optional(),
+  /** The last output lines (exit, stop, failure). */
+  lastLines: z.array(z.string()).optional(),
+});
+export type ProcessEventPayload = z.infer<typeof ProcessEventPayload>;
+
 /** Side effects on the run that a tool asks for; the runtime turns them into ledger events. */
 export const ActionEffect = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("decision"), text: z.string() }),
   z.object({ kind: z.literal("plan"), subtasks: z.array(Subtask) }),
   z.object({ kind: z.literal("finish"), summary: z.string() }),
+  z.object({ kind: z.literal("process"), event: ProcessEventPayload }),
 ]);
 export type ActionEffect = z.infer<typeof ActionEffect>;
 
@@ -256,6 +281,7 @@ export const EventBody = z.discriminatedUnion("type", [
   ev("run_status", RunStatusPayload),
   ev("time_travel", TimeTravelPayload),
   ev("approval", ApprovalPayload),
+  ev("process", ProcessEventPayload),
 ]);
 export type EventBody = z.infer<typeof EventBody>;
 export type EventType = EventBody["type"];

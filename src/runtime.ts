@@ -23,6 +23,7 @@ import { createLexicalSearcher } from "./retrieval/lexical.js";
 import type { CodeSearcher } from "./retrieval/port.js";
 import { createSandbox } from "./sandbox/executor.js";
 import type { SandboxPolicy } from "./sandbox/policy.js";
+import { ProcessManager } from "./sandbox/processes.js";
 import { commandPolicy, loadConfig, type LedgerloopConfig } from "./config.js";
 import type { PriceTable } from "./economics/prices.js";
 import type { Sandbox } from "./sandbox/port.js";
@@ -66,6 +67,8 @@ export interface Runtime {
   /** RedactingSqliteSaver, or RedactingPostgresSaver with backend "postgres". */
   checkpointer: BaseCheckpointSaver;
   sandbox: Sandbox;
+  /** The run's background processes (start_process & co.), in the sandbox's session. */
+  processes?: ProcessManager;
   /** The command policy (ledgerloop.config.json over the defaults, plus flags). */
   policy: SandboxPolicy;
   /** Fingerprint of the config file the policy was read from (see ledger/governing.ts). */
@@ -158,7 +161,9 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   const summaryModel = overrides.summaryModel ?? (summarySpec && summarySpec !== settings.model ? createModel(summarySpec, { recordFile: overrides.recordRequestsFile }) : undefined);
   const sandbox =
     overrides.sandbox ??
-    createSandbox({ level: settings.sandbox ?? "auto", workspace, allowNetwork, outputCapBytes: settings.outputCapBytes });
+    // One session per run: commands share a loopback, so a server started in the background by one
+    // is reachable from the next (session.ts).
+    createSandbox({ level: settings.sandbox ?? "auto", workspace, allowNetwork, outputCapBytes: settings.outputCapBytes, session: true });
   const { counter, profile } = await tokenCounterFor(model.name);
   const budgetTokens = settings.budgetTokens ?? budgetFor(profile);
   const { stateDir, dbPath } = stateLocation(workspace, settings.stateDir);
@@ -203,6 +208,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
       warn(`the hybrid retriever could not start (${(err as Error).message}); using a plain file scan for search`);
     }
   }
+  const processes = new ProcessManager(sandbox, workspace);
   return {
     settings: { ...settings, workspace, stateDir, budgetTokens, ...(summaryModel ? { summaryModel: summaryModel.name } : {}) },
     workspace,
@@ -216,6 +222,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     runs: pgBackend?.runs ?? sqliteRunRegistry(db),
     checkpointer,
     sandbox,
+    processes,
     policy,
     configSha,
     model,
@@ -232,6 +239,9 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     async close() {
       // The retriever first: it stops an embedded Chroma server this process started.
       await retriever?.close().catch(() => {});
+      // Background processes and the session end with the run (finish, pause, interrupt).
+      await processes.stopAll().catch(() => {});
+      await sandbox.closeSession?.().catch(() => null);
       lease?.release();
       if (db.open) db.close();
       await pgBackend?.state.close().catch(() => {});

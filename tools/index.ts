@@ -9,6 +9,10 @@ import { recordDecisionTool } from "./record-decision.js";
 import { runCommandTool } from "./run-command.js";
 import { runTestsTool } from "./run-tests.js";
 import { searchCodeTool } from "./search-code.js";
+import { processOutputTool } from "./process-output.js";
+import { processStatusTool } from "./process-status.js";
+import { startProcessTool } from "./start-process.js";
+import { stopProcessTool } from "./stop-process.js";
 import { registerTool, type RegisteredTool } from "./tool.js";
 import { updatePlanTool } from "./update-plan.js";
 import { writeFileTool } from "./write-file.js";
@@ -28,6 +32,10 @@ export const TOOLS: readonly RegisteredTool[] = [
   registerTool(searchCodeTool),
   registerTool(runCommandTool),
   registerTool(runTestsTool),
+  registerTool(startProcessTool),
+  registerTool(processStatusTool),
+  registerTool(processOutputTool),
+  registerTool(stopProcessTool),
   registerTool(updatePlanTool),
   registerTool(recordDecisionTool),
   registerTool(gitCommitTool),

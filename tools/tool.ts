@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { CodeSearcher } from "../src/retrieval/port.js";
 import type { PolicyVerdict, SandboxPolicy } from "../src/sandbox/policy.js";
 import type { ProcessInfo, Sandbox } from "../src/sandbox/port.js";
+import type { ProcessManager } from "../src/sandbox/processes.js";
 import type { ActionEffect, FileChanges, TestCounts } from "../src/state.js";
 import type { WorkspaceTracker } from "../src/workspace/tracker.js";
 
@@ -35,6 +36,10 @@ export interface ToolContext {
   approved?: boolean;
   /** The workspace's walk tracker: commands take their before/after walks through it (one walk per step). */
   files?: WorkspaceTracker;
+  /** The run's background processes (start_process & co.). */
+  processes?: ProcessManager;
+  /** The ledger id of the action being run (the cause of what its processes do later). */
+  actionId?: string;
 }
 
 /** What `command()` may use: it runs before the call starts (policy check, approval), with no sandbox. */

@@ -2,6 +2,8 @@ import { createCodingAgent, recursionLimitFor } from "../../graphs/coding-agent.
 import type { ApprovalRequest } from "../../nodes/act.js";
 import { driveRun, type DriveResult } from "../cli/drive.js";
 import { assertNewThread, startThread } from "../cli/run.js";
+import { finishDryRun, startDryRun, type DryRunOutcome } from "../cli/apply.js";
+import { randomBytes } from "node:crypto";
 import { CliError, ConfigError } from "../errors.js";
 import { chatModelFromInstance, type ToolCallingChatModel } from "../models/langchain.js";
 import type { ChatModel } from "../models/port.js";
@@ -19,6 +21,12 @@ export type OpenAgentOptions = Omit<RunSettingsInput, "model"> & {
   onProgress?: (e: ProgressEvent) => void;
   /** Called with warnings (retrieval degraded, weaker isolation than asked). */
   onWarning?: (message: string) => void;
+  /**
+   * Work on a throwaway copy of the workspace (reflink where possible): the workspace is not
+   * written; each run's result carries the diff it would apply, which `ledgerloop apply <thread>`
+   * (or `applyDryRun`) applies.
+   */
+  dryRun?: boolean;
 };
 
 /** An option that is not a valid run setting; `field` names it. */
@@ -41,6 +49,8 @@ export interface AgentRunResult {
   error?: string;
   /** The approval the run is paused on, when it is. */
   pending?: ApprovalRequest;
+  /** With `dryRun`: the copy, the changes and diff it would apply, the commands it ran. */
+  dryRun?: DryRunOutcome;
 }
 
 /** The compiled coding-agent graph, with the workspace's SQLite checkpointer. */
@@ -63,7 +73,7 @@ export interface Agent {
   close(): Promise<void>;
 }
 
-const API_ONLY = new Set(["onProgress", "onWarning"]);
+const API_ONLY = new Set(["onProgress", "onWarning", "dryRun"]);
 
 /** Validates the options with the one settings schema; the first problem names its field. */
 function validate(options: OpenAgentOptions): { settings: RunSettingsInput; model: ChatModel | undefined } {
@@ -94,6 +104,10 @@ function validate(options: OpenAgentOptions): { settings: RunSettingsInput; mode
  */
 export async function openAgent(options: OpenAgentOptions): Promise<Agent> {
   const { settings, model } = validate(options);
+  if (options.dryRun !== undefined && typeof options.dryRun !== "boolean") throw new InvalidOptionError("dryRun", "invalid setting dryRun: expected a boolean");
+  // A dry run's copy is made once per agent; each run records it under its thread for `apply`.
+  const dry = options.dryRun ? await startDryRun(settings.workspace, `dry-${randomBytes(4).toString("hex")}`) : null;
+  if (dry) settings.workspace = dry.copy;
   const runtime = await createRuntime(settings, {
     ...(model ? { model } : {}),
     ...(options.onProgress ? { progress: options.onProgress } : {}),
@@ -102,7 +116,15 @@ export async function openAgent(options: OpenAgentOptions): Promise<Agent> {
   const graph = createCodingAgent({ runtime }).withConfig({ recursionLimit: recursionLimitFor(runtime.settings.maxSteps) }) as CodingAgentGraph;
   const finish = async (r: DriveResult): Promise<AgentRunResult> => {
     const snap = await graph.getState({ configurable: { thread_id: r.thread } });
+    let dryRun: DryRunOutcome | undefined;
+    if (dry) {
+      const { saveDryRun } = await import("../dry-run/dry-run.js");
+      const run = { ...dry, thread: r.thread };
+      saveDryRun(run);
+      dryRun = await finishDryRun(run, runtime);
+    }
     return {
+      ...(dryRun ? { dryRun } : {}),
       thread: r.thread,
       status: r.status,
       state: snap.values as TaskStateValue,

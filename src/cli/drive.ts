@@ -93,6 +93,10 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
     input = new Command({ resume: { decision: ok ? "approve" : "reject" } });
     pending = undefined;
   }
+  // The run's background processes and its sandbox session end with it (finish, pause, stop); a
+  // resume restarts those the ledger says were running (nodes/restore-processes.ts).
+  await rt.processes?.endRun().catch(() => {});
+  await rt.sandbox.closeSession?.().catch(() => null);
   const snap = await agent.getState({ configurable: { thread_id: threadId } });
   const values = snap.values as { status?: RunStatus; step?: number };
   let status: DriveResult["status"] = values.status ?? "running";

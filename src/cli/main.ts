@@ -1,6 +1,7 @@
 import { Command, CommanderError } from "commander";
 import { errorMessage } from "../errors.js";
 import { registerAdopt } from "./adopt.js";
+import { registerApply } from "./apply.js";
 import { exitCodeFor, log } from "./common.js";
 import { registerContext } from "./context.js";
 import { registerDemo } from "./demo.js";
@@ -58,6 +59,7 @@ export function buildProgram(): Command {
   registerMcp(program);
   registerLogs(program);
   registerTools(program);
+  registerApply(program);
   return program;
 }
 

@@ -23,6 +23,8 @@ export interface RunArgs extends WorkspaceArgs {
   /** Budget of the run's model calls (USD at the price table, tokens): past it the run pauses. */
   maxCost?: number;
   maxTokens?: number;
+  /** Work on a throwaway copy; `ledgerloop apply <thread>` applies the result (cli/apply.ts). */
+  dryRun?: boolean;
 }
 
 /** Run settings that come from sandbox flags. */
@@ -173,9 +175,10 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
   // The runtime and the graph load on use: `--help` and the inspection commands never need them.
   const [{ createRuntime }, { askOnTerminal, driveRun }] = await Promise.all([import("../runtime.js"), import("./drive.js")]);
   const thread = args.thread ?? newThreadId();
+  const dry = args.dryRun ? await (await import("./apply.js")).startDryRun(args.workspace ?? process.cwd(), thread) : null;
   const rt = await createRuntime(
     {
-      workspace: args.workspace ?? process.cwd(),
+      workspace: dry?.copy ?? args.workspace ?? process.cwd(),
       stateDir: args.stateDir,
       ...(stateUrlOf(args) ? { stateUrl: stateUrlOf(args) } : {}),
       model,
@@ -198,6 +201,16 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
     warnIfUnisolated(rt);
     const ask = rt.settings.approve === "ask" && process.stdin.isTTY && !args.json ? askOnTerminal : undefined;
     const result = await withStopSignal((signal) => driveRun(rt, thread, task, { signal, ask }));
+    if (dry) {
+      const { finishDryRun, printDryRun } = await import("./apply.js");
+      const outcome = await finishDryRun(dry, rt);
+      if (args.json) printJson({ ...result, dryRun: outcome });
+      else {
+        await reportResult(result, rt, false);
+        printDryRun(outcome, thread);
+      }
+      return { result, runtime: rt };
+    }
     await reportResult(result, rt, args.json);
     return { result, runtime: rt };
   } finally {
@@ -217,7 +230,8 @@ export function registerRun(program: Command): void {
       .option("--max-steps <n>", "stop after this many decide steps", intOption("--max-steps"))
       .option("--budget <tokens>", "prompt budget in tokens, at least 1000 (default: the model's window minus its reserved output)", intOption("--budget"))
       .option("--json", "print one JSON object with the outcome on stdout")
-      .option("-q, --quiet", "no progress lines"),
+      .option("-q, --quiet", "no progress lines")
+      .option("--dry-run", "run on a throwaway copy of the workspace; print the diff and commands; `ledgerloop apply <thread>` applies it"),
   );
   stateOption(program.commands.at(-1)!);
   logLevelOption(sandboxOptions(program.commands.at(-1)!)).action(async (task: string, opts: RunArgs) => {

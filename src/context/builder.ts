@@ -76,6 +76,8 @@ export interface BuildInput {
   counter: TokenCounter;
   /** How many recent decide turns a compaction keeps as full tool-call/result pairs. */
   recentTurns?: number;
+  /** The run's background processes as the model should see them this step (volatile, with the run status). */
+  processes?: string | null;
   /** Workspace root, for the focus files. */
   workspace?: string;
   searcher?: CodeSearcher;
@@ -190,7 +192,7 @@ async function compact(input: BuildInput, c: Common, kind: "cache" | "legacy", r
   const { counter, state } = input;
   const cache = kind === "cache";
   const budget = new Budget(input.budgetTokens);
-  const { systemTokens, pinned, plan, stat } = fixedPart(input, c, statusText(state, input.maxSteps, c.lastTests));
+  const { systemTokens, pinned, plan, stat } = fixedPart(input, c, withProcesses(statusText(state, input.maxSteps, c.lastTests), input.processes));
   budget.charge({ section: "system", source: "instructions", tokens: systemTokens });
   budget.charge({ section: "tools", source: `${input.tools.length} tool schemas`, tokens: c.toolTokens });
   budget.charge({ section: cache ? "prefix" : "fixed", source: "user message framing", tokens: MESSAGE_OVERHEAD });
@@ -346,7 +348,7 @@ async function extend(input: BuildInput, c: Common, prevMessages: ChatMessage[],
   }
   const logText = [...log, ...added].map((m) => m.content).join("\n");
   const planText = `# Plan\n${planLines(state.subtasks)}`;
-  const statText = `# Run status\n${statusText(state, input.maxSteps, c.lastTests)}`;
+  const statText = `# Run status\n${withProcesses(statusText(state, input.maxSteps, c.lastTests), input.processes)}`;
   const planChanged = lastPlanShown(log) !== planText;
   const required = planChanged ? [statText, planText] : [statText];
   const needsNudge = turns.at(-1)!.call.payload.toolCalls.length === 0;
@@ -404,4 +406,9 @@ function fitByDroppingExtras(
     actual = count(messages);
   }
   return { messages, actual };
+}
+
+/** The run status followed by the background processes, when there are any. */
+function withProcesses(status: string, processes: string | null | undefined): string {
+  return processes ? `${status}\n\n${processes}` : status;
 }

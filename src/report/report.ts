@@ -2,6 +2,7 @@ import type { Ledger } from "../ledger/port.js";
 import type { LedgerEvent, Subtask } from "../state.js";
 import { describeAction } from "../context/render.js";
 import { medianRatio } from "../context/reuse.js";
+import { processHistory } from "../sandbox/process-history.js";
 import { spendByModel, spendBySubtask, spendByStep, type Spend } from "../economics/spend.js";
 import type { FileDiffStat, RevisionStore } from "../workspace/revisions.js";
 import { RevisionError, formatStat } from "../workspace/revisions.js";
@@ -43,6 +44,8 @@ export interface RunReport {
   lastTests: ReportTestRun | null;
   problems: Array<{ step: number; tool: string; status: string; errorClass: string | null; what: string }>;
   approvals: Array<{ command: string; decision: string; by: string; rule: string }>;
+  /** Background processes of the run (start_process): how each one ended, as the ledger has it. */
+  processes: Array<{ name: string; command: string; status: string; starts: number; ports: number[]; exitCode: number | null; signal: string | null; reason?: string }>;
   lessons: string[];
   timeTravel: Array<{ kind: string; toCheckpoint: string }>;
   model_usage: {
@@ -153,6 +156,7 @@ export async function buildReport(ledger: Ledger, revisions: RevisionStore | nul
         };
       }),
     approvals: of(events, "approval").map((a) => ({ command: a.payload.command, decision: a.payload.decision, by: a.payload.by, rule: a.payload.rule })),
+    processes: processHistory(events).map((p) => ({ name: p.name, command: p.command, status: p.status, starts: p.starts, ports: p.ports, exitCode: p.exitCode, signal: p.signal, reason: p.reason })),
     lessons: of(events, "reflection").at(-1)?.payload.lessons ?? [],
     timeTravel: of(events, "time_travel").map((t) => ({ kind: t.payload.kind, toCheckpoint: t.payload.toCheckpoint })),
     model_usage: {
@@ -222,6 +226,11 @@ export function reportMarkdown(r: RunReport): string {
     out.push("## Test runs", "", ...r.tests.map((t) => `- step ${t.step}: ${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped${t.failedTests.length ? ` (${t.failedTests.join(", ")})` : ""}`), "");
   }
   if (r.problems.length) out.push("## Problems met", "", ...r.problems.map((p) => `- step ${p.step}: ${p.what} → ${p.status}${p.errorClass ? ` (${p.errorClass})` : ""}`), "");
+  if (r.processes?.length) {
+    const end = (p: RunReport["processes"][number]) =>
+      p.status === "running" ? "running when the run stopped (ended with it; a resume restarts it)" : p.status === "stopped" ? "stopped" : `${p.status}${p.signal ? ` (${p.signal})` : p.exitCode !== null ? ` (exit ${p.exitCode})` : ""}${p.reason ? `: ${p.reason}` : ""}`;
+    out.push("## Background processes", "", ...r.processes.map((p) => `- ${p.name}: ${end(p)}${p.ports.length ? `; ports ${p.ports.join(", ")}` : ""}${p.starts > 1 ? `; started ${p.starts}×` : ""} — \`${p.command}\``), "");
+  }
   if (r.approvals.length) out.push("## Approvals", "", ...r.approvals.map((a) => `- ${a.decision} by ${a.by} (${a.rule}): \`${a.command}\``), "");
   if (r.timeTravel.length) out.push("## Time travel", "", ...r.timeTravel.map((t) => `- ${t.kind} to ${t.toCheckpoint}`), "");
   if (r.lessons.length) out.push("## Lessons", "", ...r.lessons.map((l) => `- ${l}`), "");

@@ -34,10 +34,12 @@ import {
 } from "./limits.js";
 import { noneNamespacePrefix } from "./none-pidns.js";
 import { OutputCap } from "./output-cap.js";
-import type { ExecRequest, ExecResult, ProcessInfo, Sandbox } from "./port.js";
+import type { BackgroundRequest, ExecRequest, ExecResult, ProcessInfo, Sandbox } from "./port.js";
 import { COMMAND_TAG_VAR, descendants, isRunning, processesWithEnv, readProcStart, tasksOfUid } from "./proc.js";
 import { WorkspaceGuard } from "./git-guard.js";
 import { buildSeccompFilter } from "./seccomp.js";
+import { BackgroundProcess, LineRing, listeningPorts } from "./background.js";
+import { SandboxSession } from "./session.js";
 import { clearNewSetid } from "./setid.js";
 
 export { COMMAND_TAG_VAR, readProcStart } from "./proc.js";
@@ -307,6 +309,12 @@ export interface SandboxOptions {
    * host pids and signals at the cost of that guarantee (what a non-root runner gets anyway).
    */
   pidNamespace?: boolean;
+  /**
+   * bwrap/unshare: all commands share one session (session.ts) — one network namespace with its
+   * own loopback and one PID namespace — so background processes started by one command are
+   * reachable from the next. Default false (each command its own namespaces); runs turn it on.
+   */
+  session?: boolean;
 }
 
 /** A sandbox plus what it found out about the machine. */
@@ -399,70 +407,148 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
     return g;
   };
 
+  // The run's session (session.ts), opened by the first command that needs it.
+  let session: Promise<SandboxSession> | null = null;
+  let sessionPid: number | null = null;
+  const sessionFor = async (): Promise<SandboxSession> => {
+    if (session) {
+      const s = await session.catch(() => null);
+      if (s?.alive()) return s;
+    }
+    session = SandboxSession.open(
+      { sh: tools.sh, unshare: tools.unshare, setpriv: tools.setpriv, ip: tools.ip },
+      // With the network allowed for the whole run, commands use the host's network: the session
+      // is then only the PID namespace that ends its processes.
+      { net: !(opts.allowNetwork ?? false) },
+    );
+    const s = await session;
+    sessionPid = s.pid;
+    return s;
+  };
+
+  /** Everything a command needs to start (argv through the wrapper, env, cgroups), at this level. */
+  const prepare = async (req: Omit<ExecRequest, "timeoutMs">, background = false) => {
+    const limits = req.limits ? resolveLimits(defaults, req.limits) : defaults;
+    const workspace = path.resolve(req.workspace ?? opts.workspace ?? req.cwd);
+    const guard = guardOf(workspace);
+    guard.before();
+    const allowNetwork = req.allowNetwork ?? opts.allowNetwork ?? false;
+    // In the run's session (bwrap/unshare): its network namespace unless this command may use the
+    // host's network, and always its PID namespace, which ends every process with the session.
+    // A session that cannot be made (util-linux without nsenter, namespaces refused) leaves
+    // commands their own namespaces, as without sessions; a background process needs it (throws).
+    const sess = level !== "none" && opts.session ? await sessionFor().catch((err: unknown) => (background ? Promise.reject(err) : null)) : null;
+    const enter = sess ? sess.enterPrefix({ net: !allowNetwork }) : [];
+    const made = Object.keys(cgroups.parents).length ? CommandCgroups.create(cgroups, limits) : null;
+    const cg = made && made.joinFiles().length ? made : null;
+    const hasPidsCgroup = cg?.has("pids") ?? false;
+    // Without a cgroup or a PID namespace, descendants are found through /proc while the
+    // command runs, so that children which left the process group can still be killed; a daemon
+    // that double-forks out of the tree before the first scan is found by this variable.
+    const scan = !cg && level === "none";
+    const marker = req.tag ?? (scan ? `${process.pid}.${++commandSeq}` : null);
+    const env = marker ? { ...commandEnv(req.env), [COMMAND_TAG_VAR]: marker } : commandEnv(req.env);
+
+    let inner: string[];
+    let fd3: Buffer | undefined;
+    let nproc = false;
+    let nprocUid = process.getuid?.() ?? 0;
+    // The command runs as uid 0 on the host's files (set-uid files it makes would be root's).
+    let asRoot = nprocUid === 0;
+    if (level === "none") {
+      // Where it can be had (root), a PID namespace: the only container of the command's
+      // processes the command cannot leave (see none-pidns.ts).
+      inner = [...(noneNs?.prefix ?? []), tools.bash, "-c", req.command];
+      nproc = !hasPidsCgroup && nprocUid !== 0;
+    } else {
+      const uid = uidFor(workspace);
+      asRoot = uid.kind === "root-userns";
+      nproc = !hasPidsCgroup && uid.kind !== "root-userns";
+      nprocUid = uid.uid;
+      const input: WrapInput = {
+        command: req.command,
+        cwd: req.cwd,
+        workspace,
+        env,
+        allowNetwork,
+        protect: mergeProtected([...protectedPaths(workspace, protectRel), ...guard.protectPaths()]),
+        writable,
+        hidden: hiddenPaths([os.homedir(), uid.home], hideNames, workspace),
+        uid,
+        seccompFd: null,
+        tools,
+        disableUserns: report?.disableUserns ?? false,
+        sessionNet: Boolean(sess?.ownNetwork) && !allowNetwork,
+      };
+      if (level === "bwrap") {
+        // The filter reaches bwrap through a pipe on fd 3: no file anyone else could swap.
+        fd3 = seccompBytes() ?? undefined;
+        if (fd3) input.seccompFd = 3;
+        // A process that entered the session's PID namespace still sees the host's /proc, where
+        // its own pid names another process: bwrap reads /proc/<its pid>/ns/…, so it gets a /proc
+        // of the session's namespace first (a mount namespace of its own, no --fork needed).
+        const procFix = enter.length ? [tools.unshare ?? "unshare", "--mount", "--mount-proc", "--"] : [];
+        inner = [...enter, ...procFix, ...bwrapArgv(input)];
+        // The seccomp filter refuses set-uid/set-gid chmods: nothing to clear afterwards.
+        if (fd3) asRoot = false;
+      } else {
+        inner = [...enter, ...unshareArgv(input)];
+        Object.assign(env, unshareEnv(env, uid));
+      }
+    }
+    const argv = wrapperArgv(tools.sh, cg?.joinFiles() ?? [], rlimitScript(limits, { nproc, nprocBase: nproc ? tasksOfUid(nprocUid) : 0 }), inner);
+    return { argv, env, limits, workspace, guard, cg, fd3, asRoot, scan, marker };
+  };
+
   return {
     level,
     reasons,
     report,
     uidFor,
-    async exec(req: ExecRequest): Promise<ExecResult> {
-      const limits = req.limits ? resolveLimits(defaults, req.limits) : defaults;
-      const workspace = path.resolve(req.workspace ?? opts.workspace ?? req.cwd);
-      const guard = guardOf(workspace);
-      guard.before();
-      const allowNetwork = req.allowNetwork ?? opts.allowNetwork ?? false;
-      const made = Object.keys(cgroups.parents).length ? CommandCgroups.create(cgroups, limits) : null;
-      const cg = made && made.joinFiles().length ? made : null;
-      const hasPidsCgroup = cg?.has("pids") ?? false;
-      // Without a cgroup or a PID namespace, descendants are found through /proc while the
-      // command runs, so that children which left the process group can still be killed; a daemon
-      // that double-forks out of the tree before the first scan is found by this variable.
-      const scan = !cg && level === "none";
-      const marker = req.tag ?? (scan ? `${process.pid}.${++commandSeq}` : null);
-      const env = marker ? { ...commandEnv(req.env), [COMMAND_TAG_VAR]: marker } : commandEnv(req.env);
-
-      let inner: string[];
-      let fd3: Buffer | undefined;
-      let nproc = false;
-      let nprocUid = process.getuid?.() ?? 0;
-      // The command runs as uid 0 on the host's files (set-uid files it makes would be root's).
-      let asRoot = nprocUid === 0;
-      if (level === "none") {
-        // Where it can be had (root), a PID namespace: the only container of the command's
-        // processes the command cannot leave (see none-pidns.ts).
-        inner = [...(noneNs?.prefix ?? []), tools.bash, "-c", req.command];
-        nproc = !hasPidsCgroup && nprocUid !== 0;
-      } else {
-        const uid = uidFor(workspace);
-        asRoot = uid.kind === "root-userns";
-        nproc = !hasPidsCgroup && uid.kind !== "root-userns";
-        nprocUid = uid.uid;
-        const input: WrapInput = {
-          command: req.command,
-          cwd: req.cwd,
-          workspace,
-          env,
-          allowNetwork,
-          protect: mergeProtected([...protectedPaths(workspace, protectRel), ...guard.protectPaths()]),
-          writable,
-          hidden: hiddenPaths([os.homedir(), uid.home], hideNames, workspace),
-          uid,
-          seccompFd: null,
-          tools,
-          disableUserns: report?.disableUserns ?? false,
-        };
-        if (level === "bwrap") {
-          // The filter reaches bwrap through a pipe on fd 3: no file anyone else could swap.
-          fd3 = seccompBytes() ?? undefined;
-          if (fd3) input.seccompFd = 3;
-          inner = bwrapArgv(input);
-          // The seccomp filter refuses set-uid/set-gid chmods: nothing to clear afterwards.
-          if (fd3) asRoot = false;
-        } else {
-          inner = unshareArgv(input);
-          Object.assign(env, unshareEnv(env, uid));
+    async startBackground(req: BackgroundRequest): Promise<BackgroundProcess> {
+      const { argv, env, cg, fd3, guard, scan, marker } = await prepare(req, true);
+      const ring = new LineRing();
+      const killTree = () => {
+        cg?.killAll();
+        if (scan && marker) {
+          for (const d of processesWithEnv(`${COMMAND_TAG_VAR}=${marker}`, 0)) {
+            try {
+              process.kill(d.pid, "SIGKILL");
+            } catch {
+              // gone
+            }
+          }
         }
-      }
-      const argv = wrapperArgv(tools.sh, cg?.joinFiles() ?? [], rlimitScript(limits, { nproc, nprocBase: nproc ? tasksOfUid(nprocUid) : 0 }), inner);
+      };
+      const setpriv = tools.setpriv ?? findProgram("setpriv");
+      return new BackgroundProcess({
+        // With the runner gone, the top process dies too (at "none" its PID namespace with it; in a
+        // session the session's own teardown covers everything).
+        argv: setpriv ? [setpriv, "--pdeathsig", "SIGKILL", "--", ...argv] : argv,
+        cwd: req.cwd,
+        env,
+        fd3Input: fd3,
+        ring,
+        killTree,
+        onGone: () => {
+          cg?.destroy();
+          for (const v of guard.after().violations) ring.push(`ledgerloop: ${v}\n`);
+        },
+      });
+    },
+    listeningPorts(): Set<number> {
+      if (level === "none" || !opts.session) return listeningPorts("self");
+      // Only a session that exists has ports; none opened yet means nothing listens.
+      return sessionPid !== null ? listeningPorts(sessionPid) : new Set();
+    },
+    async closeSession(): Promise<number | null> {
+      const s = session ? await session.catch(() => null) : null;
+      session = null;
+      sessionPid = null;
+      return s ? s.close() : null;
+    },
+    async exec(req: ExecRequest): Promise<ExecResult> {
+      const { argv, env, limits, workspace, guard, cg, fd3, asRoot, scan, marker } = await prepare(req);
 
       const tracked = new Map<number, string | null>();
       let leader: number | undefined;

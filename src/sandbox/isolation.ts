@@ -273,6 +273,11 @@ export interface WrapInput {
   tools: Tools;
   /** bwrap ≥ 0.8 has --disable-userns. */
   disableUserns: boolean;
+  /**
+   * The command already runs in the run's session network namespace (session.ts): it must not
+   * make one of its own, or a server another command started would be out of its reach.
+   */
+  sessionNet?: boolean;
 }
 
 /** argv running `bash -c command` under bubblewrap (without the cgroup/rlimit wrapper). */
@@ -286,7 +291,7 @@ export function bwrapArgv(i: WrapInput): string[] {
   if (i.disableUserns) a.push("--disable-userns");
   if (i.uid.kind === "root-userns") a.push("--uid", "65534", "--gid", "65534");
   a.push("--unshare-pid", "--unshare-ipc", "--unshare-cgroup-try");
-  if (!i.allowNetwork) a.push("--unshare-net");
+  if (!i.allowNetwork && !i.sessionNet) a.push("--unshare-net");
   a.push("--die-with-parent", "--new-session", "--cap-drop", "ALL");
   a.push("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run");
   // /etc/resolv.conf often points into /run (systemd-resolved): keep name resolution when allowed.
@@ -456,9 +461,9 @@ export function unshareEnv(env: Record<string, string>, uid: UidPlan): Record<st
 export function unshareArgv(i: WrapInput, mounts?: HostMount[]): string[] {
   const a: string[] = [i.tools.unshare!];
   if (i.uid.kind === "self") a.push("--user", "--map-root-user");
-  if (!i.allowNetwork) a.push("--net");
+  if (!i.allowNetwork && !i.sessionNet) a.push("--net");
   a.push("--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "--");
-  const ip = !i.allowNetwork && i.tools.ip ? i.tools.ip : "";
+  const ip = !i.allowNetwork && !i.sessionNet && i.tools.ip ? i.tools.ip : "";
   a.push(i.tools.sh, "-c", UNSHARE_INNER, "ledgerloop-unshare", ip, i.tools.mount ?? "mount", i.cwd, ...unshareMountOps(i, mounts), "--");
   a.push(i.tools.setpriv!, "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all");
   if (i.uid.kind === "owner") a.push(`--reuid=${i.uid.uid}`, `--regid=${i.uid.gid}`, "--clear-groups");

@@ -1,3 +1,4 @@
+import type { BackgroundProcess } from "./background.js";
 import type { LimitName, Limits } from "./limits.js";
 
 /** Where and how a command runs. */
@@ -71,4 +72,16 @@ export interface Sandbox {
   /** Why this level, and how each limit is enforced (what `ledgerloop doctor` prints). */
   readonly reasons?: readonly string[];
   exec(req: ExecRequest): Promise<ExecResult>;
+  /**
+   * Starts a long-lived process of the run (same wrapper, limits and isolation as `exec`) without
+   * waiting for it. Sandboxes without it cannot run background processes.
+   */
+  startBackground?(req: BackgroundRequest): Promise<BackgroundProcess>;
+  /** TCP ports listening where the run's processes listen (the session's loopback, or the host's at "none"). */
+  listeningPorts?(): Set<number>;
+  /** Ends the run's session and every process in it; resolves to how long that took (ms), null if there was none. */
+  closeSession?(): Promise<number | null>;
 }
+
+/** A background process to start: an ExecRequest without a timeout or output cap. */
+export type BackgroundRequest = Omit<ExecRequest, "timeoutMs" | "outputCapBytes" | "signal" | "onStart">;

@@ -62,7 +62,7 @@ describe("ledgerloop run --model openai:<name> against an OpenAI-compatible serv
     expect(decides).toHaveLength(3);
     expect(nodeOf(stub.requests[0]!)).toBe("plan");
     expect(decides[0]!.tools!.map((t) => t.function.name).sort()).toEqual(
-      ["edit_file", "finish", "git_commit", "list_files", "read_file", "record_decision", "run_command", "run_tests", "search_code", "update_plan", "write_file"].sort(),
+      ["edit_file", "finish", "git_commit", "list_files", "process_output", "process_status", "read_file", "record_decision", "run_command", "run_tests", "search_code", "start_process", "stop_process", "update_plan", "write_file"].sort(),
     );
     const text = (b: StubRequestBody) => JSON.stringify(b.messages);
     // The goal and the plan reach the model; each step sees the result of the one before.

@@ -9,6 +9,10 @@ const TOOL_NAMES = [
   "search_code",
   "run_command",
   "run_tests",
+  "start_process",
+  "process_status",
+  "process_output",
+  "stop_process",
   "update_plan",
   "record_decision",
   "git_commit",
@@ -50,7 +54,7 @@ describe("tool registry", () => {
 
   it("marks only commands and test runs as not idempotent", () => {
     const notIdempotent = TOOLS.filter((t) => !t.idempotent).map((t) => t.name);
-    expect(notIdempotent.sort()).toEqual(["git_commit", "run_command", "run_tests"]);
+    expect(notIdempotent.sort()).toEqual(["git_commit", "run_command", "run_tests", "start_process"]);
   });
 
   it("gives every tool a strict object schema without a $schema key", () => {
@@ -116,6 +120,17 @@ const ACCEPTED: Record<string, Case[]> = {
     ["no arguments (detected command)", {}],
     ["an explicit command", { command: "npm test" }],
   ],
+  start_process: [
+    ["a command", { command: "node server.js" }],
+    ["every option", { command: "PORT=4101 node server.js", name: "api.v2_x-1", readyPort: 4101, readyPattern: "listening on \\d+", readyTimeoutMs: 600_000 }],
+    ["a port at both bounds", { command: "x", readyPort: 1 }],
+  ],
+  process_status: [["a name", { name: "api" }]],
+  process_output: [
+    ["a name", { name: "api" }],
+    ["tail and grep", { name: "api", tail: 500, grep: "ERROR|WARN" }],
+  ],
+  stop_process: [["a name", { name: "api" }]],
   update_plan: [
     ["one subtask", plan(st("s1"))],
     ["every status", plan(st("a", "pending"), st("b", "in_progress"), st("c", "completed"), st("d", "blocked"))],
@@ -170,6 +185,25 @@ const REJECTED: Record<string, RejectCase[]> = {
     ["empty command", { command: "" }, ["command:", "Too small"]],
     ["an unknown key", { filter: "a" }, ['Unrecognized key: "filter"']],
   ],
+  start_process: [
+    ["no command", {}, ["command:", "expected string, received undefined"]],
+    ["a name with a space", { command: "x", name: "my api" }, ["name:", "Invalid string"]],
+    ["a name starting with a dash", { command: "x", name: "-api" }, ["name:"]],
+    ["port 0", { command: "x", readyPort: 0 }, ["readyPort:", ">=1"]],
+    ["port 65536", { command: "x", readyPort: 65536 }, ["readyPort:", "<=65535"]],
+    ["readyTimeoutMs over 10 minutes", { command: "x", readyTimeoutMs: 600_001 }, ["readyTimeoutMs:", "Too big"]],
+    ["an unknown key", { command: "x", cwd: "/" }, ['Unrecognized key: "cwd"']],
+  ],
+  process_status: [
+    ["no name", {}, ["name:", "expected string, received undefined"]],
+    ["empty name", { name: "" }, ["name:", "Too small"]],
+  ],
+  process_output: [
+    ["tail 0", { name: "a", tail: 0 }, ["tail:", ">=1"]],
+    ["tail 501", { name: "a", tail: 501 }, ["tail:", "<=500"]],
+    ["an unknown key", { name: "a", head: 3 }, ['Unrecognized key: "head"']],
+  ],
+  stop_process: [["an unknown key", { name: "a", signal: "KILL" }, ['Unrecognized key: "signal"']]],
   update_plan: [
     ["an empty list", plan(), ["subtasks:", "expected array to have >=1 items"]],
     ["duplicate ids", plan(st("s1"), st("s1")), ["subtasks: subtask ids must be unique"]],

@@ -1,0 +1,82 @@
+import fs from "node:fs";
+import type { Command } from "commander";
+import { CliError } from "../errors.js";
+import type { Runtime } from "../runtime.js";
+import type { Changes, DryRun, commandsRun } from "../dry-run/dry-run.js";
+
+// The dry-run module (and the diff library) load on use: `--help` needs commander only.
+const dryRunModule = () => import("../dry-run/dry-run.js");
+import { log, printJson } from "./common.js";
+
+/** What `run --dry-run` adds to its outcome. */
+export interface DryRunOutcome {
+  workspace: string;
+  copy: string;
+  copyMs: number;
+  changes: Changes;
+  commands: ReturnType<typeof commandsRun>;
+  diff: string;
+}
+
+/** Makes the throwaway copy a dry run of `thread` works in; returns its record (saved at the end). */
+export async function startDryRun(workspace: string, thread: string): Promise<DryRun> {
+  const { makeDryCopy, saveDryRun } = await dryRunModule();
+  const real = fs.realpathSync(workspace);
+  const { copy, copyMs, manifest } = makeDryCopy(real, thread);
+  const run: DryRun = { thread, workspace: real, copy, createdAt: new Date().toISOString(), copyMs, manifest };
+  saveDryRun(run);
+  return run;
+}
+
+/** The dry run's outcome: the diff it would apply and the commands it ran (from its ledger). */
+export async function finishDryRun(run: DryRun, rt: Runtime): Promise<DryRunOutcome> {
+  const { commandsRun, dryRunChanges, dryRunDiff } = await dryRunModule();
+  const changes = dryRunChanges(run);
+  return {
+    workspace: run.workspace,
+    copy: run.copy,
+    copyMs: Math.round(run.copyMs),
+    changes,
+    commands: commandsRun(await rt.ledger.list(run.thread)),
+    diff: dryRunDiff(run, changes),
+  };
+}
+
+/** Prints a dry run's outcome for a person: commands, diff, and how to apply it. */
+export function printDryRun(d: DryRunOutcome, thread: string): void {
+  log(`\ndry run: ${d.workspace} was not changed; the run worked in ${d.copy} (copied in ${d.copyMs} ms)`);
+  log(`commands it ran (${d.commands.length}):`);
+  for (const c of d.commands) log(`  [${c.status}${c.exitCode !== null ? ` ${c.exitCode}` : ""}] ${c.tool}: ${c.command}`);
+  const n = d.changes.created.length + d.changes.modified.length + d.changes.deleted.length;
+  log(n ? `changes it would apply (${d.changes.created.length} created, ${d.changes.modified.length} modified, ${d.changes.deleted.length} deleted):` : "no file changes to apply");
+  if (d.diff) process.stdout.write(d.diff);
+  if (n) log(`apply with: ledgerloop apply ${thread} -w ${d.workspace}`);
+}
+
+/** Applies a dry run's changes to its real workspace (refusing, naming files, on a conflicting change). */
+export async function handleApply(thread: string, args: { workspace?: string }): Promise<{ thread: string; workspace: string; applied: Changes }> {
+  const { applyDryRun, loadDryRun } = await dryRunModule();
+  const run = loadDryRun(thread);
+  if (args.workspace && fs.realpathSync(args.workspace) !== run.workspace) {
+    throw new CliError(`the dry run of ${thread} was made from ${run.workspace}, not ${fs.realpathSync(args.workspace)}`, 2, "CONFIG_INVALID");
+  }
+  return { thread, workspace: run.workspace, applied: applyDryRun(run) };
+}
+
+export function registerApply(program: Command): void {
+  program
+    .command("apply")
+    .description("apply the changes of a `run --dry-run` to the real workspace (refused when it changed the same files since)")
+    .argument("<thread>", "the dry run's thread id")
+    .option("-w, --workspace <dir>", "the real workspace (checked against the dry run's)")
+    .option("--json", "one JSON object")
+    .action(async (thread: string, opts: { workspace?: string; json?: boolean }) => {
+      const r = await handleApply(thread, opts);
+      if (opts.json) return printJson(r);
+      const a = r.applied;
+      log(`applied to ${r.workspace}: ${a.created.length} created, ${a.modified.length} modified, ${a.deleted.length} deleted`);
+      for (const p of a.created) log(`  + ${p}`);
+      for (const p of a.modified) log(`  ~ ${p}`);
+      for (const p of a.deleted) log(`  - ${p}`);
+    });
+}
