@@ -127,8 +127,15 @@ async function execute(
   }
 }
 
+/** Whether a background process of the run is alive (start_process). */
+function backgroundRunning(rt: Runtime): boolean {
+  return (rt.processes?.list() ?? []).some((p) => p.status === "running");
+}
+
 /** Keeps the step's one walk true after a tool ran: its reported writes are stat'ed again, anything else drops it. */
 function keepWalk(rt: Runtime, writes: "nothing" | "reported" | undefined, changed: Feedback["filesChanged"]): void {
+  // A background process may write at any moment: while one runs, no walk stays true.
+  if (backgroundRunning(rt)) return rt.revisions.tracker.invalidate();
   if (writes === "nothing") return;
   if (writes === "reported" && changed) rt.revisions.tracker.touched([...changed.created, ...changed.modified, ...changed.deleted]);
   else if (writes !== "reported") rt.revisions.tracker.invalidate();
@@ -269,6 +276,8 @@ export function createActNode(deps: NodeDeps): NodeFn {
     }
     // The workspace as this step left it, shell-made changes included: the revision a rewind to any
     // later checkpoint restores. Taken here, so the checkpoint after act already names it.
+    // Background processes may have written since the last walk: then the revision walks afresh.
+    if (backgroundRunning(rt)) rt.revisions.tracker.invalidate();
     const snap = await rt.revisions.snapshot({ label: `step ${state.step}`, reuseWalkAfter: walkSeq });
     const c = snap.changed;
     const changed = c.created.length + c.modified.length + c.deleted.length > 0;

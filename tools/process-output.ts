@@ -18,6 +18,7 @@ export const processOutputTool = defineTool({
     "are kept.",
   schema: ProcessOutputArgs,
   idempotent: true,
+  writes: "nothing",
   async run(args, ctx) {
     const r = ctx.processes?.output(args.name, { tail: args.tail, grep: args.grep }) ?? "background processes are not available in this run";
     if (typeof r === "string") return toolError(r, r.startsWith("grep") ? "invalid_call" : "unknown_process");

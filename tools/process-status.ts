@@ -14,6 +14,7 @@ export const processStatusTool = defineTool({
     "the TCP ports it listens on, and its last output lines.",
   schema: ProcessNameArgs,
   idempotent: true,
+  writes: "nothing",
   async run(args, ctx) {
     const v = ctx.processes?.get(args.name) ?? "background processes are not available in this run";
     if (typeof v === "string") return toolError(v, "unknown_process");

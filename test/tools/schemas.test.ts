@@ -32,7 +32,7 @@ describe("tool registry", () => {
   });
 
   it("says which tools run a shell command (checked by the policy before they start) and what each may write", () => {
-    expect(TOOLS.filter((t) => t.runsCommand).map((t) => t.name)).toEqual(["run_command", "run_tests"]);
+    expect(TOOLS.filter((t) => t.runsCommand).map((t) => t.name)).toEqual(["run_command", "run_tests", "start_process"]);
     // Unset means "anything": the step's walk is dropped after such a tool, never trusted blindly.
     expect(Object.fromEntries(TOOLS.map((t) => [t.name, t.writes ?? "anything"]))).toEqual({
       read_file: "nothing",
@@ -42,6 +42,11 @@ describe("tool registry", () => {
       search_code: "nothing",
       run_command: "reported",
       run_tests: "reported",
+      // A background process writes whenever it likes; while one runs, act drops every kept walk anyway.
+      start_process: "anything",
+      process_status: "nothing",
+      process_output: "nothing",
+      stop_process: "anything",
       update_plan: "nothing",
       record_decision: "nothing",
       git_commit: "anything",
