@@ -162,12 +162,20 @@ describe("OpenAIChatModel against a stub OpenAI server", () => {
   });
 
   it("gives up as soon as the caller aborts, without waiting for a slow server", async () => {
-    stub.enqueue({ content: "too late", delayMs: 5_000 });
+    // The server would answer after a minute; the abort comes once the request has reached it (not
+    // after a fixed delay, which a loaded machine can outrun before the request is even sent).
+    stub.enqueue({ content: "too late", delayMs: 60_000 });
     const ac = new AbortController();
-    setTimeout(() => ac.abort(), 100);
+    const pending = model.invoke({ ...request(USER_ONLY), signal: ac.signal });
+    pending.catch(() => {});
+    const t0 = Date.now();
+    while (stub.requests.length === 0 && Date.now() - t0 < 60_000) await new Promise((r) => setTimeout(r, 10));
+    expect(stub.requests).toHaveLength(1);
     const started = performance.now();
-    await expect(model.invoke({ ...request(USER_ONLY), signal: ac.signal })).rejects.toThrow();
-    expect(performance.now() - started).toBeLessThan(2_000);
+    ac.abort();
+    await expect(pending).rejects.toThrow();
+    // Far below the server's minute: the call did not wait for the answer.
+    expect(performance.now() - started).toBeLessThan(30_000);
     expect(stub.requests).toHaveLength(1);
   });
 
