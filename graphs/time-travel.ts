@@ -7,6 +7,7 @@ import { CliError, LedgerloopError } from "../src/errors.js";
 import { copyBranch, remapIds } from "../src/ledger/copy.js";
 import { RunRegistry } from "../src/ledger/runs.js";
 import { ReplayModel } from "../src/models/replay.js";
+import { answerMcpFromRecording } from "../tools/mcp.js";
 import { createRuntime, type Runtime } from "../src/runtime.js";
 import type { LedgerEvent, TaskStateValue } from "../src/state.js";
 import { createCodingAgent, recursionLimitFor } from "./coding-agent.js";
@@ -308,6 +309,8 @@ export async function replay(rt: Runtime, thread: string, opts: { from?: string;
     },
   });
   const dest = forked.runtime;
+  // MCP calls are answered from the recording: no server is started (tools/mcp.ts).
+  answerMcpFromRecording(dest, { ledger: rt.ledger, head: recordedHead });
   const agent = createCodingAgent({ runtime: dest });
   const config = { configurable: { thread_id: forked.thread }, recursionLimit: recursionLimitFor(dest.settings.maxSteps), durability: "sync" as const };
   await agent.invoke(null, config);

@@ -7,12 +7,17 @@ import { defineTool, type ToolDefinition } from "./tool.js";
 
 /** Where a tool the model gets comes from, and what it may do. */
 export interface ToolOrigin {
-  source: "built-in" | "project";
+  source: "built-in" | "project" | `mcp:${string}`;
   risk: ToolRisk;
   approve: "allow" | "ask" | "deny" | "policy";
 }
 
 const ORIGINS = new WeakMap<ToolDefinition, ToolOrigin>();
+
+/** Records where a tool made elsewhere (tools/mcp.ts) comes from, so originOf and telemetry know it. */
+export function registerOrigin(tool: ToolDefinition, origin: ToolOrigin): void {
+  ORIGINS.set(tool, origin);
+}
 
 /** The origin of a tool made here (project tools); undefined for the built-in ones. */
 export function projectOrigin(tool: ToolDefinition): ToolOrigin | undefined {
