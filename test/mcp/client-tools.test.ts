@@ -1,0 +1,216 @@
+import fs from "node:fs";
+import path from "node:path";
+import { Command } from "@langchain/langgraph";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { createCodingAgent } from "../../graphs/coding-agent.js";
+import { replay } from "../../graphs/time-travel.js";
+import { handleTools } from "../../src/cli/tools.js";
+import { parseConfig } from "../../src/config.js";
+import { createSandbox } from "../../src/sandbox/executor.js";
+import type { LedgerEvent } from "../../src/state.js";
+import { loadMcpTools } from "../../tools/mcp.js";
+import { testAgent, type TestAgent } from "../helpers/agent.js";
+import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
+
+// A real MCP server (test/fixtures/mcp/demo-server.mjs, on the SDK) is started over stdio by the
+// runtime, through the run's sandbox (bwrap here when available), and counts the calls it answers
+// in calls.log: what a run (and a replay) really asked of it.
+
+const SERVER = path.resolve(__dirname, "../fixtures/mcp/demo-server.mjs");
+const SDK_DIR = fs.realpathSync(path.resolve(__dirname, "../../node_modules/@modelcontextprotocol/sdk"));
+
+function serverEntry(ws: string, extra: Record<string, unknown> = {}) {
+  return {
+    command: process.execPath,
+    args: ["server.mjs"],
+    env: { SDK_DIR, CALLS_LOG: path.join(ws, "calls.log") },
+    risk: "exec",
+    timeoutMs: 20_000,
+    tools: { echo: { risk: "read" }, hang: { risk: "read" } },
+    ...extra,
+  };
+}
+
+function mcpWorkspace(extra: Record<string, unknown> = {}): string {
+  const ws = tempWorkspace(undefined, { "a.txt": "a\n", ".gitignore": "calls.log\n" });
+  fs.copyFileSync(SERVER, path.join(ws, "server.mjs"));
+  fs.writeFileSync(path.join(ws, "ledgerloop.config.json"), JSON.stringify({ mcpServers: { demo: serverEntry(ws, extra) } }));
+  return ws;
+}
+
+const calls = (ws: string): string[] => (fs.existsSync(path.join(ws, "calls.log")) ? fs.readFileSync(path.join(ws, "calls.log"), "utf8").trim().split("\n").filter(Boolean) : []);
+const call = (name: string, args: Record<string, unknown>) => ({ tool_calls: [{ name, args }] });
+const fbOf = (es: LedgerEvent[]) => es.filter((e): e is LedgerEvent<"environment_feedback"> => e.type === "environment_feedback");
+
+let agents: TestAgent[] = [];
+afterEach(async () => {
+  await Promise.all(agents.map((a) => a.close()));
+  agents = [];
+});
+afterAll(() => cleanupTemp());
+
+const cfg = { configurable: { thread_id: "t1" }, durability: "sync" as const, recursionLimit: 100 };
+
+describe("tools from an MCP server in a run", () => {
+  it("a read tool runs at once, an exec tool pauses for approval under ask; both are action → feedback pairs", async () => {
+    const ws = mcpWorkspace();
+    const script = { decide: [call("mcp__demo__echo", { text: "hello" }), call("mcp__demo__touch", { name: "made.txt" }), call("finish", { summary: "done" })] };
+    const a = await testAgent(ws, script, { approve: "ask" });
+    agents.push(a);
+    const agent = createCodingAgent({ runtime: a.rt });
+    await agent.invoke({ goal: "x" }, cfg);
+    const paused = await agent.getState(cfg);
+    const request = paused.tasks.flatMap((t) => t.interrupts)[0]!.value as { kind: string; tool: string; command: string; rule: string };
+    expect(request).toMatchObject({ kind: "approval", tool: "mcp__demo__touch", rule: "mcp.approve", command: 'mcp__demo__touch {"name":"made.txt"}' });
+    // Paused before the call: the server answered the echo only.
+    expect(calls(ws)).toEqual(['echo {"text":"hello"}']);
+    expect(fs.existsSync(path.join(ws, "made.txt"))).toBe(false);
+
+    await agent.invoke(new Command({ resume: { decision: "approve" } }), cfg);
+    expect((await agent.getState(cfg)).values).toMatchObject({ status: "finished" });
+    expect(calls(ws)).toEqual(['echo {"text":"hello"}', 'touch {"name":"made.txt"}']);
+    // The server ran in the workspace (its cwd) and could write there.
+    expect(fs.readFileSync(path.join(ws, "made.txt"), "utf8")).toBe("made by mcp\n");
+    const events = await a.events();
+    const [echo, touch] = fbOf(events);
+    expect(echo!.payload).toMatchObject({ tool: "mcp__demo__echo", status: "ok", output: "echo: hello" });
+    expect(touch!.payload).toMatchObject({ tool: "mcp__demo__touch", status: "ok", output: "created made.txt" });
+    const chain = await a.rt.ledger.causalChain(touch!.id);
+    expect(chain.map((e) => e.type)).toEqual(["model_call", "agent_action", "environment_feedback"]);
+    const approval = events.find((e): e is LedgerEvent<"approval"> => e.type === "approval")!;
+    expect(approval.payload).toMatchObject({ decision: "approved", by: "user", rule: "mcp.approve" });
+    expect(approval.causedBy).toBe(touch!.causedBy);
+    // The model read the tool's result.
+    expect(a.decidePrompt(2).map((m) => String(m.content)).join("\n")).toMatch(/echo: hello/);
+  }, 120_000);
+
+  it("a rejected exec tool never reaches the server; the model reads why", async () => {
+    const ws = mcpWorkspace();
+    const script = { decide: [call("mcp__demo__touch", { name: "no.txt" }), call("finish", { summary: "done" })] };
+    const a = await testAgent(ws, script, { approve: "deny" });
+    agents.push(a);
+    expect((await a.run("x")).status).toBe("finished");
+    const [fb] = fbOf(await a.events());
+    expect(fb!.payload).toMatchObject({ status: "error", errorClass: "policy_denied" });
+    expect(fb!.payload.output).toMatch(/needs approval, which it did not get/);
+    expect(calls(ws)).toEqual([]);
+  }, 120_000);
+
+  it("a server killed mid-call and a hung one are feedback; the server is started again and the run goes on", async () => {
+    const ws = mcpWorkspace({ timeoutMs: 3000 });
+    const script = {
+      decide: [call("mcp__demo__die", {}), call("mcp__demo__echo", { text: "back" }), call("mcp__demo__hang", {}), call("mcp__demo__echo", { text: "again" }), call("finish", { summary: "done" })],
+    };
+    const a = await testAgent(ws, script, { approve: "auto" });
+    agents.push(a);
+    expect((await a.run("x")).status).toBe("finished");
+    const fbs = fbOf(await a.events()).map((e) => e.payload);
+    expect(fbs[0]).toMatchObject({ tool: "mcp__demo__die", status: "error", errorClass: "mcp_server_died" });
+    expect(fbs[0]!.output).toMatch(/MCP server "demo" stopped while running die/);
+    expect(fbs[1]).toMatchObject({ status: "ok", output: "echo: back" });
+    expect(fbs[2]).toMatchObject({ tool: "mcp__demo__hang", status: "error", errorClass: "mcp_timeout" });
+    expect(fbs[2]!.output).toMatch(/did not answer hang within 3000 ms/);
+    expect(fbs[3]).toMatchObject({ status: "ok", output: "echo: again" });
+  }, 120_000);
+
+  it("a server that fails to start is reported and the run goes on; its configured tools say why", async () => {
+    const ws = mcpWorkspace({ args: ["no-such-server.mjs"], timeoutMs: 5000 });
+    const progress: string[] = [];
+    const script = { decide: [call("mcp__demo__echo", {}), call("finish", { summary: "done" })] };
+    const a = await testAgent(ws, script, { approve: "auto" });
+    a.rt.progress = (e) => progress.push(e.text);
+    agents.push(a);
+    expect((await a.run("x")).status).toBe("finished");
+    expect(progress.join("\n")).toMatch(/MCP server "demo" failed to start/);
+    const [fb] = fbOf(await a.events());
+    expect(fb!.payload).toMatchObject({ tool: "mcp__demo__echo", status: "error", errorClass: "mcp_server_unavailable" });
+    expect(fb!.payload.output).toMatch(/no-such-server\.mjs/);
+  }, 120_000);
+
+  it("replay answers the MCP calls from the ledger: the same results, zero calls to the server", async () => {
+    const ws = mcpWorkspace();
+    const script = { decide: [call("mcp__demo__echo", { text: "r" }), call("mcp__demo__touch", { name: "r.txt" }), call("finish", { summary: "done" })] };
+    const a = await testAgent(ws, script, { approve: "auto" });
+    agents.push(a);
+    expect((await a.run("x")).status).toBe("finished");
+    expect(calls(ws)).toHaveLength(2);
+    const r = await replay(a.rt, "t1");
+    try {
+      expect(r.divergences).toEqual([]);
+      expect(r.status).toBe("finished");
+      expect(calls(ws)).toHaveLength(2);
+      expect(calls(r.workspace)).toEqual([]);
+      const replayed = fbOf(await r.runtime.ledger.list(r.thread)).filter((e) => e.payload.tool.startsWith("mcp__"));
+      expect(replayed.map((e) => e.payload.output)).toEqual(["echo: r", "created r.txt"]);
+    } finally {
+      await r.runtime.close();
+    }
+  }, 120_000);
+});
+
+describe("loading and listing", () => {
+  it("ledgerloop tools lists the server's tools with source mcp:<server> and risk; a broken schema is reported with the server's name", async () => {
+    const ws = mcpWorkspace({ env: { SDK_DIR, BAD_SCHEMA: "1" }, tools: { echo: { risk: "read" }, hang: { approve: "deny" } } });
+    const rows = await handleTools({ workspace: ws });
+    const mcp = rows.filter((r) => r.source.startsWith("mcp:"));
+    expect(mcp.map((r) => [r.name, r.source, r.risk, r.approve, r.offered])).toEqual([
+      ["mcp__demo__echo", "mcp:demo", "read", "allow", true],
+      ["mcp__demo__touch", "mcp:demo", "exec", "ask", true],
+      ["mcp__demo__die", "mcp:demo", "exec", "ask", true],
+      ["mcp__demo__hang", "mcp:demo", "exec", "deny", false],
+    ]);
+    expect(mcp[0]!.parameters).toMatchObject({ type: "object", properties: { text: { type: "string" } }, required: ["text"] });
+    expect(rows.some((r) => r.name.includes("broken"))).toBe(false);
+
+    const set = await loadMcpTools(parseConfig(JSON.parse(fs.readFileSync(path.join(ws, "ledgerloop.config.json"), "utf8"))).mcpServers!, {
+      sandbox: createSandbox({ level: "none", workspace: ws }),
+      workspace: ws,
+      allowNetwork: false,
+      taken: ["mcp__demo__die"],
+    });
+    try {
+      expect(set.problems).toEqual([
+        'MCP server "demo": tool "die" skipped: mcp__demo__die is already the name of another tool',
+        'MCP server "demo": tool "broken" skipped: its input schema is not a valid JSON schema: Unsupported type: 42',
+      ]);
+      expect(set.servers).toEqual([{ name: "demo", ok: true, tools: 3, detail: "3 tools, none" }]);
+      // Arguments are validated like a built-in tool's before the server sees them.
+      const echo = set.offered.find((t) => t.name === "mcp__demo__echo")!;
+      expect(echo.schema.safeParse({ text: 3 }).success).toBe(false);
+    } finally {
+      await set.close();
+    }
+  }, 120_000);
+
+  it("a network tool is not offered without --allow-network", async () => {
+    const ws = mcpWorkspace({ risk: "network", tools: {} });
+    const rows = (await handleTools({ workspace: ws })).filter((r) => r.source === "mcp:demo");
+    expect(rows.every((r) => !r.offered && /--allow-network/.test(r.why ?? ""))).toBe(true);
+    expect(rows).toHaveLength(4);
+    const allowed = (await handleTools({ workspace: ws, allowNetwork: true })).filter((r) => r.source === "mcp:demo");
+    expect(allowed.every((r) => r.offered && r.risk === "network")).toBe(true);
+  }, 120_000);
+});
+
+describe("bad mcpServers config is refused with the field's path", () => {
+  const bad = (servers: unknown) => () => parseConfig({ mcpServers: servers });
+  it.each([
+    [{ fs: { command: "node", argz: [] } }, /mcpServers\.fs: unknown key "argz"/],
+    [{ fs: { command: "node", args: "x" } }, /mcpServers\.fs\.args: .*expected array/],
+    [{ fs: { command: "node", risk: "danger" } }, /mcpServers\.fs\.risk: /],
+    [{ fs: { command: "node", tools: { t: { approve: "maybe" } } } }, /mcpServers\.fs\.tools\.t\.approve: /],
+    [{ fs: { command: "node", tools: { t: { timeout: 1 } } } }, /mcpServers\.fs\.tools\.t: unknown key "timeout"/],
+    [{ web: { url: "http://127.0.0.1:1/mcp", headers: { a: 1 } } }, /mcpServers\.web\.headers\.a: .*expected string/],
+    [{ web: { url: "http://127.0.0.1:1/mcp", command: "x" } }, /mcpServers\.web: unknown key "command"/],
+    [{ web: { url: "ftp://x" } }, /mcpServers\.web\.url: /],
+    [{ fs: { args: [] } }, /mcpServers\.fs\.command: is required/],
+    [{ "a__b": { command: "node" } }, /mcpServers\.a__b/],
+    [{ fs: { command: "node", cwd: "../out" } }, /mcpServers\.fs\.cwd: must be a path inside the workspace/],
+  ])("%j", (servers, message) => {
+    expect(bad(servers)).toThrow(message);
+  });
+
+  it("a project tool may not take an MCP tool's name", () => {
+    expect(() => parseConfig({ tools: [{ name: "mcp__demo__echo", description: "d", command: "true" }] })).toThrow(/tools\[0\]\.name: .*kept for tools from MCP servers/);
+  });
+});
