@@ -192,6 +192,24 @@ describe("loading and listing", () => {
   }, 120_000);
 });
 
+describe("doctor", () => {
+  it("has a line per MCP server: its tools and isolation, or why it did not start", async () => {
+    const { handleDoctor } = await import("../../src/cli/doctor.js");
+    const ws = mcpWorkspace({ env: { SDK_DIR, BAD_SCHEMA: "1" } });
+    const file = path.join(ws, "ledgerloop.config.json");
+    const config = JSON.parse(fs.readFileSync(file, "utf8"));
+    config.mcpServers.gone = { command: process.execPath, args: ["missing.mjs"], timeoutMs: 5000 };
+    fs.writeFileSync(file, JSON.stringify(config));
+    const r = await handleDoctor({ workspace: ws });
+    const demo = r.checks.find((c) => c.name === "mcp:demo")!;
+    expect(demo).toMatchObject({ ok: true });
+    expect(demo.detail).toMatch(new RegExp(`^4 tools, ${r.sandbox.level}; tool "broken" skipped: its input schema is not a valid JSON schema`));
+    const gone = r.checks.find((c) => c.name === "mcp:gone")!;
+    expect(gone.ok).toBe(false);
+    expect(gone.detail).toMatch(/MCP server "gone" failed to start: .*missing\.mjs/s);
+  }, 120_000);
+});
+
 describe("bad mcpServers config is refused with the field's path", () => {
   const bad = (servers: unknown) => () => parseConfig({ mcpServers: servers });
   it.each([
