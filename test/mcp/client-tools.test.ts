@@ -1,4 +1,5 @@
 import fs from "node:fs";
+import net from "node:net";
 import path from "node:path";
 import { Command } from "@langchain/langgraph";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
@@ -145,6 +146,56 @@ describe("tools from an MCP server in a run", () => {
     } finally {
       await r.runtime.close();
     }
+  }, 120_000);
+});
+
+describe("the server inside the sandbox", () => {
+  it("reaches the network only when its risk is network and the run allows it", async () => {
+    const probe = createSandbox({ level: "auto" });
+    if (probe.level === "none") return void console.warn("skipped: level none cannot take the network away (no bwrap/unshare here)");
+    const listener = net.createServer((s) => s.end()).listen(0, "127.0.0.1");
+    await new Promise((r) => listener.once("listening", r));
+    const port = (listener.address() as net.AddressInfo).port;
+    try {
+      const ws = mcpWorkspace();
+      const reach = async (risk: string, allowNetwork: boolean) => {
+        const servers = { demo: parseConfig({ mcpServers: { demo: { ...serverEntry(ws), env: { SDK_DIR, REACH: "1" }, risk, tools: {} } } }).mcpServers!.demo! };
+        const set = await loadMcpTools(servers, { sandbox: createSandbox({ level: probe.level, workspace: ws }), workspace: ws, allowNetwork });
+        try {
+          const tool = [...set.offered, ...set.withheld.map((w) => w.tool)].find((t) => t.name === "mcp__demo__reach")!;
+          return (await tool.run({ port }, {} as never)).output;
+        } finally {
+          await set.close();
+        }
+      };
+      expect(await reach("exec", true)).toMatch(/^unreachable/);
+      expect(await reach("network", false)).toMatch(/^unreachable/);
+      expect(await reach("network", true)).toBe("reached");
+    } finally {
+      listener.close();
+    }
+  }, 120_000);
+
+  it("a secret in a tool's result (from the server's configured env) is redacted in the ledger; so is one in the arguments", async () => {
+    const secret = "sk-proj-Zq8vN3xW1tY7uP0aR5sD2fG9hJ4kL6mB";
+    const ws = mcpWorkspace();
+    const file = path.join(ws, "ledgerloop.config.json");
+    const config = JSON.parse(fs.readFileSync(file, "utf8"));
+    config.mcpServers.demo.env.ECHO_EXTRA = ` token ${secret}`;
+    fs.writeFileSync(file, JSON.stringify(config));
+    const other = "sk-proj-Aa1Bb2Cc3Dd4Ee5Ff6Gg7Hh8Ii9Jj0KkLl";
+    const script = { decide: [call("mcp__demo__echo", { text: `key ${other}` }), call("finish", { summary: "done" })] };
+    const a = await testAgent(ws, script, { approve: "auto" });
+    agents.push(a);
+    expect((await a.run("x")).status).toBe("finished");
+    const events = await a.events();
+    const text = JSON.stringify(events);
+    expect(text).not.toContain(secret);
+    expect(text).not.toContain(other);
+    // The server answered with the secret (it reached the server's env), and the ledger kept a marker.
+    expect(fbOf(events)[0]!.payload.output).toMatch(/^echo: key \[REDACTED\]:openai token \[REDACTED\]:openai$/);
+    // Arguments are redacted when the action is written, before the call: the server never saw that one.
+    expect(calls(ws)[0]).not.toContain(other);
   }, 120_000);
 });
 
