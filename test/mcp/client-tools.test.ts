@@ -1,5 +1,9 @@
 import fs from "node:fs";
+import http from "node:http";
 import net from "node:net";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import path from "node:path";
 import { Command } from "@langchain/langgraph";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
@@ -9,7 +13,7 @@ import { handleTools } from "../../src/cli/tools.js";
 import { parseConfig } from "../../src/config.js";
 import { createSandbox } from "../../src/sandbox/executor.js";
 import type { LedgerEvent } from "../../src/state.js";
-import { loadMcpTools } from "../../tools/mcp.js";
+import { loadMcpTools, mcpPolicyOf } from "../../tools/mcp.js";
 import { testAgent, type TestAgent } from "../helpers/agent.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 
@@ -240,6 +244,45 @@ describe("loading and listing", () => {
     expect(rows).toHaveLength(4);
     const allowed = (await handleTools({ workspace: ws, allowNetwork: true })).filter((r) => r.source === "mcp:demo");
     expect(allowed.every((r) => r.offered && r.risk === "network")).toBe(true);
+  }, 120_000);
+});
+
+describe("a streamable HTTP server", () => {
+  it("is listed and called with its configured headers; one off this machine counts as network", async () => {
+    const seen: string[] = [];
+    // Stateless: a fresh SDK server and transport per request, as the SDK's examples do.
+    const httpServer = http.createServer(async (req, res) => {
+      seen.push(String(req.headers["x-team"]));
+      const server = new Server({ name: "web", version: "1.0.0" }, { capabilities: { tools: {} } });
+      server.setRequestHandler(ListToolsRequestSchema, async () => ({
+        tools: [{ name: "lookup", description: "Looks a word up.", inputSchema: { type: "object", properties: { word: { type: "string" } }, required: ["word"] } }],
+      }));
+      server.setRequestHandler(CallToolRequestSchema, async (r) => ({ content: [{ type: "text", text: `${String(r.params.arguments?.word)}: a word` }] }));
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      res.on("close", () => void transport.close());
+      await server.connect(transport);
+      await transport.handleRequest(req, res);
+    });
+    await new Promise<void>((r) => httpServer.listen(0, "127.0.0.1", r));
+    const url = `http://127.0.0.1:${(httpServer.address() as net.AddressInfo).port}/mcp`;
+    try {
+      const ws = tempWorkspace();
+      const servers = parseConfig({ mcpServers: { web: { url, headers: { "X-Team": "blue" }, risk: "read" } } }).mcpServers!;
+      const set = await loadMcpTools(servers, { sandbox: createSandbox({ level: "none", workspace: ws }), workspace: ws, allowNetwork: false });
+      try {
+        expect(set.servers).toEqual([{ name: "web", ok: true, tools: 1, detail: "1 tool, http" }]);
+        const lookup = set.offered.find((t) => t.name === "mcp__web__lookup")!;
+        expect(await lookup.run({ word: "ledger" }, {} as never)).toMatchObject({ status: "ok", output: "ledger: a word" });
+      } finally {
+        await set.close();
+      }
+      expect(seen.length).toBeGreaterThan(1);
+      expect(new Set(seen)).toEqual(new Set(["blue"]));
+    } finally {
+      httpServer.close();
+    }
+    expect(mcpPolicyOf("web", { url: "https://mcp.example.com/mcp", risk: "read" }, "lookup")).toMatchObject({ risk: "network" });
+    expect(mcpPolicyOf("web", { url: "http://127.0.0.1:9/mcp", risk: "read" }, "lookup")).toMatchObject({ risk: "read", approve: "allow" });
   }, 120_000);
 });
 
