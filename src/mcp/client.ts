@@ -190,13 +190,18 @@ export class McpConnection {
       const cwd = c.cwd ? path.join(this.env.workspace, c.cwd) : this.env.workspace;
       const line = [c.command, ...(c.args ?? [])].map(shQuote).join(" ");
       // The runner's environment is scrubbed as for commands; what the config names is the server's.
-      const wrapped = sandboxedArgv(this.env.sandbox, {
-        workspace: this.env.workspace,
-        cwd,
-        line: `exec ${line}`,
-        env: { ...commandEnv(), ...(c.env ?? {}) },
-        allowNetwork: this.env.allowNetwork && c.risk === "network",
-      });
+      let wrapped: ReturnType<typeof sandboxedArgv>;
+      try {
+        wrapped = sandboxedArgv(this.env.sandbox, {
+          workspace: this.env.workspace,
+          cwd,
+          line: `exec ${line}`,
+          env: { ...commandEnv(), ...(c.env ?? {}) },
+          allowNetwork: this.env.allowNetwork && c.risk === "network",
+        });
+      } catch (err) {
+        throw new McpStartError(`MCP server "${this.name}" failed to start: ${errorMessage(err)}`);
+      }
       this.isolation = wrapped.isolation;
       transport = new SpawnedStdioTransport({ argv: wrapped.argv, env: wrapped.env, cwd });
     }
