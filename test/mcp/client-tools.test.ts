@@ -15,6 +15,7 @@ import { createSandbox } from "../../src/sandbox/executor.js";
 import type { LedgerEvent } from "../../src/state.js";
 import { loadMcpTools, mcpPolicyOf } from "../../tools/mcp.js";
 import { testAgent, type TestAgent } from "../helpers/agent.js";
+import { cli } from "../helpers/cli.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 
 // A real MCP server (test/fixtures/mcp/demo-server.mjs, on the SDK) is started over stdio by the
@@ -151,6 +152,27 @@ describe("tools from an MCP server in a run", () => {
       await r.runtime.close();
     }
   }, 120_000);
+});
+
+describe("through the CLI", () => {
+  // Real processes: the pause survives the first one, the server starts again in the second, and
+  // each process exits when its run ends (its servers stopped with it).
+  it("run pauses on the exec tool, resume --approve calls it, and both processes exit", () => {
+    const ws = mcpWorkspace();
+    const traj = path.join(ws, "..", `mcp-${path.basename(ws)}.json`);
+    fs.writeFileSync(traj, JSON.stringify({ decide: [call("mcp__demo__echo", { text: "cli" }), call("mcp__demo__touch", { name: "cli.txt" }), call("finish", { summary: "done" })] }));
+    const first = cli(["run", "task", "-w", ws, "--model", `scripted:${traj}`, "--thread", "M", "--json", "-q"], { timeoutMs: 120_000 });
+    expect(first.signal).toBeNull();
+    expect(first.code, first.stderr).toBe(1);
+    expect(JSON.parse(first.stdout)).toMatchObject({ status: "awaiting_approval", pending: { kind: "approval", tool: "mcp__demo__touch", rule: "mcp.approve" } });
+    expect(calls(ws)).toEqual(['echo {"text":"cli"}']);
+    const done = cli(["resume", "M", "-w", ws, "--approve", "--json", "-q"], { timeoutMs: 120_000 });
+    expect(done.code, done.stderr).toBe(0);
+    expect(JSON.parse(done.stdout)).toMatchObject({ status: "finished" });
+    expect(calls(ws)).toEqual(['echo {"text":"cli"}', 'touch {"name":"cli.txt"}']);
+    expect(fs.existsSync(path.join(ws, "cli.txt"))).toBe(true);
+    fs.rmSync(traj, { force: true });
+  }, 240_000);
 });
 
 describe("the server inside the sandbox", () => {
