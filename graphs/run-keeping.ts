@@ -8,6 +8,7 @@ import type { Runtime } from "../src/runtime.js";
 import type { TaskStateValue } from "../src/state.js";
 import { observeNode } from "../src/telemetry/observer.js";
 import { withRunTools } from "../tools/index.js";
+import { mcpToolsOf } from "../tools/mcp.js";
 import { projectToolsOf } from "../tools/project.js";
 
 /** Threads whose runner this process has recorded (one registry write per run and process). */
@@ -34,7 +35,10 @@ export function keepRun(node: string, fn: NodeFn, deps: NodeDeps, rerun?: (rt: R
     const rt = await deps.resolve(config);
     const thread = config.configurable?.thread_id ?? config.executionInfo?.threadId;
     // The run's project tools are offered beside the built-in ones in every node (tools/index.ts).
-    return withRunTools(projectToolsOf(rt), () => observeNode(rt, thread ? String(thread) : undefined, node, state, () => kept(state, config)));
+    // MCP servers start on the first node of a runtime and stop when it closes (tools/mcp.ts).
+    const project = projectToolsOf(rt);
+    const mcp = await mcpToolsOf(rt, project.map((t) => t.name));
+    return withRunTools(mcp.length ? [...project, ...mcp] : project, () => observeNode(rt, thread ? String(thread) : undefined, node, state, () => kept(state, config)));
   };
 }
 

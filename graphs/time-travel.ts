@@ -6,6 +6,7 @@ import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import { CliError, LedgerloopError } from "../src/errors.js";
 import { copyBranch, remapIds } from "../src/ledger/copy.js";
 import { ReplayModel } from "../src/models/replay.js";
+import { answerMcpFromRecording } from "../tools/mcp.js";
 import { createRuntime, type Runtime } from "../src/runtime.js";
 import type { LedgerEvent, TaskStateValue } from "../src/state.js";
 import { createCodingAgent, recursionLimitFor } from "./coding-agent.js";
@@ -310,6 +311,8 @@ export async function replay(rt: Runtime, thread: string, opts: { from?: string;
     },
   });
   const dest = forked.runtime;
+  // MCP calls are answered from the recording: no server is started (tools/mcp.ts).
+  answerMcpFromRecording(dest, { ledger: rt.ledger, head: recordedHead });
   const agent = createCodingAgent({ runtime: dest });
   const config = { configurable: { thread_id: forked.thread }, recursionLimit: recursionLimitFor(dest.settings.maxSteps), durability: "sync" as const };
   await agent.invoke(null, config);

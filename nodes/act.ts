@@ -12,6 +12,7 @@ import { observeToolCall } from "../src/telemetry/observer.js";
 import type { LedgerEvent, PayloadOf, TaskStateValue } from "../src/state.js";
 import { treeSummary } from "../src/workspace/snapshot.js";
 import { getTool, type ToolContext } from "../tools/index.js";
+import { mcpVerdict } from "../tools/mcp.js";
 import { adjustVerdict, originOf } from "../tools/project.js";
 import { branchWriter, type NodeDeps, type NodeFn } from "./deps.js";
 import { restoreProcesses } from "./restore-processes.js";
@@ -247,7 +248,8 @@ export function createActNode(deps: NodeDeps): NodeFn {
         const command = await bound.call.command({ workspace: rt.workspace }).catch(() => null);
         if (command) {
           // A project tool's `approve` adjusts the policy's verdict (tools/project.ts).
-          const v = adjustVerdict(tool, evaluatePolicy(command, rt.policy, { workspace: rt.workspace, cwd: rt.workspace, level: rt.sandbox.level as PolicyContext["level"] }));
+          // An MCP tool has no command line to judge: its configured `approve` decides (tools/mcp.ts).
+          const v = mcpVerdict(tool) ?? adjustVerdict(tool, evaluatePolicy(command, rt.policy, { workspace: rt.workspace, cwd: rt.workspace, level: rt.sandbox.level as PolicyContext["level"] }));
           checked = { command, verdict: v };
           if (v.decision === "ask") approved = await approve(rt, w, action, command, v);
         }

@@ -142,6 +142,63 @@ export const ProjectToolConfig = z.strictObject({
 });
 export type ProjectToolConfig = z.infer<typeof ProjectToolConfig>;
 
+/** Risk and approval of one tool of an MCP server, over the server's. */
+export const McpToolConfig = z.strictObject({
+  risk: ToolRisk.optional(),
+  /** allow: run without asking; ask: pause for approval first; deny: never offered. */
+  approve: z.enum(["allow", "ask", "deny"]).optional(),
+});
+export type McpToolConfig = z.infer<typeof McpToolConfig>;
+
+const mcpCommon = {
+  /** What the server's tools may affect (default "exec"); a tool's own entry wins. */
+  risk: ToolRisk.default("exec"),
+  /** Default "ask"... unless the risk is "read": read tools run without asking. */
+  approve: z.enum(["allow", "ask", "deny"]).optional(),
+  /** Risk and approval per tool, by the server's own tool name. */
+  tools: z.record(z.string().min(1), McpToolConfig).optional(),
+  /** How long one call (and the start) may take before it is a timeout. */
+  timeoutMs: z.number().int().min(100).max(30 * 60 * 1000).optional(),
+};
+
+/** An MCP server started as a child process (stdio), through the run's sandbox. */
+export const McpStdioServerConfig = z.strictObject({
+  command: z.string().trim().min(1),
+  args: z.array(z.string()).optional(),
+  /** Environment of the server, added to the sandbox's scrubbed one. */
+  env: z.record(z.string(), z.string()).optional(),
+  /** Working directory, relative to the workspace (default: the workspace). */
+  cwd: z.string().min(1).refine((p) => !path.isAbsolute(p) && !p.split("/").includes(".."), "must be a path inside the workspace, relative to it").optional(),
+  ...mcpCommon,
+});
+export type McpStdioServerConfig = z.infer<typeof McpStdioServerConfig>;
+
+/** An MCP server reached over streamable HTTP. */
+export const McpHttpServerConfig = z.strictObject({
+  url: z.url({ protocol: /^https?$/ }),
+  headers: z.record(z.string(), z.string()).optional(),
+  ...mcpCommon,
+});
+export type McpHttpServerConfig = z.infer<typeof McpHttpServerConfig>;
+
+/** `mcpServers.<name>`: the shape Claude Code, Cursor, Codex and Cline read, plus risk and approve. */
+export type McpServerConfig = McpStdioServerConfig | McpHttpServerConfig;
+// Chosen by its fields (`url` → HTTP, else stdio) rather than a plain union, so that an unknown
+// field or a wrong type is reported at its own path, not as "no union member matched".
+export const McpServerConfig = z.unknown().transform((value, ctx): McpServerConfig => {
+  const http = Boolean(value && typeof value === "object" && "url" in value);
+  const r = (http ? McpHttpServerConfig : McpStdioServerConfig).safeParse(value);
+  if (r.success) return r.data;
+  for (const issue of r.error.issues) {
+    const known = issue.code === "unrecognized_keys" && issue.path.length === 0 ? ` (known for ${http ? "an HTTP" : "a stdio"} server: ${Object.keys((http ? McpHttpServerConfig : McpStdioServerConfig).shape).join(", ")})` : "";
+    ctx.addIssue({ ...issue, message: `${issue.message}${known}` } as Parameters<typeof ctx.addIssue>[0]);
+  }
+  return z.NEVER;
+});
+
+/** Server names: they become part of tool names (`mcp__<server>__<tool>`). */
+export const MCP_SERVER_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/;
+
 export const LedgerloopConfig = z.strictObject({
   /** Editors' JSON schema hint; ignored. */
   $schema: z.string().optional(),
@@ -161,6 +218,13 @@ export const LedgerloopConfig = z.strictObject({
         else seen.set(t.name, i);
       });
     })
+    .optional(),
+  /** MCP servers whose tools the model gets as `mcp__<server>__<tool>`. */
+  mcpServers: z
+    .record(
+      z.string().regex(MCP_SERVER_NAME, "a server name uses letters, digits, `_` or `-` (at most 32), and contains no `__`").refine((n) => !n.includes("__"), "a server name may not contain `__`"),
+      McpServerConfig,
+    )
     .optional(),
 });
 export type LedgerloopConfig = z.infer<typeof LedgerloopConfig>;

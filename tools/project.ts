@@ -7,12 +7,17 @@ import { defineTool, registerTool, type RegisteredTool } from "./tool.js";
 
 /** Where a tool the model gets comes from, and what it may do. */
 export interface ToolOrigin {
-  source: "built-in" | "project";
+  source: "built-in" | "project" | `mcp:${string}`;
   risk: ToolRisk;
   approve: "allow" | "ask" | "deny" | "policy";
 }
 
 const ORIGINS = new WeakMap<RegisteredTool, ToolOrigin>();
+
+/** Records where a tool made elsewhere (tools/mcp.ts) comes from, so originOf and telemetry know it. */
+export function registerOrigin(tool: ToolDefinition, origin: ToolOrigin): void {
+  ORIGINS.set(tool, origin);
+}
 
 /** The origin of a tool made here (project tools); undefined for the built-in ones. */
 export function projectOrigin(tool: RegisteredTool): ToolOrigin | undefined {

@@ -79,6 +79,28 @@ export async function handleDoctor(args: { workspace?: string; model?: string; e
     loadConfig(workspace);
     return `${file} is valid`;
   });
+  // Each MCP server started as a run would start it (through this sandbox), asked for its tools, stopped.
+  let servers: Record<string, import("../config.js").McpServerConfig> = {};
+  let network = false;
+  try {
+    const config = loadConfig(workspace);
+    servers = config.mcpServers ?? {};
+    network = config.sandbox?.network ?? false;
+  } catch {
+    // reported by the config check above
+  }
+  if (Object.keys(servers).length) {
+    const { loadMcpTools } = await import("../../tools/mcp.js");
+    const set = await loadMcpTools(servers, { sandbox, workspace, allowNetwork: network });
+    try {
+      for (const srv of set.servers) {
+        const skipped = set.problems.filter((p) => p.startsWith(`MCP server "${srv.name}": `)).map((p) => p.slice(`MCP server "${srv.name}": `.length));
+        checks.push({ name: `mcp:${srv.name}`, ok: srv.ok, detail: `${srv.detail}${skipped.length ? `; ${skipped.join("; ")}` : ""}` });
+      }
+    } finally {
+      await set.close();
+    }
+  }
   await check("model", () => {
     const m = process.env.LEDGERLOOP_MODEL;
     const base = process.env.OPENAI_BASE_URL;

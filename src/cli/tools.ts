@@ -9,7 +9,7 @@ export interface ToolsArgs extends WorkspaceArgs {
 /** One tool as `ledgerloop tools` lists it: what the model sees (name, description, JSON schema), its source and risk. */
 export interface ToolRow {
   name: string;
-  source: "built-in" | "project";
+  source: "built-in" | "project" | `mcp:${string}`;
   risk: string;
   approve: string;
   /** False for a configured tool a run would not offer (`why` says why). */
@@ -40,6 +40,23 @@ export async function handleTools(args: ToolsArgs): Promise<ToolRow[]> {
     const spec = toolSpecs([t])[0]!;
     rows.push({ name: t.name, source: "project", risk: w.config.risk, approve: w.config.approve ?? "policy", offered: false, why: w.why, description: spec.description, parameters: spec.parameters });
   }
+  if (config.mcpServers && Object.keys(config.mcpServers).length) {
+    // The servers are started (through the sandbox, as a run would) to ask them for their tools.
+    const [{ loadMcpTools }, { createSandbox }] = await Promise.all([import("../../tools/mcp.js"), import("../sandbox/executor.js")]);
+    const allowNetwork = args.allowNetwork ?? config.sandbox?.network ?? false;
+    const set = await loadMcpTools(config.mcpServers, { sandbox: createSandbox({ workspace, allowNetwork }), workspace, allowNetwork, taken: rows.map((r) => r.name) });
+    try {
+      const row = (t: (typeof set.offered)[number], why?: string): ToolRow => {
+        const spec = toolSpecs([t])[0]!;
+        const o = originOf(t);
+        return { name: t.name, source: o.source, risk: o.risk, approve: o.approve, offered: !why, ...(why ? { why } : {}), description: spec.description, parameters: spec.parameters };
+      };
+      rows.push(...set.offered.map((t) => row(t)), ...set.withheld.map((w) => row(w.tool, w.why)));
+      for (const p of set.problems) process.stderr.write(`ledgerloop tools: ${p}\n`);
+    } finally {
+      await set.close();
+    }
+  }
   return rows;
 }
 
@@ -64,7 +81,7 @@ export function registerTools(program: Command): void {
         if (opts.json) printJson(r);
         else {
           const first = r.description.split(/(?<=\.)\s/)[0]!;
-          process.stdout.write(`${r.name.padEnd(16)} ${r.source.padEnd(8)} ${r.risk.padEnd(7)} {${argsLine(r.parameters)}}${r.offered ? "" : `  [not offered: ${r.why}]`}\n    ${first}\n`);
+          process.stdout.write(`${r.name.padEnd(16)} ${r.source.padEnd(10)} ${r.risk.padEnd(7)} {${argsLine(r.parameters)}}${r.offered ? "" : `  [not offered: ${r.why}]`}\n    ${first}\n`);
         }
       }
     });

@@ -73,7 +73,7 @@ describe("ledgerloop.config.json: loading", () => {
 
 describe("ledgerloop.config.json: errors name the bad field", () => {
   it.each([
-    [{ sanbox: {} }, `(top level): unknown key "sanbox" (known: $schema, sandbox, prices, summaryModel, tools)`],
+    [{ sanbox: {} }, `(top level): unknown key "sanbox" (known: $schema, sandbox, prices, summaryModel, tools, mcpServers)`],
     [{ sandbox: { polcy: {} } }, `sandbox: unknown key "polcy" (known: network, policy)`],
     [{ sandbox: { network: "yes" } }, "sandbox.network: Invalid input: expected boolean, received string"],
     [{ sandbox: { policy: { default: "maybe" } } }, `sandbox.policy.default: Invalid option: expected one of "ask"|"deny"`],
