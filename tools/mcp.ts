@@ -7,7 +7,7 @@ import type { LedgerEvent } from "../src/state.js";
 import type { Ledger } from "../src/ledger/port.js";
 import { BUILTIN_TOOL_NAMES } from "../src/config.js";
 import { registerOrigin } from "./project.js";
-import { defineTool, toolError, type ToolDefinition, type ToolResult } from "./tool.js";
+import { defineTool, registerTool, toolError, type RegisteredTool, type ToolResult } from "./tool.js";
 
 /** Names the model may call (OpenAI-compatible function names). */
 const FUNCTION_NAME = /^[A-Za-z0-9_-]{1,64}$/;
@@ -24,7 +24,7 @@ interface McpPolicy {
   approve: "allow" | "ask" | "deny";
 }
 
-const POLICIES = new WeakMap<ToolDefinition, McpPolicy>();
+const POLICIES = new WeakMap<RegisteredTool, McpPolicy>();
 
 /** Risk and approval of one of a server's tools: the tool's own entry over the server's; an HTTP server off this machine is `network`. */
 export function mcpPolicyOf(server: string, config: McpServerConfig, tool: string): McpPolicy {
@@ -39,7 +39,7 @@ export function mcpPolicyOf(server: string, config: McpServerConfig, tool: strin
  * The verdict on a call of an MCP tool, which has no command line for the policy to judge: its
  * `approve` decides (act.ts asks for "ask" exactly as for a command). Undefined for other tools.
  */
-export function mcpVerdict(tool: ToolDefinition | undefined): PolicyVerdict | undefined {
+export function mcpVerdict(tool: RegisteredTool | undefined): PolicyVerdict | undefined {
   const p = tool && POLICIES.get(tool);
   if (!p) return undefined;
   const why = `the MCP tool ${p.tool} of server "${p.server}" (risk ${p.risk}) is configured with approve "${p.approve}"`;
@@ -52,9 +52,9 @@ function resultOf(name: string, r: Awaited<ReturnType<McpConnection["call"]>>): 
   return r.isError ? toolError(`${name} reported an error: ${text}`, "mcp_tool_error") : { status: "ok", output: text || "(no output)" };
 }
 
-function mcpTool(conn: McpConnection, info: McpToolInfo, policy: McpPolicy, schema: z.ZodType): ToolDefinition {
+function mcpTool(conn: McpConnection, info: McpToolInfo, policy: McpPolicy, schema: z.ZodType): RegisteredTool {
   const name = mcpToolName(conn.name, info.name);
-  const tool = defineTool({
+  const tool = registerTool(defineTool({
     name,
     description: `${info.description?.trim() || `Tool ${info.name}`} (from the MCP server "${conn.name}", risk ${policy.risk})`,
     schema,
@@ -70,15 +70,15 @@ function mcpTool(conn: McpConnection, info: McpToolInfo, policy: McpPolicy, sche
       }
       return resultOf(name, await conn.call(info.name, (args ?? {}) as Record<string, unknown>, ctx.signal));
     },
-  }) as ToolDefinition;
+  }));
   POLICIES.set(tool, policy);
   registerOrigin(tool, { source: `mcp:${conn.name}`, risk: policy.risk, approve: policy.approve });
   return tool;
 }
 
 /** A tool of a server that did not start: every call reads why (the names come from the config's `tools`). */
-function unavailableTool(conn: McpConnection, toolName: string, policy: McpPolicy, why: string): ToolDefinition {
-  const tool = defineTool({
+function unavailableTool(conn: McpConnection, toolName: string, policy: McpPolicy, why: string): RegisteredTool {
+  const tool = registerTool(defineTool({
     name: mcpToolName(conn.name, toolName),
     description: `Tool ${toolName} of the MCP server "${conn.name}", which is not available: ${why}`,
     schema: z.looseObject({}),
@@ -92,15 +92,15 @@ function unavailableTool(conn: McpConnection, toolName: string, policy: McpPolic
       }
       return resultOf(toolName, await conn.call(toolName, {}));
     },
-  }) as ToolDefinition;
+  }));
   registerOrigin(tool, { source: `mcp:${conn.name}`, risk: policy.risk, approve: policy.approve });
   return tool;
 }
 
 /** The MCP tools of one workspace's config: offered ones, withheld ones (and why), problems, per-server status. */
 export interface McpToolSet {
-  offered: ToolDefinition[];
-  withheld: Array<{ tool: ToolDefinition; why: string }>;
+  offered: RegisteredTool[];
+  withheld: Array<{ tool: RegisteredTool; why: string }>;
   /** Servers that did not start, tools skipped for a bad schema or name: each names its server. */
   problems: string[];
   servers: Array<{ name: string; ok: boolean; tools: number; detail: string }>;
@@ -190,7 +190,7 @@ interface RuntimeLike {
   close(): Promise<void>;
 }
 
-const BY_RUNTIME = new WeakMap<object, Promise<ToolDefinition[]>>();
+const BY_RUNTIME = new WeakMap<object, Promise<RegisteredTool[]>>();
 const RECORDINGS = new WeakMap<object, { ledger: Ledger; head: string }>();
 
 /**
@@ -201,7 +201,7 @@ export function answerMcpFromRecording(rt: object, recording: { ledger: Ledger; 
   RECORDINGS.set(rt, recording);
 }
 
-async function recordedTools(rec: { ledger: Ledger; head: string }): Promise<ToolDefinition[]> {
+async function recordedTools(rec: { ledger: Ledger; head: string }): Promise<RegisteredTool[]> {
   const events = await rec.ledger.branch(rec.head, { types: ["agent_action", "environment_feedback"] });
   const actions = new Map(events.filter((e) => e.type === "agent_action").map((e) => [e.id, e as LedgerEvent<"agent_action">]));
   const queues = new Map<string, Array<LedgerEvent<"environment_feedback">>>();
@@ -216,7 +216,7 @@ async function recordedTools(rec: { ledger: Ledger; head: string }): Promise<Too
   // Tools the recording called but never got a result from (paused, invalid) still exist for the model.
   for (const a of actions.values()) if (a.payload.tool.startsWith("mcp__") && !queues.has(a.payload.tool)) queues.set(a.payload.tool, []);
   return [...queues].map(([name, q]) => {
-    const tool = defineTool({
+    const tool = registerTool(defineTool({
       name,
       description: `${name} (answered from the recorded run: no MCP server is started in a replay)`,
       schema: z.looseObject({}),
@@ -227,7 +227,7 @@ async function recordedTools(rec: { ledger: Ledger; head: string }): Promise<Too
         const p = fb.payload;
         return { status: p.status === "ok" ? "ok" : "error", output: p.output, errorClass: p.errorClass ?? null };
       },
-    }) as ToolDefinition;
+    }));
     registerOrigin(tool, { source: `mcp:${name.split("__")[1]}`, risk: "read", approve: "allow" });
     return tool;
   });
@@ -237,7 +237,7 @@ async function recordedTools(rec: { ledger: Ledger; head: string }): Promise<Too
  * The MCP tools a runtime's runs offer, loaded once per runtime from the workspace's config; the
  * servers stop when the runtime closes. A server that fails to start is reported, and the run goes on.
  */
-export function mcpToolsOf(rt: RuntimeLike, taken: Iterable<string> = []): Promise<ToolDefinition[]> {
+export function mcpToolsOf(rt: RuntimeLike, taken: Iterable<string> = []): Promise<RegisteredTool[]> {
   let p = BY_RUNTIME.get(rt);
   if (!p) {
     const rec = RECORDINGS.get(rt);

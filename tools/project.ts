@@ -15,7 +15,7 @@ export interface ToolOrigin {
 const ORIGINS = new WeakMap<RegisteredTool, ToolOrigin>();
 
 /** Records where a tool made elsewhere (tools/mcp.ts) comes from, so originOf and telemetry know it. */
-export function registerOrigin(tool: ToolDefinition, origin: ToolOrigin): void {
+export function registerOrigin(tool: RegisteredTool, origin: ToolOrigin): void {
   ORIGINS.set(tool, origin);
 }
 

@@ -5,7 +5,7 @@ import ts from "typescript";
  * The layout's rings, innermost first. A module may import from its own ring and the rings inside
  * it, never from an outer one:
  *
- *   core (src/*)  ←  tools/  ←  nodes/  ←  graphs/  ←  entry points (src/cli/, src/web/, src/api/, src/index.ts)
+ *   core (src/*)  ←  tools/  ←  nodes/  ←  graphs/  ←  entry points (src/cli/, src/web/, src/api/, src/mcp-server/, src/index.ts)
  *
  * The entry points live under src/ but form the outer ring: they run graphs (the CLI drives the
  * graph, the package API re-exports it). Inside one ring anything goes.
@@ -14,7 +14,7 @@ export const RINGS = ["core", "tools", "nodes", "graphs", "entry"] as const;
 export type Ring = (typeof RINGS)[number];
 
 /** Files of the outer ring that live under src/. */
-const ENTRY = [/^src\/cli\//, /^src\/web\//, /^src\/api\//, /^src\/index\.ts$/];
+const ENTRY = [/^src\/cli\//, /^src\/web\//, /^src\/api\//, /^src\/mcp-server\//, /^src\/index\.ts$/];
 
 /** The ring of a repository-relative path (forward slashes), or null for a file outside the rings (tests, packages). */
 export function ringOf(rel: string): Ring | null {

@@ -189,7 +189,9 @@ describe("the server inside the sandbox", () => {
         const set = await loadMcpTools(servers, { sandbox: createSandbox({ level: probe.level, workspace: ws }), workspace: ws, allowNetwork });
         try {
           const tool = [...set.offered, ...set.withheld.map((w) => w.tool)].find((t) => t.name === "mcp__demo__reach")!;
-          return (await tool.run({ port }, {} as never)).output;
+          const bound = tool.bind({ port });
+          if (!bound.ok) throw new Error("reach's arguments were refused");
+          return (await bound.call.run({} as never)).output;
         } finally {
           await set.close();
         }
@@ -294,7 +296,9 @@ describe("a streamable HTTP server", () => {
       try {
         expect(set.servers).toEqual([{ name: "web", ok: true, tools: 1, detail: "1 tool, http" }]);
         const lookup = set.offered.find((t) => t.name === "mcp__web__lookup")!;
-        expect(await lookup.run({ word: "ledger" }, {} as never)).toMatchObject({ status: "ok", output: "ledger: a word" });
+        const bound = lookup.bind({ word: "ledger" });
+        if (!bound.ok) throw new Error("lookup's arguments were refused");
+        expect(await bound.call.run({} as never)).toMatchObject({ status: "ok", output: "ledger: a word" });
       } finally {
         await set.close();
       }
