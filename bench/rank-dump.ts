@@ -44,5 +44,5 @@ fs.writeFileSync(
   JSON.stringify({ repo: set.repo, heldOut: !!set.heldOut, queries: set.queries.map((q, i) => ({ id: q.id, answers: q.answers, input: taps[i * perQuery]! })) } satisfies Dump),
 );
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
-console.log(`query p50 ${p50(res.queryMs).toFixed(1)} ms (history ${p50(res.historyMs).toFixed(1)} ms, vectors ${p50(res.vectorMs).toFixed(1)} ms)`);
+console.log(`query p50 (with this dump's own lookups, not a latency figure) ${p50(res.queryMs).toFixed(1)} ms (history ${p50(res.historyMs).toFixed(1)} ms, vectors ${p50(res.vectorMs).toFixed(1)} ms)`);
 console.log(file, "hybrid", JSON.stringify(res.variants["hybrid (all sources)"]), "without history", JSON.stringify(res.variants["hybrid without history"]), "bm25", JSON.stringify(res.baseline));
