@@ -37,13 +37,21 @@ const COCHANGE_TOP = 3;
  */
 export const HISTORY_TUNING = {
   /** Weight of the history list in the file fusion. */
-  weight: 1,
+  weight: 2,
   /** Recency: a commit this many days older than the newest weighs half. */
   halfLifeDays: 365,
   /** Share of a strong hit's score lent to a co-change neighbour (times how often they changed together). */
   cochangeShare: 0.3,
   /** A commit's vote is divided by (files it touched)^this. */
   fileExponent: 1,
+  /** How many of the best fused files (all sources) lend to their co-change neighbours (0: none). */
+  fusedCochangeTop: 5,
+  /** Part of such a file's fused score a neighbour gets, times their shared-commit share. */
+  fusedCochangeShare: 0.2,
+  /** Weights of the other sources in the fusion when history is part of it. */
+  fusionWeights: {} as { bm25?: number; path?: number; symbol?: number; vector?: number },
+  /** How much a history vote's strength counts beside its rank (0: rank only). */
+  scoreExponent: 0.5,
 };
 
 const SCHEMA = `
@@ -287,19 +295,9 @@ export class HistorySource {
   }
 
   private lendToNeighbours(db: Database.Database, top: Array<[string, { score: number }]>, votes: Map<string, { score: number; why: Array<{ subject: string; w: number }> }>): void {
-    const co = db.prepare(
-      `SELECT o.path, COUNT(*) AS n FROM hist_files h
-         JOIN hist_commits c ON c.id = h.commit_id AND c.nfiles <= ${COCHANGE_MAX_FILES}
-         JOIN hist_files o ON o.commit_id = h.commit_id AND o.path <> h.path
-         JOIN files f ON f.path = o.path
-       WHERE h.path = ? GROUP BY o.path ORDER BY n DESC LIMIT 10`,
-    );
-    const total = db.prepare("SELECT COUNT(*) FROM hist_files WHERE path = ?").pluck();
     for (const [path, v] of top) {
-      const n = (total.get(path) as number) || 1;
-      for (const r of co.all(path) as Array<{ path: string; n: number }>) {
-        if (r.n < 2) continue; // once together is chance
-        const lent = HISTORY_TUNING.cochangeShare * v.score * (r.n / n);
+      for (const r of this.neighboursIn(db, path)) {
+        const lent = HISTORY_TUNING.cochangeShare * v.score * r.share;
         let t = votes.get(r.path);
         if (!t) votes.set(r.path, (t = { score: 0, why: [] }));
         t.score += lent;
@@ -307,6 +305,37 @@ export class HistorySource {
       }
     }
   }
+
+  /**
+   * The files that changed with `path` in at least two small commits (best first, at most 10), each
+   * with the share of `path`'s remembered commits that touched it too. Empty when history is off.
+   */
+  neighbours(path: string): CoChange[] {
+    try {
+      return this.neighboursIn(this.handle(), path);
+    } catch {
+      return []; // a closed or rebuilt index: no neighbours rather than a failed search
+    }
+  }
+
+  private neighboursIn(db: Database.Database, path: string): CoChange[] {
+    const co = db.prepare(
+      `SELECT o.path, COUNT(*) AS n FROM hist_files h
+         JOIN hist_commits c ON c.id = h.commit_id AND c.nfiles <= ${COCHANGE_MAX_FILES}
+         JOIN hist_files o ON o.commit_id = h.commit_id AND o.path <> h.path
+         JOIN files f ON f.path = o.path
+       WHERE h.path = ? GROUP BY o.path ORDER BY n DESC, o.path LIMIT 10`,
+    );
+    const n = (db.prepare("SELECT COUNT(*) FROM hist_files WHERE path = ?").pluck().get(path) as number) || 1;
+    // Once together is chance.
+    return (co.all(path) as Array<{ path: string; n: number }>).filter((r) => r.n >= 2).map((r) => ({ path: r.path, share: r.n / n }));
+  }
+}
+
+/** A co-change neighbour: how often (share of the file's commits) it changed with the file. */
+export interface CoChange {
+  path: string;
+  share: number;
 }
 
 /** The query's content words for the porter-stemmed message index (identifiers split, stopwords out). */

@@ -1,7 +1,7 @@
 // The ranking: fuses what each source found into ranked file ranges (code) or events, keeping each
 // source's score as provenance. Pure: no files, no index, no clock — the caller gathers the sources'
 // hits and hands over a lookup of each file's stored chunks; unit-tested in test/retrieval/ranking.test.ts.
-import { reciprocalRankFusion, RRF_K, type Fused, type SourceScores } from "./fusion.js";
+import { reciprocalRankFusion, RRF_K, type Fused, type RankedList, type SourceName, type SourceScores } from "./fusion.js";
 import type { HitSources } from "./retriever-types.js";
 
 /** A stored chunk of a file: its line range and the symbols declared in it. */
@@ -33,6 +33,24 @@ export interface RankCodeInput extends CodeSourceHits {
   chunksOf: (path: string) => readonly ChunkRange[];
   /** Weight of the history list in the file fusion. */
   historyWeight: number;
+  /** Weights of the other sources in the file fusion (default 1 each). */
+  weights?: Partial<Record<Exclude<SourceName, "history">, number>>;
+  /**
+   * History as a re-ranker: when set, history votes count only for files among this many best files
+   * of the other sources (it reorders what they found and adds no candidates of its own).
+   */
+  historyRerankTop?: number;
+  /**
+   * How much a history vote's own strength counts: its RRF share is multiplied by
+   * (score / best history score)^this, so a weak message match moves little (0: rank only).
+   */
+  historyScoreExponent?: number;
+  /** The files that changed together with a file, each with the share of its commits they shared (the history source's). */
+  cochange?: (path: string) => ReadonlyArray<{ path: string; share: number }>;
+  /** How many of the best fused files lend to their co-change neighbours (0 or unset: none). */
+  cochangeTop?: number;
+  /** Part of a lender's fused score a neighbour gets, times their shared-commit share. */
+  cochangeShare?: number;
 }
 
 /** A ranked file range: the fused score (scaled by RRF_K, 4 decimals), why it was found, its symbols. */
@@ -80,7 +98,7 @@ export function rankCode(input: RankCodeInput): RankedRange[] {
     }
     return rows;
   };
-  const historyOf = new Map(input.history.map((h) => [h.path, h.commits]));
+  const historyOf = new Map<string, string[]>(input.history.map((h) => [h.path, h.commits]));
 
   // Every chunk any source found, by key.
   const chunks = new Map<string, ChunkRange>();
@@ -113,18 +131,27 @@ export function rankCode(input: RankCodeInput): RankedRange[] {
 
   const fileOfKey = (key: string) => key.slice(0, key.lastIndexOf("#"));
   const perFile = (list: Array<{ key: string; score: number }>) => list.map((x) => ({ key: fileOfKey(x.key), score: x.score }));
-  const fileFused = reciprocalRankFusion([
-    { source: "bm25", items: perFile(bm25List) },
-    { source: "symbol", items: perFile(symbolList) },
-    { source: "vector", items: perFile(vectorList) },
-    { source: "path", items: input.paths.map((p) => ({ key: p.path, score: p.score })) },
-    { source: "history", items: input.history.map((h) => ({ key: h.path, score: h.score })), weight: input.historyWeight },
-  ]);
+  const w = input.weights ?? {};
+  const fileFused = fuseFiles(
+    [
+      { source: "bm25", items: perFile(bm25List), weight: w.bm25 ?? 1 },
+      { source: "symbol", items: perFile(symbolList), weight: w.symbol ?? 1 },
+      { source: "vector", items: perFile(vectorList), weight: w.vector ?? 1 },
+      { source: "path", items: input.paths.map((p) => ({ key: p.path, score: p.score })), weight: w.path ?? 1 },
+    ],
+    input.history,
+    input.historyWeight,
+    input.historyRerankTop,
+    input.historyScoreExponent ?? 0,
+  );
   const chunkFused = reciprocalRankFusion([
     { source: "bm25", items: bm25List },
     { source: "symbol", items: symbolList },
     { source: "vector", items: vectorList },
   ]);
+  // A file lent to only by co-change says which strong hit it changes with.
+  const lentBy = input.cochange && input.cochangeTop && input.cochangeShare ? lendByCoChange(fileFused, input.cochange, input.cochangeTop, input.cochangeShare) : new Map<string, string[]>();
+  for (const [p, lenders] of lentBy) if (!historyOf.has(p)) historyOf.set(p, lenders.slice(0, 3).map((l) => `changes with ${l}`));
   const bestChunkScore = new Map<string, number>();
   for (const c of chunkFused) {
     const f = fileOfKey(c.key);
@@ -177,6 +204,78 @@ export function rankCode(input: RankCodeInput): RankedRange[] {
     });
   }
   return out;
+}
+
+/**
+ * Fuses the file lists, then adds history: the i-th history file (1-based, among those allowed)
+ * gets weight × (score / best)^exponent / (RRF_K + i). With `rerankTop`, only files among the other
+ * sources' best `rerankTop` may receive history votes.
+ */
+export function fuseFiles(
+  lists: RankedList[],
+  history: ReadonlyArray<{ path: string; score: number }>,
+  weight: number,
+  rerankTop: number | undefined,
+  exponent: number,
+): Fused[] {
+  const fused = reciprocalRankFusion(lists);
+  if (history.length === 0 || weight === 0) return fused;
+  const byKey = new Map(fused.map((f) => [f.key, f]));
+  const allowed = rerankTop === undefined ? null : new Set(fused.slice(0, rerankTop).map((f) => f.key));
+  const kept = allowed ? history.filter((h) => allowed.has(h.path)) : history;
+  const best = kept.reduce((m, h) => Math.max(m, h.score), 0);
+  const seen = new Set<string>();
+  let rank = 0;
+  for (const h of kept) {
+    if (seen.has(h.path)) continue;
+    seen.add(h.path);
+    rank++;
+    const strength = exponent === 0 || best <= 0 ? 1 : Math.pow(Math.max(0, h.score) / best, exponent);
+    let f = byKey.get(h.path);
+    if (!f) {
+      f = { key: h.path, score: 0, sources: {} };
+      byKey.set(h.path, f);
+      fused.push(f);
+    }
+    f.score += (weight * strength) / (RRF_K + rank);
+    f.sources.history = h.score;
+  }
+  return fused.sort((a, b) => b.score - a.score || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+}
+
+/**
+ * Co-change lending: each of the `top` best files gives `share` × its score × the neighbour's
+ * shared-commit share to each co-change neighbour (added as a candidate when new), from the scores
+ * before any lending, so the order of lenders does not matter. Re-sorts `fused`; returns the
+ * lenders of each file that received a share.
+ */
+export function lendByCoChange(
+  fused: Fused[],
+  neighbours: (path: string) => ReadonlyArray<{ path: string; share: number }>,
+  top: number,
+  share: number,
+): Map<string, string[]> {
+  const byKey = new Map(fused.map((f) => [f.key, f]));
+  const lent = new Map<string, number>();
+  const lenders = new Map<string, string[]>();
+  for (const f of fused.slice(0, top)) {
+    for (const n of neighbours(f.key)) {
+      if (n.path === f.key) continue;
+      lent.set(n.path, (lent.get(n.path) ?? 0) + share * f.score * Math.min(1, Math.max(0, n.share)));
+      lenders.set(n.path, [...(lenders.get(n.path) ?? []), f.key]);
+    }
+  }
+  for (const [key, add] of lent) {
+    let f = byKey.get(key);
+    if (!f) {
+      f = { key, score: 0, sources: {} };
+      byKey.set(key, f);
+      fused.push(f);
+    }
+    f.score += add;
+  }
+  fused.sort((a, b) => b.score - a.score || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return lenders;
 }
 
 /** What the event sources found for one query, each list best first. */

@@ -8,7 +8,7 @@ import type { Embedder } from "./embedders/port.js";
 import { redactKeepingLines } from "./file-prep.js";
 import { HISTORY_TUNING, type HistorySource } from "./history.js";
 import type { NgramIndex } from "./ngram-index.js";
-import { rankCode, rankEvents } from "./ranking.js";
+import { rankCode, rankEvents, type RankCodeInput } from "./ranking.js";
 import type { CodeHit, EventHit, RetrievalHit, SearchOptions, SearchTimings } from "./retriever-types.js";
 import type { SourceName } from "./fusion.js";
 import { queryTerms } from "./tokens.js";
@@ -18,6 +18,9 @@ import type { VectorConnection } from "./vector-connection.js";
 const CANDIDATES = 150;
 /** Query vectors remembered: a context build searches code and events with the same query. */
 const QUERY_VECTORS = 16;
+/** Benchmark hook: sees each code ranking's input (the tuning harness replays them offline). Unset in use. */
+export const rankInputTap: { fn?: (query: string, input: RankCodeInput) => void } = {};
+
 const ALL_SOURCES: SourceName[] = ["bm25", "path", "symbol", "vector", "history"];
 
 export interface SearchEngineOptions {
@@ -94,7 +97,7 @@ export class SearchEngine {
     const vec = qv && use.has("vector") ? ((await this.o.vectors.use((v) => v.query("code", qv, CANDIDATES))) ?? []) : [];
     timings.vectorMs += performance.now() - tv;
     const tf = performance.now();
-    const ranked = rankCode({
+    const input: RankCodeInput = {
       k,
       bm25,
       paths,
@@ -103,7 +106,20 @@ export class SearchEngine {
       history,
       chunksOf: (p) => ngram.chunksOf(p),
       historyWeight: HISTORY_TUNING.weight,
-    });
+      ...(this.o.history && use.has("history")
+        ? {
+            // With history in the fusion the other lists are re-weighted; without it (n-gram only,
+            // hybrid without history) the fusion is unchanged.
+            weights: HISTORY_TUNING.fusionWeights,
+            historyScoreExponent: HISTORY_TUNING.scoreExponent,
+            cochange: (p: string) => this.o.history!.neighbours(p),
+            cochangeTop: HISTORY_TUNING.fusedCochangeTop,
+            cochangeShare: HISTORY_TUNING.fusedCochangeShare,
+          }
+        : {}),
+    };
+    rankInputTap.fn?.(query, input);
+    const ranked = rankCode(input);
     // Each file is read (and redacted) once, however many of its ranges are shown.
     const files = new Map<string, string[] | null>();
     const termTexts = terms.map((t) => t.text);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isTestPath, rankCode, rankEvents, type ChunkRange, type CodeSourceHits, type RankCodeInput } from "../../src/retrieval/ranking.js";
+import { fuseFiles, isTestPath, lendByCoChange, rankCode, rankEvents, type ChunkRange, type CodeSourceHits, type RankCodeInput } from "../../src/retrieval/ranking.js";
 
 // The ranking is pure: these tests hand it source hits and a table of stored chunks, no index, no files.
 
@@ -137,6 +137,68 @@ describe("rankCode: fusion with provenance", () => {
 
   it("returns nothing for no hits", () => {
     expect(rank({}).out).toEqual([]);
+  });
+});
+
+describe("rankCode: history options (re-weighting, strength, re-ranking, co-change)", () => {
+  const history = [
+    { path: "docs/auth.md", score: 8, commits: ["docs: auth flow"] },
+    { path: "src/session.ts", score: 2, commits: ["session: expiry"] },
+  ];
+
+  it("multiplies a history vote by (score / best)^historyScoreExponent, so a weak match moves less than its rank says", () => {
+    const flat = fuseFiles([], history, 1, undefined, 0);
+    expect(flat.map((f) => [f.key, f.score])).toEqual([["docs/auth.md", 1 / 61], ["src/session.ts", 1 / 62]]);
+    const byStrength = fuseFiles([], history, 1, undefined, 0.5);
+    // (2/8)^0.5 = 0.5
+    expect(byStrength.map((f) => [f.key, f.score])).toEqual([["docs/auth.md", 1 / 61], ["src/session.ts", 0.5 / 62]]);
+    expect(byStrength[0]!.sources).toEqual({ history: 8 });
+  });
+
+  it("as a re-ranker (historyRerankTop) gives votes only to the other sources' best files, and ranks among those", () => {
+    const lists = [{ source: "bm25" as const, items: [{ key: "src/session.ts", score: 3 }, { key: "src/a.ts", score: 1 }] }];
+    const out = fuseFiles(lists, history, 1, 1, 0);
+    // docs/auth.md is not a candidate: no vote; session.ts is then the first history file (1/61).
+    expect(out.map((f) => [f.key, f.score])).toEqual([["src/session.ts", 1 / 61 + 1 / 61], ["src/a.ts", 1 / 62]]);
+  });
+
+  it("weights the other sources' lists by `weights`", () => {
+    const hits = { bm25: [chunk("src/a.ts", 0, 5)], paths: [{ path: "src/b.ts", score: 1 }] };
+    expect(rank(hits).out.map((h) => h.path)).toEqual(["src/a.ts", "src/b.ts"]); // a tie, broken by path
+    expect(rank(hits, { weights: { bm25: 0.5 } }).out.map((h) => h.path)).toEqual(["src/b.ts", "src/a.ts"]);
+    expect(rank(hits, { weights: { path: 2 } }).out[0]!.score).toBe(Math.round((2 / 61) * 60 * 10_000) / 10_000);
+  });
+
+  it("lends a share of the best files' fused scores to their co-change neighbours, from the scores before lending", () => {
+    const fused = [
+      { key: "src/auth.ts", score: 0.03, sources: {} },
+      { key: "src/a.ts", score: 0.02, sources: {} },
+      { key: "src/b.ts", score: 0.01, sources: {} },
+    ];
+    const asked: string[] = [];
+    const neighbours = (p: string) => {
+      asked.push(p);
+      return p === "src/auth.ts" ? [{ path: "src/session.ts", share: 0.5 }, { path: "src/b.ts", share: 1 }] : p === "src/a.ts" ? [{ path: "src/session.ts", share: 0.25 }] : [];
+    };
+    const lenders = lendByCoChange(fused, neighbours, 2, 0.2);
+    expect(asked).toEqual(["src/auth.ts", "src/a.ts"]); // only the top 2 lend
+    const score = Object.fromEntries(fused.map((f) => [f.key, f.score]));
+    expect(score["src/session.ts"]).toBeCloseTo(0.2 * 0.03 * 0.5 + 0.2 * 0.02 * 0.25, 12);
+    expect(score["src/b.ts"]).toBeCloseTo(0.01 + 0.2 * 0.03, 12);
+    expect(fused.map((f) => f.key)).toEqual(["src/auth.ts", "src/a.ts", "src/b.ts", "src/session.ts"]);
+    expect(lenders.get("src/session.ts")).toEqual(["src/auth.ts", "src/a.ts"]);
+  });
+
+  it("brings in a neighbour found by no source, standing with its first chunk and saying what it changes with", () => {
+    const { out } = rank(
+      { bm25: [chunk("src/auth.ts", 0, 9)] },
+      { cochange: (p) => (p === "src/auth.ts" ? [{ path: "src/session.ts", share: 1 }] : []), cochangeTop: 3, cochangeShare: 0.5 },
+    );
+    expect(out.map((h) => h.path)).toEqual(["src/auth.ts", "src/session.ts"]);
+    expect(out[1]!.sources).toEqual({ history: ["changes with src/auth.ts"] });
+    expect(out[1]!.score).toBe(Math.round(0.5 * (1 / 61) * 60 * 10_000) / 10_000);
+    // Without cochangeTop nothing is lent.
+    expect(rank({ bm25: [chunk("src/auth.ts", 0, 9)] }, { cochange: () => [{ path: "src/session.ts", share: 1 }], cochangeShare: 0.5 }).out).toHaveLength(1);
   });
 });
 
