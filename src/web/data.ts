@@ -1,6 +1,7 @@
 import type { ChatMessage } from "../models/port.js";
 import { listRuns, type RunSummary } from "../ledger/run-status.js";
 import { spendBySubtask, spendOf } from "../economics/spend.js";
+import { processHistory } from "../sandbox/process-history.js";
 import { EVENT_TYPES, type ContextItem, type EventType, type LedgerEvent, type Subtask, type TestCounts } from "../state.js";
 import { currentBranch, HttpError, of, runRows, type ReadOnlyState } from "./read-state.js";
 
@@ -117,6 +118,8 @@ export interface ThreadDetail {
     bySubtask: Array<{ subtask: string | null; calls: number; tokens: number; costUsd: number }>;
   };
   filesTouched: string[];
+  /** Background processes of the branch (start_process) as the ledger tells them: the last state of each name. */
+  processes: Array<{ name: string; command: string; status: string; ports: number[]; exitCode: number | null }>;
   finishSummary: string | null;
   forked: boolean;
   checkpointId: string | null;
@@ -193,6 +196,7 @@ export async function threadDetail(st: ReadOnlyState, thread: string): Promise<T
     lastPrompt: prompt ? { step: prompt.payload.step, tokens: prompt.payload.tokens, budget: prompt.payload.budget } : null,
     usage: usageOf(calls),
     filesTouched: [...files].sort(),
+    processes: processHistory(events).map((p) => ({ name: p.name, command: p.command, status: p.status, ports: p.ports, exitCode: p.exitCode })),
     finishSummary: finish && finish.kind === "finish" ? finish.summary : null,
     forked,
     checkpointId: latest.checkpointId,

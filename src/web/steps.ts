@@ -110,7 +110,7 @@ export interface StepsQuery {
   last?: number;
 }
 
-const INTERLUDE_TYPES = new Set<EventType>(["task_spec", "plan_update", "decision", "reflection", "summary", "time_travel", "run_status"]);
+const INTERLUDE_TYPES = new Set<EventType>(["task_spec", "plan_update", "decision", "reflection", "summary", "time_travel", "run_status", "process"]);
 
 function interlude(e: LedgerEvent): Interlude {
   const p = e.payload as Record<string, unknown>;

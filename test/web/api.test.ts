@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { handleWeb } from "../../src/cli/web.js";
 import { startViewer, type Viewer } from "../../src/web/server.js";
 import { cleanupTemp } from "../helpers/workspace.js";
-import { demoRun, HOSTILE_DECISION, HOSTILE_ECHO, hostileRun, pausedRun, pricedRun, smallWorkspace } from "./fixtures.js";
+import { demoRun, HOSTILE_DECISION, HOSTILE_ECHO, hostileRun, pausedRun, pricedRun, processRun, smallWorkspace } from "./fixtures.js";
 
 let demo: { workspace: string; thread: string };
 let viewer: Viewer;
@@ -374,6 +374,23 @@ describe("run viewer API on a run whose model reports usage", () => {
       await v.close();
     }
   });
+});
+
+describe("run viewer API on a run with a background process", () => {
+  it("lists the run's processes with their last state and shows each start, ready and stop between the steps", async () => {
+    const { workspace, scripts } = smallWorkspace();
+    const thread = await processRun(workspace, scripts);
+    const v = await startViewer({ workspace });
+    try {
+      const d = (await get(v, tp(thread))).body;
+      expect(d.processes).toEqual([expect.objectContaining({ name: "api", command: "node server.js", status: "stopped" })]);
+      const steps = (await get(v, `${tp(thread)}/steps`)).body.steps as Array<{ step: number; after: Array<{ type: string; payload: { kind: string; name: string } }> }>;
+      const kinds = steps.flatMap((s) => s.after.filter((i) => i.type === "process").map((i) => `${s.step}:${i.payload.kind}:${i.payload.name}`));
+      expect(kinds).toEqual(expect.arrayContaining(["1:start:api", "1:ready:api", "3:stop:api"]));
+    } finally {
+      await v.close();
+    }
+  }, 180_000);
 });
 
 describe("run viewer API on hostile and paused runs", () => {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
 import { startViewer, type Viewer } from "../../src/web/server.js";
 import { cleanupTemp } from "../helpers/workspace.js";
-import { demoRun, HOSTILE_DECISION, HOSTILE_ECHO, HOSTILE_GOAL, hostileRun, longRun, pausedRun, pricedRun, slowRun, smallWorkspace } from "./fixtures.js";
+import { demoRun, HOSTILE_DECISION, HOSTILE_ECHO, HOSTILE_GOAL, hostileRun, longRun, pausedRun, pricedRun, processRun, slowRun, smallWorkspace } from "./fixtures.js";
 
 const CHROMIUM = process.env.LEDGERLOOP_CHROMIUM ?? "/usr/bin/chromium";
 const hasChromium = fs.existsSync(CHROMIUM);
@@ -271,6 +271,25 @@ describe.skipIf(!hasChromium)(`run viewer in Chromium (${CHROMIUM})`, () => {
       expect(await page.locator("#plan .sub-cost").innerText()).toBe("2.40k tok · $0.0020");
       expect(await page.locator("#step-1 .step-cost").innerText()).toBe("1.20k tok · $0.0010");
       expect(await page.locator("#step-2 .step-cost").innerText()).toBe("1.20k tok · $0.0010");
+      expect(problems).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it("shows a run's background processes: their last state in the header, each start, ready and stop in the timeline", async () => {
+    const { workspace, scripts } = smallWorkspace();
+    const thread = await processRun(workspace, scripts);
+    const v = await startViewer({ workspace });
+    viewers.push(v);
+    const { page, problems } = await open(`${v.url}#/t/${encodeURIComponent(thread)}`);
+    try {
+      await page.locator("#step-3").waitFor();
+      expect(await page.locator("#thread-header .facts").innerText()).toMatch(/processes\s+api stopped/i);
+      const titles = await page.locator(".il-process .il-title").allInnerTexts();
+      expect(titles.map((t) => t.replace(/\s+\d\d:\d\d:\d\d$/, "").trim())).toEqual(
+        expect.arrayContaining([expect.stringMatching(/^Process api started/), expect.stringMatching(/^Process api ready in \d+ ms/), expect.stringMatching(/^Process api stopped/)]),
+      );
       expect(problems).toEqual([]);
     } finally {
       await page.close();

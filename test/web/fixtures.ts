@@ -60,6 +60,22 @@ export async function pricedRun(workspace: string, scripts: string): Promise<str
   return result.thread;
 }
 
+/** A run that starts a background server, reads its output and stops it (the run's own sandbox session). */
+export async function processRun(workspace: string, scripts: string): Promise<string> {
+  fs.writeFileSync(path.join(workspace, "server.js"), `require("http").createServer((q, s) => s.end("up")).listen(0, "127.0.0.1", function () { console.log("listening on " + this.address().port); });\n`);
+  const file = writeScript(scripts, "process.json", {
+    decide: [
+      call("start_process", { name: "api", command: "node server.js", readyPattern: "listening on", readyTimeoutMs: 60000 }),
+      call("process_output", { name: "api" }),
+      call("stop_process", { name: "api" }),
+      call("finish", { summary: "served" }),
+    ],
+  });
+  const { result } = await handleRun("Serve once", { workspace, model: `scripted:${file}`, json: true, quiet: true });
+  if (result.status !== "finished") throw new Error(`the process run did not finish: ${JSON.stringify(result)}`);
+  return result.thread;
+}
+
 /** A run paused on a command the policy wants approved (nobody answers: no terminal). */
 export async function pausedRun(workspace: string, scripts: string): Promise<string> {
   const file = writeScript(scripts, "paused.json", {

@@ -69,6 +69,22 @@ export function renderInterlude(interlude) {
       );
       break;
     }
+    case "process": {
+      const p = e.payload;
+      icon = "⚙";
+      const what = { start: "started", ready: "ready", exit: "exited", stop: "stopped", restart: "restarted", failed: "failed" }[p.kind] || p.kind;
+      title = `Process ${p.name} ${what}${p.kind === "ready" && p.readyMs !== undefined ? ` in ${Math.round(p.readyMs)} ms` : ""}${
+        p.ports && p.ports.length ? ` (port ${p.ports.join(", ")})` : ""
+      }${p.exitCode !== undefined && p.exitCode !== null ? ` (exit ${p.exitCode})` : p.signal ? ` (${p.signal})` : ""}`;
+      body = h(
+        "div",
+        {},
+        h("code", { class: "small" }, oneLine(p.command, 160)),
+        p.reason ? h("div", { class: "muted small" }, p.reason) : null,
+        p.lastLines && p.lastLines.length ? h("pre", { class: "output" }, p.lastLines.join("\n")) : null,
+      );
+      break;
+    }
     case "run_status":
       icon = "■";
       title = `Run ${e.payload.status} after ${plural(e.payload.steps, "step")}`;

@@ -34,6 +34,7 @@ export function renderHeader(d) {
       (d.sandbox.level || d.sandbox.requested) && ["sandbox", d.sandbox.level ? d.sandbox.level + (d.sandbox.requested && d.sandbox.requested !== d.sandbox.level ? ` (asked: ${d.sandbox.requested})` : "") : `${d.sandbox.requested} (nothing run yet)`],
       d.lastTests && ["last tests", `${d.lastTests.passed} passed, ${d.lastTests.failed} failed${d.lastTests.skipped ? `, ${d.lastTests.skipped} skipped` : ""}`],
       d.lastPrompt && ["last prompt", `${tokens(d.lastPrompt.tokens)} of ${tokens(d.lastPrompt.budget)} tokens`],
+      d.processes.length && ["processes", d.processes.map((p) => `${p.name} ${p.status}${p.ports.length ? ` :${p.ports.join(",")}` : ""}`).join(" · ")],
       (d.usage.inputTokens || d.usage.costUsd) && ["model spend", `${spend({ tokens: d.usage.inputTokens + d.usage.outputTokens, costUsd: d.usage.costUsd })} in ${plural(d.usage.modelCalls, "call")}`],
       ["ledger", `${plural(d.events, "event")}`],
       d.createdAt && ["started", dateTime(d.createdAt)],
