@@ -17,6 +17,7 @@ import { claimWorkspace } from "./ledger/workspace-identity.js";
 import { budgetFor, tokenCounterFor, type TokenCounter } from "./context/tokens.js";
 import { SqliteStore } from "./memory/sqlite-store.js";
 import { createModel } from "./models/factory.js";
+import { checkLangSmith } from "./telemetry/langsmith.js";
 import type { ChatModel } from "./models/port.js";
 import { createRetriever, type Retriever } from "./retrieval/hybrid.js";
 import { createLexicalSearcher } from "./retrieval/lexical.js";
@@ -170,6 +171,8 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   const db = openStateDb(dbPath);
   // Progress and warnings reach the terminal and whatever log collects it: same redaction as the ledger.
   const warn = overrides.warn ? (m: string) => overrides.warn!(redactor.redact(m)) : () => {};
+  // LangSmith tracing (LangChain's, by environment) is checked once: offline it is switched off with one warning.
+  await checkLangSmith(warn);
   let lease: Lease | undefined;
   try {
     // A copied workspace must not continue the original's runs unnoticed; a moved one is adopted.

@@ -5,6 +5,7 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import path from "node:path";
+import { buildSync } from "esbuild";
 import { Command } from "@langchain/langgraph";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { createCodingAgent } from "../../graphs/coding-agent.js";
@@ -23,13 +24,27 @@ import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 // in calls.log: what a run (and a replay) really asked of it.
 
 const SERVER = path.resolve(__dirname, "../fixtures/mcp/demo-server.mjs");
-const SDK_DIR = fs.realpathSync(path.resolve(__dirname, "../../node_modules/@modelcontextprotocol/sdk"));
+/** The server and the SDK in one file, so that it runs from the workspace alone (see the fixture's header). */
+let bundled: Uint8Array | null = null;
+function serverBundle(): Uint8Array {
+  bundled ??= buildSync({
+    entryPoints: [SERVER],
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    write: false,
+    logLevel: "silent",
+    // CommonJS dependencies of the SDK call require(); an ES module has none of its own.
+    banner: { js: 'import { createRequire as __ll_cr } from "node:module"; const require = __ll_cr(import.meta.url);' },
+  }).outputFiles[0]!.contents;
+  return bundled;
+}
 
 function serverEntry(ws: string, extra: Record<string, unknown> = {}) {
   return {
     command: process.execPath,
     args: ["server.mjs"],
-    env: { SDK_DIR, CALLS_LOG: path.join(ws, "calls.log") },
+    env: { CALLS_LOG: path.join(ws, "calls.log") },
     risk: "exec",
     timeoutMs: 20_000,
     tools: { echo: { risk: "read" }, hang: { risk: "read" } },
@@ -39,7 +54,7 @@ function serverEntry(ws: string, extra: Record<string, unknown> = {}) {
 
 function mcpWorkspace(extra: Record<string, unknown> = {}): string {
   const ws = tempWorkspace(undefined, { "a.txt": "a\n", ".gitignore": "calls.log\n" });
-  fs.copyFileSync(SERVER, path.join(ws, "server.mjs"));
+  fs.writeFileSync(path.join(ws, "server.mjs"), serverBundle());
   fs.writeFileSync(path.join(ws, "ledgerloop.config.json"), JSON.stringify({ mcpServers: { demo: serverEntry(ws, extra) } }));
   return ws;
 }
@@ -185,7 +200,7 @@ describe("the server inside the sandbox", () => {
     try {
       const ws = mcpWorkspace();
       const reach = async (risk: string, allowNetwork: boolean) => {
-        const servers = { demo: parseConfig({ mcpServers: { demo: { ...serverEntry(ws), env: { SDK_DIR, REACH: "1" }, risk, tools: {} } } }).mcpServers!.demo! };
+        const servers = { demo: parseConfig({ mcpServers: { demo: { ...serverEntry(ws), env: { REACH: "1" }, risk, tools: {} } } }).mcpServers!.demo! };
         const set = await loadMcpTools(servers, { sandbox: createSandbox({ level: probe.level, workspace: ws }), workspace: ws, allowNetwork });
         try {
           const tool = [...set.offered, ...set.withheld.map((w) => w.tool)].find((t) => t.name === "mcp__demo__reach")!;
@@ -229,7 +244,7 @@ describe("the server inside the sandbox", () => {
 
 describe("loading and listing", () => {
   it("ledgerloop tools lists the server's tools with source mcp:<server> and risk; a broken schema is reported with the server's name", async () => {
-    const ws = mcpWorkspace({ env: { SDK_DIR, BAD_SCHEMA: "1" }, tools: { echo: { risk: "read" }, hang: { approve: "deny" } } });
+    const ws = mcpWorkspace({ env: { BAD_SCHEMA: "1" }, tools: { echo: { risk: "read" }, hang: { approve: "deny" } } });
     const rows = await handleTools({ workspace: ws });
     const mcp = rows.filter((r) => r.source.startsWith("mcp:"));
     expect(mcp.map((r) => [r.name, r.source, r.risk, r.approve, r.offered])).toEqual([
@@ -315,7 +330,7 @@ describe("a streamable HTTP server", () => {
 describe("doctor", () => {
   it("has a line per MCP server: its tools and isolation, or why it did not start", async () => {
     const { handleDoctor } = await import("../../src/cli/doctor.js");
-    const ws = mcpWorkspace({ env: { SDK_DIR, BAD_SCHEMA: "1" } });
+    const ws = mcpWorkspace({ env: { BAD_SCHEMA: "1" } });
     const file = path.join(ws, "ledgerloop.config.json");
     const config = JSON.parse(fs.readFileSync(file, "utf8"));
     config.mcpServers.gone = { command: process.execPath, args: ["missing.mjs"], timeoutMs: 5000 };
