@@ -1,42 +1,14 @@
-import { createHash, randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type pg from "pg";
 import { LedgerError } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import { defaultRedactor, type Redactor } from "../secrets.js";
-import { EventBody, SCHEMA_VERSION, type EventType, type LedgerEvent } from "../events.js";
+import { type EventType, type LedgerEvent } from "../events.js";
 import type { ActionStart, AppendEvent, Ledger, ListQuery, ThreadInfo } from "./port.js";
-import { pathsOf } from "./sqlite-ledger.js";
+import { assertParentInThread, assertSameKeyUse, checkedPayload, newEventRow, pathsOf, toEvent, type EventRow } from "./event-rows.js";
 
-interface Row {
-  id: string;
-  thread_id: string;
-  parent_id: string | null;
-  seq: number;
-  type: string;
-  ts: string;
-  checkpoint_id: string | null;
-  caused_by: string | null;
-  idempotency_key: string | null;
-  schema_version: number;
-  payload: string;
-}
-
-function toEvent(r: Row): LedgerEvent {
-  return {
-    id: r.id,
-    threadId: r.thread_id,
-    parentId: r.parent_id,
-    seq: Number(r.seq),
-    type: r.type,
-    ts: r.ts,
-    checkpointId: r.checkpoint_id,
-    causedBy: r.caused_by,
-    idempotencyKey: r.idempotency_key,
-    schemaVersion: Number(r.schema_version),
-    payload: JSON.parse(r.payload),
-  } as LedgerEvent;
-}
+type Row = EventRow;
 
 export interface PgLedgerOptions {
   redactor?: Redactor;
@@ -89,29 +61,14 @@ export class PgLedger implements Ledger {
     if (key) {
       const existing = (await c.query<Row>("SELECT * FROM ll_events WHERE thread_id = $1 AND idempotency_key = $2", [event.threadId, key])).rows[0];
       if (existing) {
-        if (existing.type !== event.type || existing.parent_id !== (event.parentId ?? null)) {
-          throw new LedgerError(
-            "LEDGER_KEY_CONFLICT",
-            `idempotency key ${key} already names a ${existing.type} event with parent ${existing.parent_id}; refusing a ${event.type} with parent ${event.parentId}`,
-          );
-        }
+        assertSameKeyUse(existing, event);
         return toEvent(existing) as LedgerEvent<T>;
       }
     }
-    const payload = this.redactor.redactDeep(event.payload);
-    const parsed = EventBody.safeParse({ type: event.type, payload });
-    if (!parsed.success) {
-      const issues = parsed.error.issues
-        .slice(0, 3)
-        .map((i) => `${i.path.slice(1).join(".") || String(i.path[0] ?? "(root)")}: ${i.message}`)
-        .join("; ");
-      throw new LedgerError("LEDGER_INVALID_EVENT", `invalid ${String(event.type)} event: ${issues}`);
-    }
+    const payload = checkedPayload(this.redactor, event);
     if (event.parentId) {
       const parent = (await c.query<{ thread_id: string }>("SELECT thread_id FROM ll_events WHERE id = $1", [event.parentId])).rows[0];
-      if (!parent || parent.thread_id !== event.threadId) {
-        throw new LedgerError("LEDGER_UNKNOWN_PARENT", `parent event ${event.parentId} does not exist in thread ${event.threadId}`);
-      }
+      assertParentInThread(parent?.thread_id, event);
       if ((await c.query("SELECT 1 FROM ll_events WHERE parent_id = $1 LIMIT 1", [event.parentId])).rowCount) {
         await c.query("INSERT INTO ll_forks (thread_id, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [event.threadId, event.parentId]);
       }
@@ -119,25 +76,13 @@ export class PgLedger implements Ledger {
       await c.query("INSERT INTO ll_forks (thread_id, event_id) VALUES ($1, '') ON CONFLICT DO NOTHING", [event.threadId]);
     }
     const m = (await c.query<{ m: number | null }>("SELECT MAX(seq) AS m FROM ll_events WHERE thread_id = $1", [event.threadId])).rows[0]?.m;
-    const row: Row = {
-      id: randomUUID(),
-      thread_id: event.threadId,
-      parent_id: event.parentId ?? null,
-      seq: Number(m ?? 0) + 1,
-      type: event.type,
-      ts: this.now().toISOString(),
-      checkpoint_id: event.checkpointId ?? null,
-      caused_by: event.causedBy ?? null,
-      idempotency_key: key,
-      schema_version: SCHEMA_VERSION,
-      payload: JSON.stringify(parsed.data.payload),
-    };
+    const row = newEventRow(event, Number(m ?? 0) + 1, this.now(), payload);
     await c.query(
       `INSERT INTO ll_events (id, thread_id, parent_id, seq, type, ts, checkpoint_id, caused_by, idempotency_key, schema_version, payload)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
       [row.id, row.thread_id, row.parent_id, row.seq, row.type, row.ts, row.checkpoint_id, row.caused_by, row.idempotency_key, row.schema_version, row.payload],
     );
-    const paths = pathsOf(event.type, parsed.data.payload as Record<string, unknown>);
+    const paths = pathsOf(event.type, payload);
     if (paths.length) {
       await c.query(
         "INSERT INTO ll_event_files (thread_id, path, event_id) SELECT $1, p, $3 FROM unnest($2::text[]) AS p ON CONFLICT DO NOTHING",

@@ -1,10 +1,11 @@
-import { createHash, randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type Database from "better-sqlite3";
 import { LedgerError } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import { defaultRedactor, type Redactor } from "../secrets.js";
-import { EventBody, SCHEMA_VERSION, type EventType, type LedgerEvent } from "../events.js";
+import { SCHEMA_VERSION, type EventType, type LedgerEvent } from "../events.js";
+import { assertParentInThread, assertSameKeyUse, checkedPayload, newEventRow, pathsOf, toEvent, type EventRow } from "./event-rows.js";
 import type { ActionStart, AppendEvent, Ledger, ListQuery, ThreadInfo } from "./port.js";
 
 const SCHEMA = `
@@ -59,54 +60,10 @@ CREATE TABLE IF NOT EXISTS ll_action_starts (
 CREATE TABLE IF NOT EXISTS ll_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 `;
 
-interface Row {
-  id: string;
-  thread_id: string;
-  parent_id: string | null;
-  seq: number;
-  type: string;
-  ts: string;
-  checkpoint_id: string | null;
-  caused_by: string | null;
-  idempotency_key: string | null;
-  schema_version: number;
-  payload: string;
-}
+type Row = EventRow;
 
-function toEvent(r: Row): LedgerEvent {
-  return {
-    id: r.id,
-    threadId: r.thread_id,
-    parentId: r.parent_id,
-    seq: r.seq,
-    type: r.type,
-    ts: r.ts,
-    checkpointId: r.checkpoint_id,
-    causedBy: r.caused_by,
-    idempotencyKey: r.idempotency_key,
-    schemaVersion: r.schema_version,
-    payload: JSON.parse(r.payload),
-  } as LedgerEvent;
-}
-
-/** Workspace paths an event refers to, for the by-file query (shared by the PostgreSQL adapter). */
-export function pathsOf(type: EventType, payload: Record<string, unknown>): string[] {
-  const out = new Set<string>();
-  const add = (p: unknown) => {
-    if (typeof p === "string" && p.length > 0 && p.length < 1024) out.add(p.replace(/\\/g, "/").replace(/^\.\//, ""));
-  };
-  if (type === "agent_action") {
-    const args = payload.args as Record<string, unknown> | undefined;
-    if (args && typeof args === "object") add(args.path);
-  }
-  const changes = payload.filesChanged ?? payload.changed;
-  if (changes && typeof changes === "object") {
-    for (const list of Object.values(changes as Record<string, unknown>)) {
-      if (Array.isArray(list)) list.forEach(add);
-    }
-  }
-  return [...out];
-}
+/** Kept for callers that imported it from here. */
+export { pathsOf };
 
 export interface SqliteLedgerOptions {
   redactor?: Redactor;
@@ -173,52 +130,20 @@ export class SqliteLedger implements Ledger {
       if (key) {
         const existing = this.stmts.byKey.get(event.threadId, key);
         if (existing) {
-          if (existing.type !== event.type || existing.parent_id !== (event.parentId ?? null)) {
-            throw new LedgerError(
-              "LEDGER_KEY_CONFLICT",
-              `idempotency key ${key} already names a ${existing.type} event with parent ${existing.parent_id}; refusing a ${event.type} with parent ${event.parentId}`,
-            );
-          }
+          assertSameKeyUse(existing, event);
           return toEvent(existing) as LedgerEvent<T>;
         }
       }
-      const payload = this.redactor.redactDeep(event.payload);
-      const parsed = EventBody.safeParse({ type: event.type, payload });
-      if (!parsed.success) {
-        const issues = parsed.error.issues
-          .slice(0, 3)
-          .map((i) => `${i.path.slice(1).join(".") || String(i.path[0] ?? "(root)")}: ${i.message}`)
-          .join("; ");
-        throw new LedgerError("LEDGER_INVALID_EVENT", `invalid ${String(event.type)} event: ${issues}`);
-      }
+      const payload = checkedPayload(this.redactor, event);
       if (event.parentId) {
-        const parent = this.stmts.byId.get(event.parentId);
-        if (!parent || parent.thread_id !== event.threadId) {
-          throw new LedgerError(
-            "LEDGER_UNKNOWN_PARENT",
-            `parent event ${event.parentId} does not exist in thread ${event.threadId}`,
-          );
-        }
+        assertParentInThread(this.stmts.byId.get(event.parentId)?.thread_id, event);
         if (this.stmts.hasChild.get(event.parentId)) this.stmts.addFork.run(event.threadId, event.parentId);
       } else if (this.stmts.hasRoot.get(event.threadId)) {
         this.stmts.addFork.run(event.threadId, "");
       }
-      const seq = (this.stmts.maxSeq.get(event.threadId)?.m ?? 0) + 1;
-      const row: Row = {
-        id: randomUUID(),
-        thread_id: event.threadId,
-        parent_id: event.parentId ?? null,
-        seq,
-        type: event.type,
-        ts: this.now().toISOString(),
-        checkpoint_id: event.checkpointId ?? null,
-        caused_by: event.causedBy ?? null,
-        idempotency_key: key,
-        schema_version: SCHEMA_VERSION,
-        payload: JSON.stringify(parsed.data.payload),
-      };
+      const row = newEventRow(event, (this.stmts.maxSeq.get(event.threadId)?.m ?? 0) + 1, this.now(), payload);
       this.stmts.insert.run(row);
-      for (const p of pathsOf(event.type, parsed.data.payload as Record<string, unknown>)) {
+      for (const p of pathsOf(event.type, payload)) {
         this.stmts.addFile.run(event.threadId, p, row.id);
       }
       return toEvent(row) as LedgerEvent<T>;
