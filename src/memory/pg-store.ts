@@ -11,27 +11,7 @@ import {
   type SearchOperation,
 } from "@langchain/langgraph-checkpoint";
 import { defaultRedactor, type Redactor } from "../secrets.js";
-
-const SEP = "\u001f";
-const nsKey = (ns: string[]) => ns.join(SEP);
-const nsOf = (s: string) => (s === "" ? [] : s.split(SEP));
-
-function textOf(value: unknown): string {
-  if (typeof value === "string") return value;
-  if (Array.isArray(value)) return value.map(textOf).join(" ");
-  if (value && typeof value === "object") return Object.values(value).map(textOf).join(" ");
-  return "";
-}
-
-/** The words of a free-text query, as SqliteStore's ftsQuery takes them (any word matches). */
-function queryWords(text: string): string[] {
-  return [...new Set(text.toLowerCase().match(/[a-z0-9_]{2,}/g) ?? [])].slice(0, 32);
-}
-
-function matches(value: Record<string, unknown>, filter?: Record<string, unknown>): boolean {
-  if (!filter) return true;
-  return Object.entries(filter).every(([k, v]) => JSON.stringify(value[k]) === JSON.stringify(v));
-}
+import { SEP, listNamespaces, matches, nsKey, nsOf, queryWords, textOf } from "./store-common.js";
 
 interface Row {
   namespace: string;
@@ -143,22 +123,6 @@ export class PgStore extends BaseStore {
 
   private async doList(c: pg.PoolClient, op: ListNamespacesOperation): Promise<string[][]> {
     const all = (await c.query<{ namespace: string }>("SELECT DISTINCT namespace COLLATE \"C\" AS namespace FROM ll_store ORDER BY 1")).rows.map((r) => nsOf(r.namespace));
-    const ok = (ns: string[]) =>
-      (op.matchConditions ?? []).every((cond) => {
-        const path = cond.path;
-        const part = cond.matchType === "prefix" ? ns.slice(0, path.length) : ns.slice(ns.length - path.length);
-        return part.length === path.length && path.every((p, i) => p === "*" || p === part[i]);
-      });
-    const seen = new Set<string>();
-    const out: string[][] = [];
-    for (const ns of all.filter(ok)) {
-      const cut = op.maxDepth !== undefined ? ns.slice(0, op.maxDepth) : ns;
-      const k = nsKey(cut);
-      if (!seen.has(k)) {
-        seen.add(k);
-        out.push(cut);
-      }
-    }
-    return out.slice(op.offset, op.offset + op.limit);
+    return listNamespaces(all, op);
   }
 }

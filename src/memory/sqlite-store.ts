@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3";
 import { defaultRedactor, type Redactor } from "../secrets.js";
+import { SEP, listNamespaces, matches, nsKey, nsOf, queryWords, textOf } from "./store-common.js";
 import {
   BaseStore,
   type GetOperation,
@@ -24,27 +25,10 @@ CREATE TABLE IF NOT EXISTS ll_store (
 CREATE VIRTUAL TABLE IF NOT EXISTS ll_store_fts USING fts5(namespace UNINDEXED, key UNINDEXED, text, tokenize = 'porter unicode61');
 `;
 
-const SEP = "\u001f";
-const nsKey = (ns: string[]) => ns.join(SEP);
-const nsOf = (s: string) => (s === "" ? [] : s.split(SEP));
-
-/** All string leaves of a value, for full-text search. */
-function textOf(value: unknown): string {
-  if (typeof value === "string") return value;
-  if (Array.isArray(value)) return value.map(textOf).join(" ");
-  if (value && typeof value === "object") return Object.values(value).map(textOf).join(" ");
-  return "";
-}
-
 /** An FTS5 query matching any of the words of free text (quoted, so no syntax leaks through). */
 export function ftsQuery(text: string): string | null {
-  const words = [...new Set(text.toLowerCase().match(/[a-z0-9_]{2,}/g) ?? [])].slice(0, 32);
+  const words = queryWords(text);
   return words.length ? words.map((w) => `"${w}"`).join(" OR ") : null;
-}
-
-function matches(value: Record<string, unknown>, filter?: Record<string, unknown>): boolean {
-  if (!filter) return true;
-  return Object.entries(filter).every(([k, v]) => JSON.stringify(value[k]) === JSON.stringify(v));
 }
 
 /**
@@ -140,22 +124,6 @@ export class SqliteStore extends BaseStore {
     const all = (this.db.prepare("SELECT DISTINCT namespace FROM ll_store ORDER BY namespace").all() as { namespace: string }[]).map((r) =>
       nsOf(r.namespace),
     );
-    const ok = (ns: string[]) =>
-      (op.matchConditions ?? []).every((c) => {
-        const path = c.path;
-        const part = c.matchType === "prefix" ? ns.slice(0, path.length) : ns.slice(ns.length - path.length);
-        return part.length === path.length && path.every((p, i) => p === "*" || p === part[i]);
-      });
-    const seen = new Set<string>();
-    const out: string[][] = [];
-    for (const ns of all.filter(ok)) {
-      const cut = op.maxDepth !== undefined ? ns.slice(0, op.maxDepth) : ns;
-      const k = nsKey(cut);
-      if (!seen.has(k)) {
-        seen.add(k);
-        out.push(cut);
-      }
-    }
-    return out.slice(op.offset, op.offset + op.limit);
+    return listNamespaces(all, op);
   }
 }
