@@ -1,5 +1,5 @@
 import fs from "node:fs";
-import { execa } from "execa";
+import { spawnGroupLeader } from "./spawn.js";
 import { descendants, readProcStart } from "./proc.js";
 
 // A long-lived process of a run (a dev server, a database): spawned like a command, through the
@@ -102,17 +102,7 @@ export class BackgroundProcess {
 
   constructor(private readonly spec: BackgroundSpec) {
     this.output = spec.ring ?? new LineRing();
-    const [file, ...args] = spec.argv;
-    const child = execa(file!, args, {
-      cwd: spec.cwd,
-      env: spec.env,
-      extendEnv: false,
-      detached: true,
-      stdio: spec.fd3Input ? ["ignore", "pipe", "pipe", spec.fd3Input] : ["ignore", "pipe", "pipe"],
-      buffer: false,
-      reject: false,
-      windowsHide: true,
-    });
+    const child = spawnGroupLeader(spec);
     this.pid = child.pid ?? -1;
     this.procStart = child.pid ? readProcStart(child.pid) : null;
     const onData = (d: Buffer) => {

@@ -126,16 +126,13 @@ export type SpawnOutcome = Pick<ExecResult, "exitCode" | "signal" | "stdout" | "
 };
 
 /**
- * Runs argv in its own process group with a wall-clock limit and capped output. The whole group
- * (and with `killTree` the whole tree) is killed when the leader exits or the time is up, so
- * background children cannot outlive the command or keep its pipes open.
+ * Starts argv as the leader of a new process group, with exactly `env`, no stdin, piped output
+ * read as it comes (nothing buffered), and optional bytes on fd 3: how every command and
+ * background process is spawned.
  */
-export async function spawnCapped(spec: SpawnSpec): Promise<SpawnOutcome> {
-  const started = performance.now();
-  const out = new OutputCap(spec.outputCapBytes);
-  const err = new OutputCap(spec.outputCapBytes);
+export function spawnGroupLeader(spec: Pick<SpawnSpec, "argv" | "cwd" | "env" | "fd3Input">) {
   const [file, ...args] = spec.argv;
-  const child = execa(file!, args, {
+  return execa(file!, args, {
     cwd: spec.cwd,
     env: spec.env,
     extendEnv: false,
@@ -146,6 +143,18 @@ export async function spawnCapped(spec: SpawnSpec): Promise<SpawnOutcome> {
     stripFinalNewline: false,
     windowsHide: true,
   });
+}
+
+/**
+ * Runs argv in its own process group with a wall-clock limit and capped output. The whole group
+ * (and with `killTree` the whole tree) is killed when the leader exits or the time is up, so
+ * background children cannot outlive the command or keep its pipes open.
+ */
+export async function spawnCapped(spec: SpawnSpec): Promise<SpawnOutcome> {
+  const started = performance.now();
+  const out = new OutputCap(spec.outputCapBytes);
+  const err = new OutputCap(spec.outputCapBytes);
+  const child = spawnGroupLeader(spec);
   const pid = child.pid;
   // The window crash recovery must cover: the command exists, nothing has recorded it yet.
   failpoint("command-spawned");
@@ -226,7 +235,7 @@ export async function spawnCapped(spec: SpawnSpec): Promise<SpawnOutcome> {
   const failure = result && "failed" in result && result.failed && exitCode === null ? result : null;
   if (failure && "code" in failure && failure.code === "ENOENT") {
     exitCode = 127;
-    stderr += `${file}: command not found\n`;
+    stderr += `${spec.argv[0]}: command not found\n`;
   }
   return {
     exitCode,
