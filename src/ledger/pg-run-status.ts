@@ -1,12 +1,11 @@
 import type pg from "pg";
 import { PgRunRegistry } from "./pg-runs.js";
-import { runStatus, type RunSummary } from "./run-status.js";
-import { runnerAlive } from "./runs.js";
+import { newestFirst, runSummary, type RunSummary, type ThreadEvents } from "./run-status.js";
 
 /** listRuns of run-status.ts on a PostgreSQL state: the same rows, statuses and order. */
 export async function listRunsPg(pool: pg.Pool): Promise<RunSummary[]> {
   const runs = new Map((await new PgRunRegistry(pool).list()).map((r) => [r.threadId, r]));
-  const events = new Map<string, { n: number; first: string; last: string; maxSeq: number; goal: string | null; steps: number | null }>();
+  const events = new Map<string, ThreadEvents>();
   const rows = await pool.query<{ thread_id: string; n: string; first_ts: string; last_ts: string; max_seq: number; goal: string | null; steps: string | null }>(
     `SELECT thread_id, COUNT(*) AS n, MIN(ts) AS first_ts, MAX(ts) AS last_ts, MAX(seq) AS max_seq,
        MAX(CASE WHEN type = 'context_built' THEN (payload::jsonb ->> 'step')::int END) AS steps,
@@ -47,19 +46,7 @@ export async function listRunsPg(pool: pg.Pool): Promise<RunSummary[]> {
           )
         ).rowCount,
       );
-    const n = counts.get(id) ?? 0;
-    out.push({
-      thread: id,
-      goal: r?.goal ?? e?.goal ?? null,
-      status: runStatus({ last, pendingInterrupt: paused, runnerAlive: runnerAlive(r?.runner ?? null) }),
-      origin: r?.origin ?? null,
-      checkpointsIn: n > 0 ? "state-db" : r?.checkpoints === "external" ? "external" : "none",
-      createdAt: r?.createdAt ?? e?.first ?? null,
-      lastActivity: e?.last ?? null,
-      events: e?.n ?? 0,
-      checkpoints: n,
-      steps: e?.steps ?? null,
-    });
+    out.push(runSummary(id, r, e, last, paused, counts.get(id) ?? 0));
   }
-  return out.sort((a, b) => String(b.createdAt).localeCompare(String(a.createdAt)) || a.thread.localeCompare(b.thread));
+  return out.sort(newestFirst);
 }

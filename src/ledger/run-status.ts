@@ -1,6 +1,6 @@
 import type Database from "better-sqlite3";
 import { checkpointCounts, interruptedCheck } from "./checkpoints.js";
-import { RunRegistry, runnerAlive, type CheckpointHome, type RunOrigin } from "./runs.js";
+import { RunRegistry, runnerAlive, type CheckpointHome, type RunOrigin, type RunRecord } from "./runs.js";
 
 /**
  * What a reader can say about a run. The ledger's statuses (finished, failed, max_steps,
@@ -72,7 +72,7 @@ const hasTable = (db: Database.Database, name: string) => Boolean(db.prepare("SE
 export function listRuns(db: Database.Database): RunSummary[] {
   const runs = new Map(new RunRegistry(db).list().map((r) => [r.threadId, r]));
   const ledger = hasTable(db, "ll_events");
-  const events = new Map<string, { n: number; first: string; last: string; maxSeq: number; goal: string | null; steps: number | null }>();
+  const events = new Map<string, ThreadEvents>();
   if (ledger) {
     const rows = db
       .prepare(
@@ -98,21 +98,45 @@ export function listRuns(db: Database.Database): RunSummary[] {
       const r = runs.get(id);
       const e = events.get(id);
       const last = e && lastEvent ? (lastEvent.get(id, e.maxSeq) ?? null) : null;
-      const n = counts.get(id) ?? 0;
-      return {
-        thread: id,
-        goal: r?.goal ?? e?.goal ?? null,
-        status: runStatus({ last, pendingInterrupt: paused?.(id) ?? false, runnerAlive: runnerAlive(r?.runner ?? null) }),
-        origin: r?.origin ?? null,
-        checkpointsIn: n > 0 ? "state-db" : r?.checkpoints === "external" ? "external" : "none",
-        createdAt: r?.createdAt ?? e?.first ?? null,
-        lastActivity: e?.last ?? null,
-        events: e?.n ?? 0,
-        checkpoints: n,
-        steps: e?.steps ?? null,
-      };
+      return runSummary(id, r, e, last, paused?.(id) ?? false, counts.get(id) ?? 0);
     })
-    .sort((a, b) => String(b.createdAt).localeCompare(String(a.createdAt)) || a.thread.localeCompare(b.thread));
+    .sort(newestFirst);
+}
+
+/** What the ledger says of one thread, for the run listing (both backends compute it). */
+export interface ThreadEvents {
+  n: number;
+  first: string;
+  last: string;
+  maxSeq: number;
+  goal: string | null;
+  steps: number | null;
+}
+
+/** The listing's order: newest first, then by thread id. */
+export const newestFirst = (a: RunSummary, b: RunSummary) => String(b.createdAt).localeCompare(String(a.createdAt)) || a.thread.localeCompare(b.thread);
+
+/** One run's line in the listing, from its registry record, ledger summary, last event, pending interrupt and checkpoint count. */
+export function runSummary(
+  id: string,
+  r: RunRecord | undefined,
+  e: ThreadEvents | undefined,
+  last: { type: string; status: string | null; kind: string | null } | null,
+  paused: boolean,
+  checkpoints: number,
+): RunSummary {
+  return {
+    thread: id,
+    goal: r?.goal ?? e?.goal ?? null,
+    status: runStatus({ last, pendingInterrupt: paused, runnerAlive: runnerAlive(r?.runner ?? null) }),
+    origin: r?.origin ?? null,
+    checkpointsIn: checkpoints > 0 ? "state-db" : r?.checkpoints === "external" ? "external" : "none",
+    createdAt: r?.createdAt ?? e?.first ?? null,
+    lastActivity: e?.last ?? null,
+    events: e?.n ?? 0,
+    checkpoints,
+    steps: e?.steps ?? null,
+  };
 }
 
 export { checkpointsElsewhere } from "./checkpoint-home.js";
