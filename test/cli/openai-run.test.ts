@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { cli, cliAsync, jsonLines } from "../helpers/cli.js";
-import { startOpenAIStub, type OpenAIStub, type StubReply, type StubRequestBody } from "../helpers/openai-stub.js";
+import { startOpenAIStub, type OpenAIStub, type StubReply, type StubRequestBody, stubToolCall } from "../helpers/openai-stub.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 
 afterAll(() => cleanupTemp());
@@ -17,7 +17,7 @@ function nodeOf(body: StubRequestBody): "plan" | "decide" | "other" {
   return tools.length > 1 ? "decide" : "other";
 }
 
-const call = (id: string, name: string, args: unknown) => ({ id, name, arguments: JSON.stringify(args) });
+const call = stubToolCall;
 
 describe("ledgerloop run --model openai:<name> against an OpenAI-compatible server over HTTP", () => {
   let stub: OpenAIStub;

@@ -1,18 +1,14 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { cli, cliAsync, jsonLines } from "../helpers/cli.js";
-import { startOpenAIStub, type OpenAIStub, type StubReply, type StubRequestBody } from "../helpers/openai-stub.js";
+import { startOpenAIStub, type OpenAIStub, type StubReply, stubToolCall, nodeOfRequest } from "../helpers/openai-stub.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 
 afterAll(() => cleanupTemp());
 
 // --summary-model over real HTTP: the stub sees which model each request names, so the test checks
 // the routing where it matters (on the wire), and the ledger and report split the spend by model.
-const call = (id: string, name: string, args: unknown) => ({ id, name, arguments: JSON.stringify(args) });
-const nodeOf = (body: StubRequestBody) => {
-  const tools = body.tools?.map((t) => t.function.name) ?? [];
-  if (tools.length === 1 && tools[0] === "update_plan") return "plan";
-  return tools.length > 1 ? "decide" : "other";
-};
+const call = stubToolCall;
+const nodeOf = nodeOfRequest;
 const PLAN: StubReply = { tool_calls: [call("p1", "update_plan", { subtasks: [{ id: "notes", description: "write notes.txt", status: "in_progress" }] })] };
 const DECIDE: StubReply[] = [
   { tool_calls: [call("c1", "write_file", { path: "notes.txt", content: "hello\n" })] },

@@ -321,3 +321,17 @@ function handleEmbeddings(o: StubEmbeddingsOptions, req: http.IncomingMessage, r
   });
   sendJson(res, 200, { object: "list", data, model: body.model, usage: { prompt_tokens: inputs.length, total_tokens: inputs.length } });
 }
+
+// ------------------------------------------------------------------------------------------------
+// Writing scripted replies for runs against the stub.
+// ------------------------------------------------------------------------------------------------
+
+/** A tool call as the stub's reply carries it (arguments as JSON text, as OpenAI sends them). */
+export const stubToolCall = (id: string, name: string, args: unknown) => ({ id, name, arguments: JSON.stringify(args) });
+
+/** Which node sent a request, told by the tools it offers: plan offers update_plan alone, decide all tools, the others none. */
+export function nodeOfRequest(body: StubRequestBody): "plan" | "decide" | "other" {
+  const tools = body.tools?.map((t) => t.function.name) ?? [];
+  if (tools.length === 1 && tools[0] === "update_plan") return "plan";
+  return tools.length > 1 ? "decide" : "other";
+}
