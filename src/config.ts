@@ -279,10 +279,10 @@ export function policyFromConfig(config: LedgerloopConfig, opts: { allowNetwork?
 export function commandPolicy(
   workspace: string,
   opts: { allowNetwork?: boolean; allow?: string[] } = {},
-): { policy: SandboxPolicy; allowNetwork: boolean; configSha: string } {
+): { policy: SandboxPolicy; allowNetwork: boolean; configSha: string; config: LedgerloopConfig } {
   const { config, sha } = readConfig(workspace);
   const allowNetwork = opts.allowNetwork ?? config.sandbox?.network ?? false;
-  return { policy: withAllowed(policyFromConfig(config, { allowNetwork }), opts.allow ?? []), allowNetwork, configSha: sha };
+  return { policy: withAllowed(policyFromConfig(config, { allowNetwork }), opts.allow ?? []), allowNetwork, configSha: sha, config };
 }
 
 // ---- error messages that name the field ----

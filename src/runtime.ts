@@ -25,7 +25,7 @@ import type { CodeSearcher } from "./retrieval/port.js";
 import { createSandbox } from "./sandbox/executor.js";
 import type { SandboxPolicy } from "./sandbox/policy.js";
 import { ProcessManager } from "./sandbox/processes.js";
-import { commandPolicy, loadConfig, type LedgerloopConfig } from "./config.js";
+import { commandPolicy } from "./config.js";
 import type { PriceTable } from "./economics/prices.js";
 import type { Sandbox } from "./sandbox/port.js";
 import { createRedactor, secretValuesFromDotenv, secretValuesFromEnv, type Redactor } from "./secrets.js";
@@ -149,7 +149,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   }
   const workspace = resolveWorkspace(settings.workspace);
   // Read once at start: the file is in the workspace, and a run must not change its own permissions.
-  const { policy, allowNetwork, configSha } = commandPolicy(workspace, { allowNetwork: settings.allowNetwork, allow: settings.allow });
+  const { policy, allowNetwork, configSha, config } = commandPolicy(workspace, { allowNetwork: settings.allowNetwork, allow: settings.allow });
   // The workspace's .env values too: `cat .env` or a test log can print them without their key.
   const redactor = createRedactor([...secretValuesFromEnv(), ...secretValuesFromDotenv(workspace), ...urlPassword(stateUrl)]);
   // PostgreSQL first: a wrong URL, a refused password or a newer schema is a one-line error before
@@ -158,7 +158,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   const model = overrides.model ?? createModel(settings.model, { recordFile: overrides.recordRequestsFile });
   // --summary-model / the run context first, then the config file; same spec as the main model, same
   // checks (a missing key is named now, not at the first plan).
-  const summarySpec = settings.summaryModel ?? loadConfigQuietly(workspace)?.summaryModel;
+  const summarySpec = settings.summaryModel ?? config.summaryModel;
   const summaryModel = overrides.summaryModel ?? (summarySpec && summarySpec !== settings.model ? createModel(summarySpec, { recordFile: overrides.recordRequestsFile }) : undefined);
   const sandbox =
     overrides.sandbox ??
@@ -236,7 +236,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     store: pgBackend?.store ?? new SqliteStore(db, redactor),
     revisions: new RevisionStore(db, workspace, { blobsDir: path.join(stateDir, "blobs") }),
     counter,
-    prices: loadConfigQuietly(workspace)?.prices,
+    prices: config.prices,
     progress,
     lease,
     async close() {
@@ -292,11 +292,3 @@ async function openPostgresBackend(url: string, redactor: Redactor) {
   };
 }
 
-/** The config file for prices and the summary model; the policy already read and accepted it, so this cannot fail for a new reason. */
-function loadConfigQuietly(workspace: string): LedgerloopConfig | undefined {
-  try {
-    return loadConfig(workspace);
-  } catch {
-    return undefined;
-  }
-}
