@@ -41,7 +41,7 @@ export class StateStoreError extends LedgerloopError {
 /** A ledger invariant was violated (unknown parent, invalid payload, key reused for another event). */
 export class LedgerError extends LedgerloopError {
   constructor(
-    code: "LEDGER_INVALID_EVENT" | "LEDGER_UNKNOWN_PARENT" | "LEDGER_KEY_CONFLICT" | "LEDGER_NOT_FOUND",
+    code: "LEDGER_INVALID_EVENT" | "LEDGER_UNKNOWN_PARENT" | "LEDGER_KEY_CONFLICT" | "LEDGER_NOT_FOUND" | "LEASE_LOST",
     message: string,
     options?: { cause?: unknown },
   ) {

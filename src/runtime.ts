@@ -109,6 +109,8 @@ export interface RuntimeOverrides {
    * started; fails with LeaseHeldError naming the holder. Commands that only read leave it out.
    */
   lease?: { command: string; thread?: string };
+  /** A queue worker's holding of the run (PgLedger's `fence`): the ledger refuses appends once it is lost. */
+  fence?: { thread: string; token: string };
 }
 
 /**
@@ -154,7 +156,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   const redactor = createRedactor([...secretValuesFromEnv(), ...secretValuesFromDotenv(workspace), ...urlPassword(stateUrl)]);
   // PostgreSQL first: a wrong URL, a refused password or a newer schema is a one-line error before
   // any model, sandbox or file is touched.
-  const pgBackend = stateUrl ? await openPostgresBackend(stateUrl, redactor) : undefined;
+  const pgBackend = stateUrl ? await openPostgresBackend(stateUrl, redactor, overrides.fence) : undefined;
   const model = overrides.model ?? createModel(settings.model, { recordFile: overrides.recordRequestsFile });
   // --summary-model / the run context first, then the config file; same spec as the main model, same
   // checks (a missing key is named now, not at the first plan).
@@ -268,7 +270,7 @@ function urlPassword(url: string | undefined): string[] {
  * the same redaction as the SQLite saver), the ledger, the lessons store and the run registry.
  * Loaded on use, so a SQLite run never loads pg.
  */
-async function openPostgresBackend(url: string, redactor: Redactor) {
+async function openPostgresBackend(url: string, redactor: Redactor, fence?: { thread: string; token: string }) {
   const [{ openPgState }, { PgLedger }, { RedactingPostgresSaver }, { PgStore }, { PgRunRegistry }] = await Promise.all([
     import("./ledger/pg-db.js"),
     import("./ledger/pg-ledger.js"),
@@ -285,7 +287,7 @@ async function openPostgresBackend(url: string, redactor: Redactor) {
   });
   return {
     state,
-    ledger: new PgLedger(state.pool, { redactor }),
+    ledger: new PgLedger(state.pool, { redactor, fence }),
     checkpointer: checkpointer!,
     store: new PgStore(state.pool, redactor),
     runs: new PgRunRegistry(state.pool),

@@ -25,7 +25,7 @@ export interface DriveOptions {
   /** Resume a paused run with this answer. */
   resume?: "approve" | "reject";
   /** What started the run, for the registry (default "cli"). */
-  origin?: "cli" | "script";
+  origin?: "cli" | "script" | "worker";
 }
 
 /** Asks on the terminal (stderr), defaulting to no. */

@@ -23,9 +23,11 @@ import { registerRewind } from "./rewind.js";
 import { registerRun } from "./run.js";
 import { registerSearch } from "./search.js";
 import { registerStats } from "./stats.js";
+import { registerSubmit } from "./submit.js";
 import { registerThreads } from "./threads.js";
 import { registerTools } from "./tools.js";
 import { registerWeb } from "./web.js";
+import { registerWorker } from "./worker.js";
 
 /** The `ledgerloop` command line. */
 export function buildProgram(): Command {
@@ -37,6 +39,8 @@ export function buildProgram(): Command {
     .exitOverride();
   registerRun(program);
   registerResume(program);
+  registerSubmit(program);
+  registerWorker(program);
   registerDemo(program);
   registerHistory(program);
   registerLedger(program);

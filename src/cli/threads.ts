@@ -37,8 +37,9 @@ export function registerThreads(program: Command): void {
       if (opts.json) printJson(t);
       else {
         const where = t.checkpointsIn === "external" ? (t.origin === "server" ? "  [checkpoints in the LangGraph server]" : "  [checkpoints outside this state db]") : "";
+        const held = t.queue?.worker ? `  [held by ${t.queue.worker}]` : t.queue?.takeovers ? `  [taken over ${t.queue.takeovers}x]` : "";
         process.stdout.write(
-          `${t.thread}  ${t.status.padEnd(17)} ${(t.origin ?? "-").padEnd(6)} ${String(t.events).padStart(5)} events  ${String(t.checkpoints).padStart(5)} checkpoints  ${(t.goal ?? "").slice(0, 60)}${where}\n`,
+          `${t.thread}  ${t.status.padEnd(17)} ${(t.origin ?? "-").padEnd(6)} ${String(t.events).padStart(5)} events  ${String(t.checkpoints).padStart(5)} checkpoints  ${(t.goal ?? "").slice(0, 60)}${where}${held}\n`,
         );
       }
     }

@@ -95,6 +95,31 @@ export const PG_MIGRATIONS: string[] = [
   );
   CREATE INDEX ll_store_tsv ON ll_store USING gin (tsv);
   `,
+  // 2: the run queue's own rows (src/queue/): what was submitted, and which worker holds each run.
+  // The jobs themselves are pg-boss's, in its own schema.
+  `
+  CREATE TABLE ll_submissions (
+    thread_id TEXT PRIMARY KEY,
+    task TEXT NOT NULL,
+    source TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    submitted_at TEXT NOT NULL,
+    commit_sha TEXT
+  );
+  CREATE TABLE ll_run_leases (
+    thread_id TEXT PRIMARY KEY REFERENCES ll_submissions(thread_id),
+    state TEXT NOT NULL,
+    worker TEXT,
+    token TEXT,
+    job_id TEXT,
+    heartbeat_at TIMESTAMPTZ,
+    expires_at TIMESTAMPTZ,
+    takeovers INTEGER NOT NULL DEFAULT 0,
+    note TEXT,
+    updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
+  );
+  CREATE INDEX ll_run_leases_expiry ON ll_run_leases (expires_at) WHERE state = 'held';
+  `,
 ];
 
 /** The schema version this build writes and understands. */

@@ -13,6 +13,20 @@ type Row = EventRow;
 export interface PgLedgerOptions {
   redactor?: Redactor;
   now?: () => Date;
+  /**
+   * A queued run's holding (src/queue/run-leases.ts): appends to `thread` commit only while
+   * `token` still holds its lease, checked in the append's own transaction. A worker that stalled
+   * past its lease and was taken over can then record nothing more of the run, so it cannot start
+   * another of its actions either (an action is recorded before it runs).
+   */
+  fence?: { thread: string; token: string };
+}
+
+/** The worker's lease on the run was taken over: it must stop writing the run. */
+export class RunLeaseLostError extends LedgerError {
+  constructor(thread: string) {
+    super("LEASE_LOST", `this worker no longer holds run ${thread} (its lease expired and another worker took it over); stopping without writing`);
+  }
 }
 
 /**
@@ -30,7 +44,10 @@ export class PgLedger implements Ledger {
   ) {
     this.redactor = opts.redactor ?? defaultRedactor;
     this.now = opts.now ?? (() => new Date());
+    this.fence = opts.fence;
   }
+
+  private readonly fence: PgLedgerOptions["fence"];
 
   private async rows(sql: string, args: unknown[] = []): Promise<Row[]> {
     return (await this.pool.query<Row>(sql, args)).rows;
@@ -57,6 +74,11 @@ export class PgLedger implements Ledger {
 
   private async appendIn<T extends EventType>(c: pg.PoolClient, event: AppendEvent<T>): Promise<LedgerEvent<T>> {
     await c.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7))", [event.threadId]);
+    if (this.fence && this.fence.thread === event.threadId) {
+      // FOR SHARE: a takeover (an UPDATE of the row) waits for this append to commit, or this waits for it.
+      const held = await c.query("SELECT 1 FROM ll_run_leases WHERE thread_id = $1 AND token = $2 AND state = 'held' FOR SHARE", [this.fence.thread, this.fence.token]);
+      if (!held.rowCount) throw new RunLeaseLostError(event.threadId);
+    }
     const key = event.idempotencyKey ?? null;
     if (key) {
       const existing = (await c.query<Row>("SELECT * FROM ll_events WHERE thread_id = $1 AND idempotency_key = $2", [event.threadId, key])).rows[0];

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { listRunLeases } from "../queue/run-leases.js";
 import { PgRunRegistry } from "./pg-runs.js";
 import { newestFirst, runSummary, type RunSummary, type ThreadEvents } from "./run-status.js";
 
@@ -47,6 +48,25 @@ export async function listRunsPg(pool: pg.Pool): Promise<RunSummary[]> {
         ).rowCount,
       );
     out.push(runSummary(id, r, e, last, paused, counts.get(id) ?? 0));
+  }
+  // Runs of the queue: the worker that holds each, and those no worker has started yet.
+  const leases = await listRunLeases(pool);
+  const byThread = new Map(out.map((s) => [s.thread, s]));
+  const now = Date.now();
+  for (const l of leases) {
+    const queue = { state: l.state, worker: l.worker, takeovers: l.takeovers, heartbeatAt: l.heartbeatAt, note: l.note };
+    let s = byThread.get(l.thread);
+    if (!s) {
+      const sub = (await pool.query<{ task: string; submitted_at: string }>("SELECT task, submitted_at FROM ll_submissions WHERE thread_id = $1", [l.thread])).rows[0];
+      s = { thread: l.thread, goal: sub?.task ?? null, status: "queued", origin: "worker", checkpointsIn: "none", createdAt: sub?.submitted_at ?? null, lastActivity: null, events: 0, checkpoints: 0, steps: null };
+      out.push(s);
+    }
+    s.queue = queue;
+    // The lease says more than a runner on another host can: held and renewed means running.
+    const live = l.state === "held" && l.expiresAt !== null && Date.parse(l.expiresAt) > now;
+    const terminal = ["finished", "failed", "max_steps", "script_exhausted", "awaiting_approval"].includes(s.status);
+    if (live) s.status = "running";
+    else if (l.state === "queued" && !terminal) s.status = "queued";
   }
   return out.sort(newestFirst);
 }

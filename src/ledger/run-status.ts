@@ -21,6 +21,8 @@ export type RunStatusView =
   | "rate_limited"
   | "model_unavailable"
   | "budget_exhausted"
+  /** Submitted to the queue (src/queue/), waiting for a worker. */
+  | "queued"
   | "unknown";
 
 /** What is recorded about a run, as `runStatus` reads it. */
@@ -64,6 +66,8 @@ export interface RunSummary {
   checkpoints: number;
   /** Highest decide step with a prompt recorded. */
   steps: number | null;
+  /** A run submitted to the queue (PostgreSQL state only): which worker holds it, how often it moved. */
+  queue?: { state: string; worker: string | null; takeovers: number; heartbeatAt: string | null; note: string | null };
 }
 
 const hasTable = (db: Database.Database, name: string) => Boolean(db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name));

@@ -4,8 +4,8 @@ import type { RunSettings } from "../settings.js";
 import { isRunning, readProcStart } from "../sandbox/proc.js";
 import { threadHasCheckpoints } from "./checkpoints.js";
 
-/** What started a run: the CLI, a script (createCodingAgent / the package API), or the LangGraph server (Studio, SDK). */
-export const RUN_ORIGINS = ["cli", "script", "server"] as const;
+/** What started a run: the CLI, a script (createCodingAgent / the package API), the LangGraph server (Studio, SDK), or a queue worker. */
+export const RUN_ORIGINS = ["cli", "script", "server", "worker"] as const;
 export type RunOrigin = (typeof RUN_ORIGINS)[number];
 
 /** Where a run's checkpoints live: this state database, or a checkpointer the caller brought (the LangGraph server's own). */

@@ -1,0 +1,308 @@
+import { randomBytes } from "node:crypto";
+import os from "node:os";
+import path from "node:path";
+import type { Command } from "commander";
+import type PgBoss from "pg-boss";
+import { CliError, LedgerloopError, errorMessage } from "../errors.js";
+import type { PgState } from "../ledger/pg-db.js";
+import type { Runtime } from "../runtime.js";
+import { intOption, log, stateOption, stateUrlOf } from "./common.js";
+import type { DriveResult } from "./drive.js";
+
+// `ledgerloop worker`: takes runs from the queue (src/queue/) and drives them, any number of
+// workers on any number of machines against one PostgreSQL state. Per run it holds a lease it
+// renews every ttl/3; its reaper hands over runs whose holder stopped renewing (a dead worker), so
+// another worker continues them from their last checkpoint. SIGTERM/SIGINT stop it gracefully:
+// no new jobs, its runs stop at the next step and go back to the queue for another worker.
+
+export interface WorkerArgs {
+  state?: string;
+  concurrency?: number;
+  dir?: string;
+  leaseSeconds?: number;
+  pollSeconds?: number;
+  /** Exit once no run is held and the queue has had nothing for this many seconds (tests, batch jobs). */
+  exitWhenIdle?: number;
+  verbose?: boolean;
+  json?: boolean;
+}
+
+type Job = PgBoss.Job<unknown>;
+
+/** The outcome of one job, as pg-boss stores it (and --json prints it). */
+export interface JobOutcome {
+  thread: string;
+  outcome: "ran" | "skipped" | "handed_over" | "lost" | "failed";
+  status?: DriveResult["status"];
+  steps?: number;
+  detail?: string;
+  /** The run had checkpoints already: this worker continued it (after another stopped or died). */
+  resumed?: boolean;
+}
+
+/** Lease states for the statuses a run can stop in. */
+function leaseStateFor(status: DriveResult["status"]): "done" | "paused" {
+  return status === "finished" || status === "failed" || status === "max_steps" || status === "script_exhausted" ? "done" : "paused";
+}
+
+export class RunWorker {
+  readonly id = `${os.hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
+  private readonly ttlMs: number;
+  private state?: PgState;
+  private boss?: PgBoss;
+  private reaper?: NodeJS.Timeout;
+  private stopping = false;
+  private readonly active = new Map<string, { ac: AbortController; done: Promise<unknown> }>();
+  private lastBusy = Date.now();
+  readonly outcomes: JobOutcome[] = [];
+
+  constructor(
+    private readonly url: string,
+    private readonly opts: { concurrency: number; dir: string; leaseMs: number; pollSeconds: number; verbose?: boolean; onOutcome?: (o: JobOutcome) => void },
+  ) {
+    this.ttlMs = opts.leaseMs;
+  }
+
+  private say(line: string): void {
+    log(`[worker ${this.id}] ${line}`);
+  }
+
+  async start(): Promise<void> {
+    const [{ openPgState }, { startQueue, RUN_QUEUE }] = await Promise.all([import("../ledger/pg-db.js"), import("../queue/run-queue.js")]);
+    // Our tables first (migrations under their lock), then pg-boss's schema.
+    this.state = await openPgState(this.url, { max: Math.max(4, this.opts.concurrency + 2) });
+    try {
+      this.boss = await startQueue(this.url, { supervise: true, onError: (m) => this.say(`queue: ${m}`) });
+    } catch (err) {
+      await this.state.close();
+      throw err;
+    }
+    for (let i = 0; i < this.opts.concurrency; i++) {
+      await this.boss.work(RUN_QUEUE, { batchSize: 1, pollingIntervalSeconds: this.opts.pollSeconds }, async ([job]) => (job ? this.handle(job) : undefined));
+    }
+    const tick = Math.max(500, Math.floor(this.ttlMs / 3));
+    this.reaper = setInterval(() => void this.reap().catch((err) => this.say(`reaper: ${errorMessage(err)}`)), tick);
+    this.say(`started: ${this.opts.concurrency} slot(s), lease ${Math.round(this.ttlMs / 1000)} s, state ${this.state.location}`);
+  }
+
+  /**
+   * True when nothing has been held here for `ms` and the database has no run left to do: none
+   * queued, none held by any worker (a dead worker's run still needs someone to take it over).
+   */
+  async idleFor(ms: number): Promise<boolean> {
+    if (this.active.size > 0 || Date.now() - this.lastBusy < ms || !this.state) return false;
+    const r = await this.state.pool.query<{ n: string }>("SELECT COUNT(*) AS n FROM ll_run_leases WHERE state IN ('queued', 'held')");
+    return Number(r.rows[0]!.n) === 0;
+  }
+
+  /** Hands over runs whose holder stopped renewing its lease (a dead worker, or one cut off from the database). */
+  private async reap(): Promise<void> {
+    if (this.stopping || !this.state || !this.boss) return;
+    const [{ expiredRunLeases, requeueRun }, { enqueueOn, RUN_QUEUE }] = await Promise.all([import("../queue/run-leases.js"), import("../queue/run-queue.js")]);
+    for (const thread of await expiredRunLeases(this.state.pool)) {
+      const client = await this.state.pool.connect();
+      try {
+        const r = await requeueRun(client, {
+          thread,
+          guard: "expired",
+          note: `handed over by ${this.id}: the lease of its holder expired`,
+          enqueue: (c) => enqueueOn(this.boss!, c, { thread }),
+        });
+        if (!r) continue;
+        this.say(`${thread}: the lease of ${r.previous.worker} expired; queued again (job ${r.jobId})`);
+        // The dead holder's job, for the record: it will never complete.
+        if (r.previous.jobId) await this.boss.fail(RUN_QUEUE, r.previous.jobId, { reason: `worker ${r.previous.worker} stopped renewing its lease; the run was queued again as job ${r.jobId}` }).catch(() => {});
+      } finally {
+        client.release();
+      }
+    }
+  }
+
+  /** One job: take the run's lease, materialise its files, drive it, and say where it stands. */
+  async handle(job: Job): Promise<JobOutcome> {
+    const [{ RunJob, getSubmission, pinCommit, enqueueOn }, leases, { materialise }] = await Promise.all([
+      import("../queue/run-queue.js"),
+      import("../queue/run-leases.js"),
+      import("../queue/materialise.js"),
+    ]);
+    const pool = this.state!.pool;
+    const parsed = RunJob.safeParse(job.data);
+    if (!parsed.success) {
+      const i = parsed.error.issues[0]!;
+      // Thrown: pg-boss fails the job with this reason; the queue never retries it (retryLimit 0).
+      throw new Error(`invalid run job ${job.id}: ${i.path.join(".") || "(payload)"}: ${i.message}`);
+    }
+    const thread = parsed.data.thread;
+    const sub = await getSubmission(pool, thread);
+    if (!sub) throw new Error(`run job ${job.id} names thread "${thread}", which was never submitted`);
+    const got = await leases.acquireRunLease(pool, { thread, worker: this.id, jobId: job.id, ttlMs: this.ttlMs });
+    if (!got.ok) {
+      const l = got.lease;
+      const detail = l?.state === "held" ? `held by ${l.worker}` : `already ${l?.state ?? "unknown"}`;
+      return this.record({ thread, outcome: "skipped", detail });
+    }
+    const token = got.token;
+    this.lastBusy = Date.now();
+    const ac = new AbortController();
+    let lost = false;
+    const beat = setInterval(() => {
+      void leases
+        .renewRunLease(pool, thread, token, this.ttlMs)
+        .then((ok) => {
+          if (!ok && !lost) {
+            lost = true;
+            this.say(`${thread}: lost its lease (taken over); stopping without writing`);
+            ac.abort();
+          }
+        })
+        // The database unreachable for a moment: keep trying; the run itself pauses if it lasts.
+        .catch(() => {});
+    }, Math.max(200, Math.floor(this.ttlMs / 3)));
+    let rt: Runtime | undefined;
+    let resolveDone!: () => void;
+    this.active.set(thread, { ac, done: new Promise<void>((r) => (resolveDone = r)) });
+    try {
+      this.say(`${thread}: ${got.takeover ? "taking over" : "starting"} (job ${job.id})`);
+      const [{ createRuntime }, { driveRun }] = await Promise.all([import("../runtime.js"), import("./drive.js")]);
+      // The revision to continue from: the last checkpoint's (none before the first plan).
+      const { lastRevision } = await import("../queue/resume-point.js");
+      const rev = await lastRevision(pool, thread);
+      let files;
+      try {
+        files = await materialise(sub.source, { root: this.opts.dir, thread, commit: sub.commit, empty: Boolean(rev && sub.source.kind === "repo") });
+        if (files.commit && !sub.commit) await pinCommit(pool, thread, files.commit);
+      } catch (err) {
+        await leases.endRunLease(pool, thread, token, "failed", `worker ${this.id}: ${errorMessage(err)}`);
+        throw err;
+      }
+      try {
+        rt = await createRuntime(
+          { ...sub.settings, workspace: files.dir, stateUrl: this.url },
+          {
+            lease: { command: "worker", thread },
+            fence: { thread, token },
+            warn: (m) => this.say(`${thread}: warning: ${m}`),
+            ...(this.opts.verbose ? { progress: (e) => log(`[${thread} step ${String(e.step).padStart(3)}] ${e.node.padEnd(9)} ${e.text}`) } : {}),
+          },
+        );
+      } catch (err) {
+        if ((err as LedgerloopError).code === "LEASE_HELD") {
+          // Another process still writes these files (a shared workspace whose last holder is not gone yet): try again shortly.
+          const client = await pool.connect();
+          try {
+            await leases.requeueRun(client, { thread, guard: { token }, note: `${this.id}: ${errorMessage(err)}; retrying in 5 s`, enqueue: (c) => enqueueOn(this.boss!, c, { thread }, { startAfterSeconds: 5 }) });
+          } finally {
+            client.release();
+          }
+          return this.record({ thread, outcome: "handed_over", detail: errorMessage(err) });
+        }
+        await leases.endRunLease(pool, thread, token, "failed", `worker ${this.id} could not start the run: ${errorMessage(err)}`);
+        throw err;
+      }
+      if (rev && sub.source.kind === "repo") {
+        // A fresh clone: the run's files are the revision its last checkpoint recorded.
+        const { restoreRevision } = await import("../queue/resume-point.js");
+        await restoreRevision(rt, rev);
+      }
+      const resumed = await rt.runs.hasCheckpoints(thread);
+      const result = await driveRun(rt, thread, resumed ? null : sub.task, { signal: ac.signal, origin: "worker" });
+      if (lost || !(await leases.renewRunLease(pool, thread, token, this.ttlMs).catch(() => true))) {
+        return this.record({ thread, outcome: "lost", status: result.status, steps: result.steps, detail: "another worker took the run over" });
+      }
+      if (this.stopping && result.status === "interrupted") {
+        const client = await pool.connect();
+        try {
+          await leases.requeueRun(client, { thread, guard: { token }, note: `${this.id} stopped at step ${result.steps}; queued for another worker`, enqueue: (c) => enqueueOn(this.boss!, c, { thread }) });
+        } finally {
+          client.release();
+        }
+        this.say(`${thread}: stopped at step ${result.steps}; handed back to the queue`);
+        return this.record({ thread, outcome: "handed_over", status: result.status, steps: result.steps });
+      }
+      await leases.endRunLease(pool, thread, token, leaseStateFor(result.status), `${result.status} after ${result.steps} step(s) on ${this.id}${result.error ? `: ${result.error}` : ""}`);
+      this.say(`${thread}: ${result.status} after ${result.steps} step(s)${result.error ? ` (${result.error})` : ""}`);
+      return this.record({ thread, outcome: "ran", status: result.status, steps: result.steps, resumed });
+    } catch (err) {
+      this.say(`${thread}: ${errorMessage(err)}`);
+      this.record({ thread, outcome: "failed", detail: errorMessage(err) });
+      throw err;
+    } finally {
+      clearInterval(beat);
+      await rt?.close().catch(() => {});
+      this.active.delete(thread);
+      this.lastBusy = Date.now();
+      resolveDone();
+    }
+  }
+
+  private record(o: JobOutcome): JobOutcome {
+    this.outcomes.push(o);
+    this.opts.onOutcome?.(o);
+    return o;
+  }
+
+  /** Graceful stop: no new jobs; runs stop at their next step and go back to the queue. */
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    clearInterval(this.reaper);
+    const { RUN_QUEUE } = await import("../queue/run-queue.js");
+    await this.boss?.offWork(RUN_QUEUE).catch(() => {});
+    for (const { ac } of this.active.values()) ac.abort();
+    await Promise.all([...this.active.values()].map((a) => a.done));
+    await this.boss?.stop({ graceful: true, wait: true, timeout: 10_000 }).catch(() => {});
+    await this.state?.close().catch(() => {});
+  }
+}
+
+export async function handleWorker(args: WorkerArgs): Promise<void> {
+  const url = stateUrlOf(args);
+  if (!url) throw new CliError("a worker needs the PostgreSQL state: --state postgres://… or LEDGERLOOP_STATE_URL", 2, "CONFIG_INVALID");
+  const leaseMs = (args.leaseSeconds ?? 30) * 1000;
+  const w = new RunWorker(url, {
+    concurrency: args.concurrency ?? 1,
+    dir: path.resolve(args.dir ?? path.join(os.tmpdir(), "ledgerloop-worker")),
+    leaseMs,
+    pollSeconds: args.pollSeconds ?? 2,
+    verbose: args.verbose,
+    onOutcome: args.json ? (o) => process.stdout.write(JSON.stringify(o) + "\n") : undefined,
+  });
+  await w.start();
+  let signals = 0;
+  await new Promise<void>((resolve) => {
+    const onSignal = (sig: NodeJS.Signals) => {
+      if (++signals > 1) process.exit(sig === "SIGINT" ? 130 : 143);
+      log(`[worker ${w.id}] ${sig}: stopping; its runs go back to the queue (a second signal exits at once)`);
+      void w.stop().then(resolve, resolve);
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+    if (args.exitWhenIdle !== undefined) {
+      const idleMs = args.exitWhenIdle * 1000;
+      const t = setInterval(() => {
+        void w.idleFor(idleMs).then(
+          (idle) => {
+            if (!idle) return;
+            clearInterval(t);
+            void w.stop().then(resolve, resolve);
+          },
+          () => {},
+        );
+      }, 500);
+    }
+  });
+}
+
+export function registerWorker(program: Command): void {
+  const cmd = program
+    .command("worker")
+    .description("take runs from the PostgreSQL queue (ledgerloop submit) and drive them; any number of workers on any number of machines")
+    .option("-c, --concurrency <n>", "runs driven at once by this worker (default 1)", intOption("--concurrency"))
+    .option("--dir <dir>", "where runs from a repository are cloned (default: <tmp>/ledgerloop-worker)")
+    .option("--lease-seconds <n>", "a run whose worker has not renewed its lease for this long is taken over (default 30)", intOption("--lease-seconds"))
+    .option("--poll-seconds <n>", "how often an idle slot asks the queue (default 2)", intOption("--poll-seconds"))
+    .option("--exit-when-idle <seconds>", "exit once nothing has been held or queued for this long", intOption("--exit-when-idle"))
+    .option("--verbose", "print every run's progress lines")
+    .option("--json", "print one JSON line per job outcome on stdout");
+  stateOption(cmd).action(async (opts: WorkerArgs) => handleWorker(opts));
+}

@@ -1,0 +1,151 @@
+import { randomBytes } from "node:crypto";
+import type pg from "pg";
+
+// Who holds a queued run. One row per submitted run in ll_run_leases (pg-db.ts, migration 2):
+//
+//   queued   a job for it is in the queue (job_id); no worker holds it
+//   held     worker W runs it; W renews expires_at every ttl/3; past expires_at any worker's reaper
+//            hands it over (a new job, state queued again, takeovers + 1)
+//   paused   it stopped on its own and waits for a person (approval, budget, model down)
+//   done     it ended (finished, failed, max_steps, script_exhausted)
+//   failed   no worker could start it (its workspace could not be materialised); note says why
+//
+// Every change is one UPDATE guarded by the holder's token, so two workers can never both hold a
+// run, and a worker that lost its run (it stalled past the expiry) can no longer change its row.
+// The ledger is fenced by the same token (PgLedger's `fence`): a stalled worker that wakes up after
+// the takeover cannot record, and so cannot start, another action of the run.
+
+export type RunLeaseState = "queued" | "held" | "paused" | "done" | "failed";
+
+export interface RunLeaseRow {
+  thread: string;
+  state: RunLeaseState;
+  worker: string | null;
+  jobId: string | null;
+  heartbeatAt: string | null;
+  expiresAt: string | null;
+  takeovers: number;
+  note: string | null;
+}
+
+interface Row {
+  thread_id: string;
+  state: RunLeaseState;
+  worker: string | null;
+  job_id: string | null;
+  heartbeat_at: Date | null;
+  expires_at: Date | null;
+  takeovers: number;
+  note: string | null;
+}
+
+const toLease = (r: Row): RunLeaseRow => ({
+  thread: r.thread_id,
+  state: r.state,
+  worker: r.worker,
+  jobId: r.job_id,
+  heartbeatAt: r.heartbeat_at?.toISOString() ?? null,
+  expiresAt: r.expires_at?.toISOString() ?? null,
+  takeovers: r.takeovers,
+  note: r.note,
+});
+
+/** Anything that runs SQL: a pool, or a client inside a transaction. */
+export type Sql = Pick<pg.Pool, "query"> | pg.PoolClient;
+
+export type AcquireResult = { ok: true; token: string; takeover: boolean } | { ok: false; lease: RunLeaseRow | null };
+
+/**
+ * Takes a run for `worker` when it is queued, or held under a lease that expired (its holder died
+ * and no reaper has handed it over yet). Fails, with the row, when a live worker holds it or the
+ * run has ended.
+ */
+export async function acquireRunLease(db: Sql, o: { thread: string; worker: string; jobId: string; ttlMs: number }): Promise<AcquireResult> {
+  const token = randomBytes(12).toString("hex");
+  const r = await db.query<{ was: RunLeaseState }>(
+    `WITH old AS (SELECT state AS was FROM ll_run_leases WHERE thread_id = $1 FOR UPDATE)
+     UPDATE ll_run_leases l SET state = 'held', worker = $2, token = $3, job_id = $4, heartbeat_at = now(),
+       expires_at = now() + $5 * interval '1 millisecond', updated_at = now(),
+       takeovers = l.takeovers + CASE WHEN l.state = 'held' THEN 1 ELSE 0 END,
+       note = CASE WHEN l.state = 'held' THEN 'took over from ' || l.worker || ' (its lease expired)' ELSE l.note END
+     FROM old
+     WHERE l.thread_id = $1 AND (l.state = 'queued' OR (l.state = 'held' AND l.expires_at < now()))
+     RETURNING old.was`,
+    [o.thread, o.worker, token, o.jobId, o.ttlMs],
+  );
+  if (r.rowCount) return { ok: true, token, takeover: r.rows[0]!.was === "held" };
+  return { ok: false, lease: await getRunLease(db, o.thread) };
+}
+
+/** Extends a held lease; false when the token no longer holds it (taken over, or handed back). */
+export async function renewRunLease(db: Sql, thread: string, token: string, ttlMs: number): Promise<boolean> {
+  const r = await db.query(
+    `UPDATE ll_run_leases SET heartbeat_at = now(), expires_at = now() + $3 * interval '1 millisecond', updated_at = now()
+     WHERE thread_id = $1 AND token = $2 AND state = 'held'`,
+    [thread, token, ttlMs],
+  );
+  return (r.rowCount ?? 0) > 0;
+}
+
+/** Ends a holding: the run stopped on its own (paused), ended (done) or could not start (failed). */
+export async function endRunLease(db: Sql, thread: string, token: string, state: "paused" | "done" | "failed", note: string): Promise<boolean> {
+  const r = await db.query(
+    `UPDATE ll_run_leases SET state = $3, worker = NULL, token = NULL, heartbeat_at = NULL, expires_at = NULL, note = $4, updated_at = now()
+     WHERE thread_id = $1 AND token = $2 AND state = 'held'`,
+    [thread, token, state, note],
+  );
+  return (r.rowCount ?? 0) > 0;
+}
+
+export async function getRunLease(db: Sql, thread: string): Promise<RunLeaseRow | null> {
+  const r = await db.query<Row>("SELECT * FROM ll_run_leases WHERE thread_id = $1", [thread]);
+  return r.rows[0] ? toLease(r.rows[0]) : null;
+}
+
+export async function listRunLeases(db: Sql): Promise<RunLeaseRow[]> {
+  const has = await db.query("SELECT to_regclass('ll_run_leases') AS t");
+  if (!has.rows[0]?.t) return [];
+  return (await db.query<Row>("SELECT * FROM ll_run_leases ORDER BY thread_id")).rows.map(toLease);
+}
+
+/**
+ * Puts a run back in the queue inside a transaction, with the job that will carry it: `enqueue`
+ * sends that job on the same client, so the row and the job commit together (a crash in between
+ * leaves neither). `guard` says from which holding: the holder's token (a worker handing its own
+ * run back), or an expired lease (a reaper; no token needed).
+ */
+export async function requeueRun(
+  client: pg.PoolClient,
+  o: { thread: string; guard: { token: string } | "expired" | "any"; note: string; enqueue: (client: pg.PoolClient) => Promise<string | null> },
+): Promise<{ jobId: string; previous: RunLeaseRow } | null> {
+  await client.query("BEGIN");
+  try {
+    const cond =
+      o.guard === "expired" ? "state = 'held' AND expires_at < now()" : o.guard === "any" ? "state <> 'held' OR expires_at < now()" : "state = 'held' AND token = $2";
+    const args = typeof o.guard === "object" ? [o.thread, o.guard.token] : [o.thread];
+    const cur = await client.query<Row>(`SELECT * FROM ll_run_leases WHERE thread_id = $1 AND (${cond}) FOR UPDATE SKIP LOCKED`, args);
+    if (!cur.rowCount) {
+      await client.query("ROLLBACK");
+      return null;
+    }
+    const jobId = await o.enqueue(client);
+    if (!jobId) throw new Error(`the queue refused a job for run ${o.thread}`);
+    const expired = o.guard === "expired";
+    await client.query(
+      `UPDATE ll_run_leases SET state = 'queued', worker = NULL, token = NULL, heartbeat_at = NULL, expires_at = NULL, job_id = $2, note = $3,
+         takeovers = takeovers + $4, updated_at = now() WHERE thread_id = $1`,
+      [o.thread, jobId, o.note, expired ? 1 : 0],
+    );
+    await client.query("COMMIT");
+    return { jobId, previous: toLease(cur.rows[0]!) };
+  } catch (err) {
+    await client.query("ROLLBACK").catch(() => {});
+    throw err;
+  }
+}
+
+/** Threads whose holder's lease expired (the reaper's candidates). */
+export async function expiredRunLeases(db: Sql, limit = 20): Promise<string[]> {
+  const r = await db.query<{ thread_id: string }>("SELECT thread_id FROM ll_run_leases WHERE state = 'held' AND expires_at < now() ORDER BY expires_at LIMIT $1", [limit]);
+  return r.rows.map((x) => x.thread_id);
+}

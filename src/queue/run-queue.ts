@@ -1,0 +1,150 @@
+import PgBoss from "pg-boss";
+import type pg from "pg";
+import { z } from "zod";
+import { ConfigError, StateStoreError, errorMessage } from "../errors.js";
+import { asPgStateError, parsePgUrl } from "../ledger/pg-db.js";
+import { RunSettings } from "../settings.js";
+import { requeueRun } from "./run-leases.js";
+
+// The run queue: pg-boss (a well-kept job queue on PostgreSQL, https://github.com/timgit/pg-boss)
+// in its own schema of the state database. Chosen over graphile-worker because it needs nothing
+// but `pg` and plain SQL tables, its jobs can be sent inside our own transactions (the `db`
+// option), and it supports Node 20 up to 10.4.2 (graphile-worker's job locks expire after a fixed
+// four hours, which does not fit runs that last hours and must move within seconds).
+//
+// A job only says which run to work on ({ thread }); what the run is (task, source, settings) is
+// in ll_submissions, and who holds it in ll_run_leases (run-leases.ts). pg-boss delivers each job
+// once; a run outlives its jobs: when its worker dies, a reaper puts the run back with a new job.
+
+export const RUN_QUEUE = "ledgerloop-runs";
+/** pg-boss's schema in the state database. */
+export const QUEUE_SCHEMA = "ll_queue";
+/** pg-boss caps a job's active time below 24 h; a run may hold one job at most this long. */
+const JOB_EXPIRE_SECONDS = 23 * 3600;
+
+/** The payload of a queue job. Anything else is failed with the reason, never retried. */
+export const RunJob = z.object({ thread: z.string().min(1).max(200) }).strict();
+export type RunJob = z.infer<typeof RunJob>;
+
+/** Where a worker gets the run's files. */
+export const RunSource = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("repo"), repo: z.string().min(1), ref: z.string().min(1).optional() }).strict(),
+  z.object({ kind: z.literal("workspace"), path: z.string().min(1) }).strict(),
+]);
+export type RunSource = z.infer<typeof RunSource>;
+
+/** Run settings a submission carries: RunSettings without what each worker decides (where the files and state are). */
+export const SubmittedSettings = RunSettings.omit({ workspace: true, stateDir: true, stateUrl: true });
+export type SubmittedSettings = z.infer<typeof SubmittedSettings>;
+
+export interface Submission {
+  thread: string;
+  task: string;
+  source: RunSource;
+  settings: SubmittedSettings;
+  submittedAt: string;
+  /** The commit a repo source was resolved to by the first worker (every later one uses it). */
+  commit: string | null;
+}
+
+/** Starts pg-boss on the state database (installing or migrating its schema) with the run queue created. */
+export async function startQueue(url: string, opts: { supervise?: boolean; onError?: (message: string) => void } = {}): Promise<PgBoss> {
+  const boss = new PgBoss({
+    connectionString: parsePgUrl(url).toString(),
+    schema: QUEUE_SCHEMA,
+    max: 3,
+    schedule: false,
+    supervise: opts.supervise ?? false,
+    application_name: "ledgerloop-queue",
+  });
+  // Without a listener an EventEmitter throws 'error'; pg-boss reports polling trouble there.
+  boss.on("error", (err: Error) => opts.onError?.(errorMessage(err)));
+  try {
+    await boss.start();
+    await boss.createQueue(RUN_QUEUE, { name: RUN_QUEUE, policy: "standard", retryLimit: 0, expireInSeconds: JOB_EXPIRE_SECONDS });
+  } catch (err) {
+    await boss.stop({ graceful: false, wait: false }).catch(() => {});
+    throw asPgStateError(err, url);
+  }
+  return boss;
+}
+
+/** Sends a run job on `client` (inside its transaction). */
+export function enqueueOn(boss: PgBoss, client: pg.PoolClient, job: RunJob, opts: { startAfterSeconds?: number } = {}): Promise<string | null> {
+  const db = { executeSql: (text: string, values: unknown[]) => client.query(text, values) };
+  return boss.send(RUN_QUEUE, job, { db, retryLimit: 0, expireInSeconds: JOB_EXPIRE_SECONDS, ...(opts.startAfterSeconds ? { startAfter: opts.startAfterSeconds } : {}) });
+}
+
+/** A thread id a submission may use: it names directories on workers. */
+const THREAD_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/**
+ * Records a run and queues its first job, in one transaction: a submission is either fully queued
+ * or not at all. Fails when the thread id is taken (by a submitted run or any run of the database).
+ */
+export async function submitRun(pool: pg.Pool, boss: PgBoss, s: Omit<Submission, "submittedAt" | "commit">): Promise<{ jobId: string }> {
+  if (!THREAD_ID.test(s.thread)) throw new ConfigError(`invalid thread id "${s.thread}": letters, digits, '.', '_' and '-' only, at most 128`);
+  if (!s.task.trim()) throw new ConfigError("the task must not be empty");
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    try {
+      const taken = await client.query(
+        "SELECT 1 FROM ll_submissions WHERE thread_id = $1 UNION ALL SELECT 1 FROM ll_runs WHERE thread_id = $1 UNION ALL SELECT 1 FROM ll_events WHERE thread_id = $1 LIMIT 1",
+        [s.thread],
+      );
+      if (taken.rowCount) throw new ConfigError(`thread "${s.thread}" already exists in the state database; pick another --thread`);
+      await client.query("INSERT INTO ll_submissions (thread_id, task, source, settings, submitted_at) VALUES ($1, $2, $3, $4, $5)", [
+        s.thread,
+        s.task,
+        JSON.stringify(s.source),
+        JSON.stringify(s.settings),
+        new Date().toISOString(),
+      ]);
+      await client.query("INSERT INTO ll_run_leases (thread_id, state, note) VALUES ($1, 'queued', 'submitted')", [s.thread]);
+      await client.query("COMMIT");
+    } catch (err) {
+      await client.query("ROLLBACK").catch(() => {});
+      throw err;
+    }
+    // The first job, with the row it belongs to (requeueRun's transaction).
+    const r = await requeueRun(client, { thread: s.thread, guard: "any", note: "submitted", enqueue: (c) => enqueueOn(boss, c, { thread: s.thread }) });
+    if (!r) throw new StateStoreError("STATE_DB_UNREADABLE", `run ${s.thread} was recorded but could not be queued; submit it again with another thread id`);
+    return { jobId: r.jobId };
+  } finally {
+    client.release();
+  }
+}
+
+/** A submitted run, or null. A row that no longer parses is an error naming the thread. */
+export async function getSubmission(db: Pick<pg.Pool, "query">, thread: string): Promise<Submission | null> {
+  const r = (
+    await db.query<{ thread_id: string; task: string; source: string; settings: string; submitted_at: string; commit_sha: string | null }>(
+      "SELECT * FROM ll_submissions WHERE thread_id = $1",
+      [thread],
+    )
+  ).rows[0];
+  if (!r) return null;
+  const source = RunSource.safeParse(JSON.parse(r.source));
+  const settings = SubmittedSettings.safeParse(JSON.parse(r.settings));
+  if (!source.success || !settings.success) {
+    const i = (source.success ? settings.error! : source.error).issues[0]!;
+    throw new ConfigError(`submitted run ${thread} has invalid ${source.success ? "settings" : "source"}: ${i.path.join(".")}: ${i.message}`);
+  }
+  return { thread: r.thread_id, task: r.task, source: source.data, settings: settings.data, submittedAt: r.submitted_at, commit: r.commit_sha };
+}
+
+/** Records the commit a repo source resolved to; the first worker's answer wins. Returns the recorded one. */
+export async function pinCommit(db: Pick<pg.Pool, "query">, thread: string, commit: string): Promise<string> {
+  await db.query("UPDATE ll_submissions SET commit_sha = $2 WHERE thread_id = $1 AND commit_sha IS NULL", [thread, commit]);
+  const r = await db.query<{ commit_sha: string }>("SELECT commit_sha FROM ll_submissions WHERE thread_id = $1", [thread]);
+  return r.rows[0]!.commit_sha;
+}
+
+/** Job counts of the run queue by state (for threads/doctor). */
+export async function queueCounts(db: Pick<pg.Pool, "query">): Promise<Record<string, number> | null> {
+  const has = await db.query(`SELECT to_regclass('${QUEUE_SCHEMA}.job') AS t`);
+  if (!has.rows[0]?.t) return null;
+  const r = await db.query<{ state: string; n: string }>(`SELECT state::text, COUNT(*) AS n FROM ${QUEUE_SCHEMA}.job WHERE name = $1 GROUP BY state`, [RUN_QUEUE]);
+  return Object.fromEntries(r.rows.map((x) => [x.state, Number(x.n)]));
+}

@@ -1,0 +1,58 @@
+import fs from "node:fs";
+import path from "node:path";
+import type { ChildProcess } from "node:child_process";
+import { cliSpawn } from "../helpers/cli.js";
+
+/**
+ * A scripted run of `steps` decide steps that leaves evidence of every effect: odd steps append
+ * their own key to counter.txt with a command (not idempotent: a takeover must never run it
+ * again), even steps write a file (idempotent: a takeover may write it again, same content).
+ */
+export function longTrajectory(steps: number): object {
+  const decide = [];
+  for (let k = 1; k <= steps; k++) {
+    decide.push(
+      k % 2
+        ? { content: `step ${k}`, tool_calls: [{ name: "run_command", args: { command: `echo a${k} >> counter.txt` } }] }
+        : { content: `step ${k}`, tool_calls: [{ name: "write_file", args: { path: `out/f${k}.txt`, content: `written at step ${k}\n` } }] },
+    );
+  }
+  decide.push({ content: "done", tool_calls: [{ name: "finish", args: { summary: `${steps} steps done` } }] });
+  return {
+    plan: [{ content: "one subtask", tool_calls: [{ name: "update_plan", args: { subtasks: [{ id: "work", description: "do the steps", status: "in_progress" }] } }] }],
+    decide,
+  };
+}
+
+export function writeTrajectory(dir: string, steps: number): string {
+  const file = path.join(dir, `trajectory-${steps}.json`);
+  fs.writeFileSync(file, JSON.stringify(longTrajectory(steps)));
+  return file;
+}
+
+/** A worker process, with its stdout (JSON outcome lines) and stderr collected. */
+export interface WorkerProc {
+  child: ChildProcess;
+  out: () => string;
+  err: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export function spawnWorker(url: string, dir: string, extra: string[] = []): WorkerProc {
+  const child = cliSpawn(["worker", "--state", url, "--dir", dir, "--lease-seconds", "3", "--poll-seconds", "1", "--exit-when-idle", "4", "--json", ...extra]);
+  let out = "";
+  let err = "";
+  child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
+  child.stderr!.setEncoding("utf8").on("data", (d: string) => (err += d));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
+  return { child, out: () => out, err: () => err, exited };
+}
+
+/** Polls `fn` until it returns a truthy value (no wall-clock assertion: the caller's timeout bounds it). */
+export async function until<T>(fn: () => Promise<T | null | undefined | false>, everyMs = 250): Promise<T> {
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}

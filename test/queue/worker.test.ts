@@ -1,0 +1,126 @@
+import fs from "node:fs";
+import path from "node:path";
+import { execFileSync } from "node:child_process";
+import { afterAll, expect, it } from "vitest";
+import pg from "pg";
+import { cliAsync, jsonLines } from "../helpers/cli.js";
+import { describePg, useTestDatabase } from "../helpers/postgres.js";
+import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
+import { QUEUE_SCHEMA, RUN_QUEUE, startQueue } from "../../src/queue/run-queue.js";
+import { spawnWorker, until, writeTrajectory } from "./queue-fixtures.js";
+
+afterAll(() => cleanupTemp());
+
+function gitRepo(files: Record<string, string>): string {
+  const dir = tempWorkspace(undefined, files);
+  const g = (...a: string[]) => execFileSync("git", ["-c", "user.email=t@e", "-c", "user.name=t", ...a], { cwd: dir });
+  g("init", "-q");
+  g("add", "-A");
+  g("commit", "-qm", "start");
+  return dir;
+}
+
+describePg("ledgerloop submit / worker", () => {
+  const db = useTestDatabase("queue");
+
+  it("a submitted run from a repository is cloned, driven to its end and listed with its worker; bad submissions are one line each", async () => {
+    const repo = gitRepo({ "README.md": "hello\n" });
+    const scratch = tempWorkspace();
+    const traj = writeTrajectory(scratch, 4);
+    const sub = await cliAsync(["submit", "four steps", "--repo", repo, "--state", db.url, "--model", `scripted:${traj}`, "--retrieval", "lexical", "--thread", "r1", "--json"]);
+    expect(sub.code, sub.stderr).toBe(0);
+    expect(JSON.parse(sub.stdout)).toMatchObject({ thread: "r1", jobId: expect.any(String) });
+
+    // Bad submissions: nothing queued, one line each.
+    const bad = await Promise.all([
+      cliAsync(["submit", "x", "--repo", repo, "--state", db.url, "--model", `scripted:${traj}`, "--thread", "r1"]),
+      cliAsync(["submit", "x", "--state", db.url, "--model", `scripted:${traj}`]),
+      cliAsync(["submit", "x", "--repo", repo, "--state", db.url, "--model", `scripted:${traj}`, "--thread", "../etc"]),
+      cliAsync(["submit", "x", "--repo", repo, "--model", `scripted:${traj}`]),
+    ]);
+    expect(bad.map((b) => b.stderr.trim())).toEqual([
+      'ledgerloop: thread "r1" already exists in the state database; pick another --thread',
+      "ledgerloop: give exactly one of --repo <git url or path> and --workspace <dir every worker can reach>",
+      `ledgerloop: invalid thread id "../etc": letters, digits, '.', '_' and '-' only, at most 128`,
+      "ledgerloop: submit needs the PostgreSQL state the workers use: --state postgres://… or LEDGERLOOP_STATE_URL",
+    ]);
+    expect(bad.every((b) => b.code !== 0)).toBe(true);
+
+    const queued = await cliAsync(["threads", "--state", db.url, "--json"]);
+    expect(jsonLines(queued.stdout)).toEqual([expect.objectContaining({ thread: "r1", status: "queued", events: 0, queue: expect.objectContaining({ state: "queued", worker: null }) })]);
+
+    const w = spawnWorker(db.url, path.join(scratch, "w"));
+    expect(await w.exited, w.err()).toEqual({ code: 0, signal: null });
+    expect(jsonLines(w.out())).toEqual([{ thread: "r1", outcome: "ran", status: "finished", steps: 5, resumed: false }]);
+    const threads = jsonLines<{ thread: string; status: string; origin: string; queue: { state: string; note: string } }>((await cliAsync(["threads", "--state", db.url, "--json"])).stdout);
+    expect(threads).toEqual([expect.objectContaining({ thread: "r1", status: "finished", origin: "worker", queue: expect.objectContaining({ state: "done", worker: null }) })]);
+    expect(threads[0]!.queue.note).toMatch(/^finished after 5 step\(s\) on /);
+    // The clone is the worker's own: the repository itself was never written.
+    expect(execFileSync("git", ["status", "--porcelain"], { cwd: repo, encoding: "utf8" })).toBe("");
+    expect(fs.readdirSync(repo).sort()).toEqual([".git", "README.md"]);
+    const clone = path.join(scratch, "w", "r1");
+    expect(fs.readFileSync(path.join(clone, "counter.txt"), "utf8")).toBe("a1\na3\n");
+    expect(execFileSync("git", ["status", "--porcelain"], { cwd: clone, encoding: "utf8" })).toContain("?? counter.txt");
+  });
+
+  it("a job with an invalid payload and a run whose repository is gone end failed with the reason, never retried", async () => {
+    const scratch = tempWorkspace();
+    const traj = writeTrajectory(scratch, 2);
+    const sub = await cliAsync(["submit", "gone", "--repo", path.join(scratch, "no-such-repo"), "--state", db.url, "--model", `scripted:${traj}`, "--thread", "gone", "--json"]);
+    expect(sub.code, sub.stderr).toBe(0);
+    const boss = await startQueue(db.url);
+    const badId = await boss.send(RUN_QUEUE, { thread: 42, extra: true });
+    await boss.stop({ graceful: false, wait: true });
+
+    const w = spawnWorker(db.url, path.join(scratch, "w"));
+    expect(await w.exited, w.err()).toEqual({ code: 0, signal: null });
+    const c = new pg.Client({ connectionString: db.url });
+    await c.connect();
+    try {
+      const bad = (await c.query(`SELECT state::text, retry_count, output FROM ${QUEUE_SCHEMA}.job WHERE id = $1`, [badId])).rows[0];
+      expect(bad).toMatchObject({ state: "failed", retry_count: 0 });
+      expect(JSON.stringify(bad.output)).toContain("invalid run job");
+      const lease = (await c.query("SELECT state, note FROM ll_run_leases WHERE thread_id = 'gone'")).rows[0];
+      expect(lease.state).toBe("failed");
+      expect(lease.note).toMatch(/cannot materialise run gone from .*no-such-repo/);
+      const jobs = (await c.query(`SELECT state::text, retry_count FROM ${QUEUE_SCHEMA}.job WHERE data->>'thread' = 'gone'`)).rows;
+      expect(jobs).toEqual([{ state: "failed", retry_count: 0 }]);
+    } finally {
+      await c.end();
+    }
+  });
+
+  it("a worker that is SIGKILLed mid-run loses the run to another worker, which finishes it without running any command twice", async () => {
+    const scratch = tempWorkspace();
+    const traj = writeTrajectory(scratch, 24);
+    const ws = tempWorkspace(undefined, { "README.md": "shared\n" });
+    const sub = await cliAsync(["submit", "long", "--workspace", ws, "--state", db.url, "--model", `scripted:${traj}`, "--retrieval", "lexical", "--thread", "k1", "--json"]);
+    expect(sub.code, sub.stderr).toBe(0);
+    const a = spawnWorker(db.url, path.join(scratch, "a"));
+    const c = new pg.Client({ connectionString: db.url });
+    await c.connect();
+    try {
+      await until(async () => Number((await c.query("SELECT COUNT(*) AS n FROM ll_events WHERE thread_id = 'k1' AND type = 'agent_action'")).rows[0].n) >= 6);
+      a.child.kill("SIGKILL");
+      await a.exited;
+      const b = spawnWorker(db.url, path.join(scratch, "b"));
+      expect(await b.exited, b.err()).toEqual({ code: 0, signal: null });
+      expect(jsonLines(b.out())).toEqual([expect.objectContaining({ thread: "k1", outcome: "ran", status: "finished", resumed: true })]);
+      const lease = (await c.query("SELECT state, takeovers FROM ll_run_leases WHERE thread_id = 'k1'")).rows[0];
+      expect(lease).toEqual({ state: "done", takeovers: 1 });
+      const counter = fs.readFileSync(path.join(ws, "counter.txt"), "utf8").trim().split("\n");
+      expect(new Set(counter).size).toBe(counter.length);
+      const feedback = (
+        await c.query("SELECT payload::jsonb->>'status' AS status, payload::jsonb->>'tool' AS tool FROM ll_events WHERE thread_id = 'k1' AND type = 'environment_feedback' ORDER BY seq")
+      ).rows as Array<{ status: string; tool: string }>;
+      const interrupted = feedback.filter((f) => f.status === "interrupted").length;
+      // Every command either ran once or was reported interrupted (not run again).
+      expect(counter.length + feedback.filter((f) => f.status === "interrupted" && f.tool === "run_command").length).toBeGreaterThanOrEqual(12);
+      expect(interrupted).toBeLessThanOrEqual(1);
+      const seqs = (await c.query("SELECT seq FROM ll_events WHERE thread_id = 'k1' ORDER BY seq")).rows.map((r) => r.seq as number);
+      expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
+    } finally {
+      await c.end();
+    }
+  });
+});
