@@ -120,7 +120,7 @@ export class RunWorker {
 
   /** One job: take the run's lease, materialise its files, drive it, and say where it stands. */
   async handle(job: Job): Promise<JobOutcome> {
-    const [{ RunJob, getSubmission, pinCommit, enqueueOn }, leases, { materialise }] = await Promise.all([
+    const [{ RunJob, getSubmission, pinCommit }, leases, { materialise }] = await Promise.all([
       import("../queue/run-queue.js"),
       import("../queue/run-leases.js"),
       import("../queue/materialise.js"),
@@ -143,6 +143,11 @@ export class RunWorker {
     }
     const token = got.token;
     this.lastBusy = Date.now();
+    if (this.stopping) {
+      // Fetched just as this worker began to stop: straight back to the queue for another.
+      await this.handBack(thread, token, `${this.id} was stopping when it got the run; queued for another worker`);
+      return this.record({ thread, outcome: "handed_over", detail: "worker stopping" });
+    }
     const ac = new AbortController();
     let lost = false;
     const beat = setInterval(() => {
@@ -188,12 +193,7 @@ export class RunWorker {
       } catch (err) {
         if ((err as LedgerloopError).code === "LEASE_HELD") {
           // Another process still writes these files (a shared workspace whose last holder is not gone yet): try again shortly.
-          const client = await pool.connect();
-          try {
-            await leases.requeueRun(client, { thread, guard: { token }, note: `${this.id}: ${errorMessage(err)}; retrying in 5 s`, enqueue: (c) => enqueueOn(this.boss!, c, { thread }, { startAfterSeconds: 5 }) });
-          } finally {
-            client.release();
-          }
+          await this.handBack(thread, token, `${this.id}: ${errorMessage(err)}; retrying in 5 s`, 5);
           return this.record({ thread, outcome: "handed_over", detail: errorMessage(err) });
         }
         await leases.endRunLease(pool, thread, token, "failed", `worker ${this.id} could not start the run: ${errorMessage(err)}`);
@@ -210,12 +210,7 @@ export class RunWorker {
         return this.record({ thread, outcome: "lost", status: result.status, steps: result.steps, detail: "another worker took the run over" });
       }
       if (this.stopping && result.status === "interrupted") {
-        const client = await pool.connect();
-        try {
-          await leases.requeueRun(client, { thread, guard: { token }, note: `${this.id} stopped at step ${result.steps}; queued for another worker`, enqueue: (c) => enqueueOn(this.boss!, c, { thread }) });
-        } finally {
-          client.release();
-        }
+        await this.handBack(thread, token, `${this.id} stopped at step ${result.steps}; queued for another worker`);
         this.say(`${thread}: stopped at step ${result.steps}; handed back to the queue`);
         return this.record({ thread, outcome: "handed_over", status: result.status, steps: result.steps });
       }
@@ -224,14 +219,34 @@ export class RunWorker {
       return this.record({ thread, outcome: "ran", status: result.status, steps: result.steps, resumed });
     } catch (err) {
       this.say(`${thread}: ${errorMessage(err)}`);
+      // Still ours: a stopping worker hands it back, otherwise it ends failed with the reason (a
+      // person resubmits); a materialise failure already ended it.
+      const mine = await leases.getRunLease(pool, thread).catch(() => null);
+      if (mine?.state === "held" && mine.worker === this.id) {
+        if (this.stopping) await this.handBack(thread, token, `${this.id} stopped (${errorMessage(err)}); queued for another worker`).catch(() => {});
+        else await leases.endRunLease(pool, thread, token, "failed", `worker ${this.id}: ${errorMessage(err)}`).catch(() => {});
+      }
       this.record({ thread, outcome: "failed", detail: errorMessage(err) });
       throw err;
     } finally {
       clearInterval(beat);
-      await rt?.close().catch(() => {});
+      // Bounded: a stuck close (a sandbox session, a process that ignores its signals) must not
+      // keep a stopping worker from exiting; whatever it left is cleaned by the next holder.
+      if (rt) await withTimeout(rt.close(), 15_000).catch((e) => this.say(`${thread}: closing its runtime: ${errorMessage(e)}`));
       this.active.delete(thread);
       this.lastBusy = Date.now();
       resolveDone();
+    }
+  }
+
+  /** Puts a run this worker holds back in the queue, with its next job, in one transaction. */
+  private async handBack(thread: string, token: string, note: string, startAfterSeconds?: number): Promise<void> {
+    const [{ requeueRun }, { enqueueOn }] = await Promise.all([import("../queue/run-leases.js"), import("../queue/run-queue.js")]);
+    const client = await this.state!.pool.connect();
+    try {
+      await requeueRun(client, { thread, guard: { token }, note, enqueue: (c) => enqueueOn(this.boss!, c, { thread }, { startAfterSeconds }) });
+    } finally {
+      client.release();
     }
   }
 
@@ -247,12 +262,28 @@ export class RunWorker {
     this.stopping = true;
     clearInterval(this.reaper);
     const { RUN_QUEUE } = await import("../queue/run-queue.js");
+    const t0 = Date.now();
+    const phase = (what: string) => this.opts.verbose && this.say(`stop: ${what} (${Date.now() - t0} ms)`);
     await this.boss?.offWork(RUN_QUEUE).catch(() => {});
-    for (const { ac } of this.active.values()) ac.abort();
-    await Promise.all([...this.active.values()].map((a) => a.done));
-    await this.boss?.stop({ graceful: true, wait: true, timeout: 10_000 }).catch(() => {});
-    await this.state?.close().catch(() => {});
+    // A job fetched while stopping is handed back by handle() itself; wait for those too.
+    while (this.active.size) {
+      for (const { ac } of this.active.values()) ac.abort();
+      await Promise.all([...this.active.values()].map((a) => a.done));
+    }
+    phase("runs handed back");
+    await this.boss?.stop({ graceful: true, wait: true, timeout: 5_000 }).catch(() => {});
+    phase("queue stopped");
+    await withTimeout(this.state?.close() ?? Promise.resolve(), 5_000).catch((e) => this.say(`stop: closing the state pool: ${errorMessage(e)}`));
+    phase("state closed");
   }
+}
+
+/** How long a graceful stop may take before the worker exits anyway. */
+const STOP_BOUND_MS = 45_000;
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let t: NodeJS.Timeout;
+  return Promise.race([p, new Promise<T>((_, reject) => (t = setTimeout(() => reject(new Error(`did not finish within ${ms} ms`)), ms)))]).finally(() => clearTimeout(t));
 }
 
 export async function handleWorker(args: WorkerArgs): Promise<void> {
@@ -273,18 +304,28 @@ export async function handleWorker(args: WorkerArgs): Promise<void> {
     const onSignal = (sig: NodeJS.Signals) => {
       if (++signals > 1) process.exit(sig === "SIGINT" ? 130 : 143);
       log(`[worker ${w.id}] ${sig}: stopping; its runs go back to the queue (a second signal exits at once)`);
+      stopBounded();
+    };
+    // A run that does not stop in time is left to the reaper of another worker (its lease expires).
+    let idleTimer: NodeJS.Timeout | undefined;
+    const stopBounded = () => {
+      clearInterval(idleTimer);
+      const t = setTimeout(() => {
+        log(`[worker ${w.id}] stopping took longer than ${STOP_BOUND_MS / 1000} s; exiting, another worker takes over what it held once its lease expires`);
+        process.exit(1);
+      }, STOP_BOUND_MS);
+      t.unref();
       void w.stop().then(resolve, resolve);
     };
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
     if (args.exitWhenIdle !== undefined) {
       const idleMs = args.exitWhenIdle * 1000;
-      const t = setInterval(() => {
+      idleTimer = setInterval(() => {
         void w.idleFor(idleMs).then(
           (idle) => {
-            if (!idle) return;
-            clearInterval(t);
-            void w.stop().then(resolve, resolve);
+            if (!idle || signals) return;
+            stopBounded();
           },
           () => {},
         );

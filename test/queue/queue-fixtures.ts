@@ -39,13 +39,28 @@ export interface WorkerProc {
 }
 
 export function spawnWorker(url: string, dir: string, extra: string[] = []): WorkerProc {
-  const child = cliSpawn(["worker", "--state", url, "--dir", dir, "--lease-seconds", "3", "--poll-seconds", "1", "--exit-when-idle", "4", "--json", ...extra]);
+  const child = cliSpawn(["worker", "--state", url, "--dir", dir, "--lease-seconds", "3", "--poll-seconds", "1", "--exit-when-idle", "4", "--json", "--verbose", ...extra]);
   let out = "";
   let err = "";
   child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
   child.stderr!.setEncoding("utf8").on("data", (d: string) => (err += d));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
   return { child, out: () => out, err: () => err, exited };
+}
+
+/**
+ * The worker's exit, or — after `ms`, a liveness bound far above any expected time — a failure
+ * carrying its stderr, instead of a test that hangs.
+ */
+export async function exitOf(w: WorkerProc, ms = 240_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  let t: NodeJS.Timeout | undefined;
+  const r = await Promise.race([w.exited, new Promise<null>((resolve) => (t = setTimeout(() => resolve(null), ms)))]);
+  clearTimeout(t);
+  if (!r) {
+    w.child.kill("SIGKILL");
+    throw new Error(`worker ${w.child.pid} did not exit within ${ms} ms; its stderr:\n${w.err().slice(-4000)}`);
+  }
+  return r;
 }
 
 /** Polls `fn` until it returns a truthy value (no wall-clock assertion: the caller's timeout bounds it). */

@@ -7,7 +7,7 @@ import { cliAsync, jsonLines } from "../helpers/cli.js";
 import { describePg, useTestDatabase } from "../helpers/postgres.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 import { QUEUE_SCHEMA, RUN_QUEUE, startQueue } from "../../src/queue/run-queue.js";
-import { spawnWorker, until, writeTrajectory } from "./queue-fixtures.js";
+import { exitOf, spawnWorker, until, writeTrajectory } from "./queue-fixtures.js";
 
 afterAll(() => cleanupTemp());
 
@@ -50,7 +50,7 @@ describePg("ledgerloop submit / worker", () => {
     expect(jsonLines(queued.stdout)).toEqual([expect.objectContaining({ thread: "r1", status: "queued", events: 0, queue: expect.objectContaining({ state: "queued", worker: null }) })]);
 
     const w = spawnWorker(db.url, path.join(scratch, "w"));
-    expect(await w.exited, w.err()).toEqual({ code: 0, signal: null });
+    expect(await exitOf(w), w.err()).toEqual({ code: 0, signal: null });
     expect(jsonLines(w.out())).toEqual([{ thread: "r1", outcome: "ran", status: "finished", steps: 5, resumed: false }]);
     const threads = jsonLines<{ thread: string; status: string; origin: string; queue: { state: string; note: string } }>((await cliAsync(["threads", "--state", db.url, "--json"])).stdout);
     expect(threads).toEqual([expect.objectContaining({ thread: "r1", status: "finished", origin: "worker", queue: expect.objectContaining({ state: "done", worker: null }) })]);
@@ -73,7 +73,7 @@ describePg("ledgerloop submit / worker", () => {
     await boss.stop({ graceful: false, wait: true });
 
     const w = spawnWorker(db.url, path.join(scratch, "w"));
-    expect(await w.exited, w.err()).toEqual({ code: 0, signal: null });
+    expect(await exitOf(w), w.err()).toEqual({ code: 0, signal: null });
     const c = new pg.Client({ connectionString: db.url });
     await c.connect();
     try {
@@ -102,9 +102,9 @@ describePg("ledgerloop submit / worker", () => {
     try {
       await until(async () => Number((await c.query("SELECT COUNT(*) AS n FROM ll_events WHERE thread_id = 'k1' AND type = 'agent_action'")).rows[0].n) >= 6);
       a.child.kill("SIGKILL");
-      await a.exited;
+      await exitOf(a);
       const b = spawnWorker(db.url, path.join(scratch, "b"));
-      expect(await b.exited, b.err()).toEqual({ code: 0, signal: null });
+      expect(await exitOf(b), b.err()).toEqual({ code: 0, signal: null });
       expect(jsonLines(b.out())).toEqual([expect.objectContaining({ thread: "k1", outcome: "ran", status: "finished", resumed: true })]);
       const lease = (await c.query("SELECT state, takeovers FROM ll_run_leases WHERE thread_id = 'k1'")).rows[0];
       expect(lease).toEqual({ state: "done", takeovers: 1 });
