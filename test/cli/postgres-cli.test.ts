@@ -2,6 +2,7 @@ import net from "node:net";
 import { afterAll, expect, it } from "vitest";
 import pg from "pg";
 import { DEMO_TASK } from "../../src/cli/demo.js";
+import { PG_SCHEMA_VERSION } from "../../src/ledger/pg-db.js";
 import { cliAsync, jsonLines } from "../helpers/cli.js";
 import { DEMO_TRAJECTORY, DEMO_WORKSPACE, cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 import { describePg, useTestDatabase } from "../helpers/postgres.js";
@@ -31,7 +32,7 @@ describePg("ledgerloop with --state postgres://…", () => {
     expect(n).toBeGreaterThan(20);
 
     const after = await cliAsync(["doctor", "--state", db.url, "--json"]);
-    expect(doctorState(after.stdout)!.detail).toMatch(/schema version 1 \(current\), 1 run$/);
+    expect(doctorState(after.stdout)!.detail).toMatch(new RegExp(`schema version ${PG_SCHEMA_VERSION} \\(current\\), 1 run$`));
     expect(after.stdout).not.toContain(password);
 
     // threads, ledger and report read the run back from PostgreSQL (the report's file changes from
