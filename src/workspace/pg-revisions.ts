@@ -228,6 +228,16 @@ export class PgRevisionReplica {
     return out;
   }
 
+  /**
+   * Makes sure `store` has the revision, pulling it when it does not: what a process does before
+   * restoring a revision another machine may have recorded. Returns what was copied (zeros when the
+   * revision was already local).
+   */
+  async ensure(store: RevisionStore, revId: string): Promise<ReplicaTransfer> {
+    if (store.info(revId)) return { trees: 0, blobs: 0, bytes: 0 };
+    return this.pull(store, revId);
+  }
+
   /** Which of `hashes` a table has, asked in batches. */
   private async existing(table: "ll_rev_trees" | "ll_rev_blobs", hashes: string[]): Promise<Set<string>> {
     const there = new Set<string>();

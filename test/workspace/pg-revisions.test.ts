@@ -285,5 +285,22 @@ describePg("workspace revisions replicated to PostgreSQL", () => {
     await new PgRevisionReplica(st.pool).pull(m.store, final.workspaceRev);
     await m.store.restore(final.workspaceRev);
     expect(readTree(m.ws)).toEqual(readTree(ws));
+
+    // Time travel on another machine: a graph over an empty workspace of its own continues the run
+    // from an early checkpoint; the node pulls that checkpoint's revision from PostgreSQL, restores
+    // it, and the run ends with the same files as on the first machine.
+    const history = [];
+    for await (const s of agent.graph.getStateHistory({ configurable: { thread_id: "rev-run" } })) history.push(s);
+    const early = history.findLast((s) => s.next.includes("act") && (s.values as { step: number }).step === 4)!;
+    const earlyRev = (early.values as { workspaceRev: string }).workspaceRev;
+    expect(earlyRev).not.toBe(final.workspaceRev);
+    const ws2 = tempWorkspace();
+    const second = await openAgent({ workspace: ws2, model: `scripted:${DEMO_TRAJECTORY}`, retrieval: "lexical", maxSteps: 30, stateUrl: db.url });
+    agents.push(second);
+    expect(second.runtime.revisions.info(earlyRev)).toBeNull();
+    const cfg = { configurable: { thread_id: "rev-run", checkpoint_id: String(early.config.configurable?.checkpoint_id) }, recursionLimit: 200 };
+    expect(((await second.graph.invoke(null, cfg)) as { status: string }).status).toBe("finished");
+    expect(second.runtime.revisions.info(earlyRev)).not.toBeNull();
+    expect(readTree(ws2)).toEqual(readTree(ws));
   });
 });
