@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { LedgerloopError, StateStoreError, errorMessage } from "../errors.js";
 import { RevisionError } from "./rev-errors.js";
 import { decodeTree, sha256 } from "./rev-tree.js";
 import type { PreparedBlob, RevisionInfo, RevisionStore } from "./revisions.js";
@@ -55,6 +56,10 @@ export class PgRevisionReplica {
 
   /** Whether PostgreSQL has the revision (and so all its objects). */
   async has(revId: string): Promise<boolean> {
+    return guarded(`looking up workspace revision ${revId} in PostgreSQL`, () => this.hasOnce(revId));
+  }
+
+  private async hasOnce(revId: string): Promise<boolean> {
     if (this.knownRevs.has(revId)) return true;
     const r = await this.pool.query("SELECT 1 FROM ll_rev_revisions WHERE rev_id = $1", [revId]);
     if (r.rowCount) this.know(this.knownRevs, [revId]);
@@ -67,10 +72,14 @@ export class PgRevisionReplica {
    * replica pushed or saw it before.
    */
   async push(store: RevisionStore, revId: string): Promise<PushResult> {
+    return guarded(`pushing workspace revision ${revId} to PostgreSQL`, () => this.pushOnce(store, revId));
+  }
+
+  private async pushOnce(store: RevisionStore, revId: string): Promise<PushResult> {
     const out: PushResult = { trees: 0, blobs: 0, bytes: 0, queried: 0 };
     if (this.knownRevs.has(revId)) return out;
     out.queried++;
-    if (await this.has(revId)) return out;
+    if (await this.hasOnce(revId)) return out;
 
     // Trees: those not known to be there, then again without those PostgreSQL turns out to have.
     let objs = store.exportObjects(revId, this.knownTrees);
@@ -141,6 +150,10 @@ export class PgRevisionReplica {
    * RevisionError naming the hash, and the revision is then not stored locally.
    */
   async pull(store: RevisionStore, revId: string): Promise<ReplicaTransfer> {
+    return guarded(`pulling workspace revision ${revId} from PostgreSQL`, () => this.pullOnce(store, revId));
+  }
+
+  private async pullOnce(store: RevisionStore, revId: string): Promise<ReplicaTransfer> {
     const out: ReplicaTransfer = { trees: 0, blobs: 0, bytes: 0 };
     const row = (
       await this.pool.query<{ rev_id: string; created_at: string; label: string | null; files: string; bytes: string }>(
@@ -276,5 +289,25 @@ export class PgRevisionReplica {
   private know(set: Set<string>, hashes: Iterable<string>): void {
     if (set.size > KNOWN_MAX) set.clear();
     for (const h of hashes) set.add(h);
+  }
+}
+
+const CONNECTION_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ECONNRESET", "57P01", "57P03", "08000", "08003", "08006"]);
+
+/**
+ * Runs a replica operation; a failure of PostgreSQL itself (no server, a lost connection, a missing
+ * table) becomes a one-line StateStoreError saying what was being done. RevisionErrors (a missing or
+ * damaged object) pass as they are.
+ */
+async function guarded<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof LedgerloopError) throw err;
+    const code = String((err as { code?: unknown })?.code ?? "");
+    const msg = errorMessage(err).split("\n")[0]!;
+    const lost = CONNECTION_CODES.has(code) || /terminated unexpectedly|Connection terminated|timeout/i.test(msg);
+    const detail = [code, msg].filter(Boolean).join(": ");
+    throw new StateStoreError(lost ? "STATE_DB_UNREACHABLE" : "STATE_DB_UNREADABLE", `${what} failed: ${lost ? "cannot reach the server" : "the database refused it"} (${detail})`, { cause: err });
   }
 }

@@ -2,9 +2,12 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import net from "node:net";
 import type Database from "better-sqlite3";
+import pg from "pg";
 import { afterAll, afterEach, beforeEach, expect, it } from "vitest";
 import { DEMO_TASK } from "../../src/cli/demo.js";
+import { StateStoreError } from "../../src/errors.js";
 import { openAgent, type Agent } from "../../src/index.js";
 import { openPgState, type PgState } from "../../src/ledger/pg-db.js";
 import { openStateDb } from "../../src/ledger/state-db.js";
@@ -93,6 +96,34 @@ function manyFiles(root: string, dirs: number, perDir: number): void {
   }
   write(root, { "README.md": "# many\n", "package.json": "{}\n" });
 }
+
+async function expectStateError(p: Promise<unknown>, code: string, pattern: RegExp): Promise<void> {
+  const err = await p.then(() => undefined, (e: unknown) => e);
+  expect(err).toBeInstanceOf(StateStoreError);
+  expect((err as StateStoreError).code).toBe(code);
+  expect((err as Error).message).toMatch(pattern);
+  expect((err as Error).message).not.toContain("\n");
+}
+
+it("says in one line that PostgreSQL cannot be reached when a push or pull fails for it, naming the revision", async () => {
+  const port = await new Promise<number>((resolve) => {
+    const srv = net.createServer().listen(0, "127.0.0.1", () => {
+      const p = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(p));
+    });
+  });
+  const pool = new pg.Pool({ connectionString: `postgres://u:secret@127.0.0.1:${port}/db`, connectionTimeoutMillis: 5_000 });
+  try {
+    const a = machine("a");
+    write(a.ws, { "a.txt": "a\n" });
+    const r = await a.store.snapshot();
+    const replica = new PgRevisionReplica(pool);
+    await expectStateError(replica.push(a.store, r.revId), "STATE_DB_UNREACHABLE", new RegExp(`^pushing workspace revision ${r.revId} to PostgreSQL failed: cannot reach the server \\(ECONNREFUSED`));
+    await expectStateError(replica.pull(machine("b").store, r.revId), "STATE_DB_UNREACHABLE", new RegExp(`^pulling workspace revision ${r.revId} from PostgreSQL failed`));
+  } finally {
+    await pool.end();
+  }
+});
 
 describePg("workspace revisions replicated to PostgreSQL", () => {
   const db = useTestDatabase("pgrev");
@@ -256,6 +287,14 @@ describePg("workspace revisions replicated to PostgreSQL", () => {
     await expectRevisionError(replica.pull(machine("b3").store, r.revId), "REV_BLOB_MISSING", `blob ${hashOf("d/c.txt")} of revision ${r.revId} is missing from PostgreSQL`);
     await st.pool.query("UPDATE ll_rev_trees SET data = data || '\\x00'::bytea WHERE hash = $1", [r.revId]);
     await expectRevisionError(replica.pull(machine("b4").store, r.revId), "REV_TREE_CORRUPT", `tree object ${r.revId} in PostgreSQL is corrupt`);
+
+    // A database without the replica's tables (not migrated) is named as such.
+    const bare = new pg.Pool({ connectionString: db.url, options: `-c search_path=${freshSchema("bare")}` });
+    try {
+      await expectStateError(new PgRevisionReplica(bare).push(a.store, r.revId), "STATE_DB_UNREADABLE", /the database refused it \(42P01: relation "ll_rev_revisions" does not exist\)/);
+    } finally {
+      await bare.end();
+    }
 
     // Pushing a revision the local store does not have is refused too.
     await expectRevisionError(replica.push(b.store, "cd".repeat(32)), "REV_NOT_FOUND", "cd".repeat(32));
