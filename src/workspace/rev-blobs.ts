@@ -118,7 +118,8 @@ export class BlobStore {
     if (blobs.length === 0) return { count: 0, bytes: 0 };
     const dirs = new Set<string>();
     for (const b of blobs) {
-      if (b.data.length <= this.inlineMax || this.has(b.hash)) continue;
+      // A row whose file is gone (a damaged store) gets its file back.
+      if (b.data.length <= this.inlineMax || this.present(b.hash)) continue;
       const file = this.filePath(b.hash);
       dirs.add(path.dirname(file));
       writeFileDurably(file, b.data);

@@ -572,6 +572,23 @@ describe("exportObjects / importObjects", () => {
   });
 });
 
+describe("importBlobs", () => {
+  it("gives a blob row whose file is gone its file back", async () => {
+    const s = new RevisionStore(db, ws, { inlineBlobBytes: 100 });
+    write({ "big.txt": "x".repeat(50) + "y".repeat(5000).replace(/y/g, () => String.fromCharCode(97 + Math.floor(Math.random() * 26))) });
+    const r = await s.snapshot();
+    const h = r.files.get("big.txt")!.hash;
+    const copy = s.storedBlob(h);
+    const file = path.join(ws, ".ledgerloop", "blobs", h.slice(0, 2), h);
+    expect(fs.existsSync(file)).toBe(true);
+    fs.rmSync(file);
+    expect(s.hasBlob(h)).toBe(false);
+    s.importBlobs([copy]);
+    expect(s.hasBlob(h)).toBe(true);
+    expect(s.readFile(r.revId, "big.txt").toString()).toBe(read("big.txt"));
+  });
+});
+
 describe("large files", () => {
   it("records files over the limit by stat only, shows their changes, and never deletes or overwrites them", async () => {
     const s = new RevisionStore(db, ws, { largeFileBytes: 1000 });
