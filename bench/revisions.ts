@@ -6,8 +6,8 @@ import { openStateDb } from "../src/ledger/state-db.js";
 import { RevisionStore } from "../src/workspace/revisions.js";
 import { median, printTable, quantile, type BenchResult } from "./report.js";
 
-const DIRS = 40;
-const PER_DIR = 50;
+export const DIRS = 40;
+export const PER_DIR = 50;
 const CHANGE_RUNS = 20;
 const RESTORE_RUNS = 5;
 // Agent steps are seconds apart; this keeps a just-edited file out of the racy window (100 ms) the way
@@ -22,7 +22,7 @@ const cpuMs = (start: NodeJS.CpuUsage) => {
 };
 
 /** A 2,000-file TypeScript-like workspace: 40 directories of 50 files of 1-4 KB. */
-function makeWorkspace(): string {
+export function makeWorkspace(): string {
   const ws = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "ll-bench-rev-")));
   fs.writeFileSync(path.join(ws, ".gitignore"), "node_modules/\ndist/\n");
   for (let d = 0; d < DIRS; d++) {
@@ -33,14 +33,14 @@ function makeWorkspace(): string {
   return ws;
 }
 
-function source(d: number, f: number, version: number): string {
+export function source(d: number, f: number, version: number): string {
   const lines = [`// pkg${d}/mod${f} v${version}`, `import { helper } from "../pkg${(d + 1) % DIRS}/mod${f}.js";`];
   const n = 30 + ((d * 7 + f * 13) % 90);
   for (let i = 0; i < n; i++) lines.push(`export function fn${f}_${i}(x: number): number { return helper(x + ${i * (d + 1)}, "${f}-${i}"); }`);
   return lines.join("\n") + "\n";
 }
 
-function rel(d: number, f: number): string {
+export function rel(d: number, f: number): string {
   return `src/pkg${String(d).padStart(2, "0")}/mod${f}.ts`;
 }
 

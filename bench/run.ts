@@ -3,6 +3,7 @@ import { benchLoop } from "./loop.js";
 import { benchNodes } from "./nodes.js";
 import { benchProcesses } from "./processes.js";
 import { benchRetrieval } from "./retrieval.js";
+import { benchRevReplica } from "./rev-replica.js";
 import { benchRevisions } from "./revisions.js";
 import { benchSandbox } from "./sandbox.js";
 import { benchStartup } from "./startup.js";
@@ -16,6 +17,7 @@ const all: Record<string, () => Promise<BenchResult[]>> = {
   nodes: () => benchNodes(),
   context: () => benchContext(),
   revisions: () => benchRevisions(),
+  "rev-replica": () => benchRevReplica(),
   retrieval: () => benchRetrieval(),
   sandbox: () => benchSandbox(),
   startup: () => benchStartup(),

@@ -47,6 +47,9 @@ export async function alignWorkspace(
   const head = rt.revisions.head()?.revId ?? null;
   if (head === target) return null;
   if (await rerun()) return null;
+  // A run continued on another machine (a worker took it over) may have its revisions in PostgreSQL
+  // only: copied here before anything is recorded, so a missing one fails the step cleanly.
+  await rt.revisionReplica?.ensure(rt.revisions, target);
   const w = branchWriter(rt, state, config, node);
   // Recorded first: a crash before the files are restored leaves the event, and the re-run
   // (same task, same key) finds it and restores.

@@ -30,6 +30,7 @@ import type { PriceTable } from "./economics/prices.js";
 import type { Sandbox } from "./sandbox/port.js";
 import { createRedactor, secretValuesFromDotenv, secretValuesFromEnv, type Redactor } from "./secrets.js";
 import { RunSettings, type RunSettingsInput } from "./settings.js";
+import type { PgRevisionReplica } from "./workspace/pg-revisions.js";
 import { RevisionStore } from "./workspace/revisions.js";
 import { resolveWorkspace, stateLocation } from "./workspace/location.js";
 
@@ -85,6 +86,12 @@ export interface Runtime {
   store: BaseStore;
   /** Content-addressed revisions of the workspace files, one per step (time travel). */
   revisions: RevisionStore;
+  /**
+   * Backend "postgres": the replica of the revisions in PostgreSQL. Every snapshot of `revisions` is
+   * pushed to it before the snapshot returns, so each revision a checkpoint names is there for a
+   * worker on another machine to pull.
+   */
+  revisionReplica?: PgRevisionReplica;
   counter: TokenCounter;
   /** Model prices from ledgerloop.config.json (over the defaults), read once at start. */
   prices?: PriceTable;
@@ -214,6 +221,11 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     }
   }
   const processes = new ProcessManager(sandbox, workspace);
+  const replica = pgBackend?.revisionReplica;
+  const revisions: RevisionStore = new RevisionStore(db, workspace, {
+    blobsDir: path.join(stateDir, "blobs"),
+    ...(replica && { afterSnapshot: async (r) => { await replica.push(revisions, r.revId); } }),
+  });
   return {
     settings: { ...settings, workspace, stateDir, budgetTokens, ...(summaryModel ? { summaryModel: summaryModel.name } : {}) },
     workspace,
@@ -236,7 +248,8 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     retriever,
     redactor,
     store: pgBackend?.store ?? new SqliteStore(db, redactor),
-    revisions: new RevisionStore(db, workspace, { blobsDir: path.join(stateDir, "blobs") }),
+    revisions,
+    revisionReplica: replica,
     counter,
     prices: config.prices,
     progress,
@@ -267,16 +280,18 @@ function urlPassword(url: string | undefined): string[] {
 
 /**
  * The PostgreSQL adapters of the runtime's ports on one pool: the official PostgresSaver (behind
- * the same redaction as the SQLite saver), the ledger, the lessons store and the run registry.
+ * the same redaction as the SQLite saver), the ledger, the lessons store, the run registry and the
+ * replica of the workspace revisions.
  * Loaded on use, so a SQLite run never loads pg.
  */
 async function openPostgresBackend(url: string, redactor: Redactor, fence?: { thread: string; token: string }) {
-  const [{ openPgState }, { PgLedger }, { RedactingPostgresSaver }, { PgStore }, { PgRunRegistry }] = await Promise.all([
+  const [{ openPgState }, { PgLedger }, { RedactingPostgresSaver }, { PgStore }, { PgRunRegistry }, { PgRevisionReplica }] = await Promise.all([
     import("./ledger/pg-db.js"),
     import("./ledger/pg-ledger.js"),
     import("./ledger/pg-checkpoints.js"),
     import("./memory/pg-store.js"),
     import("./ledger/pg-runs.js"),
+    import("./workspace/pg-revisions.js"),
   ]);
   let checkpointer: InstanceType<typeof RedactingPostgresSaver> | undefined;
   const state = await openPgState(url, {
@@ -291,6 +306,7 @@ async function openPostgresBackend(url: string, redactor: Redactor, fence?: { th
     checkpointer: checkpointer!,
     store: new PgStore(state.pool, redactor),
     runs: new PgRunRegistry(state.pool),
+    revisionReplica: new PgRevisionReplica(state.pool),
   };
 }
 

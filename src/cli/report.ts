@@ -12,8 +12,8 @@ export async function handleReport(thread: string, args: WorkspaceArgs): Promise
   const [{ buildReport }, { RevisionStore }] = await Promise.all([import("../report/report.js"), import("../workspace/revisions.js")]);
   const url = stateUrlOf(args);
   if (url) {
-    // Ledger and checkpoints from PostgreSQL; the file revisions stay in the workspace's own
-    // state (the revision store has no PostgreSQL adapter yet), when this machine has it.
+    // Ledger and checkpoints from PostgreSQL; the file changes from the workspace's own revision
+    // store, when this machine has it (a report does not pull revisions from the PostgreSQL replica).
     const pg = await openPgInspection(url);
     let local: import("better-sqlite3").Database | undefined;
     try {

@@ -3,8 +3,8 @@ import { StateStoreError, errorMessage } from "../errors.js";
 
 /**
  * PostgreSQL as the state database (`--state postgres://…`): one database holds the ledger, the
- * run registry, the lessons store and LangGraph's checkpoints (PostgresSaver's own tables), for
- * any number of processes on any number of machines.
+ * run registry, the lessons store, a replica of the workspace revisions and LangGraph's checkpoints
+ * (PostgresSaver's own tables), for any number of processes on any number of machines.
  */
 
 /** True when a state location is a PostgreSQL URL rather than a directory. */
@@ -95,7 +95,23 @@ export const PG_MIGRATIONS: string[] = [
   );
   CREATE INDEX ll_store_tsv ON ll_store USING gin (tsv);
   `,
-  // 2: the run queue's own rows (src/queue/): what was submitted, and which worker holds each run.
+  // 2: the replica of the workspace revision stores (workspace/pg-revisions.ts): the same objects as
+  // the local SQLite store, so a worker on another machine can materialise any revision a run took.
+  // Blobs keep their stored form (raw DEFLATE or raw, as chosen by rev-blobs.ts); EXTERNAL storage
+  // stops PostgreSQL from trying to compress them a second time.
+  `
+  CREATE TABLE ll_rev_blobs (hash TEXT PRIMARY KEY, size BIGINT NOT NULL, codec SMALLINT NOT NULL, data BYTEA NOT NULL);
+  ALTER TABLE ll_rev_blobs ALTER COLUMN data SET STORAGE EXTERNAL;
+  CREATE TABLE ll_rev_trees (hash TEXT PRIMARY KEY, data BYTEA NOT NULL);
+  CREATE TABLE ll_rev_revisions (
+    rev_id TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    label TEXT,
+    files BIGINT NOT NULL,
+    bytes BIGINT NOT NULL
+  );
+  `,
+  // 3: the run queue's own rows (src/queue/): what was submitted, and which worker holds each run.
   // The jobs themselves are pg-boss's, in its own schema.
   `
   CREATE TABLE ll_submissions (

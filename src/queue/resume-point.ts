@@ -26,7 +26,7 @@ export async function lastRevision(pool: pg.Pool, thread: string): Promise<strin
  * revision store, so the run continues on the files its last checkpoint recorded.
  */
 export async function restoreRevision(rt: Runtime, rev: string): Promise<void> {
-  const replica = (rt as Runtime & { revisionReplica?: { pull(store: Runtime["revisions"], revId: string): Promise<unknown> } }).revisionReplica;
+  const replica = rt.revisionReplica;
   if (!replica) throw new MaterialiseError(`run continues from revision ${rev.slice(0, 12)}, but this state keeps no revisions in PostgreSQL`);
   await replica.pull(rt.revisions, rev);
   await rt.revisions.restore(rev);

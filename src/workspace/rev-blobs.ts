@@ -118,7 +118,8 @@ export class BlobStore {
     if (blobs.length === 0) return { count: 0, bytes: 0 };
     const dirs = new Set<string>();
     for (const b of blobs) {
-      if (b.data.length <= this.inlineMax || this.has(b.hash)) continue;
+      // A row whose file is gone (a damaged store) gets its file back.
+      if (b.data.length <= this.inlineMax || this.present(b.hash)) continue;
       const file = this.filePath(b.hash);
       dirs.add(path.dirname(file));
       writeFileDurably(file, b.data);
@@ -141,6 +142,20 @@ export class BlobStore {
 
   /** Content of a blob, verified against its hash; `what` names the path for the error message. */
   get(hash: string, what?: string): Buffer {
+    return decodeBlob(this.readStored(hash, what), what);
+  }
+
+  /**
+   * A blob in its stored form (compressed or not), for copying it to another store as it is; read
+   * and verified like {@link get}, so a damaged blob is never passed on.
+   */
+  getStored(hash: string, what?: string): PreparedBlob {
+    const blob = this.readStored(hash, what);
+    decodeBlob(blob, what);
+    return blob;
+  }
+
+  private readStored(hash: string, what?: string): PreparedBlob {
     const about = what ? ` (${what})` : "";
     const row = this.stmts.get.get(hash);
     if (!row) {
@@ -160,20 +175,32 @@ export class BlobStore {
     } else {
       stored = row.data ?? Buffer.alloc(0);
     }
-    let raw: Buffer;
-    try {
-      raw = row.codec === 1 ? inflateRawSync(stored) : stored;
-    } catch (err) {
-      throw new RevisionError("REV_BLOB_CORRUPT", `blob ${hash}${about} is corrupt: ${errorMessage(err)}`, { cause: err });
+    if (row.codec !== 0 && row.codec !== 1) {
+      throw new RevisionError("REV_BLOB_CORRUPT", `blob ${hash}${about} is corrupt: unknown codec ${row.codec}`);
     }
-    if (raw.length !== row.size || sha256(raw) !== hash) {
-      throw new RevisionError(
-        "REV_BLOB_CORRUPT",
-        `blob ${hash}${about} is corrupt: its content no longer hashes to its name`,
-      );
-    }
-    return raw;
+    return { hash, size: row.size, codec: row.codec as 0 | 1, data: stored };
   }
+}
+
+/**
+ * The content of a stored blob, checked against its size and hash: a blob read from a damaged row or
+ * file, or received from another store, is an error naming its hash, never wrong content.
+ */
+export function decodeBlob(blob: PreparedBlob, what?: string): Buffer {
+  const about = what ? ` (${what})` : "";
+  let raw: Buffer;
+  try {
+    raw = blob.codec === 1 ? inflateRawSync(blob.data) : blob.data;
+  } catch (err) {
+    throw new RevisionError("REV_BLOB_CORRUPT", `blob ${blob.hash}${about} is corrupt: ${errorMessage(err)}`, { cause: err });
+  }
+  if (raw.length !== blob.size || sha256(raw) !== blob.hash) {
+    throw new RevisionError(
+      "REV_BLOB_CORRUPT",
+      `blob ${blob.hash}${about} is corrupt: its content no longer hashes to its name`,
+    );
+  }
+  return raw;
 }
 
 /** Writes `file` so that it either does not exist or is complete: temp file, fsync, rename. */

@@ -20,6 +20,12 @@ export interface RevisionStoreOptions {
   largeFileBytes?: number;
   /** Stored blobs above this many bytes go to files instead of SQLite rows. Default 1 MiB. */
   inlineBlobBytes?: number;
+  /**
+   * Awaited after every successful snapshot, a reused revision included; an error it throws fails the
+   * snapshot (the revision stays stored locally). The runtime pushes each revision to the PostgreSQL
+   * replica here, so a step's revision is there before the step's checkpoint names it.
+   */
+  afterSnapshot?: (r: SnapshotResult) => Promise<void>;
 }
 
 /** Workspace-relative paths that differ, each list sorted. */
@@ -92,6 +98,15 @@ export interface RevisionInfo {
   files: number;
   /** Total bytes of the files it describes (not what it costs to store). */
   bytes: number;
+}
+
+/** A revision's row and objects, for copying it to another store ({@link RevisionStore.exportObjects}). */
+export interface RevisionObjects {
+  info: RevisionInfo;
+  /** Its tree objects by hash, as stored (those under a skipped tree left out). */
+  trees: Map<string, Buffer>;
+  /** The blobs those trees name, each once, sorted (large entries have none). */
+  blobs: string[];
 }
 
 /** Result of {@link RevisionStore.gc}. */

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type Database from "better-sqlite3";
 import { ConfigError } from "../errors.js";
-import { BlobStore, prepareBlob } from "./rev-blobs.js";
+import { BlobStore, decodeBlob, type PreparedBlob } from "./rev-blobs.js";
 import { diffOne, pairRenames, type FileDiffStat } from "./rev-diff.js";
 import { RevisionError } from "./rev-errors.js";
 import {
@@ -18,7 +18,7 @@ import {
 import { gcRevisions, revisionStats } from "./rev-gc.js";
 import { scanWorkspace, type ScanResult } from "./rev-scan.js";
 import { cacheFromRows, compareEntries, entryOf, isRacy, sameCache, sameEntry, type CacheEntry, type StatRow } from "./rev-stat-cache.js";
-import { buildTrees, collectTrees, decodeTree, diffTrees, flattenTree, sha256, type FlatEntry, type TreeEntry } from "./rev-tree.js";
+import { buildTrees, decodeTree, diffTrees, flattenTree, sha256, type FlatEntry, type TreeEntry } from "./rev-tree.js";
 import {
   DEFAULT_INLINE_BLOB_BYTES,
   DEFAULT_LARGE_FILE_BYTES,
@@ -26,6 +26,7 @@ import {
   type GcResult,
   type RestoreResult,
   type RevisionInfo,
+  type RevisionObjects,
   type RevisionStoreOptions,
   type RevisionStoreStats,
   type SkippedPath,
@@ -55,6 +56,7 @@ import type { StatWalk } from "./walk.js";
 export { RevisionError, type RevisionErrorCode } from "./rev-errors.js";
 export { formatStat, type FileDiffStat } from "./rev-diff.js";
 export type { FlatEntry } from "./rev-tree.js";
+export type { PreparedBlob } from "./rev-blobs.js";
 export * from "./rev-types.js";
 export { renameWorkspaceRevisions } from "./rev-schema.js";
 
@@ -105,6 +107,7 @@ export class RevisionStore {
     const db = this.db;
     return {
       getTree: db.prepare<[string], { data: Buffer }>("SELECT data FROM ll_rev_trees WHERE hash = ?"),
+      hasTree: db.prepare<[string], { one: number }>("SELECT 1 AS one FROM ll_rev_trees WHERE hash = ?"),
       putTree: db.prepare("INSERT OR IGNORE INTO ll_rev_trees (hash, data) VALUES (?, ?)"),
       getRev: db.prepare<[string], { rev_id: string; created_at: string; label: string | null; files: number; bytes: number }>(
         "SELECT rev_id, created_at, label, files, bytes FROM ll_rev_revisions WHERE rev_id = ?",
@@ -147,6 +150,12 @@ export class RevisionStore {
    * walk after a command of this step) is used instead of walking again.
    */
   async snapshot(opts: { label?: string; reuseWalkAfter?: number } = {}): Promise<SnapshotResult> {
+    const r = await this.snapshotRetrying(opts);
+    await this.opts.afterSnapshot?.(r);
+    return r;
+  }
+
+  private async snapshotRetrying(opts: { label?: string; reuseWalkAfter?: number }): Promise<SnapshotResult> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.snapshotOnce(opts);
@@ -434,20 +443,100 @@ export class RevisionStore {
 
   /** Copies a revision's row, trees and blobs from another store (on another DB) into this one. */
   private importRevision(from: RevisionStore, revId: string): void {
-    if (from.db === this.db) return;
-    const trees = new Set<string>();
-    const blobs = new Set<string>();
-    collectTrees(from.loadTree, revId, trees, blobs);
-    const missing = [...blobs].filter((h) => !this.blobs.has(h));
+    if (from.db === this.db || this.info(revId)) return;
+    const objs = from.exportObjects(revId, { has: (h: string) => this.hasTree(h) });
+    const missing = objs.blobs.filter((h) => !this.hasBlob(h));
     for (let i = 0; i < missing.length; i += 256) {
-      const batch = missing.slice(i, i + 256).map((h) => prepareBlob(from.blobs.get(h), h));
-      this.blobs.putMany(batch);
+      this.importBlobs(missing.slice(i, i + 256).map((h) => from.storedBlob(h)));
     }
-    const info = from.info(revId)!;
+    this.importObjects(objs.info, objs.trees);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Copying revisions between stores: copyTo across state DBs, the PostgreSQL replica (pg-revisions.ts).
+  // Objects are always stored before the trees that name them, so a store that has a tree has
+  // everything under it, and a copy need not look below a tree the other side has.
+
+  /**
+   * A revision's row, tree objects (verified) and the blobs they name. Trees for which
+   * `skipTrees.has` is true are neither returned nor walked into.
+   */
+  exportObjects(revId: string, skipTrees: { has(hash: string): boolean } = new Set<string>()): RevisionObjects {
+    const info = this.info(revId);
+    if (!info) throw new RevisionError("REV_NOT_FOUND", `no workspace revision ${revId} in this state database`);
+    const trees = new Map<string, Buffer>();
+    const blobs = new Set<string>();
+    const walk = (hash: string) => {
+      if (trees.has(hash) || skipTrees.has(hash)) return;
+      trees.set(hash, this.treeData(hash));
+      for (const e of this.loadTree(hash)) {
+        if (e.kind === "tree") walk(e.hash);
+        else if (e.kind !== "large") blobs.add(e.hash);
+      }
+    };
+    walk(revId);
+    return { info, trees, blobs: [...blobs].sort() };
+  }
+
+  /** Whether this store has the tree object (and so everything under it). */
+  hasTree(hash: string): boolean {
+    return this.stmts.hasTree.get(hash) !== undefined;
+  }
+
+  /** Whether this store has the blob (its row, and its file when kept as one). */
+  hasBlob(hash: string): boolean {
+    return this.blobs.present(hash);
+  }
+
+  /** A blob in its stored (possibly compressed) form, verified against its hash, for copying it elsewhere. */
+  storedBlob(hash: string): PreparedBlob {
+    return this.blobs.getStored(hash);
+  }
+
+  /**
+   * Stores blobs copied from elsewhere, each verified against its size and hash first: a damaged one
+   * is a RevisionError naming its hash (`from` says where it came from), and nothing of the batch is stored.
+   */
+  importBlobs(blobs: PreparedBlob[], from?: string): { count: number; bytes: number } {
+    for (const b of blobs) decodeBlob(b, from);
+    return this.blobs.putMany(blobs);
+  }
+
+  /**
+   * Records a revision copied from elsewhere: its trees (verified) and its row, in one transaction,
+   * once every tree and blob it reaches is either in `trees` or already here. A revision whose
+   * objects are missing is refused with the hash that is missing, never stored half.
+   */
+  importObjects(info: RevisionInfo, trees: ReadonlyMap<string, Buffer>, from?: string): void {
+    const about = from ? ` (${from})` : "";
+    const decoded = new Map<string, TreeEntry[]>();
+    for (const [hash, data] of trees) {
+      if (sha256(data) !== hash) {
+        throw new RevisionError("REV_TREE_CORRUPT", `tree object ${hash}${about} is corrupt: its content does not hash to its name`);
+      }
+      decoded.set(hash, decodeTree(data, hash));
+    }
     this.db.transaction(() => {
-      for (const h of trees) this.stmts.putTree.run(h, from.stmts.getTree.get(h)!.data);
-      this.stmts.putRev.run(revId, info.createdAt, info.label, info.files, info.bytes);
-    })();
+      const seen = new Set<string>();
+      const check = (hash: string) => {
+        if (seen.has(hash)) return;
+        seen.add(hash);
+        const entries = decoded.get(hash);
+        if (!entries) {
+          if (this.hasTree(hash)) return;
+          throw new RevisionError("REV_TREE_MISSING", `tree object ${hash} of revision ${info.revId}${about} was not copied; the revision is not stored`);
+        }
+        for (const e of entries) {
+          if (e.kind === "tree") check(e.hash);
+          else if (e.kind !== "large" && !this.blobs.present(e.hash)) {
+            throw new RevisionError("REV_BLOB_MISSING", `blob ${e.hash} of revision ${info.revId}${about} was not copied; the revision is not stored`);
+          }
+        }
+      };
+      check(info.revId);
+      for (const [hash, data] of trees) this.stmts.putTree.run(hash, data);
+      this.stmts.putRev.run(info.revId, info.createdAt, info.label, info.files, info.bytes);
+    }).immediate();
   }
 
   /** The full id of a revision given its id or a unique prefix (at least 6 hex digits). */
@@ -520,10 +609,8 @@ export class RevisionStore {
   // ---------------------------------------------------------------------------------------------
   // Internals
 
-  /** Tree objects are immutable, so a decoded one can be cached by hash. */
-  private readonly loadTree = (hash: string): TreeEntry[] => {
-    const hit = this.treeCache.get(hash);
-    if (hit) return hit;
+  /** A tree object as stored, checked against its hash. */
+  private treeData(hash: string): Buffer {
     const row = this.stmts.getTree.get(hash);
     if (!row) {
       throw new RevisionError("REV_TREE_MISSING", `tree object ${hash} is missing from the revision store (a revision refers to it)`);
@@ -531,7 +618,14 @@ export class RevisionStore {
     if (sha256(row.data) !== hash) {
       throw new RevisionError("REV_TREE_CORRUPT", `tree object ${hash} is corrupt: its content no longer hashes to its name`);
     }
-    const entries = decodeTree(row.data, hash);
+    return row.data;
+  }
+
+  /** Tree objects are immutable, so a decoded one can be cached by hash. */
+  private readonly loadTree = (hash: string): TreeEntry[] => {
+    const hit = this.treeCache.get(hash);
+    if (hit) return hit;
+    const entries = decodeTree(this.treeData(hash), hash);
     if (this.treeCache.size >= TREE_CACHE_MAX) this.treeCache.clear();
     this.treeCache.set(hash, entries);
     return entries;

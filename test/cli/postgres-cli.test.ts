@@ -2,10 +2,10 @@ import net from "node:net";
 import { afterAll, expect, it } from "vitest";
 import pg from "pg";
 import { DEMO_TASK } from "../../src/cli/demo.js";
+import { PG_SCHEMA_VERSION } from "../../src/ledger/pg-db.js";
 import { cliAsync, jsonLines } from "../helpers/cli.js";
 import { DEMO_TRAJECTORY, DEMO_WORKSPACE, cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 import { describePg, useTestDatabase } from "../helpers/postgres.js";
-import { PG_SCHEMA_VERSION } from "../../src/ledger/pg-db.js";
 
 afterAll(() => cleanupTemp());
 

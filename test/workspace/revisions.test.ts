@@ -469,6 +469,35 @@ describe("diff", () => {
   });
 });
 
+describe("afterSnapshot", () => {
+  it("is awaited after every snapshot, a reused revision included, and its failure fails the snapshot", async () => {
+    const seen: Array<{ revId: string; reused: boolean; stored: boolean }> = [];
+    let fail = false;
+    const s = new RevisionStore(db, ws, {
+      afterSnapshot: async (r) => {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        // The revision is stored before the hook runs: it can be read (and pushed) from there.
+        seen.push({ revId: r.revId, reused: r.reused, stored: s.info(r.revId) !== null });
+        if (fail) throw new Error("replica unreachable");
+      },
+    });
+    write({ "a.txt": "1" });
+    const r1 = await s.snapshot();
+    expect(seen).toEqual([{ revId: r1.revId, reused: false, stored: true }]);
+    await s.snapshot();
+    expect(seen[1]).toEqual({ revId: r1.revId, reused: true, stored: true });
+    fail = true;
+    write({ "a.txt": "2" });
+    await expect(s.snapshot()).rejects.toThrow("replica unreachable");
+    expect(seen).toHaveLength(3);
+    // The revision stays recorded locally; the next snapshot offers it to the hook again.
+    expect(s.head()?.revId).toBe(seen[2]!.revId);
+    fail = false;
+    expect((await s.snapshot()).revId).toBe(seen[2]!.revId);
+    expect(seen).toHaveLength(4);
+  });
+});
+
 describe("copyTo", () => {
   it("materializes a revision in a new directory, on this state DB or another one", async () => {
     write({ "a.txt": "1", "s/run.sh": "#!/bin/sh\n" });
@@ -502,6 +531,61 @@ describe("copyTo", () => {
     }
 
     await expectRevisionError(store.copyTo(r1.revId, ws), "REV_TARGET_NOT_EMPTY", ws);
+  });
+});
+
+describe("exportObjects / importObjects", () => {
+  it("copies a revision object by object, refusing a revision whose objects are missing or damaged", async () => {
+    write({ "a.txt": "a\n".repeat(100), "d/b.txt": "b\n", "d/e/c.txt": "c\n" });
+    const r = await store.snapshot({ label: "x" });
+    const objs = store.exportObjects(r.revId);
+    expect([...objs.trees.keys()]).toHaveLength(3);
+    expect(objs.blobs).toEqual([...new Set([...r.files.values()].map((e) => e.hash))].sort());
+    // A tree the other side has is neither returned nor walked into: skipping d/ leaves the root
+    // alone, skipping d/e/ the root and d/.
+    const subtrees = [...objs.trees.keys()].filter((h) => h !== r.revId);
+    const left = subtrees.map((h) => store.exportObjects(r.revId, new Set([h])).trees.size);
+    expect([...left].sort()).toEqual([1, 2]);
+    const dTree = subtrees[left.indexOf(1)]!;
+
+    const other = path.join(tmp, "other");
+    const db2 = openStateDb(path.join(other, ".ledgerloop", "state.db"));
+    try {
+      const into = new RevisionStore(db2, other);
+      await expectRevisionError(() => into.importObjects(objs.info, objs.trees, "from a test"), "REV_BLOB_MISSING", "was not copied");
+      expect(into.info(r.revId)).toBeNull();
+      const blobs = objs.blobs.map((h) => store.storedBlob(h));
+      const damaged = { ...blobs[0]!, data: Buffer.concat([blobs[0]!.data, Buffer.from("x")]) };
+      await expectRevisionError(() => into.importBlobs([damaged, ...blobs.slice(1)], "from a test"), "REV_BLOB_CORRUPT", `blob ${damaged.hash} (from a test) is corrupt`);
+      expect(objs.blobs.filter((h) => into.hasBlob(h))).toEqual([]);
+      expect(into.importBlobs(blobs).count).toBe(blobs.length);
+      const bad = new Map(objs.trees);
+      bad.set(dTree, Buffer.concat([bad.get(dTree)!, Buffer.from([0])]));
+      await expectRevisionError(() => into.importObjects(objs.info, bad), "REV_TREE_CORRUPT", dTree);
+      into.importObjects(objs.info, objs.trees);
+      expect(into.info(r.revId)).toEqual(store.info(r.revId));
+      await into.restore(r.revId);
+      expect(tree(other)).toEqual(tree());
+    } finally {
+      db2.close();
+    }
+  });
+});
+
+describe("importBlobs", () => {
+  it("gives a blob row whose file is gone its file back", async () => {
+    const s = new RevisionStore(db, ws, { inlineBlobBytes: 100 });
+    write({ "big.txt": "x".repeat(50) + "y".repeat(5000).replace(/y/g, () => String.fromCharCode(97 + Math.floor(Math.random() * 26))) });
+    const r = await s.snapshot();
+    const h = r.files.get("big.txt")!.hash;
+    const copy = s.storedBlob(h);
+    const file = path.join(ws, ".ledgerloop", "blobs", h.slice(0, 2), h);
+    expect(fs.existsSync(file)).toBe(true);
+    fs.rmSync(file);
+    expect(s.hasBlob(h)).toBe(false);
+    s.importBlobs([copy]);
+    expect(s.hasBlob(h)).toBe(true);
+    expect(s.readFile(r.revId, "big.txt").toString()).toBe(read("big.txt"));
   });
 });
 
