@@ -233,6 +233,22 @@ const INERT_MODEL = {
  * outside the CLI); reads the state database without writing to it. Fails for an unknown thread.
  */
 export async function savedRun(thread: string, args: WorkspaceArgs): Promise<{ workspace: string; settings: RunSettings | undefined }> {
+  const url = stateUrlOf(args);
+  if (url) {
+    // With --state the run's registry and checkpoints are in PostgreSQL; the workspace is this
+    // machine's copy of the files (with its revisions and lease in .ledgerloop/).
+    const workspace = resolveWorkspace(args.workspace ?? process.cwd());
+    const pg = await openPgInspection(url);
+    try {
+      await requirePgThread(pg, thread);
+      if (!(await pg.runs.hasCheckpoints(thread))) {
+        throw new CliError(`${thread} has no checkpoints in ${pg.location}; this command needs them there (inspect the run with threads, ledger, report)`, 1, "CHECKPOINTS_ELSEWHERE");
+      }
+      return { workspace, settings: (await pg.runs.get(thread))?.settings };
+    } finally {
+      await pg.close();
+    }
+  }
   const st = await openExistingState(args);
   try {
     requireThread(st, thread);
