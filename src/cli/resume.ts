@@ -19,7 +19,7 @@ export interface ResumeArgs extends WorkspaceArgs, Pick<RunArgs, "sandbox" | "al
 /** Continues a run from its last checkpoint with the settings it was started with. */
 export async function handleResume(thread: string, args: ResumeArgs): Promise<DriveResult> {
   if (args.approve === true && args.reject) throw new CliError("give either --approve or --reject, not both", 2, "CONFIG_INVALID");
-  const { workspace, settings } = await savedRun(thread, args);
+  const { workspace, settings } = await savedRun(thread, args, { postgres: true });
   if (!settings) {
     // Checkpoints without a registered run (made through the library, not the CLI): no settings to resume with.
     throw new CliError(`unknown thread "${thread}" in ${workspace}: it has checkpoints but no recorded run settings; list runs with \`ledgerloop threads\``, 1, "UNKNOWN_THREAD");
