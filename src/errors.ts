@@ -57,7 +57,7 @@ export class LedgerError extends LedgerloopError {
 
 /** `ledgerloop migrate` refused or failed: a target holding another run, or a copy that does not match its source. */
 export class MigrationError extends LedgerloopError {
-  constructor(code: "MIGRATE_TARGET_CONFLICT" | "MIGRATE_MISMATCH" | "MIGRATE_NO_STATE" | "MIGRATE_UNKNOWN_THREAD" | "MIGRATE_SAME_STATE", message: string, options?: { cause?: unknown }) {
+  constructor(code: "MIGRATE_TARGET_CONFLICT" | "MIGRATE_MISMATCH" | "MIGRATE_NO_STATE" | "MIGRATE_UNKNOWN_THREAD" | "MIGRATE_SAME_STATE" | "MIGRATE_RUN_ACTIVE", message: string, options?: { cause?: unknown }) {
     super(code, message, options);
   }
 }

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { WRITES_IDX_MAP, type BaseStore, type CheckpointTuple, type PendingWrite } from "@langchain/langgraph-checkpoint";
 import { MigrationError } from "../errors.js";
 import { nsKey } from "../memory/store-common.js";
-import type { RunRow } from "./runs.js";
+import { runnerAlive, toRecord, type RunRow } from "./runs.js";
 import { openSide, stateIdentity, type StateSide } from "./state-sides.js";
 import { ledgerHash, type ThreadExport } from "./transfer.js";
 
@@ -209,7 +209,15 @@ export async function migrateState(opts: { from: string; to: string; threads?: s
     if (unknown !== undefined) throw new MigrationError("MIGRATE_UNKNOWN_THREAD", `unknown thread "${unknown}" in ${src.location}; list runs with \`ledgerloop threads\``);
     if (!wanted.length) throw new MigrationError("MIGRATE_NO_STATE", `${src.location} holds no runs to migrate`);
     const source = new Map<string, ThreadData>();
-    for (const t of wanted) source.set(t, await readThread(src, t));
+    for (const t of wanted) {
+      const data = await readThread(src, t);
+      // A run being written would be copied half-way through a step.
+      const runner = data.run ? toRecord(data.run).runner : null;
+      if (runner && runnerAlive(runner) === true) {
+        throw new MigrationError("MIGRATE_RUN_ACTIVE", `run "${t}" is running (pid ${runner.pid} on ${runner.host}); stop it or let it finish, then migrate (nothing was written)`);
+      }
+      source.set(t, data);
+    }
     // Only now is the target opened (created, migrated): bad input above writes nothing anywhere.
     const dst = await openSide(opts.to, { write: true });
     try {
