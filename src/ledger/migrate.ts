@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { WRITES_IDX_MAP, type BaseStore, type CheckpointTuple, type PendingWrite } from "@langchain/langgraph-checkpoint";
 import { MigrationError } from "../errors.js";
+import { failpoint } from "../failpoints.js";
 import { nsKey } from "../memory/store-common.js";
 import { runnerAlive, toRecord, type RunRow } from "./runs.js";
 import { openSide, stateIdentity, type StateSide } from "./state-sides.js";
@@ -133,6 +134,19 @@ function differences(a: ThreadData, b: ThreadData): string[] {
 
 const isEmpty = (d: ThreadData) => d.run === null && d.counts.events === 0 && d.counts.checkpoints === 0;
 
+/**
+ * A copy that stopped part-way (a killed migrate): the registry row, written last, is missing; the
+ * ledger, imported in one transaction, is absent or whole; and every checkpoint there is one of the
+ * source's with the same parent. Copying again completes it (imports and saver writes are idempotent).
+ */
+function interruptedCopy(source: ThreadData, there: ThreadData): boolean {
+  if (!source.run || there.run) return false;
+  if (there.counts.events && there.counts.ledgerHash !== source.counts.ledgerHash) return false;
+  const link = (t: CheckpointTuple) => `${t.config.configurable?.checkpoint_ns ?? ""}\u0000${t.config.configurable?.checkpoint_id}\u0000${t.parentConfig?.configurable?.checkpoint_id ?? ""}`;
+  const mine = new Set(source.checkpoints.map(link));
+  return there.checkpoints.every((t) => mine.has(link(t)));
+}
+
 /** Copies one thread: blobs, ledger rows and action starts, checkpoints with their writes, then the registry row. */
 async function copyThread(src: StateSide, dst: StateSide, thread: string, data: ThreadData): Promise<void> {
   for (const ref of data.refs) {
@@ -163,6 +177,7 @@ async function copyThread(src: StateSide, dst: StateSide, thread: string, data: 
         if (g.plain.length) await saver.putWrites(at, g.plain, task);
         if (g.special.length) await saver.putWrites(at, g.special, task);
       }
+      failpoint("migrate-checkpoint");
     }
   }
   if (data.run) await dst.importRun(data.run);
@@ -224,7 +239,7 @@ export async function migrateState(opts: { from: string; to: string; threads?: s
       const todo: string[] = [];
       for (const t of wanted) {
         const there = await readThread(dst, t);
-        if (isEmpty(there)) todo.push(t);
+        if (isEmpty(there) || interruptedCopy(source.get(t)!, there)) todo.push(t);
         else {
           const diff = differences(source.get(t)!, there);
           if (diff.length) {

@@ -168,6 +168,31 @@ describePg("ledgerloop migrate", () => {
     TIMEOUT * 3,
   );
 
+  it(
+    "a migrate killed half-way (SIGKILL after its 5th checkpoint) is completed by the next one",
+    async () => {
+      const target = await createTestDatabase("migrate_killed");
+      try {
+        const ws = tempWorkspace(DEMO_WORKSPACE);
+        await killedRun(ws, "H");
+        const killed = await cliAsync(["migrate", "--from", ws, "--to", target.url], { env: { LEDGERLOOP_FAILPOINT: "migrate-checkpoint:5" }, timeoutMs: TIMEOUT });
+        expect(killed.signal, killed.stderr).toBe("SIGKILL");
+        const count = async (sql: string) => (await query<{ n: number }>(target.url, sql))[0]!.n;
+        expect(await count("SELECT count(*)::int AS n FROM checkpoints WHERE thread_id = 'H'")).toBe(5);
+        expect(await count("SELECT count(*)::int AS n FROM ll_runs")).toBe(0);
+
+        const done = report(await cliAsync(["migrate", "--from", ws, "--to", target.url, "--json"], { timeoutMs: TIMEOUT }));
+        expect(done.threads).toEqual([expect.objectContaining({ thread: "H", result: "migrated" })]);
+        expect(done.threads[0]!.target).toEqual(done.threads[0]!.source);
+        expect(await count("SELECT count(*)::int AS n FROM checkpoints WHERE thread_id = 'H'")).toBe(done.threads[0]!.source.checkpoints);
+        expect(report(await cliAsync(["migrate", "--from", ws, "--to", target.url, "--json"], { timeoutMs: TIMEOUT })).threads[0]!.result).toBe("already migrated");
+      } finally {
+        await target.drop();
+      }
+    },
+    TIMEOUT,
+  );
+
   it("bad input is one line, a non-zero exit code, and nothing written", async () => {
     const target = await createTestDatabase("migrate_empty");
     try {
