@@ -162,6 +162,16 @@ describePg("ledgerloop migrate", () => {
       expect(resumed.code, resumed.stderr).toBe(0);
       expect(JSON.parse(resumed.stdout.trim().split("\n").at(-1)!)).toMatchObject({ thread: "P", status: "finished", steps: 10 });
       expect(readTree(ws)).toEqual(baselineTree);
+      // Time travel across the checkpoints that came from PostgreSQL and those made here since.
+      const all = jsonLines<{ checkpointId: string }>((await cliAsync(["history", "P", "-w", ws, "--json"])).stdout).map((c) => c.checkpointId);
+      expect(all.slice(-pgCheckpoints.length)).toEqual(pgCheckpoints.map((c) => c.checkpoint_id));
+      const diff = await cliAsync(["diff", "P", "-w", ws, "--from", all.at(-1)!, "--to", all[0]!, "--stat", "--json"]);
+      expect(diff.code, diff.stderr).toBe(0);
+      expect((JSON.parse(diff.stdout) as { stat: Array<{ path: string }> }).stat.map((f) => f.path).sort()).toEqual(["dashboard/aggregate.js", "services/orders/server.js", "services/users/server.js"]);
+      const rewind = await cliAsync(["rewind", "P", "-w", ws, "--to", pgCheckpoints[0]!.checkpoint_id, "--json"]);
+      expect(rewind.code, rewind.stderr).toBe(0);
+      expect(JSON.parse(rewind.stdout)).toMatchObject({ thread: "P", toCheckpoint: pgCheckpoints[0]!.checkpoint_id });
+
       // PostgreSQL still has the run as it was when it was killed.
       expect(await query(db.url, "SELECT id, parent_id, seq FROM ll_events WHERE thread_id = 'P' ORDER BY seq")).toEqual(pgEvents);
     },
