@@ -45,8 +45,13 @@ export function sqliteStateFile(location: string, opts: { mustExist: boolean }):
 /** A key telling whether two locations are the same state (same file, or same server and database). */
 export function stateIdentity(location: string): string {
   if (isPostgresUrl(location)) {
-    const u = new URL(location.trim());
-    return `pg:${u.hostname}:${u.port || 5432}${u.pathname}`;
+    try {
+      const u = new URL(location.trim());
+      return `pg:${u.hostname}:${u.port || 5432}${u.pathname}`;
+    } catch {
+      // Not a URL: opening it says so in one line.
+      return `pg:${location}`;
+    }
   }
   const file = sqliteStateFile(location, { mustExist: false });
   const dir = path.dirname(file);
