@@ -118,6 +118,7 @@ describePg("ledgerloop migrate", () => {
       expect(again.stderr).toMatch(/already migrated/);
       expect(fileDigest(stateDir)).toBe(before);
 
+      oneLineError(await cliAsync(["resume", "nope", "-w", ws, "--state", db.url, "-q"]), /^ledgerloop: unknown thread "nope" in postgres:\/\/postgres:\*\*\*@/);
       const resumed = await cliAsync(["resume", "T", "-w", ws, "--state", db.url, "--json", "-q"], { timeoutMs: TIMEOUT });
       expect(resumed.code, resumed.stderr).toBe(0);
       expect(JSON.parse(resumed.stdout.trim().split("\n").at(-1)!)).toMatchObject({ thread: "T", status: "finished", steps: 10 });
