@@ -41,10 +41,25 @@ export class StateStoreError extends LedgerloopError {
 /** A ledger invariant was violated (unknown parent, invalid payload, key reused for another event). */
 export class LedgerError extends LedgerloopError {
   constructor(
-    code: "LEDGER_INVALID_EVENT" | "LEDGER_UNKNOWN_PARENT" | "LEDGER_KEY_CONFLICT" | "LEDGER_NOT_FOUND" | "LEASE_LOST",
+    code:
+      | "LEDGER_INVALID_EVENT"
+      | "LEDGER_UNKNOWN_PARENT"
+      | "LEDGER_KEY_CONFLICT"
+      | "LEDGER_NOT_FOUND"
+      // An import (ledgerloop migrate) into a thread that already holds other events.
+      | "LEDGER_IMPORT_CONFLICT"
+      // A queue worker whose lease on the run was taken over (src/queue/run-leases.ts).
+      | "LEASE_LOST",
     message: string,
     options?: { cause?: unknown },
   ) {
+    super(code, message, options);
+  }
+}
+
+/** `ledgerloop migrate` refused or failed: a target holding another run, or a copy that does not match its source. */
+export class MigrationError extends LedgerloopError {
+  constructor(code: "MIGRATE_TARGET_CONFLICT" | "MIGRATE_MISMATCH" | "MIGRATE_NO_STATE" | "MIGRATE_UNKNOWN_THREAD" | "MIGRATE_SAME_STATE" | "MIGRATE_RUN_ACTIVE", message: string, options?: { cause?: unknown }) {
     super(code, message, options);
   }
 }

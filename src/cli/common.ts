@@ -230,9 +230,32 @@ const INERT_MODEL = {
 
 /**
  * An existing thread's workspace and the settings it was started with (none for a thread made
- * outside the CLI); reads the state database without writing to it. Fails for an unknown thread.
+ * outside the CLI); reads the state database without writing to it, or with `postgres` and --state
+ * (or $LEDGERLOOP_STATE_URL) the PostgreSQL run registry. Fails for an unknown thread.
  */
-export async function savedRun(thread: string, args: WorkspaceArgs): Promise<{ workspace: string; settings: RunSettings | undefined }> {
+export async function savedRun(
+  thread: string,
+  args: WorkspaceArgs,
+  opts: { postgres?: boolean } = {},
+): Promise<{ workspace: string; settings: RunSettings | undefined }> {
+  const url = stateUrlOf(args);
+  // Only for callers that run the graph on PostgreSQL (resume): the time-travel commands read the
+  // local checkpoint tables, and keep saying that they do not read PostgreSQL yet.
+  if (url && opts.postgres) {
+    // With --state the run's registry and checkpoints are in PostgreSQL; the workspace is this
+    // machine's copy of the files (with its revisions and lease in .ledgerloop/).
+    const workspace = resolveWorkspace(args.workspace ?? process.cwd());
+    const pg = await openPgInspection(url);
+    try {
+      await requirePgThread(pg, thread);
+      if (!(await pg.runs.hasCheckpoints(thread))) {
+        throw new CliError(`${thread} has no checkpoints in ${pg.location}; this command needs them there (inspect the run with threads, ledger, report)`, 1, "CHECKPOINTS_ELSEWHERE");
+      }
+      return { workspace, settings: (await pg.runs.get(thread))?.settings };
+    } finally {
+      await pg.close();
+    }
+  }
   const st = await openExistingState(args);
   try {
     requireThread(st, thread);

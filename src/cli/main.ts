@@ -16,6 +16,7 @@ import { registerLedger } from "./ledger.js";
 import { registerLogs } from "./logs.js";
 import { registerMcp } from "./mcp.js";
 import { registerMemory } from "./memory.js";
+import { registerMigrate } from "./migrate.js";
 import { registerReplay } from "./replay.js";
 import { registerReport } from "./report.js";
 import { registerResume } from "./resume.js";
@@ -64,6 +65,7 @@ export function buildProgram(): Command {
   registerLogs(program);
   registerTools(program);
   registerApply(program);
+  registerMigrate(program);
   return program;
 }
 

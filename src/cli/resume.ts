@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
-import { log, savedRun, workspaceOptions, type WorkspaceArgs, exitCodeForStatus } from "./common.js";
+import { log, savedRun, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs, exitCodeForStatus } from "./common.js";
 import type { DriveResult } from "./drive.js";
 import { progressPrinter, reportResult, sandboxOptions, sandboxSettings, warnIfUnisolated, withStopSignal, type RunArgs } from "./run.js";
 import { logLevelOption } from "./logs.js";
@@ -19,7 +19,7 @@ export interface ResumeArgs extends WorkspaceArgs, Pick<RunArgs, "sandbox" | "al
 /** Continues a run from its last checkpoint with the settings it was started with. */
 export async function handleResume(thread: string, args: ResumeArgs): Promise<DriveResult> {
   if (args.approve === true && args.reject) throw new CliError("give either --approve or --reject, not both", 2, "CONFIG_INVALID");
-  const { workspace, settings } = await savedRun(thread, args);
+  const { workspace, settings } = await savedRun(thread, args, { postgres: true });
   if (!settings) {
     // Checkpoints without a registered run (made through the library, not the CLI): no settings to resume with.
     throw new CliError(`unknown thread "${thread}" in ${workspace}: it has checkpoints but no recorded run settings; list runs with \`ledgerloop threads\``, 1, "UNKNOWN_THREAD");
@@ -30,6 +30,8 @@ export async function handleResume(thread: string, args: ResumeArgs): Promise<Dr
       ...settings,
       workspace,
       stateDir: args.stateDir,
+      // The registry never stores where it is: a run read from PostgreSQL goes on there.
+      ...(stateUrlOf(args) ? { stateUrl: stateUrlOf(args) } : {}),
       model: args.model ?? settings.model,
       ...(args.summaryModel ? { summaryModel: args.summaryModel } : {}),
       ...sandboxSettings({ ...args, approve: args.approveMode }),
@@ -76,6 +78,7 @@ export function registerResume(program: Command): void {
   );
   // The sandbox flags of `run`; here --approve answers the pending approval, --approve-mode sets the mode.
   sandboxOptions(cmd, { approveFlag: "--approve-mode" });
+  stateOption(cmd);
   logLevelOption(cmd);
   cmd.action(async (thread: string, opts: ResumeArgs) => {
     const result = await handleResume(thread, opts);

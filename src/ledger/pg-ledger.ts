@@ -6,6 +6,7 @@ import { failpoint } from "../failpoints.js";
 import { defaultRedactor, type Redactor } from "../secrets.js";
 import { type EventType, type LedgerEvent } from "../events.js";
 import type { ActionStart, AppendEvent, Ledger, ListQuery, ThreadInfo } from "./port.js";
+import { checkImport, importConflict, sameRows, startOfActions, type LedgerTransfer, type ThreadExport } from "./transfer.js";
 import { assertParentInThread, assertSameKeyUse, checkedPayload, newEventRow, pathsOf, toEvent, type EventRow } from "./event-rows.js";
 
 type Row = EventRow;
@@ -34,7 +35,7 @@ export class RunLeaseLostError extends LedgerError {
  * appends of one thread are serialised by a transaction-scoped advisory lock on the thread, so
  * writers on several machines still get one gap-free seq per thread.
  */
-export class PgLedger implements Ledger {
+export class PgLedger implements Ledger, LedgerTransfer {
   private readonly redactor: Redactor;
   private readonly now: () => Date;
 
@@ -291,6 +292,65 @@ export class PgLedger implements Ledger {
       )
     ).rows[0];
     return r ? { actionId: r.action_id, startedAt: r.started_at, pid: r.pid, pgid: r.pgid, procStart: r.proc_start, guard: r.guard } : null;
+  }
+
+  async exportThread(threadId: string): Promise<ThreadExport> {
+    const events = await this.rows("SELECT * FROM ll_events WHERE thread_id = $1 ORDER BY seq", [threadId]);
+    const actions = new Set(events.filter((e) => e.type === "agent_action").map((e) => e.id));
+    const starts = (
+      await this.pool.query<{ action_id: string; started_at: string; pid: number | null; pgid: number | null; proc_start: string | null; guard: string | null }>(
+        "SELECT * FROM ll_action_starts ORDER BY action_id",
+      )
+    ).rows.map((r) => ({ actionId: r.action_id, startedAt: r.started_at, pid: r.pid, pgid: r.pgid, procStart: r.proc_start, guard: r.guard }));
+    return { events: events.map((r) => ({ ...r, seq: Number(r.seq), schema_version: Number(r.schema_version) })), actionStarts: starts.filter(startOfActions(actions)) };
+  }
+
+  async importThread(threadId: string, data: ThreadExport): Promise<"imported" | "identical"> {
+    const c = await this.pool.connect();
+    try {
+      await c.query("BEGIN");
+      try {
+        // The append lock of the thread: no writer appends while its history is being written.
+        await c.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7))", [threadId]);
+        const have = (await c.query<Row>("SELECT * FROM ll_events WHERE thread_id = $1 ORDER BY seq", [threadId])).rows;
+        let result: "imported" | "identical" = "identical";
+        if (have.length && !sameRows(have, data.events)) throw importConflict(threadId, have.length, data.events.length);
+        if (!have.length) {
+          const forks = checkImport(threadId, data.events);
+          for (const r of data.events) {
+            await c.query(
+              `INSERT INTO ll_events (id, thread_id, parent_id, seq, type, ts, checkpoint_id, caused_by, idempotency_key, schema_version, payload)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+              [r.id, r.thread_id, r.parent_id, r.seq, r.type, r.ts, r.checkpoint_id, r.caused_by, r.idempotency_key, r.schema_version, r.payload],
+            );
+            const paths = pathsOf(r.type as EventType, JSON.parse(r.payload));
+            if (paths.length) {
+              await c.query("INSERT INTO ll_event_files (thread_id, path, event_id) SELECT $1, p, $3 FROM unnest($2::text[]) AS p ON CONFLICT DO NOTHING", [threadId, paths, r.id]);
+            }
+          }
+          for (const f of forks) await c.query("INSERT INTO ll_forks (thread_id, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [threadId, f]);
+          result = "imported";
+        }
+        for (const s of data.actionStarts) {
+          await c.query(
+            "INSERT INTO ll_action_starts (action_id, started_at, pid, pgid, proc_start, guard) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (action_id) DO NOTHING",
+            [s.actionId, s.startedAt, s.pid, s.pgid, s.procStart, s.guard],
+          );
+        }
+        await c.query("COMMIT");
+        return result;
+      } catch (err) {
+        await c.query("ROLLBACK").catch(() => {});
+        throw err;
+      }
+    } finally {
+      c.release();
+    }
+  }
+
+  /** Whether a blob is stored (migrate checks the blobs a thread's events refer to). */
+  async hasBlob(ref: string): Promise<boolean> {
+    return Boolean((await this.pool.query("SELECT 1 FROM ll_blobs WHERE hash = $1", [ref])).rowCount);
   }
 
   async close(): Promise<void> {

@@ -34,6 +34,24 @@ export class PgRunRegistry implements RunRegistryPort {
     return (await this.pool.query<RunRow>("SELECT * FROM ll_runs ORDER BY created_at, thread_id")).rows.map(toRecord);
   }
 
+  /** The run's row as stored (ledgerloop migrate copies it unchanged). */
+  async row(threadId: string): Promise<RunRow | null> {
+    return (await this.pool.query<RunRow>("SELECT * FROM ll_runs WHERE thread_id = $1", [threadId])).rows[0] ?? null;
+  }
+
+  /**
+   * Stores a row read from another state database; false when the thread is already registered.
+   * The trace ids are not kept: this table has no column for them yet (a resumed run starts a new trace).
+   */
+  async importRow(r: RunRow): Promise<boolean> {
+    const res = await this.pool.query(
+      `INSERT INTO ll_runs (thread_id, created_at, goal, settings, origin, checkpoints, runner) VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (thread_id) DO NOTHING`,
+      [r.thread_id, r.created_at, r.goal, r.settings, r.origin ?? null, r.checkpoints ?? null, r.runner ?? null],
+    );
+    return (res.rowCount ?? 0) > 0;
+  }
+
   async hasCheckpoints(threadId: string): Promise<boolean> {
     // PostgresSaver's table, in the same schema (search_path); absent until its setup() ran.
     const t = await this.pool.query("SELECT to_regclass('checkpoints') AS t");

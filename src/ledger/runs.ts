@@ -146,6 +146,20 @@ export class RunRegistry {
     return (this.db.prepare("SELECT * FROM ll_runs ORDER BY created_at").all() as RunRow[]).map(toRecord);
   }
 
+  /** The run's row as stored (ledgerloop migrate copies it unchanged). */
+  row(threadId: string): RunRow | null {
+    if (!this.present) return null;
+    return (this.db.prepare("SELECT * FROM ll_runs WHERE thread_id = ?").get(threadId) as RunRow | undefined) ?? null;
+  }
+
+  /** Stores a row read from another state database as it is; false when the thread is already registered. */
+  importRow(r: RunRow): boolean {
+    const res = this.db
+      .prepare("INSERT OR IGNORE INTO ll_runs (thread_id, created_at, goal, settings, origin, checkpoints, runner, trace) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+      .run(r.thread_id, r.created_at, r.goal, r.settings, r.origin ?? null, r.checkpoints ?? null, r.runner ?? null, r.trace ?? null);
+    return res.changes > 0;
+  }
+
   /** True when LangGraph has at least one checkpoint for the thread in this database. */
   hasCheckpoints(threadId: string): boolean {
     return threadHasCheckpoints(this.db, threadId);

@@ -7,6 +7,7 @@ import { defaultRedactor, type Redactor } from "../secrets.js";
 import { SCHEMA_VERSION, type EventType, type LedgerEvent } from "../events.js";
 import { assertParentInThread, assertSameKeyUse, checkedPayload, newEventRow, pathsOf, toEvent, type EventRow } from "./event-rows.js";
 import type { ActionStart, AppendEvent, Ledger, ListQuery, ThreadInfo } from "./port.js";
+import { checkImport, importConflict, sameRows, startOfActions, type LedgerTransfer, type ThreadExport } from "./transfer.js";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS ll_events (
@@ -72,7 +73,7 @@ export interface SqliteLedgerOptions {
 }
 
 /** The Ledger on SQLite, in the same database file as the checkpoints. */
-export class SqliteLedger implements Ledger {
+export class SqliteLedger implements Ledger, LedgerTransfer {
   private readonly db: Database.Database;
   private readonly redactor: Redactor;
   private readonly now: () => Date;
@@ -345,6 +346,42 @@ export class SqliteLedger implements Ledger {
     return r
       ? { actionId: r.action_id, startedAt: r.started_at, pid: r.pid, pgid: r.pgid, procStart: r.proc_start, guard: r.guard }
       : null;
+  }
+
+  async exportThread(threadId: string): Promise<ThreadExport> {
+    const events = this.db.prepare<[string], Row>("SELECT * FROM ll_events WHERE thread_id = ? ORDER BY seq").all(threadId);
+    const actions = new Set(events.filter((e) => e.type === "agent_action").map((e) => e.id));
+    const starts = this.db
+      .prepare<[], { action_id: string; started_at: string; pid: number | null; pgid: number | null; proc_start: string | null; guard: string | null }>("SELECT * FROM ll_action_starts ORDER BY action_id")
+      .all()
+      .map((r) => ({ actionId: r.action_id, startedAt: r.started_at, pid: r.pid, pgid: r.pgid, procStart: r.proc_start, guard: r.guard }));
+    return { events, actionStarts: starts.filter(startOfActions(actions)) };
+  }
+
+  async importThread(threadId: string, data: ThreadExport): Promise<"imported" | "identical"> {
+    const run = this.db.transaction((): "imported" | "identical" => {
+      const have = this.db.prepare<[string], Row>("SELECT * FROM ll_events WHERE thread_id = ? ORDER BY seq").all(threadId);
+      let result: "imported" | "identical" = "identical";
+      if (have.length && !sameRows(have, data.events)) throw importConflict(threadId, have.length, data.events.length);
+      if (!have.length) {
+        const forks = checkImport(threadId, data.events);
+        for (const r of data.events) {
+          this.stmts.insert.run({ ...r, seq: Number(r.seq), schema_version: Number(r.schema_version) });
+          for (const p of pathsOf(r.type as EventType, JSON.parse(r.payload))) this.stmts.addFile.run(threadId, p, r.id);
+        }
+        for (const f of forks) this.stmts.addFork.run(threadId, f);
+        result = "imported";
+      }
+      const put = this.db.prepare("INSERT OR IGNORE INTO ll_action_starts (action_id, started_at, pid, pgid, proc_start, guard) VALUES (?, ?, ?, ?, ?, ?)");
+      for (const s of data.actionStarts) put.run(s.actionId, s.startedAt, s.pid, s.pgid, s.procStart, s.guard);
+      return result;
+    });
+    return run.immediate();
+  }
+
+  /** Whether a blob is stored (migrate checks the blobs a thread's events refer to). */
+  async hasBlob(ref: string): Promise<boolean> {
+    return Boolean(this.db.prepare("SELECT 1 FROM ll_blobs WHERE hash = ?").get(ref));
   }
 
   async close(): Promise<void> {
