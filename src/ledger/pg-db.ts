@@ -1,5 +1,6 @@
 import pg from "pg";
 import { StateStoreError, errorMessage } from "../errors.js";
+import { isStateUnavailable } from "./state-unavailable.js";
 
 /**
  * PostgreSQL as the state database (`--state postgres://…`): one database holds the ledger, the
@@ -167,7 +168,7 @@ export function asPgStateError(err: unknown, url: string): StateStoreError {
   if (code === "3D000") {
     return new StateStoreError("STATE_DB_UNREADABLE", `PostgreSQL at ${where} has no database "${db}"; create it (createdb ${db}) or fix the state URL`, { cause: err });
   }
-  if (["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ECONNRESET"].includes(code) || /timeout|terminated unexpectedly/i.test(msg)) {
+  if (["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ECONNRESET"].includes(code) || /timeout|terminated unexpectedly/i.test(msg) || isStateUnavailable(err)) {
     return new StateStoreError("STATE_DB_UNREACHABLE", `cannot reach PostgreSQL at ${where} (${code || msg}); is the server running and the state URL right?`, { cause: err });
   }
   return new StateStoreError("STATE_DB_UNREADABLE", `cannot use PostgreSQL state database ${redactUrl(url)}: ${msg}`, { cause: err });
