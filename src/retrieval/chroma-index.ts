@@ -141,6 +141,17 @@ export async function createChromaIndex(opts: ChromaIndexOptions): Promise<Chrom
       const c = await collection(space);
       return guard("counting", timeoutMs, () => c.count());
     },
+    async get(space, ids) {
+      const out = new Map<string, VectorMetadata>();
+      if (ids.length === 0) return out;
+      const c = await collection(space);
+      for (let i = 0; i < ids.length; i += UPSERT_BATCH) {
+        const chunk = ids.slice(i, i + UPSERT_BATCH);
+        const res = await guard("reading vectors' metadata", timeoutMs, () => c.get({ ids: chunk, include: ["metadatas"] as never }));
+        res.ids.forEach((id, j) => out.set(id, (res.metadatas?.[j] ?? {}) as VectorMetadata));
+      }
+      return out;
+    },
     async clear(space) {
       collections.delete(space);
       await guard(`dropping ${names[space]}`, writeTimeoutMs, async () => {

@@ -85,7 +85,7 @@ describe("collection names on a shared Chroma: per repository and revision line"
 
   it("workers on two clones share one set of vectors; another line gets its own collections and never sees them", async () => {
     const a = await retriever(original);
-    await a.index();
+    expect((await a.index()).vectorized).toBeGreaterThanOrEqual(3);
     const sa = await a.stats();
     expect(sa.vector.state).toBe("ok");
     const prefix = prefixOf(sa.vector.store);
@@ -109,7 +109,13 @@ describe("collection names on a shared Chroma: per repository and revision line"
     // The clone's own retriever on the same line writes into the same collections: the same chunk
     // ids (relative paths), so no duplicates.
     const b = await retriever(clone);
-    await b.index();
+    const first = await a.index();
+    expect(first.vectorized).toBe(0);
+    const report = await b.index();
+    // Nothing embedded again: every file's chunks were in the collection with the file's hash.
+    expect(report.indexed).toBe(3);
+    expect(report.vectorized).toBe(0);
+    expect(report.vectorsMissing).toBe(0);
     expect(prefixOf((await b.stats()).vector.store)).toBe(prefix);
     const client = new ChromaClient({ host: new URL(chroma.url).hostname, port: Number(new URL(chroma.url).port) });
     const names = async () => (await client.listCollections()).map((c) => c.name).filter((n) => n.startsWith("ll_"));
