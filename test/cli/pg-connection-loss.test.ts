@@ -127,6 +127,52 @@ describePg("PostgreSQL going away during a run", () => {
   }, 300_000);
 });
 
+describePg("each PostgreSQL port reports a lost database as one", () => {
+  const db = useTestDatabase("connports");
+
+  it("ledger, checkpointer, store and registry fail with errors classified as state unavailable; a query in flight gets 57P01", async () => {
+    const name = decodeURIComponent(new URL(db.url).pathname.slice(1));
+    const ws = tempWorkspace(undefined, { "a.txt": "a\n" });
+    const traj = path.join(tempWorkspace(undefined, { "t.json": JSON.stringify({ decide: [] }) }), "t.json");
+    const agent = await openAgent({ workspace: ws, model: `scripted:${traj}`, stateUrl: db.url, retrieval: "lexical", sandbox: "none" });
+    const rt = agent.runtime;
+    try {
+      // A query in flight when the server ends its connection (as in a restart).
+      const inFlight = rt.pg!.pool.query("SELECT pg_sleep(30)").then(
+        () => null,
+        (e: unknown) => e,
+      );
+      await admin(async (c) => {
+        for (let i = 0; i < 200; i++) {
+          const r = await c.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'SELECT pg_sleep%' AND state = 'active'", [name]);
+          if (r.rows[0].n > 0) break;
+          await new Promise((res) => setTimeout(res, 25));
+        }
+        await c.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS false`);
+        await c.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [name]);
+      });
+      const terminated = (await inFlight) as { code?: string };
+      expect(terminated).toMatchObject({ code: "57P01" });
+      expect(isStateUnavailable(terminated)).toBe(true);
+
+      const config = { configurable: { thread_id: "p", checkpoint_ns: "" } };
+      const failures = await Promise.all([
+        rt.ledger.append({ threadId: "p", parentId: null, type: "run_status", payload: { status: "interrupted", steps: 0, reason: "x" } } as never).then(() => null, (e: unknown) => e),
+        rt.checkpointer.getTuple(config).then(() => null, (e: unknown) => e),
+        rt.store.get(["lessons"], "k").then(() => null, (e: unknown) => e),
+        Promise.resolve(rt.runs.get("p")).then(() => null, (e: unknown) => e),
+      ]);
+      for (const err of failures) {
+        expect(err).not.toBeNull();
+        expect(isStateUnavailable(err), String(err)).toBe(true);
+      }
+    } finally {
+      await admin((c) => c.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`)).catch(() => {});
+      await agent.close();
+    }
+  }, 120_000);
+});
+
 it("classifies a lost database by the underlying error, however it is wrapped", () => {
   const terminated = Object.assign(new Error("terminating connection due to administrator command"), { code: "57P01" });
   expect(isStateUnavailable(terminated)).toBe(true);
