@@ -47,14 +47,16 @@ describePg("PostgreSQL going away during a run", () => {
       JSON.stringify({
         decide: [
           // While this command runs the database goes away; its feedback cannot be recorded.
-          { tool_calls: [{ name: "run_command", args: { command: "echo started >> started.log; sleep 4; echo done >> done.log" } }] },
+          // It waits for the test to have taken the database away (the file "go"), then finishes.
+          { tool_calls: [{ name: "run_command", args: { command: "echo started >> started.log; while [ ! -e go ]; do sleep 0.05; done; echo done >> done.log" } }] },
           { tool_calls: [{ name: "run_command", args: { command: "echo after >> after.log" } }] },
           { tool_calls: [{ name: "finish", args: { summary: "done" } }] },
         ],
       }),
     );
+    let child: ReturnType<typeof cliSpawn> | undefined;
     try {
-      const child = cliSpawn(["run", "slow", "-w", ws, "--model", `scripted:${traj}`, "--thread", "T", "--state", db.url, "--json", "-q", "--sandbox", "none"]);
+      child = cliSpawn(["run", "slow", "-w", ws, "--model", `scripted:${traj}`, "--thread", "T", "--state", db.url, "--json", "-q", "--sandbox", "none"]);
       let stdout = "";
       let stderr = "";
       child.stdout!.setEncoding("utf8").on("data", (d: string) => (stdout += d));
@@ -73,6 +75,7 @@ describePg("PostgreSQL going away during a run", () => {
         await c.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS false`);
         await c.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [name]);
       });
+      fs.writeFileSync(path.join(ws, "go"), "");
       const [code] = await exited;
       expect(code, stderr).toBe(exitCodeForStatus("state_unavailable"));
       expect(code).toBe(6);
@@ -121,6 +124,8 @@ describePg("PostgreSQL going away during a run", () => {
       const last = after.filter((e) => e.type === "run_status").at(-1)!;
       expect(JSON.parse(last.payload)).toMatchObject({ status: "finished" });
     } finally {
+      // A failed assertion must not leave the run waiting for "go".
+      if (child && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
       await admin((c) => c.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`)).catch(() => {});
       fs.rmSync(traj, { force: true });
     }
