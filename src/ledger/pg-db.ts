@@ -194,6 +194,11 @@ export async function openPgState(url: string, opts: OpenPgStateOptions = {}): P
   });
   // An idle client that loses its server must not crash the process; the next query reports it.
   pool.on("error", () => {});
+  // Nor must a checked-out one between two queries of a transaction (pg-pool listens only on idle
+  // clients): its next query fails instead, and the run pauses as state_unavailable.
+  pool.on("connect", (client) => {
+    client.on("error", () => {});
+  });
   let version = 0;
   try {
     const client = await pool.connect();

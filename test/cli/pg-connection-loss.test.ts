@@ -141,7 +141,14 @@ describePg("each PostgreSQL port reports a lost database as one", () => {
     const traj = path.join(tempWorkspace(undefined, { "t.json": JSON.stringify({ decide: [] }) }), "t.json");
     const agent = await openAgent({ workspace: ws, model: `scripted:${traj}`, stateUrl: db.url, retrieval: "lexical", sandbox: "none" });
     const rt = agent.runtime;
+    let held: import("pg").PoolClient | undefined;
     try {
+      // A client checked out between two queries (inside a transaction) when the server goes away:
+      // the process must not die of an unhandled 'error' event, and the next query says why.
+      held = await rt.pg!.pool.connect();
+      await held.query("BEGIN");
+      // Listened to by the pool's own handler (pg-pool drops its listener while a client is out).
+      expect(held.listenerCount("error")).toBeGreaterThan(0);
       // A query in flight when the server ends its connection (as in a restart).
       const inFlight = rt.pg!.pool.query("SELECT pg_sleep(30)").then(
         () => null,
@@ -156,6 +163,10 @@ describePg("each PostgreSQL port reports a lost database as one", () => {
         await c.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS false`);
         await c.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [name]);
       });
+      const next = await held.query("SELECT 1").then(() => null, (e: unknown) => e);
+      expect(isStateUnavailable(next), String(next)).toBe(true);
+      held.release(true);
+      held = undefined;
       const terminated = (await inFlight) as { code?: string };
       expect(terminated).toMatchObject({ code: "57P01" });
       expect(isStateUnavailable(terminated)).toBe(true);
@@ -172,6 +183,7 @@ describePg("each PostgreSQL port reports a lost database as one", () => {
         expect(isStateUnavailable(err), String(err)).toBe(true);
       }
     } finally {
+      held?.release(true);
       await admin((c) => c.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`)).catch(() => {});
       await agent.close();
     }
