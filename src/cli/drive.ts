@@ -151,6 +151,7 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
   };
 }
 
+/** The values of the thread's newest checkpoint (what the result reports). */
 async function readValues(agent: ReturnType<typeof createCodingAgent>, threadId: string): Promise<{ status?: RunStatus; step?: number }> {
   const snap = await agent.getState({ configurable: { thread_id: threadId } });
   return snap.values as { status?: RunStatus; step?: number };
