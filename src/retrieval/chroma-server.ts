@@ -111,8 +111,9 @@ export async function probeChroma(url: string, timeoutMs = 3000): Promise<{ url:
     try {
       res = await fetch(`${clean}/api/v2/${what}`, { signal: AbortSignal.timeout(timeoutMs) });
     } catch (err) {
-      const cause = (err as { cause?: { code?: string } }).cause?.code;
-      const why = (err as Error).name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : (cause ?? errorMessage(err));
+      // fetch says "fetch failed"; what failed is in its cause (ECONNREFUSED, a bad port, a DNS error).
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      const why = (err as Error).name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : (cause?.code ?? cause?.message ?? errorMessage(err));
       throw new VectorStoreError("VECTOR_UNREACHABLE", `no Chroma server answers at ${clean} (${why})`);
     }
     const body = await res.text();
