@@ -4,6 +4,7 @@ import type { NodeDeps, NodeFn } from "../nodes/deps.js";
 import { threadIdOf } from "../nodes/deps.js";
 import { errorMessage, ModelError } from "../src/errors.js";
 import { currentRunner } from "../src/ledger/runs.js";
+import { isStateUnavailable } from "../src/ledger/state-unavailable.js";
 import type { Runtime } from "../src/runtime.js";
 import type { TaskStateValue } from "../src/state.js";
 import { observeNode } from "../src/telemetry/observer.js";
@@ -59,7 +60,9 @@ function keepRunInner(node: string, fn: NodeFn, deps: NodeDeps, rerun?: (rt: Run
       return { ...patch, ...update };
     } catch (err) {
       if (isGraphBubbleUp(err)) throw err; // an interrupt (approval) or a command: not a failure
-      const stopped = config.signal?.aborted === true;
+      // A state database that went away pauses the run (resumable), never marks it failed: the write
+      // below most likely fails too, and if it does land the run reads as interrupted.
+      const stopped = config.signal?.aborted === true || (rt.backend === "postgres" && isStateUnavailable(err));
       // A model that stays rate-limited or unreachable pauses the run: it is resumable, not failed.
       const code = err instanceof ModelError ? err.code : null;
       const paused = code === "MODEL_RATE_LIMITED" ? "rate_limited" : code === "BUDGET_EXHAUSTED" ? "budget_exhausted" : code === "MODEL_UNAVAILABLE" || code === "MODEL_UNREACHABLE" ? "model_unavailable" : null;

@@ -154,7 +154,7 @@ export async function fork(
     // replay into the same directory is refused instead of interleaving.
     dest = opts.runtime
       ? await opts.runtime(dir, newThread)
-      : await createRuntime({ ...rt.settings, workspace: dir, stateDir: undefined }, { model: rt.model, lease: { command: "fork", thread: newThread } });
+      : await createRuntime({ ...rt.settings, workspace: dir, stateDir: undefined, vectorLine: newThread }, { model: rt.model, lease: { command: "fork", thread: newThread } });
     await rt.revisions.copyTo(revision, dest.workspace, { into: dest.revisions });
   } else {
     await guardForeignEdits(rt, opts.force ?? false, "the fork");
@@ -198,7 +198,9 @@ export async function fork(
     },
   );
   const saved = await rt.runs.get(thread);
-  await dest.runs.register(newThread, saved?.goal ?? values.goal, { ...(saved?.settings ?? rt.settings), workspace: dest.workspace, stateDir: dest.stateDir });
+  // The fork is the root of a new revision line: on a shared Chroma its vectors stay apart from the
+  // original's (retrieval/collection-naming.ts), and a resume of it keeps that line.
+  await dest.runs.register(newThread, saved?.goal ?? values.goal, { ...(saved?.settings ?? rt.settings), workspace: dest.workspace, stateDir: dest.stateDir, vectorLine: newThread });
   return {
     thread: newThread,
     fromThread: thread,

@@ -210,6 +210,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
         ledger,
         embedder: settings.embedder,
         vectorIndex: settings.vectors === "off" ? "off" : undefined,
+        ...(settings.vectorLine ? { vectorLine: settings.vectorLine } : {}),
         onWarning: warn,
         redact: (t) => redactor.redact(t),
         history: settings.history && { perFile: settings.historyPerFile, maxCommits: settings.historyMaxCommits },

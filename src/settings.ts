@@ -62,6 +62,12 @@ const processOnly = {
   historyPerFile: z.number().int().min(1).max(1000).default(40).describe("History: newest commits remembered per file."),
   historyMaxCommits: z.number().int().min(1).max(1_000_000).default(20_000).describe("History: commits read at most (newest first)."),
   allow: z.array(z.string().min(1)).default(() => []).describe("Extra allowed commands (program, or program and leading arguments)."),
+  vectorLine: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe('Shared Chroma (CHROMA_URL): the revision line whose vectors stay apart from other lines of the repository, e.g. the thread\'s fork root (default "main").'),
 };
 
 /**

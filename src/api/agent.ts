@@ -43,7 +43,7 @@ export class InvalidOptionError extends ConfigError {
 export interface AgentRunResult {
   thread: string;
   status: DriveResult["status"];
-  /** The graph state at the run's last checkpoint. */
+  /** The graph state at the run's last checkpoint (empty with `state_unavailable`: the database is gone). */
   state: TaskStateValue;
   steps: number;
   error?: string;
@@ -115,7 +115,8 @@ export async function openAgent(options: OpenAgentOptions): Promise<Agent> {
   });
   const graph = createCodingAgent({ runtime }).withConfig({ recursionLimit: recursionLimitFor(runtime.settings.maxSteps) }) as CodingAgentGraph;
   const finish = async (r: DriveResult): Promise<AgentRunResult> => {
-    const snap = await graph.getState({ configurable: { thread_id: r.thread } });
+    // A run paused because its PostgreSQL state went away cannot read that state back.
+    const snap = r.status === "state_unavailable" ? { values: {} } : await graph.getState({ configurable: { thread_id: r.thread } });
     let dryRun: DryRunOutcome | undefined;
     if (dry) {
       const { saveDryRun } = await import("../dry-run/dry-run.js");

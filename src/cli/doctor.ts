@@ -19,7 +19,7 @@ export interface DoctorReport {
 /** What this machine gives a run: isolation level and why, and the parts the runtime needs. */
 export async function handleDoctor(args: { workspace?: string; model?: string; embedder?: string; state?: string }): Promise<DoctorReport> {
   const workspace = path.resolve(args.workspace ?? process.cwd());
-  const [{ default: Database }, { CONFIG_FILE, loadConfig }, { probeEndpoint }, { detectIsolation }, { createSandbox }, { chromaCli }] = await Promise.all([
+  const [{ default: Database }, { CONFIG_FILE, loadConfig }, { probeEndpoint }, { detectIsolation }, { createSandbox }, { chromaCli, probeChroma }] = await Promise.all([
     import("better-sqlite3"),
     import("../config.js"),
     import("../models/probe.js"),
@@ -61,8 +61,12 @@ export async function handleDoctor(args: { workspace?: string; model?: string; e
     const syms = await extractSymbols("export function probe(): number { return 1; }\n", "probe.ts");
     return `grammars load (found ${syms.map((s) => s.name).join(", ")})`;
   });
-  await check("chroma", () => {
-    if (process.env.CHROMA_URL) return `CHROMA_URL=${process.env.CHROMA_URL} (an existing server)`;
+  await check("chroma", async () => {
+    // A shared server (every worker's): it must answer now, or vector search degrades on every run.
+    if (process.env.CHROMA_URL?.trim()) {
+      const { url, version } = await probeChroma(process.env.CHROMA_URL.trim());
+      return `Chroma ${version} at ${url} (CHROMA_URL): heartbeat ok`;
+    }
     // Resolved like the retriever resolves it: the package may sit in a parent node_modules when installed.
     let cli: string;
     try {
@@ -152,6 +156,18 @@ export async function handleDoctor(args: { workspace?: string; model?: string; e
         await st.close();
       }
     });
+    // The run queue (pg-boss's tables, read with plain SQL): absent until the first worker starts.
+    if (checks.at(-1)?.ok) {
+      await check("queue", async () => {
+        const [{ openPgState }, { describeQueue, queueStatus }] = await Promise.all([import("../ledger/pg-db.js"), import("../ledger/pg-queue-status.js")]);
+        const st = await openPgState(stateUrl, { migrate: false, max: 1 });
+        try {
+          return describeQueue(await queueStatus(st.pool));
+        } finally {
+          await st.close();
+        }
+      });
+    }
   }
   const promises = levelPromises(sandbox.level as IsolationLevel);
   return { sandbox: { level: sandbox.level, reasons: [...sandbox.reasons], uid: sandbox.uidFor(workspace).reason, ...promises }, checks };

@@ -3,14 +3,22 @@ import { Command, GraphRecursionError } from "@langchain/langgraph";
 import { createCodingAgent, recursionLimitFor } from "../../graphs/coding-agent.js";
 import type { ApprovalRequest } from "../../nodes/act.js";
 import { ModelError, errorMessage } from "../errors.js";
+import { isStateUnavailable, unavailableReason } from "../ledger/state-unavailable.js";
 import type { Runtime } from "../runtime.js";
 import { runContextOf } from "../settings.js";
 import type { RunStatus } from "../state.js";
 import { endObservation } from "../telemetry/observer.js";
 
+/**
+ * How a run can end in `driveRun`: a RunStatus, `failed`, or `state_unavailable` (the PostgreSQL
+ * state went away mid-run: nothing recorded is lost and the run resumes from its last checkpoint
+ * once the database is back; the ledger cannot say so itself, since it is in that database).
+ */
+export type DriveStatus = RunStatus | "failed" | "state_unavailable";
+
 export interface DriveResult {
   thread: string;
-  status: RunStatus | "failed";
+  status: DriveStatus;
   steps: number;
   stateDir: string;
   error?: string;
@@ -65,17 +73,34 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
   let input: unknown = goal === null ? null : { goal };
   if (opts.resume) input = new Command({ resume: { decision: opts.resume } });
   let pending: ApprovalRequest | undefined;
+  // The database went away (connection terminated, server restarting, network): the run pauses.
+  let unavailable = false;
+  // The last step the stream reported, for the result when the state cannot be read back.
+  let lastStep: number | undefined;
+  const stateUnavailable = (err: unknown): boolean => {
+    if (rt.backend !== "postgres" || !isStateUnavailable(err)) return false;
+    unavailable = true;
+    error =
+      `the state database ${rt.stateLocation} is unavailable (${unavailableReason(err)}); ` +
+      `the run is paused at its last checkpoint: resume it (\`ledgerloop resume ${threadId}\`) once the database is back`;
+    return true;
+  };
   for (;;) {
     try {
       const stream = await agent.stream(input as never, { ...config, streamMode: "updates" });
-      for await (const _ of stream) {
+      for await (const chunk of stream) {
         // Progress is reported by the nodes themselves; the stream only drives the run.
+        for (const update of Object.values((chunk ?? {}) as Record<string, { step?: unknown } | null>)) {
+          if (typeof update?.step === "number") lastStep = update.step;
+        }
       }
     } catch (err) {
       if (leaseLost?.aborted) error = "stopped: the workspace lease was taken over by another process";
       else if (opts.signal?.aborted) error = "interrupted by signal";
       else if (err instanceof GraphRecursionError) error = `superstep limit reached (${config.recursionLimit})`;
-      else if (err instanceof ModelError && (err.code === "MODEL_RATE_LIMITED" || err.code === "MODEL_UNAVAILABLE" || err.code === "MODEL_UNREACHABLE" || err.code === "BUDGET_EXHAUSTED")) {
+      else if (stateUnavailable(err)) {
+        // Classified by the underlying pg error, whichever port raised it.
+      } else if (err instanceof ModelError && (err.code === "MODEL_RATE_LIMITED" || err.code === "MODEL_UNAVAILABLE" || err.code === "MODEL_UNREACHABLE" || err.code === "BUDGET_EXHAUSTED")) {
         paused = err.code === "MODEL_RATE_LIMITED" ? "rate_limited" : err.code === "BUDGET_EXHAUSTED" ? "budget_exhausted" : "model_unavailable";
         error = errorMessage(err);
       } else {
@@ -85,7 +110,13 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
       }
       break;
     }
-    const snap = await agent.getState({ configurable: { thread_id: threadId } });
+    let snap: Awaited<ReturnType<typeof agent.getState>>;
+    try {
+      snap = await agent.getState({ configurable: { thread_id: threadId } });
+    } catch (err) {
+      if (stateUnavailable(err)) break;
+      throw err;
+    }
     const request = snap.tasks.flatMap((t) => t.interrupts ?? []).map((i) => i.value as ApprovalRequest).find((v) => v?.kind === "approval");
     pending = request;
     if (!request || !opts.ask) break;
@@ -97,10 +128,14 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
   // resume restarts those the ledger says were running (nodes/restore-processes.ts).
   await rt.processes?.endRun().catch(() => {});
   await rt.sandbox.closeSession?.().catch(() => null);
-  const snap = await agent.getState({ configurable: { thread_id: threadId } });
-  const values = snap.values as { status?: RunStatus; step?: number };
+  // With the database gone the state cannot be read back: the pause is said from what this process saw.
+  const values = unavailable ? { step: lastStep } : await readValues(agent, threadId).catch((err: unknown) => {
+    if (stateUnavailable(err)) return { step: lastStep };
+    throw err;
+  });
   let status: DriveResult["status"] = values.status ?? "running";
-  if (failed) status = "failed";
+  if (unavailable) status = "state_unavailable";
+  else if (failed) status = "failed";
   else if (paused) status = paused;
   else if (pending) status = "awaiting_approval";
   else if (status === "running") status = error?.startsWith("superstep") ? "max_steps" : "interrupted";
@@ -114,6 +149,12 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
     ...(error ? { error } : {}),
     ...(pending ? { pending, error: "paused: a command needs approval" } : {}),
   };
+}
+
+/** The values of the thread's newest checkpoint (what the result reports). */
+async function readValues(agent: ReturnType<typeof createCodingAgent>, threadId: string): Promise<{ status?: RunStatus; step?: number }> {
+  const snap = await agent.getState({ configurable: { thread_id: threadId } });
+  return snap.values as { status?: RunStatus; step?: number };
 }
 
 /** The approval a thread is paused on, if any. */

@@ -1,5 +1,6 @@
 import pg from "pg";
 import { StateStoreError, errorMessage } from "../errors.js";
+import { isStateUnavailable } from "./state-unavailable.js";
 
 /**
  * PostgreSQL as the state database (`--state postgres://…`): one database holds the ledger, the
@@ -208,7 +209,7 @@ export function asPgStateError(err: unknown, url: string): StateStoreError {
   if (code === "3D000") {
     return new StateStoreError("STATE_DB_UNREADABLE", `PostgreSQL at ${where} has no database "${db}"; create it (createdb ${db}) or fix the state URL`, { cause: err });
   }
-  if (["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ECONNRESET"].includes(code) || /timeout|terminated unexpectedly/i.test(msg)) {
+  if (["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ECONNRESET"].includes(code) || /timeout|terminated unexpectedly/i.test(msg) || isStateUnavailable(err)) {
     return new StateStoreError("STATE_DB_UNREACHABLE", `cannot reach PostgreSQL at ${where} (${code || msg}); is the server running and the state URL right?`, { cause: err });
   }
   return new StateStoreError("STATE_DB_UNREADABLE", `cannot use PostgreSQL state database ${redactUrl(url)}: ${msg}`, { cause: err });
@@ -234,6 +235,11 @@ export async function openPgState(url: string, opts: OpenPgStateOptions = {}): P
   });
   // An idle client that loses its server must not crash the process; the next query reports it.
   pool.on("error", () => {});
+  // Nor must a checked-out one between two queries of a transaction (pg-pool listens only on idle
+  // clients): its next query fails instead, and the run pauses as state_unavailable.
+  pool.on("connect", (client) => {
+    client.on("error", () => {});
+  });
   let version = 0;
   try {
     const client = await pool.connect();

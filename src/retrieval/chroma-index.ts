@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { ChromaClient, type Collection, type EmbeddingFunction } from "chromadb";
 import { errorMessage } from "../errors.js";
+import type { RepositoryIdentity } from "./collection-naming.js";
 import type { Embedder } from "./embedders/port.js";
 import { VectorStoreError } from "./errors.js";
 import type { ChromaServer } from "./chroma-server.js";
@@ -15,16 +16,27 @@ export interface ChromaIndexOptions {
   namespace: string;
   /** Per-request time limit for queries (default 5 s); writes get 12x that. */
   timeoutMs?: number;
+  /**
+   * On a shared server: collections named `<prefix>_<embedder>_<space>` after the repository and
+   * revision line (collection-naming.ts) instead of after the namespace, so every worker's clone
+   * of the repository on that line uses the same ones.
+   */
+  shared?: { prefix: string; repository: RepositoryIdentity; line: string };
 }
 
 const UPSERT_BATCH = 1000;
+
+/** A VectorIndex on Chroma, with the names of its collections (doctor, tests). */
+export interface ChromaVectorIndex extends VectorIndex {
+  readonly collections: Record<VectorSpace, string>;
+}
 
 /**
  * Vectors in Chroma: one collection per space, named after the namespace and the embedder's id (a
  * different embedder gets fresh collections; vectors of different spaces never mix). We always send
  * our own embeddings; Chroma only stores and searches them (HNSW, cosine).
  */
-export async function createChromaIndex(opts: ChromaIndexOptions): Promise<VectorIndex> {
+export async function createChromaIndex(opts: ChromaIndexOptions): Promise<ChromaVectorIndex> {
   const url = new URL(opts.server.url);
   const client = new ChromaClient({ host: url.hostname, port: Number(url.port || 8000), ssl: url.protocol === "https:" });
   const timeoutMs = opts.timeoutMs ?? 5_000;
@@ -34,10 +46,19 @@ export async function createChromaIndex(opts: ChromaIndexOptions): Promise<Vecto
     generate: (texts) => opts.embedder.embedDocuments(texts),
     generateForQueries: async (texts) => Promise.all(texts.map((t) => opts.embedder.embedQuery(t))),
   };
-  const tag = createHash("sha256").update(`${opts.namespace}\0${opts.embedder.id}\0${opts.embedder.dimensions}`).digest("hex").slice(0, 16);
-  const names: Record<VectorSpace, string> = { code: `ledgerloop-${tag}-code`, events: `ledgerloop-${tag}-events` };
+  const hash = (text: string, n: number) => createHash("sha256").update(text).digest("hex").slice(0, n);
+  let names: Record<VectorSpace, string>;
+  if (opts.shared) {
+    const model = hash(`${opts.embedder.id}\0${opts.embedder.dimensions}`, 8);
+    names = { code: `${opts.shared.prefix}_${model}_code`, events: `${opts.shared.prefix}_${model}_events` };
+  } else {
+    const tag = hash(`${opts.namespace}\0${opts.embedder.id}\0${opts.embedder.dimensions}`, 16);
+    names = { code: `ledgerloop-${tag}-code`, events: `ledgerloop-${tag}-events` };
+  }
   const collections = new Map<VectorSpace, Collection>();
-  const description = `Chroma at ${opts.server.url}`;
+  // The shared collections are part of the description: index.db keys its record of which files
+  // have vectors by it, so moving to another line (or repository) re-embeds into the new collections.
+  const description = `Chroma at ${opts.server.url}${opts.shared ? ` (collections ${opts.shared.prefix}_*)` : ""}`;
 
   const guard = async <T>(what: string, ms: number, fn: () => Promise<T>): Promise<T> => {
     let timer: NodeJS.Timeout | undefined;
@@ -68,7 +89,12 @@ export async function createChromaIndex(opts: ChromaIndexOptions): Promise<Vecto
         name: names[space],
         embeddingFunction,
         configuration: { hnsw: { space: "cosine" } },
-        metadata: { embedder: opts.embedder.id, dimensions: opts.embedder.dimensions, namespace: opts.namespace.slice(0, 200) },
+        metadata: {
+          embedder: opts.embedder.id,
+          dimensions: opts.embedder.dimensions,
+          namespace: opts.namespace.slice(0, 200),
+          ...(opts.shared ? { repository: `${opts.shared.repository.kind}:${opts.shared.repository.value}`.slice(0, 200), line: opts.shared.line.slice(0, 200) } : {}),
+        },
       }),
     );
     collections.set(space, c);
@@ -77,6 +103,7 @@ export async function createChromaIndex(opts: ChromaIndexOptions): Promise<Vecto
 
   return {
     description,
+    collections: names,
     async upsert(space, items) {
       if (items.length === 0) return;
       const c = await collection(space);
@@ -113,6 +140,17 @@ export async function createChromaIndex(opts: ChromaIndexOptions): Promise<Vecto
     async count(space) {
       const c = await collection(space);
       return guard("counting", timeoutMs, () => c.count());
+    },
+    async get(space, ids) {
+      const out = new Map<string, VectorMetadata>();
+      if (ids.length === 0) return out;
+      const c = await collection(space);
+      for (let i = 0; i < ids.length; i += UPSERT_BATCH) {
+        const chunk = ids.slice(i, i + UPSERT_BATCH);
+        const res = await guard("reading vectors' metadata", timeoutMs, () => c.get({ ids: chunk, include: ["metadatas"] as never }));
+        res.ids.forEach((id, j) => out.set(id, (res.metadatas?.[j] ?? {}) as VectorMetadata));
+      }
+      return out;
     },
     async clear(space) {
       collections.delete(space);

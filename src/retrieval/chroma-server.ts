@@ -100,6 +100,37 @@ export async function heartbeat(url: string, timeoutMs = 1500): Promise<boolean>
   }
 }
 
+/**
+ * Asks a Chroma server for its heartbeat and version (doctor's check of CHROMA_URL). Throws one line
+ * naming the URL when nothing answers or the answer is not Chroma's.
+ */
+export async function probeChroma(url: string, timeoutMs = 3000): Promise<{ url: string; version: string }> {
+  const clean = url.replace(/\/+$/, "");
+  const get = async (what: string) => {
+    let res: Response;
+    try {
+      res = await fetch(`${clean}/api/v2/${what}`, { signal: AbortSignal.timeout(timeoutMs) });
+    } catch (err) {
+      // fetch says "fetch failed"; what failed is in its cause (ECONNREFUSED, a bad port, a DNS error).
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      const why = (err as Error).name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : (cause?.code ?? cause?.message ?? errorMessage(err));
+      throw new VectorStoreError("VECTOR_UNREACHABLE", `no Chroma server answers at ${clean} (${why})`);
+    }
+    const body = await res.text();
+    if (!res.ok) throw new VectorStoreError("VECTOR_UNREACHABLE", `Chroma at ${clean} answered ${what} with HTTP ${res.status}`);
+    return body;
+  };
+  await get("heartbeat");
+  let version: unknown;
+  try {
+    version = JSON.parse(await get("version"));
+  } catch (err) {
+    if (err instanceof VectorStoreError) throw err;
+    throw new VectorStoreError("VECTOR_FAILED", `the server at ${clean} is not Chroma (its version is not JSON)`);
+  }
+  return { url: clean, version: String(version) };
+}
+
 /** A handle on an external server (CHROMA_URL): checked, never started or stopped. */
 export async function externalChroma(url: string): Promise<ChromaServer> {
   const clean = url.replace(/\/+$/, "");

@@ -11,7 +11,7 @@ import type { NgramIndex } from "./ngram-index.js";
 import { chunkKey } from "./ranking.js";
 import type { IndexProgress, IndexReport } from "./retriever-types.js";
 import type { VectorConnection } from "./vector-connection.js";
-import type { VectorItem } from "./vector-index.js";
+import type { VectorItem, VectorMetadata } from "./vector-index.js";
 
 const FILE_BATCH = 64;
 
@@ -200,16 +200,33 @@ export class Indexer {
       const texts: string[] = [];
       const done: Array<{ path: string; hash: string }> = [];
       const stale: string[] = [];
+      // On a shared store another worker's clone may have stored these files' vectors already: a
+      // file whose every chunk is there with its content hash is not embedded again.
+      const present = await this.presentInStore(batch);
+      const reused: Array<{ path: string; hash: string }> = [];
       for (const f of batch) {
+        const chunks = this.ngram.chunksOf(f.path);
+        if (chunks.length && chunks.every((c) => present?.get(chunkKey(f.path, c.startLine, c.endLine))?.hash === f.hash)) {
+          reused.push({ path: f.path, hash: f.hash });
+          continue;
+        }
         // Redacted: a secret in a workspace file must not travel to an embeddings endpoint.
         const lines = readLinesIfHash(this.o.workspace, f.path, f.hash, this.o.redact);
         if (!lines) continue;
         if (f.vecHash !== null) stale.push(f.path);
-        for (const c of this.ngram.chunksOf(f.path)) {
-          items.push({ id: chunkKey(f.path, c.startLine, c.endLine), vector: [], metadata: { path: f.path, start: c.startLine, end: c.endLine } });
+        for (const c of chunks) {
+          items.push({ id: chunkKey(f.path, c.startLine, c.endLine), vector: [], metadata: { path: f.path, start: c.startLine, end: c.endLine, hash: f.hash } });
           texts.push(docText(f.path, c.symbols, lines.slice(c.startLine - 1, c.endLine).join("\n")));
         }
         done.push({ path: f.path, hash: f.hash });
+      }
+      if (reused.length) {
+        const ngram = this.ngram;
+        ngram.transaction(() => reused.forEach((d) => ngram.setVectorHash(d.path, d.hash)));
+      }
+      if (items.length === 0) {
+        onProgress?.({ phase: "vectors", done: Math.min(i + batch.length, todo.length), total: todo.length });
+        continue;
       }
       let embedded: number[][];
       try {
@@ -243,6 +260,13 @@ export class Indexer {
     }
     await pending;
     return stored;
+  }
+
+  /** The metadata the store holds for these files' chunk ids (null when it cannot say). */
+  private async presentInStore(files: Array<{ path: string }>): Promise<Map<string, VectorMetadata> | null> {
+    const ids = files.flatMap((f) => this.ngram.chunksOf(f.path).map((c) => chunkKey(f.path, c.startLine, c.endLine)));
+    if (ids.length === 0) return null;
+    return (await this.o.vectors.use((v) => (v.get ? v.get("code", ids) : Promise.resolve(null)))) ?? null;
   }
 
   /**

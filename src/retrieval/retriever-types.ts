@@ -160,6 +160,12 @@ export interface RetrieverOptions {
   embedder?: string | Embedder;
   /** An existing Chroma server (default: `$CHROMA_URL`, else the embedded server). */
   chromaUrl?: string;
+  /**
+   * The revision line whose vectors a shared Chroma server (chromaUrl / CHROMA_URL) keeps apart from
+   * every other line of the same repository: the thread's fork root (default "main"). See
+   * collection-naming.ts. The embedded server is per state dir and ignores it.
+   */
+  vectorLine?: string;
   /** Where `xenova:` models are looked up. */
   modelsDir?: string;
   /** `"off"` disables vectors; a VectorIndex replaces Chroma (tests, benchmarks). */

@@ -1,6 +1,7 @@
 import { errorMessage } from "../errors.js";
 import { createChromaIndex } from "./chroma-index.js";
 import { ensureChromaServer, externalChroma } from "./chroma-server.js";
+import { repositoryIdentity, sharedCollectionPrefix, DEFAULT_VECTOR_LINE } from "./collection-naming.js";
 import type { Embedder } from "./embedders/port.js";
 import type { NgramIndex } from "./ngram-index.js";
 import type { RetrieverOptions, VectorStatus } from "./retriever-types.js";
@@ -15,7 +16,7 @@ export interface VectorConnectionOptions {
   embedder: Embedder;
   /** The current index.db (it changes when the index is rebuilt): it remembers which store holds the vectors. */
   index: () => NgramIndex;
-  opts: Pick<RetrieverOptions, "vectorIndex" | "chromaUrl" | "chromaStartTimeoutMs">;
+  opts: Pick<RetrieverOptions, "vectorIndex" | "chromaUrl" | "chromaStartTimeoutMs" | "vectorLine">;
   /** Why vectors cannot work at all (the embedder could not start); null when they can. */
   blocked: string | null;
   warn: (message: string) => void;
@@ -75,9 +76,18 @@ export class VectorConnection {
       if (opts.vectorIndex && opts.vectorIndex !== "off") store = opts.vectorIndex;
       else {
         const url = opts.chromaUrl ?? process.env.CHROMA_URL;
-        const server = url ? await externalChroma(url) : await ensureChromaServer({ stateDir: this.o.stateDir, startTimeoutMs: opts.chromaStartTimeoutMs });
-        // Keyed by workspace and state dir: two indexes of one workspace never share a collection.
-        store = await createChromaIndex({ server, embedder, namespace: `${this.o.workspace}\0${this.o.stateDir}` });
+        if (url) {
+          // A shared server: collections per repository and revision line, the same for every
+          // worker's clone of the repository wherever it is (collection-naming.ts).
+          const server = await externalChroma(url);
+          const repository = await repositoryIdentity(this.o.workspace);
+          const line = opts.vectorLine ?? DEFAULT_VECTOR_LINE;
+          store = await createChromaIndex({ server, embedder, namespace: repository.value, shared: { prefix: sharedCollectionPrefix(repository, line), repository, line } });
+        } else {
+          const server = await ensureChromaServer({ stateDir: this.o.stateDir, startTimeoutMs: opts.chromaStartTimeoutMs });
+          // Keyed by workspace and state dir: two indexes of one workspace never share a collection.
+          store = await createChromaIndex({ server, embedder, namespace: `${this.o.workspace}\0${this.o.stateDir}` });
+        }
       }
       this.vectors = store;
       // The vector store is derived data too: when it is not the one index.db remembers (another

@@ -35,6 +35,11 @@ export interface VectorIndex {
   query(space: VectorSpace, vector: number[], k: number): Promise<VectorMatch[]>;
   count(space: VectorSpace): Promise<number>;
   clear(space: VectorSpace): Promise<void>;
+  /**
+   * The metadata of those of `ids` the space holds (absent ids are left out). Optional: with it the
+   * indexer skips embedding files whose vectors another worker already stored in a shared store.
+   */
+  get?(space: VectorSpace, ids: string[]): Promise<Map<string, VectorMetadata>>;
   /** Releases connections (and an embedded server this process started, when it is the last user). */
   close(): Promise<void>;
 }
@@ -66,6 +71,14 @@ export function createMemoryVectorIndex(): VectorIndex {
     },
     async clear(space) {
       spaces[space].clear();
+    },
+    async get(space, ids) {
+      const out = new Map<string, VectorMetadata>();
+      for (const id of ids) {
+        const it = spaces[space].get(id);
+        if (it) out.set(id, { ...it.metadata });
+      }
+      return out;
     },
     async close() {},
   };

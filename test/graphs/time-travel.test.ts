@@ -155,6 +155,8 @@ describe("fork", () => {
       runtime: (dir) => createRuntime({ workspace: dir, model: "scripted:fork", retrieval: "lexical" }, { model: forkModel }),
     });
     extra.push(f.runtime);
+    // The fork starts its own revision line (a shared Chroma keeps its vectors apart).
+    expect((await f.runtime.runs.get("t1-fork"))?.settings?.vectorLine).toBe("t1-fork");
     // The copy is the workspace as it was at the fork point.
     expect(readTree(f.workspace)).toEqual({ ...FILES, "untracked.txt": "fresh\n" });
     const { createCodingAgent } = await import("../../graphs/coding-agent.js");

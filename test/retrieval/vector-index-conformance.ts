@@ -59,6 +59,19 @@ export function vectorIndexConformance(name: string, create: () => Promise<Vecto
       expect(await v.count("code")).toBe(1500);
       expect(await v.query("code", items[0]!.vector, 10)).toHaveLength(10);
     });
+
+    it("gives the metadata of the ids it holds, per space (when the adapter offers get)", async () => {
+      if (!v.get) return;
+      await v.upsert("code", [
+        { id: "a", vector: unit(1, 0, 0, 0), metadata: { path: "a.ts", hash: "h1" } },
+        { id: "b", vector: unit(0, 1, 0, 0), metadata: { path: "b.ts", hash: "h2" } },
+      ]);
+      const got = await v.get("code", ["a", "b", "missing"]);
+      expect([...got.keys()].sort()).toEqual(["a", "b"]);
+      expect(got.get("a")).toMatchObject({ path: "a.ts", hash: "h1" });
+      expect((await v.get("events", ["a"])).size).toBe(0);
+      expect((await v.get("code", [])).size).toBe(0);
+    });
   });
 }
 
