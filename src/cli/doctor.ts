@@ -159,7 +159,7 @@ export async function handleDoctor(args: { workspace?: string; model?: string; e
     // The run queue (pg-boss's tables, read with plain SQL): absent until the first worker starts.
     if (checks.at(-1)?.ok) {
       await check("queue", async () => {
-        const [{ openPgState }, { describeQueue, queueStatus }] = await Promise.all([import("../ledger/pg-db.js"), import("../ledger/pg-queue-status.js")]);
+        const [{ openPgState }, { describeQueue, queueStatus }] = await Promise.all([import("../ledger/pg-db.js"), import("../queue/status.js")]);
         const st = await openPgState(stateUrl, { migrate: false, max: 1 });
         try {
           return describeQueue(await queueStatus(st.pool));

@@ -5,6 +5,7 @@ import { ConfigError, StateStoreError, errorMessage } from "../errors.js";
 import { asPgStateError, parsePgUrl } from "../ledger/pg-db.js";
 import { RunSettings } from "../settings.js";
 import { requeueRun } from "./run-leases.js";
+import { QUEUE_SCHEMA, RUN_QUEUE } from "./status.js";
 
 // The run queue: pg-boss (a well-kept job queue on PostgreSQL, https://github.com/timgit/pg-boss)
 // in its own schema of the state database. Chosen over graphile-worker because it needs nothing
@@ -16,9 +17,7 @@ import { requeueRun } from "./run-leases.js";
 // in ll_submissions, and who holds it in ll_run_leases (run-leases.ts). pg-boss delivers each job
 // once; a run outlives its jobs: when its worker dies, a reaper puts the run back with a new job.
 
-export const RUN_QUEUE = "ledgerloop-runs";
-/** pg-boss's schema in the state database. */
-export const QUEUE_SCHEMA = "ll_queue";
+export { QUEUE_SCHEMA, RUN_QUEUE };
 /** pg-boss caps a job's active time below 24 h; a run may hold one job at most this long. */
 const JOB_EXPIRE_SECONDS = 23 * 3600;
 
@@ -139,12 +138,4 @@ export async function pinCommit(db: Pick<pg.Pool, "query">, thread: string, comm
   await db.query("UPDATE ll_submissions SET commit_sha = $2 WHERE thread_id = $1 AND commit_sha IS NULL", [thread, commit]);
   const r = await db.query<{ commit_sha: string }>("SELECT commit_sha FROM ll_submissions WHERE thread_id = $1", [thread]);
   return r.rows[0]!.commit_sha;
-}
-
-/** Job counts of the run queue by state (for threads/doctor). */
-export async function queueCounts(db: Pick<pg.Pool, "query">): Promise<Record<string, number> | null> {
-  const has = await db.query(`SELECT to_regclass('${QUEUE_SCHEMA}.job') AS t`);
-  if (!has.rows[0]?.t) return null;
-  const r = await db.query<{ state: string; n: string }>(`SELECT state::text, COUNT(*) AS n FROM ${QUEUE_SCHEMA}.job WHERE name = $1 GROUP BY state`, [RUN_QUEUE]);
-  return Object.fromEntries(r.rows.map((x) => [x.state, Number(x.n)]));
 }

@@ -2,7 +2,7 @@ import net from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
 import PgBoss from "pg-boss";
 import { handleDoctor } from "../../src/cli/doctor.js";
-import { QUEUE_SCHEMA, RUN_QUEUE } from "../../src/ledger/pg-queue-status.js";
+import { QUEUE_SCHEMA, RUN_QUEUE } from "../../src/queue/status.js";
 import { startTestChroma } from "../retrieval/helpers/chroma.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 import { describePg, useTestDatabase } from "../helpers/postgres.js";

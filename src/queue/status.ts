@@ -1,7 +1,7 @@
 import type pg from "pg";
 
 /**
- * The run queue as doctor sees it. The queue is pg-boss's, installed in its own schema by the first
+ * The run queue as doctor sees it (the queue itself: run-queue.ts). The queue is pg-boss's, installed in its own schema by the first
  * `ledgerloop worker`; doctor reads pg-boss's tables with plain SQL instead of loading the worker,
  * so it can report on a queue that does not exist yet, or on one of another ledgerloop version.
  */
