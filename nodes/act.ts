@@ -257,7 +257,16 @@ export function createActNode(deps: NodeDeps): NodeFn {
       const { event: fb, reused } = await w.once(
         `feedback/${id}`,
         "environment_feedback",
-        () => observeToolCall({ tool: action.payload.tool, actionId: id, ...(tool ? { risk: originOf(tool).risk } : {}) }, () => execute(rt, action, w.key(`start/${id}`), config.signal, checked, approved)),
+        async () => {
+          const p = await observeToolCall({ tool: action.payload.tool, actionId: id, ...(tool ? { risk: originOf(tool).risk } : {}) }, () =>
+            execute(rt, action, w.key(`start/${id}`), config.signal, checked, approved),
+          );
+          // PostgreSQL state: the files as this action left them, before its feedback is recorded,
+          // so a worker on another machine never continues from a "done" action without its effects.
+          if (!rt.revisionReplica || tool?.writes === "nothing") return p;
+          if (backgroundRunning(rt)) rt.revisions.tracker.invalidate();
+          return { ...p, revision: (await rt.revisions.snapshot({ label: `step ${state.step}, after ${action.payload.tool}` })).revId };
+        },
         id,
       );
       // Decisions are recorded here, with the action; plan changes need evidence and are judged by observe.

@@ -147,6 +147,12 @@ export const EnvironmentFeedbackPayload = z.object({
   sandbox: z.string().optional(),
   command: z.string().optional(),
   effects: z.array(ActionEffect).optional(),
+  /**
+   * The workspace revision right after this action. Recorded per action only where another machine
+   * may continue the run (a PostgreSQL state): a worker that takes over materialises the newest
+   * revision its ledger names, so an action recorded as done has its effects in the files.
+   */
+  revision: z.string().optional(),
 });
 export const WorkspaceSnapshotPayload = z.object({
   kind: z.enum(["light", "deep"]),

@@ -1,24 +1,22 @@
 import type pg from "pg";
-import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
-import type { LedgerEvent } from "../events.js";
-import { PgLedger } from "../ledger/pg-ledger.js";
 import type { Runtime } from "../runtime.js";
 import { MaterialiseError } from "./materialise.js";
 
 /**
- * The workspace revision a queued run continues from: its newest checkpoint's `workspaceRev`, or,
- * before any step recorded one, the revision its task_spec started from; null for a run that has
- * not started.
+ * The workspace revision a queued run continues from: the newest one its ledger names (an action's
+ * feedback, a step's snapshot, a time travel, or the revision the task started from). The ledger is
+ * written ahead of the checkpoints, so this may be ahead of the last checkpoint's `workspaceRev`:
+ * exactly the files a crashed act left, which its re-run continues from (as after a local crash).
+ * Null for a run that has not started.
  */
 export async function lastRevision(pool: pg.Pool, thread: string): Promise<string | null> {
-  const has = await pool.query("SELECT to_regclass('checkpoints') AS t");
-  if (has.rows[0]?.t) {
-    const tuple = await new PostgresSaver(pool).getTuple({ configurable: { thread_id: thread, checkpoint_ns: "" } });
-    const rev = (tuple?.checkpoint.channel_values as { workspaceRev?: string | null } | undefined)?.workspaceRev;
-    if (rev) return rev;
-  }
-  const spec = (await new PgLedger(pool).list(thread, { types: ["task_spec"], limit: 1 }))[0] as LedgerEvent<"task_spec"> | undefined;
-  return spec?.payload.revision ?? null;
+  const r = await pool.query<{ rev: string }>(
+    `SELECT payload::jsonb ->> 'revision' AS rev FROM ll_events
+     WHERE thread_id = $1 AND type IN ('environment_feedback', 'workspace_snapshot', 'time_travel', 'task_spec') AND payload::jsonb ->> 'revision' IS NOT NULL
+     ORDER BY seq DESC LIMIT 1`,
+    [thread],
+  );
+  return r.rows[0]?.rev ?? null;
 }
 
 /**

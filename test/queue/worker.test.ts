@@ -5,7 +5,7 @@ import { afterAll, expect, it } from "vitest";
 import pg from "pg";
 import { cliAsync, jsonLines } from "../helpers/cli.js";
 import { describePg, useTestDatabase } from "../helpers/postgres.js";
-import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
+import { cleanupTemp, readTree, tempWorkspace } from "../helpers/workspace.js";
 import { QUEUE_SCHEMA, RUN_QUEUE, startQueue } from "../../src/queue/run-queue.js";
 import { exitOf, spawnWorker, until, writeTrajectory } from "./queue-fixtures.js";
 
@@ -119,6 +119,50 @@ describePg("ledgerloop submit / worker", () => {
       expect(interrupted).toBeLessThanOrEqual(1);
       const seqs = (await c.query("SELECT seq FROM ll_events WHERE thread_id = 'k1' ORDER BY seq")).rows.map((r) => r.seq as number);
       expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
+    } finally {
+      await c.end();
+    }
+  });
+
+  it("a run from a repository taken over on another worker continues from the revisions in PostgreSQL: a fresh clone plus the run's files", async () => {
+    const repo = gitRepo({ "README.md": "repo\n", "src/a.txt": "a\n" });
+    const scratch = tempWorkspace();
+    const traj = writeTrajectory(scratch, 24);
+    // The same run done alone (SQLite, on a copy of the repository's files): the reference.
+    const alone = tempWorkspace(undefined, { "README.md": "repo\n", "src/a.txt": "a\n" });
+    const ref = await cliAsync(["run", "long", "-w", alone, "--model", `scripted:${traj}`, "--json", "-q"], { timeoutMs: 170_000 });
+    expect(ref.code, ref.stderr).toBe(0);
+    const reference = readTree(alone);
+
+    const sub = await cliAsync(["submit", "long", "--repo", repo, "--state", db.url, "--model", `scripted:${traj}`, "--retrieval", "lexical", "--thread", "k2", "--json"]);
+    expect(sub.code, sub.stderr).toBe(0);
+    const a = spawnWorker(db.url, path.join(scratch, "a"));
+    const c = new pg.Client({ connectionString: db.url });
+    await c.connect();
+    try {
+      await until(async () => Number((await c.query("SELECT COUNT(*) AS n FROM ll_events WHERE thread_id = 'k2' AND type = 'agent_action'")).rows[0].n) >= 8);
+      a.child.kill("SIGKILL");
+      await exitOf(a);
+      // Worker b has its own directory: nothing of a's clone is visible to it.
+      const b = spawnWorker(db.url, path.join(scratch, "b"));
+      expect(await exitOf(b), b.err()).toEqual({ code: 0, signal: null });
+      expect(jsonLines(b.out())).toEqual([expect.objectContaining({ thread: "k2", outcome: "ran", status: "finished", resumed: true })]);
+      const interrupted = new Set(
+        (
+          await c.query(
+            `SELECT a.payload::jsonb -> 'args' ->> 'command' AS command FROM ll_events f JOIN ll_events a ON a.id = f.caused_by
+             WHERE f.thread_id = 'k2' AND f.type = 'environment_feedback' AND f.payload::jsonb ->> 'status' = 'interrupted'`,
+          )
+        ).rows.map((r) => (r.command as string).match(/echo (a\d+)/)?.[1]),
+      );
+      const clone = path.join(scratch, "b", "k2");
+      const tree = Object.fromEntries(Object.entries(readTree(clone)).filter(([k]) => !k.startsWith(".git/")));
+      const expected = { ...reference, "counter.txt": reference["counter.txt"]!.split("\n").filter((l) => !interrupted.has(l)).join("\n") };
+      expect(tree).toEqual(expected);
+      // The clone's git sees the run's work as changes to the pinned commit.
+      const pinned = (await c.query("SELECT commit_sha FROM ll_submissions WHERE thread_id = 'k2'")).rows[0].commit_sha as string;
+      expect(execFileSync("git", ["rev-parse", "HEAD"], { cwd: clone, encoding: "utf8" }).trim()).toBe(pinned);
+      expect(execFileSync("git", ["status", "--porcelain"], { cwd: clone, encoding: "utf8" }).split("\n").sort().filter(Boolean)).toEqual(["?? counter.txt", "?? out/"]);
     } finally {
       await c.end();
     }
