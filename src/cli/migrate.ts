@@ -34,7 +34,8 @@ export function describeMigration(r: MigrationReport): string {
     ...rows.map(line),
     "(counts are source/target; the hashes matched on both sides)",
     `lessons: ${r.lessons.source} in the source: ${r.lessons.copied} copied, ${r.lessons.present} already there, ${r.lessons.kept} kept as the target has them`,
-    r.revisions,
+    `workspace revisions: ${r.revisions.named} named by these runs: ${r.revisions.copied} copied, ${r.revisions.present} already there` +
+      (r.revisions.absent.length ? `, ${r.revisions.absent.length} not in the source (removed by gc?): those steps cannot be restored` : ""),
   ].join("\n");
 }
 

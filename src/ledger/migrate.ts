@@ -4,15 +4,16 @@ import { MigrationError } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import { nsKey } from "../memory/store-common.js";
 import { runnerAlive, toRecord, type RunRow } from "./runs.js";
-import { openSide, stateIdentity, type StateSide } from "./state-sides.js";
+import { openSide, stateIdentity, type RevisionSide, type StateSide } from "./state-sides.js";
 import { ledgerHash, type ThreadExport } from "./transfer.js";
 
 // `ledgerloop migrate`: moves runs between a SQLite state and a PostgreSQL one (either way) through
 // the adapters both backends run on: the run registry row, every checkpoint and pending write (read
 // with the source saver, written with the target saver, ids and parents kept), the ledger rows as
 // stored, the blobs they refer to, the action starts, and the lessons store. Counts and content
-// hashes are compared on both sides afterwards. Workspace revisions are not moved: they stay in
-// the workspace's local state.
+// hashes are compared on both sides afterwards. The workspace revisions the runs name go with them
+// (the SQLite state's revision store ⇄ PostgreSQL's replica), so time travel and a worker's takeover
+// work on the other side.
 
 /** What one side holds of a thread. */
 export interface ThreadCounts {
@@ -52,8 +53,18 @@ export interface MigrationReport {
   to: string;
   threads: ThreadReport[];
   lessons: LessonsReport;
-  /** A sentence: revisions are not part of a migration. */
-  revisions: string;
+  revisions: RevisionsReport;
+}
+
+/** The workspace revisions the moved runs name (their files at each step, for time travel and takeover). */
+export interface RevisionsReport {
+  /** Revisions named by the moved runs' ledgers. */
+  named: number;
+  copied: number;
+  /** Already on the target. */
+  present: number;
+  /** Named but not in the source (removed by `gc`, or never stored there): those steps cannot be restored on either side. */
+  absent: string[];
 }
 
 interface ThreadData {
@@ -204,7 +215,44 @@ async function copyLessons(src: BaseStore | null, dst: BaseStore | null): Promis
   return report;
 }
 
-export const REVISIONS_NOTE = "workspace revisions (time travel's file trees) are not migrated: they stay in the workspace's local state (.ledgerloop/state.db)";
+/** Every workspace revision a thread's ledger names (task start, steps, actions, time travel). */
+async function revisionsOf(side: StateSide, thread: string): Promise<string[]> {
+  const out = new Set<string>();
+  for (const e of await side.ledger.list(thread)) {
+    const p = e.payload as { revision?: unknown; savedRevision?: unknown };
+    for (const v of [p.revision, p.savedRevision]) if (typeof v === "string" && /^[0-9a-f]{64}$/.test(v)) out.add(v);
+  }
+  return [...out];
+}
+
+async function hasRevision(side: RevisionSide, rev: string): Promise<boolean> {
+  return side.kind === "store" ? side.store.info(rev) !== null : side.replica.has(rev);
+}
+
+/** Copies the revisions the threads name from one side to the other (SQLite store ⇄ PostgreSQL replica), then checks each is there. */
+async function copyRevisions(src: StateSide, dst: StateSide, threads: string[]): Promise<RevisionsReport> {
+  const named = new Set<string>();
+  for (const t of threads) for (const r of await revisionsOf(src, t)) named.add(r);
+  const report: RevisionsReport = { named: named.size, copied: 0, present: 0, absent: [] };
+  const from = src.revisions;
+  const to = dst.revisions;
+  for (const rev of named) {
+    if (!from || !(await hasRevision(from, rev))) {
+      report.absent.push(rev);
+      continue;
+    }
+    if (to && (await hasRevision(to, rev))) {
+      report.present++;
+      continue;
+    }
+    if (from.kind === "store" && to?.kind === "replica") await to.replica.push(from.store, rev);
+    else if (from.kind === "replica" && to?.kind === "store") await from.replica.pull(to.store, rev);
+    else continue;
+    if (!(await hasRevision(to, rev))) throw new MigrationError("MIGRATE_MISMATCH", `after copying, workspace revision ${rev.slice(0, 12)} is missing on ${dst.location}`);
+    report.copied++;
+  }
+  return report;
+}
 
 /**
  * Moves runs from one state to another and checks the copy. Refuses, before writing any run, a
@@ -252,6 +300,7 @@ export async function migrateState(opts: { from: string; to: string; threads?: s
       }
       for (const t of todo) await copyThread(src, dst, t, source.get(t)!);
       const lessons = await copyLessons(src.store, dst.store);
+      const revisions = await copyRevisions(src, dst, wanted);
       const threads: ThreadReport[] = [];
       for (const t of wanted) {
         const s = source.get(t)!;
@@ -263,7 +312,7 @@ export async function migrateState(opts: { from: string; to: string; threads?: s
       if (lessons.missing) {
         throw new MigrationError("MIGRATE_MISMATCH", `after copying, ${lessons.missing} lessons of ${src.location} are missing on ${dst.location}`);
       }
-      return { from: src.location, to: dst.location, threads, lessons, revisions: REVISIONS_NOTE };
+      return { from: src.location, to: dst.location, threads, lessons, revisions };
     } finally {
       await dst.close();
     }

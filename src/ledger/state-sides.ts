@@ -4,6 +4,8 @@ import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkp
 import { MigrationError } from "../errors.js";
 import { defaultRedactor } from "../secrets.js";
 import { isPostgresUrl, redactUrl } from "./pg-db.js";
+import type { PgRevisionReplica } from "../workspace/pg-revisions.js";
+import type { RevisionStore } from "../workspace/revisions.js";
 import type { Ledger } from "./port.js";
 import type { RunRow } from "./runs.js";
 import type { LedgerTransfer } from "./transfer.js";
@@ -26,8 +28,13 @@ export interface StateSide {
   checkpointer: BaseCheckpointSaver | null;
   /** The lessons store (null for a source without one). */
   store: BaseStore | null;
+  /** The workspace revisions (null for a SQLite source that never stored one). */
+  revisions: RevisionSide | null;
   close(): Promise<void>;
 }
+
+/** A side's workspace revisions: the local store of a SQLite state, or the PostgreSQL replica. */
+export type RevisionSide = { kind: "store"; store: RevisionStore } | { kind: "replica"; replica: PgRevisionReplica };
 
 /** Where a --from or --to location's SQLite file is: a state directory (has state.db) or a workspace (has .ledgerloop/). */
 export function sqliteStateFile(location: string, opts: { mustExist: boolean }): string {
@@ -64,12 +71,13 @@ export async function openSide(location: string, opts: { write: boolean }): Prom
 }
 
 async function openSqliteSide(location: string, opts: { write: boolean }): Promise<StateSide> {
-  const [{ openStateDb }, { SqliteLedger }, { RunRegistry }, { SqliteStore }, { SqliteSaver }] = await Promise.all([
+  const [{ openStateDb }, { SqliteLedger }, { RunRegistry }, { SqliteStore }, { SqliteSaver }, { RevisionStore }] = await Promise.all([
     import("./state-db.js"),
     import("./sqlite-ledger.js"),
     import("./runs.js"),
     import("../memory/sqlite-store.js"),
     import("@langchain/langgraph-checkpoint-sqlite"),
+    import("../workspace/revisions.js"),
   ]);
   const file = sqliteStateFile(location, { mustExist: !opts.write });
   const db = openStateDb(file, opts.write ? {} : { create: false, readonly: true });
@@ -89,6 +97,11 @@ async function openSqliteSide(location: string, opts: { write: boolean }): Promi
       checkpointer = new SqliteSaver(db);
     }
     const store = opts.write || tables().has("ll_store") ? new SqliteStore(db) : null;
+    // Only the objects are read or written here, never a workspace's head: the path is the state's own workspace.
+    const revStore =
+      opts.write || tables().has("ll_rev_revisions")
+        ? new RevisionStore(db, path.dirname(path.dirname(file)), { blobsDir: path.join(path.dirname(file), "blobs") })
+        : null;
     return {
       kind: "sqlite",
       location: file,
@@ -104,6 +117,7 @@ async function openSqliteSide(location: string, opts: { write: boolean }): Promi
       },
       checkpointer,
       store,
+      revisions: revStore ? { kind: "store", store: revStore } : null,
       close: async () => {
         if (db.open) db.close();
       },
@@ -115,13 +129,14 @@ async function openSqliteSide(location: string, opts: { write: boolean }): Promi
 }
 
 async function openPgSide(url: string, opts: { write: boolean }): Promise<StateSide> {
-  const [{ openPgState }, { PgLedger }, { PgRunRegistry }, { PgStore }, { RedactingPostgresSaver }, { PostgresSaver }] = await Promise.all([
+  const [{ openPgState }, { PgLedger }, { PgRunRegistry }, { PgStore }, { RedactingPostgresSaver }, { PostgresSaver }, { PgRevisionReplica }] = await Promise.all([
     import("./pg-db.js"),
     import("./pg-ledger.js"),
     import("./pg-runs.js"),
     import("../memory/pg-store.js"),
     import("./pg-checkpoints.js"),
     import("@langchain/langgraph-checkpoint-postgres"),
+    import("../workspace/pg-revisions.js"),
   ]);
   let saver: BaseCheckpointSaver | null = null;
   const st = opts.write
@@ -152,6 +167,7 @@ async function openPgSide(url: string, opts: { write: boolean }): Promise<StateS
       },
       checkpointer: saver,
       store: new PgStore(st.pool),
+      revisions: { kind: "replica", replica: new PgRevisionReplica(st.pool) },
       close: () => st.close(),
     };
   } catch (err) {

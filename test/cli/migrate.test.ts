@@ -105,7 +105,12 @@ describePg("ledgerloop migrate", () => {
       expect(t.source.writes).toBeGreaterThan(0);
       expect(t.source.actionStarts).toBeGreaterThan(0);
       expect(t.source.blobs).toBeGreaterThan(0);
-      expect(first.revisions).toMatch(/revisions .* are not migrated: they stay in the workspace's local state/);
+      // Every workspace revision the run names is now in PostgreSQL's replica too (a worker elsewhere can materialise it).
+      expect(first.revisions.named).toBeGreaterThanOrEqual(1);
+      expect(first.revisions).toMatchObject({ copied: first.revisions.named, present: 0, absent: [] });
+      const named = (await query<{ rev: string }>(db.url, "SELECT DISTINCT payload::jsonb ->> 'revision' AS rev FROM ll_events WHERE thread_id = 'T' AND payload::jsonb ->> 'revision' IS NOT NULL")).map((r) => r.rev);
+      const inPg = new Set((await query<{ rev_id: string }>(db.url, "SELECT rev_id FROM ll_rev_revisions")).map((r) => r.rev_id));
+      expect(named.filter((r) => !inPg.has(r))).toEqual([]);
       expect(fileDigest(stateDir)).toBe(before);
 
       // The rows themselves, read back from PostgreSQL: ids, parents, seq and keys kept.
@@ -138,6 +143,38 @@ describePg("ledgerloop migrate", () => {
   );
 
   it(
+    "carries a finished run's workspace revisions SQLite → PostgreSQL → a fresh workspace, where diff and rewind restore the run's files",
+    async () => {
+      const target = await createTestDatabase("migrev");
+      try {
+        const ws = tempWorkspace(DEMO_WORKSPACE);
+        const run = await cliAsync(["run", "demo task", "-w", ws, "--model", MODEL, "--thread", "R", "--json", "-q"], { timeoutMs: TIMEOUT });
+        expect(run.code, run.stderr).toBe(0);
+        const finalTree = readTree(ws);
+        const there = report(await cliAsync(["migrate", "--from", ws, "--to", target.url, "--json"], { timeoutMs: TIMEOUT }));
+        expect(there.revisions.named).toBeGreaterThanOrEqual(4);
+        expect(there.revisions).toMatchObject({ copied: there.revisions.named, present: 0, absent: [] });
+        // Back into a new workspace holding only the demo's starting files: its state has never seen the run.
+        const fresh = tempWorkspace(DEMO_WORKSPACE);
+        const back = report(await cliAsync(["migrate", "--from", target.url, "--to", path.join(fresh, ".ledgerloop"), "--json"], { timeoutMs: TIMEOUT }));
+        expect(back.revisions).toMatchObject({ named: there.revisions.named, copied: there.revisions.named, absent: [] });
+        const all = jsonLines<{ checkpointId: string }>((await cliAsync(["history", "R", "-w", fresh, "--json"])).stdout).map((c) => c.checkpointId);
+        const diff = await cliAsync(["diff", "R", "-w", fresh, "--from", all.at(-1)!, "--to", all[0]!, "--stat", "--json"]);
+        expect(diff.code, diff.stderr).toBe(0);
+        expect((JSON.parse(diff.stdout) as { stat: Array<{ path: string }> }).stat.map((f) => f.path).sort()).toEqual(["dashboard/aggregate.js", "services/orders/server.js", "services/users/server.js"]);
+        // Rewinding to the newest checkpoint writes the run's final files from the migrated revisions
+        // (--force: this workspace's own files were never recorded here, so they are saved first).
+        const rewind = await cliAsync(["rewind", "R", "-w", fresh, "--to", all[0]!, "--force", "--json"]);
+        expect(rewind.code, rewind.stderr).toBe(0);
+        expect(readTree(fresh)).toEqual(finalTree);
+      } finally {
+        await target.drop();
+      }
+    },
+    TIMEOUT * 2,
+  );
+
+  it(
     "moves a killed PostgreSQL run back into a workspace's SQLite state, where history shows the same checkpoints and resume finishes it",
     async () => {
       const ws = tempWorkspace(DEMO_WORKSPACE);
@@ -152,6 +189,10 @@ describePg("ledgerloop migrate", () => {
       // Lessons of every namespace, whichever run wrote them (run T of the test before reflected into this database).
       expect(r.lessons.source).toBe((await query<{ n: number }>(db.url, "SELECT count(*)::int AS n FROM ll_store"))[0]!.n);
       expect(r.lessons.copied + r.lessons.present).toBe(r.lessons.source);
+      // The run's revisions: already in this workspace's store (it ran here), none missing from PostgreSQL's replica.
+      expect(r.revisions.named).toBeGreaterThanOrEqual(1);
+      expect(r.revisions.absent).toEqual([]);
+      expect(r.revisions.copied + r.revisions.present).toBe(r.revisions.named);
 
       const history = await cliAsync(["history", "P", "-w", ws, "--json"]);
       expect(history.code, history.stderr).toBe(0);
