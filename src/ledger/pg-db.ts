@@ -137,6 +137,10 @@ export const PG_MIGRATIONS: string[] = [
   );
   CREATE INDEX ll_run_leases_expiry ON ll_run_leases (expires_at) WHERE state = 'held';
   `,
+  // 4: a run's trace ids (W3C), so every worker that runs a node of it logs and exports under one trace.
+  `
+  ALTER TABLE ll_runs ADD COLUMN trace TEXT;
+  `,
 ];
 
 /** The schema version this build writes and understands. */

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { RunSettings } from "../settings.js";
-import { portable, toRecord, type CheckpointHome, type RunOrigin, type RunRecord, type RunRegistryPort, type RunRow, type RunnerInfo } from "./runs.js";
+import { portable, toRecord, type CheckpointHome, type RunOrigin, type RunRecord, type RunRegistryPort, type RunRow, type RunTrace, type RunnerInfo } from "./runs.js";
 
 /** The run registry on PostgreSQL (table ll_runs of pg-db.ts's migrations; checkpoints are PostgresSaver's). */
 export class PgRunRegistry implements RunRegistryPort {
@@ -39,17 +39,19 @@ export class PgRunRegistry implements RunRegistryPort {
     return (await this.pool.query<RunRow>("SELECT * FROM ll_runs WHERE thread_id = $1", [threadId])).rows[0] ?? null;
   }
 
-  /**
-   * Stores a row read from another state database; false when the thread is already registered.
-   * The trace ids are not kept: this table has no column for them yet (a resumed run starts a new trace).
-   */
+  /** Stores a row read from another state database (its trace ids too); false when the thread is already registered. */
   async importRow(r: RunRow): Promise<boolean> {
     const res = await this.pool.query(
-      `INSERT INTO ll_runs (thread_id, created_at, goal, settings, origin, checkpoints, runner) VALUES ($1, $2, $3, $4, $5, $6, $7)
+      `INSERT INTO ll_runs (thread_id, created_at, goal, settings, origin, checkpoints, runner, trace) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
        ON CONFLICT (thread_id) DO NOTHING`,
-      [r.thread_id, r.created_at, r.goal, r.settings, r.origin ?? null, r.checkpoints ?? null, r.runner ?? null],
+      [r.thread_id, r.created_at, r.goal, r.settings, r.origin ?? null, r.checkpoints ?? null, r.runner ?? null, r.trace ?? null],
     );
     return (res.rowCount ?? 0) > 0;
+  }
+
+  async recordTrace(threadId: string, trace: RunTrace): Promise<RunTrace | null> {
+    await this.pool.query("UPDATE ll_runs SET trace = $1 WHERE thread_id = $2 AND trace IS NULL", [JSON.stringify(trace), threadId]);
+    return (await this.get(threadId))?.trace ?? null;
   }
 
   async hasCheckpoints(threadId: string): Promise<boolean> {

@@ -206,6 +206,8 @@ export interface RunRegistryPort {
   get(threadId: string): Promise<RunRecord | null>;
   list(): Promise<RunRecord[]>;
   hasCheckpoints(threadId: string): Promise<boolean>;
+  /** Records the run's trace ids once (the first writer wins); the stored trace, or null before the run is registered. */
+  recordTrace(threadId: string, trace: RunTrace): Promise<RunTrace | null>;
 }
 
 /** The SQLite registry behind the async port. */
@@ -217,5 +219,6 @@ export function sqliteRunRegistry(db: Database.Database): RunRegistryPort {
     get: async (t) => r.get(t),
     list: async () => r.list(),
     hasCheckpoints: async (t) => r.hasCheckpoints(t),
+    recordTrace: async (t, trace) => r.recordTrace(t, trace),
   };
 }

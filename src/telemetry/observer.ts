@@ -4,7 +4,7 @@ import type * as Api from "@opentelemetry/api";
 import type { Logger } from "pino";
 import { errorMessage } from "../errors.js";
 import type { PayloadOf, Subtask } from "../events.js";
-import { RunRegistry, type RunTrace } from "../ledger/runs.js";
+import type { RunRegistryPort, RunTrace } from "../ledger/runs.js";
 import { retryWatch } from "../models/retry.js";
 import type { Runtime } from "../runtime.js";
 import { otelEnabled, startOtel, type Otel } from "./otel.js";
@@ -74,7 +74,7 @@ export class RunObserver {
     readonly logFile: string,
     private readonly otel: Otel | null,
     private readonly root: Api.Span | null,
-    private readonly registry: RunRegistry,
+    private readonly registry: RunRegistryPort,
     traceStored: boolean,
     earlier: Array<Record<string, unknown>>,
   ) {
@@ -142,7 +142,7 @@ export class RunObserver {
       span?.setAttribute("ledgerloop.status", outcome);
       span?.end();
       this.otel?.metrics.nodeDuration.record(durationMs, { node, status: outcome });
-      this.storeTrace();
+      await this.storeTrace();
     }
   }
 
@@ -165,13 +165,13 @@ export class RunObserver {
     }
   }
 
-  /** The registry row exists once plan registered the run: the trace id is stored then. */
-  private storeTrace(): void {
+  /** The registry row exists once plan registered the run: the trace id is stored then (in the run's backend). */
+  private async storeTrace(): Promise<void> {
     if (this.traceStored) return;
     try {
-      this.traceStored = this.registry.recordTrace(this.thread, this.trace) !== null;
+      this.traceStored = (await this.registry.recordTrace(this.thread, this.trace)) !== null;
     } catch {
-      // a locked database: tried again after the next node
+      // a locked or unreachable database: tried again after the next node
     }
   }
 
@@ -290,8 +290,9 @@ export class RunObserver {
 const observers = new Map<string, Promise<RunObserver | null>>();
 
 async function createObserver(rt: Runtime, thread: string): Promise<RunObserver> {
-  const registry = new RunRegistry(rt.db);
-  const stored = registry.get(thread)?.trace ?? null;
+  // The backend's registry: on PostgreSQL a run continued by another worker keeps its trace.
+  const registry = rt.runs;
+  const stored = (await registry.get(thread).catch(() => null))?.trace ?? null;
   const trace: RunTrace = stored ?? { traceId: randomBytes(16).toString("hex"), spanId: randomBytes(8).toString("hex") };
   const { logger, file, earlier } = await openRunLog(rt.stateDir, thread, { thread, traceId: trace.traceId });
   let otel: Otel | null = null;

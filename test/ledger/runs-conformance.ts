@@ -36,6 +36,16 @@ export function runsConformance(name: string, factory: RunsFactory): void {
       expect(Number.isNaN(Date.parse(r.createdAt))).toBe(false);
     });
 
+    it("keeps a run's trace ids once: the first writer wins, an unregistered run keeps none", async () => {
+      const first = { traceId: "a".repeat(32), spanId: "b".repeat(16) };
+      expect(await runs.recordTrace("t1", first)).toBeNull();
+      await runs.register("t1", "g", settings());
+      expect(await runs.recordTrace("t1", first)).toEqual(first);
+      // A second process (a resume, another worker) gets the stored trace, not its own.
+      expect(await runs.recordTrace("t1", { traceId: "c".repeat(32), spanId: "d".repeat(16) })).toEqual(first);
+      expect((await runs.get("t1"))!.trace).toEqual(first);
+    });
+
     it("records the process now running a run, and only for a registered run", async () => {
       await runs.register("t1", "g", settings());
       expect((await runs.get("t1"))!.runner).toBeNull();

@@ -159,6 +159,11 @@ describePg("ledgerloop submit / worker", () => {
       const tree = Object.fromEntries(Object.entries(readTree(clone)).filter(([k]) => !k.startsWith(".git/")));
       const expected = { ...reference, "counter.txt": reference["counter.txt"]!.split("\n").filter((l) => !interrupted.has(l)).join("\n") };
       expect(tree).toEqual(expected);
+      // One trace across both workers: the second found the trace ids the first stored in PostgreSQL.
+      const trace = JSON.parse((await c.query("SELECT trace FROM ll_runs WHERE thread_id = 'k2'")).rows[0].trace as string) as { traceId: string };
+      const traceIds = (dir: string) => new Set(jsonLines<{ traceId?: string }>(fs.readFileSync(path.join(dir, ".ledgerloop", "logs", "k2.jsonl"), "utf8")).map((l) => l.traceId));
+      expect(traceIds(path.join(scratch, "a", "k2"))).toEqual(new Set([trace.traceId]));
+      expect(traceIds(clone)).toEqual(new Set([trace.traceId]));
       // The clone's git sees the run's work as changes to the pinned commit.
       const pinned = (await c.query("SELECT commit_sha FROM ll_submissions WHERE thread_id = 'k2'")).rows[0].commit_sha as string;
       expect(execFileSync("git", ["rev-parse", "HEAD"], { cwd: clone, encoding: "utf8" }).trim()).toBe(pinned);

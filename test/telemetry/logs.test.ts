@@ -4,7 +4,7 @@ import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_TASK } from "../../src/cli/demo.js";
 import { openStateDb } from "../../src/ledger/state-db.js";
-import { RunRegistry } from "../../src/ledger/runs.js";
+import { RunRegistry, sqliteRunRegistry } from "../../src/ledger/runs.js";
 import { withRetries } from "../../src/models/retry.js";
 import type { Runtime } from "../../src/runtime.js";
 import { createRedactor } from "../../src/secrets.js";
@@ -123,7 +123,7 @@ describe("the observer itself", () => {
     fs.mkdirSync(stateDir);
     const db = openStateDb(path.join(stateDir, "state.db"));
     const secret = "zq9-very-secret-value-4711";
-    const rt = { db, dbPath: path.join(stateDir, "state.db"), stateDir, workspace: dir, redactor: createRedactor([secret]), model: { name: "openai:gpt-4o-mini" } } as unknown as Runtime;
+    const rt = { db, runs: sqliteRunRegistry(db), dbPath: path.join(stateDir, "state.db"), stateDir, workspace: dir, redactor: createRedactor([secret]), model: { name: "openai:gpt-4o-mini" } } as unknown as Runtime;
     const state = { step: 3, subtasks: [{ id: "a", description: `do it with ${secret}`, status: "in_progress" as const }] };
     let calls = 0;
     await observeNode(rt, "t1", "decide", state, async () => {
