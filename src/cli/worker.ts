@@ -209,6 +209,13 @@ export class RunWorker {
       if (lost || !(await leases.renewRunLease(pool, thread, token, this.ttlMs).catch(() => true))) {
         return this.record({ thread, outcome: "lost", status: result.status, steps: result.steps, detail: "another worker took the run over" });
       }
+      if (result.status === "state_unavailable") {
+        // The database went away mid-run: back to the queue once it answers again (another worker's
+        // reaper does the same if this cannot even write that).
+        await this.handBack(thread, token, `${this.id}: ${result.error ?? "the state database was unavailable"}; retrying in 10 s`, 10).catch(() => {});
+        this.say(`${thread}: paused, the state database was unavailable; queued again`);
+        return this.record({ thread, outcome: "handed_over", status: result.status, steps: result.steps, detail: result.error });
+      }
       if (this.stopping && result.status === "interrupted") {
         await this.handBack(thread, token, `${this.id} stopped at step ${result.steps}; queued for another worker`);
         this.say(`${thread}: stopped at step ${result.steps}; handed back to the queue`);
