@@ -1,0 +1,223 @@
+import fs from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import pg from "pg";
+import type { Browser } from "playwright-core";
+import { handleWeb } from "../../src/cli/web.js";
+import { handleSubmit } from "../../src/cli/submit.js";
+import { openPgState } from "../../src/ledger/pg-db.js";
+import { acquireRunLease } from "../../src/queue/run-leases.js";
+import { startViewer, type Viewer } from "../../src/web/server.js";
+import { createTestDatabase, describePg, useTestDatabase } from "../helpers/postgres.js";
+import { cleanupTemp } from "../helpers/workspace.js";
+import { fullRun, smallWorkspace } from "./fixtures.js";
+
+// The run viewer on a PostgreSQL state (`ledgerloop web --state postgres://…`): every run of the
+// database, those submitted to the queue and not started yet among them, each with its holder.
+
+const CHROMIUM = process.env.LEDGERLOOP_CHROMIUM ?? "/usr/bin/chromium";
+const hasChromium = fs.existsSync(CHROMIUM);
+
+afterAll(() => cleanupTemp());
+
+async function get(v: Viewer, p: string): Promise<{ status: number; body: any }> {
+  const res = await fetch(new URL(p, v.url));
+  return { status: res.status, body: await res.json() };
+}
+
+const tp = (thread: string) => `/api/threads/${encodeURIComponent(thread)}`;
+
+describePg("run viewer on a PostgreSQL state", () => {
+  const db = useTestDatabase("web");
+  const QUEUED = "q-waiting";
+  const HELD = "q-held";
+  let ran: string;
+  let viewer: Viewer;
+
+  beforeAll(async () => {
+    const { workspace, scripts } = smallWorkspace();
+    ran = await fullRun(workspace, scripts, db.url);
+    // Two submitted runs no worker has run a step of: one waiting, one a worker has just taken.
+    const submit = { state: db.url, workspace, model: "scripted:/nowhere.json", maxSteps: 7 };
+    await handleSubmit("Wait for a worker", { ...submit, thread: QUEUED, json: true });
+    const { jobId } = await handleSubmit("Be taken by worker-a", { ...submit, thread: HELD, json: true });
+    const st = await openPgState(db.url, { migrate: false });
+    try {
+      expect(await acquireRunLease(st.pool, { thread: HELD, worker: "worker-a", jobId, ttlMs: 600_000 })).toMatchObject({ ok: true });
+    } finally {
+      await st.close();
+    }
+    viewer = await startViewer({ workspace: process.cwd(), state: db.url });
+  }, 180_000);
+
+  afterAll(async () => {
+    await viewer?.close();
+  });
+
+  it("lists every run of the database: the finished one, the queued one and the one a worker holds", async () => {
+    const { status, body } = await get(viewer, "/api/threads");
+    expect(status).toBe(200);
+    expect(body.backend).toBe("postgres");
+    expect(body.workspace).toMatch(/^postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/ll_web_/);
+    expect(JSON.stringify(body)).not.toContain(new URL(db.url).password);
+    const byThread = new Map<string, any>(body.threads.map((t: { thread: string }) => [t.thread, t]));
+    expect([...byThread.keys()].sort()).toEqual([HELD, QUEUED, ran].sort());
+    expect(byThread.get(ran)).toMatchObject({ status: "finished", origin: "cli", checkpointsIn: "state-db", steps: 4, goal: "Serve once and say so" });
+    expect(byThread.get(ran).events).toBeGreaterThan(20);
+    expect(byThread.get(ran).queue).toBeUndefined();
+    expect(byThread.get(QUEUED)).toMatchObject({ status: "queued", goal: "Wait for a worker", events: 0, queue: { state: "queued", worker: null, takeovers: 0 } });
+    expect(byThread.get(HELD)).toMatchObject({ status: "running", goal: "Be taken by worker-a", queue: { state: "held", worker: "worker-a", takeovers: 0 } });
+  });
+
+  it("gives the finished run's header: plan, spend, processes, status", async () => {
+    const { status, body } = await get(viewer, tp(ran));
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ thread: ran, status: "finished", steps: 4, queue: null, finishSummary: "served once", forked: false });
+    expect(body.checkpointId).toEqual(expect.any(String));
+    expect(body.plan.map((s: { id: string }) => s.id)).toEqual(["serve"]);
+    expect(body.usage).toMatchObject({ modelCalls: 5, inputTokens: 5000, outputTokens: 1000 });
+    expect(body.usage.costUsd).toBeCloseTo(0.005, 10);
+    expect(body.processes).toEqual([expect.objectContaining({ name: "api", command: "node server.js", status: "stopped" })]);
+    expect(body.lastSeq).toBe(body.events);
+  });
+
+  it("answers the steps, events, context and checkpoints of the run from PostgreSQL", async () => {
+    const steps = (await get(viewer, `${tp(ran)}/steps`)).body;
+    expect(steps.steps.map((s: { step: number }) => s.step)).toEqual([1, 2, 3, 4]);
+    expect(steps.before.map((e: { type: string }) => e.type)).toEqual(expect.arrayContaining(["task_spec"]));
+    expect(steps.steps[0].actions[0]).toMatchObject({ tool: "start_process", feedback: { status: "ok" } });
+    expect(steps.steps[2].actions[0]).toMatchObject({ tool: "run_command", feedback: { status: "ok", exitCode: 0 } });
+    expect(steps.steps[2].actions[0].feedback.stdout.text).toContain("served");
+    expect(steps.steps[0].model.content).toBe("Starting the server.");
+    for (const s of steps.steps) expect(s.spend.costUsd).toBeCloseTo(0.001, 10);
+    const kinds = steps.steps.flatMap((s: any) => s.after.filter((i: any) => i.type === "process").map((i: any) => `${s.step}:${i.payload.kind}`));
+    expect(kinds).toEqual(expect.arrayContaining(["1:start", "2:stop"]));
+
+    const first = (await get(viewer, `${tp(ran)}/events?limit=5`)).body;
+    expect(first.events.map((e: { seq: number }) => e.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect(first).toMatchObject({ next: 5, more: true });
+    const all = (await get(viewer, `${tp(ran)}/events?limit=1000`)).body;
+    expect(all.events.at(-1)).toMatchObject({ type: "run_status", payload: { status: "finished" } });
+    const fb = (await get(viewer, `${tp(ran)}/events?type=environment_feedback`)).body;
+    expect(fb.events).toHaveLength(4);
+    expect((await get(viewer, `${tp(ran)}/events/${all.events[0].id}`)).body).toMatchObject({ seq: 1, threadId: ran });
+
+    const ctx = (await get(viewer, `${tp(ran)}/context/3`)).body;
+    expect(ctx).toMatchObject({ step: 3, thread: ran });
+    expect(ctx.messages[0].role).toBe("system");
+    expect(ctx.sections.map((s: { section: string }) => s.section)).toEqual(expect.arrayContaining(["system", "goal", "plan"]));
+
+    const cps = (await get(viewer, `${tp(ran)}/checkpoints?limit=3`)).body;
+    expect(cps.checkpoints).toHaveLength(3);
+    expect(cps.checkpoints[0]).toMatchObject({ status: "finished", agentStep: 4, interrupted: false });
+    expect(cps.more).toBe(true);
+  });
+
+  it("shows a queued run as its submission: task, settings, the queue's state, and no steps yet", async () => {
+    const { status, body } = await get(viewer, tp(QUEUED));
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ thread: QUEUED, status: "queued", goal: "Wait for a worker", steps: 0, events: 0, maxSteps: 7, model: "scripted:/nowhere.json", checkpointId: null });
+    expect(body.queue).toMatchObject({ state: "queued", worker: null });
+    expect((await get(viewer, tp(HELD))).body.queue).toMatchObject({ state: "held", worker: "worker-a" });
+    expect((await get(viewer, `${tp(QUEUED)}/steps`)).body).toMatchObject({ steps: [], total: 0 });
+    expect((await get(viewer, `${tp(QUEUED)}/events`)).body).toMatchObject({ events: [], more: false });
+    expect((await get(viewer, `${tp(QUEUED)}/checkpoints`)).body).toMatchObject({ checkpoints: [] });
+  });
+
+  it("answers an unknown thread with a 404 naming the database without its password", async () => {
+    const { status, body } = await get(viewer, tp("no-such-run"));
+    expect(status).toBe(404);
+    expect(body.error).toMatch(/^unknown thread "no-such-run" in postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/ll_web_\w+$/);
+  });
+
+  it("refuses a database without ledgerloop tables in one line, and creates none", async () => {
+    const empty = await createTestDatabase("webempty");
+    try {
+      const err = await startViewer({ workspace: process.cwd(), state: empty.url }).then(
+        () => null,
+        (e: Error) => e,
+      );
+      expect(err?.message).toMatch(/^no ledgerloop state in postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/ll_webempty_\w+ yet; start a run with `ledgerloop run --state …`$/);
+      const c = new pg.Client({ connectionString: empty.url });
+      await c.connect();
+      try {
+        expect((await c.query("SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'")).rows[0].n).toBe(0);
+      } finally {
+        await c.end();
+      }
+    } finally {
+      await empty.drop();
+    }
+  });
+
+  it("ledgerloop web takes the state from LEDGERLOOP_STATE_URL and prints the URL, not the password", async () => {
+    const lines: string[] = [];
+    const orig = process.stderr.write.bind(process.stderr);
+    const before = process.env.LEDGERLOOP_STATE_URL;
+    process.env.LEDGERLOOP_STATE_URL = db.url;
+    process.stderr.write = ((chunk: string | Uint8Array) => {
+      lines.push(String(chunk));
+      return true;
+    }) as typeof process.stderr.write;
+    let v: Viewer | undefined;
+    try {
+      v = await handleWeb({});
+    } finally {
+      process.stderr.write = orig;
+      if (before === undefined) delete process.env.LEDGERLOOP_STATE_URL;
+      else process.env.LEDGERLOOP_STATE_URL = before;
+    }
+    try {
+      const out = lines.join("");
+      expect(out).toContain(v.url);
+      expect(out).toMatch(/read-only view of postgres:\/\/postgres:\*\*\*@/);
+      expect(out).not.toContain(new URL(db.url).password);
+      expect((await get(v, "/api/threads")).body.threads).toHaveLength(3);
+    } finally {
+      await v.close();
+    }
+  });
+
+  describe.skipIf(!hasChromium)(`in Chromium (${CHROMIUM})`, () => {
+    let browser: Browser;
+    beforeAll(async () => {
+      const { chromium } = await import("playwright-core");
+      browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"] });
+    }, 60_000);
+    afterAll(async () => {
+      await browser?.close();
+    });
+
+    it("lists the runs with the worker holding each, and opens the finished run's steps", async () => {
+      const page = await browser.newPage({ viewport: { width: 1480, height: 940 } });
+      const problems: string[] = [];
+      page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
+      page.on("console", (m) => {
+        if (m.type() === "error") problems.push(`console: ${m.text()}`);
+      });
+      try {
+        await page.goto(viewer.url);
+        const item = (t: string) => page.locator(`.thread-item[data-thread="${t}"]`);
+        await item(HELD).waitFor();
+        expect(await item(HELD).locator(".pill").textContent()).toBe("running");
+        expect(await item(HELD).locator(".thread-worker").textContent()).toBe("held by worker-a");
+        expect(await item(QUEUED).locator(".pill").textContent()).toBe("queued");
+        expect(await item(QUEUED).locator(".thread-worker").textContent()).toBe("waiting for a worker");
+        expect(await item(ran).locator(".thread-worker").count()).toBe(0);
+        expect(await page.locator("#workspace").textContent()).toMatch(/^postgres:\/\/postgres:\*\*\*@/);
+
+        await item(ran).click();
+        await page.locator("#step-4").waitFor();
+        expect(await page.locator(".step").count()).toBe(4);
+        expect(await page.locator("#thread-header .pill").first().textContent()).toBe("finished");
+        expect(await page.locator("#thread-header .facts").innerText()).toMatch(/processes\s+api stopped/i);
+
+        await item(HELD).click();
+        await page.locator("#thread-header .facts", { hasText: "worker" }).waitFor();
+        expect(await page.locator("#thread-header .facts").innerText()).toMatch(/worker\s+held by worker-a/);
+        expect(problems).toEqual([]);
+      } finally {
+        await page.close();
+      }
+    });
+  });
+});
