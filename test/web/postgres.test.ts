@@ -213,7 +213,7 @@ describePg("run viewer on a PostgreSQL state", () => {
 
         await item(HELD).click();
         await page.locator("#thread-header .facts", { hasText: "worker" }).waitFor();
-        expect(await page.locator("#thread-header .facts").innerText()).toMatch(/worker\s+held by worker-a/);
+        expect(await page.locator("#thread-header .facts").innerText()).toMatch(/worker\s+held by worker-a/i);
         expect(problems).toEqual([]);
       } finally {
         await page.close();
