@@ -164,7 +164,7 @@ export async function threadDetail(st: ReadOnlyState, thread: string): Promise<T
   const last = events.at(-1);
   const seq = await st.seqStats(thread);
   const forked = st.ledger ? await st.forked(thread) : false;
-  const summary = (await st.listRuns()).find((r) => r.thread === thread);
+  const summary = (await st.listRuns(thread)).find((r) => r.thread === thread);
   const stepFromActions = Math.max(0, ...[...actions.values()].map((a) => a.payload.step));
   return {
     thread,

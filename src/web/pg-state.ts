@@ -24,7 +24,7 @@ export async function pgSource(url: string): Promise<StateSource> {
   const state: Omit<ReadOnlyState, "checkpointer"> = {
     where: st.location,
     ledger: st.ledger,
-    listRuns: () => listRunsPg(st.pool),
+    listRuns: (thread) => listRunsPg(st.pool, thread === undefined ? {} : { thread }),
     hasThread: async (thread) =>
       Boolean(
         (await st.runs.get(thread)) ||

@@ -39,8 +39,11 @@ export interface ReadOnlyState {
   ledger: Ledger | null;
   /** LangGraph's checkpointer (SqliteSaver or PostgresSaver); null while the state has no checkpoint tables. */
   checkpointer: BaseCheckpointSaver | null;
-  /** Every run, newest first, with the status `ledgerloop threads` shows (and the queue's holder on PostgreSQL). */
-  listRuns(): Promise<RunSummary[]>;
+  /**
+   * Every run, newest first, with the status `ledgerloop threads` shows (and the queue's holder on
+   * PostgreSQL); with `thread`, only that one's row (or none).
+   */
+  listRuns(thread?: string): Promise<RunSummary[]>;
   /** The state has recorded something for the thread (registry, ledger, checkpoints or queue). */
   hasThread(thread: string): Promise<boolean>;
   runInfo(thread: string): Promise<RunInfo | null>;

@@ -44,7 +44,7 @@ export function openReadOnly(dbPath: string): ReadOnlyState | null {
       where: "this workspace",
       ledger: ledger ? new SqliteLedger(db) : null,
       checkpointer,
-      listRuns: async () => listRuns(db),
+      listRuns: async (thread) => listRuns(db).filter((r) => thread === undefined || r.thread === thread),
       hasThread: async (thread) =>
         Boolean(
           (ledger && db.prepare("SELECT 1 FROM ll_events WHERE thread_id = ? LIMIT 1").get(thread)) ||

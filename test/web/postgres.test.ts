@@ -123,6 +123,14 @@ describePg("run viewer on a PostgreSQL state", () => {
     expect((await get(viewer, `${tp(QUEUED)}/checkpoints`)).body).toMatchObject({ checkpoints: [] });
   });
 
+  it("gives each run's header the status and queue of its row in the list", async () => {
+    const list = (await get(viewer, "/api/threads")).body.threads as Array<{ thread: string; status: string; queue?: unknown }>;
+    for (const row of list) {
+      const d = (await get(viewer, tp(row.thread))).body;
+      expect([row.thread, d.status, d.queue]).toEqual([row.thread, row.status, row.queue ?? null]);
+    }
+  });
+
   it("answers an unknown thread with a 404 naming the database without its password", async () => {
     const { status, body } = await get(viewer, tp("no-such-run"));
     expect(status).toBe(404);
