@@ -16,7 +16,8 @@ const POOL_SIZE = 4;
  * share its pool (unlike SQLite, opening per request would cost a connection each time).
  */
 export async function pgSource(url: string): Promise<StateSource> {
-  const st = await openPgInspection(url, { max: POOL_SIZE });
+  // Read-only sessions: the server refuses a write, so the viewer cannot change a run by mistake.
+  const st = await openPgInspection(url, { max: POOL_SIZE, readOnly: true });
   const q = <R extends Record<string, unknown>>(sql: string, args: unknown[] = []) => st.pool.query<R>(sql, args);
   const exists = async (table: string) => Boolean((await q<{ t: string | null }>("SELECT to_regclass($1) AS t", [table])).rows[0]?.t);
   // PostgresSaver's tables appear with the first run that set them up; once there, they stay.

@@ -131,6 +131,36 @@ describePg("run viewer on a PostgreSQL state", () => {
     }
   });
 
+  it("never writes: every table reads the same after every route, and its sessions refuse a write", async () => {
+    const c = new pg.Client({ connectionString: db.url });
+    await c.connect();
+    const digest = async () => {
+      const tables = (await c.query<{ t: string }>("SELECT tablename AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY 1")).rows.map((r) => r.t);
+      const out: Record<string, string> = {};
+      for (const t of tables) out[t] = (await c.query(`SELECT count(*) || ':' || coalesce(md5(string_agg(x::text, '|' ORDER BY x::text)), '') AS d FROM "${t}" x`)).rows[0].d;
+      return out;
+    };
+    try {
+      const before = await digest();
+      expect(Object.keys(before)).toEqual(expect.arrayContaining(["ll_events", "ll_runs", "ll_submissions", "ll_run_leases", "checkpoints"]));
+      for (const t of [ran, QUEUED, HELD]) {
+        for (const p of ["", "/steps", "/events", "/checkpoints"]) expect((await get(viewer, `${tp(t)}${p}`)).status).toBe(200);
+      }
+      expect((await get(viewer, `${tp(ran)}/context/2`)).status).toBe(200);
+      expect((await get(viewer, "/api/threads")).status).toBe(200);
+      expect(await digest()).toEqual(before);
+    } finally {
+      await c.end();
+    }
+    const ro = await openPgState(db.url, { migrate: false, readOnly: true });
+    try {
+      await expect(ro.pool.query("CREATE TABLE ll_viewer_wrote (x int)")).rejects.toMatchObject({ code: "25006" });
+      await expect(ro.pool.query("UPDATE ll_runs SET goal = goal")).rejects.toMatchObject({ code: "25006" });
+    } finally {
+      await ro.close();
+    }
+  });
+
   it("answers an unknown thread with a 404 naming the database without its password", async () => {
     const { status, body } = await get(viewer, tp("no-such-run"));
     expect(status).toBe(404);
