@@ -20,8 +20,11 @@ export async function pgSource(url: string): Promise<StateSource> {
   const st = await openPgInspection(url, { max: POOL_SIZE, readOnly: true });
   const q = <R extends Record<string, unknown>>(sql: string, args: unknown[] = []) => st.pool.query<R>(sql, args);
   const exists = async (table: string) => Boolean((await q<{ t: string | null }>("SELECT to_regclass($1) AS t", [table])).rows[0]?.t);
-  // PostgresSaver's tables appear with the first run that set them up; once there, they stay.
+  // Tables that may come later, checked on each request until they are there (then they stay):
+  // PostgresSaver's, set up by the first run; the queue's, from schema version 2 on (a database of
+  // version 1 is still readable).
   let checkpointTables = false;
+  let queue = false;
   const state: Omit<ReadOnlyState, "checkpointer"> = {
     where: st.location,
     ledger: st.ledger,
@@ -31,12 +34,13 @@ export async function pgSource(url: string): Promise<StateSource> {
         (await st.runs.get(thread)) ||
           (await st.runs.hasCheckpoints(thread)) ||
           (await q("SELECT 1 FROM ll_events WHERE thread_id = $1 LIMIT 1", [thread])).rowCount ||
-          (await q("SELECT 1 FROM ll_submissions WHERE thread_id = $1", [thread])).rowCount,
+          (queue && (await q("SELECT 1 FROM ll_submissions WHERE thread_id = $1", [thread])).rowCount),
       ),
     runInfo: async (thread): Promise<RunInfo | null> => {
       const r = await st.runs.get(thread);
       if (r) return { goal: r.goal, createdAt: r.createdAt, settings: r.settings as unknown as Record<string, unknown> };
       // A run no worker has started yet is only its submission: its task, and the settings it was submitted with.
+      if (!queue) return null;
       const s = (await q<{ task: string; settings: string; submitted_at: string }>("SELECT task, settings, submitted_at FROM ll_submissions WHERE thread_id = $1", [thread])).rows[0];
       return s ? { goal: s.task, createdAt: s.submitted_at, settings: parseSettings(s.settings) } : null;
     },
@@ -54,6 +58,7 @@ export async function pgSource(url: string): Promise<StateSource> {
     label: st.location,
     open: async () => {
       if (!checkpointTables) checkpointTables = (await exists("checkpoints")) && (await exists("checkpoint_writes"));
+      if (!queue) queue = await exists("ll_submissions");
       return { ...state, checkpointer: checkpointTables ? st.checkpointer : null };
     },
     // A lost server or a failing query: one line naming the database, never its password.
