@@ -161,6 +161,45 @@ describePg("run viewer on a PostgreSQL state", () => {
     }
   });
 
+  it("shows the same run the same on SQLite and on PostgreSQL: header, steps and event types", async () => {
+    const { workspace, scripts } = smallWorkspace();
+    const local = await fullRun(workspace, scripts);
+    const sqlite = await startViewer({ workspace });
+    try {
+      const header = (d: any) => ({
+        status: d.status,
+        goal: d.goal,
+        steps: d.steps,
+        plan: d.plan.map((p: { id: string; status: string; description: string }) => [p.id, p.status, p.description]),
+        finishSummary: d.finishSummary,
+        usage: d.usage,
+        processes: d.processes.map((p: { name: string; status: string }) => [p.name, p.status]),
+        events: d.events,
+        lastSeq: d.lastSeq,
+        forked: d.forked,
+      });
+      const [a, b] = await Promise.all([get(sqlite, tp(local)), get(viewer, tp(ran))]);
+      expect(header(b.body)).toEqual(header(a.body));
+      const stepsOf = (v: any) =>
+        v.steps.map((s: any) => ({
+          step: s.step,
+          outcome: s.outcome,
+          spend: s.spend,
+          model: s.model?.content,
+          actions: s.actions.map((x: any) => [x.tool, x.args, x.feedback?.status]),
+          after: s.after.map((i: any) => i.type),
+          files: s.filesChanged,
+        }));
+      const [sa, sb] = await Promise.all([get(sqlite, `${tp(local)}/steps`), get(viewer, `${tp(ran)}/steps`)]);
+      expect(stepsOf(sb.body)).toEqual(stepsOf(sa.body));
+      const typesOf = (p: any) => p.events.map((e: { seq: number; type: string }) => `${e.seq}:${e.type}`);
+      const [ea, eb] = await Promise.all([get(sqlite, `${tp(local)}/events?limit=1000`), get(viewer, `${tp(ran)}/events?limit=1000`)]);
+      expect(typesOf(eb.body)).toEqual(typesOf(ea.body));
+    } finally {
+      await sqlite.close();
+    }
+  }, 120_000);
+
   it("answers an unknown thread with a 404 naming the database without its password", async () => {
     const { status, body } = await get(viewer, tp("no-such-run"));
     expect(status).toBe(404);
