@@ -7,7 +7,7 @@ import { handleSubmit } from "../../src/cli/submit.js";
 import { openPgState } from "../../src/ledger/pg-db.js";
 import { acquireRunLease } from "../../src/queue/run-leases.js";
 import { startViewer, type Viewer } from "../../src/web/server.js";
-import { createTestDatabase, describePg, useTestDatabase } from "../helpers/postgres.js";
+import { createTestDatabase, describePg, TEST_PG_URL, useTestDatabase } from "../helpers/postgres.js";
 import { cleanupTemp } from "../helpers/workspace.js";
 import { fullRun, smallWorkspace } from "./fixtures.js";
 
@@ -223,6 +223,36 @@ describePg("run viewer on a PostgreSQL state", () => {
       }
     } finally {
       await empty.drop();
+    }
+  });
+
+  it("answers while the database is gone with a one-line 503 naming it, and recovers when it is back", async () => {
+    const down = await createTestDatabase("webdown");
+    const admin = new pg.Client({ connectionString: TEST_PG_URL });
+    await admin.connect();
+    let v: Viewer | undefined;
+    try {
+      await (await openPgState(down.url)).close();
+      v = await startViewer({ workspace: process.cwd(), state: down.url, onError: () => {} });
+      expect((await get(v, "/api/threads")).status).toBe(200);
+      // The database refuses new sessions and its open ones are ended: what a restart or failover looks like.
+      await admin.query(`ALTER DATABASE "${down.name}" ALLOW_CONNECTIONS false`);
+      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [down.name]);
+      for (const p of ["/api/threads", tp("any")]) {
+        const r = await get(v, p);
+        expect([p, r.status]).toEqual([p, 503]);
+        expect(r.body.error).toMatch(/PostgreSQL/);
+        expect(r.body.error).toContain(`127.0.0.1`);
+        expect(r.body.error.split("\n")).toHaveLength(1);
+        expect(r.body.error).not.toContain(new URL(down.url).password);
+      }
+      await admin.query(`ALTER DATABASE "${down.name}" ALLOW_CONNECTIONS true`);
+      expect((await get(v, "/api/threads")).body).toMatchObject({ backend: "postgres", threads: [] });
+    } finally {
+      await admin.query(`ALTER DATABASE "${down.name}" ALLOW_CONNECTIONS true`).catch(() => {});
+      await admin.end();
+      await v?.close();
+      await down.drop();
     }
   });
 
