@@ -1,4 +1,5 @@
 import fs from "node:fs";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import type { Browser } from "playwright-core";
@@ -8,7 +9,8 @@ import { openPgState } from "../../src/ledger/pg-db.js";
 import { acquireRunLease } from "../../src/queue/run-leases.js";
 import { startViewer, type Viewer } from "../../src/web/server.js";
 import { createTestDatabase, describePg, TEST_PG_URL, useTestDatabase } from "../helpers/postgres.js";
-import { cleanupTemp } from "../helpers/workspace.js";
+import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
+import { exitOf, spawnWorker, until } from "../queue/queue-fixtures.js";
 import { fullRun, smallWorkspace } from "./fixtures.js";
 
 // The run viewer on a PostgreSQL state (`ledgerloop web --state postgres://…`): every run of the
@@ -199,6 +201,48 @@ describePg("run viewer on a PostgreSQL state", () => {
       await sqlite.close();
     }
   }, 120_000);
+
+  it("follows a run a real worker takes from the queue: held by that worker while it runs, then finished and released", async () => {
+    const scratch = tempWorkspace();
+    const traj = path.join(scratch, "slow.json");
+    fs.writeFileSync(
+      traj,
+      JSON.stringify({
+        decide: [
+          { content: "first", tool_calls: [{ name: "run_command", args: { command: "echo first" } }] },
+          // Long enough to be seen held; the test waits on what the viewer says, not on this time.
+          { content: "waiting", tool_calls: [{ name: "run_command", args: { command: "sleep 4" } }] },
+          { content: "done", tool_calls: [{ name: "finish", args: { summary: "worked" } }] },
+        ],
+      }),
+    );
+    const ws = tempWorkspace(undefined, { "README.md": "worked on by a worker\n" });
+    // A database of its own: the worker would take this file's other queued runs too.
+    const own = await createTestDatabase("webworker");
+    await handleSubmit("Work for a worker", { state: own.url, workspace: ws, model: `scripted:${traj}`, retrieval: "lexical", sandbox: "none", thread: "w-run", json: true });
+    const watch = await startViewer({ workspace: process.cwd(), state: own.url });
+    const w = spawnWorker(own.url, path.join(scratch, "w"));
+    try {
+      const row = (await until(async () => {
+        const t = ((await get(watch, "/api/threads")).body.threads as any[]).find((x) => x.thread === "w-run");
+        return t?.status === "running" && t.queue?.worker && t.steps >= 1 ? t : null;
+      })) as { queue: { state: string; worker: string } };
+      expect(row.queue.state).toBe("held");
+      expect(row.queue.worker).toMatch(new RegExp(`^[^:]+:${w.child.pid}:[0-9a-f]{6}$`));
+      const held = (await get(watch, tp("w-run"))).body;
+      expect(held).toMatchObject({ status: "running", goal: "Work for a worker", queue: { state: "held", worker: row.queue.worker } });
+      expect(await exitOf(w), w.err()).toEqual({ code: 0, signal: null });
+      const done = ((await get(watch, "/api/threads")).body.threads as any[]).find((x) => x.thread === "w-run");
+      expect(done).toMatchObject({ status: "finished", origin: "worker", steps: 3, queue: { state: "done", worker: null } });
+      const steps = (await get(watch, `${tp("w-run")}/steps`)).body;
+      expect(steps.steps.map((s: any) => s.actions.map((a: any) => a.tool))).toEqual([["run_command"], ["run_command"], ["finish"]]);
+      expect(steps.steps[0].actions[0].feedback.stdout.text).toContain("first");
+    } finally {
+      if (w.child.exitCode === null) w.child.kill("SIGKILL");
+      await watch.close();
+      await own.drop();
+    }
+  }, 240_000);
 
   it("answers an unknown thread with a 404 naming the database without its password", async () => {
     const { status, body } = await get(viewer, tp("no-such-run"));
