@@ -270,6 +270,24 @@ describePg("run viewer on a PostgreSQL state", () => {
     }
   });
 
+  it("a malformed URL or a refused password is one line before the viewer listens, the password never shown", async () => {
+    const wrong = new URL(db.url);
+    wrong.password = "definitely-wrong";
+    const cases: Array<[string, RegExp]> = [
+      ["mysql://u:pw@127.0.0.1/db", /^invalid state URL mysql:\/\/u:\*\*\*@127\.0\.0\.1\/db: the scheme must be postgres:\/\/ or postgresql:\/\/$/],
+      [wrong.toString(), /^PostgreSQL at 127\.0\.0\.1:\d+ refused the login of user "postgres"/],
+    ];
+    for (const [url, msg] of cases) {
+      const err = await handleWeb({ state: url }).then(
+        (v) => v.close().then(() => null),
+        (e: Error) => e,
+      );
+      expect(err?.message).toMatch(msg);
+      expect(err?.message.split("\n")).toHaveLength(1);
+      expect(err?.message).not.toMatch(/definitely-wrong|:pw@/);
+    }
+  });
+
   it("answers while the database is gone with a one-line 503 naming it, and recovers when it is back", async () => {
     const down = await createTestDatabase("webdown");
     const admin = new pg.Client({ connectionString: TEST_PG_URL });
