@@ -38,15 +38,19 @@ export interface PgInspection {
   close(): Promise<void>;
 }
 
-/** Opens a PostgreSQL state read-only (no migration); one line when it holds no ledgerloop runs. */
-export async function openPgInspection(url: string): Promise<PgInspection> {
+/**
+ * Opens a PostgreSQL state read-only (no migration); one line when it holds no ledgerloop runs.
+ * `max` is the pool's size (default 2: a command reads one thing at a time; the viewer takes more);
+ * `readOnly` makes the server refuse any write on its sessions (the viewer, which runs for long).
+ */
+export async function openPgInspection(url: string, opts: { max?: number; readOnly?: boolean } = {}): Promise<PgInspection> {
   const [{ openPgState }, { PgLedger }, { PgRunRegistry }, { PostgresSaver }] = await Promise.all([
     import("../ledger/pg-db.js"),
     import("../ledger/pg-ledger.js"),
     import("../ledger/pg-runs.js"),
     import("@langchain/langgraph-checkpoint-postgres"),
   ]);
-  const st = await openPgState(url, { migrate: false, max: 2 });
+  const st = await openPgState(url, { migrate: false, max: opts.max ?? 2, ...(opts.readOnly ? { readOnly: true } : {}) });
   if (st.version === 0) {
     await st.close();
     throw new CliError(`no ledgerloop state in ${st.location} yet; start a run with \`ledgerloop run --state …\``, 1, "NO_STATE");

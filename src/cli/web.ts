@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import type { Viewer } from "../web/server.js";
 import { resolveWorkspace, stateLocation } from "../workspace/location.js";
-import { log, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { log, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 export interface WebArgs extends WorkspaceArgs {
   port?: number;
@@ -30,35 +30,50 @@ function openBrowser(url: string): void {
   }
 }
 
-/** Starts the run viewer for a workspace and prints its URL on stderr; the caller closes it. */
+/**
+ * Starts the run viewer for a workspace, or with --state (or $LEDGERLOOP_STATE_URL) for every run
+ * of a PostgreSQL state, and prints its URL on stderr; the caller closes it.
+ */
 export async function handleWeb(args: WebArgs): Promise<Viewer> {
-  const workspace = resolveWorkspace(args.workspace ?? process.cwd());
-  const { dbPath } = stateLocation(workspace, args.stateDir);
-  const { startViewer } = await import("../web/server.js");
-  const viewer = await startViewer({
-    workspace,
-    ...(args.stateDir ? { stateDir: args.stateDir } : {}),
+  const url = stateUrlOf(args);
+  const listen = {
     ...(args.port !== undefined ? { port: args.port } : {}),
     ...(args.host !== undefined ? { host: args.host } : {}),
-    onError: (m) => log(`web: ${m}`),
-  });
-  if (!fs.existsSync(dbPath)) log(`no runs in ${workspace} yet (${dbPath} does not exist); the viewer shows them once one starts`);
-  if (args.host !== undefined && !["127.0.0.1", "localhost", "::1"].includes(args.host)) {
-    log(`warning: serving on ${args.host}: anyone who can reach it can read this workspace's runs (prompts, command output, file contents)`);
+    onError: (m: string) => log(`web: ${m}`),
+  };
+  const { startViewer } = await import("../web/server.js");
+  let viewer: Viewer;
+  let what: string;
+  if (url) {
+    // The runs are all in the database, whichever machine ran them: no workspace is read.
+    const { redactUrl } = await import("../ledger/pg-db.js");
+    viewer = await startViewer({ workspace: process.cwd(), state: url, ...listen });
+    what = redactUrl(url);
+  } else {
+    const workspace = resolveWorkspace(args.workspace ?? process.cwd());
+    const { dbPath } = stateLocation(workspace, args.stateDir);
+    viewer = await startViewer({ workspace, ...(args.stateDir ? { stateDir: args.stateDir } : {}), ...listen });
+    if (!fs.existsSync(dbPath)) log(`no runs in ${workspace} yet (${dbPath} does not exist); the viewer shows them once one starts`);
+    what = workspace;
   }
-  log(`ledgerloop web: ${viewer.url}  (read-only view of ${workspace}; Ctrl-C to stop)`);
+  if (args.host !== undefined && !["127.0.0.1", "localhost", "::1"].includes(args.host)) {
+    log(`warning: serving on ${args.host}: anyone who can reach it can read the runs of ${what} (prompts, command output, file contents)`);
+  }
+  log(`ledgerloop web: ${viewer.url}  (read-only view of ${what}; Ctrl-C to stop)`);
   if (args.open) openBrowser(viewer.url);
   return viewer;
 }
 
 export function registerWeb(program: Command): void {
-  workspaceOptions(
-    program
-      .command("web")
-      .description("serve a read-only web view of the workspace's runs (loopback only unless --host)")
-      .option("--port <n>", "port to listen on (default: 0, a free port)", portOption)
-      .option("--host <host>", "interface to listen on (default: 127.0.0.1); anything else serves the runs to the network")
-      .option("--open", "open the viewer in the desktop's browser"),
+  stateOption(
+    workspaceOptions(
+      program
+        .command("web")
+        .description("serve a read-only web view of the workspace's runs, or with --state of every run in a PostgreSQL state (loopback only unless --host)")
+        .option("--port <n>", "port to listen on (default: 0, a free port)", portOption)
+        .option("--host <host>", "interface to listen on (default: 127.0.0.1); anything else serves the runs to the network")
+        .option("--open", "open the viewer in the desktop's browser"),
+    ),
   ).action(async (opts: WebArgs) => {
     const viewer = await handleWeb(opts);
     await new Promise<void>((resolve) => {

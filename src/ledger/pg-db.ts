@@ -156,6 +156,11 @@ export interface OpenPgStateOptions {
   /** Create the schema and run pending migrations (default true); false only checks the version. */
   migrate?: boolean;
   /**
+   * Every session of the pool is read-only (default_transaction_read_only): the server itself
+   * refuses any write, whatever the code above it does. Only with `migrate: false`.
+   */
+  readOnly?: boolean;
+  /**
    * More setup to run under the same migration lock (PostgresSaver.setup(): its CREATE TABLE IF NOT
    * EXISTS races when several workers start at once).
    */
@@ -235,7 +240,7 @@ export async function openPgState(url: string, opts: OpenPgStateOptions = {}): P
     connectionString: parsed.toString(),
     max: opts.max ?? 5,
     connectionTimeoutMillis: opts.connectTimeoutMs ?? 10_000,
-    options: `-c search_path=${schema}`,
+    options: `-c search_path=${schema}${opts.readOnly && opts.migrate === false ? " -c default_transaction_read_only=on" : ""}`,
   });
   // An idle client that loses its server must not crash the process; the next query reports it.
   pool.on("error", () => {});

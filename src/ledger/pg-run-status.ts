@@ -1,17 +1,26 @@
 import type pg from "pg";
-import { listRunLeases } from "../queue/run-leases.js";
+import { getRunLease, listRunLeases } from "../queue/run-leases.js";
 import { PgRunRegistry } from "./pg-runs.js";
 import { newestFirst, runSummary, type RunSummary, type ThreadEvents } from "./run-status.js";
 
-/** listRuns of run-status.ts on a PostgreSQL state: the same rows, statuses and order. */
-export async function listRunsPg(pool: pg.Pool): Promise<RunSummary[]> {
-  const runs = new Map((await new PgRunRegistry(pool).list()).map((r) => [r.threadId, r]));
+/**
+ * listRuns of run-status.ts on a PostgreSQL state: the same rows, statuses and order. With `thread`,
+ * only that run's row (the viewer's header asks for one run's status without reading every run).
+ */
+export async function listRunsPg(pool: pg.Pool, opts: { thread?: string } = {}): Promise<RunSummary[]> {
+  const only = opts.thread;
+  const registry = new PgRunRegistry(pool);
+  const records = only === undefined ? await registry.list() : [await registry.get(only)].filter((r) => r !== null);
+  const runs = new Map(records.map((r) => [r.threadId, r]));
+  // `$1::text IS NULL OR …`: one statement for every run or one.
+  const arg = [only ?? null];
   const events = new Map<string, ThreadEvents>();
   const rows = await pool.query<{ thread_id: string; n: string; first_ts: string; last_ts: string; max_seq: number; goal: string | null; steps: string | null }>(
     `SELECT thread_id, COUNT(*) AS n, MIN(ts) AS first_ts, MAX(ts) AS last_ts, MAX(seq) AS max_seq,
        MAX(CASE WHEN type = 'context_built' THEN (payload::jsonb ->> 'step')::int END) AS steps,
        (SELECT s.payload::jsonb ->> 'goal' FROM ll_events s WHERE s.thread_id = e.thread_id AND s.type = 'task_spec' ORDER BY seq LIMIT 1) AS goal
-     FROM ll_events e GROUP BY thread_id`,
+     FROM ll_events e WHERE $1::text IS NULL OR e.thread_id = $1 GROUP BY thread_id`,
+    arg,
   );
   for (const r of rows.rows) {
     events.set(r.thread_id, { n: Number(r.n), first: r.first_ts, last: r.last_ts, maxSeq: r.max_seq, goal: r.goal, steps: r.steps === null ? null : Number(r.steps) });
@@ -20,7 +29,9 @@ export async function listRunsPg(pool: pg.Pool): Promise<RunSummary[]> {
   const local = Boolean((await pool.query("SELECT to_regclass('checkpoints') AS t")).rows[0]?.t);
   const counts = new Map<string, number>();
   if (local) {
-    for (const r of (await pool.query<{ thread_id: string; n: string }>("SELECT thread_id, COUNT(*) AS n FROM checkpoints GROUP BY thread_id")).rows) counts.set(r.thread_id, Number(r.n));
+    for (const r of (
+      await pool.query<{ thread_id: string; n: string }>("SELECT thread_id, COUNT(*) AS n FROM checkpoints WHERE $1::text IS NULL OR thread_id = $1 GROUP BY thread_id", arg)
+    ).rows) counts.set(r.thread_id, Number(r.n));
   }
   const ids = [...new Set([...runs.keys(), ...events.keys(), ...counts.keys()])];
   const out: RunSummary[] = [];
@@ -50,7 +61,7 @@ export async function listRunsPg(pool: pg.Pool): Promise<RunSummary[]> {
     out.push(runSummary(id, r, e, last, paused, counts.get(id) ?? 0));
   }
   // Runs of the queue: the worker that holds each, and those no worker has started yet.
-  const leases = await listRunLeases(pool);
+  const leases = only === undefined ? await listRunLeases(pool) : await oneLease(pool, only);
   const byThread = new Map(out.map((s) => [s.thread, s]));
   const now = Date.now();
   for (const l of leases) {
@@ -69,4 +80,11 @@ export async function listRunsPg(pool: pg.Pool): Promise<RunSummary[]> {
     else if (l.state === "queued" && !terminal) s.status = "queued";
   }
   return out.sort(newestFirst);
+}
+
+/** The queue's row of one run, if it was submitted (none while the table does not exist). */
+async function oneLease(pool: pg.Pool, thread: string) {
+  if (!(await pool.query("SELECT to_regclass('ll_run_leases') AS t")).rows[0]?.t) return [];
+  const l = await getRunLease(pool, thread);
+  return l ? [l] : [];
 }

@@ -1,13 +1,14 @@
 import type { ChatMessage } from "../models/port.js";
-import { listRuns, type RunSummary } from "../ledger/run-status.js";
+import type { RunSummary } from "../ledger/run-status.js";
 import { spendBySubtask, spendOf } from "../economics/spend.js";
 import { processHistory } from "../sandbox/process-history.js";
 import { EVENT_TYPES, type ContextItem, type EventType, type LedgerEvent, type Subtask, type TestCounts } from "../state.js";
-import { currentBranch, HttpError, of, runRows, type ReadOnlyState } from "./read-state.js";
+import { currentBranch, HttpError, of, type ReadOnlyState } from "./read-state.js";
 
-// The viewer's data module: what each API route answers, as typed views of the state database. The
-// page's script (app.js, app/*.js) takes its JSDoc types from here, so the type check covers both ends.
-export { HttpError, locate, openReadOnly, type ReadOnlyState, type ViewerSource } from "./read-state.js";
+// The viewer's data module: what each API route answers, as typed views of a state (SQLite or
+// PostgreSQL, through the read port of read-state.ts). The page's script (app.js, app/*.js) takes
+// its JSDoc types from here, so the type check covers both ends.
+export { HttpError, type ReadOnlyState, type StateSource, type ViewerSource } from "./read-state.js";
 export * from "./steps.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -17,25 +18,24 @@ export * from "./steps.js";
 /** One run in the viewer's list: the same rows, status and order as `ledgerloop threads`. */
 export type ThreadSummary = RunSummary;
 
-/** `/api/threads`: the workspace and its runs. */
+/** `/api/threads`: where the runs are and the runs. */
 export interface ThreadList {
+  /** The workspace directory, or for a PostgreSQL state its URL without the password. */
   workspace: string;
+  /** Which backend holds the runs: with "postgres", `workspace` is the state URL (`--state`). */
+  backend: "sqlite" | "postgres";
   threads: ThreadSummary[];
 }
 
-/** Every run of the workspace, newest first, with the one status function the CLI uses too. */
-export function listThreads(st: ReadOnlyState): ThreadSummary[] {
-  return listRuns(st.db);
+/** Every run of the state, newest first, with the one status function the CLI uses too. */
+export function listThreads(st: ReadOnlyState): Promise<ThreadSummary[]> {
+  return st.listRuns();
 }
 
-/** Fails with a 404 unless the workspace has recorded something for the thread. */
-export function requireKnownThread(st: ReadOnlyState | null, thread: string): asserts st is ReadOnlyState {
-  const known =
-    st !== null &&
-    ((st.ledger && st.db.prepare("SELECT 1 FROM ll_events WHERE thread_id = ? LIMIT 1").get(thread)) ||
-      (st.checkpointer && st.db.prepare("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1").get(thread)) ||
-      runRows(st.db).has(thread));
-  if (!known) throw new HttpError(404, `unknown thread "${thread}" in this workspace`);
+/** Fails with a 404 unless the state has recorded something for the thread. */
+export async function requireKnownThread(st: ReadOnlyState | null, thread: string): Promise<ReadOnlyState> {
+  if (st && (await st.hasThread(thread))) return st;
+  throw new HttpError(404, `unknown thread "${thread}" in ${st?.where ?? "this workspace"}`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -93,6 +93,8 @@ export interface ThreadDetail {
   thread: string;
   goal: string;
   status: string;
+  /** A run of the queue (PostgreSQL state): its lease state, the worker holding it, how often it moved. */
+  queue: NonNullable<RunSummary["queue"]> | null;
   /** Set when the run is paused until someone approves or rejects a command. */
   awaitingApproval: ApprovalWait | null;
   steps: number;
@@ -141,13 +143,8 @@ function usageOf(calls: LedgerEvent<"model_call">[]): ThreadDetail["usage"] {
 export async function threadDetail(st: ReadOnlyState, thread: string): Promise<ThreadDetail> {
   const latest = await latestState(st, thread);
   const events = await currentBranch(st, thread);
-  const run = runRows(st.db).get(thread);
-  let settings: Record<string, unknown> = {};
-  try {
-    settings = run ? (JSON.parse(run.settings) as Record<string, unknown>) : {};
-  } catch {
-    settings = {};
-  }
+  const run = await st.runInfo(thread);
+  const settings = run?.settings ?? {};
   const spec = of(events, "task_spec")[0];
   const planEvent = events.filter((e) => e.type === "plan_update" || e.type === "task_spec").at(-1) as
     | LedgerEvent<"plan_update">
@@ -165,23 +162,22 @@ export async function threadDetail(st: ReadOnlyState, thread: string): Promise<T
   }
   const finish = feedback.flatMap((f) => f.payload.effects ?? []).filter((e) => e.kind === "finish").at(-1);
   const last = events.at(-1);
-  const maxSeq = st.ledger
-    ? (st.db.prepare<[string], { m: number | null; n: number }>("SELECT MAX(seq) AS m, COUNT(*) AS n FROM ll_events WHERE thread_id = ?").get(thread) ?? { m: 0, n: 0 })
-    : { m: 0, n: 0 };
-  const forked = st.ledger ? Boolean(st.db.prepare("SELECT 1 FROM ll_forks WHERE thread_id = ? LIMIT 1").get(thread)) : false;
-  const status = listRuns(st.db).find((r) => r.thread === thread)?.status ?? "unknown";
+  const seq = await st.seqStats(thread);
+  const forked = st.ledger ? await st.forked(thread) : false;
+  const summary = (await st.listRuns(thread)).find((r) => r.thread === thread);
   const stepFromActions = Math.max(0, ...[...actions.values()].map((a) => a.payload.step));
   return {
     thread,
-    goal: latest.values.goal || spec?.payload.goal || run?.goal || "",
-    status,
+    goal: latest.values.goal || spec?.payload.goal || run?.goal || summary?.goal || "",
+    status: summary?.status ?? "unknown",
+    queue: summary?.queue ?? null,
     awaitingApproval: latest.interrupt,
     steps: Math.max(latest.values.step ?? 0, stepFromActions),
     maxSteps: typeof settings.maxSteps === "number" ? settings.maxSteps : null,
-    createdAt: run?.created_at ?? events[0]?.ts ?? null,
+    createdAt: run?.createdAt ?? events[0]?.ts ?? null,
     lastActivity: last?.ts ?? null,
-    lastSeq: maxSeq.m ?? 0,
-    events: maxSeq.n,
+    lastSeq: seq.maxSeq,
+    events: seq.count,
     model: (typeof settings.model === "string" ? settings.model : null) ?? calls[0]?.payload.model ?? null,
     sandbox: {
       requested: typeof settings.sandbox === "string" ? settings.sandbox : null,

@@ -1,13 +1,12 @@
-import fs from "node:fs";
-import type Database from "better-sqlite3";
-import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { LedgerloopError } from "../errors.js";
-import { SqliteLedger } from "../ledger/sqlite-ledger.js";
-import { openStateDb } from "../ledger/state-db.js";
-import { resolveWorkspace, stateLocation } from "../runtime.js";
+import type { Ledger } from "../ledger/port.js";
+import type { RunSummary } from "../ledger/run-status.js";
 import type { EventType, LedgerEvent } from "../state.js";
 
-// The viewer's read-only access to a state database: opening it, and the reads every view shares.
+// The viewer's read port: what every view reads beyond the ledger and checkpoint ports, with one
+// implementation per backend (sqlite-state.ts, pg-state.ts). The views (data.ts, steps.ts) read
+// only through it, so the pages are the same whichever database holds the runs.
 
 /** An error the viewer answers with its status code and message (never a stack). */
 export class HttpError extends LedgerloopError {
@@ -18,91 +17,55 @@ export class HttpError extends LedgerloopError {
   }
 }
 
-/** Where the viewer reads from. */
+/** Where the viewer reads from: a workspace's SQLite state, or a PostgreSQL state database (`state`). */
 export interface ViewerSource {
   workspace: string;
   stateDir?: string;
+  /** PostgreSQL URL; when set, workspace and stateDir are not read. */
+  state?: string;
 }
 
-/** A run's state database opened read-only: the viewer never writes, and never waits long for a lock. */
+/** What the registry (or, for a run no worker has started, its submission) says a run was started with. */
+export interface RunInfo {
+  goal: string;
+  createdAt: string;
+  settings: Record<string, unknown>;
+}
+
+/** One request's read-only view of a state. The viewer never writes, and never waits long for a lock. */
 export interface ReadOnlyState {
-  workspace: string;
-  dbPath: string;
-  db: Database.Database;
-  ledger: SqliteLedger | null;
-  checkpointer: SqliteSaver | null;
+  /** What a 404 names: "this workspace", or the database's URL without its password. */
+  where: string;
+  ledger: Ledger | null;
+  /** LangGraph's checkpointer (SqliteSaver or PostgresSaver); null while the state has no checkpoint tables. */
+  checkpointer: BaseCheckpointSaver | null;
+  /**
+   * Every run, newest first, with the status `ledgerloop threads` shows (and the queue's holder on
+   * PostgreSQL); with `thread`, only that one's row (or none).
+   */
+  listRuns(thread?: string): Promise<RunSummary[]>;
+  /** The state has recorded something for the thread (registry, ledger, checkpoints or queue). */
+  hasThread(thread: string): Promise<boolean>;
+  runInfo(thread: string): Promise<RunInfo | null>;
+  /** The thread's highest ledger seq and its number of events (every branch). */
+  seqStats(thread: string): Promise<{ maxSeq: number; count: number }>;
+  /** The thread's newest ledger event, by seq. */
+  headEvent(thread: string): Promise<string | null>;
+  /** The thread's ledger has more than one branch (a rewind or fork continued it). */
+  forked(thread: string): Promise<boolean>;
   close(): void;
 }
 
-/** Resolves the workspace and its state database path once, at start. */
-export function locate(src: ViewerSource): { workspace: string; stateDir: string; dbPath: string } {
-  const workspace = resolveWorkspace(src.workspace);
-  return { workspace, ...stateLocation(workspace, src.stateDir) };
-}
-
-/**
- * Opens the state database read-only, or returns null when no run has created it yet. Opened per
- * request: a short-lived reader never holds a WAL snapshot that would keep a running agent's
- * checkpoints from being folded back into the main file.
- */
-export function openReadOnly(workspace: string, dbPath: string): ReadOnlyState | null {
-  if (!fs.existsSync(dbPath)) return null;
-  // The page check reads the whole file: once per version of the files, not once per request.
-  const version = fileVersion(dbPath);
-  const check = checkedVersions.get(dbPath) !== version;
-  // A WAL reader does not wait for writers; the short timeout only covers WAL recovery by another process.
-  const db = openStateDb(dbPath, { create: false, readonly: true, busyTimeoutMs: 250, check });
-  if (check) checkedVersions.set(dbPath, version);
-  try {
-    const tables = new Set(
-      (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((r) => r.name),
-    );
-    return {
-      workspace,
-      dbPath,
-      db,
-      ledger: tables.has("ll_events") && tables.has("ll_blobs") ? new SqliteLedger(db) : null,
-      // Its setup() only runs CREATE TABLE IF NOT EXISTS, a no-op on existing tables, so it is safe read-only.
-      checkpointer: tables.has("checkpoints") && tables.has("writes") ? new SqliteSaver(db) : null,
-      close: () => db.close(),
-    };
-  } catch (err) {
-    db.close();
-    throw err;
-  }
-}
-
-/** Per state database, the version of its files (see fileVersion) that last passed the page check. */
-const checkedVersions = new Map<string, string>();
-
-/** Size, mtime and inode of the database and its WAL: changes whenever either is written or replaced. */
-function fileVersion(dbPath: string): string {
-  return [dbPath, `${dbPath}-wal`]
-    .map((f) => {
-      try {
-        const st = fs.statSync(f, { bigint: true });
-        return `${st.ino}:${st.size}:${st.mtimeNs}`;
-      } catch {
-        return "-";
-      }
-    })
-    .join("/");
-}
-
-export function hasTable(db: Database.Database, name: string): boolean {
-  return Boolean(db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name));
-}
-
-export interface RunRow {
-  thread_id: string;
-  created_at: string;
-  goal: string;
-  settings: string;
-}
-
-export function runRows(db: Database.Database): Map<string, RunRow> {
-  if (!hasTable(db, "ll_runs")) return new Map();
-  return new Map((db.prepare("SELECT * FROM ll_runs").all() as RunRow[]).map((r) => [r.thread_id, r]));
+/** A state the viewer holds while it runs; each request opens a ReadOnlyState from it. */
+export interface StateSource {
+  kind: "sqlite" | "postgres";
+  /** Shown on the page: the workspace directory, or the database's URL without its password. */
+  label: string;
+  /** A state for one request, or null when nothing was recorded yet (a workspace without a state database). */
+  open(): Promise<ReadOnlyState | null>;
+  /** The backend's own errors as one-line LedgerloopErrors naming the state; others unchanged. */
+  named(err: unknown): unknown;
+  close(): Promise<void>;
 }
 
 /**
@@ -111,10 +74,21 @@ export function runRows(db: Database.Database): Map<string, RunRow> {
  */
 export async function currentBranch(st: ReadOnlyState, thread: string, types?: EventType[]): Promise<LedgerEvent[]> {
   if (!st.ledger) return [];
-  const head = st.db.prepare<[string], { id: string }>("SELECT id FROM ll_events WHERE thread_id = ? ORDER BY seq DESC LIMIT 1").get(thread);
+  const head = await st.headEvent(thread);
   if (!head) return [];
-  return st.ledger.branch(head.id, types ? { types } : {});
+  return st.ledger.branch(head, types ? { types } : {});
 }
 
 /** The events of one type, typed. */
 export const of = <T extends EventType>(events: LedgerEvent[], type: T) => events.filter((e): e is LedgerEvent<T> => e.type === type);
+
+/** A registry row's settings, parsed; {} when absent or not JSON. */
+export function parseSettings(raw: string | null | undefined): Record<string, unknown> {
+  if (!raw) return {};
+  try {
+    const v = JSON.parse(raw) as unknown;
+    return v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}

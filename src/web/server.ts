@@ -3,11 +3,9 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { LedgerloopError, errorMessage } from "../errors.js";
-import { asStateError, isSqliteError } from "../ledger/state-db.js";
+import { resolveWorkspace, stateLocation } from "../workspace/location.js";
 import {
   HttpError,
-  locate,
-  openReadOnly,
   listThreads,
   parseTypes,
   requireKnownThread,
@@ -18,12 +16,13 @@ import {
   threadEvents,
   threadSteps,
   type ReadOnlyState,
+  type StateSource,
   type ThreadList,
+  type ViewerSource,
 } from "./data.js";
+import { sqliteSource } from "./sqlite-state.js";
 
-export interface ViewerOptions {
-  workspace: string;
-  stateDir?: string;
+export interface ViewerOptions extends ViewerSource {
   /** 0 (the default) picks a free port. */
   port?: number;
   /**
@@ -121,11 +120,24 @@ function loadAssets(): Map<string, { body: Buffer; type: string }> {
 }
 
 /**
- * Starts the run viewer: a read-only JSON API over a workspace's state database and the page that
- * shows it. Loopback only unless `host` says otherwise.
+ * The state the viewer reads: a PostgreSQL database (opened now, read-only, failing in one line) or
+ * a workspace's SQLite file (opened per request; it may not exist until the first run).
+ */
+async function openSource(src: ViewerSource): Promise<StateSource> {
+  if (src.state) {
+    const { pgSource } = await import("./pg-state.js");
+    return pgSource(src.state);
+  }
+  const workspace = resolveWorkspace(src.workspace);
+  return sqliteSource(workspace, stateLocation(workspace, src.stateDir).dbPath);
+}
+
+/**
+ * Starts the run viewer: a read-only JSON API over a state (a workspace's SQLite database, or with
+ * `state` a PostgreSQL one) and the page that shows it. Loopback only unless `host` says otherwise.
  */
 export async function startViewer(opts: ViewerOptions): Promise<Viewer> {
-  const { workspace, dbPath } = locate({ workspace: opts.workspace, ...(opts.stateDir ? { stateDir: opts.stateDir } : {}) });
+  const source = await openSource(opts);
   const host = opts.host ?? "127.0.0.1";
   const guardHost = opts.host === undefined;
   const assets = loadAssets();
@@ -138,12 +150,10 @@ export async function startViewer(opts: ViewerOptions): Promise<Viewer> {
   const sendJson = (res: http.ServerResponse, status: number, value: unknown) =>
     send(res, status, JSON.stringify(value), "application/json; charset=utf-8");
 
-  async function withState<T>(thread: string | null, fn: (st: ReadOnlyState) => Promise<T> | T): Promise<T> {
-    const st = openReadOnly(workspace, dbPath);
+  async function withState<T>(thread: string, fn: (st: ReadOnlyState) => Promise<T> | T): Promise<T> {
+    const st = await source.open();
     try {
-      if (thread !== null) requireKnownThread(st, thread);
-      else if (!st) throw new HttpError(404, "no runs recorded in this workspace yet");
-      return await fn(st!);
+      return await fn(await requireKnownThread(st, thread));
     } finally {
       st?.close();
     }
@@ -151,9 +161,9 @@ export async function startViewer(opts: ViewerOptions): Promise<Viewer> {
 
   async function api(parts: string[], query: URLSearchParams): Promise<unknown> {
     if (parts.length === 1 && parts[0] === "threads") {
-      const st = openReadOnly(workspace, dbPath);
+      const st = await source.open();
       try {
-        const list: ThreadList = { workspace, threads: st ? listThreads(st) : [] };
+        const list: ThreadList = { workspace: source.label, backend: source.kind, threads: st ? await listThreads(st) : [] };
         return list;
       } finally {
         st?.close();
@@ -215,8 +225,8 @@ export async function startViewer(opts: ViewerOptions): Promise<Viewer> {
 
   const server = http.createServer((req, res) => {
     handle(req, res).catch((thrown: unknown) => {
-      // SQLite's own errors do not say which file: name the state database, as the CLI does.
-      const err = isSqliteError(thrown) ? asStateError(thrown, dbPath) : thrown;
+      // The backend's own errors (SQLite's never say which file) as one line naming the state.
+      const err = source.named(thrown);
       if (res.headersSent) {
         res.destroy();
         return;
@@ -235,6 +245,7 @@ export async function startViewer(opts: ViewerOptions): Promise<Viewer> {
   server.requestTimeout = 30_000;
   server.headersTimeout = 10_000;
 
+  // A port that cannot be had must not leave the database's connections open.
   await new Promise<void>((resolve, reject) => {
     server.once("error", (err: NodeJS.ErrnoException) => {
       const where = `${host}:${opts.port ?? 0}`;
@@ -248,16 +259,21 @@ export async function startViewer(opts: ViewerOptions): Promise<Viewer> {
       server.on("error", (err) => report(`server error: ${errorMessage(err)}`));
       resolve();
     });
+  }).catch(async (err: unknown) => {
+    await source.close().catch(() => {});
+    throw err;
   });
   const addr = server.address() as AddressInfo;
   const shown = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
   const urlHost = addr.address === "0.0.0.0" || addr.address === "::" ? "localhost" : shown;
   return {
     url: `http://${urlHost}:${addr.port}/`,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
-      }),
+      });
+      await source.close();
+    },
   };
 }

@@ -341,7 +341,7 @@ describe("run viewer API on the demo run", () => {
     const { workspace } = smallWorkspace();
     const v = await startViewer({ workspace });
     try {
-      expect((await get(v, "/api/threads")).body).toEqual({ workspace: fs.realpathSync(workspace), threads: [] });
+      expect((await get(v, "/api/threads")).body).toEqual({ workspace: fs.realpathSync(workspace), backend: "sqlite", threads: [] });
       expect((await get(v, "/api/threads/anything")).status).toBe(404);
       expect(fs.existsSync(path.join(workspace, ".ledgerloop"))).toBe(false);
     } finally {

@@ -115,3 +115,25 @@ export async function longRun(workspace: string, scripts: string, steps: number)
   if (result.status !== "finished" || result.steps !== steps) throw new Error(`expected a finished run of ${steps} steps, got ${JSON.stringify(result)}`);
   return result.thread;
 }
+
+/**
+ * One run with a plan, model spend under a price, a background process and a command: everything
+ * the pages show, in one scripted run. With `state` (a PostgreSQL URL) it is `run --state`.
+ */
+export async function fullRun(workspace: string, scripts: string, state?: string): Promise<string> {
+  const usage = { inputTokens: 1000, outputTokens: 200, cachedInputTokens: 800 };
+  fs.writeFileSync(path.join(workspace, "server.js"), `require("http").createServer((q, s) => s.end("up")).listen(0, "127.0.0.1", function () { console.log("listening on " + this.address().port); });\n`);
+  const file = writeScript(scripts, "full.json", {
+    plan: [{ tool_calls: [{ name: "update_plan", args: { subtasks: [{ id: "serve", description: "serve once", status: "in_progress" }] } }], usage }],
+    decide: [
+      { ...call("start_process", { name: "api", command: "node server.js", readyPattern: "listening on", readyTimeoutMs: 60000 }, "Starting the server."), usage },
+      { ...call("stop_process", { name: "api" }), usage },
+      { ...call("run_command", { command: "echo served" }), usage },
+      { ...call("finish", { summary: "served once" }), usage },
+    ],
+  });
+  fs.writeFileSync(path.join(workspace, "ledgerloop.config.json"), JSON.stringify({ prices: { [`scripted:${file}`]: { input: 1, cachedInput: 0.5, output: 2 } } }));
+  const { result } = await handleRun("Serve once and say so", { workspace, model: `scripted:${file}`, json: true, quiet: true, ...(state ? { state } : {}) });
+  if (result.status !== "finished") throw new Error(`the full run did not finish: ${JSON.stringify(result)}`);
+  return result.thread;
+}

@@ -22,7 +22,8 @@ export const STEP_PAGE = 100;
 /**
  * @typedef {object} ViewState
  * @property {ThreadSummary[]} threads
- * @property {string} [workspace]
+ * @property {string} [workspace] The workspace directory, or for a PostgreSQL state its URL (password hidden).
+ * @property {"sqlite" | "postgres"} [backend]
  * @property {string} [threadsError]
  * @property {string | null} threadId
  * @property {ThreadDetail | null} detail

@@ -6,6 +6,7 @@ import { $, append, clear, h, statusPill } from "./dom.js";
 import { ago, clock, dateTime, modelName, oneLine, plural, spend, tokens } from "./format.js";
 import { renderCheckpointsTab, renderLedgerTab } from "./ledger-tab.js";
 import { IDLE_WARN_MS, state } from "./state.js";
+import { queueText } from "./threads.js";
 import { renderTimeline } from "./timeline.js";
 
 /** @typedef {import("../data.js").ThreadDetail} ThreadDetail */
@@ -30,6 +31,7 @@ export function renderHeader(d) {
   const facts = /** @type {Array<[string, string]>} */ (
     [
       ["steps", d.maxSteps ? `${d.steps} of at most ${d.maxSteps}` : String(d.steps)],
+      queueText(d.queue) && ["worker", /** @type {string} */ (queueText(d.queue))],
       d.model && ["model", modelName(d.model)],
       (d.sandbox.level || d.sandbox.requested) && ["sandbox", d.sandbox.level ? d.sandbox.level + (d.sandbox.requested && d.sandbox.requested !== d.sandbox.level ? ` (asked: ${d.sandbox.requested})` : "") : `${d.sandbox.requested} (nothing run yet)`],
       d.lastTests && ["last tests", `${d.lastTests.passed} passed, ${d.lastTests.failed} failed${d.lastTests.skipped ? `, ${d.lastTests.skipped} skipped` : ""}`],
@@ -62,7 +64,7 @@ export function renderHeader(d) {
           h("strong", {}, "Waiting for approval: "),
           h("code", {}, d.awaitingApproval.command || d.awaitingApproval.tool || "a command"),
           d.awaitingApproval.reason ? h("span", { class: "muted" }, ` — ${d.awaitingApproval.reason}`) : null,
-          h("div", { class: "small muted" }, "Answer with: ", h("code", {}, `ledgerloop resume ${d.thread}${state.workspace ? ` -w ${state.workspace}` : ""} --approve`), " (or --reject)"),
+          h("div", { class: "small muted" }, "Answer with: ", h("code", {}, `ledgerloop resume ${d.thread}${state.workspace ? ` ${state.backend === "postgres" ? "--state" : "-w"} ${state.workspace}` : ""} --approve`), " (or --reject)"),
         )
       : null,
     d.finishSummary ? h("div", { class: "finish-summary" }, h("span", { class: "label" }, "Finished: "), d.finishSummary) : null,

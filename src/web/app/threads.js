@@ -6,11 +6,27 @@ import { $, clear, h, statusPill } from "./dom.js";
 import { ago, oneLine, plural } from "./format.js";
 import { state } from "./state.js";
 
+/** @typedef {import("../data.js").ThreadSummary} ThreadSummary */
+
+/**
+ * Where a run of the queue stands (PostgreSQL state): the worker holding it, or that it waits for one.
+ * @param {ThreadSummary["queue"] | null} q
+ * @returns {string | null}
+ */
+export function queueText(q) {
+  if (!q) return null;
+  const moved = q.takeovers ? ` · taken over ${q.takeovers}×` : "";
+  if (q.worker) return `held by ${q.worker}${moved}`;
+  if (q.state === "queued") return `waiting for a worker${moved}`;
+  return q.takeovers ? `taken over ${q.takeovers}×` : null;
+}
+
 export async function refreshThreads() {
   try {
     const r = await getThreads();
     state.threads = r.threads;
     state.workspace = r.workspace;
+    state.backend = r.backend;
     $("workspace").textContent = r.workspace;
     $("workspace").title = r.workspace;
   } catch (err) {
@@ -38,6 +54,7 @@ export function renderThreadList() {
           h("div", { class: "thread-item-top" }, statusPill(t.status), h("span", { class: "muted small" }, t.lastActivity ? ago(t.lastActivity) : "")),
           h("div", { class: "thread-goal" }, oneLine(t.goal || "(no goal recorded)", 110)),
           h("div", { class: "thread-meta" }, h("span", { class: "mono" }, t.thread), t.steps !== null ? ` · ${plural(t.steps, "step")}` : ""),
+          queueText(t.queue) ? h("div", { class: "thread-worker", title: t.queue?.note || null }, queueText(t.queue)) : null,
         ),
       ),
     );
@@ -52,7 +69,9 @@ export function renderHome() {
         "div",
         { class: "home" },
         h("h1", {}, "No runs yet"),
-        h("p", {}, "Start one in this workspace, e.g. ", h("code", {}, 'ledgerloop run "<task>" --model …'), " or ", h("code", {}, "ledgerloop demo"), "; it appears here."),
+        state.backend === "postgres"
+          ? h("p", {}, "Start one in this database, e.g. ", h("code", {}, 'ledgerloop run "<task>" --state … --model …'), " or ", h("code", {}, 'ledgerloop submit "<task>" --state …'), "; it appears here.")
+          : h("p", {}, "Start one in this workspace, e.g. ", h("code", {}, 'ledgerloop run "<task>" --model …'), " or ", h("code", {}, "ledgerloop demo"), "; it appears here."),
       ),
     );
     return;
