@@ -20,7 +20,8 @@ import { benchState } from "./state.js";
 //      kill to the run's lease re-acquired by the second, and to the first ledger event it writes.
 // Workers on one machine share its cores with each other and with PostgreSQL itself: the speed-up is
 // bounded by the core count, which the output states. PostgreSQL from LEDGERLOOP_BENCH_PG_URL or
-// LEDGERLOOP_TEST_PG_URL; sizes from BENCH_SCALE_RUNS, _STEPS, _WORKERS, _REPS, _LEASE.
+// LEDGERLOOP_TEST_PG_URL; sizes from BENCH_SCALE_RUNS, _STEPS, _WORKERS, _REPS, _LEASE and _DEFAULT_REPS
+// (takeovers with the default 30 s lease; 0 skips them).
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const BIN = path.join(REPO, "bin/ledgerloop.js");
@@ -77,6 +78,29 @@ async function until<T>(what: string, fn: () => Promise<T | null | undefined>, e
   }
 }
 
+/**
+ * CPU seconds (user + system, with the children it has waited for: its commands) a process has
+ * used, from /proc; null where there is no /proc. Load from other processes does not inflate it.
+ */
+function cpuSeconds(pid: number): number | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Fields after the command name (which may hold spaces): utime, stime, cutime, cstime are 14–17.
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const ticks = [11, 12, 13, 14].reduce((sum, i) => sum + Number(f[i]), 0);
+    return ticks / CLOCK_TICKS;
+  } catch {
+    return null;
+  }
+}
+// sysconf(_SC_CLK_TCK): 100 on Linux everywhere in practice.
+const CLOCK_TICKS = 100;
+
+const totalCpu = (ws: Worker[]) => {
+  const xs = ws.map((w) => cpuSeconds(w.child.pid!));
+  return xs.some((x) => x === null) ? null : xs.reduce((a, b) => a! + b!, 0)!;
+};
+
 function tempDir(label: string): string {
   return fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), `ll-bench-scale-${label}-`)));
 }
@@ -96,7 +120,7 @@ const settingsFor = (trajectory: string) => ({ model: `scripted:${trajectory}`, 
  * from the first submit to the last run done (ll_run_leases polled every 100 ms; the workers are
  * started, and have said so, before the clock starts).
  */
-export async function throughput(base: string, workers: number, runs: number, steps: number): Promise<number> {
+export async function throughput(base: string, workers: number, runs: number, steps: number): Promise<{ ms: number; cpuPerRun: number | null }> {
   const db = await createTestDatabase(`scale_${workers}w`, base);
   const root = tempDir(`${workers}w`);
   const trajectory = writeTrajectory(root, steps);
@@ -105,6 +129,7 @@ export async function throughput(base: string, workers: number, runs: number, st
   try {
     for (let i = 0; i < workers; i++) ws.push(spawnWorker(db.url, path.join(root, `w${i}`), ["--concurrency", "1", "--poll-seconds", "1"]));
     await Promise.all(ws.map((w) => w.started));
+    const cpu0 = totalCpu(ws);
     const sources = Array.from({ length: runs }, (_, i) => runWorkspace(root, i));
     const boss = await startQueue(db.url);
     const t0 = performance.now();
@@ -131,10 +156,11 @@ export async function throughput(base: string, workers: number, runs: number, st
       () => `; worker stderr:\n${ws.map((w) => w.err().slice(-1500)).join("\n")}`,
     );
     const ms = performance.now() - t0;
+    const cpu1 = totalCpu(ws);
     // A run "done" may have ended failed or out of script: only finished runs count.
     const unfinished = await state.pool.query("SELECT thread_id, note FROM ll_run_leases WHERE note NOT LIKE 'finished%'");
     if (unfinished.rowCount) throw new Error(`bench scale: run ${unfinished.rows[0].thread_id} did not finish: ${unfinished.rows[0].note}`);
-    return ms;
+    return { ms, cpuPerRun: cpu0 === null || cpu1 === null ? null : (cpu1 - cpu0) / runs };
   } finally {
     await Promise.all(ws.map((w) => stopWorker(w)));
     await state.close();
@@ -227,9 +253,11 @@ export async function benchScale(): Promise<BenchResult[]> {
 
   const rows: BenchResult[] = [];
   const perMin: Record<number, number> = {};
+  const cpu: number[] = [];
   for (const n of counts) {
-    const ms = await throughput(base, n, runs, steps);
+    const { ms, cpuPerRun } = await throughput(base, n, runs, steps);
     perMin[n] = (runs * 60_000) / ms;
+    if (cpuPerRun !== null) cpu.push(cpuPerRun);
     const one = perMin[counts[0]!];
     rows.push({
       name: `${n} worker(s): ${runs} runs of ${steps} steps, first submit to last done (${(ms / 1000).toFixed(1)} s)`,
@@ -237,6 +265,11 @@ export async function benchScale(): Promise<BenchResult[]> {
       unit: "runs/min",
       ...(n !== counts[0] ? { baseline: one, baselineName: `${counts[0]} worker(s)` } : {}),
     });
+    if (cpuPerRun !== null) rows.push({ name: `  CPU of the ${n} worker process(es) per run (user + sys, with their commands)`, value: cpuPerRun, unit: "s" });
+  }
+  if (cpu.length) {
+    // What the workers alone could do with every core to themselves (PostgreSQL's own CPU aside).
+    rows.push({ name: `CPU-bound ceiling: ${cores} cores / median worker CPU per run`, value: (cores * 60) / median(cpu), unit: "runs/min" });
   }
   printTable(`runs per minute (built bin, --concurrency 1 each, --retrieval lexical, ${cores} cores; the ratio is the speed-up)`, rows);
 
@@ -263,11 +296,28 @@ export async function benchScale(): Promise<BenchResult[]> {
     { name: `kill → run's lease re-acquired by the idle worker, p50 of ${reps} (${fmt(lease)} s)`, value: median(lease) / 1000, unit: "s", baseline: expectedLease / 1000, baselineName: "lease + poll/2" },
     { name: `kill → first new ledger event of the run, p50 of ${reps} (${fmt(event)} s)`, value: median(event) / 1000, unit: "s", baseline: expectedLease / 1000, baselineName: "lease + poll/2" },
     {
-      name: `  derived for the default --lease-seconds 30 --poll-seconds 2 (range ${((dflt.lease * 2) / 3 + overhead / 1000).toFixed(0)}–${((dflt.lease * 4) / 3 + dflt.poll + overhead / 1000).toFixed(0)} s)`,
+      name: `  derived for the defaults, lease 30 s, poll 2 s (range ${((dflt.lease * 2) / 3 + overhead / 1000).toFixed(0)}–${((dflt.lease * 4) / 3 + dflt.poll + overhead / 1000).toFixed(0)} s)`,
       value: dfltExpected / 1000,
       unit: "s",
     },
   ];
+  // The defaults measured too (a single takeover costs ~35 s, so few of them): where in that range
+  // one lands depends on when the dead worker last renewed and when the reaper ticks.
+  const dfltReps = env("BENCH_SCALE_DEFAULT_REPS", 1);
+  if (dfltReps > 0) {
+    const dl: number[] = [];
+    const de: number[] = [];
+    for (let i = 0; i < dfltReps; i++) {
+      const t = await takeover(base, dflt.lease, dflt.poll);
+      if (t.takeovers !== 1) throw new Error(`bench scale: the run was taken over ${t.takeovers} times, expected 1`);
+      dl.push(t.lease);
+      de.push(t.event);
+    }
+    takeoverRows.push(
+      { name: `  measured with the defaults: kill → lease re-acquired, p50 of ${dfltReps} (${fmt(dl)} s)`, value: median(dl) / 1000, unit: "s", baseline: dfltExpected / 1000, baselineName: "derived" },
+      { name: `  measured with the defaults: kill → first new ledger event, p50 of ${dfltReps} (${fmt(de)} s)`, value: median(de) / 1000, unit: "s", baseline: dfltExpected / 1000, baselineName: "derived" },
+    );
+  }
   printTable(`takeover of a SIGKILLed worker's run (--lease-seconds ${leaseSeconds}: reaper tick ${Math.max(0.5, leaseSeconds / 3).toFixed(1)} s, --poll-seconds ${pollSeconds})`, takeoverRows);
   return [...rows, ...stateRows, ...takeoverRows];
 }

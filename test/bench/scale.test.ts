@@ -24,8 +24,10 @@ describePg("bench scale at toy sizes", () => {
 
   it("two workers finish every submitted run", async () => {
     // Throws when a run ends other than finished, or not within its liveness bound.
-    const ms = await throughput(TEST_PG_URL!, 2, 3, 3);
+    const { ms, cpuPerRun } = await throughput(TEST_PG_URL!, 2, 3, 3);
     expect(ms).toBeGreaterThan(0);
+    // The workers did the runs: they used CPU for them (Linux: read from /proc).
+    if (process.platform === "linux") expect(cpuPerRun).toBeGreaterThan(0);
   });
 
   it("the idle worker takes a SIGKILLed worker's run over once: its lease first, then its ledger", async () => {
