@@ -58,6 +58,15 @@ function spawnWorker(url: string, dir: string, args: string[]): Worker {
   return { child, out: () => out, err: () => err, exited, started };
 }
 
+/** Throws, with its stderr, when a worker the bench still counts on has exited: no point waiting for it. */
+function assertAlive(ws: Array<Worker | undefined>): void {
+  for (const w of ws) {
+    if (w && (w.child.exitCode !== null || w.child.signalCode !== null)) {
+      throw new Error(`bench scale: worker ${w.child.pid} exited (${w.child.exitCode ?? w.child.signalCode}):\n${w.err().slice(-2000)}`);
+    }
+  }
+}
+
 /** SIGTERM (its runs go back to the queue), then SIGKILL if it has not exited in time. */
 async function stopWorker(w: Worker, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
   if (w.child.exitCode !== null || w.child.signalCode !== null) return;
@@ -143,6 +152,7 @@ export async function throughput(base: string, workers: number, runs: number, st
     await until(
       `${runs} runs done by ${workers} worker(s)`,
       async () => {
+        assertAlive(ws);
         const r = await state.pool.query<{ state: string; n: number }>("SELECT state, COUNT(*)::int AS n FROM ll_run_leases GROUP BY state");
         const by = Object.fromEntries(r.rows.map((x) => [x.state, x.n]));
         if (by.failed || by.paused) {
@@ -200,20 +210,32 @@ export async function takeover(base: string, leaseSeconds: number, pollSeconds: 
     await until("worker A taking the run", () => heldBy(a!.child.pid!), 100, 120_000, errs);
     b = spawnWorker(db.url, path.join(root, "b"), args);
     await b.started;
-    await until("worker A recording 3 actions", async () => ((await actions()) >= 3 ? true : null), 100, 120_000, errs);
+    await until(
+      "worker A recording 3 actions",
+      async () => {
+        assertAlive([a, b]);
+        return (await actions()) >= 3 ? true : null;
+      },
+      100,
+      120_000,
+      errs,
+    );
 
+    const killedAt = new Date().toISOString();
     const t0 = performance.now();
     a.child.kill("SIGKILL");
     await a.exited;
-    // A is dead: nothing after this seq can be its.
+    // A is dead, but a commit it had sent may still land: B's events are those after this seq that
+    // were also made after the kill (an event's ts is its writer's clock, this machine's).
     const before = Number((await c.query("SELECT COALESCE(MAX(seq), 0) AS s FROM ll_events WHERE thread_id = 'T'")).rows[0].s);
     let lease: number | undefined;
     let event: number | undefined;
     await until(
       "the takeover",
       async () => {
+        assertAlive([b]);
         if (lease === undefined && (await heldBy(b!.child.pid!))) lease = performance.now() - t0;
-        if (event === undefined && (await c.query("SELECT 1 FROM ll_events WHERE thread_id = 'T' AND seq > $1 LIMIT 1", [before])).rowCount) event = performance.now() - t0;
+        if (event === undefined && (await c.query("SELECT 1 FROM ll_events WHERE thread_id = 'T' AND seq > $1 AND ts > $2 LIMIT 1", [before, killedAt])).rowCount) event = performance.now() - t0;
         return lease !== undefined && event !== undefined ? true : null;
       },
       50,
