@@ -6,6 +6,7 @@ import { benchRetrieval } from "./retrieval.js";
 import { benchRevReplica } from "./rev-replica.js";
 import { benchRevisions } from "./revisions.js";
 import { benchSandbox } from "./sandbox.js";
+import { benchScale } from "./scale.js";
 import { benchStartup } from "./startup.js";
 import { benchState } from "./state.js";
 import type { BenchResult } from "./report.js";
@@ -23,6 +24,7 @@ const all: Record<string, () => Promise<BenchResult[]>> = {
   startup: () => benchStartup(),
   state: () => benchState(),
   processes: () => benchProcesses(),
+  scale: () => benchScale(),
 };
 
 const wanted = process.argv.slice(2);

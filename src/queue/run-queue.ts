@@ -1,5 +1,5 @@
 import PgBoss from "pg-boss";
-import type pg from "pg";
+import pg from "pg";
 import { z } from "zod";
 import { ConfigError, StateStoreError, errorMessage } from "../errors.js";
 import { asPgStateError, parsePgUrl } from "../ledger/pg-db.js";
@@ -60,12 +60,33 @@ export async function startQueue(url: string, opts: { supervise?: boolean; onErr
   boss.on("error", (err: Error) => opts.onError?.(errorMessage(err)));
   try {
     await boss.start();
-    await boss.createQueue(RUN_QUEUE, { name: RUN_QUEUE, policy: "standard", retryLimit: 0, expireInSeconds: JOB_EXPIRE_SECONDS });
+    await createRunQueue(boss, url);
   } catch (err) {
     await boss.stop({ graceful: false, wait: false }).catch(() => {});
     throw asPgStateError(err, url);
   }
   return boss;
+}
+
+/**
+ * Creates the run queue unless it exists, one process at a time. pg-boss serialises installing its
+ * schema but not create_queue: two processes creating the same queue at once deadlock (each INSERT
+ * of the queue row waits on the other's, while the first one's partition needs a lock on the queue
+ * table), which killed workers started together on a new database. A session advisory lock on a
+ * connection of our own orders them; the later ones find the row and do nothing.
+ */
+async function createRunQueue(boss: PgBoss, url: string): Promise<void> {
+  if (await boss.getQueue(RUN_QUEUE)) return;
+  const c = new pg.Client({ connectionString: parsePgUrl(url).toString(), connectionTimeoutMillis: 10_000 });
+  c.on("error", () => {});
+  await c.connect();
+  try {
+    await c.query("SELECT pg_advisory_lock(hashtext($1))", [`ledgerloop.${QUEUE_SCHEMA}.${RUN_QUEUE}`]);
+    await boss.createQueue(RUN_QUEUE, { name: RUN_QUEUE, policy: "standard", retryLimit: 0, expireInSeconds: JOB_EXPIRE_SECONDS });
+  } finally {
+    // Closing the session releases the lock.
+    await c.end().catch(() => {});
+  }
 }
 
 /** Sends a run job on `client` (inside its transaction). */

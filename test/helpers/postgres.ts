@@ -23,8 +23,8 @@ export function withDatabase(base: string, database: string): string {
   return u.toString();
 }
 
-async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ connectionString: TEST_PG_URL });
+async function admin<T>(base: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: base });
   await c.connect();
   try {
     return await fn(c);
@@ -33,16 +33,19 @@ async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
-/** Creates an empty database and returns its URL and a way to drop it. */
-export async function createTestDatabase(label = "t"): Promise<{ url: string; name: string; drop(): Promise<void> }> {
-  if (!TEST_PG_URL) throw new Error(PG_SKIP_REASON);
+/**
+ * Creates an empty database and returns its URL and a way to drop it. `base` is the server to create
+ * it on (default LEDGERLOOP_TEST_PG_URL; benches pass LEDGERLOOP_BENCH_PG_URL's).
+ */
+export async function createTestDatabase(label = "t", base = TEST_PG_URL): Promise<{ url: string; name: string; drop(): Promise<void> }> {
+  if (!base) throw new Error(PG_SKIP_REASON);
   const name = `ll_${label.replace(/[^a-z0-9_]/gi, "_").toLowerCase().slice(0, 30)}_${process.pid}_${randomBytes(4).toString("hex")}`;
-  await admin((c) => c.query(`CREATE DATABASE "${name}"`));
+  await admin(base, (c) => c.query(`CREATE DATABASE "${name}"`));
   return {
-    url: withDatabase(TEST_PG_URL, name),
+    url: withDatabase(base, name),
     name,
     // WITH (FORCE): a pool a failed test left open must not keep the database alive.
-    drop: () => admin((c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => undefined),
+    drop: () => admin(base, (c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => undefined),
   };
 }
 
