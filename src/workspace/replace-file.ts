@@ -29,7 +29,8 @@ export async function replaceFile(abs: string, data: string | Buffer): Promise<v
   const dir = path.dirname(target);
   await fs.mkdir(dir, { recursive: true });
   const mode = old ? old.mode & 0o7777 : 0o666 & ~process.umask();
-  const tmp = path.join(dir, `.${path.basename(target)}.ll-write-${process.pid}-${Math.random().toString(36).slice(2, 10)}`);
+  await removeStaleTemps(dir, path.basename(target));
+  const tmp = path.join(dir, `${tempPrefix(path.basename(target))}${process.pid}-${Math.random().toString(36).slice(2, 10)}`);
   // O_EXCL|O_NOFOLLOW: the temp name is ours alone, never something planted there in the meantime.
   const fh = await fs.open(tmp, C.O_WRONLY | C.O_CREAT | C.O_EXCL | (C.O_NOFOLLOW ?? 0), 0o600);
   try {
@@ -47,6 +48,38 @@ export async function replaceFile(abs: string, data: string | Buffer): Promise<v
     throw err;
   }
   await syncDir(dir);
+}
+
+const tempPrefix = (base: string) => `.${base}.ll-write-`;
+
+/**
+ * Removes the temp files an earlier write of this file left when its process died between writing
+ * the temp file and renaming it (a kill -9, a worker taken over): the re-run of that write would
+ * otherwise leave a stray `.name.ll-write-…` next to the file. Only temps of processes that are
+ * gone are touched (one writer per workspace holds the lease, so a live one is this process).
+ */
+async function removeStaleTemps(dir: string, base: string): Promise<void> {
+  const prefix = tempPrefix(base);
+  let names: string[];
+  try {
+    names = (await fs.readdir(dir)).filter((n) => n.startsWith(prefix));
+  } catch {
+    return;
+  }
+  for (const n of names) {
+    const pid = Number(/^(\d+)-/.exec(n.slice(prefix.length))?.[1]);
+    if (!Number.isInteger(pid) || pid === process.pid || processAlive(pid)) continue;
+    await fs.rm(path.join(dir, n), { force: true }).catch(() => undefined);
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
 }
 
 /** Where writing `abs` lands: every symlink along the last component followed, dangling ones included. */
