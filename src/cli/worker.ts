@@ -169,7 +169,7 @@ export class RunWorker {
     try {
       this.say(`${thread}: ${got.takeover ? "taking over" : "starting"} (job ${job.id})`);
       const [{ createRuntime }, { driveRun }] = await Promise.all([import("../runtime.js"), import("./drive.js")]);
-      // The revision to continue from: the last checkpoint's (none before the first plan).
+      // The revision to continue from: the newest one the run's ledger names (none before the first plan).
       const { lastRevision } = await import("../queue/resume-point.js");
       const rev = await lastRevision(pool, thread);
       let files;
@@ -200,7 +200,7 @@ export class RunWorker {
         throw err;
       }
       if (rev && sub.source.kind === "repo") {
-        // A fresh clone: the run's files are the revision its last checkpoint recorded.
+        // A fresh clone: the run's files are that revision, pulled from PostgreSQL's replica.
         const { restoreRevision } = await import("../queue/resume-point.js");
         await restoreRevision(rt, rev);
       }
