@@ -33,7 +33,7 @@ const MIRRORS = process.env.LEDGERLOOP_MIRRORS ?? "/work/.mirror";
 /** The speed corpus: vite at a commit whose tree has 2,024 files. */
 const SPEED_REPO = { repo: "vitejs/vite", mirror: "vitejs+vite", commit: "6851a707f5046cf207c0ed4260c9c353ab127ef0" };
 
-function gitDirOf(mirror: string): string | null {
+export function gitDirOf(mirror: string): string | null {
   const dir = path.join(MIRRORS, mirror, "repo");
   return fs.existsSync(path.join(dir, "HEAD")) ? dir : null;
 }
@@ -44,7 +44,7 @@ function gitDirOf(mirror: string): string | null {
  * through `objects/info/alternates`) whose only ref is a detached HEAD at the current commit: its
  * history is exactly the ancestors of that commit, so no later commit (the answer) is reachable.
  */
-class Checkout {
+export class Checkout {
   readonly dir: string;
   private readonly indexFile: string;
   private readonly localGit: string | null;
@@ -215,7 +215,14 @@ export interface LocalizationOutcome {
 /** Runs one localization set; null when its mirror is absent. */
 export async function runLocalization(
   set: LocalizationSet,
-  opts: { vectorIndex?: VectorIndex; embedder?: string; log?: (s: string) => void; history?: boolean } = {},
+  opts: {
+    vectorIndex?: VectorIndex;
+    embedder?: string;
+    log?: (s: string) => void;
+    history?: boolean;
+    /** Sees every variant's full result list of every query (bench/rank-check.ts compares them across code changes). */
+    onHits?: (queryId: string, variant: string, hits: CodeHit[]) => void;
+  } = {},
 ): Promise<LocalizationOutcome | null> {
   const log = opts.log ?? ((s: string) => process.stderr.write(s + "\n"));
   const gitDir = gitDirOf(set.mirror);
@@ -270,6 +277,7 @@ export async function runLocalization(
           historyMs.push(retriever.lastSearchTimings?.historyMs ?? 0);
           ngramMs.push(retriever.lastSearchTimings?.ngramMs ?? 0);
         }
+        opts.onHits?.(q.id, v.name, hits);
         const m = score(filesOf(hits), q.answers);
         per[v.name]!.push(m);
         hybrid ??= m;

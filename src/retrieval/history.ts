@@ -87,7 +87,9 @@ export class HistorySource {
   private running: Promise<void> | null = null;
   private again = false;
   private status: HistoryStatus = { state: "off", detail: "not read yet", head: null, commits: 0, shallow: false, partial: null };
-  private readonly ready = new WeakSet<Database.Database>();
+  private readonly ready = new WeakMap<Database.Database, ReturnType<typeof prepareSearch>>();
+  /** Co-change lists by path, valid while the connection has written nothing (see {@link HistorySource.neighbours}). */
+  private cochangeMemo: { db: Database.Database; stamp: string; lists: Map<string, CoChange[]> } | null = null;
 
   constructor(
     private readonly workspace: string,
@@ -104,9 +106,14 @@ export class HistorySource {
     const db = this.db();
     if (!this.ready.has(db)) {
       db.exec(SCHEMA);
-      this.ready.add(db);
+      this.ready.set(db, prepareSearch(db));
     }
     return db;
+  }
+
+  /** The search's statements, prepared once per index handle. */
+  private stmts(db: Database.Database): ReturnType<typeof prepareSearch> {
+    return this.ready.get(db)!;
   }
 
   private meta(key: string): string | undefined {
@@ -258,20 +265,13 @@ export class HistorySource {
     const words = historyWords(query);
     if (words.length === 0) return [];
     const db = this.handle();
-    const matched = db
-      .prepare(
-        `SELECT c.id, c.ts, c.subject, c.nfiles, -r.rank AS score
-         FROM (SELECT rowid, bm25(hist_fts) AS rank FROM hist_fts WHERE hist_fts MATCH ? ORDER BY rank LIMIT ?) r
-         JOIN hist_commits c ON c.id = r.rowid`,
-      )
-      .all(words.map((w) => `"${w}"`).join(" OR "), MATCHED_COMMITS) as Array<{ id: number; ts: number; subject: string; nfiles: number; score: number }>;
+    const st = this.stmts(db);
+    const matched = st.matched.all(words.map((w) => `"${w}"`).join(" OR "), MATCHED_COMMITS) as Array<{ id: number; ts: number; subject: string; nfiles: number; score: number }>;
     if (matched.length === 0) return [];
-    const newest = (db.prepare("SELECT MAX(ts) FROM hist_commits").pluck().get() as number | null) ?? 0;
+    const newest = (st.newest.get() as number | null) ?? 0;
     const byId = new Map(matched.map((m) => [m.id, m]));
     // Only files the index knows (present in the workspace now) can be results.
-    const rows = db
-      .prepare(`SELECT h.commit_id AS id, h.path FROM hist_files h JOIN files f ON f.path = h.path WHERE h.commit_id IN (SELECT value FROM json_each(?))`)
-      .all(JSON.stringify(matched.map((m) => m.id))) as Array<{ id: number; path: string }>;
+    const rows = st.touched.all(JSON.stringify(matched.map((m) => m.id))) as Array<{ id: number; path: string }>;
     const votes = new Map<string, { score: number; why: Array<{ subject: string; w: number }> }>();
     for (const { id, path } of rows) {
       const m = byId.get(id)!;
@@ -319,17 +319,43 @@ export class HistorySource {
   }
 
   private neighboursIn(db: Database.Database, path: string): CoChange[] {
-    const co = db.prepare(
+    // Remembered until this connection writes anything (an index, a refresh, new commits) or another
+    // connection commits: a search asks for the same few lists twice (history's own lending, then the
+    // fused one), and the next search often for the same files again.
+    const st = this.stmts(db);
+    const stamp = `${st.changes.get() as number}:${st.dataVersion.get() as number}`;
+    if (this.cochangeMemo?.db !== db || this.cochangeMemo.stamp !== stamp || this.cochangeMemo.lists.size > 4096) this.cochangeMemo = { db, stamp, lists: new Map() };
+    const known = this.cochangeMemo.lists.get(path);
+    if (known) return known.map((r) => ({ ...r }));
+    const n = (st.commitsOf.get(path) as number) || 1;
+    // Once together is chance.
+    const list = (st.cochange.all(path) as Array<{ path: string; n: number }>).filter((r) => r.n >= 2).map((r) => ({ path: r.path, share: r.n / n }));
+    this.cochangeMemo.lists.set(path, list);
+    return list.map((r) => ({ ...r }));
+  }
+}
+
+/** The statements of a history search (history tables and the files table of the same index.db). */
+function prepareSearch(db: Database.Database) {
+  return {
+    matched: db.prepare(
+      `SELECT c.id, c.ts, c.subject, c.nfiles, -r.rank AS score
+       FROM (SELECT rowid, bm25(hist_fts) AS rank FROM hist_fts WHERE hist_fts MATCH ? ORDER BY rank LIMIT ?) r
+       JOIN hist_commits c ON c.id = r.rowid`,
+    ),
+    newest: db.prepare("SELECT MAX(ts) FROM hist_commits").pluck(),
+    touched: db.prepare(`SELECT h.commit_id AS id, h.path FROM hist_files h JOIN files f ON f.path = h.path WHERE h.commit_id IN (SELECT value FROM json_each(?))`),
+    cochange: db.prepare(
       `SELECT o.path, COUNT(*) AS n FROM hist_files h
          JOIN hist_commits c ON c.id = h.commit_id AND c.nfiles <= ${COCHANGE_MAX_FILES}
          JOIN hist_files o ON o.commit_id = h.commit_id AND o.path <> h.path
          JOIN files f ON f.path = o.path
        WHERE h.path = ? GROUP BY o.path ORDER BY n DESC, o.path LIMIT 10`,
-    );
-    const n = (db.prepare("SELECT COUNT(*) FROM hist_files WHERE path = ?").pluck().get(path) as number) || 1;
-    // Once together is chance.
-    return (co.all(path) as Array<{ path: string; n: number }>).filter((r) => r.n >= 2).map((r) => ({ path: r.path, share: r.n / n }));
-  }
+    ),
+    commitsOf: db.prepare("SELECT COUNT(*) FROM hist_files WHERE path = ?").pluck(),
+    changes: db.prepare("SELECT total_changes()").pluck(),
+    dataVersion: db.prepare("PRAGMA data_version").pluck(),
+  };
 }
 
 /** A co-change neighbour: how often (share of the file's commits) it changed with the file. */

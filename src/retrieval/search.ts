@@ -8,7 +8,7 @@ import type { Embedder } from "./embedders/port.js";
 import { redactKeepingLines } from "./file-prep.js";
 import { HISTORY_TUNING, type HistorySource } from "./history.js";
 import type { NgramIndex } from "./ngram-index.js";
-import { rankCode, rankEvents, type RankCodeInput } from "./ranking.js";
+import { rankCode, rankEvents, type ChunkRange, type RankCodeInput } from "./ranking.js";
 import type { CodeHit, EventHit, RetrievalHit, SearchOptions, SearchTimings } from "./retriever-types.js";
 import type { SourceName } from "./fusion.js";
 import { queryTerms } from "./tokens.js";
@@ -97,14 +97,24 @@ export class SearchEngine {
     const vec = qv && use.has("vector") ? ((await this.o.vectors.use((v) => v.query("code", qv, CANDIDATES))) ?? []) : [];
     timings.vectorMs += performance.now() - tv;
     const tf = performance.now();
+    const vectors = vec.map((m) => ({ path: String(m.metadata.path ?? ""), startLine: Number(m.metadata.start), endLine: Number(m.metadata.end), score: m.similarity }));
+    // The ranking asks for the chunks of every candidate file: read them in one statement up front
+    // (co-change neighbours it adds later are read one by one).
+    const candidates = new Set<string>();
+    for (const list of [bm25, paths, symbols, vectors, history]) for (const h of list) candidates.add(h.path);
+    const chunkRows: Map<string, readonly ChunkRange[]> = ngram.chunksOfMany(candidates);
     const input: RankCodeInput = {
       k,
       bm25,
       paths,
       symbols,
-      vectors: vec.map((m) => ({ path: String(m.metadata.path ?? ""), startLine: Number(m.metadata.start), endLine: Number(m.metadata.end), score: m.similarity })),
+      vectors,
       history,
-      chunksOf: (p) => ngram.chunksOf(p),
+      chunksOf: (p) => {
+        let rows = chunkRows.get(p);
+        if (!rows) chunkRows.set(p, (rows = candidates.has(p) ? [] : ngram.chunksOf(p)));
+        return rows;
+      },
       historyWeight: HISTORY_TUNING.weight,
       ...(this.o.history && use.has("history")
         ? {

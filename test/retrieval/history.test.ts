@@ -4,7 +4,8 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { createRetriever, type CodeHit, type Retriever, type RetrieverOptions } from "../../src/retrieval/hybrid.js";
-import { historyWords } from "../../src/retrieval/history.js";
+import { HistorySource, historyWords } from "../../src/retrieval/history.js";
+import { NgramIndex } from "../../src/retrieval/ngram-index.js";
 import { describeHistory } from "../../src/retrieval/history-doctor.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 import { git, makeRepo, type RepoCommit } from "./helpers/git-repo.js";
@@ -187,6 +188,29 @@ describe("history source", () => {
     expect(await describeHistory(ws)).toMatch(/^shallow clone: 2 commit\(s\) readable; only the history present is used/);
     expect(await describeHistory(origin)).toMatch(/^4 commit\(s\) readable from HEAD [0-9a-f]{12}/);
     expect(await describeHistory(tempWorkspace())).toMatch(/^off: not a git repository/);
+  });
+
+  it("answers co-change from a remembered list until the index is written, then from the new history", async () => {
+    const ws = tempWorkspace();
+    const pair = (n: number, other: string) => ({ message: `step ${n}`, files: { "a.ts": `export const a = ${n};\n`, [other]: `export const o = ${n};\n` } });
+    makeRepo(ws, [pair(1, "b.ts"), pair(2, "b.ts"), pair(3, "b.ts")]);
+    const ngram = NgramIndex.open(path.join(ws, ".ledgerloop", "index.db"));
+    try {
+      for (const p of ["a.ts", "b.ts", "c.ts"]) ngram.putFile({ path: p, hash: p, size: 1, mtimeMs: 0, lang: null, lines: 1 }, [], []);
+      const h = new HistorySource(ws, () => ngram.db);
+      await h.sync();
+      expect(h.neighbours("a.ts")).toEqual([{ path: "b.ts", share: 1 }]);
+      // A caller changing the list it got does not change the remembered one.
+      h.neighbours("a.ts")[0]!.share = 99;
+      expect(h.neighbours("a.ts")).toEqual([{ path: "b.ts", share: 1 }]);
+      makeRepo(ws, [pair(4, "c.ts"), pair(5, "c.ts"), pair(6, "c.ts"), pair(7, "c.ts")]);
+      await h.sync();
+      expect(h.neighbours("a.ts")).toEqual([{ path: "c.ts", share: 4 / 7 }, { path: "b.ts", share: 3 / 7 }]);
+      ngram.removeFile("c.ts"); // only files the index knows are neighbours
+      expect(h.neighbours("a.ts")).toEqual([{ path: "b.ts", share: 3 / 7 }]);
+    } finally {
+      ngram.close();
+    }
   });
 
   it("takes content words of a query, identifiers split", () => {
