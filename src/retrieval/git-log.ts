@@ -54,13 +54,15 @@ export interface ReadLogOptions {
   maxCommits: number;
   /** Stop reading (and stop git) after this long; what was read stays. */
   deadline: number;
-  /** Receives commits in batches, newest first; may be async (the reader waits for it). */
+  /** Receives commits in batches, newest first; may be async (the reader waits for it). A throw ends the read as an error. */
   onBatch: (commits: GitCommit[]) => void | Promise<void>;
+  /** Asked after each batch: true stops the read (and git) there, as "stopped". */
+  shouldStop?: () => boolean;
   batchSize?: number;
 }
 
 /** Why a log read stopped. */
-export type ReadEnd = "complete" | "count-cap" | "time-cap" | "error";
+export type ReadEnd = "complete" | "count-cap" | "time-cap" | "stopped" | "error";
 
 /**
  * Streams `git log --name-only` (newest first, merges skipped: their diff repeats their parents'),
@@ -107,8 +109,16 @@ export function readLog(opts: ReadLogOptions): Promise<{ end: ReadEnd; read: num
       // Back-pressure: git waits while a batch is stored, so memory stays bounded.
       child.stdout.pause();
       paused = paused.then(async () => {
-        await opts.onBatch(b);
+        try {
+          await opts.onBatch(b);
+        } catch (err) {
+          // A batch that cannot be stored ends the read (git is stopped) instead of leaving git paused
+          // and this promise chain rejected with no one to catch it.
+          stderr = err instanceof Error ? err.message : String(err);
+          stop("error");
+        }
         if (!end && Date.now() > opts.deadline) stop("time-cap");
+        if (!end && opts.shouldStop?.()) stop("stopped");
         child.stdout.resume();
       });
     };

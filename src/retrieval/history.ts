@@ -8,6 +8,7 @@
 // cap, a time budget per read) and runs in the background: a search uses whatever has been read.
 import type Database from "better-sqlite3";
 import { errorMessage } from "../errors.js";
+import { defaultRedactor } from "../secrets.js";
 import { gitHead, isAncestor, readLog, type GitCommit, type ReadEnd } from "./git-log.js";
 import { identifierParts, STOPWORDS, wordsColumn } from "./tokens.js";
 
@@ -85,6 +86,8 @@ export interface HistoryHit {
 export class HistorySource {
   private readonly s: Required<HistorySettings>;
   private running: Promise<void> | null = null;
+  /** Set by {@link HistorySource.stop}: the retriever is closing, nothing more is read or stored. */
+  private stopped = false;
   private again = false;
   private status: HistoryStatus = { state: "off", detail: "not read yet", head: null, commits: 0, shallow: false, partial: null };
   private readonly ready = new WeakMap<Database.Database, ReturnType<typeof prepareSearch>>();
@@ -96,7 +99,12 @@ export class HistorySource {
     /** The current index.db handle (it changes when the index is rebuilt). */
     private readonly db: () => Database.Database,
     settings: HistorySettings = {},
-    private readonly redact: (text: string) => string = (t) => t,
+    /**
+     * Applied to every message before it is stored. Without one, the process-wide redactor (credential
+     * formats, secret-looking assignments, the environment's secret values) still applies: a token
+     * pasted into a commit message never reaches index.db, whoever opened the retriever.
+     */
+    private readonly redact: (text: string) => string = (t) => defaultRedactor.redact(t),
     private readonly warn: (m: string) => void = () => {},
   ) {
     this.s = { ...HISTORY_DEFAULTS, ...settings };
@@ -124,8 +132,19 @@ export class HistorySource {
     this.handle().prepare("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)").run(key, value);
   }
 
+  /**
+   * Ends a read under way after its current batch (git is stopped) and starts no new one; resolves
+   * when it has ended. The retriever calls it before closing index.db: a batch stored into a closed
+   * handle would otherwise fail after the close, with no one left to catch it.
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.whenIdle();
+  }
+
   /** Starts bringing the stored history up to HEAD in the background (a no-op when it is). */
   sync(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
     if (this.running) {
       this.again = true;
       return this.running;
@@ -136,11 +155,12 @@ export class HistorySource {
         try {
           await this.syncOnce();
         } catch (err) {
+          if (this.stopped) break; // closing: what was stored stays, the rest is read next time
           // History is an extra: a failure leaves the other sources searching as before.
           this.status = { ...this.status, state: "off", detail: `history could not be read (${errorMessage(err)})` };
           this.warn(`the git history could not be read (${errorMessage(err)}); searching without it`);
         }
-      } while (this.again);
+      } while (this.again && !this.stopped);
     })().finally(() => {
       this.running = null;
     });
@@ -189,12 +209,16 @@ export class HistorySource {
       range,
       maxCommits: this.s.maxCommits,
       deadline: Date.now() + this.s.timeBudgetMs,
+      shouldStop: () => this.stopped,
       onBatch: async (commits) => {
+        if (this.stopped) return;
         this.store(commits, fresh ? perPath : null, touched);
         // Let searches and the index run between batches.
         await new Promise<void>((res) => setImmediate(res));
       },
     });
+    // Stopped (closing): history_head is not advanced, so the next open reads this range again.
+    if (this.stopped || r.end === "stopped") return;
     if (!fresh) this.prune(touched);
     if (r.end === "error") throw new Error(r.error ?? "git log failed");
     // A capped read keeps what it got (the newest part of the history); later reads add only newer
