@@ -209,6 +209,8 @@ export interface LocalizationOutcome {
   /** The baseline with the hybrid's test-file damping, to show what that prior alone is worth. */
   baselineDamped: Metrics;
   queryMs: number[];
+  /** CPU time of this process per query (the machine may be shared: wall time swings with its load). */
+  queryCpuMs: number[];
   vectorMs: number[];
   historyMs: number[];
   ngramMs: number[];
@@ -257,6 +259,7 @@ export async function runLocalization(
     const base: Metrics[] = [];
     const baseDamped: Metrics[] = [];
     const queryMs: number[] = [];
+    const queryCpuMs: number[] = [];
     const vectorMs: number[] = [];
     const historyMs: number[] = [];
     const ngramMs: number[] = [];
@@ -272,10 +275,13 @@ export async function runLocalization(
       if (co.reachable(q.commit)) throw new Error(`benchmark leak: ${q.commit} is reachable from the checkout's HEAD`);
       let hybrid: Metrics | undefined;
       for (const v of VARIANTS) {
+        const cs = process.cpuUsage();
         const ts = performance.now();
         const hits = (await retriever.searchAll(q.query, { k: 40, scope: "code", ...(v.sources ? { sources: v.sources } : {}) })) as CodeHit[];
         if (!v.sources) {
           queryMs.push(performance.now() - ts);
+          const c = process.cpuUsage(cs);
+          queryCpuMs.push((c.user + c.system) / 1000);
           vectorMs.push(retriever.lastSearchTimings?.vectorMs ?? 0);
           historyMs.push(retriever.lastSearchTimings?.historyMs ?? 0);
           ngramMs.push(retriever.lastSearchTimings?.ngramMs ?? 0);
@@ -297,6 +303,7 @@ export async function runLocalization(
       baseline: mean(base),
       baselineDamped: mean(baseDamped),
       queryMs,
+      queryCpuMs,
       vectorMs,
       historyMs,
       ngramMs,
@@ -567,7 +574,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
     for (const set of loadSets()) {
       const out = await runLocalization(set, { vectorIndex: createMemoryVectorIndex(), ...(embedder ? { embedder } : {}) });
       if (!out) continue;
-      console.log(`\n${setLabel(set)} (${out.queries} queries${embedder ? `, embedder ${embedder}` : ""}); query p50 ${median(out.queryMs).toFixed(1)} ms, p95 ${quantile(out.queryMs, 0.95).toFixed(1)} ms (n-gram side p50 ${median(out.ngramMs).toFixed(1)}, of which history ${median(out.historyMs).toFixed(1)}; vectors p50 ${median(out.vectorMs).toFixed(1)} ms)`);
+      console.log(`\n${setLabel(set)} (${out.queries} queries${embedder ? `, embedder ${embedder}` : ""}); query p50 ${median(out.queryMs).toFixed(1)} ms (CPU ${median(out.queryCpuMs).toFixed(1)} ms), p95 ${quantile(out.queryMs, 0.95).toFixed(1)} ms (n-gram side p50 ${median(out.ngramMs).toFixed(1)}, of which history ${median(out.historyMs).toFixed(1)}; vectors p50 ${median(out.vectorMs).toFixed(1)} ms)`);
       console.log(`${"".padEnd(34)}   r@1   r@5  r@10  MRR`);
       console.log(`${"BM25 whole files".padEnd(34)} ${fmt(out.baseline)}`);
       for (const [name, m] of Object.entries(out.variants)) console.log(`${name.padEnd(34)} ${fmt(m)}`);

@@ -7,6 +7,7 @@ import { createRetriever, type CodeHit, type Retriever, type RetrieverOptions } 
 import { HistorySource, historyWords } from "../../src/retrieval/history.js";
 import { NgramIndex } from "../../src/retrieval/ngram-index.js";
 import { describeHistory } from "../../src/retrieval/history-doctor.js";
+import { handleDoctor } from "../../src/cli/doctor.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 import { git, makeRepo, type RepoCommit } from "./helpers/git-repo.js";
 
@@ -223,6 +224,9 @@ describe("history source", () => {
     expect(await describeHistory(ws)).toMatch(/^shallow clone: 2 commit\(s\) readable; only the history present is used/);
     expect(await describeHistory(origin)).toMatch(/^4 commit\(s\) readable from HEAD [0-9a-f]{12}/);
     expect(await describeHistory(tempWorkspace())).toMatch(/^off: not a git repository/);
+    // And the doctor command's report carries that line as its history check.
+    const report = await handleDoctor({ workspace: ws });
+    expect(report.checks.find((c) => c.name === "history")).toMatchObject({ ok: true, detail: expect.stringMatching(/^shallow clone: 2 commit\(s\) readable; .*git fetch --unshallow/) });
   });
 
   it("answers co-change from a remembered list until the index is written, then from the new history", async () => {
