@@ -383,10 +383,14 @@ async function runSpeed(queries: string[], log: (s: string) => void): Promise<Be
 
     const lat: number[] = [];
     const chroma: number[] = [];
+    const cpuLat: number[] = [];
     for (const q of queries) {
+      const c2 = process.cpuUsage();
       const t2 = performance.now();
       await r.search(q, 10);
       lat.push(performance.now() - t2);
+      const c = process.cpuUsage(c2);
+      cpuLat.push((c.user + c.system) / 1000);
       chroma.push(r.lastSearchTimings?.vectorMs ?? 0);
     }
     const lexical = createLexicalSearcher(co.dir);
@@ -398,8 +402,9 @@ async function runSpeed(queries: string[], log: (s: string) => void): Promise<Be
     }
     rows.push({ name: `query latency p50 (${lat.length} queries, in-process)`, value: median(lat), unit: "ms", target: "<= 50 ms", ok: median(lat) <= 50, baseline: median(lexLat), baselineName: "lexical scan (old search_code)" });
     rows.push({ name: "query latency p95", value: quantile(lat, 0.95), unit: "ms", target: "<= 150 ms", ok: quantile(lat, 0.95) <= 150 });
-    rows.push({ name: "  Chroma's share: vector query p50", value: median(chroma), unit: "ms" });
-    rows.push({ name: "  Chroma's share: vector query p95", value: quantile(chroma, 0.95), unit: "ms" });
+    rows.push({ name: "  query CPU time of this process p50 (Chroma's own CPU not included)", value: median(cpuLat), unit: "ms" });
+    rows.push({ name: "  Chroma's share (wait beyond the overlapped n-gram side) p50", value: median(chroma), unit: "ms" });
+    rows.push({ name: "  Chroma's share (wait beyond the overlapped n-gram side) p95", value: quantile(chroma, 0.95), unit: "ms" });
     await r.close();
   } finally {
     fs.rmSync(root, { recursive: true, force: true });

@@ -85,6 +85,13 @@ export class SearchEngine {
   private async searchCode(query: string, k: number, qv: number[] | null, timings: SearchTimings, use: Set<SourceName>): Promise<CodeHit[]> {
     const ngram = this.o.index();
     const terms = queryTerms(query);
+    // The vector query goes out first and is awaited after the n-gram side: a vector server (Chroma)
+    // answers while SQLite runs here, instead of one after the other. The yield lets the request
+    // leave before the synchronous n-gram work; with vectors off nothing is asked or awaited.
+    const tq = performance.now();
+    const vecPending = qv && use.has("vector") ? this.o.vectors.use((v) => v.query("code", qv, CANDIDATES)) : null;
+    if (vecPending) await new Promise<void>((res) => setImmediate(res));
+    timings.vectorMs += performance.now() - tq;
     const tn = performance.now();
     const bm25 = use.has("bm25") ? ngram.searchChunks(terms, CANDIDATES) : [];
     const paths = use.has("path") ? ngram.searchPaths(terms, CANDIDATES) : [];
@@ -94,7 +101,8 @@ export class SearchEngine {
     timings.historyMs = performance.now() - th;
     timings.ngramMs += performance.now() - tn;
     const tv = performance.now();
-    const vec = qv && use.has("vector") ? ((await this.o.vectors.use((v) => v.query("code", qv, CANDIDATES))) ?? []) : [];
+    const vec = vecPending ? ((await vecPending) ?? []) : [];
+    // What the vector side cost beyond the n-gram side it overlapped with.
     timings.vectorMs += performance.now() - tv;
     const tf = performance.now();
     const vectors = vec.map((m) => ({ path: String(m.metadata.path ?? ""), startLine: Number(m.metadata.start), endLine: Number(m.metadata.end), score: m.similarity }));
