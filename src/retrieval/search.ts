@@ -106,10 +106,11 @@ export class SearchEngine {
     timings.vectorMs += performance.now() - tv;
     const tf = performance.now();
     const vectors = vec.map((m) => ({ path: String(m.metadata.path ?? ""), startLine: Number(m.metadata.start), endLine: Number(m.metadata.end), score: m.similarity }));
-    // The ranking asks for the chunks of every candidate file: read them in one statement up front
-    // (co-change neighbours it adds later are read one by one).
+    // The ranking asks for the chunks of the files its symbol, vector, path and history hits name
+    // (a chunk hit carries its own range): read them in one statement up front. Others it asks for
+    // (co-change neighbours, files of chunk hits) are read one by one.
     const candidates = new Set<string>();
-    for (const list of [bm25, paths, symbols, vectors, history]) for (const h of list) candidates.add(h.path);
+    for (const list of [paths, symbols, vectors, history]) for (const h of list) candidates.add(h.path);
     const chunkRows: Map<string, readonly ChunkRange[]> = ngram.chunksOfMany(candidates);
     const input: RankCodeInput = {
       k,
