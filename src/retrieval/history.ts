@@ -142,8 +142,13 @@ export class HistorySource {
     await this.whenIdle();
   }
 
-  /** Starts bringing the stored history up to HEAD in the background (a no-op when it is). */
-  sync(): Promise<void> {
+  /**
+   * Starts bringing the stored history up to HEAD in the background (a no-op when it is). With
+   * `budgetFrom`, the time budget starts when that settles (a full index: the read runs beside the
+   * files but gets few turns of the event loop while they are indexed, and on a loaded machine its
+   * budget would run out waiting, not reading; the count cap still bounds it).
+   */
+  sync(opts: { budgetFrom?: Promise<unknown> } = {}): Promise<void> {
     if (this.stopped) return Promise.resolve();
     if (this.running) {
       this.again = true;
@@ -153,7 +158,8 @@ export class HistorySource {
       do {
         this.again = false;
         try {
-          await this.syncOnce();
+          await this.syncOnce(opts.budgetFrom);
+          opts = {}; // a second pass (HEAD moved meanwhile) has its budget from its start
         } catch (err) {
           if (this.stopped) break; // closing: what was stored stays, the rest is read next time
           // History is an extra: a failure leaves the other sources searching as before.
@@ -182,7 +188,7 @@ export class HistorySource {
     return { ...this.status, commits };
   }
 
-  private async syncOnce(): Promise<void> {
+  private async syncOnce(budgetFrom?: Promise<unknown>): Promise<void> {
     const h = await gitHead(this.workspace);
     if (h.head === null) {
       this.status = { state: "off", detail: h.reason, head: null, commits: 0, shallow: false, partial: null };
@@ -204,11 +210,13 @@ export class HistorySource {
     if (fresh) this.clear(); // first read, or a rewritten history (rebase, force-push, another clone)
     const perPath = new Map<string, number>();
     const touched = new Set<string>();
+    let budgetStart = budgetFrom ? Infinity : Date.now();
+    void budgetFrom?.finally(() => (budgetStart = Date.now()));
     const r = await readLog({
       cwd: this.workspace,
       range,
       maxCommits: this.s.maxCommits,
-      deadline: Date.now() + this.s.timeBudgetMs,
+      deadline: () => budgetStart + this.s.timeBudgetMs,
       shouldStop: () => this.stopped,
       onBatch: async (commits) => {
         if (this.stopped) return;
