@@ -39,12 +39,16 @@ export async function openRetriever(args: RetrievalArgs, onWarning: (m: string) 
   const workspace = resolveWorkspace(args.workspace ?? process.cwd());
   const { stateDir, dbPath } = stateLocation(workspace, args.stateDir);
   // The retriever (Chroma client, tree-sitter) loads on use, in parallel with the state database.
-  const [{ createRetriever }, { EmbedderError }, { SqliteLedger }, { openStateDb }] = await Promise.all([
+  const [{ createRetriever }, { EmbedderError }, { SqliteLedger }, { openStateDb }, { createRedactor, secretValuesFromDotenv, secretValuesFromEnv }] = await Promise.all([
     import("../retrieval/hybrid.js"),
     import("../retrieval/errors.js"),
     import("../ledger/sqlite-ledger.js"),
     import("../ledger/state-db.js"),
+    import("../secrets.js"),
   ]);
+  // The same redaction as a run's (runtime.ts): index.db is shared with the runs of this workspace,
+  // and a file or commit message indexed here must not keep a secret the run's index would hide.
+  const redactor = createRedactor([...secretValuesFromEnv(), ...secretValuesFromDotenv(workspace)]);
   let db: ReturnType<typeof openStateDb> | undefined;
   let ledger: Ledger | undefined;
   if (fs.existsSync(dbPath)) {
@@ -59,6 +63,7 @@ export async function openRetriever(args: RetrievalArgs, onWarning: (m: string) 
       ...(ledger ? { ledger } : {}),
       ...(args.embedder ? { embedder: args.embedder } : {}),
       ...(args.modelsDir ? { modelsDir: path.resolve(args.modelsDir) } : {}),
+      redact: (t) => redactor.redact(t),
       onWarning,
     });
   } catch (err) {
@@ -83,6 +88,8 @@ export async function handleIndex(args: RetrievalArgs, onProgress?: (p: IndexPro
   const opened = await openRetriever(args);
   try {
     const report = await opened.retriever.index(onProgress ? { onProgress } : {});
+    // The history is read beside the files; `index` reports once it is in too (bounded by its time budget).
+    await opened.retriever.whenIdle();
     const st = await opened.retriever.stats();
     return { workspace: opened.workspace, indexFile: st.indexFile, ...report, chunks: st.chunks, symbols: st.symbols, events: st.events, vector: st.vector };
   } finally {

@@ -52,15 +52,20 @@ export interface ReadLogOptions {
   /** `HEAD`, or `<old>..<new>` for only the commits since a remembered HEAD. */
   range: string;
   maxCommits: number;
-  /** Stop reading (and stop git) after this long; what was read stays. */
-  deadline: number;
-  /** Receives commits in batches, newest first; may be async (the reader waits for it). */
+  /**
+   * Stop reading (and stop git) at this time (ms since the epoch); what was read stays. A function is
+   * asked again as the read goes on, so a caller can start the clock later (see HistorySource.sync).
+   */
+  deadline: number | (() => number);
+  /** Receives commits in batches, newest first; may be async (the reader waits for it). A throw ends the read as an error. */
   onBatch: (commits: GitCommit[]) => void | Promise<void>;
+  /** Asked after each batch: true stops the read (and git) there, as "stopped". */
+  shouldStop?: () => boolean;
   batchSize?: number;
 }
 
 /** Why a log read stopped. */
-export type ReadEnd = "complete" | "count-cap" | "time-cap" | "error";
+export type ReadEnd = "complete" | "count-cap" | "time-cap" | "stopped" | "error";
 
 /**
  * Streams `git log --name-only` (newest first, merges skipped: their diff repeats their parents'),
@@ -94,7 +99,9 @@ export function readLog(opts: ReadLogOptions): Promise<{ end: ReadEnd; read: num
     let end: ReadEnd | null = null;
     let stderr = "";
     let paused: Promise<void> = Promise.resolve();
-    const timer = setTimeout(() => stop("time-cap"), Math.max(0, opts.deadline - Date.now()));
+    const deadline = typeof opts.deadline === "number" ? () => opts.deadline as number : opts.deadline;
+    // Checked now and then rather than one timer, since the deadline may move.
+    const timer = setInterval(() => Date.now() > deadline() && stop("time-cap"), 100);
     const stop = (why: ReadEnd) => {
       if (end) return;
       end = why;
@@ -107,8 +114,16 @@ export function readLog(opts: ReadLogOptions): Promise<{ end: ReadEnd; read: num
       // Back-pressure: git waits while a batch is stored, so memory stays bounded.
       child.stdout.pause();
       paused = paused.then(async () => {
-        await opts.onBatch(b);
-        if (!end && Date.now() > opts.deadline) stop("time-cap");
+        try {
+          await opts.onBatch(b);
+        } catch (err) {
+          // A batch that cannot be stored ends the read (git is stopped) instead of leaving git paused
+          // and this promise chain rejected with no one to catch it.
+          stderr = err instanceof Error ? err.message : String(err);
+          stop("error");
+        }
+        if (!end && Date.now() > deadline()) stop("time-cap");
+        if (!end && opts.shouldStop?.()) stop("stopped");
         child.stdout.resume();
       });
     };
@@ -136,7 +151,7 @@ export function readLog(opts: ReadLogOptions): Promise<{ end: ReadEnd; read: num
       stderr ||= err.message;
     });
     child.on("close", (code) => {
-      clearTimeout(timer);
+      clearInterval(timer);
       if (!end && buf) take(buf);
       flush();
       if (!end) end = code === 0 ? "complete" : "error";

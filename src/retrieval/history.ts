@@ -8,6 +8,7 @@
 // cap, a time budget per read) and runs in the background: a search uses whatever has been read.
 import type Database from "better-sqlite3";
 import { errorMessage } from "../errors.js";
+import { defaultRedactor } from "../secrets.js";
 import { gitHead, isAncestor, readLog, type GitCommit, type ReadEnd } from "./git-log.js";
 import { identifierParts, STOPWORDS, wordsColumn } from "./tokens.js";
 
@@ -85,16 +86,25 @@ export interface HistoryHit {
 export class HistorySource {
   private readonly s: Required<HistorySettings>;
   private running: Promise<void> | null = null;
+  /** Set by {@link HistorySource.stop}: the retriever is closing, nothing more is read or stored. */
+  private stopped = false;
   private again = false;
   private status: HistoryStatus = { state: "off", detail: "not read yet", head: null, commits: 0, shallow: false, partial: null };
-  private readonly ready = new WeakSet<Database.Database>();
+  private readonly ready = new WeakMap<Database.Database, ReturnType<typeof prepareSearch>>();
+  /** Co-change lists by path, valid while the connection has written nothing (see {@link HistorySource.neighbours}). */
+  private cochangeMemo: { db: Database.Database; stamp: string; lists: Map<string, CoChange[]> } | null = null;
 
   constructor(
     private readonly workspace: string,
     /** The current index.db handle (it changes when the index is rebuilt). */
     private readonly db: () => Database.Database,
     settings: HistorySettings = {},
-    private readonly redact: (text: string) => string = (t) => t,
+    /**
+     * Applied to every message before it is stored. Without one, the process-wide redactor (credential
+     * formats, secret-looking assignments, the environment's secret values) still applies: a token
+     * pasted into a commit message never reaches index.db, whoever opened the retriever.
+     */
+    private readonly redact: (text: string) => string = (t) => defaultRedactor.redact(t),
     private readonly warn: (m: string) => void = () => {},
   ) {
     this.s = { ...HISTORY_DEFAULTS, ...settings };
@@ -104,9 +114,14 @@ export class HistorySource {
     const db = this.db();
     if (!this.ready.has(db)) {
       db.exec(SCHEMA);
-      this.ready.add(db);
+      this.ready.set(db, prepareSearch(db));
     }
     return db;
+  }
+
+  /** The search's statements, prepared once per index handle. */
+  private stmts(db: Database.Database): ReturnType<typeof prepareSearch> {
+    return this.ready.get(db)!;
   }
 
   private meta(key: string): string | undefined {
@@ -117,8 +132,24 @@ export class HistorySource {
     this.handle().prepare("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)").run(key, value);
   }
 
-  /** Starts bringing the stored history up to HEAD in the background (a no-op when it is). */
-  sync(): Promise<void> {
+  /**
+   * Ends a read under way after its current batch (git is stopped) and starts no new one; resolves
+   * when it has ended. The retriever calls it before closing index.db: a batch stored into a closed
+   * handle would otherwise fail after the close, with no one left to catch it.
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.whenIdle();
+  }
+
+  /**
+   * Starts bringing the stored history up to HEAD in the background (a no-op when it is). With
+   * `budgetFrom`, the time budget starts when that settles (a full index: the read runs beside the
+   * files but gets few turns of the event loop while they are indexed, and on a loaded machine its
+   * budget would run out waiting, not reading; the count cap still bounds it).
+   */
+  sync(opts: { budgetFrom?: Promise<unknown> } = {}): Promise<void> {
+    if (this.stopped) return Promise.resolve();
     if (this.running) {
       this.again = true;
       return this.running;
@@ -127,13 +158,15 @@ export class HistorySource {
       do {
         this.again = false;
         try {
-          await this.syncOnce();
+          await this.syncOnce(opts.budgetFrom);
+          opts = {}; // a second pass (HEAD moved meanwhile) has its budget from its start
         } catch (err) {
+          if (this.stopped) break; // closing: what was stored stays, the rest is read next time
           // History is an extra: a failure leaves the other sources searching as before.
           this.status = { ...this.status, state: "off", detail: `history could not be read (${errorMessage(err)})` };
           this.warn(`the git history could not be read (${errorMessage(err)}); searching without it`);
         }
-      } while (this.again);
+      } while (this.again && !this.stopped);
     })().finally(() => {
       this.running = null;
     });
@@ -155,7 +188,7 @@ export class HistorySource {
     return { ...this.status, commits };
   }
 
-  private async syncOnce(): Promise<void> {
+  private async syncOnce(budgetFrom?: Promise<unknown>): Promise<void> {
     const h = await gitHead(this.workspace);
     if (h.head === null) {
       this.status = { state: "off", detail: h.reason, head: null, commits: 0, shallow: false, partial: null };
@@ -177,17 +210,23 @@ export class HistorySource {
     if (fresh) this.clear(); // first read, or a rewritten history (rebase, force-push, another clone)
     const perPath = new Map<string, number>();
     const touched = new Set<string>();
+    let budgetStart = budgetFrom ? Infinity : Date.now();
+    void budgetFrom?.finally(() => (budgetStart = Date.now()));
     const r = await readLog({
       cwd: this.workspace,
       range,
       maxCommits: this.s.maxCommits,
-      deadline: Date.now() + this.s.timeBudgetMs,
+      deadline: () => budgetStart + this.s.timeBudgetMs,
+      shouldStop: () => this.stopped,
       onBatch: async (commits) => {
+        if (this.stopped) return;
         this.store(commits, fresh ? perPath : null, touched);
         // Let searches and the index run between batches.
         await new Promise<void>((res) => setImmediate(res));
       },
     });
+    // Stopped (closing): history_head is not advanced, so the next open reads this range again.
+    if (this.stopped || r.end === "stopped") return;
     if (!fresh) this.prune(touched);
     if (r.end === "error") throw new Error(r.error ?? "git log failed");
     // A capped read keeps what it got (the newest part of the history); later reads add only newer
@@ -258,20 +297,13 @@ export class HistorySource {
     const words = historyWords(query);
     if (words.length === 0) return [];
     const db = this.handle();
-    const matched = db
-      .prepare(
-        `SELECT c.id, c.ts, c.subject, c.nfiles, -r.rank AS score
-         FROM (SELECT rowid, bm25(hist_fts) AS rank FROM hist_fts WHERE hist_fts MATCH ? ORDER BY rank LIMIT ?) r
-         JOIN hist_commits c ON c.id = r.rowid`,
-      )
-      .all(words.map((w) => `"${w}"`).join(" OR "), MATCHED_COMMITS) as Array<{ id: number; ts: number; subject: string; nfiles: number; score: number }>;
+    const st = this.stmts(db);
+    const matched = st.matched.all(words.map((w) => `"${w}"`).join(" OR "), MATCHED_COMMITS) as Array<{ id: number; ts: number; subject: string; nfiles: number; score: number }>;
     if (matched.length === 0) return [];
-    const newest = (db.prepare("SELECT MAX(ts) FROM hist_commits").pluck().get() as number | null) ?? 0;
+    const newest = (st.newest.get() as number | null) ?? 0;
     const byId = new Map(matched.map((m) => [m.id, m]));
     // Only files the index knows (present in the workspace now) can be results.
-    const rows = db
-      .prepare(`SELECT h.commit_id AS id, h.path FROM hist_files h JOIN files f ON f.path = h.path WHERE h.commit_id IN (SELECT value FROM json_each(?))`)
-      .all(JSON.stringify(matched.map((m) => m.id))) as Array<{ id: number; path: string }>;
+    const rows = st.touched.all(JSON.stringify(matched.map((m) => m.id))) as Array<{ id: number; path: string }>;
     const votes = new Map<string, { score: number; why: Array<{ subject: string; w: number }> }>();
     for (const { id, path } of rows) {
       const m = byId.get(id)!;
@@ -319,17 +351,43 @@ export class HistorySource {
   }
 
   private neighboursIn(db: Database.Database, path: string): CoChange[] {
-    const co = db.prepare(
+    // Remembered until this connection writes anything (an index, a refresh, new commits) or another
+    // connection commits: a search asks for the same few lists twice (history's own lending, then the
+    // fused one), and the next search often for the same files again.
+    const st = this.stmts(db);
+    const stamp = `${st.changes.get() as number}:${st.dataVersion.get() as number}`;
+    if (this.cochangeMemo?.db !== db || this.cochangeMemo.stamp !== stamp || this.cochangeMemo.lists.size > 4096) this.cochangeMemo = { db, stamp, lists: new Map() };
+    const known = this.cochangeMemo.lists.get(path);
+    if (known) return known.map((r) => ({ ...r }));
+    const n = (st.commitsOf.get(path) as number) || 1;
+    // Once together is chance.
+    const list = (st.cochange.all(path) as Array<{ path: string; n: number }>).filter((r) => r.n >= 2).map((r) => ({ path: r.path, share: r.n / n }));
+    this.cochangeMemo.lists.set(path, list);
+    return list.map((r) => ({ ...r }));
+  }
+}
+
+/** The statements of a history search (history tables and the files table of the same index.db). */
+function prepareSearch(db: Database.Database) {
+  return {
+    matched: db.prepare(
+      `SELECT c.id, c.ts, c.subject, c.nfiles, -r.rank AS score
+       FROM (SELECT rowid, bm25(hist_fts) AS rank FROM hist_fts WHERE hist_fts MATCH ? ORDER BY rank LIMIT ?) r
+       JOIN hist_commits c ON c.id = r.rowid`,
+    ),
+    newest: db.prepare("SELECT MAX(ts) FROM hist_commits").pluck(),
+    touched: db.prepare(`SELECT h.commit_id AS id, h.path FROM hist_files h JOIN files f ON f.path = h.path WHERE h.commit_id IN (SELECT value FROM json_each(?))`),
+    cochange: db.prepare(
       `SELECT o.path, COUNT(*) AS n FROM hist_files h
          JOIN hist_commits c ON c.id = h.commit_id AND c.nfiles <= ${COCHANGE_MAX_FILES}
          JOIN hist_files o ON o.commit_id = h.commit_id AND o.path <> h.path
          JOIN files f ON f.path = o.path
        WHERE h.path = ? GROUP BY o.path ORDER BY n DESC, o.path LIMIT 10`,
-    );
-    const n = (db.prepare("SELECT COUNT(*) FROM hist_files WHERE path = ?").pluck().get(path) as number) || 1;
-    // Once together is chance.
-    return (co.all(path) as Array<{ path: string; n: number }>).filter((r) => r.n >= 2).map((r) => ({ path: r.path, share: r.n / n }));
-  }
+    ),
+    commitsOf: db.prepare("SELECT COUNT(*) FROM hist_files WHERE path = ?").pluck(),
+    changes: db.prepare("SELECT total_changes()").pluck(),
+    dataVersion: db.prepare("PRAGMA data_version").pluck(),
+  };
 }
 
 /** A co-change neighbour: how often (share of the file's commits) it changed with the file. */

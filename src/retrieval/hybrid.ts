@@ -225,6 +225,8 @@ class HybridRetriever implements Retriever {
     await this.events.whenIdle();
     this.closed = true;
     await this.lock.catch(() => {});
+    // A history read still under way stops after its batch (git too) before index.db is closed.
+    await this.history?.stop();
     this.ngram.close();
     await this.vectors.close();
     await this.embedder.close?.().catch(() => {});

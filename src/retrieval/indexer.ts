@@ -46,8 +46,18 @@ export class Indexer {
   async index(opts: { onProgress?: (p: IndexProgress) => void } = {}): Promise<IndexReport> {
     const t0 = performance.now();
     // History is read in the background, alongside the files (git log works in its own process): a
-    // search never waits for a long history.
-    void this.o.history?.sync();
+    // search never waits for a long history. Its time budget runs from the end of this index.
+    let indexed!: () => void;
+    const budgetFrom = new Promise<void>((res) => (indexed = res));
+    void this.o.history?.sync({ budgetFrom });
+    try {
+      return await this.indexAll(opts, t0);
+    } finally {
+      indexed();
+    }
+  }
+
+  private async indexAll(opts: { onProgress?: (p: IndexProgress) => void }, t0: number): Promise<IndexReport> {
     await this.o.vectors.maybeRecover();
     opts.onProgress?.({ phase: "scan", done: 0, total: 0 });
     this.o.ignore.reset();

@@ -241,6 +241,25 @@ export class NgramIndex {
       eventsNeedingVectors: db.prepare("SELECT event_id AS eventId, preview FROM events WHERE vec = 0 ORDER BY id LIMIT ?"),
       setEventVec: db.prepare("UPDATE events SET vec = 1 WHERE event_id = ?"),
       clearEventVec: db.prepare("UPDATE events SET vec = 0"),
+      // The searches' statements are prepared once, not per query.
+      searchChunks: db.prepare(
+        `SELECT c.id, f.path, c.start_line AS startLine, c.end_line AS endLine, c.symbols, -r.rank AS score
+         FROM (SELECT rowid, bm25(chunks_fts, 1.0, 2.0, 0.5) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?) r
+         JOIN chunks c ON c.id = r.rowid JOIN files f ON f.id = c.file_id ORDER BY r.rank`,
+      ),
+      searchPaths: db.prepare(
+        `SELECT f.path, -r.rank AS score FROM (SELECT rowid, bm25(paths_fts, 1.0, 2.5) AS rank FROM paths_fts WHERE paths_fts MATCH ? ORDER BY rank LIMIT ?) r
+         JOIN files f ON f.id = r.rowid ORDER BY r.rank`,
+      ),
+      searchSymbols: db.prepare(
+        `SELECT f.path, s.name, s.kind, s.container, s.start_line AS startLine, s.end_line AS endLine, -r.rank AS score
+         FROM (SELECT rowid, bm25(symbols_fts) AS rank FROM symbols_fts WHERE symbols_fts MATCH ? ORDER BY rank LIMIT ?) r
+         JOIN symbols s ON s.id = r.rowid JOIN files f ON f.id = s.file_id ORDER BY r.rank`,
+      ),
+      // The chunks of many files in one statement (a search asks for those of every candidate file).
+      chunksOfPaths: db.prepare(
+        "SELECT c.id, f.path, c.start_line AS startLine, c.end_line AS endLine, c.symbols FROM files f JOIN chunks c ON c.file_id = f.id WHERE f.path IN (SELECT value FROM json_each(?)) ORDER BY c.file_id, c.start_line, c.id",
+      ),
       eventsByIds: db.prepare("SELECT event_id AS eventId, thread_id AS threadId, seq, type, ts, preview FROM events WHERE event_id IN (SELECT value FROM json_each(?))"),
     };
   }
@@ -338,6 +357,24 @@ export class NgramIndex {
     return this.run(() => (this.stmts.chunksOfPath.all(rel) as Array<Omit<ChunkRow, "symbols"> & { symbols: string }>).map(toChunkRow));
   }
 
+  /**
+   * The chunks of each of these files in line order, as {@link chunksOf} gives them, read in one
+   * statement (a search needs those of every candidate file: one statement, not one per file).
+   * Indexed files only: a path the index does not know is absent from the map.
+   */
+  chunksOfMany(rels: Iterable<string>): Map<string, ChunkRow[]> {
+    const out = new Map<string, ChunkRow[]>();
+    const list = [...new Set(rels)];
+    if (list.length === 0) return out;
+    const rows = this.run(() => this.stmts.chunksOfPaths.all(JSON.stringify(list)) as Array<Omit<ChunkRow, "symbols"> & { symbols: string }>);
+    for (const r of rows) {
+      let l = out.get(r.path);
+      if (!l) out.set(r.path, (l = []));
+      l.push(toChunkRow(r));
+    }
+    return out;
+  }
+
   /** Marks a file's chunks as present in the vector index at this content hash (null: absent). */
   setVectorHash(rel: string, hash: string | null): void {
     this.run(() => this.stmts.setVecHash.run(hash, rel));
@@ -371,15 +408,7 @@ export class NgramIndex {
     const q = ftsQuery(terms);
     if (!q) return [];
     return this.run(() =>
-      (
-        this.db
-          .prepare(
-            `SELECT c.id, f.path, c.start_line AS startLine, c.end_line AS endLine, c.symbols, -r.rank AS score
-             FROM (SELECT rowid, bm25(chunks_fts, 1.0, 2.0, 0.5) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?) r
-             JOIN chunks c ON c.id = r.rowid JOIN files f ON f.id = c.file_id ORDER BY r.rank`,
-          )
-          .all(q, limit) as Array<Omit<ChunkRow, "symbols"> & { symbols: string; score: number }>
-      ).map((r) => ({ ...toChunkRow(r), score: r.score })),
+      (this.stmts.searchChunks.all(q, limit) as Array<Omit<ChunkRow, "symbols"> & { symbols: string; score: number }>).map((r) => ({ ...toChunkRow(r), score: r.score })),
     );
   }
 
@@ -387,31 +416,14 @@ export class NgramIndex {
   searchPaths(terms: QueryTerm[], limit: number): RankedPath[] {
     const q = ftsQuery(terms);
     if (!q) return [];
-    return this.run(
-      () =>
-        this.db
-          .prepare(
-            `SELECT f.path, -r.rank AS score FROM (SELECT rowid, bm25(paths_fts, 1.0, 2.5) AS rank FROM paths_fts WHERE paths_fts MATCH ? ORDER BY rank LIMIT ?) r
-             JOIN files f ON f.id = r.rowid ORDER BY r.rank`,
-          )
-          .all(q, limit) as RankedPath[],
-    );
+    return this.run(() => this.stmts.searchPaths.all(q, limit) as RankedPath[]);
   }
 
   /** Best symbols by BM25 over their names (short documents: an exact name match ranks first). */
   searchSymbols(terms: QueryTerm[], limit: number): RankedSymbol[] {
     const q = ftsQuery(terms);
     if (!q) return [];
-    return this.run(
-      () =>
-        this.db
-          .prepare(
-            `SELECT f.path, s.name, s.kind, s.container, s.start_line AS startLine, s.end_line AS endLine, -r.rank AS score
-             FROM (SELECT rowid, bm25(symbols_fts) AS rank FROM symbols_fts WHERE symbols_fts MATCH ? ORDER BY rank LIMIT ?) r
-             JOIN symbols s ON s.id = r.rowid JOIN files f ON f.id = s.file_id ORDER BY r.rank`,
-          )
-          .all(q, limit) as RankedSymbol[],
-    );
+    return this.run(() => this.stmts.searchSymbols.all(q, limit) as RankedSymbol[]);
   }
 
   /** Stores events not stored yet; returns how many were new. */

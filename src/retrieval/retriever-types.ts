@@ -123,6 +123,7 @@ export interface SearchTimings {
   totalMs: number;
   ngramMs: number;
   embedMs: number;
+  /** Vector side: sending the query, then the wait left after the n-gram side it overlaps with. */
   vectorMs: number;
   /** Part of ngramMs spent ranking files by their history. */
   historyMs?: number;

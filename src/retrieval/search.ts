@@ -8,7 +8,7 @@ import type { Embedder } from "./embedders/port.js";
 import { redactKeepingLines } from "./file-prep.js";
 import { HISTORY_TUNING, type HistorySource } from "./history.js";
 import type { NgramIndex } from "./ngram-index.js";
-import { rankCode, rankEvents, type RankCodeInput } from "./ranking.js";
+import { rankCode, rankEvents, type ChunkRange, type RankCodeInput } from "./ranking.js";
 import type { CodeHit, EventHit, RetrievalHit, SearchOptions, SearchTimings } from "./retriever-types.js";
 import type { SourceName } from "./fusion.js";
 import { queryTerms } from "./tokens.js";
@@ -85,6 +85,13 @@ export class SearchEngine {
   private async searchCode(query: string, k: number, qv: number[] | null, timings: SearchTimings, use: Set<SourceName>): Promise<CodeHit[]> {
     const ngram = this.o.index();
     const terms = queryTerms(query);
+    // The vector query goes out first and is awaited after the n-gram side: a vector server (Chroma)
+    // answers while SQLite runs here, instead of one after the other. The yield lets the request
+    // leave before the synchronous n-gram work; with vectors off nothing is asked or awaited.
+    const tq = performance.now();
+    const vecPending = qv && use.has("vector") ? this.o.vectors.use((v) => v.query("code", qv, CANDIDATES)) : null;
+    if (vecPending) await new Promise<void>((res) => setImmediate(res));
+    timings.vectorMs += performance.now() - tq;
     const tn = performance.now();
     const bm25 = use.has("bm25") ? ngram.searchChunks(terms, CANDIDATES) : [];
     const paths = use.has("path") ? ngram.searchPaths(terms, CANDIDATES) : [];
@@ -94,17 +101,29 @@ export class SearchEngine {
     timings.historyMs = performance.now() - th;
     timings.ngramMs += performance.now() - tn;
     const tv = performance.now();
-    const vec = qv && use.has("vector") ? ((await this.o.vectors.use((v) => v.query("code", qv, CANDIDATES))) ?? []) : [];
+    const vec = vecPending ? ((await vecPending) ?? []) : [];
+    // What the vector side cost beyond the n-gram side it overlapped with.
     timings.vectorMs += performance.now() - tv;
     const tf = performance.now();
+    const vectors = vec.map((m) => ({ path: String(m.metadata.path ?? ""), startLine: Number(m.metadata.start), endLine: Number(m.metadata.end), score: m.similarity }));
+    // The ranking asks for the chunks of the files its symbol, vector, path and history hits name
+    // (a chunk hit carries its own range): read them in one statement up front. Others it asks for
+    // (co-change neighbours, files of chunk hits) are read one by one.
+    const candidates = new Set<string>();
+    for (const list of [paths, symbols, vectors, history]) for (const h of list) candidates.add(h.path);
+    const chunkRows: Map<string, readonly ChunkRange[]> = ngram.chunksOfMany(candidates);
     const input: RankCodeInput = {
       k,
       bm25,
       paths,
       symbols,
-      vectors: vec.map((m) => ({ path: String(m.metadata.path ?? ""), startLine: Number(m.metadata.start), endLine: Number(m.metadata.end), score: m.similarity })),
+      vectors,
       history,
-      chunksOf: (p) => ngram.chunksOf(p),
+      chunksOf: (p) => {
+        let rows = chunkRows.get(p);
+        if (!rows) chunkRows.set(p, (rows = candidates.has(p) ? [] : ngram.chunksOf(p)));
+        return rows;
+      },
       historyWeight: HISTORY_TUNING.weight,
       ...(this.o.history && use.has("history")
         ? {

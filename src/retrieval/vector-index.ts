@@ -46,23 +46,36 @@ export interface VectorIndex {
 
 /** An in-process vector index (exact cosine search): for tests, and as the yardstick Chroma is measured against. */
 export function createMemoryVectorIndex(): VectorIndex {
-  const spaces: Record<VectorSpace, Map<string, VectorItem>> = { code: new Map(), events: new Map() };
+  // Vectors are kept as Float64Array: the same doubles as the number[] given, read without holes.
+  type Stored = { id: string; vector: Float64Array; metadata: VectorMetadata };
+  const spaces: Record<VectorSpace, Map<string, Stored>> = { code: new Map(), events: new Map() };
   return {
     description: "memory",
     async upsert(space, items) {
-      for (const it of items) spaces[space].set(it.id, { id: it.id, vector: [...it.vector], metadata: { ...it.metadata } });
+      for (const it of items) spaces[space].set(it.id, { id: it.id, vector: Float64Array.from(it.vector), metadata: { ...it.metadata } });
     },
     async deleteWhere(space, field, values) {
       const set = new Set(values);
       for (const [id, it] of spaces[space]) if (set.has(it.metadata[field] as string | number)) spaces[space].delete(id);
     },
     async query(space, vector, k) {
-      const out: VectorMatch[] = [];
-      for (const it of spaces[space].values()) {
+      const items = [...spaces[space].values()];
+      const dots = new Float64Array(items.length);
+      for (let j = 0; j < items.length; j++) {
+        const v = items[j]!.vector;
+        // Summed in the same order as always (a missing component counts 0), so scores never change.
+        const n = Math.min(vector.length, v.length);
         let dot = 0;
-        for (let i = 0; i < vector.length; i++) dot += vector[i]! * (it.vector[i] ?? 0);
-        out.push({ id: it.id, similarity: dot, metadata: it.metadata });
+        for (let i = 0; i < n; i++) dot += vector[i]! * v[i]!;
+        for (let i = n; i < vector.length; i++) dot += vector[i]! * 0;
+        dots[j] = dot;
       }
+      // Only the items at or above the k-th best similarity are sorted (by similarity, then id), not
+      // all of them: the same k matches in the same order, without a string compare per item pair.
+      let cut = -Infinity;
+      if (k >= 1 && k < items.length && !dots.some(Number.isNaN)) cut = Float64Array.from(dots).sort()[items.length - k]!;
+      const out: VectorMatch[] = [];
+      for (let j = 0; j < items.length; j++) if (!(dots[j]! < cut)) out.push({ id: items[j]!.id, similarity: dots[j]!, metadata: items[j]!.metadata });
       out.sort((a, b) => b.similarity - a.similarity || a.id.localeCompare(b.id));
       return out.slice(0, k);
     },

@@ -6,7 +6,9 @@ import { handleSearch } from "../../src/cli/search.js";
 import { CliError } from "../../src/errors.js";
 import { SqliteLedger } from "../../src/ledger/sqlite-ledger.js";
 import { openStateDb } from "../../src/ledger/state-db.js";
+import Database from "better-sqlite3";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
+import { makeRepo } from "./helpers/git-repo.js";
 
 // The commands' handlers, in process (the CLI child-process tests come once main.ts registers them).
 afterAll(cleanupTemp);
@@ -50,6 +52,27 @@ describe("ledgerloop index / search handlers", () => {
     db.close();
     const out = await handleSearch("roles enum", { workspace: ws, scope: "events" });
     expect(out.results[0]).toMatchObject({ kind: "event", eventId: e.id, threadId: "run-1", type: "decision" });
+  });
+
+  it("index redacts like a run does: a .env secret in a commit message or a file never reaches index.db", async () => {
+    const ws = tempWorkspace();
+    const secret = "plum-orchard-77-velvet";
+    fs.writeFileSync(path.join(ws, ".env"), `BILLING_API_KEY=${secret}\n`);
+    makeRepo(ws, [
+      { message: "invoice totals: round per line", files: { "src/invoice.ts": "export function total(lines: number[]) {\n  return lines.reduce((a, b) => a + b, 0);\n}\n" } },
+      { message: `invoice totals: sandbox account uses ${secret}`, files: { "src/invoice.ts": `// sandbox key ${secret}\nexport function total(lines: number[]) {\n  return lines.reduce((a, b) => a + Math.round(b), 0);\n}\n` } },
+    ]);
+    await handleIndex({ workspace: ws });
+    const out = await handleSearch("invoice totals sandbox account", { workspace: ws, k: 3 });
+    const first = out.results[0]!;
+    if (first.kind !== "code") throw new Error("expected a code hit");
+    expect(first.sources.history).toContain("invoice totals: sandbox account uses [REDACTED]");
+    expect(JSON.stringify(out)).not.toContain(secret);
+    const db = new Database(path.join(ws, ".ledgerloop", "index.db"), { readonly: true });
+    const subjects = JSON.stringify(db.prepare("SELECT subject FROM hist_commits").all());
+    db.close();
+    expect(subjects).toContain("[REDACTED]");
+    expect(subjects).not.toContain(secret);
   });
 
   it("refuses bad input with usage errors", async () => {

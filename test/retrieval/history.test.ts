@@ -4,8 +4,10 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { createRetriever, type CodeHit, type Retriever, type RetrieverOptions } from "../../src/retrieval/hybrid.js";
-import { historyWords } from "../../src/retrieval/history.js";
+import { HistorySource, historyWords } from "../../src/retrieval/history.js";
+import { NgramIndex } from "../../src/retrieval/ngram-index.js";
 import { describeHistory } from "../../src/retrieval/history-doctor.js";
+import { handleDoctor } from "../../src/cli/doctor.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 import { git, makeRepo, type RepoCommit } from "./helpers/git-repo.js";
 
@@ -140,6 +142,24 @@ describe("history source", () => {
     expect(stored).not.toContain(secret);
   });
 
+  it("redacts a secret-looking token in a commit message when the retriever was given no redactor", async () => {
+    const ws = tempWorkspace();
+    const token = "ghp_" + "Q7wX2mZ9kLp4Rt8Vb3Nc6Hd1Jf5Gs0Ya2Ue4";
+    makeRepo(ws, [...BASE, { message: `tokenizer: authenticate the release with ${token}\n\nbody: GITHUB_TOKEN=${token}`, files: { "src/parse.ts": "export const x = 2;\n" } }]);
+    const { r } = await retriever(ws); // no redact option: the history source's own default applies
+    const hits = await r.search("authenticate release tokenizer", 3);
+    expect(hits[0]?.sources.history?.[0]).toMatch(/^tokenizer: authenticate the release with \[REDACTED\]:github$/);
+    await r.close();
+    const db = new Database(path.join(ws, ".ledgerloop", "index.db"), { readonly: true });
+    const stored = JSON.stringify(db.prepare("SELECT * FROM hist_commits").all());
+    // The message words are indexed from the redacted text: the token's parts match nothing.
+    const matchesToken = db.prepare("SELECT COUNT(*) FROM hist_fts WHERE hist_fts MATCH ?").pluck().get('"Q7wX2mZ9kLp4Rt8Vb3Nc6Hd1Jf5Gs0Ya2Ue4"');
+    db.close();
+    expect(stored).toContain("[REDACTED]:github");
+    expect(stored).not.toContain(token.slice(4));
+    expect(matchesToken).toBe(0);
+  });
+
   it("keeps the newest commits within the caps, and says the read was capped", async () => {
     const ws = tempWorkspace();
     const many: RepoCommit[] = Array.from({ length: 300 }, (_, i) => ({ message: `tweak ${i % 7 === 0 ? "parser" : "table"} step ${i}`, files: { [`src/f${i % 10}.ts`]: `export const v = ${i};\n` } }));
@@ -172,6 +192,23 @@ describe("history source", () => {
     expect(st.history.detail).toMatch(/time budget/);
   });
 
+  it("closes while the history is still being read: the read stops with no error, and the next open reads it all", async () => {
+    const ws = tempWorkspace();
+    makeRepo(ws, Array.from({ length: 6000 }, (_, i) => ({ message: `change number ${i} of the widget`, files: { [`src/w${i % 50}.ts`]: `export const w = ${i};\n` } })));
+    const warnings: string[] = [];
+    const first = await createRetriever({ workspace: ws, stateDir: path.join(ws, ".ledgerloop"), vectorIndex: "off", onWarning: (m) => warnings.push(m) });
+    await first.index();
+    const during = await first.stats();
+    await first.close(); // before this fix a later batch was stored into the closed index.db: an unhandled rejection
+    await new Promise((res) => setTimeout(res, 300));
+    expect(warnings).toEqual([]);
+    const { r } = await retriever(ws);
+    const st = await r.stats();
+    expect(st.history).toMatchObject({ state: "ok", commits: 6000, partial: null });
+    // Only meaningful when the close really came during the read (a fast machine may finish first).
+    if (during.history.state === "reading") expect(during.history.commits).toBeLessThan(6000);
+  });
+
   it("works on a shallow clone with the history present, and says it is shallow", async () => {
     const origin = tempWorkspace();
     makeRepo(origin, BASE);
@@ -187,6 +224,32 @@ describe("history source", () => {
     expect(await describeHistory(ws)).toMatch(/^shallow clone: 2 commit\(s\) readable; only the history present is used/);
     expect(await describeHistory(origin)).toMatch(/^4 commit\(s\) readable from HEAD [0-9a-f]{12}/);
     expect(await describeHistory(tempWorkspace())).toMatch(/^off: not a git repository/);
+    // And the doctor command's report carries that line as its history check.
+    const report = await handleDoctor({ workspace: ws });
+    expect(report.checks.find((c) => c.name === "history")).toMatchObject({ ok: true, detail: expect.stringMatching(/^shallow clone: 2 commit\(s\) readable; .*git fetch --unshallow/) });
+  });
+
+  it("answers co-change from a remembered list until the index is written, then from the new history", async () => {
+    const ws = tempWorkspace();
+    const pair = (n: number, other: string) => ({ message: `step ${n}`, files: { "a.ts": `export const a = ${n};\n`, [other]: `export const o = ${n};\n` } });
+    makeRepo(ws, [pair(1, "b.ts"), pair(2, "b.ts"), pair(3, "b.ts")]);
+    const ngram = NgramIndex.open(path.join(ws, ".ledgerloop", "index.db"));
+    try {
+      for (const p of ["a.ts", "b.ts", "c.ts"]) ngram.putFile({ path: p, hash: p, size: 1, mtimeMs: 0, lang: null, lines: 1 }, [], []);
+      const h = new HistorySource(ws, () => ngram.db);
+      await h.sync();
+      expect(h.neighbours("a.ts")).toEqual([{ path: "b.ts", share: 1 }]);
+      // A caller changing the list it got does not change the remembered one.
+      h.neighbours("a.ts")[0]!.share = 99;
+      expect(h.neighbours("a.ts")).toEqual([{ path: "b.ts", share: 1 }]);
+      makeRepo(ws, [pair(4, "c.ts"), pair(5, "c.ts"), pair(6, "c.ts"), pair(7, "c.ts")]);
+      await h.sync();
+      expect(h.neighbours("a.ts")).toEqual([{ path: "c.ts", share: 4 / 7 }, { path: "b.ts", share: 3 / 7 }]);
+      ngram.removeFile("c.ts"); // only files the index knows are neighbours
+      expect(h.neighbours("a.ts")).toEqual([{ path: "b.ts", share: 3 / 7 }]);
+    } finally {
+      ngram.close();
+    }
   });
 
   it("takes content words of a query, identifiers split", () => {

@@ -134,3 +134,25 @@ describe("a context build embeds its query once", () => {
     expect(embedder.queries).toHaveLength(3);
   }, 120_000);
 });
+
+describe("a search reads its candidates' chunks in one statement", () => {
+  it("asks the index once for the chunks of every candidate file, and they are those chunksOf gives one by one", async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 60; i++) files[`src/m${i}.ts`] = `export function widget${i}(gadget: number) {\n  return gadget + ${i};\n}\n\nexport const sprocket${i} = widget${i}(${i});\n`;
+    const ws = tempWorkspace(undefined, files);
+    const opened = vi.spyOn(NgramIndex, "open");
+    const r = await createRetriever({ workspace: ws, stateDir: path.join(ws, ".ll-index"), vectorIndex: createMemoryVectorIndex(), history: false, onWarning: () => {} });
+    open.push(r);
+    const index = opened.mock.results[0]!.value as NgramIndex;
+    await r.index();
+    const one = vi.spyOn(index, "chunksOf");
+    const many = vi.spyOn(index, "chunksOfMany");
+    const hits = await r.search("widget gadget sprocket", 40);
+    expect(new Set(hits.map((h) => h.path)).size).toBeGreaterThan(20);
+    expect(many).toHaveBeenCalledTimes(1);
+    expect(one).not.toHaveBeenCalled();
+    const batch = index.chunksOfMany(["src/m1.ts", "src/m2.ts", "missing.ts", "src/m1.ts"]);
+    expect([...batch.keys()].sort()).toEqual(["src/m1.ts", "src/m2.ts"]);
+    for (const p of ["src/m1.ts", "src/m2.ts"]) expect(batch.get(p)).toEqual(index.chunksOf(p));
+  });
+});
