@@ -118,6 +118,28 @@ describePg("time travel from the CLI on a PostgreSQL state", () => {
     expect(readTree(into)).toEqual(finalTree);
   }, 200_000);
 
+  it("rewind --state in a workspace that never ran the steps (another machine) writes the checkpoint's files there from the replica", async () => {
+    const elsewhere = tempWorkspace();
+    const r = await cliAsync(["rewind", "T", "-w", elsewhere, ...state(), "--to", beforeAct(5), "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ toCheckpoint: beforeAct(5) });
+    expect(fs.readFileSync(path.join(elsewhere, AGGREGATE), "utf8")).toContain("not implemented");
+    expect(Object.keys(readTree(elsewhere)).sort()).toEqual(Object.keys(finalTree).sort());
+    const head = jsonLines<Row>((await cliAsync(["history", "T", "-w", elsewhere, ...state(), "--json"])).stdout)[0]!;
+    expect(head).toMatchObject({ parentCheckpointId: beforeAct(5), next: ["act"] });
+  });
+
+  it("fork --state without --into sets the shared workspace's files to the checkpoint's and registers the new thread there", async () => {
+    const r = await cliAsync(["fork", "T", "-w", ws, ...state(), "--at", beforeAct(3), "--thread", "G", "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ thread: "G", fromThread: "T", workspace: ws });
+    expect(fs.readFileSync(path.join(ws, AGGREGATE), "utf8")).toContain("not implemented");
+    const threads = jsonLines<{ thread: string }>((await cliAsync(["threads", ...state(), "--json"])).stdout);
+    expect(threads.map((t) => t.thread).sort()).toEqual(["F", "G", "T"]);
+    const forked = jsonLines<Row>((await cliAsync(["history", "G", "-w", ws, ...state(), "--json"])).stdout);
+    expect(forked[0]).toMatchObject({ next: ["act"], agentStep: 3 });
+  });
+
   it("replay still refuses --state in a sentence naming the commands that take it", async () => {
     const r = await cliAsync(["replay", "T", "-w", ws], { env: { LEDGERLOOP_STATE_URL: db.url } });
     expect(r.code).toBe(2);
