@@ -320,9 +320,11 @@ export async function replay(rt: Runtime, thread: string, opts: { from?: string;
     runtime: async (dir, newThread) => {
       const saved = (await rt.runs.get(thread))?.settings;
       const retrieval = { retrieval: saved?.retrieval ?? rt.settings.retrieval, vectors: saved?.vectors ?? rt.settings.vectors, embedder: saved?.embedder ?? rt.settings.embedder };
+      // Its state is the scratch workspace's own SQLite database, also for a run on PostgreSQL: a
+      // replay is a check, not a run of the shared database (what it copies is read through the ports).
       return createRuntime(
-        { ...rt.settings, ...retrieval, workspace: dir, stateDir: undefined, model: model.name },
-        { model, summaryModel: model, progress: rt.progress, lease: { command: "replay", thread: newThread } },
+        { ...rt.settings, ...retrieval, workspace: dir, stateDir: undefined, stateUrl: undefined, model: model.name },
+        { model, summaryModel: model, progress: rt.progress, lease: { command: "replay", thread: newThread }, localState: true },
       );
     },
   });

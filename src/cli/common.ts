@@ -28,7 +28,7 @@ export function stateUrlOf(args: { state?: string }): string | undefined {
   return url ? url : undefined;
 }
 
-/** A PostgreSQL state opened for reading (threads, ledger, report with --state). */
+/** A PostgreSQL state opened for reading (threads, history, ledger, report with --state). */
 export interface PgInspection {
   location: string;
   pool: import("pg").Pool;
@@ -121,7 +121,7 @@ export async function openExistingState(args: WorkspaceArgs, opts: { write?: boo
   if (stateUrlOf(args)) {
     // Said plainly rather than showing the workspace's local SQLite file as if it were the state.
     throw new CliError(
-      "this command reads runs from the SQLite state only; reading them from PostgreSQL (--state / LEDGERLOOP_STATE_URL) is not implemented yet (run, resume, threads, history, ledger, report, diff, rewind, fork, web, doctor, migrate, submit and worker take --state)",
+      "this command reads runs from the SQLite state only; reading them from PostgreSQL (--state / LEDGERLOOP_STATE_URL) is not implemented yet (run, resume, threads, history, ledger, report, diff, rewind, fork, replay, web, doctor, migrate, submit and worker take --state)",
       2,
       "NOT_SUPPORTED",
     );
@@ -243,9 +243,9 @@ export async function savedRun(
   opts: { postgres?: boolean } = {},
 ): Promise<{ workspace: string; settings: RunSettings | undefined }> {
   const url = stateUrlOf(args);
-  // Only for callers that go through the runtime's ports on PostgreSQL (resume, diff, rewind, fork);
-  // the others (replay, context, …) read the local tables, and keep saying that they do not read
-  // PostgreSQL yet.
+  // Only for callers that go through the runtime's ports on PostgreSQL (resume, diff, rewind, fork,
+  // replay); the others (context, logs, …) read the local tables, and keep saying that they do not
+  // read PostgreSQL yet.
   if (url && opts.postgres) {
     // With --state the run's registry and checkpoints are in PostgreSQL; the workspace is this
     // machine's copy of the files (with its revisions and lease in .ledgerloop/).
@@ -254,7 +254,7 @@ export async function savedRun(
     try {
       await requirePgThread(pg, thread);
       if (!(await pg.runs.hasCheckpoints(thread))) {
-        throw new CliError(`${thread} has no checkpoints in ${pg.location}; this command needs them there (inspect the run with threads, ledger, report)`, 1, "CHECKPOINTS_ELSEWHERE");
+        throw new CliError(`${thread} has no checkpoints in ${pg.location}; this command needs them there (inspect the run with threads, history, ledger, report)`, 1, "CHECKPOINTS_ELSEWHERE");
       }
       return { workspace, settings: (await pg.runs.get(thread))?.settings };
     } finally {

@@ -118,6 +118,21 @@ describePg("time travel from the CLI on a PostgreSQL state", () => {
     expect(readTree(into)).toEqual(finalTree);
   }, 200_000);
 
+  it("replay --state re-runs the recording read from PostgreSQL with zero model calls, in a scratch workspace with its own state", async () => {
+    const into = path.join(tempWorkspace(), "replay");
+    const r = await cliAsync(["replay", "T", "-w", ws, ...state(), "--into", into, "--json", "-q"], { timeoutMs: 170_000 });
+    expect(r.code, r.stderr).toBe(0);
+    const rep = JSON.parse(r.stdout) as { workspace: string; thread: string };
+    expect(rep).toMatchObject({ workspace: into, fromThread: "T", status: "finished", recordedStatus: "finished", modelCalls: 0, divergences: [] });
+    expect(readTree(rep.workspace)).toEqual(finalTree);
+    // The replay's thread is in the scratch workspace's SQLite state, not in the shared database.
+    expect(fs.existsSync(path.join(rep.workspace, ".ledgerloop", "state.db"))).toBe(true);
+    const threads = jsonLines<{ thread: string }>((await cliAsync(["threads", ...state(), "--json"])).stdout);
+    expect(threads.map((t) => t.thread)).not.toContain(rep.thread);
+    const local = jsonLines<{ thread: string }>((await cliAsync(["threads", "-w", rep.workspace, "--json"])).stdout);
+    expect(local.map((t) => t.thread)).toEqual([rep.thread]);
+  }, 200_000);
+
   it("rewind --state in a workspace that never ran the steps (another machine) writes the checkpoint's files there from the replica", async () => {
     const elsewhere = tempWorkspace();
     const r = await cliAsync(["rewind", "T", "-w", elsewhere, ...state(), "--to", beforeAct(5), "--json"]);
@@ -140,9 +155,9 @@ describePg("time travel from the CLI on a PostgreSQL state", () => {
     expect(forked[0]).toMatchObject({ next: ["act"], agentStep: 3 });
   });
 
-  it("replay still refuses --state in a sentence naming the commands that take it", async () => {
-    const r = await cliAsync(["replay", "T", "-w", ws], { env: { LEDGERLOOP_STATE_URL: db.url } });
+  it("the commands that do not read PostgreSQL yet refuse --state in a sentence naming those that do", async () => {
+    const r = await cliAsync(["context", "T", "-w", ws], { env: { LEDGERLOOP_STATE_URL: db.url } });
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/is not implemented yet \(.*history.*diff, rewind, fork.* take --state\)/);
+    expect(r.stderr).toMatch(/is not implemented yet \(.*history.*diff, rewind, fork, replay.* take --state\)/);
   });
 });
