@@ -54,6 +54,16 @@ export async function revisionOf(rt: Runtime, thread: string, t: CheckpointTuple
   return spec.payload.revision;
 }
 
+/**
+ * Makes a revision local before it is restored, copied or diffed. On a PostgreSQL state the step that
+ * took it may have run on another machine, or in another copy of the workspace: it is then pulled
+ * from the replica (each object checked against its hash). On SQLite there is no replica and the
+ * local store is the only one.
+ */
+async function haveRevision(rt: Runtime, revision: string): Promise<void> {
+  await rt.revisionReplica?.ensure(rt.revisions, revision);
+}
+
 /** Refuses (or with force, first saves as a revision) edits made to the workspace outside the run. */
 async function guardForeignEdits(rt: Runtime, force: boolean, what: string): Promise<string | null> {
   const st = await rt.revisions.status();
@@ -88,6 +98,7 @@ export async function rewind(rt: Runtime, thread: string, to: string, opts: { fo
   const target = await resolveCheckpoint(rt, thread, to);
   const latest = (await checkpointsOf(rt, thread))[0] ?? null;
   const revision = await revisionOf(rt, thread, target);
+  await haveRevision(rt, revision);
   const saved = await guardForeignEdits(rt, opts.force ?? false, "the rewind");
   const restored = await rt.revisions.restore(revision);
   // Search must see the files as they are on the branch the run continues on.
@@ -143,6 +154,7 @@ export async function fork(
   const target = await resolveCheckpoint(rt, thread, at);
   const revision = await revisionOf(rt, thread, target);
   const newThread = opts.newThread ?? `${thread}-fork-${randomBytes(3).toString("hex")}`;
+  await haveRevision(rt, revision);
   let dest = rt;
   if (opts.workspace) {
     const dir = path.resolve(opts.workspace);
@@ -217,6 +229,8 @@ export async function fork(
 export async function diffCheckpoints(rt: Runtime, thread: string, from: string, to: string, opts: { stat?: boolean } = {}) {
   const a = await revisionOf(rt, thread, await resolveCheckpoint(rt, thread, from));
   const b = await revisionOf(rt, thread, await resolveCheckpoint(rt, thread, to));
+  await haveRevision(rt, a);
+  await haveRevision(rt, b);
   return opts.stat ? { from: a, to: b, stat: await rt.revisions.diff(a, b, { stat: true }) } : { from: a, to: b, diff: await rt.revisions.diff(a, b) };
 }
 
@@ -306,9 +320,11 @@ export async function replay(rt: Runtime, thread: string, opts: { from?: string;
     runtime: async (dir, newThread) => {
       const saved = (await rt.runs.get(thread))?.settings;
       const retrieval = { retrieval: saved?.retrieval ?? rt.settings.retrieval, vectors: saved?.vectors ?? rt.settings.vectors, embedder: saved?.embedder ?? rt.settings.embedder };
+      // Its state is the scratch workspace's own SQLite database, also for a run on PostgreSQL: a
+      // replay is a check, not a run of the shared database (what it copies is read through the ports).
       return createRuntime(
-        { ...rt.settings, ...retrieval, workspace: dir, stateDir: undefined, model: model.name },
-        { model, summaryModel: model, progress: rt.progress, lease: { command: "replay", thread: newThread } },
+        { ...rt.settings, ...retrieval, workspace: dir, stateDir: undefined, stateUrl: undefined, model: model.name },
+        { model, summaryModel: model, progress: rt.progress, lease: { command: "replay", thread: newThread }, localState: true },
       );
     },
   });

@@ -118,6 +118,11 @@ export interface RuntimeOverrides {
   lease?: { command: string; thread?: string };
   /** A queue worker's holding of the run (PgLedger's `fence`): the ledger refuses appends once it is lost. */
   fence?: { thread: string; token: string };
+  /**
+   * Keep the state in the workspace's SQLite database whatever `stateUrl` or LEDGERLOOP_STATE_URL
+   * say: replay's scratch copy of a PostgreSQL run is its own, and leaves nothing in the shared database.
+   */
+  localState?: boolean;
 }
 
 /**
@@ -152,7 +157,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   }
   const settings = parsed.data;
   const envUrl = process.env.LEDGERLOOP_STATE_URL?.trim();
-  const stateUrl = settings.stateUrl ?? (envUrl ? envUrl : undefined);
+  const stateUrl = overrides.localState ? undefined : (settings.stateUrl ?? (envUrl ? envUrl : undefined));
   if (stateUrl !== undefined && !isPostgresUrl(stateUrl)) {
     throw new ConfigError(`invalid setting stateUrl (from LEDGERLOOP_STATE_URL): must be a postgres:// or postgresql:// URL`);
   }

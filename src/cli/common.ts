@@ -28,7 +28,7 @@ export function stateUrlOf(args: { state?: string }): string | undefined {
   return url ? url : undefined;
 }
 
-/** A PostgreSQL state opened for reading (threads, ledger, report with --state). */
+/** A PostgreSQL state opened for reading (threads, history, ledger, report with --state). */
 export interface PgInspection {
   location: string;
   pool: import("pg").Pool;
@@ -121,7 +121,7 @@ export async function openExistingState(args: WorkspaceArgs, opts: { write?: boo
   if (stateUrlOf(args)) {
     // Said plainly rather than showing the workspace's local SQLite file as if it were the state.
     throw new CliError(
-      "this command reads runs from the SQLite state only; reading them from PostgreSQL (--state / LEDGERLOOP_STATE_URL) is not implemented yet (run, threads, ledger, report and doctor take --state)",
+      "this command reads runs from the SQLite state only; reading them from PostgreSQL (--state / LEDGERLOOP_STATE_URL) is not implemented yet (run, resume, threads, history, ledger, report, diff, rewind, fork, replay, web, doctor, migrate, submit and worker take --state)",
       2,
       "NOT_SUPPORTED",
     );
@@ -243,8 +243,9 @@ export async function savedRun(
   opts: { postgres?: boolean } = {},
 ): Promise<{ workspace: string; settings: RunSettings | undefined }> {
   const url = stateUrlOf(args);
-  // Only for callers that run the graph on PostgreSQL (resume): the time-travel commands read the
-  // local checkpoint tables, and keep saying that they do not read PostgreSQL yet.
+  // Only for callers that go through the runtime's ports on PostgreSQL (resume, diff, rewind, fork,
+  // replay); the others (context, logs, …) read the local tables, and keep saying that they do not
+  // read PostgreSQL yet.
   if (url && opts.postgres) {
     // With --state the run's registry and checkpoints are in PostgreSQL; the workspace is this
     // machine's copy of the files (with its revisions and lease in .ledgerloop/).
@@ -253,7 +254,7 @@ export async function savedRun(
     try {
       await requirePgThread(pg, thread);
       if (!(await pg.runs.hasCheckpoints(thread))) {
-        throw new CliError(`${thread} has no checkpoints in ${pg.location}; this command needs them there (inspect the run with threads, ledger, report)`, 1, "CHECKPOINTS_ELSEWHERE");
+        throw new CliError(`${thread} has no checkpoints in ${pg.location}; this command needs them there (inspect the run with threads, history, ledger, report)`, 1, "CHECKPOINTS_ELSEWHERE");
       }
       return { workspace, settings: (await pg.runs.get(thread))?.settings };
     } finally {
@@ -277,20 +278,25 @@ export async function savedRun(
 
 /**
  * The runtime of an existing thread, with the settings it was started with (model replaced by an
- * inert one unless the command runs the agent).
+ * inert one unless the command runs the agent). With `postgres` the command works through the
+ * runtime's ports only (checkpointer, ledger, runs, revisions with their replica), so --state (or
+ * $LEDGERLOOP_STATE_URL) gives it a runtime on that PostgreSQL state and the `-w` workspace's files;
+ * without, it is refused there (savedRun).
  */
 export async function runtimeForThread(
   thread: string,
   args: WorkspaceArgs,
-  opts: { progress?: (e: ProgressEvent) => void; lease?: string } = {},
+  opts: { progress?: (e: ProgressEvent) => void; lease?: string; postgres?: boolean } = {},
 ): Promise<Runtime> {
-  const { workspace, settings } = await savedRun(thread, args);
+  const { workspace, settings } = await savedRun(thread, args, { postgres: opts.postgres });
+  const url = opts.postgres ? stateUrlOf(args) : undefined;
   // Loaded here, not at the top: inspection commands share this module and must not load LangGraph.
   const { createRuntime } = await import("../runtime.js");
   // Time-travel commands need no index: the next run refreshes it from the files' sizes and mtimes.
   // The state is the workspace's own (or --state-dir), never a path stored in the run's settings.
   return createRuntime(
-    { ...(settings ?? {}), workspace, stateDir: args.stateDir, model: INERT_MODEL.name, retrieval: "lexical" },
+    // The registry never stores where it is: a run read from PostgreSQL is changed there.
+    { ...(settings ?? {}), workspace, stateDir: args.stateDir, ...(url ? { stateUrl: url } : {}), model: INERT_MODEL.name, retrieval: "lexical" },
     {
       model: INERT_MODEL,
       progress: opts.progress,

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { printJson, runtimeForThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { printJson, runtimeForThread, stateOption, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 export interface DiffArgs extends WorkspaceArgs {
   from: string;
@@ -10,7 +10,7 @@ export interface DiffArgs extends WorkspaceArgs {
 /** File changes between two checkpoints of a run. */
 export async function handleDiff(thread: string, args: DiffArgs) {
   const { diffCheckpoints } = await import("../../graphs/time-travel.js");
-  const rt = await runtimeForThread(thread, args);
+  const rt = await runtimeForThread(thread, args, { postgres: true });
   try {
     return await diffCheckpoints(rt, thread, args.from, args.to, { stat: args.stat });
   } finally {
@@ -19,7 +19,7 @@ export async function handleDiff(thread: string, args: DiffArgs) {
 }
 
 export function registerDiff(program: Command): void {
-  workspaceOptions(
+  const cmd = workspaceOptions(
     program
       .command("diff")
       .description("file changes between two checkpoints of a run (unified diff)")
@@ -28,7 +28,8 @@ export function registerDiff(program: Command): void {
       .requiredOption("--to <checkpoint>", "newer checkpoint")
       .option("--stat", "per-file added/removed line counts instead of the diff")
       .option("--json", "one JSON object"),
-  ).action(async (thread: string, opts: DiffArgs) => {
+  );
+  stateOption(cmd).action(async (thread: string, opts: DiffArgs) => {
     const r = await handleDiff(thread, opts);
     if (opts.json) return printJson(r);
     const { formatStat } = await import("../workspace/revisions.js");

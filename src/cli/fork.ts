@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import type { ForkResult } from "../../graphs/time-travel.js";
-import { log, printJson, runtimeForThread, type WorkspaceArgs } from "./common.js";
+import { log, printJson, runtimeForThread, stateOption, stateUrlOf, type WorkspaceArgs } from "./common.js";
 
 export interface ForkArgs extends WorkspaceArgs {
   at: string;
@@ -14,7 +14,9 @@ export async function handleFork(thread: string, args: ForkArgs): Promise<ForkRe
   const { fork } = await import("../../graphs/time-travel.js");
   // Without --into the fork rewrites this workspace's files: it is a writer of it. With --into only
   // the new workspace is written, and fork() takes that one's lease.
-  const rt = await runtimeForThread(thread, args, args.into ? {} : { lease: "fork" });
+  // With --state the fork (and its copy of the workspace with --into) is a thread of that PostgreSQL
+  // state too; its files come from the replica when this workspace's store lacks the revision.
+  const rt = await runtimeForThread(thread, args, args.into ? { postgres: true } : { lease: "fork", postgres: true });
   try {
     const { runtime, ...r } = await fork(rt, thread, args.at, { newThread: args.thread, workspace: args.into, force: args.force });
     if (runtime !== rt) await runtime.close();
@@ -25,7 +27,7 @@ export async function handleFork(thread: string, args: ForkArgs): Promise<ForkRe
 }
 
 export function registerFork(program: Command): void {
-  program
+  const cmd = program
     .command("fork")
     .description("start a new thread from a checkpoint of a run (the original stays untouched)")
     .argument("<thread>", "the run id")
@@ -35,11 +37,11 @@ export function registerFork(program: Command): void {
     .option("--into <dir>", "give the fork its own copy of the workspace (and state) in this new directory")
     .option("-t, --thread <id>", "id of the new thread (default: <thread>-fork-<random>)")
     .option("--force", "when sharing the workspace: save edits made outside the run as a revision first")
-    .option("--json", "one JSON object")
-    .action(async (thread: string, opts: ForkArgs) => {
-      const r = await handleFork(thread, opts);
-      if (opts.json) return printJson(r);
-      log(`forked ${thread} at ${r.fromCheckpoint} into thread ${r.thread} (workspace ${r.workspace})`);
-      log(`continue with: ledgerloop resume ${r.thread} -w ${r.workspace}`);
-    });
+    .option("--json", "one JSON object");
+  stateOption(cmd).action(async (thread: string, opts: ForkArgs) => {
+    const r = await handleFork(thread, opts);
+    if (opts.json) return printJson(r);
+    log(`forked ${thread} at ${r.fromCheckpoint} into thread ${r.thread} (workspace ${r.workspace})`);
+    log(`continue with: ledgerloop resume ${r.thread} -w ${r.workspace}${stateUrlOf(opts) ? " --state <the same URL>" : ""}`);
+  });
 }

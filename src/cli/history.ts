@@ -1,7 +1,20 @@
 import type { Command } from "commander";
-import { checkpointHistory } from "../ledger/checkpoints.js";
+import { checkpointHistory, checkpointRowOf, type CheckpointRow } from "../ledger/checkpoints.js";
 import type { LedgerEvent } from "../events.js";
-import { noteCheckpointHome, openExistingState, printJson, requireThread, workspaceOptions, type OpenedState, type WorkspaceArgs } from "./common.js";
+import type { Ledger } from "../ledger/port.js";
+import {
+  log,
+  noteCheckpointHome,
+  openExistingState,
+  openPgInspection,
+  printJson,
+  requirePgThread,
+  requireThread,
+  stateOption,
+  stateUrlOf,
+  workspaceOptions,
+  type WorkspaceArgs,
+} from "./common.js";
 
 export interface HistoryRow {
   checkpointId: string;
@@ -22,7 +35,7 @@ export interface HistoryRow {
  * own checkpointer): every event records the checkpoint its node ran from, so each such checkpoint
  * is listed with what ran from it, newest first. Its ids are the server's, usable with the SDK.
  */
-async function ledgerHistory(st: OpenedState, thread: string): Promise<HistoryRow[]> {
+async function ledgerHistory(st: { ledger: Pick<Ledger, "list"> }, thread: string): Promise<HistoryRow[]> {
   const events = await st.ledger.list(thread);
   const byCheckpoint = new Map<string, LedgerEvent[]>();
   for (const e of events) {
@@ -53,8 +66,47 @@ async function ledgerHistory(st: OpenedState, thread: string): Promise<HistoryRo
   return rows.reverse();
 }
 
+function historyRow(c: CheckpointRow): HistoryRow {
+  const v = c.values as { status?: string; ledgerHead?: string | null; step?: number };
+  return {
+    checkpointId: c.checkpointId,
+    parentCheckpointId: c.parentCheckpointId,
+    step: c.step,
+    next: c.next,
+    createdAt: c.createdAt,
+    source: c.source,
+    status: v.status ?? null,
+    ledgerHead: v.ledgerHead ?? null,
+    agentStep: v.step ?? null,
+  };
+}
+
+/**
+ * A run's checkpoints in a PostgreSQL state, read through the PostgresSaver (root graph only, newest
+ * first, as the SQLite side reads its table); the ledger's view for a run with none there.
+ */
+async function pgHistory(url: string, thread: string): Promise<HistoryRow[]> {
+  const st = await openPgInspection(url);
+  try {
+    await requirePgThread(st, thread);
+    if (!(await st.runs.hasCheckpoints(thread))) {
+      log(`${thread} has no checkpoints in ${st.location}; shown here is the ledger's view`);
+      return await ledgerHistory(st, thread);
+    }
+    const rows: HistoryRow[] = [];
+    for await (const t of st.checkpointer.list({ configurable: { thread_id: thread, checkpoint_ns: "" } })) {
+      rows.push(historyRow(checkpointRowOf(t as unknown as Parameters<typeof checkpointRowOf>[0])));
+    }
+    return rows;
+  } finally {
+    await st.close();
+  }
+}
+
 /** Every checkpoint of a thread, newest first. */
 export async function handleHistory(thread: string, args: WorkspaceArgs): Promise<HistoryRow[]> {
+  const url = stateUrlOf(args);
+  if (url) return pgHistory(url, thread);
   const st = await openExistingState(args);
   try {
     requireThread(st, thread);
@@ -62,20 +114,7 @@ export async function handleHistory(thread: string, args: WorkspaceArgs): Promis
       noteCheckpointHome(st, thread);
       return await ledgerHistory(st, thread);
     }
-    return checkpointHistory(st.db, thread).map((c) => {
-      const v = c.values as { status?: string; ledgerHead?: string | null; step?: number };
-      return {
-        checkpointId: c.checkpointId,
-        parentCheckpointId: c.parentCheckpointId,
-        step: c.step,
-        next: c.next,
-        createdAt: c.createdAt,
-        source: c.source,
-        status: v.status ?? null,
-        ledgerHead: v.ledgerHead ?? null,
-        agentStep: v.step ?? null,
-      };
-    });
+    return checkpointHistory(st.db, thread).map(historyRow);
   } catch (err) {
     throw st.named(err);
   } finally {
@@ -84,13 +123,14 @@ export async function handleHistory(thread: string, args: WorkspaceArgs): Promis
 }
 
 export function registerHistory(program: Command): void {
-  workspaceOptions(
+  const cmd = workspaceOptions(
     program
       .command("history")
       .description("list a run's checkpoints (one per superstep), newest first")
       .argument("<thread>", "the run id")
       .option("--json", "one JSON object per line"),
-  ).action(async (thread: string, opts: WorkspaceArgs) => {
+  );
+  stateOption(cmd).action(async (thread: string, opts: WorkspaceArgs) => {
     const rows = await handleHistory(thread, opts);
     for (const r of rows) {
       if (opts.json) printJson(r);

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import type { ReplayResult } from "../../graphs/time-travel.js";
-import { log, printJson, runtimeForThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { log, printJson, runtimeForThread, stateOption, workspaceOptions, type WorkspaceArgs } from "./common.js";
 import { progressPrinter } from "./run.js";
 
 export interface ReplayArgs extends WorkspaceArgs {
@@ -12,7 +12,9 @@ export interface ReplayArgs extends WorkspaceArgs {
 /** Re-runs a thread with its recorded model responses (no model calls) and reports divergences. */
 export async function handleReplay(thread: string, args: ReplayArgs): Promise<ReplayResult> {
   const { replay } = await import("../../graphs/time-travel.js");
-  const rt = await runtimeForThread(thread, args, { progress: progressPrinter(args.quiet || args.json) });
+  // With --state the recording (checkpoints, ledger, revisions) is read from PostgreSQL; the replay
+  // itself keeps its state in its scratch workspace (replay() in graphs/time-travel.ts).
+  const rt = await runtimeForThread(thread, args, { progress: progressPrinter(args.quiet || args.json), postgres: true });
   try {
     const { runtime, ...r } = await replay(rt, thread, { from: args.from, workspace: args.into });
     await runtime.close();
@@ -23,7 +25,7 @@ export async function handleReplay(thread: string, args: ReplayArgs): Promise<Re
 }
 
 export function registerReplay(program: Command): void {
-  workspaceOptions(
+  const cmd = workspaceOptions(
     program
       .command("replay")
       .description("re-run a thread from a checkpoint with the model responses recorded in its ledger (no model calls), in a scratch copy of the workspace, and report where tool results differ")
@@ -32,7 +34,8 @@ export function registerReplay(program: Command): void {
       .option("--into <dir>", "where to put the replay's workspace (default: a new temp directory)")
       .option("--json", "one JSON object")
       .option("-q, --quiet", "no progress lines"),
-  ).action(async (thread: string, opts: ReplayArgs) => {
+  );
+  stateOption(cmd).action(async (thread: string, opts: ReplayArgs) => {
     const r = await handleReplay(thread, opts);
     process.exitCode = r.divergences.length ? 1 : 0;
     if (opts.json) return printJson(r);

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import type { RewindResult } from "../../graphs/time-travel.js";
-import { log, printJson, runtimeForThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { log, printJson, runtimeForThread, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 export interface RewindArgs extends WorkspaceArgs {
   to: string;
@@ -10,7 +10,7 @@ export interface RewindArgs extends WorkspaceArgs {
 /** Rewinds a run to a checkpoint: files, ledger branch and graph state together. */
 export async function handleRewind(thread: string, args: RewindArgs): Promise<RewindResult> {
   const { rewind } = await import("../../graphs/time-travel.js");
-  const rt = await runtimeForThread(thread, args, { lease: "rewind" });
+  const rt = await runtimeForThread(thread, args, { lease: "rewind", postgres: true });
   try {
     return await rewind(rt, thread, args.to, { force: args.force });
   } finally {
@@ -19,7 +19,7 @@ export async function handleRewind(thread: string, args: RewindArgs): Promise<Re
 }
 
 export function registerRewind(program: Command): void {
-  workspaceOptions(
+  const cmd = workspaceOptions(
     program
       .command("rewind")
       .description("move a run back to a checkpoint: workspace files, ledger branch and graph state together (runs nothing)")
@@ -27,12 +27,13 @@ export function registerRewind(program: Command): void {
       .requiredOption("--to <checkpoint>", "checkpoint id (or a unique prefix of 6+ characters)")
       .option("--force", "first save edits made outside the run as a revision of their own, then rewind")
       .option("--json", "one JSON object"),
-  ).action(async (thread: string, opts: RewindArgs) => {
+  );
+  stateOption(cmd).action(async (thread: string, opts: RewindArgs) => {
     const r = await handleRewind(thread, opts);
     if (opts.json) return printJson(r);
     const n = r.restored.created.length + r.restored.modified.length + r.restored.deleted.length;
     log(`rewound ${thread} to ${r.toCheckpoint}: ${n} file(s) restored to revision ${r.revision.slice(0, 12)}`);
     if (r.savedRevision) log(`edits made outside the run were saved as revision ${r.savedRevision.slice(0, 12)}`);
-    log(`continue with: ledgerloop resume ${thread}`);
+    log(`continue with: ledgerloop resume ${thread}${stateUrlOf(opts) ? " --state <the same URL>" : ""}`);
   });
 }

@@ -83,19 +83,36 @@ function nextNodes(cp: StoredCheckpoint): string[] {
 }
 
 function toRow(r: Row): CheckpointRow {
-  const cp = decode(r.type, r.checkpoint) as StoredCheckpoint;
-  const meta = decode(r.type, r.metadata) as { step?: number; source?: string };
+  return rowOf(r.checkpoint_id, r.parent_checkpoint_id, decode(r.type, r.checkpoint) as StoredCheckpoint, decode(r.type, r.metadata) as CheckpointMeta);
+}
+
+type CheckpointMeta = { step?: number; source?: string };
+
+function rowOf(id: string, parent: string | null, cp: StoredCheckpoint, meta: CheckpointMeta): CheckpointRow {
   const values = { ...(cp.channel_values ?? {}) };
   for (const k of Object.keys(values)) if (k.startsWith("branch:to:") || k.startsWith("__")) delete values[k];
   return {
-    checkpointId: r.checkpoint_id,
-    parentCheckpointId: r.parent_checkpoint_id,
+    checkpointId: id,
+    parentCheckpointId: parent,
     step: meta.step ?? -1,
     source: meta.source ?? "",
     createdAt: cp.ts ?? "",
     values,
     next: nextNodes(cp),
   };
+}
+
+/**
+ * The same row from a checkpoint a saver read (a CheckpointTuple's fields): how `history` lists a
+ * run whose checkpoints are in PostgreSQL, read through the PostgresSaver rather than its tables.
+ */
+export function checkpointRowOf(t: {
+  checkpoint: StoredCheckpoint & { id: string };
+  metadata?: CheckpointMeta;
+  parentConfig?: { configurable?: { checkpoint_id?: unknown } };
+}): CheckpointRow {
+  const parent = t.parentConfig?.configurable?.checkpoint_id;
+  return rowOf(t.checkpoint.id, typeof parent === "string" ? parent : null, t.checkpoint, t.metadata ?? {});
 }
 
 /** Every checkpoint of a thread (root graph only), newest first. */

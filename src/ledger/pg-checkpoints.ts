@@ -1,3 +1,4 @@
+import { randomInt } from "node:crypto";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { ChannelVersions, Checkpoint, CheckpointMetadata, PendingWrite } from "@langchain/langgraph-checkpoint";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
@@ -14,6 +15,20 @@ export class RedactingPostgresSaver extends PostgresSaver {
     options: { schema?: string } = {},
   ) {
     super(pool, undefined, options);
+  }
+
+  /**
+   * One more than `current`'s whole part plus a random fraction, never a plain `current + 1`.
+   * PostgresSaver keys the channel values of every checkpoint of a thread by (channel, version) and
+   * never overwrites one: with integer versions, a checkpoint written on top of an older one (rewind's
+   * updateState) takes versions the thread's later checkpoints already used, and gets their values
+   * (rewound to a checkpoint before `act`, the run's head had no next node). The fraction makes each
+   * new version its own, as Python's PostgresSaver does; versions stay numbers, so they still compare
+   * with the integer ones of runs checkpointed before this.
+   */
+  override getNextVersion(current: number | undefined): number {
+    if (typeof current !== "number" && current !== undefined) return super.getNextVersion(current);
+    return Math.floor(current ?? 0) + 1 + randomInt(1, 2 ** 32) / 2 ** 32;
   }
 
   // newVersions must reach PostgresSaver: it stores only the channels that changed (the validation

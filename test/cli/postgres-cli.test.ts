@@ -55,9 +55,9 @@ describePg("ledgerloop with --state postgres://…", () => {
     expect(await cliAsync(["ledger", "nope", "--state", db.url])).toMatchObject({ code: 1, stderr: expect.stringMatching(/unknown thread "nope" in postgres:\/\/postgres:\*\*\*@/) });
 
     // The commands that do not read PostgreSQL yet say so instead of showing the local file.
-    const history = await cliAsync(["history", "T", "-w", ws, "--json"], { env: { LEDGERLOOP_STATE_URL: db.url } });
-    expect(history.code).toBe(2);
-    expect(history.stderr).toMatch(/reading them from PostgreSQL \(--state \/ LEDGERLOOP_STATE_URL\) is not implemented yet/);
+    const context = await cliAsync(["context", "T", "-w", ws, "--json"], { env: { LEDGERLOOP_STATE_URL: db.url } });
+    expect(context.code).toBe(2);
+    expect(context.stderr).toMatch(/reading them from PostgreSQL \(--state \/ LEDGERLOOP_STATE_URL\) is not implemented yet \(.*history.*take --state\)/);
   });
 
   it("a refused password or an unreachable server is one line before anything runs", async () => {

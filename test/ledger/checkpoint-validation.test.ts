@@ -5,6 +5,7 @@ import * as vitest from "vitest";
 import { validate } from "@langchain/langgraph-checkpoint-validation";
 import { uuid6 } from "@langchain/langgraph-checkpoint";
 import { emptyCheckpoint } from "@langchain/langgraph-checkpoint";
+import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { openStateDb } from "../../src/ledger/state-db.js";
 import { openPgState, type PgState } from "../../src/ledger/pg-db.js";
@@ -103,6 +104,36 @@ describePg("checkpoint savers: PostgreSQL (the official PostgresSaver with the r
     const saver = await initializer.createCheckpointer();
     try {
       await expectRedacted(saver);
+    } finally {
+      await initializer.destroyCheckpointer(saver);
+    }
+  });
+
+  // PostgresSaver stores channel values under (thread, channel, version) and never overwrites one:
+  // with LangGraph's integer versions, a state update on an older checkpoint (what rewind does)
+  // reused the versions of the thread's later checkpoints and read back their values instead.
+  it("a state update on an older checkpoint keeps its own channel values, so the graph goes on from there", async () => {
+    const saver = await initializer.createCheckpointer();
+    try {
+      const State = Annotation.Root({ n: Annotation<number>() });
+      const graph = new StateGraph(State)
+        .addNode("a", (s: typeof State.State) => ({ n: s.n + 1 }))
+        .addNode("b", (s: typeof State.State) => ({ n: s.n * 10 }))
+        .addEdge(START, "a")
+        .addEdge("a", "b")
+        .addEdge("b", END)
+        .compile({ checkpointer: saver });
+      const thread = { configurable: { thread_id: "older" } };
+      expect(await graph.invoke({ n: 1 }, thread)).toEqual({ n: 20 });
+      const history = [];
+      for await (const s of graph.getStateHistory(thread)) history.push(s);
+      const beforeB = history.find((s) => s.next.length === 1 && s.next[0] === "b")!;
+      const updated = await graph.updateState(beforeB.config, { n: 5 });
+      const head = await graph.getState({ configurable: { thread_id: "older" } });
+      expect(head.config.configurable?.checkpoint_id).toBe(updated.configurable?.checkpoint_id);
+      expect(head.next).toEqual(["b"]);
+      expect(head.values).toEqual({ n: 5 });
+      expect(await graph.invoke(null, thread)).toEqual({ n: 50 });
     } finally {
       await initializer.destroyCheckpointer(saver);
     }
