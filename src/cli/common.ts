@@ -294,7 +294,7 @@ export async function runtimeForThread(
   const { createRuntime } = await import("../runtime.js");
   // Time-travel commands need no index: the next run refreshes it from the files' sizes and mtimes.
   // The state is the workspace's own (or --state-dir), never a path stored in the run's settings.
-  return createRuntime(
+  const rt = await createRuntime(
     // The registry never stores where it is: a run read from PostgreSQL is changed there.
     { ...(settings ?? {}), workspace, stateDir: args.stateDir, ...(url ? { stateUrl: url } : {}), model: INERT_MODEL.name, retrieval: "lexical" },
     {
@@ -304,6 +304,34 @@ export async function runtimeForThread(
       ...(opts.lease ? { lease: { command: opts.lease, thread } } : {}),
     },
   );
+  if (opts.lease && rt.pg) {
+    try {
+      await refuseIfQueued(rt.pg.pool, thread, opts.lease);
+    } catch (err) {
+      await rt.close();
+      throw err;
+    }
+  }
+  return rt;
+}
+
+/**
+ * A command that writes a run (resume, rewind, fork) must not race a queue worker: refused, in one
+ * line naming the worker, while one holds the run or while it waits in the queue for one.
+ */
+export async function refuseIfQueued(pool: import("pg").Pool, thread: string, command: string): Promise<void> {
+  const { getRunLease } = await import("../queue/run-leases.js");
+  const has = await pool.query("SELECT to_regclass('ll_run_leases') AS t");
+  if (!has.rows[0]?.t) return;
+  const l = await getRunLease(pool, thread);
+  if (!l) return;
+  const live = l.state === "held" && l.expiresAt !== null && Date.parse(l.expiresAt) > Date.now();
+  if (live) {
+    throw new CliError(`run ${thread} is being driven by worker ${l.worker}; stop that worker (SIGTERM hands the run back to the queue) before \`${command}\``, 75, "LEASE_HELD");
+  }
+  if (l.state === "queued" || l.state === "held") {
+    throw new CliError(`run ${thread} is queued for the workers (a worker will take it up); \`${command}\` would race it`, 75, "LEASE_HELD");
+  }
 }
 
 /** Quotes a word for a POSIX shell when it needs it. */

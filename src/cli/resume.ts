@@ -44,6 +44,8 @@ export async function handleResume(thread: string, args: ResumeArgs): Promise<Dr
     },
   );
   try {
+    // A run of the queue is the workers' to drive (or to hand back first).
+    if (rt.pg) await (await import("./common.js")).refuseIfQueued(rt.pg.pool, thread, "resume");
     // Before anything runs: a run never obeys a config it was not started with unless told to.
     const [{ CONFIG_FILE }, { acceptThreadConfig, checkThreadConfig }] = await Promise.all([import("../config.js"), import("../ledger/governing.js")]);
     if (args.acceptConfig) acceptThreadConfig(rt.db, thread, rt.configSha);

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import pg from "pg";
 import { DEMO_TASK } from "../../src/cli/demo.js";
 import { cliAsync, jsonLines } from "../helpers/cli.js";
 import { DEMO_TRAJECTORY, DEMO_WORKSPACE, cleanupTemp, readTree, tempWorkspace } from "../helpers/workspace.js";
@@ -153,6 +154,28 @@ describePg("time travel from the CLI on a PostgreSQL state", () => {
     expect(threads.map((t) => t.thread).sort()).toEqual(["F", "G", "T"]);
     const forked = jsonLines<Row>((await cliAsync(["history", "G", "-w", ws, ...state(), "--json"])).stdout);
     expect(forked[0]).toMatchObject({ next: ["act"], agentStep: 3 });
+  });
+
+  it("resume, rewind and fork refuse, in one line naming the worker, a run a queue worker holds or is about to take", async () => {
+    const c = new pg.Client({ connectionString: db.url });
+    await c.connect();
+    try {
+      await c.query("INSERT INTO ll_submissions (thread_id, task, source, settings, submitted_at) VALUES ('T', 'x', '{}', '{}', 'now') ON CONFLICT DO NOTHING");
+      await c.query("INSERT INTO ll_run_leases (thread_id, state, worker, token, expires_at) VALUES ('T', 'held', 'host:42:abc', 'tok', now() + interval '1 hour')");
+      for (const args of [["resume", "T"], ["rewind", "T", "--to", beforeAct(5)], ["fork", "T", "--at", beforeAct(5), "--thread", "H"]]) {
+        const r = await cliAsync([...args, "-w", ws, ...state()]);
+        expect(r.code, r.stderr).toBe(75);
+        expect(r.stderr.trim()).toMatch(new RegExp(`^ledgerloop: run T is being driven by worker host:42:abc; stop that worker .* before \`${args[0]}\`$`));
+      }
+      await c.query("UPDATE ll_run_leases SET state = 'queued', worker = NULL, token = NULL, expires_at = NULL WHERE thread_id = 'T'");
+      const queued = await cliAsync(["resume", "T", "-w", ws, ...state(), "-q"]);
+      expect(queued.code).toBe(75);
+      expect(queued.stderr.trim()).toBe("ledgerloop: run T is queued for the workers (a worker will take it up); `resume` would race it");
+    } finally {
+      await c.query("DELETE FROM ll_run_leases WHERE thread_id = 'T'");
+      await c.query("DELETE FROM ll_submissions WHERE thread_id = 'T'");
+      await c.end();
+    }
   });
 
   it("the commands that do not read PostgreSQL yet refuse --state in a sentence naming those that do", async () => {
