@@ -8,6 +8,27 @@ import { isStateUnavailable } from "./state-unavailable.js";
  * (PostgresSaver's own tables), for any number of processes on any number of machines.
  */
 
+/**
+ * Runs `fn` in one transaction on a client of `pool`: committed when it returns, rolled back when it
+ * throws (its error is rethrown), and the client released either way.
+ */
+export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+  const c = await pool.connect();
+  try {
+    await c.query("BEGIN");
+    try {
+      const out = await fn(c);
+      await c.query("COMMIT");
+      return out;
+    } catch (err) {
+      await c.query("ROLLBACK").catch(() => {});
+      throw err;
+    }
+  } finally {
+    c.release();
+  }
+}
+
 /** True when a state location is a PostgreSQL URL rather than a directory. */
 export function isPostgresUrl(location: string | undefined | null): location is string {
   return typeof location === "string" && /^postgres(ql)?:\/\//i.test(location.trim());

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type pg from "pg";
+import { inTransaction } from "./pg-db.js";
 import { LedgerError } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import { defaultRedactor, type Redactor } from "../secrets.js";
@@ -55,20 +56,7 @@ export class PgLedger implements Ledger, LedgerTransfer {
   }
 
   async append<T extends EventType>(event: AppendEvent<T>): Promise<LedgerEvent<T>> {
-    const client = await this.pool.connect();
-    let stored: LedgerEvent<T>;
-    try {
-      await client.query("BEGIN");
-      try {
-        stored = await this.appendIn(client, event);
-        await client.query("COMMIT");
-      } catch (err) {
-        await client.query("ROLLBACK").catch(() => {});
-        throw err;
-      }
-    } finally {
-      client.release();
-    }
+    const stored = await inTransaction(this.pool, (c) => this.appendIn(c, event));
     failpoint("ledger-append");
     return stored;
   }

@@ -2,7 +2,7 @@ import PgBoss from "pg-boss";
 import pg from "pg";
 import { z } from "zod";
 import { ConfigError, StateStoreError, errorMessage } from "../errors.js";
-import { asPgStateError, parsePgUrl } from "../ledger/pg-db.js";
+import { asPgStateError, inTransaction, parsePgUrl } from "../ledger/pg-db.js";
 import { RunSettings } from "../settings.js";
 import { requeueRun } from "./run-leases.js";
 import { QUEUE_SCHEMA, RUN_QUEUE } from "./status.js";
@@ -105,28 +105,23 @@ const THREAD_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 export async function submitRun(pool: pg.Pool, boss: PgBoss, s: Omit<Submission, "submittedAt" | "commit">): Promise<{ jobId: string }> {
   if (!THREAD_ID.test(s.thread)) throw new ConfigError(`invalid thread id "${s.thread}": letters, digits, '.', '_' and '-' only, at most 128`);
   if (!s.task.trim()) throw new ConfigError("the task must not be empty");
+  await inTransaction(pool, async (client) => {
+    const taken = await client.query(
+      "SELECT 1 FROM ll_submissions WHERE thread_id = $1 UNION ALL SELECT 1 FROM ll_runs WHERE thread_id = $1 UNION ALL SELECT 1 FROM ll_events WHERE thread_id = $1 LIMIT 1",
+      [s.thread],
+    );
+    if (taken.rowCount) throw new ConfigError(`thread "${s.thread}" already exists in the state database; pick another --thread`);
+    await client.query("INSERT INTO ll_submissions (thread_id, task, source, settings, submitted_at) VALUES ($1, $2, $3, $4, $5)", [
+      s.thread,
+      s.task,
+      JSON.stringify(s.source),
+      JSON.stringify(s.settings),
+      new Date().toISOString(),
+    ]);
+    await client.query("INSERT INTO ll_run_leases (thread_id, state, note) VALUES ($1, 'queued', 'submitted')", [s.thread]);
+  });
   const client = await pool.connect();
   try {
-    await client.query("BEGIN");
-    try {
-      const taken = await client.query(
-        "SELECT 1 FROM ll_submissions WHERE thread_id = $1 UNION ALL SELECT 1 FROM ll_runs WHERE thread_id = $1 UNION ALL SELECT 1 FROM ll_events WHERE thread_id = $1 LIMIT 1",
-        [s.thread],
-      );
-      if (taken.rowCount) throw new ConfigError(`thread "${s.thread}" already exists in the state database; pick another --thread`);
-      await client.query("INSERT INTO ll_submissions (thread_id, task, source, settings, submitted_at) VALUES ($1, $2, $3, $4, $5)", [
-        s.thread,
-        s.task,
-        JSON.stringify(s.source),
-        JSON.stringify(s.settings),
-        new Date().toISOString(),
-      ]);
-      await client.query("INSERT INTO ll_run_leases (thread_id, state, note) VALUES ($1, 'queued', 'submitted')", [s.thread]);
-      await client.query("COMMIT");
-    } catch (err) {
-      await client.query("ROLLBACK").catch(() => {});
-      throw err;
-    }
     // The first job, with the row it belongs to (requeueRun's transaction).
     const r = await requeueRun(client, { thread: s.thread, guard: "any", note: "submitted", enqueue: (c) => enqueueOn(boss, c, { thread: s.thread }) });
     if (!r) throw new StateStoreError("STATE_DB_UNREADABLE", `run ${s.thread} was recorded but could not be queued; submit it again with another thread id`);

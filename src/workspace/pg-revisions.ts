@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { LedgerloopError, StateStoreError, errorMessage } from "../errors.js";
+import { inTransaction } from "../ledger/pg-db.js";
 import { RevisionError } from "./rev-errors.js";
 import { decodeTree, sha256 } from "./rev-tree.js";
 import type { PreparedBlob, RevisionInfo, RevisionStore } from "./revisions.js";
@@ -123,7 +124,7 @@ export class PgRevisionReplica {
     // Then the trees and the row, together.
     const trees = [...objs.trees].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     const info = objs.info;
-    await this.transaction(async (c) => {
+    await inTransaction(this.pool, async (c) => {
       for (let i = 0; i < trees.length; i += PUT_ROWS) {
         const rows = trees.slice(i, i + PUT_ROWS);
         const written = await this.insert(c, "ll_rev_trees (hash, data)", rows);
@@ -268,22 +269,6 @@ export class PgRevisionReplica {
     const values = rows.map((_r, i) => `(${Array.from({ length: width }, (_c, j) => `$${i * width + j + 1}`).join(", ")})`).join(", ");
     const r = await q.query<{ hash: string }>(`INSERT INTO ${into} VALUES ${values} ON CONFLICT DO NOTHING RETURNING hash`, rows.flat());
     return new Set(r.rows.map((x) => x.hash));
-  }
-
-  private async transaction(fn: (c: pg.PoolClient) => Promise<void>): Promise<void> {
-    const c = await this.pool.connect();
-    try {
-      await c.query("BEGIN");
-      try {
-        await fn(c);
-        await c.query("COMMIT");
-      } catch (err) {
-        await c.query("ROLLBACK").catch(() => {});
-        throw err;
-      }
-    } finally {
-      c.release();
-    }
   }
 
   private know(set: Set<string>, hashes: Iterable<string>): void {
