@@ -12,6 +12,14 @@ import { withRunTools } from "../tools/index.js";
 import { mcpToolsOf } from "../tools/mcp.js";
 import { projectToolsOf } from "../tools/project.js";
 
+/** Thrown instead of starting a node once the runtime's graceful stop was asked for. */
+export class RunStoppedError extends Error {
+  constructor(node: string) {
+    super(`stopped before ${node}: the runner was asked to stop between steps`);
+    this.name = "RunStoppedError";
+  }
+}
+
 /** Threads whose runner this process has recorded (one registry write per run and process). */
 const recorded = new Set<string>();
 
@@ -49,6 +57,9 @@ function keepRunInner(node: string, fn: NodeFn, deps: NodeDeps, rerun?: (rt: Run
     let current = state;
     let patch: Partial<TaskStateValue> = {};
     try {
+      // A graceful stop (a worker handing the run back): the node before this one was checkpointed,
+      // and this one does not start, so nothing is cut off half-way.
+      if (rt.stopBetweenSteps?.aborted) throw new RunStoppedError(node);
       const thread = threadIdOf(config);
       await noteRunner(rt, thread);
       const moved = await alignWorkspace(rt, state, config, node, rerun ? () => rerun(rt, state, config) : undefined);
@@ -62,7 +73,7 @@ function keepRunInner(node: string, fn: NodeFn, deps: NodeDeps, rerun?: (rt: Run
       if (isGraphBubbleUp(err)) throw err; // an interrupt (approval) or a command: not a failure
       // A state database that went away pauses the run (resumable), never marks it failed: the write
       // below most likely fails too, and if it does land the run reads as interrupted.
-      const stopped = config.signal?.aborted === true || (rt.backend === "postgres" && isStateUnavailable(err));
+      const stopped = config.signal?.aborted === true || err instanceof RunStoppedError || (rt.backend === "postgres" && isStateUnavailable(err));
       // A model that stays rate-limited or unreachable pauses the run: it is resumable, not failed.
       const code = err instanceof ModelError ? err.code : null;
       const paused = code === "MODEL_RATE_LIMITED" ? "rate_limited" : code === "BUDGET_EXHAUSTED" ? "budget_exhausted" : code === "MODEL_UNAVAILABLE" || code === "MODEL_UNREACHABLE" ? "model_unavailable" : null;

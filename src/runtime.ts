@@ -98,6 +98,11 @@ export interface Runtime {
   progress?: (e: ProgressEvent) => void;
   /** The writer's lease on the workspace (and thread), when the runtime was created to write; released by close(). */
   lease?: Lease;
+  /**
+   * A graceful stop (a queue worker handing its runs back): once aborted, no further node starts;
+   * the node that is running (a command included) finishes and is checkpointed first.
+   */
+  stopBetweenSteps?: AbortSignal;
   close(): Promise<void>;
 }
 
@@ -118,6 +123,8 @@ export interface RuntimeOverrides {
   lease?: { command: string; thread?: string };
   /** A queue worker's holding of the run (PgLedger's `fence`): the ledger refuses appends once it is lost. */
   fence?: { thread: string; token: string };
+  /** See {@link Runtime.stopBetweenSteps}. */
+  stopBetweenSteps?: AbortSignal;
   /**
    * Keep the state in the workspace's SQLite database whatever `stateUrl` or LEDGERLOOP_STATE_URL
    * say: replay's scratch copy of a PostgreSQL run is its own, and leaves nothing in the shared database.
@@ -260,6 +267,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     prices: config.prices,
     progress,
     lease,
+    ...(overrides.stopBetweenSteps ? { stopBetweenSteps: overrides.stopBetweenSteps } : {}),
     async close() {
       // The retriever first: it stops an embedded Chroma server this process started.
       await retriever?.close().catch(() => {});

@@ -28,7 +28,7 @@ export function runToolCommand(ctx: ToolContext, command: string, opts: { timeou
 /** A command's feedback as a tool result (`output` replaces the text the model reads). */
 export function commandResult(fb: CommandFeedback, output = fb.output): ToolResult {
   return {
-    status: fb.ok ? "ok" : "error",
+    status: fb.ok ? "ok" : fb.errorClass === "interrupted" ? "interrupted" : "error",
     output,
     exitCode: fb.exec.exitCode,
     signal: fb.exec.signal,

@@ -49,7 +49,8 @@ export type ToolEffect = ActionEffect;
 
 /** The structured result of one tool call; failures the model can act on are results, not throws. */
 export interface ToolResult {
-  status: "ok" | "error";
+  /** "interrupted": the run was stopped while the tool ran (its command was killed by that stop). */
+  status: "ok" | "error" | "interrupted";
   /** What the model reads. */
   output: string;
   exitCode?: number | null;

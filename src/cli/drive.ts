@@ -97,6 +97,7 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
     } catch (err) {
       if (leaseLost?.aborted) error = "stopped: the workspace lease was taken over by another process";
       else if (opts.signal?.aborted) error = "interrupted by signal";
+      else if (rt.stopBetweenSteps?.aborted) error = "stopped between steps";
       else if (err instanceof GraphRecursionError) error = `superstep limit reached (${config.recursionLimit})`;
       else if (stateUnavailable(err)) {
         // Classified by the underlying pg error, whichever port raised it.

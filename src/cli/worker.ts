@@ -13,7 +13,9 @@ import type { DriveResult } from "./drive.js";
 // workers on any number of machines against one PostgreSQL state. Per run it holds a lease it
 // renews every ttl/3; its reaper hands over runs whose holder stopped renewing (a dead worker), so
 // another worker continues them from their last checkpoint. SIGTERM/SIGINT stop it gracefully:
-// no new jobs, its runs stop at the next step and go back to the queue for another worker.
+// no new jobs; each run finishes the step it is in (a command included) and goes back to the queue
+// for another worker. A step still running after the grace period is cut off: its command is killed
+// and reported to the model as interrupted.
 
 export interface WorkerArgs {
   state?: string;
@@ -23,6 +25,8 @@ export interface WorkerArgs {
   pollSeconds?: number;
   /** Exit once no run is held and the queue has had nothing for this many seconds (tests, batch jobs). */
   exitWhenIdle?: number;
+  /** On SIGTERM/SIGINT, how long a run's current step may go on before it is cut off (default 20). */
+  stopGraceSeconds?: number;
   verbose?: boolean;
   json?: boolean;
 }
@@ -52,13 +56,14 @@ export class RunWorker {
   private boss?: PgBoss;
   private reaper?: NodeJS.Timeout;
   private stopping = false;
-  private readonly active = new Map<string, { ac: AbortController; done: Promise<unknown> }>();
+  /** Runs being driven: `drain` stops one between steps, `ac` cuts it off (its command killed). */
+  private readonly active = new Map<string, { ac: AbortController; drain: AbortController; done: Promise<unknown> }>();
   private lastBusy = Date.now();
   readonly outcomes: JobOutcome[] = [];
 
   constructor(
     private readonly url: string,
-    private readonly opts: { concurrency: number; dir: string; leaseMs: number; pollSeconds: number; verbose?: boolean; onOutcome?: (o: JobOutcome) => void },
+    private readonly opts: { concurrency: number; dir: string; leaseMs: number; pollSeconds: number; stopGraceMs?: number; verbose?: boolean; onOutcome?: (o: JobOutcome) => void },
   ) {
     this.ttlMs = opts.leaseMs;
   }
@@ -149,6 +154,7 @@ export class RunWorker {
       return this.record({ thread, outcome: "handed_over", detail: "worker stopping" });
     }
     const ac = new AbortController();
+    const drain = new AbortController();
     let lost = false;
     const beat = setInterval(() => {
       void leases
@@ -165,7 +171,7 @@ export class RunWorker {
     }, Math.max(200, Math.floor(this.ttlMs / 3)));
     let rt: Runtime | undefined;
     let resolveDone!: () => void;
-    this.active.set(thread, { ac, done: new Promise<void>((r) => (resolveDone = r)) });
+    this.active.set(thread, { ac, drain, done: new Promise<void>((r) => (resolveDone = r)) });
     try {
       this.say(`${thread}: ${got.takeover ? "taking over" : "starting"} (job ${job.id})`);
       const [{ createRuntime }, { driveRun }] = await Promise.all([import("../runtime.js"), import("./drive.js")]);
@@ -186,6 +192,7 @@ export class RunWorker {
           {
             lease: { command: "worker", thread },
             fence: { thread, token },
+            stopBetweenSteps: drain.signal,
             warn: (m) => this.say(`${thread}: warning: ${m}`),
             ...(this.opts.verbose ? { progress: (e) => log(`[${thread} step ${String(e.step).padStart(3)}] ${e.node.padEnd(9)} ${e.text}`) } : {}),
           },
@@ -263,7 +270,10 @@ export class RunWorker {
     return o;
   }
 
-  /** Graceful stop: no new jobs; runs stop at their next step and go back to the queue. */
+  /**
+   * Graceful stop: no new jobs; each run finishes its current step and goes back to the queue. After
+   * the grace period the steps still running are cut off (their commands killed, reported interrupted).
+   */
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
@@ -273,9 +283,18 @@ export class RunWorker {
     const phase = (what: string) => this.opts.verbose && this.say(`stop: ${what} (${Date.now() - t0} ms)`);
     await this.boss?.offWork(RUN_QUEUE).catch(() => {});
     // A job fetched while stopping is handed back by handle() itself; wait for those too.
+    const graceEnds = Date.now() + (this.opts.stopGraceMs ?? DEFAULT_STOP_GRACE_MS);
     while (this.active.size) {
-      for (const { ac } of this.active.values()) ac.abort();
-      await Promise.all([...this.active.values()].map((a) => a.done));
+      const left = graceEnds - Date.now();
+      for (const { ac, drain } of this.active.values()) (left > 0 ? drain : ac).abort();
+      const all = Promise.all([...this.active.values()].map((a) => a.done));
+      if (left <= 0) await all;
+      else {
+        let t: NodeJS.Timeout | undefined;
+        await Promise.race([all, new Promise((r) => (t = setTimeout(r, left)))]);
+        clearTimeout(t);
+        if (this.active.size) phase(`grace period over; cutting off ${this.active.size} run(s)`);
+      }
     }
     phase("runs handed back");
     await this.boss?.stop({ graceful: true, wait: true, timeout: 5_000 }).catch(() => {});
@@ -285,8 +304,10 @@ export class RunWorker {
   }
 }
 
-/** How long a graceful stop may take before the worker exits anyway. */
-const STOP_BOUND_MS = 45_000;
+/** How long a stopping worker lets a run's current step go on before cutting it off. */
+const DEFAULT_STOP_GRACE_MS = 20_000;
+/** How long a graceful stop may take beyond the grace period before the worker exits anyway. */
+const STOP_BOUND_AFTER_GRACE_MS = 45_000;
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let t: NodeJS.Timeout;
@@ -297,11 +318,14 @@ export async function handleWorker(args: WorkerArgs): Promise<void> {
   const url = stateUrlOf(args);
   if (!url) throw new CliError("a worker needs the PostgreSQL state: --state postgres://… or LEDGERLOOP_STATE_URL", 2, "CONFIG_INVALID");
   const leaseMs = (args.leaseSeconds ?? 30) * 1000;
+  const stopGraceMs = args.stopGraceSeconds !== undefined ? args.stopGraceSeconds * 1000 : DEFAULT_STOP_GRACE_MS;
+  const stopBoundMs = stopGraceMs + STOP_BOUND_AFTER_GRACE_MS;
   const w = new RunWorker(url, {
     concurrency: args.concurrency ?? 1,
     dir: path.resolve(args.dir ?? path.join(os.tmpdir(), "ledgerloop-worker")),
     leaseMs,
     pollSeconds: args.pollSeconds ?? 2,
+    stopGraceMs,
     verbose: args.verbose,
     onOutcome: args.json ? (o) => process.stdout.write(JSON.stringify(o) + "\n") : undefined,
   });
@@ -318,9 +342,9 @@ export async function handleWorker(args: WorkerArgs): Promise<void> {
     const stopBounded = () => {
       clearInterval(idleTimer);
       const t = setTimeout(() => {
-        log(`[worker ${w.id}] stopping took longer than ${STOP_BOUND_MS / 1000} s; exiting, another worker takes over what it held once its lease expires`);
+        log(`[worker ${w.id}] stopping took longer than ${stopBoundMs / 1000} s; exiting, another worker takes over what it held once its lease expires`);
         process.exit(1);
-      }, STOP_BOUND_MS);
+      }, stopBoundMs);
       t.unref();
       void w.stop().then(resolve, resolve);
     };
@@ -350,6 +374,7 @@ export function registerWorker(program: Command): void {
     .option("--lease-seconds <n>", "a run whose worker has not renewed its lease for this long is taken over (default 30)", intOption("--lease-seconds"))
     .option("--poll-seconds <n>", "how often an idle slot asks the queue (default 2)", intOption("--poll-seconds"))
     .option("--exit-when-idle <seconds>", "exit once nothing has been held or queued for this long", intOption("--exit-when-idle"))
+    .option("--stop-grace-seconds <n>", "on SIGTERM/SIGINT, how long a run's current step (its command) may go on before it is cut off (default 20)", intOption("--stop-grace-seconds"))
     .option("--verbose", "print every run's progress lines")
     .option("--json", "print one JSON line per job outcome on stdout");
   stateOption(cmd).action(async (opts: WorkerArgs) => handleWorker(opts));

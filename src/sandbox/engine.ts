@@ -88,7 +88,11 @@ export async function runCommand(o: RunCommandOptions): Promise<CommandFeedback>
     }),
   );
   const tests = exec.denied ? null : parseTestOutput(`${exec.stdout}\n${exec.stderr}`);
+  // The run was stopped while this ran (its signal killed the process group) and it did not end
+  // cleanly first: an interruption, which may have left part of its work done.
+  const aborted = o.signal?.aborted === true && !(exec.exitCode === 0 && !exec.signal);
   const errorClass = classifyError({
+    aborted,
     exitCode: exec.exitCode,
     signal: exec.signal,
     stdout: exec.stdout,
@@ -107,7 +111,7 @@ export async function runCommand(o: RunCommandOptions): Promise<CommandFeedback>
     filesChanged,
     tests,
     errorClass: ok ? null : (errorClass ?? (testsFailed ? "test_failure" : "unknown")),
-    output: formatFeedback(o.command, exec, filesChanged, tests, o.outputCapBytes),
+    output: formatFeedback(o.command, exec, filesChanged, tests, o.outputCapBytes, aborted),
     ok,
     verdict,
   };
@@ -119,13 +123,16 @@ function formatFeedback(
   files: FileChanges,
   tests: TestCounts | null,
   cap: number,
+  aborted = false,
 ): string {
   const lines: string[] = [];
   if (r.denied) {
     lines.push(`command refused by policy (rule ${r.denied.rule}): ${r.denied.reason}`);
     return lines.join("\n");
   }
-  const how = r.timedOut
+  const how = aborted
+    ? `was stopped because the run was stopped (${r.signal ? `killed by ${r.signal}` : `exit code ${r.exitCode}`}); it may have done part of its work`
+    : r.timedOut
     ? `timed out after ${r.durationMs} ms and was killed${r.limit && r.limit !== "timeout" ? ` (it had also hit the ${r.limit} limit)` : ""}`
     : r.limit
       ? `stopped: ${r.limit} limit exceeded`

@@ -12,12 +12,16 @@ export const ErrorClass = z.enum([
   "command_not_found",
   "permission_denied",
   "sandbox_violation",
+  /** Stopped because the run itself was stopped (Ctrl-C, a worker's hard stop): it may have done part of its work. */
+  "interrupted",
   "unknown",
 ]);
 export type ErrorClass = z.infer<typeof ErrorClass>;
 
 export interface ClassifyInput {
   exitCode: number | null;
+  /** The run was stopped while the command ran, and the command did not end cleanly on its own. */
+  aborted?: boolean;
   signal?: string | null;
   stdout: string;
   stderr: string;
@@ -83,6 +87,8 @@ export function classifyError(input: ClassifyInput): ErrorClass | null {
   // that, not the timeout, is what the model must change.
   if (input.limit && input.limit !== "timeout") return "resource_limit";
   if (input.timedOut || input.limit === "timeout") return "timeout";
+  // Killed by our own stop, not by anything the command did: the model must hear that, not "SIGKILL".
+  if (input.aborted) return "interrupted";
   if (input.exitCode === 0 && !input.signal) return null;
 
   // Facts the caller observed (above) beat anything read from the output. Below, causes that stop

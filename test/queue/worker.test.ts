@@ -124,6 +124,54 @@ describePg("ledgerloop submit / worker", () => {
     }
   });
 
+  it("SIGTERM lets a running command finish before the run goes back to the queue; one still running after the grace period is cut off and reported interrupted", async () => {
+    const scratch = tempWorkspace();
+    // Step 1 announces itself (a file), then takes a while; step 2 is quick.
+    const trajectory = (slow: string) => ({
+      plan: [{ content: "plan", tool_calls: [{ name: "update_plan", args: { subtasks: [{ id: "work", description: "two steps", status: "in_progress" }] } }] }],
+      decide: [
+        { content: "slow", tool_calls: [{ name: "run_command", args: { command: `touch running.flag && ${slow} >> counter.txt` } }] },
+        { content: "quick", tool_calls: [{ name: "run_command", args: { command: "echo two >> counter.txt" } }] },
+        { content: "done", tool_calls: [{ name: "finish", args: { summary: "two steps" } }] },
+      ],
+    });
+    const c = new pg.Client({ connectionString: db.url });
+    await c.connect();
+    const stopMidCommand = async (thread: string, slow: string, grace: string) => {
+      const traj = path.join(scratch, `${thread}.json`);
+      fs.writeFileSync(traj, JSON.stringify(trajectory(slow)));
+      const ws = tempWorkspace(undefined, { "README.md": "x\n" });
+      const sub = await cliAsync(["submit", "two", "--workspace", ws, "--state", db.url, "--model", `scripted:${traj}`, "--retrieval", "lexical", "--thread", thread, "--json"]);
+      expect(sub.code, sub.stderr).toBe(0);
+      const a = spawnWorker(db.url, path.join(scratch, `${thread}-a`), ["--stop-grace-seconds", grace]);
+      // Stopped while the slow command runs: the flag is written by the command itself.
+      await until(async () => fs.existsSync(path.join(ws, "running.flag")), 50);
+      a.child.kill("SIGTERM");
+      expect(await exitOf(a), a.err()).toEqual({ code: 0, signal: null });
+      expect(jsonLines(a.out())).toEqual([expect.objectContaining({ thread, outcome: "handed_over" })]);
+      const b = spawnWorker(db.url, path.join(scratch, `${thread}-b`));
+      expect(await exitOf(b), b.err()).toEqual({ code: 0, signal: null });
+      expect(jsonLines(b.out())).toEqual([expect.objectContaining({ thread, outcome: "ran", status: "finished", resumed: true })]);
+      const feedback = (
+        await c.query("SELECT payload::jsonb AS p FROM ll_events WHERE thread_id = $1 AND type = 'environment_feedback' AND payload::jsonb->>'tool' = 'run_command' ORDER BY seq", [thread])
+      ).rows.map((r) => r.p as { status: string; errorClass: string | null; output: string; command: string });
+      return { ws, feedback, counter: fs.readFileSync(path.join(ws, "counter.txt"), "utf8") };
+    };
+    try {
+      // Within the grace period: the command ends on its own, ok, and is not run again.
+      const drained = await stopMidCommand("g1", "sleep 2 && echo one", "60");
+      expect(drained.feedback.map((f) => [f.status, f.errorClass])).toEqual([["ok", null], ["ok", null]]);
+      expect(drained.counter).toBe("one\ntwo\n");
+      // Past it: the command is killed, and the model reads why (not a bare SIGKILL).
+      const cut = await stopMidCommand("g2", "sleep 60 && echo late", "1");
+      expect(cut.feedback.map((f) => [f.status, f.errorClass])).toEqual([["interrupted", "interrupted"], ["ok", null]]);
+      expect(cut.feedback[0]!.output).toContain("was stopped because the run was stopped");
+      expect(cut.counter).toBe("two\n");
+    } finally {
+      await c.end();
+    }
+  });
+
   it("a run from a repository taken over on another worker continues from the revisions in PostgreSQL: a fresh clone plus the run's files", async () => {
     const repo = gitRepo({ "README.md": "repo\n", "src/a.txt": "a\n" });
     const scratch = tempWorkspace();

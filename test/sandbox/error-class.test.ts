@@ -31,6 +31,15 @@ describe("classifyError", () => {
     expect(classifyError({ exitCode: 0, stdout: "", stderr: "", limit: "output" })).toBe("resource_limit");
   });
 
+  it("calls a command killed by the run's own stop interrupted, unless a limit or its timeout ended it first", () => {
+    const killed = { exitCode: null, signal: "SIGKILL", stdout: "", stderr: "", aborted: true };
+    expect(classifyError(killed)).toBe("interrupted");
+    // The stop explains the kill better than the signal would (SIGKILL alone reads as a resource limit).
+    expect(classifyError({ ...killed, aborted: false })).toBe("resource_limit");
+    expect(classifyError({ ...killed, timedOut: true })).toBe("timeout");
+    expect(classifyError({ ...killed, limit: "memory" })).toBe("resource_limit");
+  });
+
   it.each<[string, Partial<ClassifyInput>, ErrorClass]>([
     ["exit 127", { exitCode: 127, stderr: "sh: 1: vitest: not found" }, "command_not_found"],
     ["bash message", { stderr: "bash: line 1: pytest: command not found" }, "command_not_found"],

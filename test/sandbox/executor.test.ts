@@ -390,6 +390,20 @@ describe("runCommand", () => {
     expect(fb.output).toMatch(/\nexit code 0 \(\d+\.\d\d s, sandbox: none\)/);
   });
 
+  it("reports a command killed by the run's own stop as interrupted, with what it had done so far", async () => {
+    const ac = new AbortController();
+    const pending = runCommand({ sandbox, workspace: tmp, command: "echo half > half.txt; touch started; sleep 30; echo never > rest.txt", timeoutMs: 60_000, outputCapBytes: 4096, signal: ac.signal });
+    // Stopped once it is under way (the file says so), not by a timer.
+    for (let i = 0; i < 2000 && !fs.existsSync(path.join(tmp, "started")); i++) await new Promise((r) => setTimeout(r, 10));
+    ac.abort();
+    const fb = await pending;
+    expect(fb.ok).toBe(false);
+    expect(fb.errorClass).toBe("interrupted");
+    expect(fb.output).toMatch(/\nwas stopped because the run was stopped \(killed by SIGKILL\); it may have done part of its work/);
+    expect(fb.filesChanged.created).toContain("half.txt");
+    expect(fs.existsSync(path.join(tmp, "rest.txt"))).toBe(false);
+  });
+
   it("does not report gitignored files", async () => {
     fs.writeFileSync(path.join(tmp, ".gitignore"), "build/\n");
     const fb = await runCommand({
