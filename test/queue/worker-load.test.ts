@@ -18,8 +18,9 @@ const STEPS = 21;
  * The issue's load test: 3 workers, 30 scripted runs of 21 decide steps on shared workspaces; one
  * worker is SIGKILLed mid-way and another stopped with SIGTERM. Every run must finish, with a
  * gap-free ledger in which every action has exactly one feedback, no command run twice (each
- * appends its own key to counter.txt), and the files of the same run done alone — less the lines
- * of commands the ledger reports as interrupted (in flight when their worker died; never re-run).
+ * appends its own key to counter.txt), and the files of the same run done alone — where the lines
+ * of commands the ledger reports as interrupted (in flight when their worker died or was cut off;
+ * never re-run) may be there or not.
  */
 describePg("3 workers, 30 runs, one killed and one stopped", () => {
   const db = useTestDatabase("load");
@@ -112,7 +113,9 @@ describePg("3 workers, 30 runs, one killed and one stopped", () => {
         const counter = tree["counter.txt"]!.trim().split("\n");
         // No command ran twice.
         expect(new Set(counter).size, thread).toBe(counter.length);
-        const expected = { ...reference, "counter.txt": reference["counter.txt"]!.split("\n").filter((l) => !interrupted.has(l)).join("\n") };
+        // An interrupted command may have done its work before its worker died (a shared workspace
+        // keeps whatever it wrote), or not: either is right, as long as it was not run again.
+        const expected = { ...reference, "counter.txt": reference["counter.txt"]!.split("\n").filter((l) => !interrupted.has(l) || counter.includes(l)).join("\n") };
         expect(tree, thread).toEqual(expected);
       }
       // At most the commands in flight when a worker died or stopped (2 slots each).
