@@ -222,7 +222,7 @@ export function createActNode(deps: NodeDeps): NodeFn {
     const rt = await deps.resolve(config);
     // Nothing runs under a configuration the thread was not started with (see ledger/governing.ts).
     const thread = config.configurable?.thread_id;
-    if (typeof thread === "string") checkThreadConfig(rt.db, thread, rt.configSha, CONFIG_FILE);
+    if (typeof thread === "string") await checkThreadConfig(rt.ledger, thread, rt.configSha, CONFIG_FILE);
     const w = branchWriter(rt, state, config, "act");
     // A run resumed (or rewound) to just before its actions: the processes they expect come back
     // first. Not when this task already recorded results (they were written after its own head).

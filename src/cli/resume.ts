@@ -48,8 +48,8 @@ export async function handleResume(thread: string, args: ResumeArgs): Promise<Dr
     if (rt.pg) await (await import("./common.js")).refuseIfQueued(rt.pg.pool, thread, "resume");
     // Before anything runs: a run never obeys a config it was not started with unless told to.
     const [{ CONFIG_FILE }, { acceptThreadConfig, checkThreadConfig }] = await Promise.all([import("../config.js"), import("../ledger/governing.js")]);
-    if (args.acceptConfig) acceptThreadConfig(rt.db, thread, rt.configSha);
-    else checkThreadConfig(rt.db, thread, rt.configSha, CONFIG_FILE);
+    if (args.acceptConfig) await acceptThreadConfig(rt.ledger, thread, rt.configSha);
+    else await checkThreadConfig(rt.ledger, thread, rt.configSha, CONFIG_FILE);
     const pending = await pendingApproval(rt, thread);
     const answer = args.approve === true ? "approve" : args.reject ? "reject" : undefined;
     if (answer && !pending) throw new CliError(`run ${thread} is not waiting for an approval`, 1, "NOTHING_PENDING");

@@ -1,6 +1,6 @@
 import crypto from "node:crypto";
-import type Database from "better-sqlite3";
 import { LedgerloopError } from "../errors.js";
+import type { Ledger } from "./port.js";
 
 /**
  * The configuration a thread runs under. The config file lives in the workspace, so a run must not
@@ -21,22 +21,18 @@ export function configFingerprint(content: Buffer | string | null): string {
   return crypto.createHash("sha256").update(content).digest("hex");
 }
 
-function ensureTable(db: Database.Database): void {
-  db.exec(
-    "CREATE TABLE IF NOT EXISTS ll_thread_config (thread_id TEXT PRIMARY KEY, config_sha TEXT NOT NULL, recorded_at TEXT NOT NULL)",
-  );
-}
+/** The table both ledgers keep the fingerprints in (SQLite: created with the ledger's schema; PostgreSQL: migration 5). */
+export const THREAD_CONFIG_TABLE = "ll_thread_config";
 
 /**
  * Records `sha` for a thread seen for the first time; throws GoverningConfigChangedError when the
- * thread was started under another config.
+ * thread was started under another config. The record is the ledger's, so a run continued on
+ * another machine (a queue worker, `resume --state`) is held to the config it started with there.
  */
-export function checkThreadConfig(db: Database.Database, thread: string, sha: string, file: string): void {
-  ensureTable(db);
-  db.prepare("INSERT OR IGNORE INTO ll_thread_config (thread_id, config_sha, recorded_at) VALUES (?, ?, ?)").run(thread, sha, new Date().toISOString());
-  const row = db.prepare("SELECT config_sha FROM ll_thread_config WHERE thread_id = ?").get(thread) as { config_sha: string };
-  if (row.config_sha === sha) return;
-  const how = row.config_sha === "absent" ? "was created" : sha === "absent" ? "was removed" : "changed";
+export async function checkThreadConfig(ledger: Pick<Ledger, "governingConfig">, thread: string, sha: string, file: string): Promise<void> {
+  const recorded = await ledger.governingConfig(thread, sha);
+  if (recorded === sha) return;
+  const how = recorded === "absent" ? "was created" : sha === "absent" ? "was removed" : "changed";
   throw new GoverningConfigChangedError(
     `${file} ${how} since run ${thread} started, so the run stops instead of obeying a configuration it was not started with. ` +
       `Review the file; to go on under it, resume with --accept-config.`,
@@ -44,9 +40,6 @@ export function checkThreadConfig(db: Database.Database, thread: string, sha: st
 }
 
 /** Makes `sha` the thread's config (the user accepted the file as it is now). */
-export function acceptThreadConfig(db: Database.Database, thread: string, sha: string): void {
-  ensureTable(db);
-  db.prepare(
-    "INSERT INTO ll_thread_config (thread_id, config_sha, recorded_at) VALUES (?, ?, ?) ON CONFLICT(thread_id) DO UPDATE SET config_sha = excluded.config_sha, recorded_at = excluded.recorded_at",
-  ).run(thread, sha, new Date().toISOString());
+export async function acceptThreadConfig(ledger: Pick<Ledger, "acceptGoverningConfig">, thread: string, sha: string): Promise<void> {
+  await ledger.acceptGoverningConfig(thread, sha);
 }

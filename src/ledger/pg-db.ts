@@ -162,6 +162,15 @@ export const PG_MIGRATIONS: string[] = [
   `
   ALTER TABLE ll_runs ADD COLUMN trace TEXT;
   `,
+  // 5: the config fingerprint each thread runs under (ledger/governing.ts), shared by every machine
+  // that continues the run (it was in each machine's local SQLite).
+  `
+  CREATE TABLE ll_thread_config (
+    thread_id TEXT PRIMARY KEY,
+    config_sha TEXT NOT NULL,
+    recorded_at TIMESTAMPTZ NOT NULL DEFAULT now()
+  );
+  `,
 ];
 
 /** The schema version this build writes and understands. */

@@ -282,6 +282,18 @@ export class PgLedger implements Ledger, LedgerTransfer {
     return r ? { actionId: r.action_id, startedAt: r.started_at, pid: r.pid, pgid: r.pgid, procStart: r.proc_start, guard: r.guard } : null;
   }
 
+  async governingConfig(threadId: string, sha: string): Promise<string> {
+    await this.pool.query("INSERT INTO ll_thread_config (thread_id, config_sha) VALUES ($1, $2) ON CONFLICT (thread_id) DO NOTHING", [threadId, sha]);
+    return (await this.pool.query<{ config_sha: string }>("SELECT config_sha FROM ll_thread_config WHERE thread_id = $1", [threadId])).rows[0]!.config_sha;
+  }
+
+  async acceptGoverningConfig(threadId: string, sha: string): Promise<void> {
+    await this.pool.query(
+      "INSERT INTO ll_thread_config (thread_id, config_sha) VALUES ($1, $2) ON CONFLICT (thread_id) DO UPDATE SET config_sha = excluded.config_sha, recorded_at = now()",
+      [threadId, sha],
+    );
+  }
+
   async exportThread(threadId: string): Promise<ThreadExport> {
     const events = await this.rows("SELECT * FROM ll_events WHERE thread_id = $1 ORDER BY seq", [threadId]);
     const actions = new Set(events.filter((e) => e.type === "agent_action").map((e) => e.id));
@@ -290,7 +302,12 @@ export class PgLedger implements Ledger, LedgerTransfer {
         "SELECT * FROM ll_action_starts ORDER BY action_id",
       )
     ).rows.map((r) => ({ actionId: r.action_id, startedAt: r.started_at, pid: r.pid, pgid: r.pgid, procStart: r.proc_start, guard: r.guard }));
-    return { events: events.map((r) => ({ ...r, seq: Number(r.seq), schema_version: Number(r.schema_version) })), actionStarts: starts.filter(startOfActions(actions)) };
+    const config = (await this.pool.query<{ config_sha: string }>("SELECT config_sha FROM ll_thread_config WHERE thread_id = $1", [threadId])).rows[0];
+    return {
+      events: events.map((r) => ({ ...r, seq: Number(r.seq), schema_version: Number(r.schema_version) })),
+      actionStarts: starts.filter(startOfActions(actions)),
+      configSha: config?.config_sha ?? null,
+    };
   }
 
   async importThread(threadId: string, data: ThreadExport): Promise<"imported" | "identical"> {
@@ -325,6 +342,8 @@ export class PgLedger implements Ledger, LedgerTransfer {
             [s.actionId, s.startedAt, s.pid, s.pgid, s.procStart, s.guard],
           );
         }
+        // The config the run started under comes with it (a record already here is kept).
+        if (data.configSha) await c.query("INSERT INTO ll_thread_config (thread_id, config_sha) VALUES ($1, $2) ON CONFLICT (thread_id) DO NOTHING", [threadId, data.configSha]);
         await c.query("COMMIT");
         return result;
       } catch (err) {

@@ -79,5 +79,13 @@ export interface Ledger {
   spend(threadId: string): Promise<{ cost: number; tokens: number }>;
   markActionStarted(start: Omit<ActionStart, "startedAt">): Promise<void>;
   actionStart(actionId: string): Promise<ActionStart | null>;
+  /**
+   * The fingerprint of the config the thread runs under (ledger/governing.ts): the first call for a
+   * thread records `sha`; every call returns what is recorded. Kept with the ledger, so every
+   * machine that continues the run compares against the same record.
+   */
+  governingConfig(threadId: string, sha: string): Promise<string>;
+  /** Makes `sha` the thread's governing config (a person accepted the file as it is now). */
+  acceptGoverningConfig(threadId: string, sha: string): Promise<void>;
   close(): Promise<void>;
 }

@@ -59,6 +59,7 @@ CREATE TABLE IF NOT EXISTS ll_action_starts (
   guard TEXT
 );
 CREATE TABLE IF NOT EXISTS ll_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ll_thread_config (thread_id TEXT PRIMARY KEY, config_sha TEXT NOT NULL, recorded_at TEXT NOT NULL);
 `;
 
 type Row = EventRow;
@@ -348,6 +349,26 @@ export class SqliteLedger implements Ledger, LedgerTransfer {
       : null;
   }
 
+  async governingConfig(threadId: string, sha: string): Promise<string> {
+    this.db.prepare("INSERT OR IGNORE INTO ll_thread_config (thread_id, config_sha, recorded_at) VALUES (?, ?, ?)").run(threadId, sha, this.now().toISOString());
+    return (this.db.prepare("SELECT config_sha FROM ll_thread_config WHERE thread_id = ?").get(threadId) as { config_sha: string }).config_sha;
+  }
+
+  async acceptGoverningConfig(threadId: string, sha: string): Promise<void> {
+    this.db
+      .prepare(
+        "INSERT INTO ll_thread_config (thread_id, config_sha, recorded_at) VALUES (?, ?, ?) ON CONFLICT(thread_id) DO UPDATE SET config_sha = excluded.config_sha, recorded_at = excluded.recorded_at",
+      )
+      .run(threadId, sha, this.now().toISOString());
+  }
+
+  /** The thread's recorded config fingerprint; null when none is (or a read-only older state has no table for it). */
+  private recordedConfig(threadId: string): string | null {
+    if (!this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'll_thread_config'").get()) return null;
+    const r = this.db.prepare("SELECT config_sha FROM ll_thread_config WHERE thread_id = ?").get(threadId) as { config_sha: string } | undefined;
+    return r?.config_sha ?? null;
+  }
+
   async exportThread(threadId: string): Promise<ThreadExport> {
     const events = this.db.prepare<[string], Row>("SELECT * FROM ll_events WHERE thread_id = ? ORDER BY seq").all(threadId);
     const actions = new Set(events.filter((e) => e.type === "agent_action").map((e) => e.id));
@@ -355,7 +376,7 @@ export class SqliteLedger implements Ledger, LedgerTransfer {
       .prepare<[], { action_id: string; started_at: string; pid: number | null; pgid: number | null; proc_start: string | null; guard: string | null }>("SELECT * FROM ll_action_starts ORDER BY action_id")
       .all()
       .map((r) => ({ actionId: r.action_id, startedAt: r.started_at, pid: r.pid, pgid: r.pgid, procStart: r.proc_start, guard: r.guard }));
-    return { events, actionStarts: starts.filter(startOfActions(actions)) };
+    return { events, actionStarts: starts.filter(startOfActions(actions)), configSha: this.recordedConfig(threadId) };
   }
 
   async importThread(threadId: string, data: ThreadExport): Promise<"imported" | "identical"> {
@@ -374,6 +395,8 @@ export class SqliteLedger implements Ledger, LedgerTransfer {
       }
       const put = this.db.prepare("INSERT OR IGNORE INTO ll_action_starts (action_id, started_at, pid, pgid, proc_start, guard) VALUES (?, ?, ?, ?, ?, ?)");
       for (const s of data.actionStarts) put.run(s.actionId, s.startedAt, s.pid, s.pgid, s.procStart, s.guard);
+      // The config the run started under comes with it (a record already here is kept).
+      if (data.configSha) this.db.prepare("INSERT OR IGNORE INTO ll_thread_config (thread_id, config_sha, recorded_at) VALUES (?, ?, ?)").run(threadId, data.configSha, this.now().toISOString());
       return result;
     });
     return run.immediate();

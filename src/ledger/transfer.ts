@@ -11,6 +11,8 @@ import type { ActionStart } from "./port.js";
 export interface ThreadExport {
   events: EventRow[];
   actionStarts: ActionStart[];
+  /** The config fingerprint the thread runs under (null before its first action). */
+  configSha: string | null;
 }
 
 /** Implemented by both ledgers: read a thread's rows as they are, and write them elsewhere unchanged. */

@@ -1,5 +1,6 @@
 import { describe, it, expect, beforeEach, afterEach } from "vitest";
 import type { Ledger } from "../../src/ledger/port.js";
+import type { LedgerTransfer } from "../../src/ledger/transfer.js";
 import type { LedgerEvent } from "../../src/state.js";
 import { LedgerError } from "../../src/errors.js";
 
@@ -307,6 +308,21 @@ export function ledgerConformance(name: string, factory: LedgerFactory): void {
       await ledger.append({ threadId: "t", parentId: a.id, type: "model_call", payload: call(undefined) }); // a fork
       await ledger.append({ threadId: "u", parentId: null, type: "model_call", payload: call(9, { inputTokens: 1 }) });
       expect(await ledger.spend("t")).toEqual({ cost: 0.75, tokens: 130 });
+    });
+
+    it("keeps the config fingerprint a thread started under until it is accepted anew, and moves it with the thread", async () => {
+      expect(await ledger.governingConfig("t", "sha-1")).toBe("sha-1");
+      // Later callers (another machine, a changed file) get the first record back, not theirs.
+      expect(await ledger.governingConfig("t", "sha-2")).toBe("sha-1");
+      expect(await ledger.governingConfig("u", "absent")).toBe("absent");
+      await ledger.acceptGoverningConfig("t", "sha-2");
+      expect(await ledger.governingConfig("t", "sha-3")).toBe("sha-2");
+      const transfer = ledger as Ledger & Partial<LedgerTransfer>;
+      if (transfer.exportThread) {
+        await ledger.append({ threadId: "t", parentId: null, type: "decision", payload: { text: "d", step: 0 } });
+        expect((await transfer.exportThread("t")).configSha).toBe("sha-2");
+        expect((await transfer.exportThread("none")).configSha).toBeNull();
+      }
     });
 
     it("remembers which actions were started", async () => {

@@ -83,13 +83,16 @@ function transferSuite(name: string, source: Maker, target: Maker): void {
       const [src, dst] = [await source(), await target()];
       try {
         await sampleThread(src.ledger, "T");
+        await src.ledger.governingConfig("T", "sha-T");
         const exported = await src.ledger.exportThread("T");
         expect(await dst.ledger.importThread("T", exported)).toBe("imported");
+        // The config the run started under came with it.
+        expect(await dst.ledger.governingConfig("T", "sha-other")).toBe("sha-T");
         expect(await dst.ledger.importThread("T", exported)).toBe("identical");
 
         await dst.ledger.append({ threadId: "U", parentId: null, type: "decision", payload: { text: "other run", step: 0 } });
         const before = await dst.ledger.list("U");
-        const err = await dst.ledger.importThread("U", { events: exported.events.map((e) => ({ ...e, thread_id: "U" })), actionStarts: [] }).catch((e: unknown) => e);
+        const err = await dst.ledger.importThread("U", { events: exported.events.map((e) => ({ ...e, thread_id: "U" })), actionStarts: [], configSha: null }).catch((e: unknown) => e);
         expect(err).toBeInstanceOf(LedgerError);
         expect((err as LedgerError).code).toBe("LEDGER_IMPORT_CONFLICT");
         expect((err as Error).message).toMatch(/thread U already has 1 ledger events that are not the 4 being imported/);
@@ -98,7 +101,7 @@ function transferSuite(name: string, source: Maker, target: Maker): void {
         // Rows of another thread, or with a parent that is not an earlier row, are refused.
         await expect(dst.ledger.importThread("V", exported)).rejects.toThrow(/belongs to thread T, not V/);
         const orphan = [{ ...exported.events[1]!, thread_id: "W" }];
-        await expect(dst.ledger.importThread("W", { events: orphan, actionStarts: [] })).rejects.toThrow(/is not an earlier event of thread W/);
+        await expect(dst.ledger.importThread("W", { events: orphan, actionStarts: [], configSha: null })).rejects.toThrow(/is not an earlier event of thread W/);
         expect(await dst.ledger.list("W")).toEqual([]);
       } finally {
         await src.dispose();
