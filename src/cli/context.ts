@@ -3,7 +3,21 @@ import { CliError } from "../errors.js";
 import { latestCheckpoint } from "../ledger/checkpoints.js";
 import type { ChatMessage } from "../models/port.js";
 import type { ContextItem, LedgerEvent, PromptLayout } from "../state.js";
-import { currentHead, intOption, noteCheckpointHome, openExistingState, printJson, requireThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import type { Ledger } from "../ledger/port.js";
+import {
+  currentHead,
+  intOption,
+  noteCheckpointHome,
+  openExistingState,
+  openPgInspection,
+  printJson,
+  requirePgThread,
+  requireThread,
+  stateOption,
+  stateUrlOf,
+  workspaceOptions,
+  type WorkspaceArgs,
+} from "./common.js";
 
 export interface ContextArgs extends WorkspaceArgs {
   step?: number;
@@ -27,39 +41,56 @@ export interface ContextReport {
 
 /** What the model saw at a step of a run, why each piece was there, and what was left out. */
 export async function handleContext(thread: string, args: ContextArgs): Promise<ContextReport> {
+  const url = stateUrlOf(args);
+  if (url) {
+    // A PostgreSQL state: the prompt is in its ledger, the current branch in its newest checkpoint.
+    const pg = await openPgInspection(url);
+    try {
+      await requirePgThread(pg, thread);
+      const values = (await pg.checkpointer.getTuple({ configurable: { thread_id: thread } }))?.checkpoint.channel_values as { ledgerHead?: string | null } | undefined;
+      return await contextAt(pg.ledger, thread, values?.ledgerHead ?? null, args.step);
+    } finally {
+      await pg.close();
+    }
+  }
   const st = await openExistingState(args);
   try {
     requireThread(st, thread);
     noteCheckpointHome(st, thread);
     const latest = await currentHead(st, thread);
-    // The run's current branch decides which prompt a step means after a rewind or fork.
-    const onBranch = latest?.ledgerHead ? await st.ledger.branch(latest.ledgerHead, { types: ["context_built"] }) : [];
-    const all = onBranch.length ? onBranch : await st.ledger.list(thread, { types: ["context_built"] });
-    const built = all as LedgerEvent<"context_built">[];
-    if (!built.length) throw new CliError(`run ${thread} has no prompt recorded yet`, 1, "NO_CONTEXT");
-    const pick = args.step === undefined ? built.at(-1)! : built.filter((e) => e.payload.step === args.step).at(-1);
-    if (!pick) {
-      const steps = built.map((e) => e.payload.step);
-      throw new CliError(`run ${thread} has no prompt for step ${args.step}; steps with prompts: ${Math.min(...steps)}-${Math.max(...steps)}`, 1, "NO_CONTEXT");
-    }
-    const blob = await st.ledger.getBlob(pick.payload.promptRef);
-    return {
-      thread,
-      step: pick.payload.step,
-      eventId: pick.id,
-      tokens: pick.payload.tokens,
-      budget: pick.payload.budget,
-      items: pick.payload.items,
-      omitted: pick.payload.omitted,
-      layout: pick.payload.layout,
-      prefixReuse: pick.payload.prefixReuse,
-      messages: blob ? (JSON.parse(blob) as ChatMessage[]) : [],
-    };
+    return await contextAt(st.ledger, thread, latest?.ledgerHead ?? null, args.step);
   } catch (err) {
     throw st.named(err);
   } finally {
     st.close();
   }
+}
+
+/** The prompt recorded for a step (default the newest) on the branch ending at `head`, through the ledger port. */
+async function contextAt(ledger: Ledger, thread: string, head: string | null, step: number | undefined): Promise<ContextReport> {
+  // The run's current branch decides which prompt a step means after a rewind or fork.
+  const onBranch = head ? await ledger.branch(head, { types: ["context_built"] }) : [];
+  const all = onBranch.length ? onBranch : await ledger.list(thread, { types: ["context_built"] });
+  const built = all as LedgerEvent<"context_built">[];
+  if (!built.length) throw new CliError(`run ${thread} has no prompt recorded yet`, 1, "NO_CONTEXT");
+  const pick = step === undefined ? built.at(-1)! : built.filter((e) => e.payload.step === step).at(-1);
+  if (!pick) {
+    const steps = built.map((e) => e.payload.step);
+    throw new CliError(`run ${thread} has no prompt for step ${step}; steps with prompts: ${Math.min(...steps)}-${Math.max(...steps)}`, 1, "NO_CONTEXT");
+  }
+  const blob = await ledger.getBlob(pick.payload.promptRef);
+  return {
+    thread,
+    step: pick.payload.step,
+    eventId: pick.id,
+    tokens: pick.payload.tokens,
+    budget: pick.payload.budget,
+    items: pick.payload.items,
+    omitted: pick.payload.omitted,
+    layout: pick.payload.layout,
+    prefixReuse: pick.payload.prefixReuse,
+    messages: blob ? (JSON.parse(blob) as ChatMessage[]) : [],
+  };
 }
 
 function table(rows: ContextItem[]): string {
@@ -69,7 +100,7 @@ function table(rows: ContextItem[]): string {
 }
 
 export function registerContext(program: Command): void {
-  workspaceOptions(
+  const cmd = workspaceOptions(
     program
       .command("context")
       .description("show what the model saw at a step: every piece of the prompt, why it was there, and what was left out")
@@ -77,7 +108,8 @@ export function registerContext(program: Command): void {
       .option("--step <n>", "the decide step (default: the latest)", intOption("--step"))
       .option("--full", "print the whole prompt, not just its first lines per message")
       .option("--json", "one JSON object"),
-  ).action(async (thread: string, opts: ContextArgs) => {
+  );
+  stateOption(cmd).action(async (thread: string, opts: ContextArgs) => {
     const r = await handleContext(thread, opts);
     if (opts.json) return printJson(r);
     const out: string[] = [`step ${r.step}: ${r.tokens} of ${r.budget} tokens (event ${r.eventId})`];

@@ -3,6 +3,8 @@ import { afterAll, expect, it } from "vitest";
 import pg from "pg";
 import { DEMO_TASK } from "../../src/cli/demo.js";
 import { PG_SCHEMA_VERSION } from "../../src/ledger/pg-db.js";
+import { LESSONS_NS } from "../../src/memory/lessons.js";
+import { nsKey } from "../../src/memory/store-common.js";
 import { cliAsync, jsonLines } from "../helpers/cli.js";
 import { DEMO_TRAJECTORY, DEMO_WORKSPACE, cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 import { describePg, useTestDatabase } from "../helpers/postgres.js";
@@ -54,10 +56,27 @@ describePg("ledgerloop with --state postgres://…", () => {
     expect(rep.files.map((f) => f.path)).toContain("dashboard/aggregate.js");
     expect(await cliAsync(["ledger", "nope", "--state", db.url])).toMatchObject({ code: 1, stderr: expect.stringMatching(/unknown thread "nope" in postgres:\/\/postgres:\*\*\*@/) });
 
-    // The commands that do not read PostgreSQL yet say so instead of showing the local file.
-    const context = await cliAsync(["context", "T", "-w", ws, "--json"], { env: { LEDGERLOOP_STATE_URL: db.url } });
-    expect(context.code).toBe(2);
-    expect(context.stderr).toMatch(/reading them from PostgreSQL \(--state \/ LEDGERLOOP_STATE_URL\) is not implemented yet \(.*history.*take --state\)/);
+    // context and memory read PostgreSQL too: the newest prompt on the run's branch, and its lessons.
+    const [context, memory] = await Promise.all([
+      cliAsync(["context", "T", "-w", ws, "--json"], { env: { LEDGERLOOP_STATE_URL: db.url } }),
+      cliAsync(["memory", "list", "--state", db.url, "--json"]),
+    ]);
+    expect(context.code, context.stderr).toBe(0);
+    const prompt = JSON.parse(context.stdout) as { eventId: string; step: number; messages: Array<{ role: string }> };
+    const built = events.filter((e) => e.type === "context_built") as unknown as Array<{ id: string; payload: { step: number } }>;
+    expect(prompt).toMatchObject({ eventId: built.at(-1)!.id, step: built.at(-1)!.payload.step });
+    expect(prompt.messages.map((m) => m.role)).toContain("system");
+    expect(memory.code, memory.stderr).toBe(0);
+    const c2 = new pg.Client({ connectionString: db.url });
+    await c2.connect();
+    const stored = (await c2.query("SELECT key FROM ll_store WHERE namespace = $1 ORDER BY key", [nsKey(LESSONS_NS)])).rows.map((r) => r.key as string);
+    await c2.end();
+    expect(stored.length).toBeGreaterThan(0);
+    expect(jsonLines<{ key: string }>(memory.stdout).map((l) => l.key).sort()).toEqual(stored);
+    // The commands about this machine's files say so instead of showing the local file as the state.
+    const stats = await cliAsync(["stats", "-w", ws], { env: { LEDGERLOOP_STATE_URL: db.url } });
+    expect(stats.code).toBe(2);
+    expect(stats.stderr).toMatch(/reading them from PostgreSQL \(--state \/ LEDGERLOOP_STATE_URL\) is not implemented yet \(.*context, memory.*take --state; logs, stats and gc are about this machine's files\)/);
   });
 
   it("a refused password or an unreachable server is one line before anything runs", async () => {
