@@ -182,8 +182,18 @@ export class RunWorker {
       try {
         files = await materialise(sub.source, { root: this.opts.dir, thread, commit: sub.commit, empty: Boolean(rev && sub.source.kind === "repo") });
         if (files.commit && !sub.commit) await pinCommit(pool, thread, files.commit);
+        await leases.materialisedRun(pool, thread, token);
       } catch (err) {
-        await leases.endRunLease(pool, thread, token, "failed", `worker ${this.id}: ${errorMessage(err)}`);
+        // Another machine may reach what this one cannot (a volume, a network): released back to
+        // the queue with the reason, until MATERIALISE_ATTEMPTS workers in a row failed.
+        const attempt = ((await leases.getRunLease(pool, thread))?.releases ?? 0) + 1;
+        const why = `${this.id} could not materialise the run (attempt ${attempt} of ${leases.MATERIALISE_ATTEMPTS}): ${errorMessage(err)}`;
+        if (attempt < leases.MATERIALISE_ATTEMPTS) {
+          await this.handBack(thread, token, `${why}; queued for another worker`, 5 * attempt, true);
+          this.say(`${thread}: ${why}; released to the queue`);
+          return this.record({ thread, outcome: "handed_over", detail: why });
+        }
+        await leases.endRunLease(pool, thread, token, "failed", why);
         throw err;
       }
       try {
@@ -254,11 +264,11 @@ export class RunWorker {
   }
 
   /** Puts a run this worker holds back in the queue, with its next job, in one transaction. */
-  private async handBack(thread: string, token: string, note: string, startAfterSeconds?: number): Promise<void> {
+  private async handBack(thread: string, token: string, note: string, startAfterSeconds?: number, released = false): Promise<void> {
     const [{ requeueRun }, { enqueueOn }] = await Promise.all([import("../queue/run-leases.js"), import("../queue/run-queue.js")]);
     const client = await this.state!.pool.connect();
     try {
-      await requeueRun(client, { thread, guard: { token }, note, enqueue: (c) => enqueueOn(this.boss!, c, { thread }, { startAfterSeconds }) });
+      await requeueRun(client, { thread, guard: { token }, note, released, enqueue: (c) => enqueueOn(this.boss!, c, { thread }, { startAfterSeconds }) });
     } finally {
       client.release();
     }

@@ -171,6 +171,11 @@ export const PG_MIGRATIONS: string[] = [
     recorded_at TIMESTAMPTZ NOT NULL DEFAULT now()
   );
   `,
+  // 6: how often workers released a run because they could not materialise its workspace
+  // (queue/run-leases.ts): another machine may reach what one cannot, up to MATERIALISE_ATTEMPTS.
+  `
+  ALTER TABLE ll_run_leases ADD COLUMN releases INTEGER NOT NULL DEFAULT 0;
+  `,
 ];
 
 /** The schema version this build writes and understands. */

@@ -8,7 +8,9 @@ import type pg from "pg";
 //            hands it over (a new job, state queued again, takeovers + 1)
 //   paused   it stopped on its own and waits for a person (approval, budget, model down)
 //   done     it ended (finished, failed, max_steps, script_exhausted)
-//   failed   no worker could start it (its workspace could not be materialised); note says why
+//   failed   no worker could start it (its workspace could not be materialised, MATERIALISE_ATTEMPTS
+//            times in a row); note says why. A worker that cannot materialise it releases it back to
+//            the queue first (releases + 1), since another machine may reach what this one cannot.
 //
 // Every change is one UPDATE guarded by the holder's token, so two workers can never both hold a
 // run, and a worker that lost its run (it stalled past the expiry) can no longer change its row.
@@ -25,6 +27,8 @@ export interface RunLeaseRow {
   heartbeatAt: string | null;
   expiresAt: string | null;
   takeovers: number;
+  /** Times a worker released it because it could not materialise its workspace. */
+  releases: number;
   note: string | null;
 }
 
@@ -36,6 +40,7 @@ interface Row {
   heartbeat_at: Date | null;
   expires_at: Date | null;
   takeovers: number;
+  releases: number;
   note: string | null;
 }
 
@@ -47,8 +52,12 @@ const toLease = (r: Row): RunLeaseRow => ({
   heartbeatAt: r.heartbeat_at?.toISOString() ?? null,
   expiresAt: r.expires_at?.toISOString() ?? null,
   takeovers: r.takeovers,
+  releases: r.releases,
   note: r.note,
 });
+
+/** How many workers in a row may fail to materialise a run's workspace before it ends failed. */
+export const MATERIALISE_ATTEMPTS = 3;
 
 /** Anything that runs SQL: a pool, or a client inside a transaction. */
 export type Sql = Pick<pg.Pool, "query"> | pg.PoolClient;
@@ -116,7 +125,14 @@ export async function listRunLeases(db: Sql): Promise<RunLeaseRow[]> {
  */
 export async function requeueRun(
   client: pg.PoolClient,
-  o: { thread: string; guard: { token: string } | "expired" | "any"; note: string; enqueue: (client: pg.PoolClient) => Promise<string | null> },
+  o: {
+    thread: string;
+    guard: { token: string } | "expired" | "any";
+    note: string;
+    enqueue: (client: pg.PoolClient) => Promise<string | null>;
+    /** The holder could not materialise the run's workspace (counted in `releases`). */
+    released?: boolean;
+  },
 ): Promise<{ jobId: string; previous: RunLeaseRow } | null> {
   await client.query("BEGIN");
   try {
@@ -133,8 +149,8 @@ export async function requeueRun(
     const expired = o.guard === "expired";
     await client.query(
       `UPDATE ll_run_leases SET state = 'queued', worker = NULL, token = NULL, heartbeat_at = NULL, expires_at = NULL, job_id = $2, note = $3,
-         takeovers = takeovers + $4, updated_at = now() WHERE thread_id = $1`,
-      [o.thread, jobId, o.note, expired ? 1 : 0],
+         takeovers = takeovers + $4, releases = releases + $5, updated_at = now() WHERE thread_id = $1`,
+      [o.thread, jobId, o.note, expired ? 1 : 0, o.released ? 1 : 0],
     );
     await client.query("COMMIT");
     return { jobId, previous: toLease(cur.rows[0]!) };
@@ -142,6 +158,11 @@ export async function requeueRun(
     await client.query("ROLLBACK").catch(() => {});
     throw err;
   }
+}
+
+/** The holder materialised the run's workspace: earlier releases no longer count towards MATERIALISE_ATTEMPTS. */
+export async function materialisedRun(db: Sql, thread: string, token: string): Promise<void> {
+  await db.query("UPDATE ll_run_leases SET releases = 0 WHERE thread_id = $1 AND token = $2 AND releases > 0", [thread, token]);
 }
 
 /** Threads whose holder's lease expired (the reaper's candidates). */

@@ -63,7 +63,7 @@ describePg("ledgerloop submit / worker", () => {
     expect(execFileSync("git", ["status", "--porcelain"], { cwd: clone, encoding: "utf8" })).toContain("?? counter.txt");
   });
 
-  it("a job with an invalid payload and a run whose repository is gone end failed with the reason, never retried", async () => {
+  it("a job with an invalid payload ends failed at once; a run whose repository is gone is released to the queue twice, then ends failed with the reason", async () => {
     const scratch = tempWorkspace();
     const traj = writeTrajectory(scratch, 2);
     const sub = await cliAsync(["submit", "gone", "--repo", path.join(scratch, "no-such-repo"), "--state", db.url, "--model", `scripted:${traj}`, "--thread", "gone", "--json"]);
@@ -80,11 +80,40 @@ describePg("ledgerloop submit / worker", () => {
       const bad = (await c.query(`SELECT state::text, retry_count, output FROM ${QUEUE_SCHEMA}.job WHERE id = $1`, [badId])).rows[0];
       expect(bad).toMatchObject({ state: "failed", retry_count: 0 });
       expect(JSON.stringify(bad.output)).toContain("invalid run job");
-      const lease = (await c.query("SELECT state, note FROM ll_run_leases WHERE thread_id = 'gone'")).rows[0];
+      const lease = (await c.query("SELECT state, note, releases FROM ll_run_leases WHERE thread_id = 'gone'")).rows[0];
       expect(lease.state).toBe("failed");
-      expect(lease.note).toMatch(/cannot materialise run gone from .*no-such-repo/);
-      const jobs = (await c.query(`SELECT state::text, retry_count FROM ${QUEUE_SCHEMA}.job WHERE data->>'thread' = 'gone'`)).rows;
-      expect(jobs).toEqual([{ state: "failed", retry_count: 0 }]);
+      expect(lease.releases).toBe(2);
+      expect(lease.note).toMatch(/could not materialise the run \(attempt 3 of 3\): cannot materialise run gone from .*no-such-repo/);
+      // Each attempt was a job of its own (released, not retried by the queue): two handed back, the last failed.
+      const jobs = (await c.query(`SELECT state::text, retry_count FROM ${QUEUE_SCHEMA}.job WHERE data->>'thread' = 'gone' ORDER BY created_on`)).rows;
+      expect(jobs).toEqual([
+        { state: "completed", retry_count: 0 },
+        { state: "completed", retry_count: 0 },
+        { state: "failed", retry_count: 0 },
+      ]);
+      expect(jsonLines<{ thread: string; outcome: string; detail?: string }>(w.out()).filter((o) => o.thread === "gone").map((o) => o.outcome)).toEqual(["handed_over", "handed_over", "failed"]);
+    } finally {
+      await c.end();
+    }
+  });
+
+  it("a run released because its repository could not be reached is taken again once it can be, and runs to its end", async () => {
+    const scratch = tempWorkspace();
+    const traj = writeTrajectory(scratch, 2);
+    const later = path.join(scratch, "repo-later");
+    const sub = await cliAsync(["submit", "later", "--repo", later, "--state", db.url, "--model", `scripted:${traj}`, "--retrieval", "lexical", "--thread", "later", "--json"]);
+    expect(sub.code, sub.stderr).toBe(0);
+    const c = new pg.Client({ connectionString: db.url });
+    await c.connect();
+    try {
+      const w = spawnWorker(db.url, path.join(scratch, "w"));
+      // The first attempt fails and releases the run (retried 5 s later); then the repository appears.
+      await until(async () => (await c.query("SELECT releases FROM ll_run_leases WHERE thread_id = 'later'")).rows[0].releases === 1);
+      fs.cpSync(gitRepo({ "README.md": "later\n" }), later, { recursive: true });
+      expect(await exitOf(w), w.err()).toEqual({ code: 0, signal: null });
+      expect(jsonLines<{ outcome: string; status?: string }>(w.out()).map((o) => [o.outcome, o.status])).toEqual([["handed_over", undefined], ["ran", "finished"]]);
+      // Materialised at last: the earlier release no longer counts.
+      expect((await c.query("SELECT state, releases FROM ll_run_leases WHERE thread_id = 'later'")).rows[0]).toEqual({ state: "done", releases: 0 });
     } finally {
       await c.end();
     }
