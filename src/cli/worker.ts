@@ -4,6 +4,7 @@ import path from "node:path";
 import type { Command } from "commander";
 import type PgBoss from "pg-boss";
 import { CliError, LedgerloopError, errorMessage } from "../errors.js";
+import { runEnded } from "../ledger/run-ended.js";
 import type { PgState } from "../ledger/pg-db.js";
 import type { Runtime } from "../runtime.js";
 import { intOption, log, stateOption, stateUrlOf } from "./common.js";
@@ -46,7 +47,7 @@ export interface JobOutcome {
 
 /** Lease states for the statuses a run can stop in. */
 function leaseStateFor(status: DriveResult["status"]): "done" | "paused" {
-  return status === "finished" || status === "failed" || status === "max_steps" || status === "script_exhausted" ? "done" : "paused";
+  return runEnded(status) ? "done" : "paused";
 }
 
 export class RunWorker {

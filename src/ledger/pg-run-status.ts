@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { getRunLease, listRunLeases } from "../queue/run-leases.js";
+import { runEnded } from "./run-ended.js";
 import { PgRunRegistry } from "./pg-runs.js";
 import { newestFirst, runSummary, type RunSummary, type ThreadEvents } from "./run-status.js";
 
@@ -75,9 +76,10 @@ export async function listRunsPg(pool: pg.Pool, opts: { thread?: string } = {}):
     s.queue = queue;
     // The lease says more than a runner on another host can: held and renewed means running.
     const live = l.state === "held" && l.expiresAt !== null && Date.parse(l.expiresAt) > now;
-    const terminal = ["finished", "failed", "max_steps", "script_exhausted", "awaiting_approval"].includes(s.status);
+    // A run that ended, or waits for a person, says so even if a job for it is still queued.
+    const settled = runEnded(s.status) || s.status === "awaiting_approval";
     if (live) s.status = "running";
-    else if (l.state === "queued" && !terminal) s.status = "queued";
+    else if (l.state === "queued" && !settled) s.status = "queued";
   }
   return out.sort(newestFirst);
 }
