@@ -1,13 +1,12 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
-import pg from "pg";
 import Database from "better-sqlite3";
 import { DEMO_TASK } from "../../src/cli/demo.js";
 import { StateStoreError } from "../../src/errors.js";
 import { openAgent, type Agent } from "../../src/index.js";
 import { DEMO_TRAJECTORY, DEMO_WORKSPACE, cleanupTemp, readTree, tempWorkspace } from "../helpers/workspace.js";
-import { describePg, useTestDatabase } from "../helpers/postgres.js";
+import { describePg, useTestDatabase, pgQuery } from "../helpers/postgres.js";
 
 const agents: Agent[] = [];
 afterAll(async () => {
@@ -15,15 +14,6 @@ afterAll(async () => {
   cleanupTemp();
 });
 
-async function query<T extends pg.QueryResultRow>(url: string, sql: string, args: unknown[] = []): Promise<T[]> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return (await c.query<T>(sql, args)).rows;
-  } finally {
-    await c.end();
-  }
-}
 
 const demo = (ws: string, extra: Record<string, unknown> = {}) =>
   openAgent({ workspace: ws, model: `scripted:${DEMO_TRAJECTORY}`, retrieval: "lexical", maxSteps: 30, ...extra });
@@ -39,18 +29,18 @@ describePg("openAgent with stateUrl: the demo on PostgreSQL", () => {
     const r = await a.run(DEMO_TASK, { thread: "pg-demo" });
     expect(r.status).toBe("finished");
 
-    const runs = await query<{ thread_id: string; settings: string; runner: string }>(db.url, "SELECT * FROM ll_runs");
+    const runs = await pgQuery<{ thread_id: string; settings: string; runner: string }>(db.url, "SELECT * FROM ll_runs");
     expect(runs.map((x) => x.thread_id)).toEqual(["pg-demo"]);
     // The registry never stores the URL (it may carry a password).
     expect(runs[0]!.settings).not.toContain(new URL(db.url).password);
     expect(JSON.parse(runs[0]!.runner)).toMatchObject({ pid: process.pid });
-    const events = await query<{ type: string; n: string }>(db.url, "SELECT type, count(*) AS n FROM ll_events WHERE thread_id = 'pg-demo' GROUP BY type");
+    const events = await pgQuery<{ type: string; n: string }>(db.url, "SELECT type, count(*) AS n FROM ll_events WHERE thread_id = 'pg-demo' GROUP BY type");
     const byType = Object.fromEntries(events.map((e) => [e.type, Number(e.n)]));
     expect(byType).toMatchObject({ task_spec: 1 });
     expect(byType.agent_action).toBeGreaterThan(5);
-    const last = await query<{ payload: string }>(db.url, "SELECT payload FROM ll_events WHERE thread_id = 'pg-demo' AND type = 'run_status' ORDER BY seq DESC LIMIT 1");
+    const last = await pgQuery<{ payload: string }>(db.url, "SELECT payload FROM ll_events WHERE thread_id = 'pg-demo' AND type = 'run_status' ORDER BY seq DESC LIMIT 1");
     expect(JSON.parse(last[0]!.payload)).toMatchObject({ status: "finished" });
-    const cps = await query<{ n: string }>(db.url, "SELECT count(*) AS n FROM checkpoints WHERE thread_id = 'pg-demo'");
+    const cps = await pgQuery<{ n: string }>(db.url, "SELECT count(*) AS n FROM checkpoints WHERE thread_id = 'pg-demo'");
     expect(Number(cps[0]!.n)).toBeGreaterThan(20);
     // The graph reads its state back through PostgresSaver.
     const snap = await a.graph.getState({ configurable: { thread_id: "pg-demo" } });

@@ -3,11 +3,10 @@ import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import Database from "better-sqlite3";
-import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { MigrationReport } from "../../src/ledger/migrate.js";
 import { cliAsync, jsonLines, type CliResult } from "../helpers/cli.js";
-import { createTestDatabase, describePg, useTestDatabase } from "../helpers/postgres.js";
+import { createTestDatabase, describePg, useTestDatabase, pgQuery } from "../helpers/postgres.js";
 import { DEMO_TRAJECTORY, DEMO_WORKSPACE, cleanupTemp, readTree, tempWorkspace } from "../helpers/workspace.js";
 
 // `ledgerloop migrate` between a workspace's SQLite state and PostgreSQL, both ways, with real
@@ -50,15 +49,6 @@ function fileDigest(stateDir: string): string {
   return h.digest("hex");
 }
 
-async function query<T>(url: string, sql: string, args: unknown[] = []): Promise<T[]> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return (await c.query(sql, args)).rows as T[];
-  } finally {
-    await c.end();
-  }
-}
 
 async function closedPort(): Promise<number> {
   return new Promise((resolve) => {
@@ -108,14 +98,14 @@ describePg("ledgerloop migrate", () => {
       // Every workspace revision the run names is now in PostgreSQL's replica too (a worker elsewhere can materialise it).
       expect(first.revisions.named).toBeGreaterThanOrEqual(1);
       expect(first.revisions).toMatchObject({ copied: first.revisions.named, present: 0, absent: [] });
-      const named = (await query<{ rev: string }>(db.url, "SELECT DISTINCT payload::jsonb ->> 'revision' AS rev FROM ll_events WHERE thread_id = 'T' AND payload::jsonb ->> 'revision' IS NOT NULL")).map((r) => r.rev);
-      const inPg = new Set((await query<{ rev_id: string }>(db.url, "SELECT rev_id FROM ll_rev_revisions")).map((r) => r.rev_id));
+      const named = (await pgQuery<{ rev: string }>(db.url, "SELECT DISTINCT payload::jsonb ->> 'revision' AS rev FROM ll_events WHERE thread_id = 'T' AND payload::jsonb ->> 'revision' IS NOT NULL")).map((r) => r.rev);
+      const inPg = new Set((await pgQuery<{ rev_id: string }>(db.url, "SELECT rev_id FROM ll_rev_revisions")).map((r) => r.rev_id));
       expect(named.filter((r) => !inPg.has(r))).toEqual([]);
       expect(fileDigest(stateDir)).toBe(before);
 
       // The rows themselves, read back from PostgreSQL: ids, parents, seq and keys kept.
-      expect(await query(db.url, "SELECT id, parent_id, seq, idempotency_key FROM ll_events WHERE thread_id = 'T' ORDER BY seq")).toEqual(localEvents);
-      expect(await query(db.url, "SELECT checkpoint_id, parent_checkpoint_id FROM checkpoints WHERE thread_id = 'T' ORDER BY checkpoint_id")).toEqual(localCheckpoints);
+      expect(await pgQuery(db.url, "SELECT id, parent_id, seq, idempotency_key FROM ll_events WHERE thread_id = 'T' ORDER BY seq")).toEqual(localEvents);
+      expect(await pgQuery(db.url, "SELECT checkpoint_id, parent_checkpoint_id FROM checkpoints WHERE thread_id = 'T' ORDER BY checkpoint_id")).toEqual(localCheckpoints);
 
       const again = await cliAsync(["migrate", "--from", ws, "--to", db.url], { timeoutMs: TIMEOUT });
       expect(again.code, again.stderr).toBe(0);
@@ -179,15 +169,15 @@ describePg("ledgerloop migrate", () => {
     async () => {
       const ws = tempWorkspace(DEMO_WORKSPACE);
       await killedRun(ws, "P", db.url);
-      const pgEvents = await query<{ id: string }>(db.url, "SELECT id, parent_id, seq FROM ll_events WHERE thread_id = 'P' ORDER BY seq");
-      const pgCheckpoints = await query<{ checkpoint_id: string }>(db.url, "SELECT checkpoint_id FROM checkpoints WHERE thread_id = 'P' AND checkpoint_ns = '' ORDER BY checkpoint_id DESC");
+      const pgEvents = await pgQuery<{ id: string }>(db.url, "SELECT id, parent_id, seq FROM ll_events WHERE thread_id = 'P' ORDER BY seq");
+      const pgCheckpoints = await pgQuery<{ checkpoint_id: string }>(db.url, "SELECT checkpoint_id FROM checkpoints WHERE thread_id = 'P' AND checkpoint_ns = '' ORDER BY checkpoint_id DESC");
 
       const r = report(await cliAsync(["migrate", "--from", db.url, "--to", path.join(ws, ".ledgerloop"), "--thread", "P", "--json"], { timeoutMs: TIMEOUT }));
       expect(r.threads.map((t) => [t.thread, t.result])).toEqual([["P", "migrated"]]);
       expect(r.threads[0]!.target).toEqual(r.threads[0]!.source);
       expect(r.threads[0]!.source.events).toBe(pgEvents.length);
       // Lessons of every namespace, whichever run wrote them (run T of the test before reflected into this database).
-      expect(r.lessons.source).toBe((await query<{ n: number }>(db.url, "SELECT count(*)::int AS n FROM ll_store"))[0]!.n);
+      expect(r.lessons.source).toBe((await pgQuery<{ n: number }>(db.url, "SELECT count(*)::int AS n FROM ll_store"))[0]!.n);
       expect(r.lessons.copied + r.lessons.present).toBe(r.lessons.source);
       // The run's revisions: already in this workspace's store (it ran here), none missing from PostgreSQL's replica.
       expect(r.revisions.named).toBeGreaterThanOrEqual(1);
@@ -215,7 +205,7 @@ describePg("ledgerloop migrate", () => {
       expect(JSON.parse(rewind.stdout)).toMatchObject({ thread: "P", toCheckpoint: pgCheckpoints[0]!.checkpoint_id });
 
       // PostgreSQL still has the run as it was when it was killed.
-      expect(await query(db.url, "SELECT id, parent_id, seq FROM ll_events WHERE thread_id = 'P' ORDER BY seq")).toEqual(pgEvents);
+      expect(await pgQuery(db.url, "SELECT id, parent_id, seq FROM ll_events WHERE thread_id = 'P' ORDER BY seq")).toEqual(pgEvents);
     },
     TIMEOUT * 3,
   );
@@ -229,7 +219,7 @@ describePg("ledgerloop migrate", () => {
         await killedRun(ws, "H");
         const killed = await cliAsync(["migrate", "--from", ws, "--to", target.url], { env: { LEDGERLOOP_FAILPOINT: "migrate-checkpoint:5" }, timeoutMs: TIMEOUT });
         expect(killed.signal, killed.stderr).toBe("SIGKILL");
-        const count = async (sql: string) => (await query<{ n: number }>(target.url, sql))[0]!.n;
+        const count = async (sql: string) => (await pgQuery<{ n: number }>(target.url, sql))[0]!.n;
         expect(await count("SELECT count(*)::int AS n FROM checkpoints WHERE thread_id = 'H'")).toBe(5);
         expect(await count("SELECT count(*)::int AS n FROM ll_runs")).toBe(0);
 
@@ -248,7 +238,7 @@ describePg("ledgerloop migrate", () => {
   it("bad input is one line, a non-zero exit code, and nothing written", async () => {
     const target = await createTestDatabase("migrate_empty");
     try {
-      const tables = async () => (await query<{ n: number }>(target.url, "SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'"))[0]!.n;
+      const tables = async () => (await pgQuery<{ n: number }>(target.url, "SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'"))[0]!.n;
 
       // A --from with no state: an empty directory, and a PostgreSQL database without ledgerloop tables.
       const empty = tempWorkspace();

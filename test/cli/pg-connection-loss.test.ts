@@ -8,7 +8,7 @@ import { isStateUnavailable } from "../../src/ledger/state-unavailable.js";
 import { openAgent } from "../../src/index.js";
 import { cliSpawn } from "../helpers/cli.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
-import { TEST_PG_URL, describePg, useTestDatabase } from "../helpers/postgres.js";
+import { TEST_PG_URL, describePg, useTestDatabase, pgQuery } from "../helpers/postgres.js";
 
 afterAll(() => cleanupTemp());
 
@@ -22,15 +22,6 @@ async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
-async function query<T extends pg.QueryResultRow>(url: string, sql: string, args: unknown[] = []): Promise<T[]> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return (await c.query<T>(sql, args)).rows;
-  } finally {
-    await c.end();
-  }
-}
 
 type Row = { id: string; seq: number; type: string; caused_by: string | null; payload: string };
 
@@ -90,13 +81,13 @@ describePg("PostgreSQL going away during a run", () => {
       await admin((c) => c.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`));
 
       // Intact after the pause: seq without gaps, no "failed" status, the action in flight without feedback.
-      const before = await query<Row>(db.url, "SELECT id, seq, type, caused_by, payload FROM ll_events WHERE thread_id = 'T' ORDER BY seq");
+      const before = await pgQuery<Row>(db.url, "SELECT id, seq, type, caused_by, payload FROM ll_events WHERE thread_id = 'T' ORDER BY seq");
       expect(before.map((e) => e.seq)).toEqual(before.map((_, i) => i + 1));
       expect(before.filter((e) => e.type === "run_status").map((e) => JSON.parse(e.payload).status)).not.toContain("failed");
       const actions = before.filter((e) => e.type === "agent_action");
       expect(actions.length).toBeGreaterThan(0);
       expect(before.some((e) => e.type === "environment_feedback" && e.caused_by === actions.at(-1)!.id)).toBe(false);
-      const cps = await query<{ n: number }>(db.url, "SELECT count(*)::int AS n FROM checkpoints WHERE thread_id = 'T'");
+      const cps = await pgQuery<{ n: number }>(db.url, "SELECT count(*)::int AS n FROM checkpoints WHERE thread_id = 'T'");
       expect(cps[0]!.n).toBeGreaterThan(0);
 
       // `ledgerloop resume --state` needs savedRun to read PostgreSQL (not yet): the same thread is
@@ -112,7 +103,7 @@ describePg("PostgreSQL going away during a run", () => {
       expect(fs.readFileSync(path.join(ws, "started.log"), "utf8")).toBe("started\n");
       expect(fs.readFileSync(path.join(ws, "done.log"), "utf8")).toBe("done\n");
       expect(fs.readFileSync(path.join(ws, "after.log"), "utf8")).toBe("after\n");
-      const after = await query<Row>(db.url, "SELECT id, seq, type, caused_by, payload FROM ll_events WHERE thread_id = 'T' ORDER BY seq");
+      const after = await pgQuery<Row>(db.url, "SELECT id, seq, type, caused_by, payload FROM ll_events WHERE thread_id = 'T' ORDER BY seq");
       expect(after.map((e) => e.seq)).toEqual(after.map((_, i) => i + 1));
       expect(after.slice(0, before.length)).toEqual(before);
       for (const a of after.filter((e) => e.type === "agent_action" && JSON.parse(e.payload).tool !== "finish")) {

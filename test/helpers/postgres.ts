@@ -23,6 +23,11 @@ export function withDatabase(base: string, database: string): string {
   return u.toString();
 }
 
+/** One statement on its own connection: the rows (tests that look into the tables directly). */
+export async function pgQuery<T extends pg.QueryResultRow = pg.QueryResultRow>(url: string, sql: string, args: unknown[] = []): Promise<T[]> {
+  return admin(url, async (c) => (await c.query<T>(sql, args)).rows);
+}
+
 async function admin<T>(base: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const c = new pg.Client({ connectionString: base });
   await c.connect();
