@@ -198,7 +198,7 @@ const VARIANTS: Array<{ name: string; sources?: SourceName[] }> = [
   { name: "history only", sources: ["history"] },
   { name: "n-gram only (bm25+path+symbol)", sources: ["bm25", "path", "symbol"] },
   { name: "chunk BM25 only", sources: ["bm25"] },
-  { name: "vector only (default embedder)", sources: ["vector"] },
+  { name: "vector only (the run's embedder)", sources: ["vector"] },
 ];
 
 export interface LocalizationOutcome {
@@ -572,9 +572,20 @@ export async function benchRetrieval(): Promise<BenchResult[]> {
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
   if (process.argv[2] === "--quality-memory") {
     // Quick quality loop without Chroma (same fusion, exact in-process vectors); `--embedder <spec>`
-    // picks the embedder (e.g. openai:<model> against $LEDGERLOOP_EMBEDDINGS_BASE_URL).
+    // picks the embedder (e.g. openai:<model> against $LEDGERLOOP_EMBEDDINGS_BASE_URL; `stub`: the
+    // tests' stub endpoint, started here).
     const at = process.argv.indexOf("--embedder");
-    const embedder = at > 0 ? process.argv[at + 1] : undefined;
+    let embedder = at > 0 ? process.argv[at + 1] : undefined;
+    let closeStub = async () => {};
+    if (embedder === "stub") {
+      // The tests' OpenAI-compatible stub over real HTTP (deterministic word-hash vectors, 256
+      // dimensions): the endpoint path measured where no embedding model can be served.
+      const { startOpenAIStub } = await import("../test/helpers/openai-stub.js");
+      const stub = await startOpenAIStub({ embeddings: { dimensions: 256 } });
+      process.env.LEDGERLOOP_EMBEDDINGS_BASE_URL = stub.url;
+      embedder = "openai:stub-embed";
+      closeStub = () => stub.close();
+    }
     const fmt = (m: Metrics) => `${(m.r1 * 100).toFixed(1).padStart(5)} ${(m.r5 * 100).toFixed(1).padStart(5)} ${(m.r10 * 100).toFixed(1).padStart(5)}  ${m.mrr.toFixed(3)}`;
     for (const set of loadSets()) {
       const out = await runLocalization(set, { vectorIndex: createMemoryVectorIndex(), ...(embedder ? { embedder } : {}) });
@@ -584,6 +595,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
       console.log(`${"BM25 whole files".padEnd(34)} ${fmt(out.baseline)}`);
       for (const [name, m] of Object.entries(out.variants)) console.log(`${name.padEnd(34)} ${fmt(m)}`);
     }
+    await closeStub();
   } else if (process.argv[2] === "--speed-history") {
     await runHistorySpeed(
       loadSets(false)
