@@ -77,6 +77,24 @@ export function stateOption(cmd: Command): Command {
   return cmd.option("--state <url>", "keep the ledger, checkpoints, lessons and run registry in PostgreSQL: postgres://user[:password]@host[:port]/db (default: $LEDGERLOOP_STATE_URL)");
 }
 
+/** Adds --reconnect-seconds to a command that drives a run (run, resume). */
+export function reconnectOption(cmd: Command): Command {
+  return cmd.option(
+    "--reconnect-seconds <n>",
+    "on a PostgreSQL state, how long a run that lost its database waits for it to come back before it stays paused (exit 6); 0 pauses at once (default 60)",
+    (v: string) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 0) throw new CliError(`--reconnect-seconds must be a whole number of seconds, got "${v}"`, 2, "CONFIG_INVALID");
+      return n;
+    },
+  );
+}
+
+/** Milliseconds a driven run waits for a lost state database (--reconnect-seconds, default 60). */
+export function reconnectMsOf(args: { reconnectSeconds?: number }): number {
+  return (args.reconnectSeconds ?? 60) * 1000;
+}
+
 /** Adds --workspace and --state-dir to a command. */
 export function workspaceOptions(cmd: Command): Command {
   return cmd

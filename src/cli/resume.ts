@@ -1,11 +1,11 @@
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
-import { log, savedRun, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs, exitCodeForStatus } from "./common.js";
+import { log, reconnectMsOf, reconnectOption, savedRun, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs, exitCodeForStatus } from "./common.js";
 import type { DriveResult } from "./drive.js";
 import { progressPrinter, reportResult, sandboxOptions, sandboxSettings, warnIfUnisolated, withStopSignal, type RunArgs } from "./run.js";
 import { logLevelOption } from "./logs.js";
 
-export interface ResumeArgs extends WorkspaceArgs, Pick<RunArgs, "sandbox" | "allowNetwork" | "allow" | "maxCost" | "maxTokens" | "summaryModel"> {
+export interface ResumeArgs extends WorkspaceArgs, Pick<RunArgs, "sandbox" | "allowNetwork" | "allow" | "maxCost" | "maxTokens" | "summaryModel" | "reconnectSeconds"> {
   model?: string;
   quiet?: boolean;
   /** Answer the approval the run is paused on. */
@@ -24,7 +24,7 @@ export async function handleResume(thread: string, args: ResumeArgs): Promise<Dr
     // Checkpoints without a registered run (made through the library, not the CLI): no settings to resume with.
     throw new CliError(`unknown thread "${thread}" in ${workspace}: it has checkpoints but no recorded run settings; list runs with \`ledgerloop threads\``, 1, "UNKNOWN_THREAD");
   }
-  const [{ createRuntime }, { askOnTerminal, driveRun, pendingApproval }] = await Promise.all([import("../runtime.js"), import("./drive.js")]);
+  const [{ createRuntime }, { askOnTerminal, driveRunReconnecting, pendingApproval }] = await Promise.all([import("../runtime.js"), import("./drive.js")]);
   const rt = await createRuntime(
     {
       ...settings,
@@ -56,7 +56,7 @@ export async function handleResume(thread: string, args: ResumeArgs): Promise<Dr
     if (!args.quiet && !args.json) log(`resuming ${thread} in ${rt.workspace} with ${rt.model.name} (sandbox: ${rt.sandbox.level})`);
     warnIfUnisolated(rt);
     const ask = rt.settings.approve === "ask" && process.stdin.isTTY && !args.json ? askOnTerminal : undefined;
-    const result = await withStopSignal((signal) => driveRun(rt, thread, null, { signal, ask, resume: answer }));
+    const result = await withStopSignal((signal) => driveRunReconnecting(rt, thread, null, { signal, ask, resume: answer, reconnectMs: reconnectMsOf(args), say: log }));
     await reportResult(result, rt, args.json);
     return result;
   } finally {
@@ -81,6 +81,7 @@ export function registerResume(program: Command): void {
   // The sandbox flags of `run`; here --approve answers the pending approval, --approve-mode sets the mode.
   sandboxOptions(cmd, { approveFlag: "--approve-mode" });
   stateOption(cmd);
+  reconnectOption(cmd);
   logLevelOption(cmd);
   cmd.action(async (thread: string, opts: ResumeArgs) => {
     const result = await handleResume(thread, opts);

@@ -6,11 +6,13 @@ import { RunRegistry } from "../ledger/runs.js";
 import type { ProgressEvent, Runtime } from "../runtime.js";
 import type { DriveResult } from "./drive.js";
 import { writeRunReport } from "./report.js";
-import { cliCommand, intOption, log, printJson, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs, exitCodeForStatus } from "./common.js";
+import { cliCommand, intOption, log, printJson, reconnectMsOf, reconnectOption, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs, exitCodeForStatus } from "./common.js";
 import { logLevelOption } from "./logs.js";
 
 export interface RunArgs extends WorkspaceArgs {
   thread?: string;
+  /** On a PostgreSQL state: how long a run that lost its database waits for it (default 60). */
+  reconnectSeconds?: number;
   model?: string;
   summaryModel?: string;
   maxSteps?: number;
@@ -173,7 +175,7 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
     );
   }
   // The runtime and the graph load on use: `--help` and the inspection commands never need them.
-  const [{ createRuntime }, { askOnTerminal, driveRun }] = await Promise.all([import("../runtime.js"), import("./drive.js")]);
+  const [{ createRuntime }, { askOnTerminal, driveRunReconnecting }] = await Promise.all([import("../runtime.js"), import("./drive.js")]);
   const thread = args.thread ?? newThreadId();
   const dry = args.dryRun ? await (await import("./apply.js")).startDryRun(args.workspace ?? process.cwd(), thread) : null;
   const rt = await createRuntime(
@@ -200,7 +202,7 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
     if (!args.quiet && !args.json) log(`run ${thread} in ${rt.workspace} with ${rt.model.name}${rt.summaryModel ? ` (plan/summarize/reflect: ${rt.summaryModel.name})` : ""} (sandbox: ${rt.sandbox.level})`);
     warnIfUnisolated(rt);
     const ask = rt.settings.approve === "ask" && process.stdin.isTTY && !args.json ? askOnTerminal : undefined;
-    const result = await withStopSignal((signal) => driveRun(rt, thread, task, { signal, ask }));
+    const result = await withStopSignal((signal) => driveRunReconnecting(rt, thread, task, { signal, ask, reconnectMs: reconnectMsOf(args), say: log }));
     if (dry) {
       const { finishDryRun, printDryRun } = await import("./apply.js");
       const outcome = await finishDryRun(dry, rt);
@@ -234,6 +236,7 @@ export function registerRun(program: Command): void {
       .option("--dry-run", "run on a throwaway copy of the workspace; print the diff and commands; `ledgerloop apply <thread>` applies it"),
   );
   stateOption(program.commands.at(-1)!);
+  reconnectOption(program.commands.at(-1)!);
   logLevelOption(sandboxOptions(program.commands.at(-1)!)).action(async (task: string, opts: RunArgs) => {
     const { result } = await handleRun(task, opts);
     process.exitCode = exitCodeForStatus(result.status);

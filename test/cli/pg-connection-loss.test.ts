@@ -47,7 +47,7 @@ describePg("PostgreSQL going away during a run", () => {
     );
     let child: ReturnType<typeof cliSpawn> | undefined;
     try {
-      child = cliSpawn(["run", "slow", "-w", ws, "--model", `scripted:${traj}`, "--thread", "T", "--state", db.url, "--json", "-q", "--sandbox", "none"]);
+      child = cliSpawn(["run", "slow", "-w", ws, "--model", `scripted:${traj}`, "--thread", "T", "--state", db.url, "--json", "-q", "--sandbox", "none", "--reconnect-seconds", "0"]);
       let stdout = "";
       let stderr = "";
       child.stdout!.setEncoding("utf8").on("data", (d: string) => (stdout += d));
@@ -116,6 +116,68 @@ describePg("PostgreSQL going away during a run", () => {
       expect(JSON.parse(last.payload)).toMatchObject({ status: "finished" });
     } finally {
       // A failed assertion must not leave the run waiting for "go".
+      if (child && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await admin((c) => c.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`)).catch(() => {});
+      fs.rmSync(traj, { force: true });
+    }
+  }, 300_000);
+});
+
+describePg("PostgreSQL away for a few seconds during a run", () => {
+  const db = useTestDatabase("connblip");
+
+  it("the run waits for the database, resumes by itself from its last checkpoint and finishes; nothing runs twice", async () => {
+    const name = decodeURIComponent(new URL(db.url).pathname.slice(1));
+    const ws = tempWorkspace(undefined, { "README.md": "x\n" });
+    const traj = path.join(ws, "..", `traj-blip-${path.basename(ws)}.json`);
+    fs.writeFileSync(
+      traj,
+      JSON.stringify({
+        decide: [
+          { tool_calls: [{ name: "run_command", args: { command: "echo started >> started.log; while [ ! -e go ]; do sleep 0.05; done; echo done >> done.log" } }] },
+          { tool_calls: [{ name: "run_command", args: { command: "echo after >> after.log" } }] },
+          { tool_calls: [{ name: "finish", args: { summary: "done" } }] },
+        ],
+      }),
+    );
+    let child: ReturnType<typeof cliSpawn> | undefined;
+    try {
+      child = cliSpawn(["run", "blip", "-w", ws, "--model", `scripted:${traj}`, "--thread", "B", "--state", db.url, "--json", "-q", "--sandbox", "none", "--reconnect-seconds", "120"]);
+      let stdout = "";
+      let stderr = "";
+      child.stdout!.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+      child.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+      const exited = once(child, "close");
+      const t0 = Date.now();
+      while (!fs.existsSync(path.join(ws, "started.log"))) {
+        if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the run ended (${child.exitCode ?? child.signalCode}) before its command started: ${stderr}`);
+        if (Date.now() - t0 > 120_000) throw new Error("the command never started");
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await admin(async (c) => {
+        await c.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS false`);
+        await c.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [name]);
+      });
+      fs.writeFileSync(path.join(ws, "go"), "");
+      // The run says it waits (no timer here: the line itself is the cue), then the database is back.
+      for (const t1 = Date.now(); !/waiting up to 120 s for it to answer again/.test(stderr); ) {
+        if (child.exitCode !== null) throw new Error(`the run ended instead of waiting: ${stderr}`);
+        if (Date.now() - t1 > 120_000) throw new Error(`the run never said it waits: ${stderr}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await admin((c) => c.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`));
+      const [code] = await exited;
+      expect(code, stderr).toBe(0);
+      expect(JSON.parse(stdout.trim().split("\n").at(-1)!)).toMatchObject({ thread: "B", status: "finished" });
+      expect(stderr).toMatch(/the state database answers again after \d+\.\d s; resuming B from its last checkpoint/);
+      // Each command ran once; the one whose feedback the outage swallowed is reported interrupted.
+      expect(fs.readFileSync(path.join(ws, "done.log"), "utf8")).toBe("done\n");
+      expect(fs.readFileSync(path.join(ws, "after.log"), "utf8")).toBe("after\n");
+      const events = await pgQuery<Row>(db.url, "SELECT id, seq, type, caused_by, payload FROM ll_events WHERE thread_id = 'B' ORDER BY seq");
+      expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+      const statuses = events.filter((e) => e.type === "environment_feedback").map((e) => JSON.parse(e.payload) as { tool: string; status: string }).filter((p) => p.tool === "run_command").map((p) => p.status);
+      expect(statuses).toEqual(["interrupted", "ok"]);
+    } finally {
       if (child && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
       await admin((c) => c.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`)).catch(() => {});
       fs.rmSync(traj, { force: true });
