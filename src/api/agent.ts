@@ -1,6 +1,6 @@
 import { createCodingAgent, recursionLimitFor } from "../../graphs/coding-agent.js";
 import type { ApprovalRequest } from "../../nodes/act.js";
-import { driveRun, type DriveResult } from "../cli/drive.js";
+import { driveRunReconnecting, type DriveResult } from "../cli/drive.js";
 import { assertNewThread, startThread } from "../cli/run.js";
 import { finishDryRun, startDryRun, type DryRunOutcome } from "../cli/apply.js";
 import { randomBytes } from "node:crypto";
@@ -65,10 +65,14 @@ export interface Agent {
   readonly stateDir: string;
   /** Registers a new thread for `goal` (as `run` does) without running it, for driving `graph` yourself. */
   startThread(goal: string, thread?: string): string;
-  /** Runs a goal on a new thread to its end (finished, failed, paused for approval, …). */
-  run(goal: string, opts?: { thread?: string; signal?: AbortSignal; ask?: (req: ApprovalRequest) => Promise<boolean> }): Promise<AgentRunResult>;
-  /** Continues a thread from its last checkpoint, answering a pending approval if given. */
-  resume(thread: string, opts?: { decision?: "approve" | "reject"; signal?: AbortSignal }): Promise<AgentRunResult>;
+  /**
+   * Runs a goal on a new thread to its end (finished, failed, paused for approval, …). On a
+   * PostgreSQL state, a run whose database goes away waits up to `reconnectMs` (default 60,000) for
+   * it and resumes from its last checkpoint on its own (0: it pauses as `state_unavailable` at once).
+   */
+  run(goal: string, opts?: { thread?: string; signal?: AbortSignal; ask?: (req: ApprovalRequest) => Promise<boolean>; reconnectMs?: number }): Promise<AgentRunResult>;
+  /** Continues a thread from its last checkpoint, answering a pending approval if given (`reconnectMs` as for run). */
+  resume(thread: string, opts?: { decision?: "approve" | "reject"; signal?: AbortSignal; reconnectMs?: number }): Promise<AgentRunResult>;
   /** Closes the state database and any Chroma server this agent started. */
   close(): Promise<void>;
 }
@@ -114,6 +118,11 @@ export async function openAgent(options: OpenAgentOptions): Promise<Agent> {
     ...(options.onWarning ? { warn: options.onWarning } : {}),
   });
   const graph = createCodingAgent({ runtime }).withConfig({ recursionLimit: recursionLimitFor(runtime.settings.maxSteps) }) as CodingAgentGraph;
+  // A lost PostgreSQL state: waited for, its lines to onWarning (see Agent.run).
+  const reconnecting = (ms: number | undefined) => {
+    if (ms !== undefined && (!Number.isFinite(ms) || ms < 0)) throw new InvalidOptionError("reconnectMs", "invalid option reconnectMs: expected a number of milliseconds, 0 or more");
+    return { reconnectMs: ms ?? 60_000, ...(options.onWarning ? { say: options.onWarning } : {}) };
+  };
   const finish = async (r: DriveResult): Promise<AgentRunResult> => {
     // A run paused because its PostgreSQL state went away cannot read that state back.
     const snap = r.status === "state_unavailable" ? { values: {} } : await graph.getState({ configurable: { thread_id: r.thread } });
@@ -142,16 +151,30 @@ export async function openAgent(options: OpenAgentOptions): Promise<Agent> {
     startThread: (goal, thread) => startThread(runtime, goal, thread),
     async run(goal, opts = {}) {
       if (typeof goal !== "string" || !goal.trim()) throw new InvalidOptionError("goal", "the goal must be a non-empty string");
+      const rc = reconnecting(opts.reconnectMs);
       const thread = startThread(runtime, goal, opts.thread);
       await assertNewThread(runtime, thread);
-      return finish(await driveRun(runtime, thread, goal, { origin: "script", ...(opts.signal ? { signal: opts.signal } : {}), ...(opts.ask ? { ask: opts.ask } : {}) }));
+      return finish(
+        await driveRunReconnecting(runtime, thread, goal, {
+          origin: "script",
+          ...(opts.signal ? { signal: opts.signal } : {}),
+          ...(opts.ask ? { ask: opts.ask } : {}),
+          ...rc,
+        }),
+      );
     },
     async resume(thread, opts = {}) {
+      const rc = reconnecting(opts.reconnectMs);
       if (!(await runtime.runs.hasCheckpoints(thread))) {
         throw new CliError(`unknown thread "${thread}" in ${runtime.stateLocation}`, 1, "UNKNOWN_THREAD");
       }
       return finish(
-        await driveRun(runtime, thread, null, { origin: "script", ...(opts.signal ? { signal: opts.signal } : {}), ...(opts.decision ? { resume: opts.decision } : {}) }),
+        await driveRunReconnecting(runtime, thread, null, {
+          origin: "script",
+          ...(opts.signal ? { signal: opts.signal } : {}),
+          ...(opts.decision ? { resume: opts.decision } : {}),
+          ...rc,
+        }),
       );
     },
     close: () => runtime.close(),

@@ -57,6 +57,18 @@ describe("openAgent", () => {
     expect(fs.existsSync(path.join(ws, ".ledgerloop"))).toBe(false);
   });
 
+  it("refuses a negative reconnectMs for run and resume before any thread is registered", async () => {
+    const ws = tempWorkspace(undefined, { "a.txt": "a\n" });
+    const agent = await openAgent({ workspace: ws, model: scripted(ws, { decide: [call("finish", { summary: "ok" })] }), retrieval: "lexical" });
+    agents.push(agent);
+    for (const attempt of [() => agent.run("task", { reconnectMs: -1 }), () => agent.resume("T", { reconnectMs: Number.NaN })]) {
+      const err = await attempt().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(InvalidOptionError);
+      expect((err as InvalidOptionError).field).toBe("reconnectMs");
+    }
+    expect(await listThreads({ workspace: ws })).toEqual([]);
+  });
+
   it("refuses a model instance without tool calling, in a sentence", async () => {
     const ws = tempWorkspace(undefined, { "a.txt": "a\n" });
     const noTools = { invoke: async () => new AIMessage("hi") };
