@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type pg from "pg";
+import { defaultRedactor } from "../secrets.js";
 
 // Who holds a queued run. One row per submitted run in ll_run_leases (pg-db.ts, migration 2):
 //
@@ -56,6 +57,14 @@ const toLease = (r: Row): RunLeaseRow => ({
   note: r.note,
 });
 
+/**
+ * A note as stored: redacted (a reason may quote a clone URL or a command's output, and every
+ * reader of the shared database shows it) and bounded.
+ */
+function noteText(note: string): string {
+  return defaultRedactor.redact(note).slice(0, 2000);
+}
+
 /** How many workers in a row may fail to materialise a run's workspace before it ends failed. */
 export const MATERIALISE_ATTEMPTS = 3;
 
@@ -101,7 +110,7 @@ export async function endRunLease(db: Sql, thread: string, token: string, state:
   const r = await db.query(
     `UPDATE ll_run_leases SET state = $3, worker = NULL, token = NULL, heartbeat_at = NULL, expires_at = NULL, note = $4, updated_at = now()
      WHERE thread_id = $1 AND token = $2 AND state = 'held'`,
-    [thread, token, state, note],
+    [thread, token, state, noteText(note)],
   );
   return (r.rowCount ?? 0) > 0;
 }
@@ -150,7 +159,7 @@ export async function requeueRun(
     await client.query(
       `UPDATE ll_run_leases SET state = 'queued', worker = NULL, token = NULL, heartbeat_at = NULL, expires_at = NULL, job_id = $2, note = $3,
          takeovers = takeovers + $4, releases = releases + $5, updated_at = now() WHERE thread_id = $1`,
-      [o.thread, jobId, o.note, expired ? 1 : 0, o.released ? 1 : 0],
+      [o.thread, jobId, noteText(o.note), expired ? 1 : 0, o.released ? 1 : 0],
     );
     await client.query("COMMIT");
     return { jobId, previous: toLease(cur.rows[0]!) };

@@ -3,6 +3,7 @@ import pg from "pg";
 import { z } from "zod";
 import { ConfigError, StateStoreError, errorMessage } from "../errors.js";
 import { asPgStateError, inTransaction, parsePgUrl } from "../ledger/pg-db.js";
+import { defaultRedactor } from "../secrets.js";
 import { RunSettings } from "../settings.js";
 import { requeueRun } from "./run-leases.js";
 import { QUEUE_SCHEMA, RUN_QUEUE } from "./status.js";
@@ -105,6 +106,13 @@ const THREAD_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 export async function submitRun(pool: pg.Pool, boss: PgBoss, s: Omit<Submission, "submittedAt" | "commit">): Promise<{ jobId: string }> {
   if (!THREAD_ID.test(s.thread)) throw new ConfigError(`invalid thread id "${s.thread}": letters, digits, '.', '_' and '-' only, at most 128`);
   if (!s.task.trim()) throw new ConfigError("the task must not be empty");
+  if (s.source.kind === "repo" && defaultRedactor.redact(s.source.repo) !== s.source.repo) {
+    // Every reader of the shared database would see it, and the ledger could not redact it later.
+    throw new ConfigError(
+      `the repository URL carries a password or token (${defaultRedactor.redact(s.source.repo)}), which would be stored in the shared database: ` +
+        "give the workers the credential instead (a git credential helper or ~/.git-credentials on each worker machine, or GIT_ASKPASS) and submit the URL without it",
+    );
+  }
   await inTransaction(pool, async (client) => {
     const taken = await client.query(
       "SELECT 1 FROM ll_submissions WHERE thread_id = $1 UNION ALL SELECT 1 FROM ll_runs WHERE thread_id = $1 UNION ALL SELECT 1 FROM ll_events WHERE thread_id = $1 LIMIT 1",
@@ -113,7 +121,8 @@ export async function submitRun(pool: pg.Pool, boss: PgBoss, s: Omit<Submission,
     if (taken.rowCount) throw new ConfigError(`thread "${s.thread}" already exists in the state database; pick another --thread`);
     await client.query("INSERT INTO ll_submissions (thread_id, task, source, settings, submitted_at) VALUES ($1, $2, $3, $4, $5)", [
       s.thread,
-      s.task,
+      // Redacted as the ledger redacts a run's goal: the task is shown to every reader of the database.
+      defaultRedactor.redact(s.task),
       JSON.stringify(s.source),
       JSON.stringify(s.settings),
       new Date().toISOString(),

@@ -33,6 +33,16 @@ describePg("run leases", () => {
     for (const r of results.filter((x) => !x.ok)) expect(r).toMatchObject({ ok: false, lease: { state: "held", worker: holder.worker } });
   });
 
+  it("stores a note redacted: a reason quoting a clone URL or a token is shown to every reader of the database", async () => {
+    const thread = await submitted();
+    const a = await acquireRunLease(st.pool, { thread, worker: "a", jobId: "ja", ttlMs: 30_000 });
+    const token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    expect(await endRunLease(st.pool, thread, (a as { token: string }).token, "failed", `cannot clone https://x-access-token:${token}@github.com/o/r.git`)).toBe(true);
+    const note = (await getRunLease(st.pool, thread))!.note!;
+    expect(note).toMatch(/^cannot clone https:\/\/x-access-token:\[REDACTED/);
+    expect(note).not.toContain(token);
+  });
+
   it("an expired lease is taken over (counted); the old holder can neither renew nor end it, and its ledger appends are refused", async () => {
     const thread = await submitted();
     const a = await acquireRunLease(st.pool, { thread, worker: "a", jobId: "ja", ttlMs: 1 });

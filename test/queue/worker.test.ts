@@ -37,13 +37,16 @@ describePg("ledgerloop submit / worker", () => {
       cliAsync(["submit", "x", "--state", db.url, "--model", `scripted:${traj}`]),
       cliAsync(["submit", "x", "--repo", repo, "--state", db.url, "--model", `scripted:${traj}`, "--thread", "../etc"]),
       cliAsync(["submit", "x", "--repo", repo, "--model", `scripted:${traj}`]),
+      cliAsync(["submit", "x", "--repo", "https://bob:hunter2pass@git.example.com/o/r.git", "--state", db.url, "--model", `scripted:${traj}`]),
     ]);
     expect(bad.map((b) => b.stderr.trim())).toEqual([
       'ledgerloop: thread "r1" already exists in the state database; pick another --thread',
       "ledgerloop: give exactly one of --repo <git url or path> and --workspace <dir every worker can reach>",
       `ledgerloop: invalid thread id "../etc": letters, digits, '.', '_' and '-' only, at most 128`,
       "ledgerloop: submit needs the PostgreSQL state the workers use: --state postgres://… or LEDGERLOOP_STATE_URL",
+      "ledgerloop: the repository URL carries a password or token (https://bob:[REDACTED]:url-password@git.example.com/o/r.git), which would be stored in the shared database: give the workers the credential instead (a git credential helper or ~/.git-credentials on each worker machine, or GIT_ASKPASS) and submit the URL without it",
     ]);
+    expect(bad.map((b) => b.stderr).join("\n")).not.toContain("hunter2pass");
     expect(bad.every((b) => b.code !== 0)).toBe(true);
 
     const queued = await cliAsync(["threads", "--state", db.url, "--json"]);
@@ -66,7 +69,8 @@ describePg("ledgerloop submit / worker", () => {
   it("a job with an invalid payload ends failed at once; a run whose repository is gone is released to the queue twice, then ends failed with the reason", async () => {
     const scratch = tempWorkspace();
     const traj = writeTrajectory(scratch, 2);
-    const sub = await cliAsync(["submit", "gone", "--repo", path.join(scratch, "no-such-repo"), "--state", db.url, "--model", `scripted:${traj}`, "--thread", "gone", "--json"]);
+    const token = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789";
+    const sub = await cliAsync(["submit", `gone; call it with OPENAI_API_KEY=${token}`, "--repo", path.join(scratch, "no-such-repo"), "--state", db.url, "--model", `scripted:${traj}`, "--thread", "gone", "--json"]);
     expect(sub.code, sub.stderr).toBe(0);
     const boss = await startQueue(db.url);
     const badId = await boss.send(RUN_QUEUE, { thread: 42, extra: true });
@@ -80,6 +84,10 @@ describePg("ledgerloop submit / worker", () => {
       const bad = (await c.query(`SELECT state::text, retry_count, output FROM ${QUEUE_SCHEMA}.job WHERE id = $1`, [badId])).rows[0];
       expect(bad).toMatchObject({ state: "failed", retry_count: 0 });
       expect(JSON.stringify(bad.output)).toContain("invalid run job");
+      // The task is stored as the ledger stores a goal: redacted.
+      const task = (await c.query("SELECT task FROM ll_submissions WHERE thread_id = 'gone'")).rows[0].task as string;
+      expect(task).toMatch(/^gone; call it with OPENAI_API_KEY=\[REDACTED/);
+      expect(task).not.toContain(token);
       const lease = (await c.query("SELECT state, note, releases FROM ll_run_leases WHERE thread_id = 'gone'")).rows[0];
       expect(lease.state).toBe("failed");
       expect(lease.releases).toBe(2);
