@@ -157,8 +157,10 @@ const mcpCommon = {
   approve: z.enum(["allow", "ask", "deny"]).optional(),
   /** Risk and approval per tool, by the server's own tool name. */
   tools: z.record(z.string().min(1), McpToolConfig).optional(),
-  /** How long one call (and the start) may take before it is a timeout. */
+  /** How long one call may take before it is a timeout. */
   timeoutMs: z.number().int().min(100).max(30 * 60 * 1000).optional(),
+  /** How long starting the server (connecting, listing its tools) may take (default: timeoutMs, at least 60 s). */
+  startTimeoutMs: z.number().int().min(100).max(30 * 60 * 1000).optional(),
 };
 
 /** An MCP server started as a child process (stdio), through the run's sandbox. */

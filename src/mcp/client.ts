@@ -163,6 +163,8 @@ export class McpConnection {
   /** How the last start ended, for `doctor`. */
   isolation = "";
   readonly timeoutMs: number;
+  /** Starting is not a call: a server that is slow to come up (a cold npx, a busy machine) is not hung. */
+  readonly startTimeoutMs: number;
 
   constructor(
     readonly name: string,
@@ -170,6 +172,7 @@ export class McpConnection {
     private readonly env: { sandbox: Sandbox; workspace: string; allowNetwork: boolean },
   ) {
     this.timeoutMs = config.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS;
+    this.startTimeoutMs = config.startTimeoutMs ?? Math.max(this.timeoutMs, DEFAULT_MCP_TIMEOUT_MS);
   }
 
   /** The client, connected (starting the server if needed). Throws McpStartError. */
@@ -207,7 +210,7 @@ export class McpConnection {
     }
     this.transport = transport;
     try {
-      await client.connect(transport, { timeout: this.timeoutMs });
+      await client.connect(transport, { timeout: this.startTimeoutMs });
     } catch (err) {
       await transport.close().catch(() => {});
       this.transport = null;
@@ -225,7 +228,7 @@ export class McpConnection {
   /** The server's tools as it lists them. */
   async listTools(): Promise<McpToolInfo[]> {
     const client = await this.connect();
-    const r = await client.listTools(undefined, { timeout: this.timeoutMs });
+    const r = await client.listTools(undefined, { timeout: this.startTimeoutMs });
     return r.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema as Record<string, unknown> }));
   }
 

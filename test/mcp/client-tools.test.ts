@@ -134,6 +134,25 @@ describe("tools from an MCP server in a run", () => {
     expect(fbs[3]).toMatchObject({ status: "ok", output: "echo: again" });
   }, 120_000);
 
+  it("a server slow to start is waited for longer than one call (startTimeoutMs, at least 60 s by default); past it, it failed to start", async () => {
+    // Calls may take 1 s; the server takes 1.5 s to answer at all.
+    const slow = (extra: Record<string, unknown>) => mcpWorkspace({ timeoutMs: 1000, env: { START_DELAY_MS: "1500" }, ...extra });
+    const ws = slow({});
+    const a = await testAgent(ws, { decide: [call("mcp__demo__echo", { text: "late" }), call("finish", { summary: "done" })] }, { approve: "auto" });
+    agents.push(a);
+    expect((await a.run("x")).status).toBe("finished");
+    expect(fbOf(await a.events())[0]!.payload).toMatchObject({ status: "ok", output: "echo: late" });
+
+    const ws2 = slow({ startTimeoutMs: 300 });
+    const progress: string[] = [];
+    const b = await testAgent(ws2, { decide: [call("mcp__demo__echo", { text: "late" }), call("finish", { summary: "done" })] }, { approve: "auto" });
+    b.rt.progress = (e) => progress.push(e.text);
+    agents.push(b);
+    expect((await b.run("x")).status).toBe("finished");
+    expect(progress.join("\n")).toMatch(/MCP server "demo" failed to start: .*timed out/i);
+    expect(fbOf(await b.events())[0]!.payload).toMatchObject({ status: "error", errorClass: "mcp_server_unavailable" });
+  }, 120_000);
+
   it("a server that fails to start is reported and the run goes on; its configured tools say why", async () => {
     const ws = mcpWorkspace({ args: ["no-such-server.mjs"], timeoutMs: 5000 });
     const progress: string[] = [];
