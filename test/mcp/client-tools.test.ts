@@ -135,8 +135,8 @@ describe("tools from an MCP server in a run", () => {
   }, 120_000);
 
   it("a server slow to start is waited for longer than one call (startTimeoutMs, at least 60 s by default); past it, it failed to start", async () => {
-    // Calls may take 1 s; the server takes 1.5 s to answer at all.
-    const slow = (extra: Record<string, unknown>) => mcpWorkspace({ timeoutMs: 1000, env: { START_DELAY_MS: "1500" }, ...extra });
+    // Calls may take 3 s; the server takes 4 s to answer at all.
+    const slow = (extra: Record<string, unknown>) => mcpWorkspace({ timeoutMs: 3000, env: { START_DELAY_MS: "4000" }, ...extra });
     const ws = slow({});
     const a = await testAgent(ws, { decide: [call("mcp__demo__echo", { text: "late" }), call("finish", { summary: "done" })] }, { approve: "auto" });
     agents.push(a);
