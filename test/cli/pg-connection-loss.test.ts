@@ -25,49 +25,78 @@ async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
 
 type Row = { id: string; seq: number; type: string; caused_by: string | null; payload: string };
 
+/**
+ * Starts `ledgerloop run` on a PostgreSQL state with a first command that waits for the file "go";
+ * once that command runs, takes the database away (new connections refused, every open one
+ * terminated with 57P01, as in a restart) and lets the command finish, so its feedback cannot be
+ * recorded. The run's later commands append to after.log; the waiting one to started.log and done.log.
+ */
+async function runLosingDatabase(url: string, thread: string, extra: string[]) {
+  const name = decodeURIComponent(new URL(url).pathname.slice(1));
+  const ws = tempWorkspace(undefined, { "README.md": "x\n" });
+  const traj = path.join(ws, "..", `traj-${path.basename(ws)}.json`);
+  fs.writeFileSync(
+    traj,
+    JSON.stringify({
+      decide: [
+        { tool_calls: [{ name: "run_command", args: { command: "echo started >> started.log; while [ ! -e go ]; do sleep 0.05; done; echo done >> done.log" } }] },
+        { tool_calls: [{ name: "run_command", args: { command: "echo after >> after.log" } }] },
+        { tool_calls: [{ name: "finish", args: { summary: "done" } }] },
+      ],
+    }),
+  );
+  const child = cliSpawn(["run", "slow", "-w", ws, "--model", `scripted:${traj}`, "--thread", thread, "--state", url, "--json", "-q", "--sandbox", "none", ...extra]);
+  const out = { stdout: "", stderr: "" };
+  child.stdout!.setEncoding("utf8").on("data", (d: string) => (out.stdout += d));
+  child.stderr!.setEncoding("utf8").on("data", (d: string) => (out.stderr += d));
+  // "close": the exit and the end of its output.
+  const exited = once(child, "close");
+  const stop = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  };
+  try {
+    const t0 = Date.now();
+    while (!fs.existsSync(path.join(ws, "started.log"))) {
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the run ended (${child.exitCode ?? child.signalCode}) before its command started: ${out.stderr}`);
+      if (Date.now() - t0 > 120_000) throw new Error("the command never started");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await admin(async (c) => {
+      await c.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS false`);
+      await c.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [name]);
+    });
+    fs.writeFileSync(path.join(ws, "go"), "");
+  } catch (err) {
+    stop();
+    throw err;
+  }
+  return {
+    ws,
+    traj,
+    child,
+    out,
+    exited,
+    /** Lets connections in again. */
+    restore: () => admin((c) => c.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`)),
+    /** After the test: no run left waiting, the database open, the trajectory gone. */
+    cleanup: async () => {
+      stop();
+      await admin((c) => c.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`)).catch(() => {});
+      fs.rmSync(traj, { force: true });
+    },
+  };
+}
+
 describePg("PostgreSQL going away during a run", () => {
   const db = useTestDatabase("connloss");
 
   it("pauses the run as state_unavailable (exit 6), keeps ledger and checkpoints intact, and a resume on the same state finishes it", async () => {
-    const name = decodeURIComponent(new URL(db.url).pathname.slice(1));
     const password = new URL(db.url).password;
-    const ws = tempWorkspace(undefined, { "README.md": "x\n" });
-    const traj = path.join(ws, "..", `traj-${path.basename(ws)}.json`);
-    fs.writeFileSync(
-      traj,
-      JSON.stringify({
-        decide: [
-          // While this command runs the database goes away; its feedback cannot be recorded.
-          // It waits for the test to have taken the database away (the file "go"), then finishes.
-          { tool_calls: [{ name: "run_command", args: { command: "echo started >> started.log; while [ ! -e go ]; do sleep 0.05; done; echo done >> done.log" } }] },
-          { tool_calls: [{ name: "run_command", args: { command: "echo after >> after.log" } }] },
-          { tool_calls: [{ name: "finish", args: { summary: "done" } }] },
-        ],
-      }),
-    );
-    let child: ReturnType<typeof cliSpawn> | undefined;
+    const run = await runLosingDatabase(db.url, "T", ["--reconnect-seconds", "0"]);
+    const { ws, traj, exited } = run;
     try {
-      child = cliSpawn(["run", "slow", "-w", ws, "--model", `scripted:${traj}`, "--thread", "T", "--state", db.url, "--json", "-q", "--sandbox", "none", "--reconnect-seconds", "0"]);
-      let stdout = "";
-      let stderr = "";
-      child.stdout!.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-      child.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-      // "close": the exit and the end of its output.
-      const exited = once(child, "close");
-      const t0 = Date.now();
-      while (!fs.existsSync(path.join(ws, "started.log"))) {
-        if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the run ended (${child.exitCode ?? child.signalCode}) before its command started: ${stderr}`);
-        if (Date.now() - t0 > 120_000) throw new Error("the command never started");
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      // The server goes away for this database: new connections are refused and every open one is
-      // terminated (57P01), as in a restart.
-      await admin(async (c) => {
-        await c.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS false`);
-        await c.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [name]);
-      });
-      fs.writeFileSync(path.join(ws, "go"), "");
       const [code] = await exited;
+      const { stdout, stderr } = run.out;
       expect(code, stderr).toBe(exitCodeForStatus("state_unavailable"));
       expect(code).toBe(6);
       const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as { status: string; error: string };
@@ -78,7 +107,7 @@ describePg("PostgreSQL going away during a run", () => {
       // The command itself ran to its end: the pause came after it, when its feedback was written.
       expect(fs.readFileSync(path.join(ws, "done.log"), "utf8")).toBe("done\n");
 
-      await admin((c) => c.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`));
+      await run.restore();
 
       // Intact after the pause: seq without gaps, no "failed" status, the action in flight without feedback.
       const before = await pgQuery<Row>(db.url, "SELECT id, seq, type, caused_by, payload FROM ll_events WHERE thread_id = 'T' ORDER BY seq");
@@ -90,8 +119,8 @@ describePg("PostgreSQL going away during a run", () => {
       const cps = await pgQuery<{ n: number }>(db.url, "SELECT count(*)::int AS n FROM checkpoints WHERE thread_id = 'T'");
       expect(cps[0]!.n).toBeGreaterThan(0);
 
-      // `ledgerloop resume --state` needs savedRun to read PostgreSQL (not yet): the same thread is
-      // resumed through the package API, which drives it with driveRun on a fresh runtime.
+      // Resumed through the package API (the CLI's resume --state is tested in time-travel-pg), on a
+      // fresh runtime.
       const agent = await openAgent({ workspace: ws, model: `scripted:${traj}`, stateUrl: db.url, retrieval: "lexical", sandbox: "none" });
       try {
         const resumed = await agent.resume("T");
@@ -115,10 +144,7 @@ describePg("PostgreSQL going away during a run", () => {
       const last = after.filter((e) => e.type === "run_status").at(-1)!;
       expect(JSON.parse(last.payload)).toMatchObject({ status: "finished" });
     } finally {
-      // A failed assertion must not leave the run waiting for "go".
-      if (child && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-      await admin((c) => c.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`)).catch(() => {});
-      fs.rmSync(traj, { force: true });
+      await run.cleanup();
     }
   }, 300_000);
 });
@@ -127,46 +153,18 @@ describePg("PostgreSQL away for a few seconds during a run", () => {
   const db = useTestDatabase("connblip");
 
   it("the run waits for the database, resumes by itself from its last checkpoint and finishes; nothing runs twice", async () => {
-    const name = decodeURIComponent(new URL(db.url).pathname.slice(1));
-    const ws = tempWorkspace(undefined, { "README.md": "x\n" });
-    const traj = path.join(ws, "..", `traj-blip-${path.basename(ws)}.json`);
-    fs.writeFileSync(
-      traj,
-      JSON.stringify({
-        decide: [
-          { tool_calls: [{ name: "run_command", args: { command: "echo started >> started.log; while [ ! -e go ]; do sleep 0.05; done; echo done >> done.log" } }] },
-          { tool_calls: [{ name: "run_command", args: { command: "echo after >> after.log" } }] },
-          { tool_calls: [{ name: "finish", args: { summary: "done" } }] },
-        ],
-      }),
-    );
-    let child: ReturnType<typeof cliSpawn> | undefined;
+    const run = await runLosingDatabase(db.url, "B", ["--reconnect-seconds", "120"]);
+    const { ws, child, exited } = run;
     try {
-      child = cliSpawn(["run", "blip", "-w", ws, "--model", `scripted:${traj}`, "--thread", "B", "--state", db.url, "--json", "-q", "--sandbox", "none", "--reconnect-seconds", "120"]);
-      let stdout = "";
-      let stderr = "";
-      child.stdout!.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-      child.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-      const exited = once(child, "close");
-      const t0 = Date.now();
-      while (!fs.existsSync(path.join(ws, "started.log"))) {
-        if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the run ended (${child.exitCode ?? child.signalCode}) before its command started: ${stderr}`);
-        if (Date.now() - t0 > 120_000) throw new Error("the command never started");
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      await admin(async (c) => {
-        await c.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS false`);
-        await c.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [name]);
-      });
-      fs.writeFileSync(path.join(ws, "go"), "");
       // The run says it waits (no timer here: the line itself is the cue), then the database is back.
-      for (const t1 = Date.now(); !/waiting up to 120 s for it to answer again/.test(stderr); ) {
-        if (child.exitCode !== null) throw new Error(`the run ended instead of waiting: ${stderr}`);
-        if (Date.now() - t1 > 120_000) throw new Error(`the run never said it waits: ${stderr}`);
+      for (const t1 = Date.now(); !/waiting up to 120 s for it to answer again/.test(run.out.stderr); ) {
+        if (child.exitCode !== null) throw new Error(`the run ended instead of waiting: ${run.out.stderr}`);
+        if (Date.now() - t1 > 120_000) throw new Error(`the run never said it waits: ${run.out.stderr}`);
         await new Promise((r) => setTimeout(r, 50));
       }
-      await admin((c) => c.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`));
+      await run.restore();
       const [code] = await exited;
+      const { stdout, stderr } = run.out;
       expect(code, stderr).toBe(0);
       expect(JSON.parse(stdout.trim().split("\n").at(-1)!)).toMatchObject({ thread: "B", status: "finished" });
       expect(stderr).toMatch(/the state database answers again after \d+\.\d s; resuming B from its last checkpoint/);
@@ -178,9 +176,7 @@ describePg("PostgreSQL away for a few seconds during a run", () => {
       const statuses = events.filter((e) => e.type === "environment_feedback").map((e) => JSON.parse(e.payload) as { tool: string; status: string }).filter((p) => p.tool === "run_command").map((p) => p.status);
       expect(statuses).toEqual(["interrupted", "ok"]);
     } finally {
-      if (child && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-      await admin((c) => c.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`)).catch(() => {});
-      fs.rmSync(traj, { force: true });
+      await run.cleanup();
     }
   }, 300_000);
 });
