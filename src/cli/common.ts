@@ -338,13 +338,12 @@ export async function runtimeForThread(
  * line naming the worker, while one holds the run or while it waits in the queue for one.
  */
 export async function refuseIfQueued(pool: import("pg").Pool, thread: string, command: string): Promise<void> {
-  const { getRunLease } = await import("../queue/run-leases.js");
+  const { getRunLease, leaseLive } = await import("../queue/run-leases.js");
   const has = await pool.query("SELECT to_regclass('ll_run_leases') AS t");
   if (!has.rows[0]?.t) return;
   const l = await getRunLease(pool, thread);
   if (!l) return;
-  const live = l.state === "held" && l.expiresAt !== null && Date.parse(l.expiresAt) > Date.now();
-  if (live) {
+  if (leaseLive(l)) {
     throw new CliError(`run ${thread} is being driven by worker ${l.worker}; stop that worker (SIGTERM hands the run back to the queue) before \`${command}\``, 75, "LEASE_HELD");
   }
   if (l.state === "queued" || l.state === "held") {

@@ -1,8 +1,8 @@
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
-import { latestCheckpoint } from "../ledger/checkpoints.js";
+import { latestValues } from "../ledger/checkpoints.js";
 import type { ChatMessage } from "../models/port.js";
-import type { ContextItem, LedgerEvent, PromptLayout } from "../state.js";
+import type { ContextItem, LedgerEvent, PromptLayout, TaskStateValue } from "../state.js";
 import type { Ledger } from "../ledger/port.js";
 import {
   currentHead,
@@ -47,7 +47,7 @@ export async function handleContext(thread: string, args: ContextArgs): Promise<
     const pg = await openPgInspection(url);
     try {
       await requirePgThread(pg, thread);
-      const values = (await pg.checkpointer.getTuple({ configurable: { thread_id: thread } }))?.checkpoint.channel_values as { ledgerHead?: string | null } | undefined;
+      const values = await latestValues<TaskStateValue>(pg.checkpointer, thread);
       return await contextAt(pg.ledger, thread, values?.ledgerHead ?? null, args.step);
     } finally {
       await pg.close();

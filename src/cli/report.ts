@@ -1,6 +1,6 @@
 import path from "node:path";
 import type { Command } from "commander";
-import { latestCheckpoint } from "../ledger/checkpoints.js";
+import { latestValues } from "../ledger/checkpoints.js";
 import type { RunReport } from "../report/report.js";
 import type { Runtime } from "../runtime.js";
 import type { TaskStateValue } from "../state.js";
@@ -18,7 +18,7 @@ export async function handleReport(thread: string, args: WorkspaceArgs): Promise
     let local: import("better-sqlite3").Database | undefined;
     try {
       await requirePgThread(pg, thread);
-      const values = (await pg.checkpointer.getTuple({ configurable: { thread_id: thread } }))?.checkpoint.channel_values as TaskStateValue | undefined;
+      const values = await latestValues<TaskStateValue>(pg.checkpointer, thread);
       const [{ openStateDb }, { resolveWorkspace, stateLocation }, fs] = await Promise.all([import("../ledger/state-db.js"), import("../workspace/location.js"), import("node:fs")]);
       const workspace = resolveWorkspace(args.workspace ?? process.cwd());
       const { stateDir, dbPath } = stateLocation(workspace, args.stateDir);
@@ -47,7 +47,7 @@ export async function handleReport(thread: string, args: WorkspaceArgs): Promise
 /** Writes the report of a run that just stopped to <stateDir>/reports/<thread>.md; returns the path. */
 export async function writeRunReport(rt: Runtime, thread: string): Promise<string> {
   const { buildReport, reportMarkdown } = await import("../report/report.js");
-  const values = (await rt.checkpointer.getTuple({ configurable: { thread_id: thread } }))?.checkpoint.channel_values as TaskStateValue | undefined;
+  const values = await latestValues<TaskStateValue>(rt.checkpointer, thread);
   const report = await buildReport(rt.ledger, rt.revisions, thread, values?.ledgerHead ?? null, values?.subtasks ?? []);
   const file = path.join(rt.stateDir, "reports", `${thread}.md`);
   // Redacted again with the run's redactor: events stored by an older version passed fewer rules.

@@ -115,6 +115,14 @@ export function checkpointRowOf(t: {
   return rowOf(t.checkpoint.id, typeof parent === "string" ? parent : null, t.checkpoint, t.metadata ?? {});
 }
 
+/**
+ * The state values of a thread's newest checkpoint, read through a saver (PostgreSQL's, or a
+ * runtime's); undefined when it has none. The SQLite twin reading the table is latestCheckpoint.
+ */
+export async function latestValues<T = Record<string, unknown>>(saver: { getTuple(config: { configurable: { thread_id: string } }): Promise<{ checkpoint: { channel_values: unknown } } | undefined> }, thread: string): Promise<Partial<T> | undefined> {
+  return (await saver.getTuple({ configurable: { thread_id: thread } }))?.checkpoint.channel_values as Partial<T> | undefined;
+}
+
 /** Every checkpoint of a thread (root graph only), newest first. */
 export function checkpointHistory(db: Database.Database, thread: string): CheckpointRow[] {
   const rows = db

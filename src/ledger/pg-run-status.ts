@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { getRunLease, listRunLeases } from "../queue/run-leases.js";
+import { getRunLease, leaseLive, listRunLeases } from "../queue/run-leases.js";
 import { runEnded } from "./run-ended.js";
 import { PgRunRegistry } from "./pg-runs.js";
 import { newestFirst, runSummary, type RunSummary, type ThreadEvents } from "./run-status.js";
@@ -75,7 +75,7 @@ export async function listRunsPg(pool: pg.Pool, opts: { thread?: string } = {}):
     }
     s.queue = queue;
     // The lease says more than a runner on another host can: held and renewed means running.
-    const live = l.state === "held" && l.expiresAt !== null && Date.parse(l.expiresAt) > now;
+    const live = leaseLive(l, now);
     // A run that ended, or waits for a person, says so even if a job for it is still queued.
     const settled = runEnded(s.status) || s.status === "awaiting_approval";
     if (live) s.status = "running";

@@ -65,6 +65,11 @@ function noteText(note: string): string {
   return defaultRedactor.redact(note).slice(0, 2000);
 }
 
+/** Whether a worker holds the run right now: held, and renewed within its lease. */
+export function leaseLive(l: Pick<RunLeaseRow, "state" | "expiresAt">, now = Date.now()): boolean {
+  return l.state === "held" && l.expiresAt !== null && Date.parse(l.expiresAt) > now;
+}
+
 /** How many workers in a row may fail to materialise a run's workspace before it ends failed. */
 export const MATERIALISE_ATTEMPTS = 3;
 
