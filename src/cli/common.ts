@@ -338,10 +338,8 @@ export async function runtimeForThread(
  * line naming the worker, while one holds the run or while it waits in the queue for one.
  */
 export async function refuseIfQueued(pool: import("pg").Pool, thread: string, command: string): Promise<void> {
-  const { getRunLease, leaseLive } = await import("../queue/run-leases.js");
-  const has = await pool.query("SELECT to_regclass('ll_run_leases') AS t");
-  if (!has.rows[0]?.t) return;
-  const l = await getRunLease(pool, thread);
+  const { findRunLease, leaseLive } = await import("../queue/run-leases.js");
+  const l = await findRunLease(pool, thread);
   if (!l) return;
   if (leaseLive(l)) {
     throw new CliError(`run ${thread} is being driven by worker ${l.worker}; stop that worker (SIGTERM hands the run back to the queue) before \`${command}\``, 75, "LEASE_HELD");

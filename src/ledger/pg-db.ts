@@ -12,6 +12,11 @@ import { isStateUnavailable } from "./state-unavailable.js";
  * Runs `fn` in one transaction on a client of `pool`: committed when it returns, rolled back when it
  * throws (its error is rethrown), and the client released either way.
  */
+/** Whether a table (schema-qualified, or on the search_path) exists: some are created only later (PostgresSaver's, the queue's). */
+export async function tableExists(db: Pick<pg.Pool, "query"> | pg.PoolClient, table: string): Promise<boolean> {
+  return Boolean((await db.query<{ t: string | null }>("SELECT to_regclass($1) AS t", [table])).rows[0]?.t);
+}
+
 export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
   const c = await pool.connect();
   try {
@@ -337,8 +342,7 @@ export async function openPgState(url: string, opts: OpenPgStateOptions = {}): P
 }
 
 async function readVersion(client: pg.PoolClient): Promise<number> {
-  const has = await client.query("SELECT to_regclass('ll_schema_version') AS t");
-  if (!has.rows[0]?.t) return 0;
+  if (!(await tableExists(client, "ll_schema_version"))) return 0;
   const r = await client.query("SELECT COALESCE(MAX(version), 0) AS v FROM ll_schema_version");
   return Number(r.rows[0]?.v ?? 0);
 }

@@ -1,5 +1,6 @@
 import type pg from "pg";
-import { getRunLease, leaseLive, listRunLeases } from "../queue/run-leases.js";
+import { findRunLease, leaseLive, listRunLeases } from "../queue/run-leases.js";
+import { tableExists } from "./pg-db.js";
 import { runEnded } from "./run-ended.js";
 import { PgRunRegistry } from "./pg-runs.js";
 import { newestFirst, runSummary, type RunSummary, type ThreadEvents } from "./run-status.js";
@@ -27,7 +28,7 @@ export async function listRunsPg(pool: pg.Pool, opts: { thread?: string } = {}):
     events.set(r.thread_id, { n: Number(r.n), first: r.first_ts, last: r.last_ts, maxSeq: r.max_seq, goal: r.goal, steps: r.steps === null ? null : Number(r.steps) });
   }
   // PostgresSaver's tables, absent until a run set them up.
-  const local = Boolean((await pool.query("SELECT to_regclass('checkpoints') AS t")).rows[0]?.t);
+  const local = await tableExists(pool, "checkpoints");
   const counts = new Map<string, number>();
   if (local) {
     for (const r of (
@@ -86,7 +87,6 @@ export async function listRunsPg(pool: pg.Pool, opts: { thread?: string } = {}):
 
 /** The queue's row of one run, if it was submitted (none while the table does not exist). */
 async function oneLease(pool: pg.Pool, thread: string) {
-  if (!(await pool.query("SELECT to_regclass('ll_run_leases') AS t")).rows[0]?.t) return [];
-  const l = await getRunLease(pool, thread);
+  const l = await findRunLease(pool, thread);
   return l ? [l] : [];
 }

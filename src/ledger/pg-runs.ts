@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { tableExists } from "./pg-db.js";
 import type { RunSettings } from "../settings.js";
 import { portable, toRecord, type CheckpointHome, type RunOrigin, type RunRecord, type RunRegistryPort, type RunRow, type RunTrace, type RunnerInfo } from "./runs.js";
 
@@ -56,8 +57,7 @@ export class PgRunRegistry implements RunRegistryPort {
 
   async hasCheckpoints(threadId: string): Promise<boolean> {
     // PostgresSaver's table, in the same schema (search_path); absent until its setup() ran.
-    const t = await this.pool.query("SELECT to_regclass('checkpoints') AS t");
-    if (!t.rows[0]?.t) return false;
+    if (!(await tableExists(this.pool, "checkpoints"))) return false;
     return Boolean((await this.pool.query("SELECT 1 FROM checkpoints WHERE thread_id = $1 LIMIT 1", [threadId])).rowCount);
   }
 }

@@ -3,7 +3,7 @@ import path from "node:path";
 import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkpoint";
 import { MigrationError } from "../errors.js";
 import { defaultRedactor } from "../secrets.js";
-import { isPostgresUrl, redactUrl } from "./pg-db.js";
+import { isPostgresUrl, redactUrl, tableExists } from "./pg-db.js";
 import type { PgRevisionReplica } from "../workspace/pg-revisions.js";
 import type { RevisionStore } from "../workspace/revisions.js";
 import type { Ledger } from "./port.js";
@@ -151,8 +151,7 @@ async function openPgSide(url: string, opts: { write: boolean }): Promise<StateS
     : await openPgState(url, { migrate: false, max: 3 });
   try {
     if (!opts.write && st.version === 0) throw new MigrationError("MIGRATE_NO_STATE", `no ledgerloop state in ${st.location} (no ledgerloop tables)`);
-    const hasCheckpoints = async () => Boolean((await st.pool.query("SELECT to_regclass('checkpoints') AS t")).rows[0]?.t);
-    if (!opts.write && (await hasCheckpoints())) saver = new PostgresSaver(st.pool);
+    if (!opts.write && (await tableExists(st.pool, "checkpoints"))) saver = new PostgresSaver(st.pool);
     const runs = new PgRunRegistry(st.pool);
     return {
       kind: "postgres",
@@ -162,7 +161,7 @@ async function openPgSide(url: string, opts: { write: boolean }): Promise<StateS
       importRun: (r) => runs.importRow(r),
       async threads() {
         const parts = ["SELECT thread_id FROM ll_events", "SELECT thread_id FROM ll_runs"];
-        if (await hasCheckpoints()) parts.push("SELECT thread_id FROM checkpoints");
+        if (await tableExists(st.pool, "checkpoints")) parts.push("SELECT thread_id FROM checkpoints");
         return (await st.pool.query<{ thread_id: string }>(`${parts.join(" UNION ")} ORDER BY thread_id`)).rows.map((r) => r.thread_id);
       },
       checkpointer: saver,

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type pg from "pg";
+import { tableExists } from "../ledger/pg-db.js";
 import { defaultRedactor } from "../secrets.js";
 
 // Who holds a queued run. One row per submitted run in ll_run_leases (pg-db.ts, migration 2):
@@ -125,9 +126,13 @@ export async function getRunLease(db: Sql, thread: string): Promise<RunLeaseRow 
   return r.rows[0] ? toLease(r.rows[0]) : null;
 }
 
+/** The run's lease row, or null: also on a database without the queue's tables yet (readers of any state). */
+export async function findRunLease(db: Sql, thread: string): Promise<RunLeaseRow | null> {
+  return (await tableExists(db, "ll_run_leases")) ? getRunLease(db, thread) : null;
+}
+
 export async function listRunLeases(db: Sql): Promise<RunLeaseRow[]> {
-  const has = await db.query("SELECT to_regclass('ll_run_leases') AS t");
-  if (!has.rows[0]?.t) return [];
+  if (!(await tableExists(db, "ll_run_leases"))) return [];
   return (await db.query<Row>("SELECT * FROM ll_run_leases ORDER BY thread_id")).rows.map(toLease);
 }
 

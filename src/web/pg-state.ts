@@ -1,5 +1,5 @@
 import { openPgInspection } from "../cli/common.js";
-import { asPgStateError } from "../ledger/pg-db.js";
+import { asPgStateError, tableExists } from "../ledger/pg-db.js";
 import { listRunsPg } from "../ledger/pg-run-status.js";
 import { isStateUnavailable } from "../ledger/state-unavailable.js";
 import { parseSettings, type ReadOnlyState, type RunInfo, type StateSource } from "./read-state.js";
@@ -19,7 +19,6 @@ export async function pgSource(url: string): Promise<StateSource> {
   // Read-only sessions: the server refuses a write, so the viewer cannot change a run by mistake.
   const st = await openPgInspection(url, { max: POOL_SIZE, readOnly: true });
   const q = <R extends Record<string, unknown>>(sql: string, args: unknown[] = []) => st.pool.query<R>(sql, args);
-  const exists = async (table: string) => Boolean((await q<{ t: string | null }>("SELECT to_regclass($1) AS t", [table])).rows[0]?.t);
   // Tables that may come later, checked on each request until they are there (then they stay):
   // PostgresSaver's, set up by the first run; the queue's, from schema version 2 on (a database of
   // version 1 is still readable).
@@ -57,8 +56,8 @@ export async function pgSource(url: string): Promise<StateSource> {
     kind: "postgres",
     label: st.location,
     open: async () => {
-      if (!checkpointTables) checkpointTables = (await exists("checkpoints")) && (await exists("checkpoint_writes"));
-      if (!queue) queue = await exists("ll_submissions");
+      if (!checkpointTables) checkpointTables = (await tableExists(st.pool, "checkpoints")) && (await tableExists(st.pool, "checkpoint_writes"));
+      if (!queue) queue = await tableExists(st.pool, "ll_submissions");
       return { ...state, checkpointer: checkpointTables ? st.checkpointer : null };
     },
     // A lost server or a failing query: one line naming the database, never its password.
