@@ -1,6 +1,7 @@
 import { constants as C } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
+import { isRunning } from "../sandbox/proc.js";
 
 // Why tools never write into an existing file in place: a file's inode can have other names (hard
 // links) outside the workspace (pnpm's store links every package file into node_modules), and an
@@ -68,19 +69,11 @@ async function removeStaleTemps(dir: string, base: string): Promise<void> {
   }
   for (const n of names) {
     const pid = Number(/^(\d+)-/.exec(n.slice(prefix.length))?.[1]);
-    if (!Number.isInteger(pid) || pid === process.pid || processAlive(pid)) continue;
+    if (!Number.isInteger(pid) || pid === process.pid || isRunning(pid)) continue;
     await fs.rm(path.join(dir, n), { force: true }).catch(() => undefined);
   }
 }
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 /** Where writing `abs` lands: every symlink along the last component followed, dangling ones included. */
 async function followLinks(abs: string): Promise<string> {
