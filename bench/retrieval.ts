@@ -330,7 +330,8 @@ function loadSets(filtered = true): LocalizationSet[] {
 
 /** How a set is labelled in the tables: held-out (with its date range) or tuning. */
 function setLabel(set: LocalizationSet): string {
-  return set.heldOut ? `${set.repo} held-out ${set.heldOut.from.slice(0, 10)}..${set.heldOut.to.slice(0, 10)}` : `${set.repo} tuning`;
+  if (set.heldOut) return `${set.repo} held-out ${set.heldOut.from.slice(0, 10)}..${set.heldOut.to.slice(0, 10)}`;
+  return set.window ? `${set.repo} tuning ${set.window.from.slice(0, 10)}..${set.window.to.slice(0, 10)}` : `${set.repo} tuning`;
 }
 
 /** Speed on a ~2,000-file tree: full index, one-file refresh, query latency (with Chroma's share). */

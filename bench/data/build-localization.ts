@@ -2,10 +2,12 @@
 // query, the source files it changed (as they existed in its parent) are the answer, and the
 // parent's tree is the corpus. Only ids, messages and paths are written: never the repository's code.
 //
-//   npx tsx bench/data/build-localization.ts <gitDir> <owner/name> <ts|py> <count> <out.json> [--before <commit|date>]
+//   npx tsx bench/data/build-localization.ts <gitDir> <owner/name> <ts|py> <count> <out.json> [--before <commit|date> [--tuning]]
 //
 // With --before, only commits committed strictly before the cutoff (a commit's committer date, or a
-// date) are considered, so a held-out set can be built from history older than an existing set.
+// date) are considered, so a held-out set can be built from history older than an existing set; with
+// --before and --tuning, the set is one more tuning set from older history still (below a held-out
+// window), so the ranking's constants are chosen on more queries without touching held-out ones.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 
@@ -19,6 +21,9 @@ export interface LocalizationQuery {
   answers: string[];
 }
 
+/** The time window a set built with --before was taken from. */
+export interface SetWindow { before: string; beforeCommit?: string; from: string; to: string }
+
 export interface LocalizationSet {
   repo: string;
   language: "ts" | "py";
@@ -27,7 +32,9 @@ export interface LocalizationSet {
   built: string;
   rules: string;
   /** Only on held-out sets: every commit was committed strictly before `before` (built with --before). */
-  heldOut?: { before: string; beforeCommit?: string; from: string; to: string };
+  heldOut?: SetWindow;
+  /** A tuning set taken from older history (built with --before --tuning): more tuning queries, never held-out ones. */
+  window?: SetWindow;
   /** Oldest first, so a benchmark can move one working tree forward through history. */
   queries: LocalizationQuery[];
 }
@@ -90,7 +97,7 @@ export function resolveCutoff(gitDir: string, before: string): { date: string; c
  * Scans history (newest first) and keeps the newest `count` qualifying commits; with `before`, only
  * among commits whose committer date is strictly earlier than the cutoff.
  */
-export function buildSet(gitDir: string, repo: string, lang: "ts" | "py", count: number, before?: string): LocalizationSet {
+export function buildSet(gitDir: string, repo: string, lang: "ts" | "py", count: number, before?: string, tuning = false): LocalizationSet {
   const cutoff = before === undefined ? undefined : resolveCutoff(gitDir, before);
   const cutoffMs = cutoff === undefined ? Infinity : Date.parse(cutoff.date);
   const log = git(gitDir, ["log", "--no-merges", "--format=%H%x00%P%x00%cI%x00%s%x00%b%x1e"]);
@@ -116,7 +123,7 @@ export function buildSet(gitDir: string, repo: string, lang: "ts" | "py", count:
     out.push({ id: hash.slice(0, 10), commit: hash, parent: parents, date: date ?? "", query, answers });
   }
   out.reverse();
-  const heldOut = cutoff && {
+  const window = cutoff && {
     before: cutoff.date,
     ...(cutoff.commit ? { beforeCommit: cutoff.commit } : {}),
     from: out[0]?.date ?? "",
@@ -132,11 +139,11 @@ export function buildSet(gitDir: string, repo: string, lang: "ts" | "py", count:
       "(tests, docs, examples, benchmarks, configs and .d.ts excluded); release/bump/format/typo/docs/test-only commits skipped; " +
       "query = subject + first body paragraph, trailers, links and issue numbers removed, at most 500 characters" +
       (cutoff
-        ? `; HELD-OUT set: only commits committed strictly before ${cutoff.date}` +
+        ? `; ${tuning ? "TUNING set from older history" : "HELD-OUT set"}: only commits committed strictly before ${cutoff.date}` +
           (cutoff.commit ? ` (the committer date of ${cutoff.commit})` : "") +
-          `, here ${heldOut!.from} to ${heldOut!.to}`
+          `, here ${window!.from} to ${window!.to}`
         : ""),
-    ...(heldOut ? { heldOut } : {}),
+    ...(window ? (tuning ? { window } : { heldOut: window }) : {}),
     queries: out,
   };
 }
@@ -146,12 +153,14 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   let before: string | undefined;
   const at = args.indexOf("--before");
   if (at >= 0) [, before] = args.splice(at, 2);
+  const tuningAt = args.indexOf("--tuning");
+  if (tuningAt >= 0) args.splice(tuningAt, 1);
   const [gitDir, repo, lang, count, outFile] = args;
-  if (!gitDir || !repo || (lang !== "ts" && lang !== "py") || !count || !outFile || (at >= 0 && !before)) {
-    console.error("usage: build-localization.ts <gitDir> <owner/name> <ts|py> <count> <out.json> [--before <commit|date>]");
+  if (!gitDir || !repo || (lang !== "ts" && lang !== "py") || !count || !outFile || (at >= 0 && !before) || (tuningAt >= 0 && at < 0)) {
+    console.error("usage: build-localization.ts <gitDir> <owner/name> <ts|py> <count> <out.json> [--before <commit|date> [--tuning]]");
     process.exit(2);
   }
-  const set = buildSet(gitDir, repo, lang, Number(count), before);
+  const set = buildSet(gitDir, repo, lang, Number(count), before, tuningAt >= 0);
   fs.writeFileSync(outFile, JSON.stringify(set, null, 2) + "\n");
   console.error(`${set.queries.length} queries from ${repo} → ${outFile}`);
 }
