@@ -2,10 +2,28 @@ import type { Command } from "commander";
 import type { GcReport } from "../ledger/maintenance.js";
 import { acquireLease, workspaceScope } from "../ledger/lease.js";
 import path from "node:path";
-import { intOption, log, openExistingState, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { CliError } from "../errors.js";
+import type { PgGcReport } from "../ledger/pg-maintenance.js";
+import { intOption, log, openExistingState, printJson, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 export interface GcArgs extends WorkspaceArgs {
   keepLast?: number;
+  state?: string;
+  graceMinutes?: number;
+}
+
+/** gc of a PostgreSQL state: prunes checkpoints of runs that are not running and sweeps the revision replica. */
+export async function handlePgGc(url: string, args: GcArgs): Promise<PgGcReport> {
+  const [{ openPgState }, { collectPgGarbage }] = await Promise.all([import("../ledger/pg-db.js"), import("../ledger/pg-maintenance.js")]);
+  const st = await openPgState(url, { max: 3 });
+  try {
+    return await collectPgGarbage(st.pool, {
+      ...(args.keepLast !== undefined ? { keepLast: args.keepLast } : {}),
+      ...(args.graceMinutes !== undefined ? { graceMs: args.graceMinutes * 60_000 } : {}),
+    });
+  } finally {
+    await st.close();
+  }
 }
 
 /** Prunes old checkpoints and unreferenced workspace blobs. */
@@ -27,13 +45,33 @@ export async function handleGc(args: GcArgs): Promise<GcReport> {
 }
 
 export function registerGc(program: Command): void {
-  workspaceOptions(
-    program
-      .command("gc")
-      .description("prune old checkpoints and unreferenced workspace blobs; branch heads stay resumable and runs replayable")
-      .option("--keep-last <n>", "keep this many checkpoints back from each branch head (default: all)", intOption("--keep-last"))
-      .option("--json", "one JSON object"),
-  ).action(async (opts: GcArgs) => {
+  stateOption(
+    workspaceOptions(
+      program
+        .command("gc")
+        .description("prune old checkpoints and unreferenced workspace blobs; branch heads stay resumable and runs replayable")
+        .option("--keep-last <n>", "keep this many checkpoints back from each branch head (default: all)", intOption("--keep-last"))
+        .option("--grace-minutes <n>", "with --state: keep revisions pushed this recently even if nothing names them yet (default 60)", (v: string) => {
+          const n = Number(v);
+          if (!Number.isInteger(n) || n < 0) throw new CliError(`--grace-minutes must be a whole number of minutes, got "${v}"`, 2, "CONFIG_INVALID");
+          return n;
+        })
+        .option("--json", "one JSON object"),
+    ),
+  ).action(async (opts: GcArgs & { json?: boolean }) => {
+    const url = stateUrlOf(opts);
+    if (url) {
+      const r = await handlePgGc(url, opts);
+      if (opts.json) return printJson(r);
+      const p = r.replica;
+      log(
+        `gc: ${r.checkpointsDeleted} checkpoint(s) removed (${r.checkpointBlobsDeleted} stored value(s), ${r.writesDeleted} pending write(s)); ${r.heads} branch head(s) kept; ` +
+          `revisions: ${p.revisionsDeleted} removed, ${p.revisionsKept} kept, ${p.treesDeleted} tree(s) and ${p.blobsDeleted} blob(s) removed, ${(p.bytesFreed / 1e6).toFixed(2)} MB freed`,
+      );
+      for (const s of r.skipped) log(`  left whole: ${s.thread} (${s.status}: it may be running)`);
+      return;
+    }
+    if (opts.graceMinutes !== undefined) throw new CliError("--grace-minutes applies to a PostgreSQL state (--state); a local gc has no pushes to wait for", 2, "CONFIG_INVALID");
     const r = await handleGc(opts);
     if (opts.json) return printJson(r);
     log(

@@ -34,6 +34,50 @@ export interface GcReport {
   bytesAfter: number;
 }
 
+/** Which root-graph checkpoints a gc removes, and which kept ones get a new parent. */
+export interface PrunePlan {
+  drop: CheckpointLink[];
+  reparent: Array<{ thread_id: string; checkpoint_id: string; parent: string | null }>;
+  /** Branch heads (checkpoints no other one names as parent). */
+  heads: number;
+}
+
+/**
+ * The checkpoints to keep: every branch head with its last `keepLast` checkpoints (all of them
+ * when undefined) and every thread's first checkpoint; the rest go. History stays a chain: a kept
+ * checkpoint whose parent goes points at its nearest kept ancestor. Both state backends use it.
+ */
+export function planCheckpointPrune(rows: readonly CheckpointLink[], keepLast: number | undefined): PrunePlan {
+  const key = (t: string, c: string) => `${t}\u0000${c}`;
+  const byKey = new Map(rows.map((r) => [key(r.thread_id, r.checkpoint_id), r]));
+  const hasChild = new Set(rows.filter((r) => r.parent_checkpoint_id).map((r) => key(r.thread_id, r.parent_checkpoint_id!)));
+  const keep = new Set<string>();
+  let heads = 0;
+  for (const r of rows) {
+    if (!r.parent_checkpoint_id) keep.add(key(r.thread_id, r.checkpoint_id));
+    if (hasChild.has(key(r.thread_id, r.checkpoint_id))) continue;
+    heads++;
+    let cur: CheckpointLink | undefined = r;
+    for (let i = 0; cur && (keepLast === undefined || i < keepLast); i++) {
+      keep.add(key(cur.thread_id, cur.checkpoint_id));
+      cur = cur.parent_checkpoint_id ? byKey.get(key(cur.thread_id, cur.parent_checkpoint_id)) : undefined;
+    }
+  }
+  const parentOf = (r: CheckpointLink) => (r.parent_checkpoint_id ? byKey.get(key(r.thread_id, r.parent_checkpoint_id)) : undefined);
+  const nearestKept = (r: CheckpointLink): string | null => {
+    let p = parentOf(r);
+    while (p && !keep.has(key(p.thread_id, p.checkpoint_id))) p = parentOf(p);
+    return p?.checkpoint_id ?? null;
+  };
+  return {
+    drop: rows.filter((r) => !keep.has(key(r.thread_id, r.checkpoint_id))),
+    reparent: rows
+      .filter((r) => keep.has(key(r.thread_id, r.checkpoint_id)) && r.parent_checkpoint_id && !keep.has(key(r.thread_id, r.parent_checkpoint_id)))
+      .map((r) => ({ thread_id: r.thread_id, checkpoint_id: r.checkpoint_id, parent: nearestKept(r) })),
+    heads,
+  };
+}
+
 /**
  * Prunes old checkpoints and unreferenced workspace blobs. Every branch head, its last `keepLast`
  * ancestors and every thread's first checkpoint stay, so each branch can still be resumed,
@@ -49,33 +93,11 @@ export async function collectGarbage(db: Database.Database, revisions: RevisionS
   const live = new Set<string>();
   const rows = checkpointLinks(db);
   if (rows.length > 0) {
-    const key = (t: string, c: string) => `${t}\u0000${c}`;
-    const byKey = new Map(rows.map((r) => [key(r.thread_id, r.checkpoint_id), r]));
-    const hasChild = new Set(rows.filter((r) => r.parent_checkpoint_id).map((r) => key(r.thread_id, r.parent_checkpoint_id!)));
-    const keep = new Set<string>();
-    for (const r of rows) {
-      if (!r.parent_checkpoint_id) keep.add(key(r.thread_id, r.checkpoint_id));
-      if (hasChild.has(key(r.thread_id, r.checkpoint_id))) continue;
-      heads++;
-      let cur: CheckpointLink | undefined = r;
-      for (let i = 0; cur && (opts.keepLast === undefined || i < opts.keepLast); i++) {
-        keep.add(key(cur.thread_id, cur.checkpoint_id));
-        cur = cur.parent_checkpoint_id ? byKey.get(key(cur.thread_id, cur.parent_checkpoint_id)) : undefined;
-      }
-    }
-    const drop = rows.filter((r) => !keep.has(key(r.thread_id, r.checkpoint_id)));
-    const nearestKept = (r: CheckpointLink): string | null => {
-      let p = r.parent_checkpoint_id ? byKey.get(key(r.thread_id, r.parent_checkpoint_id)) : undefined;
-      while (p && !keep.has(key(p.thread_id, p.checkpoint_id))) p = p.parent_checkpoint_id ? byKey.get(key(p.thread_id, p.parent_checkpoint_id)) : undefined;
-      return p?.checkpoint_id ?? null;
-    };
-    // History stays a chain: a kept checkpoint whose parent goes points at the nearest kept ancestor.
-    const reparent = rows
-      .filter((r) => keep.has(key(r.thread_id, r.checkpoint_id)) && r.parent_checkpoint_id && !keep.has(key(r.thread_id, r.parent_checkpoint_id)))
-      .map((r) => ({ thread_id: r.thread_id, checkpoint_id: r.checkpoint_id, parent: nearestKept(r) }));
-    pruneCheckpoints(db, drop, reparent);
-    deleted = drop.length;
-    kept = rows.length - drop.length;
+    const plan = planCheckpointPrune(rows, opts.keepLast);
+    pruneCheckpoints(db, plan.drop, plan.reparent);
+    deleted = plan.drop.length;
+    kept = rows.length - plan.drop.length;
+    heads = plan.heads;
   }
   for (const rev of checkpointWorkspaceRevs(db)) live.add(rev);
   // Revisions the ledger names stay too: where each run started, and edits saved by rewind --force.

@@ -181,6 +181,15 @@ export const PG_MIGRATIONS: string[] = [
   `
   ALTER TABLE ll_run_leases ADD COLUMN releases INTEGER NOT NULL DEFAULT 0;
   `,
+  // 7: garbage collection of the revision replica (ledger/pg-maintenance.ts). A sweep bumps the
+  // generation under a row lock; a push commits its revision only under the generation it checked
+  // its objects in (workspace/pg-revisions.ts), so it never names a tree or blob a sweep removed.
+  // pushed_at keeps a revision a run pushed moments ago, before its ledger names it.
+  `
+  CREATE TABLE ll_rev_gc (id SMALLINT PRIMARY KEY CHECK (id = 1), generation BIGINT NOT NULL);
+  INSERT INTO ll_rev_gc (id, generation) VALUES (1, 0);
+  ALTER TABLE ll_rev_revisions ADD COLUMN pushed_at TIMESTAMPTZ NOT NULL DEFAULT now();
+  `,
 ];
 
 /** The schema version this build writes and understands. */

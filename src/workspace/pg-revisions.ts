@@ -13,8 +13,9 @@ import type { PreparedBlob, RevisionInfo, RevisionStore } from "./revisions.js";
 //
 // Order makes a reader safe: blobs are committed first, then the trees and the revision row in one
 // transaction. So a revision row in PostgreSQL means all its objects are there, and so does a tree:
-// a push that finds a tree there skips everything under it. (A gc of the replica, when one is
-// written, must keep this: delete a revision's row and trees before the blobs and subtrees they name.)
+// a push that finds a tree there skips everything under it. A sweep (sweepReplica, below) keeps
+// this: it removes only what no kept revision reaches, in one transaction that bumps the sweep
+// generation, and a push commits only under the generation it asked its questions in.
 //
 // Concurrency: every write is INSERT … ON CONFLICT DO NOTHING, and rows go in sorted by hash, so
 // processes pushing the same objects at once wait for each other's rows instead of deadlocking,
@@ -34,6 +35,8 @@ export interface PushResult extends ReplicaTransfer {
   queried: number;
 }
 
+/** Pushes of one revision before a run of sweeps is reported as an error. */
+const PUSH_ATTEMPTS = 3;
 /** Hashes per `= ANY($1)` question. */
 const ASK_BATCH = 1000;
 /** Rows per INSERT (4 parameters each, far below PostgreSQL's 65,535). */
@@ -52,12 +55,17 @@ export class PgRevisionReplica {
   private readonly knownRevs = new Set<string>();
   private readonly knownTrees = new Set<string>();
   private readonly knownBlobs = new Set<string>();
+  /** The sweep generation the known sets were learnt under (null: not read yet). */
+  private generation: string | null = null;
 
   constructor(private readonly pool: pg.Pool) {}
 
   /** Whether PostgreSQL has the revision (and so all its objects). */
   async has(revId: string): Promise<boolean> {
-    return guarded(`looking up workspace revision ${revId} in PostgreSQL`, () => this.hasOnce(revId));
+    return guarded(`looking up workspace revision ${revId} in PostgreSQL`, async () => {
+      await this.syncGeneration();
+      return this.hasOnce(revId);
+    });
   }
 
   private async hasOnce(revId: string): Promise<boolean> {
@@ -77,6 +85,36 @@ export class PgRevisionReplica {
   }
 
   private async pushOnce(store: RevisionStore, revId: string): Promise<PushResult> {
+    // A sweep (sweepReplica) between this push's questions and its commit may have removed objects
+    // it found there: the commit then sees a new generation, and the push starts again from what
+    // PostgreSQL has now. A second sweep in a row is rare; a third means sweeps run back to back.
+    for (let attempt = 1; ; attempt++) {
+      const generation = await this.syncGeneration();
+      const out = await this.pushAttempt(store, revId, generation);
+      if (out) return out;
+      if (attempt >= PUSH_ATTEMPTS) {
+        throw new StateStoreError("STATE_DB_UNREADABLE", `pushing workspace revision ${revId} to PostgreSQL failed: the revision store was garbage-collected during each of ${PUSH_ATTEMPTS} attempts`);
+      }
+    }
+  }
+
+  /**
+   * The replica's garbage-collection generation; when it moved since this replica last looked, what
+   * it remembered seeing in PostgreSQL may have been swept, so it forgets it.
+   */
+  private async syncGeneration(): Promise<string> {
+    const g = await gcGeneration(this.pool);
+    if (g !== this.generation) {
+      this.knownRevs.clear();
+      this.knownTrees.clear();
+      this.knownBlobs.clear();
+      this.generation = g;
+    }
+    return g;
+  }
+
+  /** One push under `generation`; null when a sweep moved it before the revision could be committed. */
+  private async pushAttempt(store: RevisionStore, revId: string, generation: string): Promise<PushResult | null> {
     const out: PushResult = { trees: 0, blobs: 0, bytes: 0, queried: 0 };
     if (this.knownRevs.has(revId)) return out;
     out.queried++;
@@ -124,7 +162,9 @@ export class PgRevisionReplica {
     // Then the trees and the row, together.
     const trees = [...objs.trees].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     const info = objs.info;
-    await inTransaction(this.pool, async (c) => {
+    const committed = await inTransaction(this.pool, async (c) => {
+      // FOR SHARE: a sweep (FOR UPDATE of the same row) waits for this commit, or this for its.
+      if ((await gcGeneration(c, true)) !== generation) return false;
       for (let i = 0; i < trees.length; i += PUT_ROWS) {
         const rows = trees.slice(i, i + PUT_ROWS);
         const written = await this.insert(c, "ll_rev_trees (hash, data)", rows);
@@ -139,7 +179,9 @@ export class PgRevisionReplica {
         "INSERT INTO ll_rev_revisions (rev_id, created_at, label, files, bytes) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
         [info.revId, info.createdAt, info.label, info.files, info.bytes],
       );
+      return true;
     });
+    if (!committed) return null;
     this.know(this.knownTrees, objs.trees.keys());
     this.know(this.knownRevs, [revId]);
     return out;
@@ -155,6 +197,8 @@ export class PgRevisionReplica {
   }
 
   private async pullOnce(store: RevisionStore, revId: string): Promise<ReplicaTransfer> {
+    // What this pull learns is remembered under the generation it was read in.
+    await this.syncGeneration();
     const out: ReplicaTransfer = { trees: 0, blobs: 0, bytes: 0 };
     const row = (
       await this.pool.query<{ rev_id: string; created_at: string; label: string | null; files: string; bytes: string }>(
@@ -275,6 +319,92 @@ export class PgRevisionReplica {
     if (set.size > KNOWN_MAX) set.clear();
     for (const h of hashes) set.add(h);
   }
+}
+
+/** The replica's sweep generation; `forShare` row-locks it until the caller's transaction ends. */
+async function gcGeneration(q: pg.Pool | pg.PoolClient, forShare = false): Promise<string> {
+  try {
+    const r = await q.query<{ generation: string }>(`SELECT generation FROM ll_rev_gc WHERE id = 1${forShare ? " FOR SHARE" : ""}`);
+    return String(r.rows[0]?.generation ?? "0");
+  } catch (err) {
+    // No sweep table, so never swept (a database without the replica's tables says so on the next
+    // statement); inside a transaction the error stands, as it aborted the transaction.
+    if (!forShare && (err as { code?: unknown })?.code === "42P01") return "0";
+    throw err;
+  }
+}
+
+/** What a sweep of the replica removed. */
+export interface ReplicaSweep {
+  revisionsKept: number;
+  revisionsDeleted: number;
+  treesDeleted: number;
+  blobsDeleted: number;
+  /** Stored bytes of the removed trees and blobs. */
+  bytesFreed: number;
+}
+
+/**
+ * Removes from the replica every revision that is neither in `live` nor pushed within `graceMs`,
+ * and the trees and blobs no kept revision reaches. One transaction, holding the sweep row: pushes
+ * commit before or after it, never across it (a push that straddles it starts again, see push).
+ * A tree a kept revision names but the replica lacks is left as it is (pull reports it).
+ */
+export async function sweepReplica(pool: pg.Pool, live: ReadonlySet<string>, opts: { graceMs: number }): Promise<ReplicaSweep> {
+  return guarded("sweeping the workspace revisions in PostgreSQL", () =>
+    inTransaction(pool, async (c) => {
+      await c.query("SELECT generation FROM ll_rev_gc WHERE id = 1 FOR UPDATE");
+      await c.query("UPDATE ll_rev_gc SET generation = generation + 1 WHERE id = 1");
+      const kept = (
+        await c.query<{ rev_id: string }>("SELECT rev_id FROM ll_rev_revisions WHERE rev_id = ANY($1) OR pushed_at > now() - make_interval(secs => $2)", [
+          [...live],
+          opts.graceMs / 1000,
+        ])
+      ).rows.map((r) => r.rev_id);
+      // Mark: every tree and blob reachable from a kept revision (a revision's id is its root tree).
+      await c.query("CREATE TEMP TABLE ll_sweep_keep (hash TEXT PRIMARY KEY) ON COMMIT DROP");
+      const seen = new Set<string>();
+      const blobs = new Set<string>();
+      let level = kept;
+      while (level.length > 0) {
+        const need = [...new Set(level)].filter((h) => !seen.has(h));
+        const next: string[] = [];
+        for (let i = 0; i < need.length; i += ASK_BATCH) {
+          const rows = (await c.query<{ hash: string; data: Buffer }>("SELECT hash, data FROM ll_rev_trees WHERE hash = ANY($1)", [need.slice(i, i + ASK_BATCH)])).rows;
+          for (const r of rows) {
+            seen.add(r.hash);
+            for (const e of decodeTree(r.data, r.hash)) {
+              if (e.kind === "tree") next.push(e.hash);
+              else if (e.kind !== "large") blobs.add(e.hash);
+            }
+          }
+          for (const h of need.slice(i, i + ASK_BATCH)) seen.add(h);
+        }
+        level = next;
+      }
+      const keep = [...seen, ...blobs];
+      for (let i = 0; i < keep.length; i += ASK_BATCH * 10) {
+        await c.query("INSERT INTO ll_sweep_keep (hash) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING", [keep.slice(i, i + ASK_BATCH * 10)]);
+      }
+      const revs = await c.query("DELETE FROM ll_rev_revisions WHERE NOT (rev_id = ANY($1))", [kept]);
+      const gone = async (table: "ll_rev_trees" | "ll_rev_blobs") =>
+        (
+          await c.query<{ n: string; bytes: string }>(
+            `WITH d AS (DELETE FROM ${table} t WHERE NOT EXISTS (SELECT 1 FROM ll_sweep_keep k WHERE k.hash = t.hash) RETURNING octet_length(t.data) AS b)
+             SELECT COUNT(*) AS n, COALESCE(SUM(b), 0) AS bytes FROM d`,
+          )
+        ).rows[0]!;
+      const trees = await gone("ll_rev_trees");
+      const blobRows = await gone("ll_rev_blobs");
+      return {
+        revisionsKept: kept.length,
+        revisionsDeleted: revs.rowCount ?? 0,
+        treesDeleted: Number(trees.n),
+        blobsDeleted: Number(blobRows.n),
+        bytesFreed: Number(trees.bytes) + Number(blobRows.bytes),
+      };
+    }),
+  );
 }
 
 const CONNECTION_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ECONNRESET", "57P01", "57P03", "08000", "08003", "08006"]);

@@ -76,7 +76,7 @@ describePg("ledgerloop with --state postgres://…", () => {
     // The commands about this machine's files say so instead of showing the local file as the state.
     const stats = await cliAsync(["stats", "-w", ws], { env: { LEDGERLOOP_STATE_URL: db.url } });
     expect(stats.code).toBe(2);
-    expect(stats.stderr).toMatch(/reading them from PostgreSQL \(--state \/ LEDGERLOOP_STATE_URL\) is not implemented yet \(.*context, memory.*take --state; logs, stats and gc are about this machine's files\)/);
+    expect(stats.stderr).toMatch(/reading them from PostgreSQL \(--state \/ LEDGERLOOP_STATE_URL\) is not implemented yet \(.*context, memory.*take --state; logs and stats are about this machine's files\)/);
   });
 
   it("a refused password or an unreachable server is one line before anything runs", async () => {

@@ -181,6 +181,6 @@ describePg("time travel from the CLI on a PostgreSQL state", () => {
   it("the commands that do not read PostgreSQL yet refuse --state in a sentence naming those that do", async () => {
     const r = await cliAsync(["stats", "-w", ws], { env: { LEDGERLOOP_STATE_URL: db.url } });
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/is not implemented yet \(.*history.*diff, rewind, fork, replay.* take --state; logs, stats and gc are about this machine's files\)/);
+    expect(r.stderr).toMatch(/is not implemented yet \(.*history.*diff, rewind, fork, replay.* take --state; logs and stats are about this machine's files\)/);
   });
 });

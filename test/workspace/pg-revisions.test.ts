@@ -11,7 +11,7 @@ import { StateStoreError } from "../../src/errors.js";
 import { openAgent, type Agent } from "../../src/index.js";
 import { openPgState, type PgState } from "../../src/ledger/pg-db.js";
 import { openStateDb } from "../../src/ledger/state-db.js";
-import { PgRevisionReplica } from "../../src/workspace/pg-revisions.js";
+import { PgRevisionReplica, sweepReplica } from "../../src/workspace/pg-revisions.js";
 import { RevisionError, RevisionStore, type RevisionStoreOptions } from "../../src/workspace/revisions.js";
 import { describePg, freshSchema, useTestDatabase } from "../helpers/postgres.js";
 import { DEMO_TRAJECTORY, DEMO_WORKSPACE, cleanupTemp, readTree, tempWorkspace } from "../helpers/workspace.js";
@@ -223,6 +223,70 @@ describePg("workspace revisions replicated to PostgreSQL", () => {
       await a.store.restore(rev);
       expect(tree(b.ws)).toEqual(tree(a.ws));
     }
+  });
+
+  it("a sweep keeps what live revisions reach and removes the rest; a replica that remembered swept objects pushes them again", async () => {
+    const st = await pgState(db.url, freshSchema("rev"));
+    const a = machine("a");
+    manyFiles(a.ws, 4, 5);
+    const r1 = await a.store.snapshot();
+    write(a.ws, { "src/d1/f1.ts": "changed\n", "gone/only.ts": "only in r2\n" });
+    const r2 = await a.store.snapshot();
+    const replica = new PgRevisionReplica(st.pool);
+    await replica.push(a.store, r1.revId);
+    await replica.push(a.store, r2.revId);
+    const all = [await rows(st, "ll_rev_trees"), await rows(st, "ll_rev_blobs")];
+
+    // Only r1 is live: r2, its own trees (root, src, src/d1, gone) and blobs (the changed file, gone/only.ts) go.
+    const swept = await sweepReplica(st.pool, new Set([r1.revId]), { graceMs: 0 });
+    expect(swept).toMatchObject({ revisionsKept: 1, revisionsDeleted: 1, treesDeleted: 4, blobsDeleted: 2 });
+    expect(swept.bytesFreed).toBeGreaterThan(0);
+    expect([await rows(st, "ll_rev_trees"), await rows(st, "ll_rev_blobs"), await rows(st, "ll_rev_revisions")]).toEqual([all[0]! - 4, all[1]! - 2, 1]);
+    const b = machine("b");
+    await new PgRevisionReplica(st.pool).pull(b.store, r1.revId);
+    await b.store.restore(r1.revId);
+    await a.store.restore(r1.revId);
+    expect(tree(b.ws)).toEqual(tree(a.ws));
+
+    // The same replica object still remembers r2 and its objects; the sweep's generation makes it
+    // forget, so it sends them again instead of naming trees that are gone.
+    expect(await replica.push(a.store, r2.revId)).toMatchObject({ trees: 4, blobs: 2 });
+    const c = machine("c");
+    await new PgRevisionReplica(st.pool).pull(c.store, r2.revId);
+    expect(c.store.info(r2.revId)).not.toBeNull();
+
+    // A revision pushed within the grace period stays, named or not.
+    expect(await sweepReplica(st.pool, new Set(), { graceMs: 60_000 })).toMatchObject({ revisionsKept: 2, revisionsDeleted: 0, treesDeleted: 0, blobsDeleted: 0 });
+  });
+
+  it("a push whose objects a sweep removes between its questions and its commit starts again and leaves a whole revision", async () => {
+    const st = await pgState(db.url, freshSchema("rev"));
+    const a = machine("a");
+    manyFiles(a.ws, 3, 4);
+    const r0 = await a.store.snapshot();
+    await new PgRevisionReplica(st.pool).push(a.store, r0.revId);
+    write(a.ws, { "src/d0/f0.ts": "changed\n" });
+    const r1 = await a.store.snapshot();
+    // r1 shares src/d1 and src/d2 with r0: the push finds them there and will not send them. Then,
+    // at its first question about blobs, a sweep that keeps nothing removes r0 with those trees.
+    const replica = new PgRevisionReplica(st.pool);
+    let swept = false;
+    const query = st.pool.query.bind(st.pool) as (...args: unknown[]) => Promise<unknown>;
+    (st.pool as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = async (...args: unknown[]) => {
+      if (!swept && typeof args[0] === "string" && args[0].startsWith("SELECT hash FROM ll_rev_blobs")) {
+        swept = true;
+        expect(await sweepReplica(st.pool, new Set(), { graceMs: 0 })).toMatchObject({ revisionsDeleted: 1, treesDeleted: 5 });
+      }
+      return query(...args);
+    };
+    await replica.push(a.store, r1.revId);
+    expect(swept).toBe(true);
+    // Committed under the old generation, r1 would name src/d1 and src/d2, which are gone.
+    const b = machine("b");
+    await new PgRevisionReplica(st.pool).pull(b.store, r1.revId);
+    await b.store.restore(r1.revId);
+    expect(tree(b.ws)).toEqual(tree(a.ws));
+    expect([await rows(st, "ll_rev_trees"), await rows(st, "ll_rev_blobs"), await rows(st, "ll_rev_revisions")]).toEqual([5, 14, 1]);
   });
 
   it("takes concurrent pushes of the same revisions from two processes, writing each object once", async () => {
