@@ -1,4 +1,5 @@
 import { benchContext } from "./context.js";
+import { benchGcPg } from "./gc-pg.js";
 import { benchLoop } from "./loop.js";
 import { benchNodes } from "./nodes.js";
 import { benchProcesses } from "./processes.js";
@@ -25,6 +26,7 @@ const all: Record<string, () => Promise<BenchResult[]>> = {
   state: () => benchState(),
   processes: () => benchProcesses(),
   scale: () => benchScale(),
+  "gc-pg": () => benchGcPg(),
 };
 
 const wanted = process.argv.slice(2);
