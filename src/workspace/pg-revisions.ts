@@ -113,12 +113,30 @@ export class PgRevisionReplica {
     return g;
   }
 
+  /** Renews a revision's push time, under `generation`; false when it is gone or a sweep moved the generation. */
+  private async touch(revId: string, generation: string): Promise<boolean> {
+    const r = await this.pool.query(
+      "UPDATE ll_rev_revisions SET pushed_at = now() WHERE rev_id = $1 AND EXISTS (SELECT 1 FROM ll_rev_gc WHERE id = 1 AND generation = $2 FOR SHARE)",
+      [revId, generation],
+    );
+    return (r.rowCount ?? 0) > 0;
+  }
+
   /** One push under `generation`; null when a sweep moved it before the revision could be committed. */
   private async pushAttempt(store: RevisionStore, revId: string, generation: string): Promise<PushResult | null> {
     const out: PushResult = { trees: 0, blobs: 0, bytes: 0, queried: 0 };
-    if (this.knownRevs.has(revId)) return out;
-    out.queried++;
-    if (await this.hasOnce(revId)) return out;
+    let there = this.knownRevs.has(revId);
+    if (!there) {
+      out.queried++;
+      there = await this.hasOnce(revId);
+    }
+    if (there) {
+      // Already there (an edit undone, a rewind): its push time is renewed, so a sweep's grace
+      // covers it until the ledger or a checkpoint names it, as it does a new one.
+      if (await this.touch(revId, generation)) return out;
+      this.knownRevs.delete(revId);
+      return null;
+    }
 
     // Trees: those not known to be there, then again without those PostgreSQL turns out to have.
     let objs = store.exportObjects(revId, this.knownTrees);

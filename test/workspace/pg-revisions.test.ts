@@ -257,6 +257,11 @@ describePg("workspace revisions replicated to PostgreSQL", () => {
 
     // A revision pushed within the grace period stays, named or not.
     expect(await sweepReplica(st.pool, new Set(), { graceMs: 60_000 })).toMatchObject({ revisionsKept: 2, revisionsDeleted: 0, treesDeleted: 0, blobsDeleted: 0 });
+    // So does an old one pushed again (an edit undone brings its files back): its push time is renewed.
+    await st.pool.query("UPDATE ll_rev_revisions SET pushed_at = now() - interval '2 hours'");
+    expect(await replica.push(a.store, r1.revId)).toMatchObject({ trees: 0, blobs: 0 });
+    expect(await sweepReplica(st.pool, new Set(), { graceMs: 3_600_000 })).toMatchObject({ revisionsKept: 1, revisionsDeleted: 1 });
+    expect((await st.pool.query("SELECT rev_id FROM ll_rev_revisions")).rows).toEqual([{ rev_id: r1.revId }]);
   });
 
   it("a push whose objects a sweep removes between its questions and its commit starts again and leaves a whole revision", async () => {
