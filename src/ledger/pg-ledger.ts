@@ -311,48 +311,38 @@ export class PgLedger implements Ledger, LedgerTransfer {
   }
 
   async importThread(threadId: string, data: ThreadExport): Promise<"imported" | "identical"> {
-    const c = await this.pool.connect();
-    try {
-      await c.query("BEGIN");
-      try {
-        // The append lock of the thread: no writer appends while its history is being written.
-        await c.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7))", [threadId]);
-        const have = (await c.query<Row>("SELECT * FROM ll_events WHERE thread_id = $1 ORDER BY seq", [threadId])).rows;
-        let result: "imported" | "identical" = "identical";
-        if (have.length && !sameRows(have, data.events)) throw importConflict(threadId, have.length, data.events.length);
-        if (!have.length) {
-          const forks = checkImport(threadId, data.events);
-          for (const r of data.events) {
-            await c.query(
-              `INSERT INTO ll_events (id, thread_id, parent_id, seq, type, ts, checkpoint_id, caused_by, idempotency_key, schema_version, payload)
-               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-              [r.id, r.thread_id, r.parent_id, r.seq, r.type, r.ts, r.checkpoint_id, r.caused_by, r.idempotency_key, r.schema_version, r.payload],
-            );
-            const paths = pathsOf(r.type as EventType, JSON.parse(r.payload));
-            if (paths.length) {
-              await c.query("INSERT INTO ll_event_files (thread_id, path, event_id) SELECT $1, p, $3 FROM unnest($2::text[]) AS p ON CONFLICT DO NOTHING", [threadId, paths, r.id]);
-            }
-          }
-          for (const f of forks) await c.query("INSERT INTO ll_forks (thread_id, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [threadId, f]);
-          result = "imported";
-        }
-        for (const s of data.actionStarts) {
+    return inTransaction(this.pool, async (c) => {
+      // The append lock of the thread: no writer appends while its history is being written.
+      await c.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7))", [threadId]);
+      const have = (await c.query<Row>("SELECT * FROM ll_events WHERE thread_id = $1 ORDER BY seq", [threadId])).rows;
+      let result: "imported" | "identical" = "identical";
+      if (have.length && !sameRows(have, data.events)) throw importConflict(threadId, have.length, data.events.length);
+      if (!have.length) {
+        const forks = checkImport(threadId, data.events);
+        for (const r of data.events) {
           await c.query(
-            "INSERT INTO ll_action_starts (action_id, started_at, pid, pgid, proc_start, guard) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (action_id) DO NOTHING",
-            [s.actionId, s.startedAt, s.pid, s.pgid, s.procStart, s.guard],
+            `INSERT INTO ll_events (id, thread_id, parent_id, seq, type, ts, checkpoint_id, caused_by, idempotency_key, schema_version, payload)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+            [r.id, r.thread_id, r.parent_id, r.seq, r.type, r.ts, r.checkpoint_id, r.caused_by, r.idempotency_key, r.schema_version, r.payload],
           );
+          const paths = pathsOf(r.type as EventType, JSON.parse(r.payload));
+          if (paths.length) {
+            await c.query("INSERT INTO ll_event_files (thread_id, path, event_id) SELECT $1, p, $3 FROM unnest($2::text[]) AS p ON CONFLICT DO NOTHING", [threadId, paths, r.id]);
+          }
         }
-        // The config the run started under comes with it (a record already here is kept).
-        if (data.configSha) await c.query("INSERT INTO ll_thread_config (thread_id, config_sha) VALUES ($1, $2) ON CONFLICT (thread_id) DO NOTHING", [threadId, data.configSha]);
-        await c.query("COMMIT");
-        return result;
-      } catch (err) {
-        await c.query("ROLLBACK").catch(() => {});
-        throw err;
+        for (const f of forks) await c.query("INSERT INTO ll_forks (thread_id, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [threadId, f]);
+        result = "imported";
       }
-    } finally {
-      c.release();
-    }
+      for (const s of data.actionStarts) {
+        await c.query(
+          "INSERT INTO ll_action_starts (action_id, started_at, pid, pgid, proc_start, guard) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (action_id) DO NOTHING",
+          [s.actionId, s.startedAt, s.pid, s.pgid, s.procStart, s.guard],
+        );
+      }
+      // The config the run started under comes with it (a record already here is kept).
+      if (data.configSha) await c.query("INSERT INTO ll_thread_config (thread_id, config_sha) VALUES ($1, $2) ON CONFLICT (thread_id) DO NOTHING", [threadId, data.configSha]);
+      return result;
+    });
   }
 
   /** Whether a blob is stored (migrate checks the blobs a thread's events refer to). */

@@ -10,6 +10,7 @@ import {
   type SearchItem,
   type SearchOperation,
 } from "@langchain/langgraph-checkpoint";
+import { inTransaction } from "../ledger/pg-db.js";
 import { defaultRedactor, type Redactor } from "../secrets.js";
 import { SEP, listNamespaces, matches, nsKey, nsOf, queryWords, textOf } from "./store-common.js";
 
@@ -40,26 +41,16 @@ export class PgStore extends BaseStore {
   }
 
   async batch<Op extends Operation[]>(operations: Op): Promise<OperationResults<Op>> {
-    const c = await this.pool.connect();
-    const results: unknown[] = [];
-    try {
-      await c.query("BEGIN");
-      try {
-        for (const op of operations) {
-          if ("value" in op) results.push(await this.doPut(c, op as PutOperation));
-          else if ("key" in op) results.push(await this.doGet(c, op as GetOperation));
-          else if ("namespacePrefix" in op) results.push(await this.doSearch(c, op as SearchOperation));
-          else results.push(await this.doList(c, op as ListNamespacesOperation));
-        }
-        await c.query("COMMIT");
-      } catch (err) {
-        await c.query("ROLLBACK").catch(() => {});
-        throw err;
+    return inTransaction(this.pool, async (c) => {
+      const results: unknown[] = [];
+      for (const op of operations) {
+        if ("value" in op) results.push(await this.doPut(c, op as PutOperation));
+        else if ("key" in op) results.push(await this.doGet(c, op as GetOperation));
+        else if ("namespacePrefix" in op) results.push(await this.doSearch(c, op as SearchOperation));
+        else results.push(await this.doList(c, op as ListNamespacesOperation));
       }
-    } finally {
-      c.release();
-    }
-    return results as OperationResults<Op>;
+      return results as OperationResults<Op>;
+    });
   }
 
   private toItem(r: Row): Item {
