@@ -82,12 +82,17 @@ export function reconnectOption(cmd: Command): Command {
   return cmd.option(
     "--reconnect-seconds <n>",
     "on a PostgreSQL state, how long a run that lost its database waits for it to come back before it stays paused (exit 6); 0 pauses at once (default 60)",
-    (v: string) => {
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 0) throw new CliError(`--reconnect-seconds must be a whole number of seconds, got "${v}"`, 2, "CONFIG_INVALID");
-      return n;
-    },
+    wholeNumberOption("--reconnect-seconds", "seconds"),
   );
+}
+
+/** Parser of an option that takes a whole number of `unit`, 0 included. */
+export function wholeNumberOption(name: string, unit: string) {
+  return (v: string): number => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0) throw new CliError(`${name} must be a whole number of ${unit}, got "${v}"`, 2, "CONFIG_INVALID");
+    return n;
+  };
 }
 
 /** Milliseconds a driven run waits for a lost state database (--reconnect-seconds, default 60). */

@@ -4,7 +4,7 @@ import { acquireLease, workspaceScope } from "../ledger/lease.js";
 import path from "node:path";
 import { CliError } from "../errors.js";
 import type { PgGcReport } from "../ledger/pg-maintenance.js";
-import { intOption, log, openExistingState, printJson, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { intOption, log, openExistingState, printJson, stateOption, stateUrlOf, wholeNumberOption, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 export interface GcArgs extends WorkspaceArgs {
   keepLast?: number;
@@ -51,11 +51,7 @@ export function registerGc(program: Command): void {
         .command("gc")
         .description("prune old checkpoints and unreferenced workspace blobs; branch heads stay resumable and runs replayable")
         .option("--keep-last <n>", "keep this many checkpoints back from each branch head (default: all)", intOption("--keep-last"))
-        .option("--grace-minutes <n>", "with --state: keep revisions pushed this recently even if nothing names them yet (default 60)", (v: string) => {
-          const n = Number(v);
-          if (!Number.isInteger(n) || n < 0) throw new CliError(`--grace-minutes must be a whole number of minutes, got "${v}"`, 2, "CONFIG_INVALID");
-          return n;
-        })
+        .option("--grace-minutes <n>", "with --state: keep revisions pushed this recently even if nothing names them yet (default 60)", wholeNumberOption("--grace-minutes", "minutes"))
         .option("--json", "one JSON object"),
     ),
   ).action(async (opts: GcArgs & { json?: boolean }) => {
