@@ -156,8 +156,25 @@ export async function handleDoctor(args: { workspace?: string; model?: string; e
         await st.close();
       }
     });
-    // The run queue (pg-boss's tables, read with plain SQL): absent until the first worker starts.
+    // What the state holds, so an operator sees when `gc --state` is due.
     if (checks.at(-1)?.ok) {
+      await check("storage", async () => {
+        const [{ openPgState }, { pgStorage }] = await Promise.all([import("../ledger/pg-db.js"), import("../ledger/pg-maintenance.js")]);
+        const st = await openPgState(stateUrl, { migrate: false, max: 1 });
+        try {
+          const s = await pgStorage(st.pool);
+          const mb = (b: number) => `${(b / 1e6).toFixed(1)} MB`;
+          return (
+            `${s.checkpoints.count} checkpoint(s), ${mb(s.checkpoints.bytes)}; ${s.ledger.events} ledger event(s), ${mb(s.ledger.bytes)}; ` +
+            `${s.replica.revisions} workspace revision(s), ${mb(s.replica.bytes)} (\`ledgerloop gc --state … --keep-last N\` prunes checkpoints and revisions)`
+          );
+        } finally {
+          await st.close();
+        }
+      });
+    }
+    // The run queue (pg-boss's tables, read with plain SQL): absent until the first worker starts.
+    if (checks.find((c) => c.name === "state")?.ok) {
       await check("queue", async () => {
         const [{ openPgState }, { describeQueue, queueStatus }] = await Promise.all([import("../ledger/pg-db.js"), import("../queue/status.js")]);
         const st = await openPgState(stateUrl, { migrate: false, max: 1 });

@@ -160,3 +160,24 @@ async function liveRevisions(pool: pg.Pool, active: ReadonlySet<string>, checkpo
   }
   return live;
 }
+
+/** What a PostgreSQL state holds, for `doctor --state` (sizes include indexes and TOAST). */
+export interface PgStorage {
+  checkpoints: { count: number; bytes: number };
+  ledger: { events: number; bytes: number };
+  replica: { revisions: number; bytes: number };
+}
+
+export async function pgStorage(pool: pg.Pool): Promise<PgStorage> {
+  const size = async (tables: string[]) => {
+    let n = 0;
+    for (const t of tables) if (await tableExists(pool, t)) n += Number((await pool.query<{ b: string }>("SELECT pg_total_relation_size($1::regclass) AS b", [t])).rows[0]!.b);
+    return n;
+  };
+  const count = async (table: string) => ((await tableExists(pool, table)) ? Number((await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`)).rows[0]!.n) : 0);
+  return {
+    checkpoints: { count: await count("checkpoints"), bytes: await size(["checkpoints", "checkpoint_blobs", "checkpoint_writes"]) },
+    ledger: { events: await count("ll_events"), bytes: await size(["ll_events", "ll_event_files", "ll_blobs"]) },
+    replica: { revisions: await count("ll_rev_revisions"), bytes: await size(["ll_rev_revisions", "ll_rev_trees", "ll_rev_blobs"]) },
+  };
+}

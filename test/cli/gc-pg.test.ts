@@ -73,6 +73,14 @@ describePg("gc on a PostgreSQL state", () => {
     const heldBefore = await count(db.url, "SELECT COUNT(*) AS n FROM checkpoints WHERE thread_id = 'A'");
     const revsBefore = await count(db.url, "SELECT COUNT(*) AS n FROM ll_rev_revisions");
 
+    const storage = async () => {
+      const d = await cliAsync(["doctor", ...state(), "--json"]);
+      return (JSON.parse(d.stdout) as { checks: Array<{ name: string; ok: boolean; detail: string }> }).checks.find((c) => c.name === "storage")!;
+    };
+    const total = await count(db.url, "SELECT COUNT(*) AS n FROM checkpoints");
+    const events = await count(db.url, "SELECT COUNT(*) AS n FROM ll_events");
+    expect((await storage()).detail).toMatch(new RegExp(`^${total} checkpoint\\(s\\), [\\d.]+ MB; ${events} ledger event\\(s\\), [\\d.]+ MB; ${revsBefore} workspace revision\\(s\\)`));
+
     const r = await cliAsync(["gc", ...state(), "--keep-last", "4", "--grace-minutes", "0", "--json"]);
     expect(r.code, r.stderr).toBe(0);
     const rep = JSON.parse(r.stdout) as Report;
@@ -99,6 +107,8 @@ describePg("gc on a PostgreSQL state", () => {
     expect(rep.replica.revisionsDeleted).toBe(2);
     expect(await count(db.url, "SELECT COUNT(*) AS n FROM ll_rev_revisions")).toBe(revsBefore - rep.replica.revisionsDeleted);
     expect(rep.replica.revisionsKept).toBe(revsBefore - rep.replica.revisionsDeleted);
+    // doctor --state shows what is left.
+    expect((await storage()).detail).toMatch(new RegExp(`^${total - rep.checkpointsDeleted} checkpoint\\(s\\), [\\d.]+ MB; ${events} ledger event\\(s\\), [\\d.]+ MB; 2 workspace revision\\(s\\)`));
     } finally {
       await saver.end();
     }
