@@ -5,6 +5,7 @@ import type { CheckpointLink } from "./checkpoints.js";
 import { planCheckpointPrune } from "./maintenance.js";
 import { inTransaction, tableExists } from "./pg-db.js";
 import { listRunsPg } from "./pg-run-status.js";
+import type { RunSummary } from "./run-status.js";
 
 // gc of a PostgreSQL state (`ledgerloop gc --state URL`): the same promise as the SQLite gc in
 // maintenance.ts (branch heads stay resumable, runs replayable, the ledger is never touched), for
@@ -18,6 +19,18 @@ import { listRunsPg } from "./pg-run-status.js";
 
 /** Statuses whose runs gc leaves whole: they may be writing checkpoints right now. */
 const ACTIVE = new Set(["running", "queued", "unknown"]);
+
+/**
+ * Whether gc must leave a run whole. `unknown` is a run with no final status whose runner is on a
+ * host this machine cannot check: running there, or dead without a word. With `staleMs`, such a run
+ * silent (no ledger event) for longer than that counts as stopped; a held or queued run never does.
+ */
+export function mayBeRunning(run: Pick<RunSummary, "status" | "lastActivity">, now: number, staleMs?: number): boolean {
+  if (!ACTIVE.has(run.status)) return false;
+  if (run.status !== "unknown" || staleMs === undefined || run.lastActivity === null) return true;
+  const last = Date.parse(run.lastActivity);
+  return Number.isNaN(last) || now - last <= staleMs;
+}
 /** Default grace for revisions pushed but not yet named by a ledger event or a checkpoint. */
 export const PG_GC_GRACE_MS = 60 * 60 * 1000;
 /** Session advisory lock key of gc: one gc of a database at a time ("ll-gc"). */
@@ -28,6 +41,8 @@ export interface PgGcOptions {
   keepLast?: number;
   /** Revisions pushed more recently than this stay even if nothing names them yet (default 1 h). */
   graceMs?: number;
+  /** A run of status `unknown` silent for longer than this is pruned like a stopped one (default: never). */
+  staleMs?: number;
 }
 
 export interface PgGcReport {
@@ -70,8 +85,9 @@ async function collect(pool: pg.Pool, opts: PgGcOptions): Promise<PgGcReport> {
   };
   const runs = await listRunsPg(pool);
   const active = new Set<string>();
+  const now = Date.now();
   for (const r of runs) {
-    if (!ACTIVE.has(r.status)) continue;
+    if (!mayBeRunning(r, now, opts.staleMs)) continue;
     active.add(r.thread);
     report.skipped.push({ thread: r.thread, status: r.status });
   }
