@@ -140,7 +140,7 @@ describePg("gc on a PostgreSQL state", () => {
     expect(d.code, d.stderr).toBe(0);
   }, 120_000);
 
-  it("a second gc while one runs, and --grace-minutes on a local state, are one-line refusals", async () => {
+  it("a second gc while one runs, and --grace-minutes or --stale-hours on a local state, are one-line refusals", async () => {
     const c = new pg.Client({ connectionString: db.url });
     await c.connect();
     try {
@@ -154,5 +154,8 @@ describePg("gc on a PostgreSQL state", () => {
     const local = await cliAsync(["gc", "-w", ws, "--grace-minutes", "5"]);
     expect(local.code).toBe(2);
     expect(local.stderr).toMatch(/--grace-minutes applies to a PostgreSQL state/);
+    const stale = await cliAsync(["gc", "-w", ws, "--stale-hours", "2"]);
+    expect(stale.code).toBe(2);
+    expect(stale.stderr).toMatch(/--stale-hours applies to a PostgreSQL state/);
   });
 });
