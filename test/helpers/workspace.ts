@@ -22,7 +22,35 @@ export function tempWorkspace(from?: string, files: Record<string, string> = {})
 }
 
 export function cleanupTemp(): void {
-  for (const d of made.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+  for (const d of made.splice(0)) {
+    stopLeftChroma(d);
+    fs.rmSync(d, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A run killed with SIGKILL leaves its workspace's Chroma server for the next process to adopt (by
+ * design); in a test nothing comes next, so the server is stopped here, before its directory goes.
+ * Only a live process whose command line names that data directory is signalled (never a reused pid).
+ */
+function stopLeftChroma(dir: string, depth = 0): void {
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return;
+  }
+  for (const e of entries) {
+    const p = path.join(dir, e.name);
+    if (e.name === "chroma.server.json" && e.isFile()) {
+      try {
+        const { pid, dataDir } = JSON.parse(fs.readFileSync(p, "utf8")) as { pid: number; dataDir: string };
+        if (fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes(dataDir)) process.kill(pid, "SIGTERM");
+      } catch {
+        // no record to read, or the server is gone
+      }
+    } else if (e.isDirectory() && depth < 3 && e.name !== "node_modules" && e.name !== "chroma") stopLeftChroma(p, depth + 1);
+  }
 }
 
 /** Every file under dir (except .ledgerloop) with its content, for comparing workspaces. */
