@@ -8,15 +8,15 @@ import { isStateUnavailable } from "./state-unavailable.js";
  * (PostgresSaver's own tables), for any number of processes on any number of machines.
  */
 
-/**
- * Runs `fn` in one transaction on a client of `pool`: committed when it returns, rolled back when it
- * throws (its error is rethrown), and the client released either way.
- */
 /** Whether a table (schema-qualified, or on the search_path) exists: some are created only later (PostgresSaver's, the queue's). */
 export async function tableExists(db: Pick<pg.Pool, "query"> | pg.PoolClient, table: string): Promise<boolean> {
   return Boolean((await db.query<{ t: string | null }>("SELECT to_regclass($1) AS t", [table])).rows[0]?.t);
 }
 
+/**
+ * Runs `fn` in one transaction on a client of `pool`: committed when it returns, rolled back when it
+ * throws (its error is rethrown), and the client released either way.
+ */
 export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
   const c = await pool.connect();
   try {

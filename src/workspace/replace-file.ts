@@ -74,7 +74,6 @@ async function removeStaleTemps(dir: string, base: string): Promise<void> {
   }
 }
 
-
 /** Where writing `abs` lands: every symlink along the last component followed, dangling ones included. */
 async function followLinks(abs: string): Promise<string> {
   let at = path.join(await realDir(path.dirname(abs)), path.basename(abs));
