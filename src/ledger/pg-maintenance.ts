@@ -97,7 +97,11 @@ async function collect(pool: pg.Pool, opts: PgGcOptions): Promise<PgGcReport> {
       (r) => !active.has(r.thread_id),
     );
     const byThread = new Map<string, CheckpointLink[]>();
-    for (const r of rows) byThread.set(r.thread_id, [...(byThread.get(r.thread_id) ?? []), r]);
+    for (const r of rows) {
+      const links = byThread.get(r.thread_id);
+      if (links) links.push(r);
+      else byThread.set(r.thread_id, [r]);
+    }
     for (const [thread, links] of byThread) {
       const plan = planCheckpointPrune(links, opts.keepLast);
       report.heads += plan.heads;

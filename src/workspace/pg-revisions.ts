@@ -181,7 +181,7 @@ export class PgRevisionReplica {
     const trees = [...objs.trees].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     const info = objs.info;
     const committed = await inTransaction(this.pool, async (c) => {
-      // FOR SHARE: a sweep (FOR UPDATE of the same row) waits for this commit, or this for its.
+      // FOR SHARE: a sweep (its UPDATE of the same row) waits for this commit, or this for its.
       if ((await gcGeneration(c, true)) !== generation) return false;
       for (let i = 0; i < trees.length; i += PUT_ROWS) {
         const rows = trees.slice(i, i + PUT_ROWS);
@@ -371,7 +371,7 @@ export interface ReplicaSweep {
 export async function sweepReplica(pool: pg.Pool, live: ReadonlySet<string>, opts: { graceMs: number }): Promise<ReplicaSweep> {
   return guarded("sweeping the workspace revisions in PostgreSQL", () =>
     inTransaction(pool, async (c) => {
-      await c.query("SELECT generation FROM ll_rev_gc WHERE id = 1 FOR UPDATE");
+      // The UPDATE holds the row until commit: pushes (FOR SHARE of it) commit before or after.
       await c.query("UPDATE ll_rev_gc SET generation = generation + 1 WHERE id = 1");
       const kept = (
         await c.query<{ rev_id: string }>("SELECT rev_id FROM ll_rev_revisions WHERE rev_id = ANY($1) OR pushed_at > now() - make_interval(secs => $2)", [
@@ -390,7 +390,6 @@ export async function sweepReplica(pool: pg.Pool, live: ReadonlySet<string>, opt
         for (let i = 0; i < need.length; i += ASK_BATCH) {
           const rows = (await c.query<{ hash: string; data: Buffer }>("SELECT hash, data FROM ll_rev_trees WHERE hash = ANY($1)", [need.slice(i, i + ASK_BATCH)])).rows;
           for (const r of rows) {
-            seen.add(r.hash);
             for (const e of decodeTree(r.data, r.hash)) {
               if (e.kind === "tree") next.push(e.hash);
               else if (e.kind !== "large") blobs.add(e.hash);
