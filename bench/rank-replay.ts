@@ -16,10 +16,17 @@ function score(ranked: string[], answers: string[]): M {
   return { r1: at(1), r5: at(5), r10: at(10), mrr: first < 0 ? 0 : 1 / (first + 1) };
 }
 
+/** The ranking options that leave history out (the baseline a history variant is measured against). */
+export const WITHOUT_HISTORY: Partial<RankCodeInput> = { historyWeight: 0, historyScoreExponent: 0, cochangeTop: 0 };
+
 /** Mean metrics of one dump under one set of options. */
 export function replay(dump: Dump, opts: Partial<RankCodeInput>): M {
+  return meanOf(replayQueries(dump, opts));
+}
+
+function meanOf(ms: M[]): M {
   const sum = { r1: 0, r5: 0, r10: 0, mrr: 0 };
-  for (const m of replayQueries(dump, opts)) for (const k of Object.keys(sum) as Array<keyof M>) sum[k] += m[k] / dump.queries.length;
+  for (const m of ms) for (const k of Object.keys(sum) as Array<keyof M>) sum[k] += m[k] / ms.length;
   return sum;
 }
 
@@ -70,16 +77,19 @@ if (process.argv[1]?.endsWith("rank-replay.ts")) {
   const variants = JSON.parse(optsJson!) as Array<Partial<RankCodeInput>>;
   const dumps = files.map((f) => JSON.parse(fs.readFileSync(f, "utf8")) as Dump);
   const f = (m: M) => `${(m.r1 * 100).toFixed(1)} ${(m.r5 * 100).toFixed(1)} ${(m.r10 * 100).toFixed(1)} ${m.mrr.toFixed(3)}`;
-  const without = dumps.map((d) => replay(d, { historyWeight: 0, historyScoreExponent: 0, cochangeTop: 0 }));
+  // Each dump's queries without history, replayed once: the baseline of every variant.
+  const withoutQueries = dumps.map((d) => replayQueries(d, WITHOUT_HISTORY));
+  const without = withoutQueries.map(meanOf);
   console.log(dumps.map((d, i) => `${d.repo.split("/")[1]}: ${f(without[i]!)}`).join(" | "), "without history");
   for (const v of variants) {
-    const ms = dumps.map((d) => replay(d, v));
+    const perQuery = dumps.map((d) => replayQueries(d, v));
+    const ms = perQuery.map(meanOf);
     const gain = ms.map((m, i) => m.mrr - without[i]!.mrr);
     // How sure each gain is: 70 queries leave a wide interval.
-    const ci = dumps.map((d) => {
+    const ci = dumps.map((d, i) => {
       const [lo, hi] = pairedBootstrap(
-        replayQueries(d, { historyWeight: 0, historyScoreExponent: 0, cochangeTop: 0 }).map((m) => m.mrr),
-        replayQueries(d, v).map((m) => m.mrr),
+        withoutQueries[i]!.map((m) => m.mrr),
+        perQuery[i]!.map((m) => m.mrr),
       );
       return `${d.repo.split("/")[1]} [${lo.toFixed(3)}, ${hi.toFixed(3)}]`;
     });
