@@ -386,7 +386,7 @@ function isChromaProcess(pid: number, dataDir: string, unknown = process.platfor
 }
 
 /** Pids of every Chroma server running on `dataDir` (Linux; elsewhere none are found). */
-function chromaProcessesOn(dataDir: string): number[] {
+export function chromaProcessesOn(dataDir: string): number[] {
   const out: number[] = [];
   for (const name of safeReaddir("/proc")) {
     if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;

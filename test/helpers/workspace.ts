@@ -2,6 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { chromaProcessesOn } from "../../src/retrieval/chroma-server.js";
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const DEMO_WORKSPACE = path.join(REPO, "examples/demo/workspace");
@@ -31,7 +32,7 @@ export function cleanupTemp(): void {
 /**
  * A run killed with SIGKILL leaves its workspace's Chroma server for the next process to adopt (by
  * design); in a test nothing comes next, so the server is stopped here, before its directory goes.
- * Only a live process whose command line names that data directory is signalled (never a reused pid).
+ * Only a live Chroma server on that data directory is signalled (chroma-server.ts's own check: never a reused pid).
  */
 function stopLeftChroma(dir: string, depth = 0): void {
   let entries: fs.Dirent[];
@@ -43,11 +44,18 @@ function stopLeftChroma(dir: string, depth = 0): void {
   for (const e of entries) {
     const p = path.join(dir, e.name);
     if (e.name === "chroma.server.json" && e.isFile()) {
+      let dataDir: string;
       try {
-        const { pid, dataDir } = JSON.parse(fs.readFileSync(p, "utf8")) as { pid: number; dataDir: string };
-        if (fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes(dataDir)) process.kill(pid, "SIGTERM");
+        dataDir = (JSON.parse(fs.readFileSync(p, "utf8")) as { dataDir: string }).dataDir;
       } catch {
-        // no record to read, or the server is gone
+        continue; // no record to read
+      }
+      for (const pid of chromaProcessesOn(dataDir)) {
+        try {
+          process.kill(pid, "SIGTERM");
+        } catch {
+          // gone meanwhile
+        }
       }
     } else if (e.isDirectory() && depth < 3 && e.name !== "node_modules" && e.name !== "chroma") stopLeftChroma(p, depth + 1);
   }
