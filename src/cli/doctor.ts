@@ -139,10 +139,12 @@ export async function handleDoctor(args: { workspace?: string; model?: string; e
   // version one this build understands. Read-only: doctor migrates nothing.
   const stateUrl = (args.state ?? process.env.LEDGERLOOP_STATE_URL)?.trim();
   if (stateUrl) {
-    await check("state", async () => {
-      const { PG_SCHEMA_VERSION, openPgState } = await import("../ledger/pg-db.js");
-      const st = await openPgState(stateUrl, { migrate: false, max: 1 });
-      try {
+    // One connection serves the state, storage and queue checks.
+    const { PG_SCHEMA_VERSION, openPgState } = await import("../ledger/pg-db.js");
+    let st: Awaited<ReturnType<typeof openPgState>> | undefined;
+    try {
+      await check("state", async () => {
+        st = await openPgState(stateUrl, { migrate: false, max: 1 });
         const server = String((await st.pool.query("SHOW server_version")).rows[0]?.server_version ?? "?").split(" ")[0];
         const runs = st.version > 0 ? Number((await st.pool.query("SELECT count(*) AS n FROM ll_runs")).rows[0]?.n ?? 0) : 0;
         const schema =
@@ -152,38 +154,27 @@ export async function handleDoctor(args: { workspace?: string; model?: string; e
               ? `no ledgerloop tables yet (the first run creates schema version ${PG_SCHEMA_VERSION})`
               : `schema version ${st.version} (the next run migrates it to ${PG_SCHEMA_VERSION}), ${runs} run${runs === 1 ? "" : "s"}`;
         return `PostgreSQL ${server} at ${st.location}: ${schema}`;
-      } finally {
-        await st.close();
-      }
-    });
-    // What the state holds, so an operator sees when `gc --state` is due.
-    if (checks.at(-1)?.ok) {
-      await check("storage", async () => {
-        const [{ openPgState }, { pgStorage }] = await Promise.all([import("../ledger/pg-db.js"), import("../ledger/pg-maintenance.js")]);
-        const st = await openPgState(stateUrl, { migrate: false, max: 1 });
-        try {
-          const s = await pgStorage(st.pool);
+      });
+      const pool = st?.pool;
+      if (pool && checks.at(-1)?.ok) {
+        // What the state holds, so an operator sees when `gc --state` is due.
+        await check("storage", async () => {
+          const { pgStorage } = await import("../ledger/pg-maintenance.js");
+          const s = await pgStorage(pool);
           const mb = (b: number) => `${(b / 1e6).toFixed(1)} MB`;
           return (
             `${s.checkpoints.count} checkpoint(s), ${mb(s.checkpoints.bytes)}; ${s.ledger.events} ledger event(s), ${mb(s.ledger.bytes)}; ` +
             `${s.replica.revisions} workspace revision(s), ${mb(s.replica.bytes)} (\`ledgerloop gc --state … --keep-last N\` prunes checkpoints and revisions)`
           );
-        } finally {
-          await st.close();
-        }
-      });
-    }
-    // The run queue (pg-boss's tables, read with plain SQL): absent until the first worker starts.
-    if (checks.find((c) => c.name === "state")?.ok) {
-      await check("queue", async () => {
-        const [{ openPgState }, { describeQueue, queueStatus }] = await Promise.all([import("../ledger/pg-db.js"), import("../queue/status.js")]);
-        const st = await openPgState(stateUrl, { migrate: false, max: 1 });
-        try {
-          return describeQueue(await queueStatus(st.pool));
-        } finally {
-          await st.close();
-        }
-      });
+        });
+        // The run queue (pg-boss's tables, read with plain SQL): absent until the first worker starts.
+        await check("queue", async () => {
+          const { describeQueue, queueStatus } = await import("../queue/status.js");
+          return describeQueue(await queueStatus(pool));
+        });
+      }
+    } finally {
+      await st?.close();
     }
   }
   const promises = levelPromises(sandbox.level as IsolationLevel);
