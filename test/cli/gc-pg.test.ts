@@ -5,6 +5,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import pg from "pg";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { DEMO_TASK } from "../../src/cli/demo.js";
+import type { HistoryRow } from "../../src/cli/history.js";
 import { openStateDb } from "../../src/ledger/state-db.js";
 import { PgRevisionReplica } from "../../src/workspace/pg-revisions.js";
 import { RevisionStore } from "../../src/workspace/revisions.js";
@@ -14,13 +15,8 @@ import { describePg, pgQuery, useTestDatabase } from "../helpers/postgres.js";
 
 afterAll(() => cleanupTemp());
 
-interface Row {
-  checkpointId: string;
-  parentCheckpointId: string | null;
-  step: number;
-  next: string[];
-  status: string | null;
-}
+/** One line of `history --json`. */
+type Row = HistoryRow;
 
 interface Report {
   checkpointsDeleted: number;

@@ -3,21 +3,15 @@ import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import pg from "pg";
 import { DEMO_TASK } from "../../src/cli/demo.js";
+import type { HistoryRow } from "../../src/cli/history.js";
 import { cliAsync, jsonLines } from "../helpers/cli.js";
 import { DEMO_TRAJECTORY, DEMO_WORKSPACE, cleanupTemp, readTree, tempWorkspace } from "../helpers/workspace.js";
 import { describePg, useTestDatabase } from "../helpers/postgres.js";
 
 afterAll(() => cleanupTemp());
 
-interface Row {
-  checkpointId: string;
-  parentCheckpointId: string | null;
-  step: number;
-  next: string[];
-  agentStep: number | null;
-  status: string | null;
-  ledgerHead: string | null;
-}
+/** One line of `history --json`. */
+type Row = HistoryRow;
 
 const AGGREGATE = "dashboard/aggregate.js";
 
