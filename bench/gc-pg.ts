@@ -13,16 +13,13 @@ import pg from "pg";
 import { DEMO_TASK } from "../src/cli/demo.js";
 import { ensureBuilt } from "../test/helpers/build.js";
 import { createTestDatabase } from "../test/helpers/postgres.js";
-import { printTable, type BenchResult } from "./report.js";
+import { printTable, benchPgUrl, type BenchResult } from "./report.js";
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
 export async function benchGcPg(): Promise<BenchResult[]> {
-  const base = process.env.LEDGERLOOP_BENCH_PG_URL || process.env.LEDGERLOOP_TEST_PG_URL;
-  if (!base) {
-    console.log("\ngc --state figures skipped: set LEDGERLOOP_BENCH_PG_URL (or LEDGERLOOP_TEST_PG_URL)");
-    return [];
-  }
+  const base = benchPgUrl("gc --state figures");
+  if (!base) return [];
   ensureBuilt();
   const runs = Number(process.env.BENCH_GC_RUNS ?? 10);
   const db = await createTestDatabase("gc_bench", base);

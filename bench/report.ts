@@ -34,3 +34,13 @@ export function printTable(title: string, rows: BenchResult[]): void {
     console.log(`${r.name.padEnd(72)} ${fmt(r.value).padStart(9)} ${r.unit}${target}${base}`);
   }
 }
+
+/**
+ * The PostgreSQL server a benchmark uses (LEDGERLOOP_BENCH_PG_URL, else the tests' one), or
+ * undefined after saying that `what` is skipped without one.
+ */
+export function benchPgUrl(what: string): string | undefined {
+  const url = process.env.LEDGERLOOP_BENCH_PG_URL || process.env.LEDGERLOOP_TEST_PG_URL;
+  if (!url) console.log(`\n${what} skipped: set LEDGERLOOP_BENCH_PG_URL (or LEDGERLOOP_TEST_PG_URL)`);
+  return url;
+}

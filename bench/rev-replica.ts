@@ -6,7 +6,7 @@ import { openPgState } from "../src/ledger/pg-db.js";
 import { openStateDb } from "../src/ledger/state-db.js";
 import { PgRevisionReplica } from "../src/workspace/pg-revisions.js";
 import { RevisionStore } from "../src/workspace/revisions.js";
-import { median, printTable, quantile, type BenchResult } from "./report.js";
+import { median, printTable, quantile, benchPgUrl, type BenchResult } from "./report.js";
 import { DIRS, PER_DIR, makeWorkspace, rel, source } from "./revisions.js";
 
 // What the PostgreSQL replica of the revisions adds to a step (workspace/pg-revisions.ts): the push
@@ -25,11 +25,8 @@ const cpuMs = (start: NodeJS.CpuUsage) => {
 };
 
 export async function benchRevReplica(): Promise<BenchResult[]> {
-  const url = process.env.LEDGERLOOP_BENCH_PG_URL || process.env.LEDGERLOOP_TEST_PG_URL;
-  if (!url) {
-    console.log("\nrevision replica figures skipped: set LEDGERLOOP_BENCH_PG_URL (or LEDGERLOOP_TEST_PG_URL)");
-    return [];
-  }
+  const url = benchPgUrl("revision replica figures");
+  if (!url) return [];
   const ws = makeWorkspace();
   const other = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "ll-bench-rev-pull-")));
   const db = openStateDb(path.join(ws, ".ledgerloop", "state.db"));

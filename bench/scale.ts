@@ -9,7 +9,7 @@ import { startQueue, submitRun } from "../src/queue/run-queue.js";
 import { ensureBuilt } from "../test/helpers/build.js";
 import { createTestDatabase } from "../test/helpers/postgres.js";
 import { writeTrajectory } from "../test/queue/queue-fixtures.js";
-import { median, printTable, type BenchResult } from "./report.js";
+import { median, printTable, benchPgUrl, type BenchResult } from "./report.js";
 import { benchState } from "./state.js";
 
 // Scaling out on PostgreSQL (issue 11, item 7), with the built bin as real worker processes:
@@ -255,11 +255,8 @@ export async function takeover(base: string, leaseSeconds: number, pollSeconds: 
 }
 
 export async function benchScale(): Promise<BenchResult[]> {
-  const base = process.env.LEDGERLOOP_BENCH_PG_URL || process.env.LEDGERLOOP_TEST_PG_URL;
-  if (!base) {
-    console.log("\nscale figures skipped: set LEDGERLOOP_BENCH_PG_URL (or LEDGERLOOP_TEST_PG_URL)");
-    return [];
-  }
+  const base = benchPgUrl("scale figures");
+  if (!base) return [];
   ensureBuilt();
   const runs = env("BENCH_SCALE_RUNS", 12);
   const steps = env("BENCH_SCALE_STEPS", 10);
