@@ -19,7 +19,7 @@ export interface DoctorReport {
 /** What this machine gives a run: isolation level and why, and the parts the runtime needs. */
 export async function handleDoctor(args: { workspace?: string; model?: string; embedder?: string; state?: string }): Promise<DoctorReport> {
   const workspace = path.resolve(args.workspace ?? process.cwd());
-  const [{ default: Database }, { CONFIG_FILE, loadConfig }, { probeEndpoint }, { detectIsolation }, { createSandbox }, { chromaCli, probeChroma }] = await Promise.all([
+  const [{ default: Database }, { CONFIG_FILE, loadConfig }, { probeEndpoint }, { detectIsolation }, { createSandbox }, { chromaCli, chromaHostScript, probeChroma }] = await Promise.all([
     import("better-sqlite3"),
     import("../config.js"),
     import("../models/probe.js"),
@@ -75,6 +75,7 @@ export async function handleDoctor(args: { workspace?: string; model?: string; e
       throw new Error("the chromadb package is missing: reinstall ledgerloop (npm ci in a clone)");
     }
     if (!fs.existsSync(cli)) throw new Error(`the chromadb package's bundled server is missing (${cli}): reinstall ledgerloop`);
+    if (!fs.existsSync(chromaHostScript())) throw new Error(`ledgerloop's Chroma host script is missing (${chromaHostScript()}): rebuild (npm run build) or reinstall ledgerloop`);
     return "bundled server available (started per state dir on first search)";
   });
   await check("config", () => {

@@ -3,6 +3,7 @@ import fs from "node:fs";
 import net from "node:net";
 import { createRequire } from "node:module";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { errorMessage } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import { VectorStoreError } from "./errors.js";
@@ -10,7 +11,8 @@ import { VectorStoreError } from "./errors.js";
 // The embedded Chroma server: the chromadb package's bundled server, persisting under
 // <stateDir>/chroma, on a free loopback port. Every ledgerloop process using it registers itself in
 // <stateDir>/chroma.clients/<pid>; the last one to leave stops it. A process killed with SIGKILL
-// leaves the server running, and the next process adopts it (server.json + a heartbeat). The record
+// leaves the server running, and the next process adopts it (server.json + a heartbeat); when none
+// comes, the server's own watchdog (chroma-host.mjs) stops it after a while. The record
 // is written as the server is spawned, and a server on the data directory that no record names is
 // stopped before another is started: no crash point leaves a server nobody will stop.
 
@@ -220,6 +222,11 @@ function writeRecord(file: string, record: ServerRecord): void {
 
 async function startServer(dataDir: string, stateDir: string, recordFile: string, timeoutMs: number): Promise<ServerRecord> {
   const cli = chromaCli();
+  // Read by the server's watchdog (chroma-host.mjs), which could only ignore a bad value: refused here.
+  const idle = process.env.LEDGERLOOP_CHROMA_IDLE_SECONDS;
+  if (idle !== undefined && !/^\s*\d+\s*$/.test(idle)) {
+    throw new VectorStoreError("VECTOR_SERVER_START", `LEDGERLOOP_CHROMA_IDLE_SECONDS must be a whole number of seconds (0: never stop an idle server), not ${JSON.stringify(idle)}`);
+  }
   const logFile = path.join(stateDir, "chroma.log");
   let lastError = "";
   for (let attempt = 0; attempt < 3; attempt++) {
@@ -228,7 +235,8 @@ async function startServer(dataDir: string, stateDir: string, recordFile: string
     const log = fs.openSync(logFile, "w");
     // Its own process group, so that a Ctrl-C meant for a CLI command does not hit the server shared
     // with other processes; it is stopped explicitly instead.
-    const serverArgv = [process.execPath, cli, "run", "--path", dataDir, "--host", HOST, "--port", String(port)];
+    // chroma-host.mjs runs the CLI in its own process beside a watchdog that stops an orphaned server.
+    const serverArgv = [process.execPath, chromaHostScript(), cli, "run", "--path", dataDir, "--host", HOST, "--port", String(port)];
     const setpriv = dieWithHost ? setprivPath() : null;
     const argv = setpriv ? [setpriv, "--pdeathsig", "SIGTERM", "--", ...serverArgv] : serverArgv;
     const child = spawn(argv[0]!, argv.slice(1), {
@@ -273,6 +281,11 @@ async function startServer(dataDir: string, stateDir: string, recordFile: string
     if (!/address already in use|AddrInUse/i.test(tail)) break;
   }
   throw new VectorStoreError("VECTOR_SERVER_START", `cannot start the Chroma server (${lastError})`);
+}
+
+/** The script that runs the Chroma CLI with its watchdog (next to this module, in the sources and in dist). */
+export function chromaHostScript(): string {
+  return fileURLToPath(new URL("./chroma-host.mjs", import.meta.url));
 }
 
 /** Path of the chromadb package's CLI (its `chroma` bin), which runs the bundled server. */

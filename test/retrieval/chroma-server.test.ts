@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -123,4 +123,106 @@ console.log("not killed");`;
     }
     expect(serversOn(dataDir)).toEqual([]);
   }, 180_000);
+});
+
+describe("the embedded Chroma server's watchdog", () => {
+  /** Starts the server from a child process and SIGKILLs the child: the server is left with no client. */
+  async function orphanServer(stateDir: string, idleSeconds: number): Promise<number> {
+    const script = `import { ensureChromaServer } from ${JSON.stringify(path.join(REPO, "src/retrieval/chroma-server.ts"))};
+const s = await ensureChromaServer({ stateDir: ${JSON.stringify(stateDir)}, startTimeoutMs: 45_000 });
+await fetch(s.url + "/api/v2/tenants/default_tenant/databases/default_database/collections", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "before-the-crash" }) });
+console.log(JSON.stringify({ pid: s.pid }));
+setInterval(() => {}, 1000);`;
+    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      cwd: REPO,
+      env: { ...process.env, LEDGERLOOP_CHROMA_IDLE_SECONDS: String(idleSeconds) },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    const line = await new Promise<string>((resolve, reject) => {
+      let out = "";
+      child.stdout!.on("data", (d: Buffer) => {
+        out += d.toString();
+        if (out.includes("\n")) resolve(out.split("\n")[0]!);
+      });
+      child.once("exit", (code) => reject(new Error(`the client exited (${code}) before its server answered`)));
+    });
+    const { pid } = JSON.parse(line) as { pid: number };
+    child.kill("SIGKILL");
+    await new Promise((r) => child.once("exit", r));
+    return pid;
+  }
+
+  async function exitsWithin(pid: number, ms: number): Promise<boolean> {
+    const deadline = Date.now() + ms;
+    while (Date.now() < deadline) {
+      if (!alive(pid)) return true;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return !alive(pid);
+  }
+
+  it("stops a server whose every client was killed, once it has been idle; the next process starts one on the same data", async () => {
+    const stateDir = tempWorkspace();
+    const pid = await orphanServer(stateDir, 2);
+    expect(serversOn(path.join(stateDir, "chroma"))).toEqual([pid]);
+    // Killed clients stop nothing themselves: the watchdog does, after 2 s without a live client.
+    expect(await exitsWithin(pid, 60_000)).toBe(true);
+    expect(fs.existsSync(path.join(stateDir, "chroma.server.json"))).toBe(false);
+    expect(fs.readFileSync(path.join(stateDir, "chroma.log"), "utf8")).toMatch(/stopping the embedded Chroma server on .*: no ledgerloop process has used it for 2 s/);
+    const next = await ensureChromaServer({ stateDir, startTimeoutMs: 45_000 });
+    try {
+      expect(next.started).toBe(true);
+      const res = await fetch(`${next.url}/api/v2/tenants/default_tenant/databases/default_database/collections`);
+      expect(JSON.stringify(await res.json())).toContain("before-the-crash");
+    } finally {
+      await next.release();
+    }
+  }, 180_000);
+
+  it("stops an orphaned server within seconds when its workspace state is deleted, without waiting out the idle time", async () => {
+    const stateDir = tempWorkspace();
+    // Ten minutes of idle time: only the deleted data directory can stop it within the minute.
+    const pid = await orphanServer(stateDir, 600);
+    fs.rmSync(stateDir, { recursive: true, force: true });
+    // It looks every 5 s; the minute is room for a loaded machine.
+    expect(await exitsWithin(pid, 60_000)).toBe(true);
+  }, 180_000);
+
+  it("leaves a server alone while a live process uses it, however long", async () => {
+    const stateDir = tempWorkspace();
+    const before = process.env.LEDGERLOOP_CHROMA_IDLE_SECONDS;
+    process.env.LEDGERLOOP_CHROMA_IDLE_SECONDS = "1";
+    let s: Awaited<ReturnType<typeof ensureChromaServer>>;
+    try {
+      s = await ensureChromaServer({ stateDir, startTimeoutMs: 45_000 });
+    } finally {
+      if (before === undefined) delete process.env.LEDGERLOOP_CHROMA_IDLE_SECONDS;
+      else process.env.LEDGERLOOP_CHROMA_IDLE_SECONDS = before;
+    }
+    try {
+      // Several idle periods and checks pass while this process is registered.
+      await new Promise((r) => setTimeout(r, 5_000));
+      expect(alive(s.pid!)).toBe(true);
+      expect(await heartbeat(s.url)).toBe(true);
+    } finally {
+      await s.release();
+    }
+    expect(alive(s.pid!)).toBe(false);
+  }, 120_000);
+});
+
+describe("LEDGERLOOP_CHROMA_IDLE_SECONDS", () => {
+  it("refuses a value that is not a whole number of seconds, naming it, and starts nothing", async () => {
+    const stateDir = tempWorkspace();
+    const before = process.env.LEDGERLOOP_CHROMA_IDLE_SECONDS;
+    process.env.LEDGERLOOP_CHROMA_IDLE_SECONDS = "5m";
+    try {
+      await expect(ensureChromaServer({ stateDir })).rejects.toThrow(/LEDGERLOOP_CHROMA_IDLE_SECONDS must be a whole number of seconds .*not "5m"/);
+    } finally {
+      if (before === undefined) delete process.env.LEDGERLOOP_CHROMA_IDLE_SECONDS;
+      else process.env.LEDGERLOOP_CHROMA_IDLE_SECONDS = before;
+    }
+    expect(serversOn(path.join(stateDir, "chroma"))).toEqual([]);
+    expect(fs.existsSync(path.join(stateDir, "chroma.lock"))).toBe(false);
+  });
 });
