@@ -8,6 +8,8 @@ import { IndexCorruptError } from "./errors.js";
 
 /** SQLite `application_id` of index.db ("LLIX"), so a stray file is never mistaken for it. */
 export const INDEX_APPLICATION_ID = 0x4c4c4958;
+/** Largest part of index.db read through a memory map (address space, not memory: pages stay the OS's). */
+const INDEX_MMAP_BYTES = 256 * 1024 * 1024;
 /** Bump when the layout changes: an index of another version is rebuilt, not migrated (it is derived data). */
 export const INDEX_SCHEMA_VERSION = 2;
 
@@ -183,6 +185,13 @@ export class NgramIndex {
       db.pragma("busy_timeout = 5000");
       db.pragma("journal_mode = WAL");
       db.pragma("synchronous = NORMAL");
+      // Pages are read through a memory map instead of copied into SQLite's page cache. After this
+      // process spawns a child (git, a sandboxed command), libuv's fork() makes the next write to
+      // each of its pages fault once; copying pages into the cache is such a write, reading a map is
+      // not. On vite (2,612 files) a search right after a checkout took 54–60 ms p50 with the map
+      // against 73–97 ms without. Nothing truncates index.db in place (a rebuild moves it aside or
+      // unlinks it), which is what would make a mapped read fail.
+      db.pragma(`mmap_size = ${INDEX_MMAP_BYTES}`);
       db.pragma(`application_id = ${INDEX_APPLICATION_ID}`);
       db.exec(SCHEMA);
       db.prepare("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', ?)").run(String(INDEX_SCHEMA_VERSION));
