@@ -106,24 +106,33 @@ if (isMainThread) {
     if (Date.now() - lastClientSeen < idleMs) return;
     const unlock = tryLock();
     if (!unlock) return; // a client is starting or adopting: look again next time
+    let idle = false;
     try {
       if (anyClient()) {
         lastClientSeen = Date.now();
         return;
       }
       // Forget the record first (when it names this server): a client that takes the lock next
-      // finds nothing to adopt and starts a server of its own.
+      // finds nothing to adopt, stops whatever still runs on the data directory, and starts anew.
       try {
         const record = JSON.parse(fs.readFileSync(recordFile, "utf8"));
         if (record.pid === serverPid) fs.rmSync(recordFile, { force: true });
       } catch {
         // no record, or not ours
       }
-      stop(`no ledgerloop process has used it for ${Math.round(idleMs / 1000)} s`);
+      idle = true;
     } finally {
       unlock();
     }
+    if (idle) stop(`no ledgerloop process has used it for ${Math.round(idleMs / 1000)} s`);
   };
-  // A look costs a directory read and a signal 0 per client: every few seconds is cheap.
-  setInterval(check, Math.min(5_000, Math.max(200, idleMs / 4)));
+  // A look costs a directory read and a signal 0 per client: every few seconds is cheap. A failed
+  // look (a permission error, say) leaves the server running and is tried again.
+  setInterval(() => {
+    try {
+      check();
+    } catch {
+      // looked at again next time
+    }
+  }, Math.min(5_000, Math.max(200, idleMs / 4)));
 }
