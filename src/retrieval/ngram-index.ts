@@ -188,8 +188,8 @@ export class NgramIndex {
       // Pages are read through a memory map instead of copied into SQLite's page cache. After this
       // process spawns a child (git, a sandboxed command), libuv's fork() makes the next write to
       // each of its pages fault once; copying pages into the cache is such a write, reading a map is
-      // not. On vite (2,612 files) a search right after a checkout took 54–60 ms p50 with the map
-      // against 73–97 ms without. Nothing truncates index.db in place (a rebuild moves it aside or
+      // not. On vite (2,612 files) a search right after a checkout took 50–60 ms p50 with the map
+      // against 72–97 ms without (README). Nothing truncates index.db in place (a rebuild moves it aside or
       // unlinks it), which is what would make a mapped read fail.
       db.pragma(`mmap_size = ${INDEX_MMAP_BYTES}`);
       db.pragma(`application_id = ${INDEX_APPLICATION_ID}`);
