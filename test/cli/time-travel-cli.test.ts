@@ -1,4 +1,5 @@
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli, jsonLines } from "../helpers/cli.js";
@@ -33,16 +34,22 @@ describe("time travel, search and storage through the CLI, on the demo run", () 
     expect(unified.stdout).toMatch(/^\+.*\/health/m);
   });
 
-  it("replay reproduces the run with zero model calls", () => {
+  it("replay reproduces the run with zero model calls, by default in a new temp directory it leaves for the user", () => {
     const r = cli(["replay", thread, "-w", ws, "--json", "-q"]);
     expect(r.code, r.stderr).toBe(0);
     const rep = JSON.parse(r.stdout);
-    expect(rep).toMatchObject({ status: "finished", recordedStatus: "finished", modelCalls: 0, divergences: [] });
-    expect(readTree(rep.workspace)).toEqual(finalTree);
+    try {
+      expect(path.dirname(rep.workspace)).toBe(os.tmpdir());
+      expect(path.basename(rep.workspace)).toMatch(/^ledgerloop-replay-/);
+      expect(rep).toMatchObject({ status: "finished", recordedStatus: "finished", modelCalls: 0, divergences: [] });
+      expect(readTree(rep.workspace)).toEqual(finalTree);
+    } finally {
+      fs.rmSync(rep.workspace, { recursive: true, force: true });
+    }
   });
 
   it("replay from a mid-run checkpoint reports no divergence and exits 0", () => {
-    const r = cli(["replay", thread, "-w", ws, "--from", beforeAct(7), "--json", "-q"]);
+    const r = cli(["replay", thread, "-w", ws, "--into", path.join(tempWorkspace(), "replay"), "--from", beforeAct(7), "--json", "-q"]);
     expect(r.code, r.stderr).toBe(0);
     const rep = JSON.parse(r.stdout);
     expect(rep).toMatchObject({ status: "finished", recordedStatus: "finished", modelCalls: 0, divergences: [] });
@@ -107,7 +114,7 @@ describe("time travel, search and storage through the CLI, on the demo run", () 
     const after = JSON.parse(cli(["stats", "-w", ws, "--json"]).stdout);
     expect(after.checkpoints.count).toBe(before.checkpoints.count - gc.checkpointsDeleted);
     expect(after.ledger.events).toBe(before.ledger.events);
-    const replay = JSON.parse(cli(["replay", thread, "-w", ws, "--json", "-q"]).stdout);
+    const replay = JSON.parse(cli(["replay", thread, "-w", ws, "--into", path.join(tempWorkspace(), "replay"), "--json", "-q"]).stdout);
     expect(replay.divergences).toEqual([]);
   });
 });

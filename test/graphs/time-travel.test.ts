@@ -18,6 +18,8 @@ afterEach(async () => {
   cleanupTemp();
 });
 
+/** Where a replay puts its workspace: inside a test temp dir, so cleanupTemp removes it (replay's own default is a new temp dir it leaves for the user). */
+const scratch = () => path.join(tempWorkspace(), "replay");
 const call = (name: string, args: Record<string, unknown>) => ({ tool_calls: [{ name, args }] });
 const values = (t: { checkpoint: { channel_values: unknown } }) => t.checkpoint.channel_values as TaskStateValue;
 
@@ -192,7 +194,7 @@ describe("replay and gc", () => {
     agents.push(a);
     expect((await a.run("demo")).status).toBe("finished");
     const callsBefore = a.model.requests.length;
-    const r = await replay(a.rt, "t1");
+    const r = await replay(a.rt, "t1", { workspace: scratch() });
     extra.push(r.runtime);
     expect(a.model.requests.length).toBe(callsBefore); // the scripted model was never asked again
     expect(r.modelCalls).toBe(0);
@@ -210,7 +212,7 @@ describe("replay and gc", () => {
     });
     agents.push(a);
     await a.run("clock");
-    const r = await replay(a.rt, "t1");
+    const r = await replay(a.rt, "t1", { workspace: scratch() });
     extra.push(r.runtime);
     expect(r.divergences).toEqual([]);
     // The times did differ (nanoseconds), and the rest of the output is still compared.
@@ -237,7 +239,7 @@ describe("replay and gc", () => {
     await a.run("read");
     // Something outside the workspace changed since the recording: step 2 reads it.
     fs.writeFileSync(path.join(outside, "clock.txt"), "tick 2\n");
-    const r = await replay(a.rt, "t1");
+    const r = await replay(a.rt, "t1", { workspace: scratch() });
     extra.push(r.runtime);
     expect(r.divergences.map((d) => [d.step, d.tool, d.field])).toEqual([[2, "run_command", "output"]]);
     expect(String(r.divergences[0]!.recorded)).toContain("tick 1");
@@ -261,13 +263,13 @@ describe("replay and gc", () => {
     agents.push(a);
     await a.run("read");
     const from = (await beforeAct(a.rt, "t1", 2)).checkpoint.id;
-    const same = await replay(a.rt, "t1", { from });
+    const same = await replay(a.rt, "t1", { from, workspace: scratch() });
     extra.push(same.runtime);
     expect(same.divergences).toEqual([]);
     expect(same.replayedTurns).toBe(1); // only finish's answer: step 2's was already in the copy
 
     fs.writeFileSync(path.join(outside, "clock.txt"), "tick 2\n");
-    const changed = await replay(a.rt, "t1", { from });
+    const changed = await replay(a.rt, "t1", { from, workspace: scratch() });
     extra.push(changed.runtime);
     expect(changed.divergences.map((d) => [d.step, d.tool, d.field])).toEqual([[2, "run_command", "output"]]);
     expect(String(changed.divergences[0]!.replayed)).toContain("tick 2");
@@ -294,7 +296,7 @@ describe("replay and gc", () => {
     expect((await a.run(null)).status).toBe("finished");
     expect(readTree(ws)).toEqual({ "a.txt": "ONE\ntwo\n", "d.txt": "sea\n", "untracked.txt": "fresh\n" });
     // ...and the run still replays from its first checkpoint.
-    const r = await replay(a.rt, "t1");
+    const r = await replay(a.rt, "t1", { workspace: scratch() });
     extra.push(r.runtime);
     expect(r.divergences).toEqual([]);
   });
