@@ -89,7 +89,7 @@ describe("a run killed in the middle of a slow command", () => {
   ];
   it.each(cases)("killed %s: not run again, reported interrupted, no process left behind", async (_name, sandbox, when) => {
     const ws = tempWorkspace(undefined, { "README.md": "x\n" });
-    const traj = path.join(ws, "..", `traj-${path.basename(ws)}.json`);
+    const traj = path.join(tempWorkspace(), "traj.json");
     fs.writeFileSync(
       traj,
       JSON.stringify({

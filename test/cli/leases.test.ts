@@ -15,7 +15,7 @@ afterAll(() => cleanupTemp());
  */
 function slowWorkspace(): { ws: string; model: string; release: () => void } {
   const ws = tempWorkspace(undefined, { "README.md": "x\n" });
-  const traj = path.join(path.dirname(ws), `traj-${path.basename(ws)}.json`);
+  const traj = path.join(tempWorkspace(), "traj.json");
   fs.writeFileSync(
     traj,
     JSON.stringify({
@@ -115,7 +115,7 @@ describe("one writer per workspace and per run", () => {
 
   it("a lease of another machine blocks `resume` until it expires; then it is taken over", () => {
     const ws = tempWorkspace(undefined, { "README.md": "x\n" });
-    const traj = path.join(path.dirname(ws), `traj-${path.basename(ws)}.json`);
+    const traj = path.join(tempWorkspace(), "traj.json");
     fs.writeFileSync(traj, JSON.stringify({ decide: [{ tool_calls: [{ name: "finish", args: { summary: "done" } }] }] }));
     const killed = cli(["run", "one", "-w", ws, "--model", `scripted:${traj}`, "--thread", "T", "-q"], {
       env: { LEDGERLOOP_FAILPOINT: "ledger-append:1" },

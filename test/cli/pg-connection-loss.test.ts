@@ -34,7 +34,7 @@ type Row = { id: string; seq: number; type: string; caused_by: string | null; pa
 async function runLosingDatabase(url: string, thread: string, extra: string[]) {
   const name = decodeURIComponent(new URL(url).pathname.slice(1));
   const ws = tempWorkspace(undefined, { "README.md": "x\n" });
-  const traj = path.join(ws, "..", `traj-${path.basename(ws)}.json`);
+  const traj = path.join(tempWorkspace(), "traj.json");
   fs.writeFileSync(
     traj,
     JSON.stringify({
