@@ -23,13 +23,27 @@ function gitEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-/** Runs a short git command in `cwd`; resolves stdout, or null when git fails or is missing. */
-export function gitOutput(cwd: string, args: string[], timeoutMs = 5000): Promise<string | null> {
+/** Runs a short git command in `cwd`; resolves stdout, or why it failed (git's own words, or that it took too long). */
+export function gitRun(cwd: string, args: string[], timeoutMs = 5000): Promise<{ stdout: string } | { error: string; timedOut: boolean }> {
   return new Promise((resolve) => {
-    execFile("git", [...SAFE_CONFIG, ...args], { cwd, env: gitEnv(), timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, encoding: "utf8" }, (err, stdout) =>
-      resolve(err ? null : stdout),
-    );
+    execFile("git", [...SAFE_CONFIG, ...args], { cwd, env: gitEnv(), timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, encoding: "utf8" }, (err, stdout, stderr) => {
+      if (!err) return resolve({ stdout });
+      const timedOut = (err as { killed?: boolean }).killed === true;
+      resolve({ error: timedOut ? `git took over ${timeoutMs / 1000} s` : gitComplaint(stderr) || err.message, timedOut });
+    });
   });
+}
+
+/** Runs a short git command in `cwd`; resolves stdout, or null when git fails or is missing. */
+export async function gitOutput(cwd: string, args: string[], timeoutMs = 5000): Promise<string | null> {
+  const r = await gitRun(cwd, args, timeoutMs);
+  return "stdout" in r ? r.stdout : null;
+}
+
+/** The line of git's stderr that says why it stopped (its `fatal:` line, else the last one), at most 300 characters. */
+export function gitComplaint(stderr: string): string {
+  const lines = stderr.split("\n").map((l) => l.trim()).filter(Boolean);
+  return (lines.findLast((l) => l.startsWith("fatal:")) ?? lines.at(-1) ?? "").slice(0, 300);
 }
 
 /** What git says about the workspace: the HEAD commit and whether the clone is shallow; null when not a repository. */
@@ -51,6 +65,8 @@ export interface ReadLogOptions {
   cwd: string;
   /** `HEAD`, or `<old>..<new>` for only the commits since a remembered HEAD. */
   range: string;
+  /** Stop (as "complete") on reaching this commit, which is not read. */
+  stopAt?: string;
   maxCommits: number;
   /**
    * Stop reading (and stop git) at this time (ms since the epoch); what was read stays. A function is
@@ -130,6 +146,7 @@ export function readLog(opts: ReadLogOptions): Promise<{ end: ReadEnd; read: num
     const take = (rec: string) => {
       const c = parseRecord(rec);
       if (!c || end) return;
+      if (c.hash === opts.stopAt) return stop("complete");
       batch.push(c);
       read++;
       if (read >= opts.maxCommits) stop("count-cap");
@@ -156,7 +173,7 @@ export function readLog(opts: ReadLogOptions): Promise<{ end: ReadEnd; read: num
       flush();
       if (!end) end = code === 0 ? "complete" : "error";
       const why: ReadEnd = end;
-      void paused.then(() => resolve({ end: why, read, ...(why === "error" ? { error: stderr.trim() || `git log exited with ${code}` } : {}) }));
+      void paused.then(() => resolve({ end: why, read, ...(why === "error" ? { error: gitComplaint(stderr) || `git log exited with ${code}` } : {}) }));
     });
   });
 }

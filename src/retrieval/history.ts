@@ -77,7 +77,7 @@ export interface HistoryStatus {
   head: string | null;
   commits: number;
   shallow: boolean;
-  /** Set when the last read stopped at a cap: what remains unread. */
+  /** Set when the last read stopped at a cap, or where git could not read on ("error"): older history is missing. */
   partial: ReadEnd | null;
 }
 
@@ -218,31 +218,51 @@ export class HistorySource {
     const touched = new Set<string>();
     let budgetStart = budgetFrom ? Infinity : Date.now();
     void budgetFrom?.finally(() => (budgetStart = Date.now()));
-    const r = await readLog({
-      cwd: this.workspace,
-      range,
-      maxCommits: this.s.maxCommits,
-      deadline: () => budgetStart + this.s.timeBudgetMs,
-      shouldStop: () => this.stopped,
-      onBatch: async (commits) => {
-        if (this.stopped) return;
-        this.store(commits, fresh ? perPath : null, touched);
-        // Let searches and the index run between batches.
-        await new Promise<void>((res) => setImmediate(res));
-      },
-    });
+    const read = (range: string, stopAt?: string) =>
+      readLog({
+        cwd: this.workspace,
+        range,
+        ...(stopAt ? { stopAt } : {}),
+        maxCommits: this.s.maxCommits,
+        deadline: () => budgetStart + this.s.timeBudgetMs,
+        shouldStop: () => this.stopped,
+        onBatch: async (commits) => {
+          if (this.stopped) return;
+          this.store(commits, fresh ? perPath : null, touched);
+          // Let searches and the index run between batches.
+          await new Promise<void>((res) => setImmediate(res));
+        },
+      });
+    let r = await read(range);
+    if (!fresh && r.end === "error" && r.read === 0 && !this.stopped) {
+      // `known..HEAD` walks below the remembered HEAD to learn what to leave out, and in a damaged
+      // .git dies there before it gives a commit; reading down from HEAD to the remembered HEAD does
+      // not go below it (on a linear history the same commits; a branch merged since with commits
+      // older than the remembered HEAD may lose those).
+      r = await read("HEAD", known!);
+    }
     // Stopped (closing): history_head is not advanced, so the next open reads this range again.
     if (this.stopped || r.end === "stopped") return;
     if (!fresh) this.prune(touched);
-    if (r.end === "error") throw new Error(r.error ?? "git log failed");
+    // git failed before it gave a single commit: off, and tried again on the next refresh.
+    if (r.end === "error" && r.read === 0) throw new Error(r.error ?? "git log failed");
     // A capped read keeps what it got (the newest part of the history); later reads add only newer
-    // commits, so a huge history costs one bounded read, not one per refresh.
-    const capped = r.end === "count-cap" || r.end === "time-cap";
+    // commits, so a huge history costs one bounded read, not one per refresh. So does a read git gave
+    // up part-way (a corrupt or missing object in a damaged .git): it would fail at the same place on
+    // every refresh.
+    const partial = r.end === "count-cap" || r.end === "time-cap" || r.end === "error";
     this.setMeta("history_head", h.head);
     const detail =
       (h.shallow ? "shallow clone: only the history present is used; " : "") +
-      (r.end === "complete" ? `read ${r.read} commit(s)` : r.end === "count-cap" ? `read the newest ${r.read} commits (cap ${this.s.maxCommits})` : `read ${r.read} commits before the time budget (${this.s.timeBudgetMs} ms) ran out`);
-    this.status = { state: "ok", detail, head: h.head, commits: 0, shallow: h.shallow, partial: capped ? r.end : null };
+      (r.end === "complete"
+        ? `read ${r.read} commit(s)`
+        : r.end === "count-cap"
+          ? `read the newest ${r.read} commits (cap ${this.s.maxCommits})`
+          : r.end === "error"
+            ? `read ${r.read} commit(s); git could not read further (${r.error ?? "git log failed"})`
+            : `read ${r.read} commits before the time budget (${this.s.timeBudgetMs} ms) ran out`);
+    this.status = { state: "ok", detail, head: h.head, commits: 0, shallow: h.shallow, partial: partial ? r.end : null };
+    if (r.end === "error") this.warn(`the git history could not be read past its newest ${r.read} commit(s) (${r.error ?? "git log failed"}); searching with the ${r.read} commit(s) read`);
   }
 
   private clear(): void {

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
@@ -227,6 +228,55 @@ describe("history source", () => {
     // And the doctor command's report carries that line as its history check.
     const report = await handleDoctor({ workspace: ws });
     expect(report.checks.find((c) => c.name === "history")).toMatchObject({ ok: true, detail: expect.stringMatching(/^shallow clone: 2 commit\(s\) readable; .*git fetch --unshallow/) });
+  });
+
+  it("keeps the commits it read before a corrupt object, says so once, and reads only new commits after it", async () => {
+    const ws = tempWorkspace();
+    makeRepo(ws, [
+      ...BASE,
+      { message: "columns: number them from one", files: { "src/table.ts": "export function columns(n: number) {\n  return Array.from({ length: n }, (_, i) => i + 1);\n}\n" } },
+      { message: "tokenizer: keep quoted words together", files: { "src/parse.ts": "export function tokens(s: string) {\n  return s.match(/\"[^\"]*\"|\\S+/g) ?? [];\n}\n" } },
+    ]);
+    // Loose objects (fast-import wrote a pack), then one older commit's object overwritten: git log
+    // dies when it reaches it, as it does on a disk or copy that damaged .git.
+    const packDir = path.join(ws, ".git", "objects", "pack");
+    for (const f of fs.readdirSync(packDir).filter((n) => n.endsWith(".pack"))) {
+      const moved = path.join(path.dirname(ws), `${path.basename(ws)}.pack`);
+      fs.renameSync(path.join(packDir, f), moved);
+      for (const g of fs.readdirSync(packDir)) fs.rmSync(path.join(packDir, g));
+      execFileSync("sh", ["-c", 'git unpack-objects -q < "$1"', "sh", moved], { cwd: ws });
+      fs.rmSync(moved);
+    }
+    const bad = git(ws, ["rev-parse", "HEAD~3"]).trim();
+    const obj = path.join(ws, ".git", "objects", bad.slice(0, 2), bad.slice(2));
+    fs.chmodSync(obj, 0o644);
+    fs.writeFileSync(obj, "not a zlib stream");
+    expect(() => git(ws, ["log", "--format=%s"])).toThrow();
+
+    const { r, warnings } = await retriever(ws);
+    let st = await r.stats();
+    expect(st.history).toMatchObject({ state: "ok", partial: "error" });
+    expect(st.history.commits).toBeGreaterThanOrEqual(1);
+    expect(st.history.commits).toBeLessThan(6);
+    expect(st.history.detail).toMatch(/^read \d+ commit\(s\); git could not read further \(.*corrupt/);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/history.*corrupt.*searching with the \d+ commit\(s\) read/);
+    const newest = (await r.search("quoted words", 3)).find((h) => h.path === "src/parse.ts");
+    expect(newest?.sources.history).toContain("tokenizer: keep quoted words together");
+
+    // The next refresh reads only the commit that came since, not the damaged history again.
+    const before = st.history.commits;
+    makeRepo(ws, [{ message: "table: right-align numbers", files: { "src/table.ts": "export const align = 'right';\n" } }]);
+    await r.refresh(["src/table.ts"]);
+    await r.whenIdle();
+    st = await r.stats();
+    expect(st.history).toMatchObject({ state: "ok", commits: before + 1, partial: null, detail: "read 1 commit(s)" });
+    expect(warnings).toHaveLength(1);
+
+    // doctor names the damage instead of blaming the time.
+    const line = await describeHistory(ws);
+    expect(line).not.toMatch(/too long/);
+    expect(line).toMatch(/^damaged: git cannot walk the history from HEAD [0-9a-f]{12} \(fatal: .*corrupt\); the search uses the newest commits/);
   });
 
   it("answers co-change from a remembered list until the index is written, then from the new history", async () => {
