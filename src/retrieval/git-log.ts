@@ -47,9 +47,17 @@ export function gitComplaint(stderr: string): string {
 }
 
 /** What git says about the workspace: the HEAD commit and whether the clone is shallow; null when not a repository. */
-export async function gitHead(cwd: string): Promise<{ head: string; shallow: boolean } | { head: null; reason: string }> {
-  const inside = await gitOutput(cwd, ["rev-parse", "--is-inside-work-tree"]);
-  if (inside === null || inside.trim() !== "true") return { head: null, reason: "not a git repository (or git is not installed)" };
+export async function gitHead(cwd: string): Promise<{ head: string; shallow: boolean } | { head: null; reason: string; refused?: true }> {
+  const inside = await gitRun(cwd, ["rev-parse", "--is-inside-work-tree"]);
+  if ("error" in inside) {
+    if (/not a git repository/i.test(inside.error)) return { head: null, reason: "not a git repository" };
+    if (/\bENOENT\b/.test(inside.error)) return { head: null, reason: "git is not installed" };
+    // A repository git will not read: another user's (safe.directory), a broken config. Its own
+    // words say which; ledgerloop does not override that check.
+    const allow = /dubious ownership/i.test(inside.error) ? `; \`git config --global --add safe.directory ${cwd}\` lets it` : "";
+    return { head: null, reason: `git refuses to read this repository (${inside.error})${allow}`, refused: true };
+  }
+  if (inside.stdout.trim() !== "true") return { head: null, reason: "not a git work tree" };
   const head = (await gitOutput(cwd, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"]))?.trim();
   if (!head) return { head: null, reason: "the repository has no commit yet" };
   const shallow = (await gitOutput(cwd, ["rev-parse", "--is-shallow-repository"]))?.trim() === "true";

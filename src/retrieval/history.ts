@@ -197,6 +197,8 @@ export class HistorySource {
   private async syncOnce(budgetFrom?: Promise<unknown>): Promise<void> {
     const h = await gitHead(this.workspace);
     if (h.head === null) {
+      // A plain directory has no history and needs no word; a repository git refuses is said once.
+      if (h.refused && this.status.detail !== h.reason) this.warn(`the git history is not read: ${h.reason}`);
       this.status = { state: "off", detail: h.reason, head: null, commits: 0, shallow: false, partial: null };
       return;
     }

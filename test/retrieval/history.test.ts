@@ -128,6 +128,35 @@ describe("history source", () => {
     expect(warnings).toEqual([]);
   });
 
+  it("says why when git refuses the repository (a broken config), once, and searches the code", async () => {
+    const ws = tempWorkspace();
+    makeRepo(ws, BASE);
+    fs.appendFileSync(path.join(ws, ".git", "config"), "[core\n  this is not config\n");
+    const { r, warnings } = await retriever(ws);
+    expect(paths(await r.search("columns", 3))[0]).toBe("src/table.ts");
+    await r.refresh([]);
+    await r.whenIdle();
+    const st = await r.stats();
+    expect(st.history.state).toBe("off");
+    expect(st.history.detail).toMatch(/^git refuses to read this repository \(fatal: bad config line \d+ in file \.git\/config\)$/);
+    expect(warnings).toEqual([`the git history is not read: ${st.history.detail}`]);
+    expect(await describeHistory(ws)).toMatch(/^off: git refuses to read this repository \(fatal: bad config/);
+  });
+
+  const root = process.getuid?.() === 0;
+  it.skipIf(!root)(`${root ? "" : "SKIPPED (needs root to give the repository to another user): "}names safe.directory when the repository is another user's`, async () => {
+    const ws = tempWorkspace();
+    makeRepo(ws, BASE);
+    execFileSync("chown", ["-R", "nobody", ws]);
+    try {
+      const line = await describeHistory(ws);
+      expect(line).toMatch(/^off: git refuses to read this repository \(fatal: detected dubious ownership in repository at '.*'\); `git config --global --add safe\.directory /);
+      expect(line).toContain(ws);
+    } finally {
+      execFileSync("chown", ["-R", "root", ws]);
+    }
+  });
+
   it("redacts commit messages before they are stored", async () => {
     const ws = tempWorkspace();
     const secret = "sk-live-" + "A1b2C3d4E5f6G7h8I9j0K1l2";
