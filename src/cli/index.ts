@@ -139,7 +139,7 @@ function describe(s: IndexSummary): string {
     `indexed ${s.indexed} of ${s.files} files (${s.unchanged} unchanged, ${s.removed} removed) in ${(s.durationMs / 1000).toFixed(1)} s: ` +
       `${s.chunks} chunks, ${s.symbols} symbols, ${s.events} ledger events`,
     `skipped: ${skipped || "none"} (binary = a NUL byte in the first 8 KiB; huge = over 1 MiB)`,
-    `vectors: ${s.vector.state}${s.vector.store ? ` in ${s.vector.store}` : ""}, embedder ${s.vector.embedder} (${s.vector.dimensions} dims)${s.vector.error ? ` — ${s.vector.error}` : ""}`,
+    `vectors: ${s.vector.state}${s.vector.store ? ` in ${s.vector.store}` : ""}, embedder ${s.vector.embedder} (${s.vector.dimensions === null ? "not started" : `${s.vector.dimensions} dims`})${s.vector.error ? ` — ${s.vector.error}` : ""}`,
     `index: ${s.indexFile}`,
   ];
   if (s.invalidUtf8.count) lines.push(`${s.invalidUtf8.count} file(s) were not valid UTF-8 and were indexed as Latin-1: ${s.invalidUtf8.paths.join(", ")}`);

@@ -5,8 +5,9 @@ import fs from "node:fs";
 import path from "node:path";
 import { errorMessage } from "../errors.js";
 import type { LedgerEvent } from "../state.js";
-import { createEmbedder, DEFAULT_EMBEDDER } from "./embedders/factory.js";
+import { createEmbedder, DEFAULT_EMBEDDER, embedderMayStart } from "./embedders/factory.js";
 import { createHashedEmbedder } from "./embedders/hashed.js";
+import { EmbedderSlot } from "./embedders/slot.js";
 import { sqliteEmbeddingCache } from "./embedding-cache.js";
 import type { Embedder } from "./embedders/port.js";
 import { EmbedderError, IndexCorruptError } from "./errors.js";
@@ -18,7 +19,7 @@ import { createLexicalSearcher } from "./lexical.js";
 import { NgramIndex } from "./ngram-index.js";
 import type { CodeHit, IndexProgress, IndexReport, RetrievalHit, Retriever, RetrieverOptions, RetrieverStats, SearchOptions, SearchTimings } from "./retriever-types.js";
 import { SearchEngine } from "./search.js";
-import { VectorConnection } from "./vector-connection.js";
+import { VectorConnection, type VectorConnectionOptions } from "./vector-connection.js";
 
 export { isTestPath } from "./ranking.js";
 export {
@@ -47,15 +48,25 @@ export async function createRetriever(opts: RetrieverOptions): Promise<Retriever
   const gi = path.join(stateDir, ".gitignore");
   if (!fs.existsSync(gi)) fs.writeFileSync(gi, "*\n");
   let embedder: Embedder;
-  let blocked: string | null = null;
+  let blocked: VectorConnectionOptions["blocked"] = null;
+  const spec = typeof opts.embedder === "object" ? null : (opts.embedder ?? DEFAULT_EMBEDDER);
   try {
-    embedder = typeof opts.embedder === "object" ? opts.embedder : await createEmbedder(opts.embedder ?? DEFAULT_EMBEDDER, { modelsDir: opts.modelsDir, stateDir });
+    embedder = spec === null ? (opts.embedder as Embedder) : await createEmbedder(spec, { modelsDir: opts.modelsDir, stateDir });
   } catch (err) {
     // An endpoint that is down or answers garbage must not stop code search: the n-gram side runs
-    // and the vector side says why it is off. A misspelt embedder name is still an error.
-    if (!(err instanceof EmbedderError) || err.code !== "EMBEDDER_FAILED") throw err;
-    embedder = createHashedEmbedder();
-    blocked = err.message;
+    // and the vector side says why it is off, and asks the endpoint again now and then (a server
+    // still starting). A misspelt embedder name is still an error.
+    if (!(err instanceof EmbedderError) || err.code !== "EMBEDDER_FAILED" || spec === null) throw err;
+    const slot = new EmbedderSlot(createHashedEmbedder());
+    embedder = slot;
+    blocked = {
+      reason: err.message,
+      spec,
+      revive: async (signal) => {
+        await embedderMayStart(spec, signal);
+        await slot.replace(await createEmbedder(spec, { modelsDir: opts.modelsDir, stateDir }));
+      },
+    };
   }
   const r = new HybridRetriever(workspace, stateDir, embedder, opts, blocked);
   await r.open();
@@ -80,7 +91,7 @@ class HybridRetriever implements Retriever {
     private readonly stateDir: string,
     private readonly embedder: Embedder,
     private readonly opts: RetrieverOptions,
-    vectorsBlocked: string | null,
+    vectorsBlocked: VectorConnectionOptions["blocked"],
   ) {
     this.warn = opts.onWarning ?? ((m) => process.stderr.write(`ledgerloop: warning: ${m}\n`));
     // Every part reads the index through this getter: a rebuild replaces the handle.

@@ -59,6 +59,7 @@ export class Indexer {
 
   private async indexAll(opts: { onProgress?: (p: IndexProgress) => void }, t0: number): Promise<IndexReport> {
     await this.o.vectors.maybeRecover();
+    this.o.vectors.takeRecovered(); // every file lacking vectors is embedded below anyway
     opts.onProgress?.({ phase: "scan", done: 0, total: 0 });
     this.o.ignore.reset();
     const walk = await walkFiles(this.o.workspace);
@@ -135,7 +136,10 @@ export class Indexer {
     report.removed = await this.removeFiles(toRemove);
     const tv = performance.now();
     const vectorsWereOk = this.o.vectors.ok;
-    report.vectorized = await this.syncVectors(prepared.map((p) => p.rel));
+    // Back from a failure (store or embedder): the files indexed meanwhile get their vectors now, not
+    // at the next full index.
+    const catchUp = this.o.vectors.takeRecovered();
+    report.vectorized = await this.syncVectors(catchUp ? null : prepared.map((p) => p.rel));
     this.noteMissingVectors(report, vectorsWereOk);
     report.vectorMs = performance.now() - tv;
     report.durationMs = performance.now() - t0;

@@ -97,8 +97,10 @@ export interface IndexReport {
 export interface VectorStatus {
   state: "ok" | "degraded" | "off";
   store: string | null;
+  /** The embedder's id; while the configured one could not start, its spec (`openai:<model>`). */
   embedder: string;
-  dimensions: number;
+  /** Null while the configured embedder could not start (its dimension is not known yet). */
+  dimensions: number | null;
   error?: string;
 }
 
@@ -175,6 +177,8 @@ export interface RetrieverOptions {
   onWarning?: (message: string) => void;
   /** Time limit for the embedded Chroma server to come up. */
   chromaStartTimeoutMs?: number;
+  /** How long a failed vector side (store or embedder) waits before it is tried again (default 30 s). */
+  vectorRetryMs?: number;
   /** Applied to file text before it is indexed or previewed (the runtime's secret redactor), and to commit messages. */
   redact?: (text: string) => string;
   /** Bounds of the git-history source, or false to leave history out (default: on in a git workspace). */

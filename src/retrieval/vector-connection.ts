@@ -16,9 +16,12 @@ export interface VectorConnectionOptions {
   embedder: Embedder;
   /** The current index.db (it changes when the index is rebuilt): it remembers which store holds the vectors. */
   index: () => NgramIndex;
-  opts: Pick<RetrieverOptions, "vectorIndex" | "chromaUrl" | "chromaStartTimeoutMs" | "vectorLine">;
-  /** Why vectors cannot work at all (the embedder could not start); null when they can. */
-  blocked: string | null;
+  opts: Pick<RetrieverOptions, "vectorIndex" | "chromaUrl" | "chromaStartTimeoutMs" | "vectorLine" | "vectorRetryMs">;
+  /**
+   * The configured embedder could not start: why, its spec, and how to start it again (it puts the
+   * new embedder in place of the stand-in `embedder`); null when it started.
+   */
+  blocked: { reason: string; spec: string; revive: (signal: AbortSignal) => Promise<void> } | null;
   warn: (message: string) => void;
 }
 
@@ -32,8 +35,15 @@ export class VectorConnection {
   private state: VectorStatus["state"] = "off";
   private lastError: string | undefined;
   private lastAttempt = 0;
+  private blocked: VectorConnectionOptions["blocked"];
+  private reviving: Promise<void> | null = null;
+  private readonly stopReviving = new AbortController();
+  /** Set when the side came back since {@link VectorConnection.takeRecovered} was last asked. */
+  private recovered = false;
 
-  constructor(private readonly o: VectorConnectionOptions) {}
+  constructor(private readonly o: VectorConnectionOptions) {
+    this.blocked = o.blocked;
+  }
 
   /** True when vectors can be used now. */
   get ok(): boolean {
@@ -53,8 +63,8 @@ export class VectorConnection {
     return {
       state: this.state,
       store: this.vectors?.description ?? null,
-      embedder: this.o.embedder.id,
-      dimensions: this.o.embedder.dimensions,
+      embedder: this.blocked ? this.blocked.spec : this.o.embedder.id,
+      dimensions: this.blocked ? null : this.o.embedder.dimensions,
       ...(this.lastError ? { error: this.lastError } : {}),
     };
   }
@@ -66,8 +76,8 @@ export class VectorConnection {
       this.state = "off";
       return;
     }
-    if (this.o.blocked) {
-      this.degrade(new Error(this.o.blocked));
+    if (this.blocked) {
+      this.degrade(new Error(this.blocked.reason));
       return;
     }
     try {
@@ -99,7 +109,10 @@ export class VectorConnection {
         ngram.clearVectorState();
         ngram.setMeta("vector_key", key);
       }
-      if (this.state === "degraded") this.o.warn(`vector search is available again (${store.description})`);
+      if (this.state === "degraded") {
+        this.o.warn(`vector search is available again (${store.description}, embedder ${embedder.id})`);
+        this.recovered = true;
+      }
       this.state = "ok";
       this.lastError = undefined;
     } catch (err) {
@@ -120,10 +133,39 @@ export class VectorConnection {
     if (first) this.o.warn(`vector search is unavailable (${msg}); searching with the n-gram index only`);
   }
 
-  /** Tries to bring a failed vector store back, at most every RECOVERY_INTERVAL_MS. */
+  /**
+   * Tries to bring a failed vector side back, at most every `vectorRetryMs` (default
+   * RECOVERY_INTERVAL_MS). An embedder that could not start is asked again in the background, so no
+   * search or refresh waits on an endpoint that hangs; once it answers, the next call connects.
+   */
   async maybeRecover(): Promise<void> {
-    if (this.state !== "degraded" || Date.now() - this.lastAttempt < RECOVERY_INTERVAL_MS) return;
+    if (this.state !== "degraded" || Date.now() - this.lastAttempt < (this.o.opts.vectorRetryMs ?? RECOVERY_INTERVAL_MS)) return;
+    if (this.blocked) {
+      this.lastAttempt = Date.now();
+      const blocked = this.blocked;
+      this.reviving ??= blocked
+        .revive(this.stopReviving.signal)
+        .then(
+          () => {
+            this.blocked = null;
+            this.lastAttempt = 0; // connect on the next call
+          },
+          (err: unknown) => {
+            this.blocked = { ...blocked, reason: errorMessage(err) };
+            this.lastError = this.blocked.reason;
+          },
+        )
+        .finally(() => (this.reviving = null));
+      return;
+    }
     await this.connect();
+  }
+
+  /** True once after the side came back from a failure: files indexed meanwhile still lack vectors. */
+  takeRecovered(): boolean {
+    const r = this.recovered;
+    this.recovered = false;
+    return r;
   }
 
   /** Runs fn against the store when it is up; a failure degrades the side and gives undefined. */
@@ -139,6 +181,9 @@ export class VectorConnection {
 
   /** Closes a store this connection opened (a VectorIndex passed in belongs to the caller). */
   async close(): Promise<void> {
+    // An endpoint being asked again must not hold the process: the quick check is cancelled.
+    this.stopReviving.abort();
+    await this.reviving;
     if (this.vectors && !this.o.opts.vectorIndex) await this.vectors.close().catch(() => {});
     this.vectors = null;
   }

@@ -271,10 +271,10 @@ export interface StubEmbeddingsOptions {
   log?: Array<{ model: string; input: string | string[] }>;
   /**
    * A fault for request n (0-based): `garbage` (not a list of numbers), `wrong-dimension` (one number
-   * short), `die` (the server stops listening and drops every connection, like a crashed process),
-   * or an HTTP status.
+   * short), `html` (200 with a web page, as a proxy's login page answers), `die` (the server stops
+   * listening and drops every connection, like a crashed process), or an HTTP status.
    */
-  fault?: (n: number, body: { model: string; input: string | string[] }) => "garbage" | "wrong-dimension" | "die" | number | undefined;
+  fault?: (n: number, body: { model: string; input: string | string[] }) => "garbage" | "wrong-dimension" | "html" | "die" | number | undefined;
 }
 
 /** A deterministic, roughly meaningful vector: words hashed into signed buckets, unit length. */
@@ -312,6 +312,10 @@ function handleEmbeddings(o: StubEmbeddingsOptions, req: http.IncomingMessage, r
     return;
   }
   if (typeof fault === "number") return sendJson(res, fault, errorBody(`openai-stub: scripted HTTP ${fault}`, fault >= 500 ? "server_error" : "invalid_request_error"));
+  if (fault === "html") {
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+    return void res.end("<html><body>Proxy login required</body></html>");
+  }
   const data = inputs.map((t, index) => {
     let embedding: unknown = stubEmbedding(t, dims);
     if (fault === "garbage") embedding = index === 0 ? "not a vector" : null;

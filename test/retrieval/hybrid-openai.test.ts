@@ -2,6 +2,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChromaServer } from "../../src/retrieval/chroma-server.js";
 import { createRetriever, type CodeHit, type Retriever } from "../../src/retrieval/hybrid.js";
+import type { RetrieverOptions } from "../../src/retrieval/retriever-types.js";
 import { startOpenAIStub, type OpenAIStub, type StubEmbeddingsOptions } from "../helpers/openai-stub.js";
 import { createRedactor } from "../../src/secrets.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
@@ -32,14 +33,14 @@ function files(): Record<string, string> {
   return out;
 }
 
-async function setup(o: StubEmbeddingsOptions, ws = tempWorkspace(undefined, files())) {
+async function setup(o: StubEmbeddingsOptions, ws = tempWorkspace(undefined, files()), extra: Partial<RetrieverOptions> = {}) {
   const log: NonNullable<StubEmbeddingsOptions["log"]> = [];
   const stub = await startOpenAIStub({ embeddings: { log, ...o } });
   stubs.push(stub);
   process.env.LEDGERLOOP_EMBEDDINGS_BASE_URL = stub.url;
   process.env.LEDGERLOOP_MODEL_RETRIES = "0";
   const warnings: string[] = [];
-  const r = await createRetriever({ workspace: ws, stateDir: path.join(ws, ".ledgerloop"), chromaUrl: chroma.url, embedder: "openai:stub-embed", onWarning: (m) => warnings.push(m), history: false });
+  const r = await createRetriever({ workspace: ws, stateDir: path.join(ws, ".ledgerloop"), chromaUrl: chroma.url, embedder: "openai:stub-embed", onWarning: (m) => warnings.push(m), history: false, ...extra });
   open.push(r);
   return { ws, r, log, warnings, stub };
 }
@@ -134,6 +135,39 @@ describe("hybrid retriever with an OpenAI-compatible embeddings endpoint", () =>
     expect(rep.indexed).toBe(150);
     expect((await r.stats()).vector.state).toBe("degraded");
     expect(warnings.join("\n")).toMatch(/embedder openai:stub-embed at .*not a vector of numbers/);
+  }, 120_000);
+
+  it("an endpoint that answers a web page at start is asked again: once it answers, vectors come back and the files indexed meanwhile get them", async () => {
+    let down = true;
+    const { r, warnings, stub } = await setup({ fault: () => (down ? "html" : undefined) }, undefined, { vectorRetryMs: 200 });
+    const rep = await r.index();
+    expect(rep.indexed).toBe(150);
+    let st = await r.stats();
+    // The configured embedder, not the stand-in kept while it is down.
+    expect(st.vector).toMatchObject({ state: "degraded", embedder: "openai:stub-embed", dimensions: null });
+    // What came back is named, not the client's TypeError.
+    expect(warnings.join("\n")).toContain(
+      `the answer is not an embeddings response (POST ${stub.url}/embeddings answered 200 text/html; charset=utf-8: "<html><body>Proxy login required</body></html>"); is the base URL the API root`,
+    );
+    expect(warnings.join("\n")).not.toMatch(/Cannot read properties/);
+    // Still down: asked again in the background, and a search never waits for it.
+    await new Promise((res) => setTimeout(res, 300));
+    expect((await r.search("handler3x1", 3))[0]?.path).toBe("src/mod3.ts");
+
+    down = false;
+    let vectorized = 0;
+    for (let i = 0; i < 100 && st.vector.state !== "ok"; i++) {
+      await new Promise((res) => setTimeout(res, 250));
+      vectorized += (await r.refresh([])).vectorized;
+      st = await r.stats();
+    }
+    expect(st.vector).toMatchObject({ state: "ok", embedder: "openai:stub-embed:64", dimensions: 64 });
+    expect(warnings.filter((w) => /vector search is available again \(.*embedder openai:stub-embed:64\)/.test(w))).toHaveLength(1);
+    // The files indexed while it was down were embedded on the refresh that found it back.
+    expect(vectorized).toBe(150);
+    const hits = await r.search("handler12x1 route12", 3);
+    expect(hits[0]?.path).toBe("src/mod12.ts");
+    expect(hits[0]?.sources.vector).toBeGreaterThan(0);
   }, 120_000);
 
   it("a model whose dimension changed gets a new collection, never a mixed one", async () => {

@@ -1,7 +1,7 @@
 import path from "node:path";
 import { EmbedderError } from "../errors.js";
 import { createHashedEmbedder } from "./hashed.js";
-import { createOpenAIEmbedder } from "./openai.js";
+import { createOpenAIEmbedder, embeddingsEndpointAnswers } from "./openai.js";
 import type { Embedder } from "./port.js";
 import { createXenovaEmbedder } from "./xenova.js";
 
@@ -36,4 +36,13 @@ export async function createEmbedder(spec: string | undefined, opts: { modelsDir
     return createOpenAIEmbedder({ model });
   }
   throw new EmbedderError("EMBEDDER_UNKNOWN", `unknown embedder "${name}"; use "hashed" (default), "hashed:<dimensions>", "xenova:<model>" or "openai:<model>"`);
+}
+
+/**
+ * Before an embedder that could not start is built again: resolves when it may work now, throws why
+ * not. Quick and cancellable for an endpoint (`openai:`); the other kinds are local and just built.
+ */
+export async function embedderMayStart(spec: string, signal: AbortSignal): Promise<void> {
+  const name = spec.trim();
+  if (name.startsWith("openai:")) await embeddingsEndpointAnswers(name.slice("openai:".length), signal);
 }

@@ -48,13 +48,14 @@ export async function createOpenAIEmbedder(opts: OpenAIEmbedderOptions): Promise
   const baseURL = opts.baseURL ?? embeddingsBaseURL();
   const retries = opts.maxRetries ?? (Number(process.env.LEDGERLOOP_MODEL_RETRIES) >= 0 && process.env.LEDGERLOOP_MODEL_RETRIES ? Number(process.env.LEDGERLOOP_MODEL_RETRIES) : 2);
   const maxChars = opts.maxChars ?? 8000;
+  // Local servers often have no key; the client insists on one.
+  const apiKey = opts.apiKey ?? process.env.LEDGERLOOP_EMBEDDINGS_API_KEY ?? process.env.OPENAI_API_KEY ?? "none";
   const client = new OpenAIEmbeddings({
     model,
     batchSize: opts.batchSize ?? 64,
     maxRetries: retries,
     maxConcurrency: 2,
-    // Local servers often have no key; the client insists on one.
-    apiKey: opts.apiKey ?? process.env.LEDGERLOOP_EMBEDDINGS_API_KEY ?? process.env.OPENAI_API_KEY ?? "none",
+    apiKey,
     timeout: opts.timeoutMs ?? 60_000,
     // Floats, not the client's default base64: several local servers do not implement base64.
     encodingFormat: "float",
@@ -68,6 +69,9 @@ export async function createOpenAIEmbedder(opts: OpenAIEmbedderOptions): Promise
   try {
     probe = (await client.embedDocuments(["dimension probe"]))[0] as number[];
   } catch (err) {
+    // The client reads an answer without a `data` list (a web page, `{"error": …}` with 200) as a
+    // TypeError of its own: say what the endpoint did answer instead.
+    if (notAnEmbeddingsAnswer(err)) throw fail(`the answer is not an embeddings response (${await whatCameBack(baseURL, apiKey, model)}); is the base URL the API root (often ending in /v1)?`);
     throw fail("the endpoint did not answer an embedding request", err);
   }
   if (!isVector(probe) || probe.length === 0) throw fail(`the answer is not a vector of numbers (got ${describe(probe)})`);
@@ -96,6 +100,7 @@ export async function createOpenAIEmbedder(opts: OpenAIEmbedderOptions): Promise
       try {
         answers = await client.embedDocuments(missing.map((h) => textOf.get(h)!));
       } catch (err) {
+        if (notAnEmbeddingsAnswer(err)) throw fail("the answer is not an embeddings response (no list of vectors)");
         throw fail("the embeddings request failed", err);
       }
       if (!Array.isArray(answers) || answers.length !== missing.length) throw fail(`asked for ${missing.length} vectors, got ${describe(answers)}`);
@@ -113,6 +118,57 @@ export async function createOpenAIEmbedder(opts: OpenAIEmbedderOptions): Promise
     embedQuery: async (text) => (await embedDocuments([text]))[0]!,
     attachCache: (c) => void (cache = c),
   };
+}
+
+/** The client's own failure to read an answer (no `data`, not JSON), as opposed to an HTTP or connection error. */
+function notAnEmbeddingsAnswer(err: unknown): boolean {
+  return err instanceof TypeError || err instanceof SyntaxError;
+}
+
+/** One probe request sent without the client: status, content type and body (for a quick check and for what came back). */
+async function askOnce(baseURL: string, apiKey: string, model: string, signal: AbortSignal): Promise<{ url: string; status: number; type: string; text: string }> {
+  const url = `${baseURL.replace(/\/+$/, "")}/embeddings`;
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${apiKey}` },
+    body: JSON.stringify({ model, input: ["dimension probe"], encoding_format: "float" }),
+    signal,
+  });
+  return { url, status: res.status, type: res.headers.get("content-type") ?? "with no content type", text: await res.text() };
+}
+
+/** What the endpoint answers a probe, in a few words: status, content type and the start of the body. */
+async function whatCameBack(baseURL: string, apiKey: string, model: string): Promise<string> {
+  try {
+    const a = await askOnce(baseURL, apiKey, model, AbortSignal.timeout(10_000));
+    const text = a.text.replace(/\s+/g, " ").trim();
+    return `POST ${a.url} answered ${a.status} ${a.type}: ${JSON.stringify(text.slice(0, 80))}${text.length > 80 ? "…" : ""}`;
+  } catch (err) {
+    return `POST ${baseURL.replace(/\/+$/, "")}/embeddings failed when asked again: ${errorMessage(err)}`;
+  }
+}
+
+/**
+ * A quick check, bounded in time (10 s) and cancellable, that the endpoint now answers embeddings: one
+ * request, no retries. For asking again an endpoint that was down, before the embedder is built.
+ */
+export async function embeddingsEndpointAnswers(model: string, signal: AbortSignal, opts: { baseURL?: string; apiKey?: string } = {}): Promise<void> {
+  const baseURL = opts.baseURL ?? embeddingsBaseURL();
+  const apiKey = opts.apiKey ?? process.env.LEDGERLOOP_EMBEDDINGS_API_KEY ?? process.env.OPENAI_API_KEY ?? "none";
+  const fail = (what: string) => new EmbedderError("EMBEDDER_FAILED", `embedder openai:${model} at ${baseURL}: ${what}`);
+  let a: Awaited<ReturnType<typeof askOnce>>;
+  try {
+    a = await askOnce(baseURL, apiKey, model, AbortSignal.any([signal, AbortSignal.timeout(10_000)]));
+  } catch (err) {
+    throw fail(`still not answering (${errorMessage(err)})`);
+  }
+  let first: unknown = undefined;
+  try {
+    first = (JSON.parse(a.text) as { data?: Array<{ embedding?: unknown }> }).data?.[0]?.embedding;
+  } catch {
+    // not JSON: said below
+  }
+  if (a.status !== 200 || !isVector(first)) throw fail(`still not an embeddings answer (${a.status} ${a.type})`);
 }
 
 function isVector(v: unknown): v is number[] {
