@@ -5,6 +5,7 @@
 import { createHash } from "node:crypto";
 import { OpenAIEmbeddings } from "@langchain/openai";
 import { errorMessage } from "../../errors.js";
+import { classifyFault } from "../../models/retry.js";
 import { EmbedderError } from "../errors.js";
 import type { Embedder } from "./port.js";
 
@@ -72,7 +73,7 @@ export async function createOpenAIEmbedder(opts: OpenAIEmbedderOptions): Promise
     // The client reads an answer without a `data` list (a web page, `{"error": …}` with 200) as a
     // TypeError of its own: say what the endpoint did answer instead.
     if (notAnEmbeddingsAnswer(err)) throw fail(`the answer is not an embeddings response (${await whatCameBack(baseURL, apiKey, model)}); is the base URL the API root (often ending in /v1)?`);
-    throw fail("the endpoint did not answer an embedding request", err);
+    throw probeFailure(err, fail);
   }
   if (!isVector(probe) || probe.length === 0) throw fail(`the answer is not a vector of numbers (got ${describe(probe)})`);
   const dims = probe.length;
@@ -118,6 +119,31 @@ export async function createOpenAIEmbedder(opts: OpenAIEmbedderOptions): Promise
     embedQuery: async (text) => (await embedDocuments([text]))[0]!,
     attachCache: (c) => void (cache = c),
   };
+}
+
+/** Why the first request failed, in the words that say what to check (as chat calls are worded). */
+function probeFailure(err: unknown, fail: (what: string, err?: unknown) => EmbedderError): EmbedderError {
+  const f = classifyFault(err);
+  const codes = causeCodes(err);
+  const said = `${errorMessage(err).replace(/\s*\n\s*/g, " ").trim().slice(0, 200)}${codes ? `: ${codes}` : ""}`;
+  if (f.kind === "unavailable" && f.unreachable)
+    return fail(`the endpoint is unreachable (${said}); check LEDGERLOOP_EMBEDDINGS_BASE_URL (or OPENAI_BASE_URL) and that the server is running`);
+  if (f.kind === "auth") return fail(`the endpoint refused the request (HTTP ${f.status}: ${said}); check LEDGERLOOP_EMBEDDINGS_API_KEY (or OPENAI_API_KEY)`);
+  if (f.kind === "bad_request" && f.status === 404)
+    return fail(`HTTP 404 (${said}): the model is not served there, or the base URL is not the API root (often ending in /v1)`);
+  return fail("the endpoint did not answer an embedding request", err);
+}
+
+/** The error codes (ECONNREFUSED, ENOTFOUND, …) along an error's causes: the client's own message hides them. */
+function causeCodes(err: unknown): string {
+  const codes: string[] = [];
+  let e: unknown = err;
+  for (let i = 0; i < 6 && e !== null && typeof e === "object"; i++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && /^E[A-Z_]+$/.test(code) && !codes.includes(code)) codes.push(code);
+    e = (e as { cause?: unknown }).cause;
+  }
+  return codes.join(", ");
 }
 
 /** The client's own failure to read an answer (no `data`, not JSON), as opposed to an HTTP or connection error. */

@@ -71,7 +71,24 @@ describe("openai embedder", () => {
     const err = await createOpenAIEmbedder({ model: "text-embedding-3-small", baseURL: url, maxRetries: 0 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EmbedderError);
     expect((err as EmbedderError).code).toBe("EMBEDDER_FAILED");
-    expect((err as Error).message).toContain(`embedder openai:text-embedding-3-small at ${url}: the endpoint did not answer`);
+    expect((err as Error).message).toContain(`embedder openai:text-embedding-3-small at ${url}: the endpoint is unreachable (`);
+    // The connection's own code, which the client's "Connection error." hides, and what to check.
+    expect((err as Error).message).toMatch(/ECONNREFUSED\); check LEDGERLOOP_EMBEDDINGS_BASE_URL \(or OPENAI_BASE_URL\) and that the server is running$/);
+  });
+
+  it("says what to check when the endpoint refuses the key, serves no such model, or answers a web page", async () => {
+    const refused = (await stub({ fault: () => 401 })).s;
+    await expect(createOpenAIEmbedder({ model: "m", baseURL: refused.url, maxRetries: 0 })).rejects.toThrow(
+      /embedder openai:m at \S+: the endpoint refused the request \(HTTP 401: .*\); check LEDGERLOOP_EMBEDDINGS_API_KEY \(or OPENAI_API_KEY\)$/,
+    );
+    const missing = (await stub({ fault: () => 404 })).s;
+    await expect(createOpenAIEmbedder({ model: "m", baseURL: missing.url, maxRetries: 0 })).rejects.toThrow(
+      /embedder openai:m at \S+: HTTP 404 \(.*\): the model is not served there, or the base URL is not the API root \(often ending in \/v1\)$/,
+    );
+    const page = (await stub({ fault: () => "html" })).s;
+    await expect(createOpenAIEmbedder({ model: "m", baseURL: page.url, maxRetries: 0 })).rejects.toThrow(
+      `embedder openai:m at ${page.url}: the answer is not an embeddings response (POST ${page.url}/embeddings answered 200 text/html; charset=utf-8: "<html><body>Proxy login required</body></html>")`,
+    );
   });
 
   it("is named openai:<model> in the factory; the base URL comes from LEDGERLOOP_EMBEDDINGS_BASE_URL, else OPENAI_BASE_URL", async () => {
@@ -92,7 +109,7 @@ describe("openai embedder", () => {
       const bad = await handleDoctor({ embedder: "openai:nomic-embed-text" });
       const c = bad.checks.find((x) => x.name === "embedder")!;
       expect(c.ok).toBe(false);
-      expect(c.detail).toMatch(/embedder openai:nomic-embed-text at http:\/\/127\.0\.0\.1:\d+\/v1: the endpoint did not answer/);
+      expect(c.detail).toMatch(/embedder openai:nomic-embed-text at http:\/\/127\.0\.0\.1:\d+\/v1: the endpoint is unreachable/);
     } finally {
       process.env = saved;
     }
