@@ -23,6 +23,7 @@ export interface IndexSummary extends IndexReport {
   symbols: number;
   events: number;
   vector: RetrieverStats["vector"];
+  history: RetrieverStats["history"];
 }
 
 /** An open retriever for a workspace, with the ledger of its state database when there is one. */
@@ -91,7 +92,7 @@ export async function handleIndex(args: RetrievalArgs, onProgress?: (p: IndexPro
     // The history is read beside the files; `index` reports once it is in too (bounded by its time budget).
     await opened.retriever.whenIdle();
     const st = await opened.retriever.stats();
-    return { workspace: opened.workspace, indexFile: st.indexFile, ...report, chunks: st.chunks, symbols: st.symbols, events: st.events, vector: st.vector };
+    return { workspace: opened.workspace, indexFile: st.indexFile, ...report, chunks: st.chunks, symbols: st.symbols, events: st.events, vector: st.vector, history: st.history };
   } finally {
     await opened.close();
   }
@@ -140,6 +141,7 @@ function describe(s: IndexSummary): string {
       `${s.chunks} chunks, ${s.symbols} symbols, ${s.events} ledger events`,
     `skipped: ${skipped || "none"} (binary = a NUL byte in the first 8 KiB; huge = over 1 MiB)`,
     `vectors: ${s.vector.state}${s.vector.store ? ` in ${s.vector.store}` : ""}, embedder ${s.vector.embedder} (${s.vector.dimensions === null ? "not started" : `${s.vector.dimensions} dims`})${s.vector.error ? ` — ${s.vector.error}` : ""}`,
+    s.history.state === "off" ? `history: off (${s.history.detail})` : `history: ${s.history.state}, ${s.history.commits} commit(s) stored (${s.history.detail})`,
     `index: ${s.indexFile}`,
   ];
   if (s.invalidUtf8.count) lines.push(`${s.invalidUtf8.count} file(s) were not valid UTF-8 and were indexed as Latin-1: ${s.invalidUtf8.paths.join(", ")}`);

@@ -26,6 +26,8 @@ describe("ledgerloop index / search handlers", () => {
     const seen: string[] = [];
     const summary = await handleIndex({ workspace: ws }, (p) => p.phase === "index" && seen.push(p.path!));
     expect(summary).toMatchObject({ workspace: ws, files: 3, indexed: 3, skipped: { ignored: 1 }, vector: { state: "ok", embedder: "hashed-v1-384" } });
+    // A plain directory: the history source is off and says why (no warning).
+    expect(summary.history).toMatchObject({ state: "off", commits: 0, detail: "not a git repository" });
     expect(summary.indexFile).toBe(path.join(ws, ".ledgerloop", "index.db"));
     expect(seen.sort()).toEqual([".gitignore", "src/chart.ts", "src/roles.ts"]);
     expect(JSON.parse(JSON.stringify(summary))).toEqual(summary);
