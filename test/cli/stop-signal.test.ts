@@ -35,7 +35,7 @@ describe("a stop signal is answered while the runner works on huge input", () =>
   it("stops a run that just wrote a 1 MB one-line file, and the run resumes to the end", async () => {
     const ws = tempWorkspace(undefined, { "a.txt": "hello\n" });
     const big = "A".repeat(1_000_000);
-    const traj = path.join(ws, "..", `${path.basename(ws)}-trajectory.json`);
+    const traj = path.join(tempWorkspace(), "trajectory.json");
     fs.writeFileSync(
       traj,
       JSON.stringify({

@@ -5,7 +5,7 @@ async function main() {
   let down = 0;
   for (const [name, base] of Object.entries(services)) {
     try {
-      const res = await fetch(`${base}/health`, { signal: AbortSignal.timeout(3000) });
+      const res = await fetch(`${base}/health`, { signal: AbortSignal.timeout(10_000) });
       const body = await res.json();
       console.log(`${name}: ${res.status === 200 && body.status === "ok" ? "healthy" : `unhealthy (${res.status})`}`);
       if (res.status !== 200 || body.status !== "ok") down++;
