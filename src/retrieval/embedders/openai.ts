@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import { OpenAIEmbeddings } from "@langchain/openai";
 import { errorMessage } from "../../errors.js";
 import { classifyFault } from "../../models/retry.js";
+import { REDACTED } from "../../secrets.js";
 import { EmbedderError } from "../errors.js";
 import type { Embedder } from "./port.js";
 
@@ -73,7 +74,7 @@ export async function createOpenAIEmbedder(opts: OpenAIEmbedderOptions): Promise
     // The client reads an answer without a `data` list (a web page, `{"error": …}` with 200) as a
     // TypeError of its own: say what the endpoint did answer instead.
     if (notAnEmbeddingsAnswer(err)) throw fail(`the answer is not an embeddings response (${await whatCameBack(baseURL, apiKey, model)}); is the base URL the API root (often ending in /v1)?`);
-    throw probeFailure(err, fail);
+    throw probeFailure(err, fail, apiKey);
   }
   if (!isVector(probe) || probe.length === 0) throw fail(`the answer is not a vector of numbers (got ${describe(probe)})`);
   const dims = probe.length;
@@ -122,16 +123,22 @@ export async function createOpenAIEmbedder(opts: OpenAIEmbedderOptions): Promise
 }
 
 /** Why the first request failed, in the words that say what to check (as chat calls are worded). */
-function probeFailure(err: unknown, fail: (what: string, err?: unknown) => EmbedderError): EmbedderError {
+function probeFailure(err: unknown, fail: (what: string, err?: unknown) => EmbedderError, apiKey: string): EmbedderError {
   const f = classifyFault(err);
   const codes = causeCodes(err);
-  const said = `${errorMessage(err).replace(/\s*\n\s*/g, " ").trim().slice(0, 200)}${codes ? `: ${codes}` : ""}`;
+  // Some servers echo the key they refused.
+  const said = `${hideKey(errorMessage(err), apiKey).replace(/\s*\n\s*/g, " ").trim().slice(0, 200)}${codes ? `: ${codes}` : ""}`;
   if (f.kind === "unavailable" && f.unreachable)
     return fail(`the endpoint is unreachable (${said}); check LEDGERLOOP_EMBEDDINGS_BASE_URL (or OPENAI_BASE_URL) and that the server is running`);
   if (f.kind === "auth") return fail(`the endpoint refused the request (HTTP ${f.status}: ${said}); check LEDGERLOOP_EMBEDDINGS_API_KEY (or OPENAI_API_KEY)`);
   if (f.kind === "bad_request" && f.status === 404)
     return fail(`HTTP 404 (${said}): the model is not served there, or the base URL is not the API root (often ending in /v1)`);
-  return fail("the endpoint did not answer an embedding request", err);
+  return fail(`the endpoint did not answer an embedding request (${said})`);
+}
+
+/** The text without the API key (a key too short to be one is left, as chat calls do). */
+function hideKey(text: string, apiKey: string): string {
+  return apiKey.length >= 6 && apiKey !== "none" ? text.split(apiKey).join(REDACTED) : text;
 }
 
 /** The error codes (ECONNREFUSED, ENOTFOUND, …) along an error's causes: the client's own message hides them. */
@@ -167,7 +174,7 @@ async function askOnce(baseURL: string, apiKey: string, model: string, signal: A
 async function whatCameBack(baseURL: string, apiKey: string, model: string): Promise<string> {
   try {
     const a = await askOnce(baseURL, apiKey, model, AbortSignal.timeout(10_000));
-    const text = a.text.replace(/\s+/g, " ").trim();
+    const text = hideKey(a.text, apiKey).replace(/\s+/g, " ").trim();
     return `POST ${a.url} answered ${a.status} ${a.type}: ${JSON.stringify(text.slice(0, 80))}${text.length > 80 ? "…" : ""}`;
   } catch (err) {
     return `POST ${baseURL.replace(/\/+$/, "")}/embeddings failed when asked again: ${errorMessage(err)}`;

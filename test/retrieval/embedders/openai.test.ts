@@ -1,3 +1,5 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { handleDoctor } from "../../../src/cli/doctor.js";
@@ -89,6 +91,31 @@ describe("openai embedder", () => {
     await expect(createOpenAIEmbedder({ model: "m", baseURL: page.url, maxRetries: 0 })).rejects.toThrow(
       `embedder openai:m at ${page.url}: the answer is not an embeddings response (POST ${page.url}/embeddings answered 200 text/html; charset=utf-8: "<html><body>Proxy login required</body></html>")`,
     );
+  });
+
+  it("never quotes the API key an endpoint echoes back", async () => {
+    const key = "sk-test-echoed-key-0123456789";
+    const echo = http.createServer((req, res) => {
+      req.resume();
+      // A refusal (an API error) and a page (not an embeddings answer), both repeating the key.
+      if (req.headers["x-echo"] === undefined && req.url?.endsWith("/refuse/embeddings")) {
+        res.writeHead(401, { "content-type": "application/json" });
+        return void res.end(JSON.stringify({ error: { message: `invalid key ${key}`, type: "invalid_request_error" } }));
+      }
+      res.writeHead(200, { "content-type": "text/html" });
+      res.end(`<p>${String(req.headers.authorization)}</p>`);
+    });
+    await new Promise<void>((res) => echo.listen(0, "127.0.0.1", res));
+    const base = `http://127.0.0.1:${(echo.address() as AddressInfo).port}`;
+    try {
+      const refused = await createOpenAIEmbedder({ model: "m", baseURL: `${base}/refuse`, apiKey: key, maxRetries: 0 }).catch((e: Error) => e);
+      const page = await createOpenAIEmbedder({ model: "m", baseURL: `${base}/v1`, apiKey: key, maxRetries: 0 }).catch((e: Error) => e);
+      expect((refused as Error).message).toMatch(/refused the request \(HTTP 401: .*invalid key \[REDACTED\]/);
+      expect((page as Error).message).toContain("<p>Bearer [REDACTED]</p>");
+      for (const e of [refused, page]) expect(JSON.stringify({ m: (e as Error).message, c: String((e as Error).cause ?? "") })).not.toContain(key);
+    } finally {
+      echo.close();
+    }
   });
 
   it("is named openai:<model> in the factory; the base URL comes from LEDGERLOOP_EMBEDDINGS_BASE_URL, else OPENAI_BASE_URL", async () => {
