@@ -174,7 +174,8 @@ describe("tools from an MCP server in a run", () => {
     agents.push(a);
     expect((await a.run("x")).status).toBe("finished");
     expect(calls(ws)).toHaveLength(2);
-    const r = await replay(a.rt, "t1");
+    // In a test temp dir, so cleanupTemp removes it (replay's default is a new temp dir left for the user).
+    const r = await replay(a.rt, "t1", { workspace: path.join(tempWorkspace(), "replay") });
     try {
       expect(r.divergences).toEqual([]);
       expect(r.status).toBe("finished");
