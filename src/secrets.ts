@@ -19,6 +19,11 @@ const NOT_SECRET = new Set(["SSH_AUTH_SOCK", "XAUTHORITY", "KEYTIMEOUT", "GPG_AG
 
 export const REDACTED = "[REDACTED]";
 
+/** The text without an API key a server echoed back (a key shorter than 6 characters is too short to be one, and is left). */
+export function withoutKey(text: string, key: string | undefined): string {
+  return key && key.length >= 6 ? text.split(key).join(REDACTED) : text;
+}
+
 export { isSecretKey, isPlaceholderValue } from "./secrets/key-value.js";
 export { secretValuesFromDotenv } from "./secrets/dotenv.js";
 

@@ -1,7 +1,7 @@
 import type { AIMessage } from "@langchain/core/messages";
 import { ChatOpenAI } from "@langchain/openai";
 import { ModelError, errorMessage } from "../errors.js";
-import { REDACTED } from "../secrets.js";
+import { withoutKey } from "../secrets.js";
 import { textOf, toLangChain, toolCallsOf } from "./langchain.js";
 import type { ChatMessage, ChatModel, ModelRequest, ModelResponse } from "./port.js";
 import { DEFAULT_RETRY, RetriesExhausted, classifyFault, withRetries, type RetryPolicy } from "./retry.js";
@@ -123,6 +123,6 @@ export class OpenAIChatModel implements ChatModel {
 
   /** The text without the API key (too short a key would blank out ordinary text, so it is left). */
   private redact(text: string): string {
-    return this.apiKey && this.apiKey.length >= 6 ? text.split(this.apiKey).join(REDACTED) : text;
+    return withoutKey(text, this.apiKey);
   }
 }

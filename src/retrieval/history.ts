@@ -247,7 +247,8 @@ export class HistorySource {
     if (this.stopped || r.end === "stopped") return;
     if (!fresh) this.prune(touched);
     // git failed before it gave a single commit: off, and tried again on the next refresh.
-    if (r.end === "error" && r.read === 0) throw new Error(r.error ?? "git log failed");
+    const gitSaid = r.error ?? "git log failed";
+    if (r.end === "error" && r.read === 0) throw new Error(gitSaid);
     // A capped read keeps what it got (the newest part of the history); later reads add only newer
     // commits, so a huge history costs one bounded read, not one per refresh. So does a read git gave
     // up part-way (a corrupt or missing object in a damaged .git): it would fail at the same place on
@@ -261,10 +262,10 @@ export class HistorySource {
         : r.end === "count-cap"
           ? `read the newest ${r.read} commits (cap ${this.s.maxCommits})`
           : r.end === "error"
-            ? `read ${r.read} commit(s); git could not read further (${r.error ?? "git log failed"})`
+            ? `read ${r.read} commit(s); git could not read further (${gitSaid})`
             : `read ${r.read} commits before the time budget (${this.s.timeBudgetMs} ms) ran out`);
     this.status = { state: "ok", detail, head: h.head, commits: 0, shallow: h.shallow, partial: partial ? r.end : null };
-    if (r.end === "error") this.warn(`the git history could not be read past its newest ${r.read} commit(s) (${r.error ?? "git log failed"}); searching with the ${r.read} commit(s) read`);
+    if (r.end === "error") this.warn(`the git history could not be read past its newest ${r.read} commit(s) (${gitSaid}); searching with the ${r.read} commit(s) read`);
   }
 
   private clear(): void {

@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import { OpenAIEmbeddings } from "@langchain/openai";
 import { errorMessage } from "../../errors.js";
 import { classifyFault } from "../../models/retry.js";
-import { REDACTED } from "../../secrets.js";
+import { withoutKey } from "../../secrets.js";
 import { EmbedderError } from "../errors.js";
 import type { Embedder } from "./port.js";
 
@@ -35,6 +35,16 @@ export function embeddingsBaseURL(env: NodeJS.ProcessEnv = process.env): string 
   return env.LEDGERLOOP_EMBEDDINGS_BASE_URL || env.OPENAI_BASE_URL || "https://api.openai.com/v1";
 }
 
+/** The key sent to the endpoint: local servers often need none, but the client insists on one. */
+function embeddingsApiKey(env: NodeJS.ProcessEnv = process.env): string {
+  return env.LEDGERLOOP_EMBEDDINGS_API_KEY ?? env.OPENAI_API_KEY ?? "none";
+}
+
+/** The embeddings route under a base URL. */
+function embeddingsURL(baseURL: string): string {
+  return `${baseURL.replace(/\/+$/, "")}/embeddings`;
+}
+
 /** An embedder that knows its cache once the retriever has opened index.db. */
 export interface CachingEmbedder extends Embedder {
   attachCache(cache: EmbeddingCache): void;
@@ -50,8 +60,7 @@ export async function createOpenAIEmbedder(opts: OpenAIEmbedderOptions): Promise
   const baseURL = opts.baseURL ?? embeddingsBaseURL();
   const retries = opts.maxRetries ?? (Number(process.env.LEDGERLOOP_MODEL_RETRIES) >= 0 && process.env.LEDGERLOOP_MODEL_RETRIES ? Number(process.env.LEDGERLOOP_MODEL_RETRIES) : 2);
   const maxChars = opts.maxChars ?? 8000;
-  // Local servers often have no key; the client insists on one.
-  const apiKey = opts.apiKey ?? process.env.LEDGERLOOP_EMBEDDINGS_API_KEY ?? process.env.OPENAI_API_KEY ?? "none";
+  const apiKey = opts.apiKey ?? embeddingsApiKey();
   const client = new OpenAIEmbeddings({
     model,
     batchSize: opts.batchSize ?? 64,
@@ -127,18 +136,13 @@ function probeFailure(err: unknown, fail: (what: string, err?: unknown) => Embed
   const f = classifyFault(err);
   const codes = causeCodes(err);
   // Some servers echo the key they refused.
-  const said = `${hideKey(errorMessage(err), apiKey).replace(/\s*\n\s*/g, " ").trim().slice(0, 200)}${codes ? `: ${codes}` : ""}`;
+  const said = `${withoutKey(errorMessage(err), apiKey).replace(/\s*\n\s*/g, " ").trim().slice(0, 200)}${codes ? `: ${codes}` : ""}`;
   if (f.kind === "unavailable" && f.unreachable)
     return fail(`the endpoint is unreachable (${said}); check LEDGERLOOP_EMBEDDINGS_BASE_URL (or OPENAI_BASE_URL) and that the server is running`);
   if (f.kind === "auth") return fail(`the endpoint refused the request (HTTP ${f.status}: ${said}); check LEDGERLOOP_EMBEDDINGS_API_KEY (or OPENAI_API_KEY)`);
   if (f.kind === "bad_request" && f.status === 404)
     return fail(`HTTP 404 (${said}): the model is not served there, or the base URL is not the API root (often ending in /v1)`);
   return fail(`the endpoint did not answer an embedding request (${said})`);
-}
-
-/** The text without the API key (a key too short to be one is left, as chat calls do). */
-function hideKey(text: string, apiKey: string): string {
-  return apiKey.length >= 6 && apiKey !== "none" ? text.split(apiKey).join(REDACTED) : text;
 }
 
 /** The error codes (ECONNREFUSED, ENOTFOUND, …) along an error's causes: the client's own message hides them. */
@@ -160,7 +164,7 @@ function notAnEmbeddingsAnswer(err: unknown): boolean {
 
 /** One probe request sent without the client: status, content type and body (for a quick check and for what came back). */
 async function askOnce(baseURL: string, apiKey: string, model: string, signal: AbortSignal): Promise<{ url: string; status: number; type: string; text: string }> {
-  const url = `${baseURL.replace(/\/+$/, "")}/embeddings`;
+  const url = embeddingsURL(baseURL);
   const res = await fetch(url, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${apiKey}` },
@@ -174,10 +178,10 @@ async function askOnce(baseURL: string, apiKey: string, model: string, signal: A
 async function whatCameBack(baseURL: string, apiKey: string, model: string): Promise<string> {
   try {
     const a = await askOnce(baseURL, apiKey, model, AbortSignal.timeout(10_000));
-    const text = hideKey(a.text, apiKey).replace(/\s+/g, " ").trim();
+    const text = withoutKey(a.text, apiKey).replace(/\s+/g, " ").trim();
     return `POST ${a.url} answered ${a.status} ${a.type}: ${JSON.stringify(text.slice(0, 80))}${text.length > 80 ? "…" : ""}`;
   } catch (err) {
-    return `POST ${baseURL.replace(/\/+$/, "")}/embeddings failed when asked again: ${errorMessage(err)}`;
+    return `POST ${embeddingsURL(baseURL)} failed when asked again: ${errorMessage(err)}`;
   }
 }
 
@@ -187,7 +191,7 @@ async function whatCameBack(baseURL: string, apiKey: string, model: string): Pro
  */
 export async function embeddingsEndpointAnswers(model: string, signal: AbortSignal, opts: { baseURL?: string; apiKey?: string } = {}): Promise<void> {
   const baseURL = opts.baseURL ?? embeddingsBaseURL();
-  const apiKey = opts.apiKey ?? process.env.LEDGERLOOP_EMBEDDINGS_API_KEY ?? process.env.OPENAI_API_KEY ?? "none";
+  const apiKey = opts.apiKey ?? embeddingsApiKey();
   const fail = (what: string) => new EmbedderError("EMBEDDER_FAILED", `embedder openai:${model} at ${baseURL}: ${what}`);
   let a: Awaited<ReturnType<typeof askOnce>>;
   try {
