@@ -92,6 +92,29 @@ export class Checkout {
     return changed ?? this.git(["ls-files"]).split("\n").filter(Boolean);
   }
 
+  /**
+   * The lines of `paths` in `parent` that `commit` changed (1-based, inclusive; an insertion counts
+   * as the lines it went between): where in a file the answer is.
+   */
+  changedLines(parent: string, commit: string, paths: string[]): Map<string, Array<[number, number]>> {
+    const out = new Map<string, Array<[number, number]>>();
+    let cur: Array<[number, number]> | null = null;
+    for (const line of this.git(["diff", "-U0", "--no-renames", "--no-ext-diff", "--no-textconv", parent, commit, "--", ...paths]).split("\n")) {
+      if (line.startsWith("--- ")) {
+        const p = line.startsWith("--- a/") ? line.slice(6) : null;
+        cur = p ? (out.get(p) ?? []) : null;
+        if (p && cur) out.set(p, cur);
+      } else if (cur && line.startsWith("@@ ")) {
+        const m = /^@@ -(\d+)(?:,(\d+))?/.exec(line);
+        if (!m) continue;
+        const start = Number(m[1]);
+        const n = m[2] === undefined ? 1 : Number(m[2]);
+        cur.push(n === 0 ? [start, start + 1] : [start, start + n - 1]);
+      }
+    }
+    return out;
+  }
+
   /** With history: true when `commit` is reachable from HEAD (the benchmark checks its answers are not). */
   reachable(commit: string): boolean {
     if (!this.localGit) return false;
@@ -185,6 +208,41 @@ function mean(ms: Metrics[]): Metrics {
   };
 }
 
+/**
+ * Where in the files the results point: `mrr`/`at5`/`at10` over the ranked ranges (a range counts
+ * when it overlaps a changed line of an answer file); `first`: of the answer files shown, the share
+ * whose first (best) range overlaps the change, which isolates the choice of range inside a file.
+ */
+interface RangeMetrics {
+  mrr: number;
+  at5: number;
+  at10: number;
+  first: number;
+  /** Answer files shown (the denominator of `first`). */
+  shown: number;
+}
+
+function scoreRanges(hits: CodeHit[], changed: Map<string, Array<[number, number]>>): RangeMetrics {
+  const inChange = (h: CodeHit) => (changed.get(h.path) ?? []).some(([a, b]) => h.startLine <= b && a <= h.endLine);
+  const at = hits.findIndex(inChange);
+  const firstOf = new Map<string, CodeHit>();
+  for (const h of hits) if (changed.has(h.path) && !firstOf.has(h.path)) firstOf.set(h.path, h);
+  const good = [...firstOf.values()].filter(inChange).length;
+  return { mrr: at < 0 ? 0 : 1 / (at + 1), at5: at >= 0 && at < 5 ? 1 : 0, at10: at >= 0 && at < 10 ? 1 : 0, first: good, shown: firstOf.size };
+}
+
+function meanRanges(ms: RangeMetrics[]): RangeMetrics {
+  const n = ms.length || 1;
+  const shown = ms.reduce((s, m) => s + m.shown, 0);
+  return {
+    mrr: ms.reduce((s, m) => s + m.mrr, 0) / n,
+    at5: ms.reduce((s, m) => s + m.at5, 0) / n,
+    at10: ms.reduce((s, m) => s + m.at10, 0) / n,
+    first: shown ? ms.reduce((s, m) => s + m.first, 0) / shown : 0,
+    shown,
+  };
+}
+
 /** Distinct files of a result list, in order. */
 function filesOf(hits: CodeHit[]): string[] {
   const out: string[] = [];
@@ -215,6 +273,8 @@ export interface LocalizationOutcome {
   historyMs: number[];
   ngramMs: number[];
   perQuery: Array<{ id: string; hybrid: Metrics; baseline: Metrics }>;
+  /** Range-level results of the variants that have all the code sources (hybrid, and hybrid without history). */
+  ranges: Record<string, RangeMetrics>;
 }
 
 /** Runs one localization set; null when its mirror is absent. */
@@ -264,6 +324,7 @@ export async function runLocalization(
     const historyMs: number[] = [];
     const ngramMs: number[] = [];
     const perQuery: LocalizationOutcome["perQuery"] = [];
+    const ranges: Record<string, RangeMetrics[]> = Object.fromEntries(VARIANTS.slice(0, 2).map((v) => [v.name, []]));
     for (const q of set.queries) {
       const changed = co.moveTo(q.parent);
       if (changed.length || withHistory) {
@@ -274,6 +335,7 @@ export async function runLocalization(
       await retriever.whenIdle();
       if (co.reachable(q.commit)) throw new Error(`benchmark leak: ${q.commit} is reachable from the checkout's HEAD`);
       let hybrid: Metrics | undefined;
+      const changedLines = co.changedLines(q.parent, q.commit, q.answers);
       for (const v of VARIANTS) {
         const cs = process.cpuUsage();
         const ts = performance.now();
@@ -289,6 +351,7 @@ export async function runLocalization(
         opts.onHits?.(q.id, v.name, hits);
         const m = score(filesOf(hits), q.answers);
         per[v.name]!.push(m);
+        ranges[v.name]?.push(scoreRanges(hits, changedLines));
         hybrid ??= m;
       }
       const b = score(baseline.search(q.query, 100), q.answers);
@@ -308,6 +371,7 @@ export async function runLocalization(
       historyMs,
       ngramMs,
       perQuery,
+      ranges: Object.fromEntries(Object.entries(ranges).map(([k, v]) => [k, meanRanges(v)])),
     };
   } finally {
     await retriever?.close();
@@ -563,6 +627,14 @@ export async function benchRetrieval(): Promise<BenchResult[]> {
       const m = out.variants[v.name]!;
       quality.push({ name: `  ablation: ${v.name}: recall@10 / MRR`, value: m.r10 * 100, unit: `% / ${m.mrr.toFixed(3)}` });
     }
+    const [withH, withoutH] = VARIANTS.slice(0, 2).map((v) => out.ranges[v.name]!);
+    quality.push({
+      name: `  ranges: first range of an answer file in the changed lines (range MRR ${withH!.mrr.toFixed(3)})`,
+      value: withH!.first * 100,
+      unit: "%",
+      baseline: withoutH!.first * 100,
+      baselineName: `without history (range MRR ${withoutH!.mrr.toFixed(3)})`,
+    });
   }
   if (quality.length) printTable("retrieval quality: file localization from commit messages", quality);
   const speed = [...(await runSpeed(allQueries, log)), ...(await runSyntheticIndexSpeed(log))];
@@ -595,6 +667,8 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
       console.log(`${"".padEnd(34)}   r@1   r@5  r@10  MRR`);
       console.log(`${"BM25 whole files".padEnd(34)} ${fmt(out.baseline)}`);
       for (const [name, m] of Object.entries(out.variants)) console.log(`${name.padEnd(34)} ${fmt(m)}`);
+      console.log(`${"ranges (in the changed lines)".padEnd(34)}   MRR  @5   @10   first range of an answer file`);
+      for (const [name, r] of Object.entries(out.ranges)) console.log(`${name.padEnd(34)} ${r.mrr.toFixed(3)} ${(r.at5 * 100).toFixed(1).padStart(5)} ${(r.at10 * 100).toFixed(1).padStart(5)}  ${(r.first * 100).toFixed(1)} % of ${r.shown}`);
     }
     await closeStub();
   } else if (process.argv[2] === "--speed-history") {
