@@ -64,7 +64,8 @@ export async function createRetriever(opts: RetrieverOptions): Promise<Retriever
       spec,
       revive: async (signal) => {
         await embedderMayStart(spec, signal);
-        await slot.replace(await createEmbedder(spec, { modelsDir: opts.modelsDir, stateDir }));
+        // The signal ends the probe (and every later request) when the retriever closes.
+        await slot.replace(await createEmbedder(spec, { modelsDir: opts.modelsDir, stateDir, signal }));
       },
     };
   }

@@ -272,9 +272,10 @@ export interface StubEmbeddingsOptions {
   /**
    * A fault for request n (0-based): `garbage` (not a list of numbers), `wrong-dimension` (one number
    * short), `html` (200 with a web page, as a proxy's login page answers), `die` (the server stops
-   * listening and drops every connection, like a crashed process), or an HTTP status.
+   * listening and drops every connection, like a crashed process), `hang` (never answers: the
+   * request stays open until the client gives up or the stub closes), or an HTTP status.
    */
-  fault?: (n: number, body: { model: string; input: string | string[] }) => "garbage" | "wrong-dimension" | "html" | "die" | number | undefined;
+  fault?: (n: number, body: { model: string; input: string | string[] }) => "garbage" | "wrong-dimension" | "html" | "die" | "hang" | number | undefined;
 }
 
 /** A deterministic, roughly meaningful vector: words hashed into signed buckets, unit length. */
@@ -311,6 +312,7 @@ function handleEmbeddings(o: StubEmbeddingsOptions, req: http.IncomingMessage, r
     server().closeAllConnections();
     return;
   }
+  if (fault === "hang") return;
   if (typeof fault === "number") return sendJson(res, fault, errorBody(`openai-stub: scripted HTTP ${fault}`, fault >= 500 ? "server_error" : "invalid_request_error"));
   if (fault === "html") {
     res.writeHead(200, { "content-type": "text/html; charset=utf-8" });

@@ -170,6 +170,30 @@ describe("hybrid retriever with an OpenAI-compatible embeddings endpoint", () =>
     expect(hits[0]?.sources.vector).toBeGreaterThan(0);
   }, 120_000);
 
+  it("closes at once while an endpoint it is reviving hangs on the dimension probe (the request is cancelled, not retried)", async () => {
+    let hangFrom = Infinity;
+    const { r, log } = await setup({ fault: (n) => (n >= hangFrom ? "hang" : n < hangFrom - 1 ? "html" : undefined) }, undefined, { vectorRetryMs: 200 });
+    process.env.LEDGERLOOP_MODEL_RETRIES = "2"; // retries as configured by default: a cancelled probe must not be sent again
+    try {
+      await r.index();
+      expect((await r.stats()).vector.state).toBe("degraded");
+      // From the next request: the quick check answers, then the probe of the real client hangs.
+      hangFrom = log.length + 1;
+      for (let i = 0; i < 200 && log.length <= hangFrom; i++) {
+        await r.refresh([]);
+        await new Promise((res) => setTimeout(res, 100));
+      }
+      expect(log.length).toBe(hangFrom + 1);
+      // The client would wait 60 s for it; closing cancels it (20 s leaves room for a loaded machine).
+      const closed = await Promise.race([r.close().then(() => "closed"), new Promise((res) => setTimeout(() => res("still waiting"), 20_000))]);
+      expect(closed).toBe("closed");
+      await new Promise((res) => setTimeout(res, 500));
+      expect(log.length).toBe(hangFrom + 1);
+    } finally {
+      process.env.LEDGERLOOP_MODEL_RETRIES = "0";
+    }
+  }, 120_000);
+
   it("a model whose dimension changed gets a new collection, never a mixed one", async () => {
     const ws = tempWorkspace(undefined, files());
     const a = await setup({ dimensions: 32 }, ws);

@@ -14,7 +14,7 @@ export const DEFAULT_EMBEDDER = "hashed";
  * `$LEDGERLOOP_MODELS_DIR`), or `openai:<model>` served at `/v1/embeddings` of
  * `$LEDGERLOOP_EMBEDDINGS_BASE_URL` (else `$OPENAI_BASE_URL`).
  */
-export async function createEmbedder(spec: string | undefined, opts: { modelsDir?: string; stateDir?: string } = {}): Promise<Embedder> {
+export async function createEmbedder(spec: string | undefined, opts: { modelsDir?: string; stateDir?: string; signal?: AbortSignal } = {}): Promise<Embedder> {
   const name = (spec ?? DEFAULT_EMBEDDER).trim();
   if (name === "hashed" || name.startsWith("hashed:")) {
     const dims = name === "hashed" ? undefined : Number(name.slice("hashed:".length));
@@ -33,7 +33,7 @@ export async function createEmbedder(spec: string | undefined, opts: { modelsDir
   if (name.startsWith("openai:")) {
     const model = name.slice("openai:".length);
     if (!model) throw new EmbedderError("EMBEDDER_UNKNOWN", `embedder "${name}" names no model (openai:<model>, e.g. openai:text-embedding-3-small or openai:nomic-embed-text)`);
-    return createOpenAIEmbedder({ model });
+    return createOpenAIEmbedder({ model, ...(opts.signal ? { signal: opts.signal } : {}) });
   }
   throw new EmbedderError("EMBEDDER_UNKNOWN", `unknown embedder "${name}"; use "hashed" (default), "hashed:<dimensions>", "xenova:<model>" or "openai:<model>"`);
 }

@@ -28,6 +28,16 @@ export interface OpenAIEmbedderOptions {
   timeoutMs?: number;
   /** Characters of a text sent (longer ones are cut: every model has an input limit). */
   maxChars?: number;
+  /**
+   * When it aborts, every request under way (the dimension probe too) is cancelled and none is sent
+   * again: a retriever closing while an endpoint it is reviving hangs does not wait for the timeout.
+   */
+  signal?: AbortSignal;
+}
+
+/** `fetch` whose requests also end when `signal` aborts. */
+function cancelledBy(signal: AbortSignal): typeof fetch {
+  return (input, init) => fetch(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal });
 }
 
 /** Where `openai:` embeddings are fetched from, by the documented precedence. */
@@ -71,7 +81,7 @@ export async function createOpenAIEmbedder(opts: OpenAIEmbedderOptions): Promise
     // Floats, not the client's default base64: several local servers do not implement base64.
     encodingFormat: "float",
     stripNewLines: false,
-    configuration: { baseURL },
+    configuration: { baseURL, ...(opts.signal ? { fetch: cancelledBy(opts.signal) } : {}) },
   });
   const fail = (what: string, err?: unknown) =>
     new EmbedderError("EMBEDDER_FAILED", `embedder ${name} at ${baseURL}: ${what}${err === undefined ? "" : ` (${errorMessage(err)})`}`, err === undefined ? undefined : { cause: err });
