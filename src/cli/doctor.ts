@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
-import { errorMessage } from "../errors.js";
+import { errorMessage, nativeModuleError } from "../errors.js";
 import { levelPromises, type IsolationLevel } from "../sandbox/isolation.js";
 import { printJson } from "./common.js";
 
@@ -34,7 +34,7 @@ export async function handleDoctor(args: { workspace?: string; model?: string; e
     try {
       checks.push({ name, ok: true, detail: await fn() });
     } catch (err) {
-      checks.push({ name, ok: false, detail: errorMessage(err) });
+      checks.push({ name, ok: false, detail: errorMessage(nativeModuleError(err) ?? err) });
     }
   };
   await check("node", () => {

@@ -1,5 +1,5 @@
 import { Command, CommanderError } from "commander";
-import { errorMessage } from "../errors.js";
+import { errorMessage, nativeModuleError } from "../errors.js";
 import { registerAdopt } from "./adopt.js";
 import { registerApply } from "./apply.js";
 import { exitCodeFor, log } from "./common.js";
@@ -78,7 +78,7 @@ export async function main(argv = process.argv): Promise<void> {
       process.exitCode = err.exitCode;
       return;
     }
-    log(`ledgerloop: ${errorMessage(err)}`);
+    log(`ledgerloop: ${errorMessage(nativeModuleError(err) ?? err)}`);
     if (process.env.LEDGERLOOP_DEBUG) console.error(err);
     process.exitCode = exitCodeFor(err);
   }

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { StateStoreError, errorMessage } from "../errors.js";
+import { StateStoreError, errorMessage, nativeModuleError } from "../errors.js";
 import { ensurePrivateDir, ensurePrivateFile, tightenExisting } from "../private-files.js";
 
 /** SQLite `application_id` stamped on every state database ledgerloop creates ("LLOP"). */
@@ -41,7 +41,8 @@ export function openStateDb(file: string, opts: OpenStateDbOptions = {}): Databa
   try {
     db = new Database(file, { readonly: opts.readonly ?? false, fileMustExist: exists });
   } catch (err) {
-    throw new StateStoreError("STATE_DB_UNREADABLE", `cannot open state database ${file}: ${errorMessage(err)}`, {
+    // An unbuilt better-sqlite3 fails here first: that is the installation's fault, not the file's.
+    throw nativeModuleError(err) ?? new StateStoreError("STATE_DB_UNREADABLE", `cannot open state database ${file}: ${errorMessage(err)}`, {
       cause: err,
     });
   }

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { errorMessage } from "../errors.js";
+import { errorMessage, nativeModuleError } from "../errors.js";
 import { ensurePrivateDir, ensurePrivateFile } from "../private-files.js";
 import { ftsQuery, wordsColumn, type QueryTerm } from "./tokens.js";
 import { IndexCorruptError } from "./errors.js";
@@ -589,6 +589,9 @@ function checkExisting(file: string): string | null {
     db.prepare("SELECT COUNT(*) FROM files").get();
     return null;
   } catch (err) {
+    // An unbuilt better-sqlite3 cannot open any file: moving this one aside would lose a good index.
+    const native = nativeModuleError(err);
+    if (native) throw native;
     return `it cannot be read (${errorMessage(err)})`;
   } finally {
     db?.close();
