@@ -138,7 +138,7 @@ export function nativeModuleError(err: unknown): NativeModuleError | null {
   const where = packageRoot("better-sqlite3");
   return new NativeModuleError(
     `better-sqlite3's compiled module cannot be loaded: ${reason}. It is built by its install script, which npm 12 ` +
-      `skips unless package.json's allowScripts approves it, and it must be rebuilt after switching Node.js. ` +
+      `skips unless package.json's allowScripts approves it, and it must be rebuilt for another Node.js or platform. ` +
       `Run \`npm rebuild better-sqlite3\`${where ? ` in ${where}` : ""} (npm 12, where it is not approved yet: ` +
       `\`npm install-scripts approve better-sqlite3\` first; a global install: \`npm i -g --allow-scripts=better-sqlite3 …\`)`,
     { cause: err },

@@ -16,14 +16,21 @@ import { REPO, cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 
 afterAll(() => cleanupTemp());
 
-/** NODE_OPTIONS that make `import "better-sqlite3"` load a copy of the package without its addon. */
-function unbuiltBetterSqlite(): string {
+/**
+ * NODE_OPTIONS that make `import "better-sqlite3"` load a copy of the package without its addon, or
+ * with `addon` as its compiled module (a node_modules copied from another platform).
+ */
+function unbuiltBetterSqlite(addon?: Buffer): string {
   const dir = tempWorkspace();
   const real = path.join(REPO, "node_modules/better-sqlite3");
   const copy = path.join(dir, "node_modules/better-sqlite3");
   fs.mkdirSync(copy, { recursive: true });
   fs.cpSync(path.join(real, "lib"), path.join(copy, "lib"), { recursive: true });
   fs.copyFileSync(path.join(real, "package.json"), path.join(copy, "package.json"));
+  if (addon) {
+    fs.mkdirSync(path.join(copy, "build/Release"), { recursive: true });
+    fs.writeFileSync(path.join(copy, "build/Release/better_sqlite3.node"), addon);
+  }
   for (const dep of ["bindings", "file-uri-to-path"]) {
     fs.symlinkSync(path.join(REPO, "node_modules", dep), path.join(dir, "node_modules", dep));
   }
@@ -81,4 +88,17 @@ describe("better-sqlite3 without its compiled addon", () => {
     expect(run.stderr).toMatch(/^ledgerloop: better-sqlite3's compiled module cannot be loaded/m);
     expect(run.stderr).not.toMatch(/state database|Tried:/);
   }, 150_000);
+
+  it("names a compiled module that is not one for this platform (a node_modules copied from elsewhere)", () => {
+    // A Mach-O header (a macOS build) padded to the size of a real one: not an ELF file.
+    const macho = Buffer.alloc(64 * 1024);
+    macho.writeUInt32LE(0xfeedfacf, 0);
+    const foreign = unbuiltBetterSqlite(macho);
+    const r = cli(["search", "placeOrder", "-w", ws], { env: { NODE_OPTIONS: foreign } });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/^ledgerloop: better-sqlite3's compiled module cannot be loaded: \S*better_sqlite3\.node: invalid ELF header\./);
+    expect(r.stderr).toContain("npm rebuild better-sqlite3");
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    expect(fs.existsSync(path.join(ws, ".ledgerloop/index.db.corrupt"))).toBe(false);
+  }, 120_000);
 });
