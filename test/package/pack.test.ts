@@ -33,10 +33,15 @@ describe("the packed package", () => {
 
       const app = path.join(out, "app");
       fs.mkdirSync(app);
-      // The same overrides as ours, as the README tells users: npm applies only the root project's
-      // (sharp 0.32 would download libvips; newer Chroma bindings need glibc 2.38).
-      const { overrides } = JSON.parse(fs.readFileSync(path.join(REPO, "package.json"), "utf8")) as { overrides: Record<string, string> };
-      fs.writeFileSync(path.join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module", overrides }));
+      // The same overrides and allowScripts as ours, as the README tells users: npm applies only the
+      // root project's (sharp 0.32 would download libvips; newer Chroma bindings need glibc 2.38; npm
+      // 12 skips the install scripts, better-sqlite3's build among them, that allowScripts does not approve).
+      const { overrides, allowScripts } = JSON.parse(fs.readFileSync(path.join(REPO, "package.json"), "utf8")) as {
+        overrides: Record<string, string>;
+        allowScripts: Record<string, boolean>;
+      };
+      expect(allowScripts["better-sqlite3"]).toBe(true);
+      fs.writeFileSync(path.join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module", overrides, allowScripts }));
       const t0 = Date.now();
       execFileSync("npm", ["install", path.join(out, packed[0]!.filename), "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"], {
         cwd: app,
