@@ -3,6 +3,7 @@ import path from "node:path";
 import { once } from "node:events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli, cliSpawn, jsonLines } from "../helpers/cli.js";
+import { noProcessesLeft, processesIn } from "../helpers/processes.js";
 import { DEMO_TRAJECTORY, DEMO_WORKSPACE, cleanupTemp, readTree, tempWorkspace } from "../helpers/workspace.js";
 
 type Ev = { id: string; seq: number; type: string; parentId: string | null; causedBy: string | null; payload: unknown };
@@ -45,23 +46,6 @@ function ledgerOf(ws: string, thread: string): Ev[] {
 }
 
 const MODEL = `scripted:${DEMO_TRAJECTORY}`;
-
-/**
- * The processes whose working directory is `dir`, seen from here whatever PID namespace they run in
- * (a zombie, killed and not yet reaped, has none).
- */
-function processesIn(dir: string): number[] {
-  const found: number[] = [];
-  for (const entry of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (fs.readlinkSync(`/proc/${entry}/cwd`) === dir) found.push(Number(entry));
-    } catch {
-      // gone meanwhile, or a zombie
-    }
-  }
-  return found;
-}
 const TASK = "demo task";
 let baseline: { ledger: unknown[]; tree: Record<string, string> };
 
@@ -147,9 +131,7 @@ describe("a run killed in the middle of a slow command", () => {
       // Started once (never re-run), and stopped: it can no longer reach its last line.
       expect(fs.readFileSync(path.join(ws, "started.log"), "utf8")).toBe("started\n");
       if (sandbox === "none") {
-        const t1 = Date.now();
-        while (processesIn(ws).length > 0 && Date.now() - t1 < 10_000) await new Promise((r) => setTimeout(r, 50));
-        expect(processesIn(ws), "processes still working in the workspace after resume").toEqual([]);
+        expect(await noProcessesLeft(ws), "processes still working in the workspace after resume").toEqual([]);
       } else {
         await new Promise((r) => setTimeout(r, Math.max(0, startedAt + (nap + 1) * 1000 - Date.now())));
       }

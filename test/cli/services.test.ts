@@ -3,6 +3,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { detectIsolation } from "../../src/sandbox/detect.js";
 import { cli, jsonLines } from "../helpers/cli.js";
+import { noProcessesLeft } from "../helpers/processes.js";
 import { cleanupTemp, REPO, tempWorkspace } from "../helpers/workspace.js";
 
 // The services example end to end through the CLI: two services started in the background, checked
@@ -15,32 +16,8 @@ const level = detectIsolation().level;
 
 afterAll(() => cleanupTemp());
 
-/** Service processes (by their command line) whose working directory is this workspace. */
-function servicesOf(ws: string): number[] {
-  const out: number[] = [];
-  for (const n of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(n)) continue;
-    try {
-      const cmd = fs.readFileSync(`/proc/${n}/cmdline`, "utf8");
-      if (!/services\/(api|web)\/server\.js/.test(cmd)) continue;
-      if (/\) Z /.test(fs.readFileSync(`/proc/${n}/stat`, "utf8"))) continue;
-      if (fs.readlinkSync(`/proc/${n}/cwd`) === ws) out.push(Number(n));
-    } catch {
-      // gone, or not readable
-    }
-  }
-  return out;
-}
-
-async function noServicesLeft(ws: string): Promise<number[]> {
-  const end = Date.now() + 10_000;
-  let left = servicesOf(ws);
-  while (left.length && Date.now() < end) {
-    await new Promise((r) => setTimeout(r, 100));
-    left = servicesOf(ws);
-  }
-  return left;
-}
+/** Service processes (by their command line) working in this workspace, after up to 10 s. */
+const noServicesLeft = (ws: string) => noProcessesLeft(ws, /services\/(api|web)\/server\.js/);
 
 type Ev = { type: string; causedBy: string | null; payload: Record<string, unknown> };
 const ledgerOf = (ws: string, thread: string) => jsonLines<Ev>(cli(["ledger", thread, "-w", ws, "--json"]).stdout);
