@@ -49,7 +49,7 @@ export type ToolEffect = ActionEffect;
 
 /** The structured result of one tool call; failures the model can act on are results, not throws. */
 export interface ToolResult {
-  /** "interrupted": the run was stopped while the tool ran (its command was killed by that stop). */
+  /** "interrupted": its command was killed from outside (the run was stopped, or the run's sandbox session ended). */
   status: "ok" | "error" | "interrupted";
   /** What the model reads. */
   output: string;

@@ -93,6 +93,7 @@ export async function runCommand(o: RunCommandOptions): Promise<CommandFeedback>
   const aborted = o.signal?.aborted === true && !(exec.exitCode === 0 && !exec.signal);
   const errorClass = classifyError({
     aborted,
+    sessionEnded: exec.sessionEnded === true,
     exitCode: exec.exitCode,
     signal: exec.signal,
     stdout: exec.stdout,
@@ -132,6 +133,8 @@ function formatFeedback(
   }
   const how = aborted
     ? `was stopped because the run was stopped (${r.signal ? `killed by ${r.signal}` : `exit code ${r.exitCode}`}); it may have done part of its work`
+    : r.sessionEnded
+    ? `was killed (${r.signal}) when the run's sandbox session ended, not by anything it did; it may have done part of its work`
     : r.timedOut
     ? `timed out after ${r.durationMs} ms and was killed${r.limit && r.limit !== "timeout" ? ` (it had also hit the ${r.limit} limit)` : ""}`
     : r.limit

@@ -12,7 +12,10 @@ export const ErrorClass = z.enum([
   "command_not_found",
   "permission_denied",
   "sandbox_violation",
-  /** Stopped because the run itself was stopped (Ctrl-C, a worker's hard stop): it may have done part of its work. */
+  /**
+   * Stopped from outside, not by anything it did: the run itself was stopped (Ctrl-C, a worker's
+   * hard stop) or the run's sandbox session ended under it. It may have done part of its work.
+   */
   "interrupted",
   "unknown",
 ]);
@@ -22,6 +25,8 @@ export interface ClassifyInput {
   exitCode: number | null;
   /** The run was stopped while the command ran, and the command did not end cleanly on its own. */
   aborted?: boolean;
+  /** The run's sandbox session ended while the command ran and killed it. */
+  sessionEnded?: boolean;
   signal?: string | null;
   stdout: string;
   stderr: string;
@@ -88,7 +93,7 @@ export function classifyError(input: ClassifyInput): ErrorClass | null {
   if (input.limit && input.limit !== "timeout") return "resource_limit";
   if (input.timedOut || input.limit === "timeout") return "timeout";
   // Killed by our own stop, not by anything the command did: the model must hear that, not "SIGKILL".
-  if (input.aborted) return "interrupted";
+  if (input.aborted || input.sessionEnded) return "interrupted";
   if (input.exitCode === 0 && !input.signal) return null;
 
   // Facts the caller observed (above) beat anything read from the output. Below, causes that stop

@@ -262,7 +262,7 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
       }
     }
     const argv = wrapperArgv(tools.sh, cg?.joinFiles() ?? [], rlimitScript(limits, { nproc, nprocBase: nproc ? tasksOfUid(nprocUid) : 0 }), inner);
-    return { argv, env, limits, workspace, guard, cg, fd3, asRoot, scan, marker };
+    return { argv, env, limits, workspace, guard, cg, fd3, asRoot, scan, marker, sess };
   };
 
   return {
@@ -313,7 +313,7 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
       return s ? s.close() : null;
     },
     async exec(req: ExecRequest): Promise<ExecResult> {
-      const { argv, env, limits, workspace, guard, cg, fd3, asRoot, scan, marker } = await prepare(req);
+      const { argv, env, limits, workspace, guard, cg, fd3, asRoot, scan, marker, sess } = await prepare(req);
 
       const tracked = new Map<number, string | null>();
       let leader: number | undefined;
@@ -388,6 +388,14 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
           }
         }
         result = { ...rest, isolation: level, limit, denied: null, usage };
+        // Killed with the whole session (its holder died: killed from outside, or the runner's end
+        // of its watchdog pipe closed), not by anything the command did or by a limit of ours.
+        if (sess && r.signal && !limit && !req.signal?.aborted && sess.ended()) {
+          result.sessionEnded = true;
+          result.stderr +=
+            `${result.stderr && !result.stderr.endsWith("\n") ? "\n" : ""}ledgerloop: the run's sandbox session ended while this command ran ` +
+            `(its PID namespace was killed, with every process in it); the next command starts in a new session\n`;
+        }
       } finally {
         // Also kills whatever is left, whatever happened above.
         cg?.destroy();

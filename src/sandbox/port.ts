@@ -60,6 +60,8 @@ export interface ExecResult {
   denied?: { rule: string; reason: string } | null;
   /** What the workspace guard undid after the command (a `.git` it created, a config it changed…). */
   violations?: string[];
+  /** The run's sandbox session ended while the command ran, and took the command with it. */
+  sessionEnded?: boolean;
 }
 
 /**

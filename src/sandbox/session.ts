@@ -123,6 +123,11 @@ export class SandboxSession {
     return !this.closed && isRunning(this.pid, this.procStart);
   }
 
+  /** The holder is gone although nobody closed the session: it was killed, or its watchdog fired. */
+  ended(): boolean {
+    return !this.closed && !isRunning(this.pid, this.procStart);
+  }
+
   /** The argv prefix that runs the rest of an argv inside the session's namespaces. */
   enterPrefix(opts: { net: boolean }): string[] {
     const a = [this.tools.nsenter, "--target", String(this.pid)];

@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { listeningPorts, LineRing } from "../../src/sandbox/background.js";
 import { detectIsolation } from "../../src/sandbox/detect.js";
 import { createSandbox } from "../../src/sandbox/executor.js";
+import { runCommand } from "../../src/sandbox/engine.js";
 import { SandboxSession } from "../../src/sandbox/session.js";
 import { isRunning } from "../../src/sandbox/proc.js";
 
@@ -106,6 +107,40 @@ describe.each(levels)("sandbox session at %s", (level) => {
     const r2 = await sb.exec({ command: `node -e 'fetch("http://127.0.0.1:${port}").then(()=>console.log("reached"),()=>console.log("unreachable"))'`, cwd: tmp, timeoutMs: 20_000 });
     expect(r2.stdout.trim()).toBe("unreachable");
   }, 60_000);
+
+  it("a command killed because its session ended is told so (interrupted, not a resource limit), and the next command gets a new session", async () => {
+    const sb = createSandbox({ level, workspace: tmp, session: true });
+    let leader = 0;
+    const running = runCommand({
+      sandbox: sb,
+      workspace: tmp,
+      command: "echo started; sleep 60; echo finished",
+      timeoutMs: 120_000,
+      outputCapBytes: 64 * 1024,
+      onStart: (p) => {
+        leader = p.pid;
+      },
+    });
+    expect(await until(() => leader > 0, 20_000)).toBe(true);
+    // The leader is nsenter, pointed at the session's holder (PID 1 of its namespace).
+    const argv = fs.readFileSync(`/proc/${leader}/cmdline`, "utf8").split("\0");
+    const holder = Number(argv[argv.indexOf("--target") + 1]);
+    expect(isRunning(holder)).toBe(true);
+    // What the kernel does when the holder dies however it dies: every process of the namespace goes.
+    process.kill(holder, "SIGKILL");
+    const fb = await running;
+    expect(fb.exec.signal).toBe("SIGKILL");
+    expect(fb.exec.limit ?? null).toBeNull();
+    expect(fb.exec.sessionEnded).toBe(true);
+    expect(fb.errorClass).toBe("interrupted");
+    expect(fb.output).toMatch(/killed \(SIGKILL\) when the run's sandbox session ended, not by anything it did/);
+    expect(fb.exec.stderr).toMatch(/the next command starts in a new session/);
+
+    const next = await sb.exec({ command: "echo again", cwd: tmp, timeoutMs: 20_000 });
+    expect(next).toMatchObject({ exitCode: 0, stdout: "again\n" });
+    expect(next.sessionEnded).toBeUndefined();
+    await sb.closeSession!();
+  }, 90_000);
 
   it("a runner killed with SIGKILL leaves no process of its session behind", async () => {
     const port = freePort();

@@ -104,7 +104,10 @@ describe("run viewer API on the demo run", () => {
     expect(s6.outcome).toBe("error");
     expect(s6.model.content).toMatch(/Running the tests/);
     expect(s6.actions).toHaveLength(1);
-    expect(s6.actions[0]).toMatchObject({ tool: "run_tests", feedback: { status: "error", errorClass: "test_failure", exitCode: 1 } });
+    // A mismatch says how the command ended: the engine's own first lines and the end of stderr.
+    const fb6 = s6.actions[0].feedback;
+    const ended = { signal: fb6.signal, output: String(fb6.output ?? "").split("\n").slice(0, 3), stderr: String(fb6.stderr?.text ?? "").slice(-600) };
+    expect(s6.actions[0], `step 6's run_tests: ${JSON.stringify(ended)}`).toMatchObject({ tool: "run_tests", feedback: { status: "error", errorClass: "test_failure", exitCode: 1 } });
     expect(s6.actions[0].feedback.tests).toMatchObject({ passed: 2, failed: 2 });
     expect(s6.actions[0].feedback.tests.failedTests).toEqual(["orders service answers /health", "dashboard aggregates the services' health"]);
     expect(s6.actions[0].feedback.stdout.text).toMatch(/not ok 2 - orders service answers \/health/);
