@@ -33,14 +33,18 @@ class ListToolModel extends BaseChatModel {
 }
 
 const agents: Agent[] = [];
+// Scripts live beside their workspace (not in it, where the run would see them), so they go separately.
+const scripts: string[] = [];
 afterAll(async () => {
   await Promise.all(agents.map((a) => a.close()));
   cleanupTemp();
+  for (const f of scripts) fs.rmSync(f, { force: true });
 });
 
 function scripted(ws: string, script: unknown): string {
   const file = path.join(path.dirname(ws), `${path.basename(ws)}-script.json`);
   fs.writeFileSync(file, JSON.stringify(script));
+  scripts.push(file);
   return `scripted:${file}`;
 }
 
