@@ -94,6 +94,7 @@ export async function runCommand(o: RunCommandOptions): Promise<CommandFeedback>
   const errorClass = classifyError({
     aborted,
     sessionEnded: exec.sessionEnded === true,
+    limitsRuledOut: exec.limitsRuledOut === true,
     exitCode: exec.exitCode,
     signal: exec.signal,
     stdout: exec.stdout,

@@ -27,6 +27,8 @@ export interface ClassifyInput {
   aborted?: boolean;
   /** The run's sandbox session ended while the command ran and killed it. */
   sessionEnded?: boolean;
+  /** The command's cgroups show no limit was hit: a SIGKILL is then not read as one. */
+  limitsRuledOut?: boolean;
   signal?: string | null;
   stdout: string;
   stderr: string;
@@ -112,8 +114,10 @@ export function classifyError(input: ClassifyInput): ErrorClass | null {
   if (matchesAny(SYNTAX_ERROR, text)) return "syntax_error";
   if (tests && tests.failed > 0) return "test_failure";
   if (matchesAny(TYPE_ERROR, text)) return "type_error";
-  if (input.signal && RESOURCE_SIGNALS.has(input.signal)) return "resource_limit";
-  if (input.exitCode !== null && RESOURCE_EXIT_CODES.has(input.exitCode)) return "resource_limit";
+  if (!input.limitsRuledOut) {
+    if (input.signal && RESOURCE_SIGNALS.has(input.signal)) return "resource_limit";
+    if (input.exitCode !== null && RESOURCE_EXIT_CODES.has(input.exitCode)) return "resource_limit";
+  }
   return "unknown";
 }
 

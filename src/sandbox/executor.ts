@@ -368,13 +368,14 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
           },
         });
         const usage = { cpuMs: cg?.cpuMs() ?? null, memoryPeakBytes: cg?.memoryPeak() ?? null };
+        const oomKills = cg?.oomKills() ?? 0;
         const limit = whichLimit({
           exitCode: r.exitCode,
           signal: r.signal,
           stderr: r.stderr,
           timedOut: r.timedOut,
           stoppedFor: r.stoppedFor,
-          oomKills: cg?.oomKills() ?? 0,
+          oomKills,
           pidsRefused: cg?.pidsRefused() ?? 0,
         });
         const { stoppedFor: _stopped, ...rest } = r;
@@ -395,6 +396,24 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
           result.stderr +=
             `${result.stderr && !result.stderr.endsWith("\n") ? "\n" : ""}ledgerloop: the run's sandbox session ended while this command ran ` +
             `(its PID namespace was killed, with every process in it); the next command starts in a new session\n`;
+        } else if (
+          !limit &&
+          !r.timedOut &&
+          !req.signal?.aborted &&
+          (r.signal === "SIGKILL" || r.exitCode === 128 + 9) &&
+          cg?.has("memory") &&
+          cg.has("cpuacct") &&
+          oomKills === 0 &&
+          usage.cpuMs !== null &&
+          usage.cpuMs < cpuBudgetMs
+        ) {
+          // A SIGKILL is what the OOM killer and the hard CPU rlimit send, but here the command's
+          // cgroups saw neither (every OOM kill, the machine's own included, is counted in the
+          // victim's memory group): someone outside killed it, and a limit is not what to change.
+          result.limitsRuledOut = true;
+          result.stderr +=
+            `${result.stderr && !result.stderr.endsWith("\n") ? "\n" : ""}ledgerloop: no limit of the sandbox stopped this command ` +
+            `(its cgroups counted no OOM kill and ${(usage.cpuMs / 1000).toFixed(1)} s of CPU); the SIGKILL came from outside it\n`;
         }
       } finally {
         // Also kills whatever is left, whatever happened above.

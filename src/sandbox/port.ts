@@ -62,6 +62,8 @@ export interface ExecResult {
   violations?: string[];
   /** The run's sandbox session ended while the command ran, and took the command with it. */
   sessionEnded?: boolean;
+  /** It died by SIGKILL, and its cgroups show that no limit of the sandbox sent it (see the executor). */
+  limitsRuledOut?: boolean;
 }
 
 /**

@@ -16,6 +16,7 @@ import { createSandbox, type ConfiguredSandbox } from "../../src/sandbox/executo
 import { LEVELS, type IsolationLevel } from "../../src/sandbox/isolation.js";
 import { noneNamespacePrefix } from "../../src/sandbox/none-pidns.js";
 import type { ExecRequest, ExecResult } from "../../src/sandbox/port.js";
+import { classifyError } from "../../src/sandbox/error-class.js";
 
 const report = detectIsolation();
 const isRoot = process.getuid?.() === 0;
@@ -389,6 +390,23 @@ describe.each(LEVELS)("level %s", (level) => {
         expect(r.usage?.cpuMs).toBeGreaterThanOrEqual(1_900);
         expect(r.usage?.cpuMs).toBeLessThan(4_000);
       }, 150_000);
+
+      const cgEvidence = Boolean(cg.memory && cg.cpuacct);
+      it.skipIf(!cgEvidence)(`a SIGKILL that no limit sent is not reported as a resource limit${cgEvidence ? "" : " — SKIPPED: no memory and cpuacct cgroups to rule the limits out"}`, async () => {
+        const r = await run("echo before; kill -9 $$; echo after");
+        expect(r.stdout).toBe("before\n");
+        expect(r.signal === "SIGKILL" || r.exitCode === 137).toBe(true);
+        expect(r.limit).toBeNull();
+        expect(r.limitsRuledOut).toBe(true);
+        expect(r.stderr).toMatch(/no limit of the sandbox stopped this command \(its cgroups counted no OOM kill and [\d.]+ s of CPU\); the SIGKILL came from outside it/);
+        expect(classifyError({ exitCode: r.exitCode, signal: r.signal, stdout: r.stdout, stderr: r.stderr, limit: r.limit ?? null, limitsRuledOut: r.limitsRuledOut })).toBe("unknown");
+        // The OOM killer's SIGKILL still reads as the memory limit.
+        if (cg.memory) {
+          const hog = await run(`node -e "const a=[];for(;;)a.push(Buffer.alloc(16<<20,1))"`, { limits: { memoryBytes: 128 * 1024 ** 2 } });
+          expect(hog.limit).toBe("memory");
+          expect(hog.limitsRuledOut).toBeUndefined();
+        }
+      });
 
       it("an output flood is stopped at the output budget, keeping head and tail", async () => {
         const r = await run("yes flood", { limits: { outputBytes: 4 * 1024 ** 2 }, timeoutMs: 120_000 });

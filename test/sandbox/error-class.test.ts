@@ -166,6 +166,11 @@ describe("classifyError on real processes", () => {
   it("a process killed by SIGKILL", async () => {
     const { input } = await runIn({}, process.execPath, ["-e", "process.kill(process.pid, 'SIGKILL')"]);
     expect(input.signal).toBe("SIGKILL");
+    // Without evidence, the OOM killer is the likely sender.
     expect(classifyError(input)).toBe("resource_limit");
+    // With the cgroups' word that no limit was hit (the executor's limitsRuledOut), it is not a limit.
+    expect(classifyError({ ...input, limitsRuledOut: true })).toBe("unknown");
+    expect(classifyError({ ...input, signal: null, exitCode: 137, limitsRuledOut: true })).toBe("unknown");
+    expect(classifyError({ ...input, limitsRuledOut: true, limit: "memory" })).toBe("resource_limit");
   });
 });

@@ -114,14 +114,15 @@ describe.each(levels)("sandbox session at %s", (level) => {
     const running = runCommand({
       sandbox: sb,
       workspace: tmp,
-      command: "echo started; sleep 60; echo finished",
+      command: "echo started; touch started; sleep 60; echo finished",
       timeoutMs: 120_000,
       outputCapBytes: 64 * 1024,
       onStart: (p) => {
         leader = p.pid;
       },
     });
-    expect(await until(() => leader > 0, 20_000)).toBe(true);
+    // Running inside the session (killed before nsenter has entered it, it would only fail to enter).
+    expect(await until(() => leader > 0 && fs.existsSync(path.join(tmp, "started")), 20_000)).toBe(true);
     // The leader is nsenter, pointed at the session's holder (PID 1 of its namespace).
     const argv = fs.readFileSync(`/proc/${leader}/cmdline`, "utf8").split("\0");
     const holder = Number(argv[argv.indexOf("--target") + 1]);
@@ -133,6 +134,7 @@ describe.each(levels)("sandbox session at %s", (level) => {
     expect(fb.exec.limit ?? null).toBeNull();
     expect(fb.exec.sessionEnded).toBe(true);
     expect(fb.errorClass).toBe("interrupted");
+    expect(fb.exec.stdout).toBe("started\n");
     expect(fb.output).toMatch(/killed \(SIGKILL\) when the run's sandbox session ended, not by anything it did/);
     expect(fb.exec.stderr).toMatch(/the next command starts in a new session/);
 
