@@ -9,7 +9,7 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { detectIsolation } from "../../src/sandbox/detect.js";
 import { createSandbox, type ConfiguredSandbox } from "../../src/sandbox/executor.js";
@@ -64,16 +64,24 @@ afterEach(() => {
   killMarked();
 });
 
+/**
+ * Whether an argument names one of this run's processes: a process title (`exec -a`) or a command
+ * line carrying the marker. A bare path that mentions it does not: any other runner's sandbox on
+ * this machine masks the host sockets this suite creates (`/run/<marker>.sock`) by path, and its
+ * processes (another test's demo) are not this suite's to kill.
+ */
+const namesOurs = (arg: string) => arg.includes(RUN) && !/^\/\S*$/.test(arg);
+
 /** Pids of processes whose command line carries this run's marker. */
 function marked(): number[] {
   const out: number[] = [];
   for (const n of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(n)) continue;
     try {
-      const cmd = fs.readFileSync(`/proc/${n}/cmdline`, "utf8");
+      const argv = fs.readFileSync(`/proc/${n}/cmdline`, "utf8").split("\0");
       const stat = fs.readFileSync(`/proc/${n}/stat`, "utf8");
       const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-      if (cmd.includes(RUN) && state !== "Z") out.push(Number(n));
+      if (argv.some(namesOurs) && state !== "Z") out.push(Number(n));
     } catch {
       // exited
     }
@@ -112,6 +120,22 @@ function snapshot(p: string): string | null {
 }
 
 const available = LEVELS.filter((l) => report.levels[l].ok);
+
+it("the leftover check finds this suite's processes by title or command line, not another process that only names one of its paths", async () => {
+  // Every "does not survive" case below passes only if this finds what it should.
+  const titled = spawn("bash", ["-c", `exec -a ${RUN}-probe sleep 30`], { stdio: "ignore" });
+  const scripted = spawn("bash", ["-c", `: ${RUN}; sleep 30; true`], { stdio: "ignore" });
+  // As another runner's bwrap masks a socket this suite made: the marker only in a path argument.
+  const other = spawn("bash", ["-c", "sleep 30; true", "x", "--ro-bind", "/dev/null", `/run/${RUN}.sock`], { stdio: "ignore" });
+  try {
+    await new Promise((r) => setTimeout(r, 300));
+    const found = marked();
+    expect(found).toEqual(expect.arrayContaining([titled.pid, scripted.pid]));
+    expect(found).not.toContain(other.pid);
+  } finally {
+    for (const c of [titled, scripted, other]) c.kill("SIGKILL");
+  }
+});
 
 describe.each(LEVELS)("level %s", (level) => {
   const probe = report.levels[level];

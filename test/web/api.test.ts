@@ -106,7 +106,7 @@ describe("run viewer API on the demo run", () => {
     expect(s6.actions).toHaveLength(1);
     // A mismatch says how the command ended: the engine's own first lines and the end of stderr.
     const fb6 = s6.actions[0].feedback;
-    const ended = { signal: fb6.signal, output: String(fb6.output ?? "").split("\n").slice(0, 3), stderr: String(fb6.stderr?.text ?? "").slice(-600) };
+    const ended = { signal: fb6.signal, output: String(fb6.output?.text ?? "").split("\n").slice(0, 3), stderr: String(fb6.stderr?.text ?? "").slice(-600) };
     expect(s6.actions[0], `step 6's run_tests: ${JSON.stringify(ended)}`).toMatchObject({ tool: "run_tests", feedback: { status: "error", errorClass: "test_failure", exitCode: 1 } });
     expect(s6.actions[0].feedback.tests).toMatchObject({ passed: 2, failed: 2 });
     expect(s6.actions[0].feedback.tests.failedTests).toEqual(["orders service answers /health", "dashboard aggregates the services' health"]);
