@@ -383,9 +383,10 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
           // Every process of the command is gone (killTree ran): clear what it left set-uid.
           const cleared = clearNewSetid(workspace, startedAt);
           if (cleared.length) {
-            rest.stderr +=
-              `${rest.stderr && !rest.stderr.endsWith("\n") ? "\n" : ""}ledgerloop: cleared the set-uid/set-gid bits of ${cleared.slice(0, 10).join(", ")}` +
-              `${cleared.length > 10 ? ` and ${cleared.length - 10} more` : ""} (a command running as root may not leave privileged programs behind)\n`;
+            rest.stderr = withNotes(rest.stderr, [
+              `cleared the set-uid/set-gid bits of ${cleared.slice(0, 10).join(", ")}` +
+                `${cleared.length > 10 ? ` and ${cleared.length - 10} more` : ""} (a command running as root may not leave privileged programs behind)`,
+            ]);
           }
         }
         result = { ...rest, isolation: level, limit, denied: null, usage };
@@ -393,9 +394,10 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
         // of its watchdog pipe closed), not by anything the command did or by a limit of ours.
         if (sess && r.signal && !limit && !req.signal?.aborted && sess.ended()) {
           result.sessionEnded = true;
-          result.stderr +=
-            `${result.stderr && !result.stderr.endsWith("\n") ? "\n" : ""}ledgerloop: the run's sandbox session ended while this command ran ` +
-            `(its PID namespace was killed, with every process in it); the next command starts in a new session\n`;
+          result.stderr = withNotes(result.stderr, [
+            "the run's sandbox session ended while this command ran (its PID namespace was killed, with every process in it); " +
+              "the next command starts in a new session",
+          ]);
         } else if (
           !limit &&
           !r.timedOut &&
@@ -411,9 +413,10 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
           // cgroups saw neither (every OOM kill, the machine's own included, is counted in the
           // victim's memory group): someone outside killed it, and a limit is not what to change.
           result.limitsRuledOut = true;
-          result.stderr +=
-            `${result.stderr && !result.stderr.endsWith("\n") ? "\n" : ""}ledgerloop: no limit of the sandbox stopped this command ` +
-            `(its cgroups counted no OOM kill and ${(usage.cpuMs / 1000).toFixed(1)} s of CPU); the SIGKILL came from outside it\n`;
+          result.stderr = withNotes(result.stderr, [
+            `no limit of the sandbox stopped this command (its cgroups counted no OOM kill and ${(usage.cpuMs / 1000).toFixed(1)} s of CPU); ` +
+              "the SIGKILL came from outside it",
+          ]);
         }
       } finally {
         // Also kills whatever is left, whatever happened above.
@@ -422,12 +425,17 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
         violations = guard.after().violations;
       }
       if (violations.length) {
-        result.stderr += `${result.stderr && !result.stderr.endsWith("\n") ? "\n" : ""}${violations.map((v) => `ledgerloop: ${v}\n`).join("")}`;
+        result.stderr = withNotes(result.stderr, violations);
         result.violations = violations;
       }
       return result;
     },
   };
+}
+
+/** `stderr` with one `ledgerloop: …` line per note after it, on a line of their own. */
+function withNotes(stderr: string, notes: readonly string[]): string {
+  return `${stderr}${stderr && !stderr.endsWith("\n") ? "\n" : ""}${notes.map((n) => `ledgerloop: ${n}\n`).join("")}`;
 }
 
 /** Protected paths without those already covered by a protected directory above them. */
