@@ -112,6 +112,9 @@ async function execute(
       errorClass: r.errorClass ?? (r.status === "error" ? "tool_error" : null),
       sandbox: r.sandbox,
       command: r.command,
+      stoppedBy: r.stoppedBy,
+      limit: r.limit,
+      usage: r.usage,
       effects: r.effects,
     };
   } catch (err) {

@@ -130,6 +130,18 @@ export const ActionEffect = z.discriminatedUnion("kind", [
 export type ActionEffect = z.infer<typeof ActionEffect>;
 
 export const FeedbackStatus = z.enum(["ok", "error", "rejected", "interrupted"]);
+/** The sandbox's resource limits, by the name a command's feedback gives the one that stopped it. */
+export const CommandLimit = z.enum(["memory", "cpu", "pids", "file_size", "timeout", "output"]);
+export type CommandLimit = z.infer<typeof CommandLimit>;
+/**
+ * What ended a command that did not end by itself: a limit of the sandbox, the run being stopped,
+ * the end of the run's sandbox session, or a SIGKILL from outside (its cgroups rule every limit out).
+ */
+export const StoppedBy = z.enum(["limit", "run_stopped", "session_ended", "outside"]);
+export type StoppedBy = z.infer<typeof StoppedBy>;
+/** What a command used, where the machine can measure it (its cgroups); null where it cannot. */
+export const CommandUsage = z.object({ cpuMs: z.number().nullable(), memoryPeakBytes: z.number().nullable() });
+export type CommandUsage = z.infer<typeof CommandUsage>;
 export const EnvironmentFeedbackPayload = z.object({
   tool: z.string(),
   status: FeedbackStatus,
@@ -146,6 +158,10 @@ export const EnvironmentFeedbackPayload = z.object({
   errorClass: z.string().nullable().optional(),
   sandbox: z.string().optional(),
   command: z.string().optional(),
+  /** Commands only: what stopped it, when something did, and the limit when that was a limit. */
+  stoppedBy: StoppedBy.nullable().optional(),
+  limit: CommandLimit.nullable().optional(),
+  usage: CommandUsage.optional(),
   effects: z.array(ActionEffect).optional(),
   /**
    * The workspace revision right after this action. Recorded per action only where another machine

@@ -40,5 +40,8 @@ export function commandResult(fb: CommandFeedback, output = fb.output): ToolResu
     errorClass: fb.errorClass,
     sandbox: fb.exec.isolation,
     command: fb.command,
+    stoppedBy: fb.stoppedBy,
+    limit: fb.stoppedBy === "limit" ? (fb.exec.limit ?? null) : null,
+    ...(fb.exec.usage ? { usage: fb.exec.usage } : {}),
   };
 }

@@ -3,6 +3,7 @@ import type { CodeSearcher } from "../src/retrieval/port.js";
 import type { PolicyVerdict, SandboxPolicy } from "../src/sandbox/policy.js";
 import type { ProcessInfo, Sandbox } from "../src/sandbox/port.js";
 import type { ProcessManager } from "../src/sandbox/processes.js";
+import type { CommandLimit, CommandUsage, StoppedBy } from "../src/events.js";
 import type { ActionEffect, FileChanges, TestCounts } from "../src/state.js";
 import type { WorkspaceTracker } from "../src/workspace/tracker.js";
 
@@ -63,6 +64,10 @@ export interface ToolResult {
   errorClass?: string | null;
   sandbox?: string;
   command?: string;
+  /** Commands: what ended it when it did not end by itself, the limit when that was one, and what it used. */
+  stoppedBy?: StoppedBy | null;
+  limit?: CommandLimit | null;
+  usage?: CommandUsage;
   effects?: ToolEffect[];
 }
 

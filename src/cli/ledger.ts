@@ -54,6 +54,12 @@ async function select(ledger: Ledger, thread: string, args: LedgerArgs, types: s
   return events.filter((e) => e.threadId === thread);
 }
 
+/** What stopped a command, where its error class does not already say it ("memory limit", "session ended"). */
+function stopOf(p: Record<string, unknown>): string | null {
+  if (!p.stoppedBy || (p.stoppedBy === "limit" && p.limit === "timeout")) return null;
+  return p.stoppedBy === "limit" ? `${String(p.limit).replace(/_/g, " ")} limit` : String(p.stoppedBy).replace(/_/g, " ");
+}
+
 function oneLine(e: LedgerEvent): string {
   const p = e.payload as Record<string, unknown>;
   let what = "";
@@ -62,7 +68,7 @@ function oneLine(e: LedgerEvent): string {
       what = `${p.tool} ${JSON.stringify(p.args ?? p.argsText ?? {}).slice(0, 100)}${p.invalid ? " [invalid]" : ""}`;
       break;
     case "environment_feedback":
-      what = `${p.tool} → ${p.status}${p.errorClass ? ` (${p.errorClass})` : ""}`;
+      what = `${p.tool} → ${p.status}${p.errorClass ? ` (${p.errorClass}${stopOf(p) ? `: ${stopOf(p)}` : ""})` : ""}`;
       break;
     case "decision":
       what = String(p.text);

@@ -1,5 +1,6 @@
 import type { Ledger } from "../ledger/port.js";
 import type { LedgerEvent, Subtask } from "../state.js";
+import type { CommandLimit, StoppedBy } from "../events.js";
 import { describeAction } from "../context/render.js";
 import { medianRatio } from "../context/reuse.js";
 import { processHistory } from "../sandbox/process-history.js";
@@ -42,7 +43,9 @@ export interface RunReport {
   tests: ReportTestRun[];
   /** The last test run of the branch, or null when the tests never ran: what the outcome rests on. */
   lastTests: ReportTestRun | null;
-  problems: Array<{ step: number; tool: string; status: string; errorClass: string | null; what: string }>;
+  problems: Array<{ step: number; tool: string; status: string; errorClass: string | null; what: string; stoppedBy?: StoppedBy | null; limit?: CommandLimit | null }>;
+  /** The run's shell commands: how many, CPU in all and the largest figures, where cgroups measured them. */
+  commands?: CommandTotals;
   approvals: Array<{ command: string; decision: string; by: string; rule: string }>;
   /** Background processes of the run (start_process): how each one ended, as the ledger has it. */
   processes: Array<{ name: string; command: string; status: string; starts: number; ports: number[]; exitCode: number | null; signal: string | null; reason?: string }>;
@@ -65,6 +68,33 @@ export interface RunReport {
     /** Per step that made a model call. */
     byStep?: Array<Spend & { step: number }>;
   };
+}
+
+export interface CommandTotals {
+  count: number;
+  /** Commands whose CPU time was measured, and their CPU time added up. */
+  measured: number;
+  cpuMs: number;
+  mostCpu: { step: number; command: string; cpuMs: number } | null;
+  highestPeak: { step: number; command: string; bytes: number } | null;
+}
+
+function commandTotals(feedback: LedgerEvent<"environment_feedback">[], stepOf: (f: LedgerEvent<"environment_feedback">) => number): CommandTotals {
+  const t: CommandTotals = { count: 0, measured: 0, cpuMs: 0, mostCpu: null, highestPeak: null };
+  for (const f of feedback) {
+    const p = f.payload;
+    if (p.command === undefined || p.exitCode === undefined) continue;
+    t.count++;
+    const cpu = p.usage?.cpuMs ?? null;
+    const peak = p.usage?.memoryPeakBytes ?? null;
+    if (cpu !== null) {
+      t.measured++;
+      t.cpuMs += cpu;
+      if (!t.mostCpu || cpu > t.mostCpu.cpuMs) t.mostCpu = { step: stepOf(f), command: p.command, cpuMs: cpu };
+    }
+    if (peak !== null && (!t.highestPeak || peak > t.highestPeak.bytes)) t.highestPeak = { step: stepOf(f), command: p.command, bytes: peak };
+  }
+  return t;
 }
 
 /** The runtime's definition of a test run that counts as evidence (see nodes/observe.ts). */
@@ -153,8 +183,10 @@ export async function buildReport(ledger: Ledger, revisions: RevisionStore | nul
           status: f.payload.status,
           errorClass: f.payload.errorClass ?? null,
           what: a ? describeAction(a.payload.tool, a.payload.args) : f.payload.tool,
+          ...(f.payload.stoppedBy ? { stoppedBy: f.payload.stoppedBy, limit: f.payload.limit ?? null } : {}),
         };
       }),
+    commands: commandTotals(feedback, stepOf),
     approvals: of(events, "approval").map((a) => ({ command: a.payload.command, decision: a.payload.decision, by: a.payload.by, rule: a.payload.rule })),
     processes: processHistory(events).map((p) => ({ name: p.name, command: p.command, status: p.status, starts: p.starts, ports: p.ports, exitCode: p.exitCode, signal: p.signal, reason: p.reason })),
     lessons: of(events, "reflection").at(-1)?.payload.lessons ?? [],
@@ -225,7 +257,19 @@ export function reportMarkdown(r: RunReport): string {
   if (r.tests.length) {
     out.push("## Test runs", "", ...r.tests.map((t) => `- step ${t.step}: ${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped${t.failedTests.length ? ` (${t.failedTests.join(", ")})` : ""}`), "");
   }
-  if (r.problems.length) out.push("## Problems met", "", ...r.problems.map((p) => `- step ${p.step}: ${p.what} → ${p.status}${p.errorClass ? ` (${p.errorClass})` : ""}`), "");
+  if (r.problems.length) out.push("## Problems met", "", ...r.problems.map((p) => `- step ${p.step}: ${p.what} → ${p.status}${p.errorClass ? ` (${p.errorClass}${stopWords(p) ? `: ${stopWords(p)}` : ""})` : ""}`), "");
+  const c = r.commands;
+  if (c?.count) {
+    const figures = [
+      `${c.count} shell command${c.count === 1 ? "" : "s"}`,
+      c.measured ? `${seconds(c.cpuMs)} of CPU in all${c.measured < c.count ? ` (${c.measured} measured)` : ""}` : "CPU not measured (no cgroups)",
+    ];
+    const most = [
+      c.mostCpu && c.measured > 1 ? `the most CPU: step ${c.mostCpu.step} \`${oneLineOf(c.mostCpu.command)}\` (${seconds(c.mostCpu.cpuMs)})` : null,
+      c.highestPeak ? `the highest memory peak: step ${c.highestPeak.step} \`${oneLineOf(c.highestPeak.command)}\` (${mib(c.highestPeak.bytes)})` : null,
+    ].filter(Boolean);
+    out.push("## Commands", "", `${figures.join(", ")}${most.length ? `; ${most.join("; ")}` : ""}.`, "");
+  }
   if (r.processes?.length) {
     const end = (p: RunReport["processes"][number]) =>
       p.status === "running" ? "running when the run stopped (ended with it; a resume restarts it)" : p.status === "stopped" ? "stopped" : `${p.status}${p.signal ? ` (${p.signal})` : p.exitCode !== null ? ` (exit ${p.exitCode})` : ""}${p.reason ? `: ${p.reason}` : ""}`;
@@ -236,3 +280,27 @@ export function reportMarkdown(r: RunReport): string {
   if (r.lessons.length) out.push("## Lessons", "", ...r.lessons.map((l) => `- ${l}`), "");
   return out.join("\n");
 }
+
+/** A stopped command's cause in words, for the report's problems. */
+function stopWords(p: RunReport["problems"][number]): string | null {
+  switch (p.stoppedBy) {
+    case "limit":
+      // A timeout's error class already says it.
+      return p.limit === "timeout" ? null : `${(p.limit ?? "a").replace(/_/g, " ")} limit`;
+    case "run_stopped":
+      return "the run was stopped";
+    case "session_ended":
+      return "the sandbox session ended";
+    case "outside":
+      return "killed from outside the sandbox";
+    default:
+      return null;
+  }
+}
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+const mib = (b: number) => `${(b / 1024 / 1024).toFixed(b < 10 * 1024 * 1024 ? 1 : 0)} MiB`;
+const oneLineOf = (cmd: string) => {
+  const line = cmd.replace(/\s+/g, " ").trim();
+  return line.length > 80 ? `${line.slice(0, 79)}…` : line;
+};

@@ -1,3 +1,4 @@
+import type { StoppedBy } from "../events.js";
 import type { FileChanges, TestCounts } from "../state.js";
 import { classifyError } from "./error-class.js";
 import { capText } from "./output-cap.js";
@@ -17,6 +18,8 @@ export interface CommandFeedback {
   ok: boolean;
   /** The policy's verdict on the command line, when a policy was given. */
   verdict: PolicyVerdict | null;
+  /** What ended the command when it did not end by itself (`exec.limit` names the limit). */
+  stoppedBy: StoppedBy | null;
 }
 
 export interface RunCommandOptions {
@@ -73,6 +76,7 @@ export async function runCommand(o: RunCommandOptions): Promise<CommandFeedback>
       output: formatFeedback(o.command, exec, { created: [], modified: [], deleted: [] }, null, o.outputCapBytes),
       ok: false,
       verdict,
+      stoppedBy: null,
     };
   }
   const { result: exec, changes: filesChanged } = await trackCommand(o.workspace, o.files, () =>
@@ -116,7 +120,17 @@ export async function runCommand(o: RunCommandOptions): Promise<CommandFeedback>
     output: formatFeedback(o.command, exec, filesChanged, tests, o.outputCapBytes, aborted),
     ok,
     verdict,
+    stoppedBy: stoppedBy(exec, aborted),
   };
+}
+
+/** The one cause the feedback names for a command that was ended: the run's stop outranks what it caused. */
+function stoppedBy(r: ExecResult, aborted: boolean): StoppedBy | null {
+  if (aborted) return "run_stopped";
+  if (r.sessionEnded) return "session_ended";
+  if (r.limit) return "limit";
+  if (r.limitsRuledOut) return "outside";
+  return null;
 }
 
 function formatFeedback(

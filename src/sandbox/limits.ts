@@ -1,9 +1,10 @@
 import fs from "node:fs";
 import path from "node:path";
+import type { CommandLimit } from "../events.js";
 import { COMMAND_TAG_VAR, readProcStart } from "./proc.js";
 
-/** Names of the resource limits a command can hit; reported as `ExecResult.limit`. */
-export type LimitName = "memory" | "cpu" | "pids" | "file_size" | "timeout" | "output";
+/** Names of the resource limits a command can hit; reported as `ExecResult.limit` (and recorded in its feedback event). */
+export type LimitName = CommandLimit;
 
 /** Resource limits of one command. The wall-clock timeout comes with each request. */
 export interface Limits {

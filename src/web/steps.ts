@@ -1,4 +1,5 @@
 import type { EventType, FileChanges, LedgerEvent, TestCounts, ToolCallRecord } from "../state.js";
+import type { CommandLimit, CommandUsage, StoppedBy } from "../events.js";
 import { spendByStep } from "../economics/spend.js";
 import { currentBranch, type ReadOnlyState } from "./read-state.js";
 
@@ -31,6 +32,11 @@ export interface StepFeedback {
   durationMs: number;
   command: string | null;
   sandbox: string | null;
+  /** Commands: what ended it when it did not end by itself, and the limit when that was one. */
+  stoppedBy: StoppedBy | null;
+  limit: CommandLimit | null;
+  /** Commands: CPU time and peak memory of all its processes, where cgroups measured them. */
+  usage: CommandUsage | null;
   truncated: boolean;
   filesChanged: FileChanges | null;
   tests: TestCounts | null;
@@ -130,6 +136,9 @@ function feedbackView(f: LedgerEvent<"environment_feedback">): StepFeedback {
     durationMs: p.durationMs,
     command: p.command ?? null,
     sandbox: p.sandbox ?? null,
+    stoppedBy: p.stoppedBy ?? null,
+    limit: p.limit ?? null,
+    usage: p.usage ?? null,
     truncated: p.truncated ?? false,
     filesChanged: p.filesChanged ?? null,
     tests: p.tests ?? null,

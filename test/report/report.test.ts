@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { buildReport, reportMarkdown } from "../../src/report/report.js";
+import { detectCgroups } from "../../src/sandbox/limits.js";
 import { testAgent, type TestAgent } from "../helpers/agent.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 
@@ -75,5 +76,36 @@ describe("the run report says what the evidence says", () => {
     expect(r.lastTests).toBeNull();
     expect(r.plan.some((s) => s.proven)).toBe(false);
     expect(reportMarkdown(r)).toContain("No test run recorded: nothing in this run verifies the result.");
+  }, 120_000);
+});
+
+describe("what stopped a command, and what commands used", () => {
+  it("records the limit that stopped a command and each command's CPU in its feedback event, and the report adds them up", async () => {
+    // CPU time, not wall time: the loop ends once the process itself has used 300 ms of CPU.
+    const burn = `node -e "while (process.cpuUsage().user < 300000);"`;
+    const a = await testAgent(project(false), {
+      decide: [call("run_command", { command: burn }), call("run_command", { command: "sleep 20", timeoutMs: 500 }), call("finish", { summary: "Done." })],
+    });
+    agents.push(a);
+    const r = await reportOf(a);
+    const fb = (await a.events()).filter((e) => e.type === "environment_feedback" && e.payload.tool === "run_command").map((e) => e.payload as Record<string, unknown>);
+    expect(fb).toHaveLength(2);
+    expect(fb[0]).toMatchObject({ status: "ok", stoppedBy: null, limit: null });
+    expect(fb[1]).toMatchObject({ status: "error", errorClass: "timeout", stoppedBy: "limit", limit: "timeout" });
+    const cg = detectCgroups().parents;
+    if (cg.cpuacct && cg.memory) {
+      // Measured by the command's own cgroups: all of its processes, node included.
+      expect((fb[0]!.usage as { cpuMs: number }).cpuMs).toBeGreaterThanOrEqual(300);
+      expect((fb[0]!.usage as { memoryPeakBytes: number }).memoryPeakBytes).toBeGreaterThan(1024 * 1024);
+      expect(r.commands).toMatchObject({ count: 2, measured: 2, mostCpu: { step: 1, command: burn } });
+      expect(r.commands!.cpuMs).toBeGreaterThanOrEqual(300);
+      expect(reportMarkdown(r)).toMatch(/## Commands\n\n2 shell commands, \d+\.\d\d s of CPU in all; the most CPU: step 1 `node -e .*` \(\d+\.\d\d s\); the highest memory peak: step \d `.*` \(\d+(\.\d)? MiB\)\./);
+    } else {
+      expect(r.commands).toMatchObject({ count: 2, measured: 0, mostCpu: null });
+      expect(reportMarkdown(r)).toContain("2 shell commands, CPU not measured (no cgroups).");
+    }
+    expect(r.problems).toEqual([expect.objectContaining({ step: 2, errorClass: "timeout", stoppedBy: "limit", limit: "timeout" })]);
+    // The error class says "timeout" already: no second word for it.
+    expect(reportMarkdown(r)).toMatch(/- step 2: .*sleep 20.* → error \(timeout\)\n/);
   }, 120_000);
 });

@@ -399,6 +399,7 @@ describe("runCommand", () => {
     const fb = await pending;
     expect(fb.ok).toBe(false);
     expect(fb.errorClass).toBe("interrupted");
+    expect(fb.stoppedBy).toBe("run_stopped");
     expect(fb.output).toMatch(/\nwas stopped because the run was stopped \(killed by SIGKILL\); it may have done part of its work/);
     expect(fb.filesChanged.created).toContain("half.txt");
     expect(fs.existsSync(path.join(tmp, "rest.txt"))).toBe(false);

@@ -126,6 +126,7 @@ describe("limits", () => {
     const slow = await runCommand({ sandbox: sb, workspace: tmp, command: "sleep 10", timeoutMs: 300, outputCapBytes: 4096 });
     expect(slow.exec.limit).toBe("timeout");
     expect(slow.errorClass).toBe("timeout");
+    expect(slow.stoppedBy).toBe("limit");
     if (detectCgroups().parents.memory) {
       const hog = createSandbox({ level: "none", limits: { memoryBytes: 96 * 1024 ** 2 } });
       const fb = await runCommand({
@@ -137,7 +138,20 @@ describe("limits", () => {
       });
       expect(fb.exec.limit).toBe("memory");
       expect(fb.errorClass).toBe("resource_limit");
+      expect(fb.stoppedBy).toBe("limit");
       expect(fb.output).toContain("stopped: memory limit exceeded");
+    }
+  });
+
+  it("names a SIGKILL that the cgroups show no limit sent as a stop from outside, through the engine", async () => {
+    const cg = detectCgroups().parents;
+    const fb = await runCommand({ sandbox: createSandbox({ level: "none" }), workspace: tmp, command: "echo before; kill -9 $$", timeoutMs: 30_000, outputCapBytes: 4096 });
+    expect(fb.exec.signal === "SIGKILL" || fb.exec.exitCode === 137).toBe(true);
+    if (cg.memory && cg.cpuacct) {
+      expect(fb).toMatchObject({ stoppedBy: "outside", errorClass: "unknown" });
+    } else {
+      // Without the cgroups' word, a bare SIGKILL is still read as the OOM killer's.
+      expect(fb).toMatchObject({ stoppedBy: "limit", errorClass: "resource_limit" });
     }
   });
 });

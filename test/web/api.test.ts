@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { handleWeb } from "../../src/cli/web.js";
+import { detectCgroups } from "../../src/sandbox/limits.js";
 import { startViewer, type Viewer } from "../../src/web/server.js";
 import { cleanupTemp } from "../helpers/workspace.js";
 import { demoRun, HOSTILE_DECISION, HOSTILE_ECHO, hostileRun, pausedRun, pricedRun, processRun, smallWorkspace } from "./fixtures.js";
@@ -111,6 +112,10 @@ describe("run viewer API on the demo run", () => {
     expect(s6.actions[0].feedback.tests).toMatchObject({ passed: 2, failed: 2 });
     expect(s6.actions[0].feedback.tests.failedTests).toEqual(["orders service answers /health", "dashboard aggregates the services' health"]);
     expect(s6.actions[0].feedback.stdout.text).toMatch(/not ok 2 - orders service answers \/health/);
+    // Failing tests are not a stop: the command ended by itself. Its CPU and memory show where cgroups measured them.
+    expect(fb6).toMatchObject({ stoppedBy: null, limit: null });
+    if (detectCgroups().parents.cpuacct) expect(fb6.usage.cpuMs).toBeGreaterThan(0);
+    else expect(fb6.usage === null || fb6.usage.cpuMs === null).toBe(true);
     expect(s6.context).toMatchObject({ tokens: expect.any(Number), budget: expect.any(Number) });
 
     const s7 = body.steps[6];

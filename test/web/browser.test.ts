@@ -1,9 +1,10 @@
 import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
+import { detectCgroups } from "../../src/sandbox/limits.js";
 import { startViewer, type Viewer } from "../../src/web/server.js";
 import { cleanupTemp } from "../helpers/workspace.js";
-import { demoRun, HOSTILE_DECISION, HOSTILE_ECHO, HOSTILE_GOAL, hostileRun, longRun, pausedRun, pricedRun, processRun, slowRun, smallWorkspace } from "./fixtures.js";
+import { demoRun, HOSTILE_DECISION, HOSTILE_ECHO, HOSTILE_GOAL, hostileRun, longRun, pausedRun, pricedRun, processRun, slowRun, smallWorkspace, stoppedRun } from "./fixtures.js";
 
 const CHROMIUM = process.env.LEDGERLOOP_CHROMIUM ?? "/usr/bin/chromium";
 const hasChromium = fs.existsSync(CHROMIUM);
@@ -80,6 +81,9 @@ describe.skipIf(!hasChromium)(`run viewer in Chromium (${CHROMIUM})`, () => {
       expect(await s6.locator(".action").getAttribute("data-status")).toBe("error");
       expect(await s6.locator(".action .tests").textContent()).toBe("2 passed2 failed");
       expect(await s6.locator(".failing-test").allTextContents()).toEqual(["orders service answers /health", "dashboard aggregates the services' health"]);
+      // It ended by itself (no stop named); what it used shows where cgroups measured it.
+      expect(await s6.locator(".stopped").count()).toBe(0);
+      if (detectCgroups().parents.cpuacct && detectCgroups().parents.memory) expect(await s6.locator(".usage").textContent()).toMatch(/^cpu \d[\d.]* (ms|s) · [\d.]+ (KiB|MiB) peak$/);
       // Step 7: the sed command and the file it changed; its stdout opens on demand.
       const s7 = page.locator("#step-7");
       expect(await s7.locator(".tool").textContent()).toBe("run_command");
@@ -271,6 +275,24 @@ describe.skipIf(!hasChromium)(`run viewer in Chromium (${CHROMIUM})`, () => {
       expect(await page.locator("#plan .sub-cost").innerText()).toBe("2.40k tok · $0.0020");
       expect(await page.locator("#step-1 .step-cost").innerText()).toBe("1.20k tok · $0.0010");
       expect(await page.locator("#step-2 .step-cost").innerText()).toBe("1.20k tok · $0.0010");
+      expect(problems).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it("says what stopped a command that did not end by itself, beside its status", async () => {
+    const { workspace, scripts } = smallWorkspace();
+    const thread = await stoppedRun(workspace, scripts);
+    const v = await startViewer({ workspace });
+    viewers.push(v);
+    const { page, problems } = await open(`${v.url}#/t/${encodeURIComponent(thread)}`);
+    try {
+      await page.locator("#step-2").waitFor();
+      const action = page.locator("#step-1 .action");
+      expect(await action.locator(".status").textContent()).toBe("error · timeout");
+      expect(await action.locator(".stopped").textContent()).toBe("timed out");
+      expect(await page.locator("#step-2 .stopped").count()).toBe(0);
       expect(problems).toEqual([]);
     } finally {
       await page.close();

@@ -97,6 +97,16 @@ export async function pausedRun(workspace: string, scripts: string): Promise<str
   return result.thread;
 }
 
+/** A run whose one command is stopped by the sandbox's wall-clock limit. */
+export async function stoppedRun(workspace: string, scripts: string): Promise<string> {
+  const file = writeScript(scripts, "stopped.json", {
+    decide: [call("run_command", { command: "sleep 30", timeoutMs: 300 }, "This will take too long."), call("finish", { summary: "gave up" })],
+  });
+  const { result } = await handleRun("Wait for nothing", { workspace, model: `scripted:${file}`, json: true, quiet: true });
+  if (result.status !== "finished") throw new Error(`the stopped run did not finish: ${JSON.stringify(result)}`);
+  return result.thread;
+}
+
 /** A workspace for small scripted runs, and a directory outside it for their trajectories. */
 export function smallWorkspace(): { workspace: string; scripts: string } {
   return { workspace: tempWorkspace(undefined, { "README.md": "# tiny\n" }), scripts: tempWorkspace() };

@@ -35,6 +35,15 @@ export function duration(ms) {
   return `${Math.floor(ms / 60000)} min ${Math.round((ms % 60000) / 1000)} s`;
 }
 
+/** @param {number | null | undefined} b */
+export function bytes(b) {
+  if (b === null || b === undefined) return "";
+  if (b < 1024) return `${b} B`;
+  if (b < 1024 * 1024) return `${(b / 1024).toFixed(b < 10 * 1024 ? 1 : 0)} KiB`;
+  if (b < 1024 ** 3) return `${(b / 1024 ** 2).toFixed(b < 10 * 1024 ** 2 ? 1 : 0)} MiB`;
+  return `${(b / 1024 ** 3).toFixed(2)} GiB`;
+}
+
 /** @param {number | null | undefined} n */
 export function tokens(n) {
   if (n === null || n === undefined) return "";

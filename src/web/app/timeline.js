@@ -4,7 +4,7 @@
 
 import { getDetail, getEvent, getSteps } from "./api.js";
 import { $, h } from "./dom.js";
-import { clock, duration, oneLine, plural, spend, tokens } from "./format.js";
+import { bytes, clock, duration, oneLine, plural, spend, tokens } from "./format.js";
 import { renderInterlude } from "./interlude.js";
 import { routeTo, state, STEP_PAGE } from "./state.js";
 
@@ -209,6 +209,36 @@ function outputBlock(key, label, clipped, eventId) {
   return h("details", { class: "out", dataset: { key: `${eventId}:${key}` } }, h("summary", {}, label, clipped.fullLength ? h("span", { class: "muted" }, " (clipped)") : null), pre, more);
 }
 
+/**
+ * What ended a command that did not end by itself, in words ("memory limit", "killed from outside").
+ * @param {StepFeedback} f
+ */
+function stopText(f) {
+  switch (f.stoppedBy) {
+    case "limit":
+      return f.limit === "timeout" ? "timed out" : f.limit ? `${f.limit.replace(/_/g, " ")} limit` : "a limit";
+    case "run_stopped":
+      return "run stopped";
+    case "session_ended":
+      return "sandbox session ended";
+    case "outside":
+      return "killed from outside";
+    default:
+      return null;
+  }
+}
+
+/**
+ * CPU time and peak memory of a command, where its cgroups measured them.
+ * @param {StepFeedback} f
+ */
+function usageChip(f) {
+  const u = f.usage;
+  if (!u || (u.cpuMs === null && u.memoryPeakBytes === null)) return null;
+  const parts = [u.cpuMs !== null ? `cpu ${duration(u.cpuMs)}` : null, u.memoryPeakBytes !== null ? `${bytes(u.memoryPeakBytes)} peak` : null].filter(Boolean);
+  return h("span", { class: "usage muted small", title: "CPU time and peak memory of all the command's processes (its cgroups)" }, parts.join(" · "));
+}
+
 /** @param {StepAction} a */
 function renderAction(a) {
   const f = a.feedback;
@@ -229,7 +259,9 @@ function renderAction(a) {
         { class: "action-result" },
         h("span", { class: ["status", `s-${waiting ? "waiting" : status}`] }, status, f && f.errorClass ? ` · ${f.errorClass.replace(/_/g, " ")}` : ""),
         exit && f ? h("span", { class: ["exit", f.exitCode === 0 ? "exit-ok" : "exit-bad"] }, exit) : null,
+        f && stopText(f) ? h("span", { class: ["stopped", `stopped-${f.stoppedBy}`] }, stopText(f)) : null,
         f ? h("span", { class: "muted small" }, duration(f.durationMs)) : null,
+        f ? usageChip(f) : null,
       ),
     ),
     a.invalid ? h("div", { class: "invalid-note" }, `rejected before running: ${a.invalid}`) : null,
