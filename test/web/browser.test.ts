@@ -44,6 +44,24 @@ describe.skipIf(!hasChromium)(`run viewer in Chromium (${CHROMIUM})`, () => {
     cleanupTemp();
   });
 
+  /**
+   * Makes a run in a new small workspace (`make` returns its thread), serves that workspace, opens the
+   * run's page and hands it to `check`; the page fails the test on any script error.
+   */
+  async function onNewRun(make: (workspace: string, scripts: string) => Promise<string>, check: (page: Page) => Promise<void>): Promise<void> {
+    const { workspace, scripts } = smallWorkspace();
+    const thread = await make(workspace, scripts);
+    const v = await startViewer({ workspace });
+    viewers.push(v);
+    const { page, problems } = await open(`${v.url}#/t/${encodeURIComponent(thread)}`);
+    try {
+      await check(page);
+      expect(problems).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  }
+
   /** A page that fails the test on any script error or CSP violation. */
   async function open(url: string, beforeLoad?: (page: Page) => void): Promise<{ page: Page; problems: string[] }> {
     const page = await browser.newPage({ viewport: { width: 1480, height: 940 } });
@@ -263,59 +281,35 @@ describe.skipIf(!hasChromium)(`run viewer in Chromium (${CHROMIUM})`, () => {
   });
 
   it("shows what the model calls cost: the run, each subtask and each step", async () => {
-    const { workspace, scripts } = smallWorkspace();
-    const thread = await pricedRun(workspace, scripts);
-    const v = await startViewer({ workspace });
-    viewers.push(v);
-    const { page, problems } = await open(`${v.url}#/t/${encodeURIComponent(thread)}`);
-    try {
+    await onNewRun(pricedRun, async (page) => {
       await page.locator("#step-2").waitFor();
       const facts = await page.locator("#thread-header .facts").innerText();
       expect(facts).toMatch(/model spend\s+3.60k tok · \$0\.0030 in 3 calls/i);
       expect(await page.locator("#plan .sub-cost").innerText()).toBe("2.40k tok · $0.0020");
       expect(await page.locator("#step-1 .step-cost").innerText()).toBe("1.20k tok · $0.0010");
       expect(await page.locator("#step-2 .step-cost").innerText()).toBe("1.20k tok · $0.0010");
-      expect(problems).toEqual([]);
-    } finally {
-      await page.close();
-    }
+    });
   });
 
   it("says what stopped a command that did not end by itself, beside its status", async () => {
-    const { workspace, scripts } = smallWorkspace();
-    const thread = await stoppedRun(workspace, scripts);
-    const v = await startViewer({ workspace });
-    viewers.push(v);
-    const { page, problems } = await open(`${v.url}#/t/${encodeURIComponent(thread)}`);
-    try {
+    await onNewRun(stoppedRun, async (page) => {
       await page.locator("#step-2").waitFor();
       const action = page.locator("#step-1 .action");
       expect(await action.locator(".status").textContent()).toBe("error · timeout");
       expect(await action.locator(".stopped").textContent()).toBe("timed out");
       expect(await page.locator("#step-2 .stopped").count()).toBe(0);
-      expect(problems).toEqual([]);
-    } finally {
-      await page.close();
-    }
+    });
   });
 
   it("shows a run's background processes: their last state in the header, each start, ready and stop in the timeline", async () => {
-    const { workspace, scripts } = smallWorkspace();
-    const thread = await processRun(workspace, scripts);
-    const v = await startViewer({ workspace });
-    viewers.push(v);
-    const { page, problems } = await open(`${v.url}#/t/${encodeURIComponent(thread)}`);
-    try {
+    await onNewRun(processRun, async (page) => {
       await page.locator("#step-3").waitFor();
       expect(await page.locator("#thread-header .facts").innerText()).toMatch(/processes\s+api stopped/i);
       const titles = await page.locator(".il-process .il-title").allInnerTexts();
       expect(titles.map((t) => t.replace(/\s+\d\d:\d\d:\d\d$/, "").trim())).toEqual(
         expect.arrayContaining([expect.stringMatching(/^Process api started/), expect.stringMatching(/^Process api ready in \d+ ms/), expect.stringMatching(/^Process api stopped/)]),
       );
-      expect(problems).toEqual([]);
-    } finally {
-      await page.close();
-    }
+    });
   });
 
   it("follows a running run: new steps appear and the status turns finished without a reload", async () => {
