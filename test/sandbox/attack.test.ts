@@ -17,6 +17,7 @@ import { LEVELS, type IsolationLevel } from "../../src/sandbox/isolation.js";
 import { noneNamespacePrefix } from "../../src/sandbox/none-pidns.js";
 import type { ExecRequest, ExecResult } from "../../src/sandbox/port.js";
 import { classifyError } from "../../src/sandbox/error-class.js";
+import { findProcesses } from "../helpers/processes.js";
 
 const report = detectIsolation();
 const isRoot = process.getuid?.() === 0;
@@ -74,19 +75,7 @@ const namesOurs = (arg: string) => arg.includes(RUN) && !/^\/\S*$/.test(arg);
 
 /** Pids of processes whose command line carries this run's marker. */
 function marked(): number[] {
-  const out: number[] = [];
-  for (const n of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(n)) continue;
-    try {
-      const argv = fs.readFileSync(`/proc/${n}/cmdline`, "utf8").split("\0");
-      const stat = fs.readFileSync(`/proc/${n}/stat`, "utf8");
-      const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-      if (argv.some(namesOurs) && state !== "Z") out.push(Number(n));
-    } catch {
-      // exited
-    }
-  }
-  return out;
+  return findProcesses((p) => p.argv.some(namesOurs));
 }
 
 function killMarked(): void {

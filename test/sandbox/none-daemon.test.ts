@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { createSandbox } from "../../src/sandbox/executor.js";
 import { detectIsolation } from "../../src/sandbox/detect.js";
 import { noneNamespacePrefix } from "../../src/sandbox/none-pidns.js";
+import { findProcesses } from "../helpers/processes.js";
 
 // At level "none" a command's processes must end with it, even a daemon that tries hard to stay:
 // it moves itself into the top cgroup of every hierarchy (out of the per-command groups), drops
@@ -29,16 +30,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Host pids of processes whose command line contains `needle`. */
 function hostPids(needle: string): number[] {
-  const out: number[] = [];
-  for (const n of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(n)) continue;
-    try {
-      if (fs.readFileSync(`/proc/${n}/cmdline`, "utf8").includes(needle)) out.push(Number(n));
-    } catch {
-      // exited
-    }
-  }
-  return out;
+  return findProcesses((p) => p.cmdline.includes(needle));
 }
 
 /** A daemon that escapes every container but a PID namespace; it touches `beat` every 100 ms. */

@@ -9,6 +9,7 @@ import { createSandbox } from "../../src/sandbox/executor.js";
 import { runCommand } from "../../src/sandbox/engine.js";
 import { SandboxSession } from "../../src/sandbox/session.js";
 import { isRunning } from "../../src/sandbox/proc.js";
+import { findProcesses } from "../helpers/processes.js";
 
 const report = detectIsolation();
 const levels = (["bwrap", "unshare"] as const).filter((l) => report.levels[l].ok);
@@ -23,18 +24,7 @@ afterEach(() => {
 
 /** Pids of processes whose command line contains `marker` (from /proc, this test's own excluded). */
 export function withMarker(marker: string): number[] {
-  const out: number[] = [];
-  for (const n of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(n) || Number(n) === process.pid) continue;
-    try {
-      const cmd = fs.readFileSync(`/proc/${n}/cmdline`, "utf8");
-      const stat = fs.readFileSync(`/proc/${n}/stat`, "utf8");
-      if (cmd.includes(marker) && !/\) Z /.test(stat)) out.push(Number(n));
-    } catch {
-      // gone
-    }
-  }
-  return out;
+  return findProcesses((p) => p.cmdline.includes(marker));
 }
 
 async function until(check: () => boolean, ms = 5000): Promise<boolean> {
@@ -134,6 +124,7 @@ describe.each(levels)("sandbox session at %s", (level) => {
     expect(fb.exec.limit ?? null).toBeNull();
     expect(fb.exec.sessionEnded).toBe(true);
     expect(fb.errorClass).toBe("interrupted");
+    expect(fb.stoppedBy).toBe("session_ended");
     expect(fb.exec.stdout).toBe("started\n");
     expect(fb.output).toMatch(/killed \(SIGKILL\) when the run's sandbox session ended, not by anything it did/);
     expect(fb.exec.stderr).toMatch(/the next command starts in a new session/);
