@@ -130,7 +130,7 @@ describe("ledgerloop exec", () => {
     const ok = cli(["exec", "-w", ws, "--json", "--", "echo hello; echo oops >&2; exit 3"]);
     expect(ok.code).toBe(3);
     const fb = JSON.parse(ok.stdout);
-    expect(fb).toMatchObject({ exitCode: 3, stdout: "hello\n", stderr: "oops\n", errorClass: "unknown", denied: null });
+    expect(fb).toMatchObject({ exitCode: 3, stdout: "hello\n", stderr: "oops\n", errorClass: "unknown", denied: null, stoppedBy: null, limit: null });
     expect(["bwrap", "unshare", "none"]).toContain(fb.sandbox);
     const made = JSON.parse(cli(["exec", "-w", ws, "--json", "--", "touch", "new file.txt"]).stdout);
     expect(made.filesChanged.created).toEqual(["new file.txt"]);
@@ -143,7 +143,7 @@ describe("ledgerloop exec", () => {
     expect(yes.code).toBe(127);
     const slow = cli(["exec", "-w", ws, "--json", "--timeout", "500", "--", "sleep 5"]);
     expect(slow.code).toBe(124);
-    expect(JSON.parse(slow.stdout)).toMatchObject({ timedOut: true, errorClass: "timeout" });
+    expect(JSON.parse(slow.stdout)).toMatchObject({ timedOut: true, errorClass: "timeout", stoppedBy: "limit", limit: "timeout" });
     expect(fs.existsSync(path.join(ws, ".ledgerloop"))).toBe(false);
   }, CLI_TIMEOUT);
 });
