@@ -40,12 +40,22 @@ export function deterministicLessons(events: LedgerEvent[]): { lessons: string[]
     lessons.push(`Unresolved: ${openFailure.payload.tests?.failed ?? "some"} test(s) still failing at the end (${openFailure.payload.tests?.failedTests.slice(0, 3).join(", ")}).`);
     from.push(openFailure.id);
   }
-  const errors = feedback.filter((f) => f.payload.status === "error" && !f.payload.tests);
+  // A kill from outside the sandbox says nothing about the workspace: no lesson in it.
+  const errors = feedback.filter((f) => f.payload.status === "error" && !f.payload.tests && f.payload.stoppedBy !== "outside");
   for (const e of errors.slice(-3)) {
-    lessons.push(`${e.payload.tool} failed (${e.payload.errorClass ?? "error"}): ${e.payload.output.split("\n").find((l) => l.trim())?.slice(0, 160) ?? ""}`);
+    lessons.push(`${e.payload.tool} failed (${failureOf(e.payload)}): ${e.payload.output.split("\n").find((l) => l.trim())?.slice(0, 160) ?? ""}`);
     from.push(e.id);
   }
   return { lessons: [...new Set(lessons)].slice(0, 12), from: [...new Set(from)] };
+}
+
+/** A failure's class, with the limit that stopped the command and what it had used where that adds something. */
+function failureOf(p: PayloadOf<"environment_feedback">): string {
+  const cls = p.errorClass ?? "error";
+  if (p.stoppedBy !== "limit" || !p.limit || p.limit === "timeout") return cls;
+  const peak = p.limit === "memory" && p.usage?.memoryPeakBytes ? `, at ${Math.round(p.usage.memoryPeakBytes / 1024 / 1024)} MiB` : "";
+  const cpu = p.limit === "cpu" && p.usage?.cpuMs ? `, after ${(p.usage.cpuMs / 1000).toFixed(1)} s of CPU` : "";
+  return `${cls}: the ${p.limit.replace(/_/g, " ")} limit${peak}${cpu}`;
 }
 
 /**
