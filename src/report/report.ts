@@ -4,6 +4,7 @@ import type { CommandLimit, StoppedBy } from "../events.js";
 import { describeAction } from "../context/render.js";
 import { medianRatio } from "../context/reuse.js";
 import { processHistory } from "../sandbox/process-history.js";
+import { commandTotals, type CommandTotals } from "../economics/commands.js";
 import { spendByModel, spendBySubtask, spendByStep, type Spend } from "../economics/spend.js";
 import type { FileDiffStat, RevisionStore } from "../workspace/revisions.js";
 import { RevisionError, formatStat } from "../workspace/revisions.js";
@@ -68,33 +69,6 @@ export interface RunReport {
     /** Per step that made a model call. */
     byStep?: Array<Spend & { step: number }>;
   };
-}
-
-export interface CommandTotals {
-  count: number;
-  /** Commands whose CPU time was measured, and their CPU time added up. */
-  measured: number;
-  cpuMs: number;
-  mostCpu: { step: number; command: string; cpuMs: number } | null;
-  highestPeak: { step: number; command: string; bytes: number } | null;
-}
-
-function commandTotals(feedback: LedgerEvent<"environment_feedback">[], stepOf: (f: LedgerEvent<"environment_feedback">) => number): CommandTotals {
-  const t: CommandTotals = { count: 0, measured: 0, cpuMs: 0, mostCpu: null, highestPeak: null };
-  for (const f of feedback) {
-    const p = f.payload;
-    if (p.command === undefined || p.exitCode === undefined) continue;
-    t.count++;
-    const cpu = p.usage?.cpuMs ?? null;
-    const peak = p.usage?.memoryPeakBytes ?? null;
-    if (cpu !== null) {
-      t.measured++;
-      t.cpuMs += cpu;
-      if (!t.mostCpu || cpu > t.mostCpu.cpuMs) t.mostCpu = { step: stepOf(f), command: p.command, cpuMs: cpu };
-    }
-    if (peak !== null && (!t.highestPeak || peak > t.highestPeak.bytes)) t.highestPeak = { step: stepOf(f), command: p.command, bytes: peak };
-  }
-  return t;
 }
 
 /** The runtime's definition of a test run that counts as evidence (see nodes/observe.ts). */

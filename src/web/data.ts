@@ -1,6 +1,7 @@
 import type { ChatMessage } from "../models/port.js";
 import type { RunSummary } from "../ledger/run-status.js";
 import { spendBySubtask, spendOf } from "../economics/spend.js";
+import { commandTotals, type CommandTotals } from "../economics/commands.js";
 import { processHistory } from "../sandbox/process-history.js";
 import { EVENT_TYPES, type ContextItem, type EventType, type LedgerEvent, type Subtask, type TestCounts } from "../state.js";
 import { currentBranch, HttpError, of, type ReadOnlyState } from "./read-state.js";
@@ -122,6 +123,8 @@ export interface ThreadDetail {
   filesTouched: string[];
   /** Background processes of the branch (start_process) as the ledger tells them: the last state of each name. */
   processes: Array<{ name: string; command: string; status: string; ports: number[]; exitCode: number | null }>;
+  /** The branch's shell commands: how many, CPU in all and the largest figures (as the report adds them up). */
+  commands: CommandTotals;
   finishSummary: string | null;
   forked: boolean;
   checkpointId: string | null;
@@ -193,6 +196,7 @@ export async function threadDetail(st: ReadOnlyState, thread: string): Promise<T
     usage: usageOf(calls),
     filesTouched: [...files].sort(),
     processes: processHistory(events).map((p) => ({ name: p.name, command: p.command, status: p.status, ports: p.ports, exitCode: p.exitCode })),
+    commands: commandTotals(feedback, (f) => actions.get(f.causedBy ?? "")?.payload.step ?? 0),
     finishSummary: finish && finish.kind === "finish" ? finish.summary : null,
     forked,
     checkpointId: latest.checkpointId,

@@ -92,6 +92,15 @@ describe("run viewer API on the demo run", () => {
     expect(["bwrap", "unshare", "none"]).toContain(body.sandbox.level);
     expect(body.lastTests).toMatchObject({ passed: 4, failed: 0, step: 8 });
     expect(body.filesTouched).toEqual(["dashboard/aggregate.js", "services/orders/server.js", "services/users/server.js"]);
+    // Three shell commands (two test runs and the sed), added up where their cgroups measured them.
+    expect(body.commands.count).toBe(3);
+    const cg = detectCgroups().parents;
+    if (cg.cpuacct && cg.memory) {
+      expect(body.commands).toMatchObject({ measured: 3, mostCpu: { command: "npm test --silent" }, highestPeak: { command: "npm test --silent" } });
+      expect(body.commands.cpuMs).toBeGreaterThan(body.commands.mostCpu.cpuMs);
+    } else {
+      expect(body.commands.mostCpu).toBeNull();
+    }
     expect(body.finishSummary).toMatch(/4 passed/);
   });
 

@@ -298,6 +298,9 @@ describe.skipIf(!hasChromium)(`run viewer in Chromium (${CHROMIUM})`, () => {
       expect(await action.locator(".status").textContent()).toBe("error · timeout");
       expect(await action.locator(".stopped").textContent()).toBe("timed out");
       expect(await page.locator("#step-2 .stopped").count()).toBe(0);
+      // The header counts the one command; what it used shows where cgroups measured it.
+      const cg = detectCgroups().parents;
+      expect(await page.locator("#thread-header .facts").innerText()).toMatch(cg.cpuacct && cg.memory ? /commands\s+1 · cpu \d[\d.]* (ms|s) · peak [\d.]+ (KiB|MiB) \(step 1\)/i : /commands\s+1(\s|$)/i);
     });
   });
 

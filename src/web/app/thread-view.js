@@ -3,7 +3,7 @@
 
 import { enc } from "./api.js";
 import { $, append, clear, h, statusPill } from "./dom.js";
-import { ago, clock, dateTime, modelName, oneLine, plural, spend, tokens } from "./format.js";
+import { ago, bytes, clock, dateTime, duration, modelName, oneLine, plural, spend, tokens } from "./format.js";
 import { renderCheckpointsTab, renderLedgerTab } from "./ledger-tab.js";
 import { IDLE_WARN_MS, state } from "./state.js";
 import { queueText } from "./threads.js";
@@ -24,6 +24,17 @@ function subtaskSpend(d, id) {
   return text ? h("span", { class: "sub-cost muted small mono", title: "tokens and cost of the model calls made while this subtask was in progress" }, text) : null;
 }
 
+/**
+ * How many shell commands ran, their CPU in all and the highest memory peak, where cgroups measured them.
+ * @param {ThreadDetail["commands"]} c
+ */
+function commandsText(c) {
+  const parts = [String(c.count)];
+  if (c.measured) parts.push(`cpu ${duration(c.cpuMs)}`);
+  if (c.highestPeak) parts.push(`peak ${bytes(c.highestPeak.bytes)} (step ${c.highestPeak.step})`);
+  return parts.join(" · ");
+}
+
 /** @param {ThreadDetail} d */
 export function renderHeader(d) {
   const idle = d.status === "running" && d.lastActivity && Date.now() - new Date(d.lastActivity).getTime() > IDLE_WARN_MS;
@@ -37,6 +48,7 @@ export function renderHeader(d) {
       d.lastTests && ["last tests", `${d.lastTests.passed} passed, ${d.lastTests.failed} failed${d.lastTests.skipped ? `, ${d.lastTests.skipped} skipped` : ""}`],
       d.lastPrompt && ["last prompt", `${tokens(d.lastPrompt.tokens)} of ${tokens(d.lastPrompt.budget)} tokens`],
       d.processes.length && ["processes", d.processes.map((p) => `${p.name} ${p.status}${p.ports.length ? ` :${p.ports.join(",")}` : ""}`).join(" · ")],
+      d.commands.count && ["commands", commandsText(d.commands)],
       (d.usage.inputTokens || d.usage.costUsd) && ["model spend", `${spend({ tokens: d.usage.inputTokens + d.usage.outputTokens, costUsd: d.usage.costUsd })} in ${plural(d.usage.modelCalls, "call")}`],
       ["ledger", `${plural(d.events, "event")}`],
       d.createdAt && ["started", dateTime(d.createdAt)],
