@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import type { EventType, LedgerEvent } from "../events.js";
 import type { Ledger } from "../ledger/port.js";
+import { stopWords } from "../sandbox/error-class.js";
 import { noteCheckpointHome, openExistingState, openPgInspection, printJson, requirePgThread, requireThread, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 export interface LedgerArgs extends WorkspaceArgs {
@@ -54,12 +55,6 @@ async function select(ledger: Ledger, thread: string, args: LedgerArgs, types: s
   return events.filter((e) => e.threadId === thread);
 }
 
-/** What stopped a command, where its error class does not already say it ("memory limit", "session ended"). */
-function stopOf(p: Record<string, unknown>): string | null {
-  if (!p.stoppedBy || (p.stoppedBy === "limit" && p.limit === "timeout")) return null;
-  return p.stoppedBy === "limit" ? `${String(p.limit).replace(/_/g, " ")} limit` : String(p.stoppedBy).replace(/_/g, " ");
-}
-
 function oneLine(e: LedgerEvent): string {
   const p = e.payload as Record<string, unknown>;
   let what = "";
@@ -67,9 +62,11 @@ function oneLine(e: LedgerEvent): string {
     case "agent_action":
       what = `${p.tool} ${JSON.stringify(p.args ?? p.argsText ?? {}).slice(0, 100)}${p.invalid ? " [invalid]" : ""}`;
       break;
-    case "environment_feedback":
-      what = `${p.tool} → ${p.status}${p.errorClass ? ` (${p.errorClass}${stopOf(p) ? `: ${stopOf(p)}` : ""})` : ""}`;
+    case "environment_feedback": {
+      const cause = [p.errorClass, stopWords(p.stoppedBy as string | undefined, p.limit as string | undefined)].filter(Boolean).join(": ");
+      what = `${p.tool} → ${p.status}${p.errorClass ? ` (${cause})` : ""}`;
       break;
+    }
     case "decision":
       what = String(p.text);
       break;

@@ -3,6 +3,7 @@ import type { LedgerEvent, Subtask } from "../state.js";
 import type { CommandLimit, StoppedBy } from "../events.js";
 import { describeAction } from "../context/render.js";
 import { medianRatio } from "../context/reuse.js";
+import { stopWords } from "../sandbox/error-class.js";
 import { processHistory } from "../sandbox/process-history.js";
 import { commandTotals, type CommandTotals } from "../economics/commands.js";
 import { spendByModel, spendBySubtask, spendByStep, type Spend } from "../economics/spend.js";
@@ -231,7 +232,7 @@ export function reportMarkdown(r: RunReport): string {
   if (r.tests.length) {
     out.push("## Test runs", "", ...r.tests.map((t) => `- step ${t.step}: ${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped${t.failedTests.length ? ` (${t.failedTests.join(", ")})` : ""}`), "");
   }
-  if (r.problems.length) out.push("## Problems met", "", ...r.problems.map((p) => `- step ${p.step}: ${p.what} → ${p.status}${p.errorClass ? ` (${p.errorClass}${stopWords(p) ? `: ${stopWords(p)}` : ""})` : ""}`), "");
+  if (r.problems.length) out.push("## Problems met", "", ...r.problems.map((p) => `- step ${p.step}: ${p.what} → ${p.status}${p.errorClass ? ` (${[p.errorClass, stopWords(p.stoppedBy, p.limit)].filter(Boolean).join(": ")})` : ""}`), "");
   const c = r.commands;
   if (c?.count) {
     const figures = [
@@ -253,23 +254,6 @@ export function reportMarkdown(r: RunReport): string {
   if (r.timeTravel.length) out.push("## Time travel", "", ...r.timeTravel.map((t) => `- ${t.kind} to ${t.toCheckpoint}`), "");
   if (r.lessons.length) out.push("## Lessons", "", ...r.lessons.map((l) => `- ${l}`), "");
   return out.join("\n");
-}
-
-/** A stopped command's cause in words, for the report's problems. */
-function stopWords(p: RunReport["problems"][number]): string | null {
-  switch (p.stoppedBy) {
-    case "limit":
-      // A timeout's error class already says it.
-      return p.limit === "timeout" ? null : `${(p.limit ?? "a").replace(/_/g, " ")} limit`;
-    case "run_stopped":
-      return "the run was stopped";
-    case "session_ended":
-      return "the sandbox session ended";
-    case "outside":
-      return "killed from outside the sandbox";
-    default:
-      return null;
-  }
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;

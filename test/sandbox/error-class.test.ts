@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { execa } from "execa";
 import { afterEach, describe, expect, it } from "vitest";
-import { classifyError, ErrorClass, type ClassifyInput } from "../../src/sandbox/error-class.js";
+import { classifyError, ErrorClass, stopWords, type ClassifyInput } from "../../src/sandbox/error-class.js";
 import type { TestResults } from "../../src/sandbox/test-results.js";
 
 const failed = (input: Partial<ClassifyInput>): ClassifyInput => ({ exitCode: 1, stdout: "", stderr: "", ...input });
@@ -172,5 +172,20 @@ describe("classifyError on real processes", () => {
     expect(classifyError({ ...input, limitsRuledOut: true })).toBe("unknown");
     expect(classifyError({ ...input, signal: null, exitCode: 137, limitsRuledOut: true })).toBe("unknown");
     expect(classifyError({ ...input, limitsRuledOut: true, limit: "memory" })).toBe("resource_limit");
+  });
+});
+
+describe("stopWords", () => {
+  it("names what stopped a command where its error class does not already say it", () => {
+    expect(stopWords("limit", "memory")).toBe("memory limit");
+    expect(stopWords("limit", "file_size")).toBe("file size limit");
+    // "timeout" is the error class of a timeout already.
+    expect(stopWords("limit", "timeout")).toBeNull();
+    expect(stopWords("run_stopped", null)).toBe("the run was stopped");
+    expect(stopWords("session_ended", null)).toBe("the sandbox session ended");
+    expect(stopWords("outside", null)).toBe("killed from outside the sandbox");
+    // Ended by itself, or recorded before feedback said what stopped it.
+    expect(stopWords(null, null)).toBeNull();
+    expect(stopWords(undefined, undefined)).toBeNull();
   });
 });
