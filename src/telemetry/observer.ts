@@ -255,7 +255,13 @@ export class RunObserver {
     try {
       const fb = await fn();
       const errorClass = fb.errorClass ?? null;
-      const fields = { tool: info.tool, actionId: info.actionId, step: s.step, subtask: s.subtask, risk, status: fb.status, exitCode: fb.exitCode ?? null, durationMs: fb.durationMs, errorClass };
+      // Shell commands also say what stopped them and what they used (their cgroups' figures).
+      const command = {
+        ...(fb.stoppedBy ? { stoppedBy: fb.stoppedBy, ...(fb.limit ? { limit: fb.limit } : {}) } : {}),
+        ...(fb.usage?.cpuMs != null ? { cpuMs: fb.usage.cpuMs } : {}),
+        ...(fb.usage?.memoryPeakBytes != null ? { memoryPeakBytes: fb.usage.memoryPeakBytes } : {}),
+      };
+      const fields = { tool: info.tool, actionId: info.actionId, step: s.step, subtask: s.subtask, risk, status: fb.status, exitCode: fb.exitCode ?? null, durationMs: fb.durationMs, errorClass, ...command };
       if (fb.status === "ok") this.info("tool_run", fields, `${info.tool} ok`);
       else this.warn("tool_run", fields, `${info.tool} ${fb.status}${errorClass ? ` (${errorClass})` : ""}`);
       span?.setAttributes({
@@ -263,6 +269,10 @@ export class RunObserver {
         "ledgerloop.tool.duration_ms": fb.durationMs,
         ...(fb.exitCode !== undefined && fb.exitCode !== null ? { "ledgerloop.tool.exit_code": fb.exitCode } : {}),
         ...(errorClass ? { "error.type": errorClass } : {}),
+        ...(command.stoppedBy ? { "ledgerloop.command.stopped_by": command.stoppedBy } : {}),
+        ...(command.limit ? { "ledgerloop.command.limit": command.limit } : {}),
+        ...(command.cpuMs !== undefined ? { "ledgerloop.command.cpu_ms": command.cpuMs } : {}),
+        ...(command.memoryPeakBytes !== undefined ? { "ledgerloop.command.memory_peak_bytes": command.memoryPeakBytes } : {}),
       });
       if (fb.status !== "ok") span?.setStatus({ code: 2, message: errorClass ?? fb.status });
       this.otel?.metrics.toolCalls.add(1, { tool: info.tool, status: fb.status, risk });

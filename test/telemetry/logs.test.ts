@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_TASK } from "../../src/cli/demo.js";
 import { openStateDb } from "../../src/ledger/state-db.js";
 import { RunRegistry, sqliteRunRegistry } from "../../src/ledger/runs.js";
+import { detectCgroups } from "../../src/sandbox/limits.js";
 import { withRetries } from "../../src/models/retry.js";
 import type { Runtime } from "../../src/runtime.js";
 import { createRedactor } from "../../src/secrets.js";
@@ -51,6 +52,10 @@ describe("the run log of a real CLI run", () => {
       ["ok", 0, "exec"],
     ]);
     expect(tests[0]!.level).toBe(40); // a failing tool run is a warning
+    // A shell command's line has what its cgroups measured (where there are any) and no stop: it ended by itself.
+    const cg = detectCgroups().parents;
+    if (cg.cpuacct && cg.memory) expect(tests.every((l) => (l.cpuMs as number) > 0 && (l.memoryPeakBytes as number) > 1 << 20)).toBe(true);
+    expect(tests.some((l) => "stoppedBy" in l || "limit" in l)).toBe(false);
     // Nodes: each start has its end, with a duration and an outcome.
     const starts = lines.filter((l) => l.event === "node_start");
     const ends = lines.filter((l) => l.event === "node_end");
@@ -155,6 +160,22 @@ describe("the observer itself", () => {
     expect(lines.filter((l) => l.event === "node_end").map((l) => l.status)).toEqual(["ok", "error"]);
     db.close();
   });
+});
+
+describe("a stopped command in the run log", () => {
+  it("its tool_run line says what stopped it, which limit, and what it used", () => {
+    const ws = tempWorkspace(undefined, { "README.md": "x\n" });
+    const t = path.join(tempWorkspace(), "t.json");
+    fs.writeFileSync(t, JSON.stringify({ decide: [{ content: "", tool_calls: [{ name: "run_command", args: { command: "sleep 20", timeoutMs: 300 } }] }, { content: "", tool_calls: [{ name: "finish", args: { summary: "ok" } }] }] }));
+    const r = cli(["run", "Wait", "-w", ws, "--model", `scripted:${t}`, "--json", "-q"], { timeoutMs: 120_000 });
+    expect(r.code, r.stderr).toBe(0);
+    const thread = (JSON.parse(r.stdout) as { thread: string }).thread;
+    const ran = readLog(runLogFile(path.join(ws, ".ledgerloop"), thread)).filter((l) => l.event === "tool_run" && l.tool === "run_command");
+    expect(ran).toHaveLength(1);
+    expect(ran[0]).toMatchObject({ status: "error", errorClass: "timeout", stoppedBy: "limit", limit: "timeout", level: 40 });
+    const cg = detectCgroups().parents;
+    if (cg.cpuacct) expect(typeof ran[0]!.cpuMs).toBe("number");
+  }, 150_000);
 });
 
 describe("secrets stay out of the run log", () => {

@@ -7,6 +7,7 @@ import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_TASK } from "../../src/cli/demo.js";
 import { RunRegistry } from "../../src/ledger/runs.js";
+import { detectCgroups } from "../../src/sandbox/limits.js";
 import { runLogFile } from "../../src/telemetry/run-log.js";
 import { BIN, cliAsync, jsonLines } from "../helpers/cli.js";
 import { DEMO_TRAJECTORY, DEMO_WORKSPACE, REPO, cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
@@ -126,6 +127,11 @@ describe("OpenTelemetry export of a run (OTLP/HTTP)", () => {
       [0, "ok", null, "exec", 0],
     ]);
     expect(tests.every((s) => typeof s.attrs["ledgerloop.tool.duration_ms"] === "number")).toBe(true);
+    // Shell commands carry what their cgroups measured; nothing stopped the demo's (no stop attribute).
+    const cg = detectCgroups().parents;
+    if (cg.cpuacct && cg.memory) expect(tests.every((s) => (s.attrs["ledgerloop.command.cpu_ms"] as number) > 0 && (s.attrs["ledgerloop.command.memory_peak_bytes"] as number) > 1 << 20)).toBe(true);
+    expect(tools.some((s) => "ledgerloop.command.stopped_by" in s.attrs || "ledgerloop.command.limit" in s.attrs)).toBe(false);
+    expect(tools.find((s) => s.name === "tool read_file")?.attrs["ledgerloop.command.cpu_ms"]).toBeUndefined();
     expect(tools.find((s) => s.name === "tool read_file")?.attrs["ledgerloop.tool.risk"]).toBe("read");
   });
 
