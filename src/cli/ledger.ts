@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import type { EventType, LedgerEvent } from "../events.js";
 import type { Ledger } from "../ledger/port.js";
-import { stopWords } from "../sandbox/error-class.js";
+import { stopWords } from "../sandbox/stop-words.js";
 import { noteCheckpointHome, openExistingState, openPgInspection, printJson, requirePgThread, requireThread, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 export interface LedgerArgs extends WorkspaceArgs {

@@ -3,7 +3,7 @@ import type { LedgerEvent, Subtask } from "../state.js";
 import type { CommandLimit, StoppedBy } from "../events.js";
 import { describeAction } from "../context/render.js";
 import { medianRatio } from "../context/reuse.js";
-import { stopWords } from "../sandbox/error-class.js";
+import { stopWords } from "../sandbox/stop-words.js";
 import { processHistory } from "../sandbox/process-history.js";
 import { commandTotals, type CommandTotals } from "../economics/commands.js";
 import { spendByModel, spendBySubtask, spendByStep, type Spend } from "../economics/spend.js";

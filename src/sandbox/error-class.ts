@@ -21,27 +21,6 @@ export const ErrorClass = z.enum([
 ]);
 export type ErrorClass = z.infer<typeof ErrorClass>;
 
-/**
- * What stopped a command, in words, where its error class does not already say it: "memory limit",
- * "the sandbox session ended", "killed from outside the sandbox"; null for a timeout (its class says
- * it) and for a command that ended by itself. The report and `ledger` use it (the viewer's page has
- * its own shorter words, in src/web/app/timeline.js).
- */
-export function stopWords(stoppedBy: string | null | undefined, limit: string | null | undefined): string | null {
-  switch (stoppedBy) {
-    case "limit":
-      return limit === "timeout" ? null : `${(limit ?? "a").replace(/_/g, " ")} limit`;
-    case "run_stopped":
-      return "the run was stopped";
-    case "session_ended":
-      return "the sandbox session ended";
-    case "outside":
-      return "killed from outside the sandbox";
-    default:
-      return null;
-  }
-}
-
 export interface ClassifyInput {
   exitCode: number | null;
   /** The run was stopped while the command ran, and the command did not end cleanly on its own. */

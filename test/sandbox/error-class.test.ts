@@ -3,7 +3,8 @@ import os from "node:os";
 import path from "node:path";
 import { execa } from "execa";
 import { afterEach, describe, expect, it } from "vitest";
-import { classifyError, ErrorClass, stopWords, type ClassifyInput } from "../../src/sandbox/error-class.js";
+import { classifyError, ErrorClass, type ClassifyInput } from "../../src/sandbox/error-class.js";
+import { stopWords } from "../../src/sandbox/stop-words.js";
 import type { TestResults } from "../../src/sandbox/test-results.js";
 
 const failed = (input: Partial<ClassifyInput>): ClassifyInput => ({ exitCode: 1, stdout: "", stderr: "", ...input });
