@@ -41,7 +41,7 @@ export function commandResult(fb: CommandFeedback, output = fb.output): ToolResu
     sandbox: fb.exec.isolation,
     command: fb.command,
     stoppedBy: fb.stoppedBy,
-    limit: fb.stoppedBy === "limit" ? (fb.exec.limit ?? null) : null,
+    limit: fb.limit,
     ...(fb.exec.usage ? { usage: fb.exec.usage } : {}),
   };
 }

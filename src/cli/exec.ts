@@ -90,7 +90,7 @@ export function registerExec(program: Command): void {
         durationMs: r.durationMs,
         timedOut: r.timedOut,
         stoppedBy: fb.stoppedBy,
-        limit: fb.stoppedBy === "limit" ? (r.limit ?? null) : null,
+        limit: fb.limit,
         usage: r.usage ?? null,
         sandbox: r.isolation,
         denied: r.denied ?? null,

@@ -1,4 +1,4 @@
-import type { StoppedBy } from "../events.js";
+import type { CommandLimit, StoppedBy } from "../events.js";
 import type { FileChanges, TestCounts } from "../state.js";
 import { classifyError } from "./error-class.js";
 import { capText } from "./output-cap.js";
@@ -18,8 +18,10 @@ export interface CommandFeedback {
   ok: boolean;
   /** The policy's verdict on the command line, when a policy was given. */
   verdict: PolicyVerdict | null;
-  /** What ended the command when it did not end by itself (`exec.limit` names the limit). */
+  /** What ended the command when it did not end by itself. */
   stoppedBy: StoppedBy | null;
+  /** The limit that stopped it, when `stoppedBy` is "limit" (a limit also hit by a command the run stopped is not named). */
+  limit: CommandLimit | null;
 }
 
 export interface RunCommandOptions {
@@ -77,6 +79,7 @@ export async function runCommand(o: RunCommandOptions): Promise<CommandFeedback>
       ok: false,
       verdict,
       stoppedBy: null,
+      limit: null,
     };
   }
   const { result: exec, changes: filesChanged } = await trackCommand(o.workspace, o.files, () =>
@@ -111,6 +114,7 @@ export async function runCommand(o: RunCommandOptions): Promise<CommandFeedback>
   });
   const testsFailed = Boolean(tests && tests.failed > 0);
   const ok = errorClass === null && !(o.expectTests && testsFailed);
+  const stop = stoppedBy(exec, aborted);
   return {
     command: o.command,
     exec,
@@ -120,7 +124,8 @@ export async function runCommand(o: RunCommandOptions): Promise<CommandFeedback>
     output: formatFeedback(o.command, exec, filesChanged, tests, o.outputCapBytes, aborted),
     ok,
     verdict,
-    stoppedBy: stoppedBy(exec, aborted),
+    stoppedBy: stop,
+    limit: stop === "limit" ? (exec.limit ?? null) : null,
   };
 }
 
