@@ -4,6 +4,7 @@ import { registerAdopt } from "./adopt.js";
 import { registerApply } from "./apply.js";
 import { exitCodeFor, log } from "./common.js";
 import { registerContext } from "./context.js";
+import { registerDelete } from "./delete.js";
 import { registerDemo } from "./demo.js";
 import { registerDiff } from "./diff.js";
 import { registerDoctor } from "./doctor.js";
@@ -53,6 +54,7 @@ export function buildProgram(): Command {
   registerDiff(program);
   registerReplay(program);
   registerGc(program);
+  registerDelete(program);
   registerStats(program);
   registerIndex(program);
   registerSearch(program);

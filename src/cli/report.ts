@@ -5,6 +5,7 @@ import type { RunReport } from "../report/report.js";
 import type { Runtime } from "../runtime.js";
 import type { TaskStateValue } from "../state.js";
 import { writePrivateFile } from "../private-files.js";
+import { reportFile } from "../report/report-file.js";
 import { currentHead, noteCheckpointHome, openExistingState, openPgInspection, printJson, requirePgThread, requireThread, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 /** The report of a thread's current branch. */
@@ -49,7 +50,7 @@ export async function writeRunReport(rt: Runtime, thread: string): Promise<strin
   const { buildReport, reportMarkdown } = await import("../report/report.js");
   const values = await latestValues<TaskStateValue>(rt.checkpointer, thread);
   const report = await buildReport(rt.ledger, rt.revisions, thread, values?.ledgerHead ?? null, values?.subtasks ?? []);
-  const file = path.join(rt.stateDir, "reports", `${thread}.md`);
+  const file = reportFile(rt.stateDir, thread);
   // Redacted again with the run's redactor: events stored by an older version passed fewer rules.
   writePrivateFile(file, rt.redactor.redact(reportMarkdown(report)) + "\n");
   return file;

@@ -212,6 +212,13 @@ export function pruneCheckpoints(
   })();
 }
 
+/** Deletes every checkpoint (all namespaces) and pending write of a thread; the caller holds the transaction. */
+export function deleteThreadCheckpoints(db: Database.Database, thread: string): { checkpoints: number; writes: number } {
+  const checkpoints = hasTable(db, "checkpoints") ? db.prepare("DELETE FROM checkpoints WHERE thread_id = ?").run(thread).changes : 0;
+  const writes = hasTable(db, "writes") ? db.prepare("DELETE FROM writes WHERE thread_id = ?").run(thread).changes : 0;
+  return { checkpoints, writes };
+}
+
 /** The workspace revisions (`workspaceRev`) that some stored checkpoint's state names. */
 export function checkpointWorkspaceRevs(db: Database.Database): Set<string> {
   const live = new Set<string>();

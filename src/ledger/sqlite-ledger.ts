@@ -9,7 +9,18 @@ import { assertParentInThread, assertSameKeyUse, checkedPayload, newEventRow, pa
 import type { ActionStart, AppendEvent, Ledger, ListQuery, ThreadInfo } from "./port.js";
 import { checkImport, importConflict, sameRows, startOfActions, type LedgerTransfer, type ThreadExport } from "./transfer.js";
 
+/**
+ * Threads being deleted whole (ledger/delete-run.ts), inside the deleting transaction only. Events
+ * stay append-only otherwise: no event of a thread not named here can be deleted, one by one or all.
+ */
+export const DELETING_TABLE = "CREATE TABLE IF NOT EXISTS ll_deleting (thread_id TEXT PRIMARY KEY)";
+/** The guard against deleting events, with the one way through: a whole thread named in ll_deleting. */
+export const EVENTS_NO_DELETE = `CREATE TRIGGER IF NOT EXISTS ll_events_no_delete BEFORE DELETE ON ll_events
+  WHEN NOT EXISTS (SELECT 1 FROM ll_deleting WHERE thread_id = OLD.thread_id)
+  BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: events cannot be deleted'); END;`;
+
 const SCHEMA = `
+${DELETING_TABLE};
 CREATE TABLE IF NOT EXISTS ll_events (
   id TEXT PRIMARY KEY,
   thread_id TEXT NOT NULL,
@@ -30,8 +41,7 @@ CREATE INDEX IF NOT EXISTS ll_events_parent ON ll_events(parent_id);
 CREATE INDEX IF NOT EXISTS ll_events_caused ON ll_events(caused_by);
 CREATE TRIGGER IF NOT EXISTS ll_events_no_update BEFORE UPDATE ON ll_events
   BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: events cannot be updated'); END;
-CREATE TRIGGER IF NOT EXISTS ll_events_no_delete BEFORE DELETE ON ll_events
-  BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: events cannot be deleted'); END;
+${EVENTS_NO_DELETE}
 CREATE TABLE IF NOT EXISTS ll_event_files (
   thread_id TEXT NOT NULL,
   path TEXT NOT NULL,

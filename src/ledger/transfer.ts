@@ -80,7 +80,7 @@ export function ledgerHash(rows: EventRow[]): string {
 }
 
 /** Whether an action start belongs to one of these agent_action events (its key ends in `/start/<event id>`, see nodes/act.ts). */
-export function startOfActions(actionIds: Set<string>): (s: ActionStart) => boolean {
+export function startOfActions(actionIds: Set<string>): (s: Pick<ActionStart, "actionId">) => boolean {
   return (s) => {
     const i = s.actionId.lastIndexOf("/start/");
     return i >= 0 && actionIds.has(s.actionId.slice(i + "/start/".length));

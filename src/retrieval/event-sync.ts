@@ -43,12 +43,24 @@ export class EventSync {
   async syncLedger(threadId?: string): Promise<void> {
     const ledger = this.o.ledger;
     if (!ledger) return;
+    await this.purgeForgotten();
     const only = threadId ?? this.o.threadId;
     const threads = only ? [only] : (await ledger.threads()).map((t) => t.threadId);
     for (const thread of threads) {
       const events = await ledger.list(thread, { afterSeq: this.o.index().eventCursor(thread) });
       if (events.length) await this.indexEvents(events);
     }
+  }
+
+  /** Deletes the event vectors of runs deleted since (index.db names them until this succeeds). */
+  private async purgeForgotten(): Promise<void> {
+    const threads = this.o.index().forgottenThreads();
+    if (threads.length === 0 || !this.o.vectors.ok) return;
+    const done = await this.o.vectors.use(async (v) => {
+      await v.deleteWhere("events", "threadId", threads);
+      return true;
+    });
+    if (done) this.o.index().clearForgotten(threads);
   }
 
   /** Resolves when no event vectors are being made. */

@@ -55,6 +55,9 @@ CREATE TABLE IF NOT EXISTS events (
   vec INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS events_thread ON events(thread_id, seq);
+-- Runs deleted whole (ledgerloop delete) whose event vectors the vector store may still hold: named
+-- here until the next event sync has deleted them there.
+CREATE TABLE IF NOT EXISTS forgotten_threads (thread_id TEXT PRIMARY KEY);
 -- Contentless trigram tables: they hold only the index, the text stays in the files (and events.preview).
 -- Columns hold the "words" form (identifiers whole and split, space-padded) so that a phrase " pars"
 -- matches word prefixes and " userrole " whole identifiers.
@@ -446,6 +449,31 @@ export class NgramIndex {
         added++;
       }
       return added;
+    });
+  }
+
+  /**
+   * Forgets every indexed event of a thread (a run deleted whole); returns how many there were. The
+   * thread is remembered until its event vectors are gone too (`forgottenThreads`).
+   */
+  deleteThreadEvents(threadId: string): number {
+    return this.transaction(() => {
+      this.db.prepare("DELETE FROM events_fts WHERE rowid IN (SELECT id FROM events WHERE thread_id = ?)").run(threadId);
+      this.db.prepare("INSERT OR IGNORE INTO forgotten_threads (thread_id) VALUES (?)").run(threadId);
+      return this.db.prepare("DELETE FROM events WHERE thread_id = ?").run(threadId).changes;
+    });
+  }
+
+  /** Deleted runs whose event vectors may still be in the vector store. */
+  forgottenThreads(): string[] {
+    return this.run(() => this.db.prepare("SELECT thread_id FROM forgotten_threads ORDER BY thread_id").pluck().all() as string[]);
+  }
+
+  /** The vectors of these deleted runs are gone from the vector store. */
+  clearForgotten(threadIds: string[]): void {
+    this.transaction(() => {
+      const del = this.db.prepare("DELETE FROM forgotten_threads WHERE thread_id = ?");
+      for (const id of threadIds) del.run(id);
     });
   }
 

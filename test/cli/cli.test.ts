@@ -28,7 +28,7 @@ describe("ledgerloop demo and the inspection commands", () => {
   it("prints the help", () => {
     const r = cli(["--help"]);
     expect(r.code).toBe(0);
-    for (const c of ["run", "resume", "demo", "history", "ledger", "threads", "context", "memory", "rewind", "fork", "diff", "replay", "gc", "stats", "index", "search", "exec", "doctor", "report"]) {
+    for (const c of ["run", "resume", "demo", "history", "ledger", "threads", "context", "memory", "rewind", "fork", "diff", "replay", "gc", "delete", "stats", "index", "search", "exec", "doctor", "report"]) {
       expect(r.stdout).toContain(c);
     }
   });

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cli, jsonLines } from "../helpers/cli.js";
+import { cli, demoRun, jsonLines } from "../helpers/cli.js";
 import { cleanupTemp, readTree, tempWorkspace } from "../helpers/workspace.js";
 
 afterAll(() => cleanupTemp());
@@ -13,11 +13,7 @@ describe("time travel, search and storage through the CLI, on the demo run", () 
   let finalTree: Record<string, string>;
   let history: Array<{ checkpointId: string; next: string[]; agentStep: number | null }>;
   beforeAll(() => {
-    ws = path.join(tempWorkspace(), "demo");
-    const r = cli(["demo", "--workspace", ws, "--json"]);
-    expect(r.code, r.stderr).toBe(0);
-    thread = JSON.parse(r.stdout).thread;
-    ws = fs.realpathSync(ws);
+    ({ ws, thread } = demoRun());
     finalTree = readTree(ws);
     history = jsonLines(cli(["history", thread, "-w", ws, "--json"]).stdout);
   });

@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
 import path from "node:path";
-import { REPO } from "./workspace.js";
+import { REPO, tempWorkspace } from "./workspace.js";
 
 /** The CLI run from its sources (tsx), so tests need no build; test/package/ runs the built bin. */
 export const BIN = path.join(REPO, "test/helpers/ledgerloop-dev.mjs");
@@ -64,4 +65,13 @@ export function cliAsync(args: string[], opts: { cwd?: string; env?: Record<stri
       resolve({ code, signal, stdout, stderr });
     });
   });
+}
+
+/** The demo run in a new temp workspace, through the CLI; fails (with its stderr) unless it exits 0. */
+export function demoRun(): { ws: string; thread: string; out: Record<string, unknown> } {
+  const dir = path.join(tempWorkspace(), "demo");
+  const r = cli(["demo", "--workspace", dir, "--json"]);
+  if (r.code !== 0) throw new Error(`the demo exited ${r.code}: ${r.stderr}`);
+  const out = JSON.parse(r.stdout) as Record<string, unknown>;
+  return { ws: fs.realpathSync(dir), thread: String(out.thread), out };
 }

@@ -1,10 +1,14 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { deleteRunRecords } from "../../src/ledger/delete-run.js";
 import { SqliteLedger } from "../../src/ledger/sqlite-ledger.js";
 import { openStateDb } from "../../src/ledger/state-db.js";
-import type { ChromaServer } from "../../src/retrieval/chroma-server.js";
+import { createChromaIndex } from "../../src/retrieval/chroma-index.js";
+import { externalChroma, type ChromaServer } from "../../src/retrieval/chroma-server.js";
+import { createEmbedder } from "../../src/retrieval/embedders/factory.js";
 import { createRetriever, isTestPath, type CodeHit, type EventHit, type Retriever, type RetrieverOptions } from "../../src/retrieval/hybrid.js";
+import { NgramIndex } from "../../src/retrieval/ngram-index.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 import { startTestChroma } from "./helpers/chroma.js";
 
@@ -233,6 +237,42 @@ describe("hybrid retriever: ledger events", () => {
     expect(await r.indexEvents([later])).toBe(0);
     expect(warnings).toEqual([]);
     await r.close();
+    db.close();
+  });
+});
+
+describe("hybrid retriever: a run deleted whole", () => {
+  it("leaves the n-gram index at once and the vector store at the next sync, other runs untouched", async () => {
+    const ws = tempWorkspace(undefined, { "src/db.ts": "export function connect() {}\n" });
+    const stateDir = path.join(ws, ".ledgerloop");
+    const db = openStateDb(path.join(stateDir, "state.db"));
+    const ledger = new SqliteLedger(db);
+    const kept = await ledger.append({ threadId: "kept", parentId: null, type: "decision", payload: { text: "Cache the tariff table in memory", step: 1 } });
+    await ledger.append({ threadId: "kept", parentId: kept.id, type: "decision", payload: { text: "Expire the tariff cache hourly", step: 2 } });
+    const gone = await ledger.append({ threadId: "gone", parentId: null, type: "decision", payload: { text: "Store the tariff table in redis", step: 1 } });
+    await ledger.append({ threadId: "gone", parentId: gone.id, type: "decision", payload: { text: "Shard redis by tariff region", step: 2 } });
+    const store = await createChromaIndex({ server: await externalChroma(chroma.url), embedder: await createEmbedder("hashed"), namespace: `deleted-run ${ws}` });
+    const r = await createRetriever({ workspace: ws, stateDir, ledger, vectorIndex: store, chromaUrl: chroma.url });
+    open.push(r);
+    const threadsOf = async (q: string) => new Set(((await r.searchAll(q, { scope: "events", k: 10 })) as EventHit[]).map((e) => e.threadId));
+    expect(await threadsOf("tariff")).toEqual(new Set(["kept", "gone"]));
+    await r.whenIdle();
+    expect(await store.count("events")).toBe(4);
+
+    // What \`ledgerloop delete gone --yes\` does: the records, then the index.
+    deleteRunRecords(db, stateDir, "gone");
+    const index = NgramIndex.open(path.join(stateDir, "index.db"));
+    expect(index.deleteThreadEvents("gone")).toBe(2);
+    expect(index.forgottenThreads()).toEqual(["gone"]);
+
+    expect(await threadsOf("tariff redis")).toEqual(new Set(["kept"]));
+    await r.whenIdle();
+    // The search's sync deleted the run's vectors, and the index stopped naming it.
+    expect(await store.count("events")).toBe(2);
+    expect(index.forgottenThreads()).toEqual([]);
+    index.close();
+    await r.close();
+    await store.close();
     db.close();
   });
 });
