@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
-import { CliError, LedgerloopError } from "../src/errors.js";
+import { CliError, LedgerloopError, threadDeleted } from "../src/errors.js";
 import { copyBranch, remapIds } from "../src/ledger/copy.js";
 import { ReplayModel } from "../src/models/replay.js";
 import { answerMcpFromRecording } from "../tools/mcp.js";
@@ -176,6 +176,7 @@ export async function fork(
   if (await dest.runs.hasCheckpoints(newThread)) {
     throw new CliError(`thread "${newThread}" already exists`, 1, "THREAD_EXISTS");
   }
+  if ((await dest.ledger.deletedThreads()).includes(newThread)) throw threadDeleted(newThread);
   const values = valuesOf(target);
   const ids = await copyBranch(rt.ledger, values.ledgerHead, dest.ledger, newThread);
   const ev = await dest.ledger.append({

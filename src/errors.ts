@@ -104,6 +104,11 @@ export class CliError extends LedgerloopError {
   }
 }
 
+/** A deleted run's id stays retired: search indexes on every machine forget whatever was indexed under it. */
+export function threadDeleted(thread: string): CliError {
+  return new CliError(`thread "${thread}" was deleted (\`ledgerloop delete\`) and its id is not used again; pick another --thread`, 1, "THREAD_DELETED");
+}
+
 /** Message of any thrown value, without the stack. */
 export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;

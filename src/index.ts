@@ -24,6 +24,7 @@ export type { RunReport } from "./report/report.js";
 export { handleRewind as rewindThread, type RewindArgs } from "./cli/rewind.js";
 export { handleFork as forkThread, type ForkArgs } from "./cli/fork.js";
 export { handleReplay as replayThread, type ReplayArgs } from "./cli/replay.js";
+export { handleDelete as deleteThread, type DeleteArgs, type DeleteReport } from "./cli/delete.js";
 export { TimeTravelError, type Divergence, type ForkResult, type ReplayResult, type RewindResult } from "../graphs/time-travel.js";
 
 export { CliError, ConfigError, LedgerError, LedgerloopError, ModelError, StateStoreError } from "./errors.js";

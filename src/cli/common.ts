@@ -144,7 +144,7 @@ export async function openExistingState(args: WorkspaceArgs, opts: { write?: boo
   if (stateUrlOf(args)) {
     // Said plainly rather than showing the workspace's local SQLite file as if it were the state.
     throw new CliError(
-      "this command reads runs from the SQLite state only; reading them from PostgreSQL (--state / LEDGERLOOP_STATE_URL) is not implemented yet (run, resume, threads, history, ledger, report, context, memory, diff, rewind, fork, replay, web, doctor, migrate, submit, worker and gc take --state; logs and stats are about this machine's files)",
+      "this command reads runs from the SQLite state only; reading them from PostgreSQL (--state / LEDGERLOOP_STATE_URL) is not implemented yet (run, resume, threads, history, ledger, report, context, memory, diff, rewind, fork, replay, web, doctor, migrate, submit, worker, gc and delete take --state; logs and stats are about this machine's files)",
       2,
       "NOT_SUPPORTED",
     );

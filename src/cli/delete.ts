@@ -4,52 +4,73 @@ import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import type { RunFootprint } from "../ledger/delete-run.js";
 import { acquireLease, LEASE_EXIT_CODE, LeaseHeldError, threadScope, workspaceScope, type Lease } from "../ledger/lease.js";
-import { log, openExistingState, printJson, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import type { RunSummary } from "../ledger/run-status.js";
+import { resolveWorkspace, stateLocation } from "../workspace/location.js";
+import { intOption, log, openExistingState, printJson, refuseIfQueued, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 export interface DeleteArgs extends WorkspaceArgs {
   yes?: boolean;
+  staleHours?: number;
 }
 
 /** What `ledgerloop delete` did (or, without --yes, would do). */
 export interface DeleteReport extends RunFootprint {
   deleted: boolean;
-  /** Events of the run forgotten by the search index (index.db). */
+  /** Where the run was deleted from: the workspace's state.db, or the PostgreSQL state (redacted URL). */
+  state: string;
+  /** Events of the run forgotten by this machine's search index (index.db). */
   indexEvents: number;
   /** The revision sweep after the delete: bytes of the state before and after, or why it did not run. */
   sweep: { bytesBefore: number; bytesAfter: number; revisionsDeleted: number } | { skipped: string } | null;
 }
 
 /**
- * Deletes one run whole from a workspace's SQLite state. Without `yes` it only says what would go.
- * Refused while the run is running (its lease is held, or its runner is alive).
+ * Deletes one run whole from a workspace's SQLite state or a PostgreSQL state. Without `yes` it only
+ * says what would go. Refused while the run may be running: its lease is held here, its runner is
+ * alive, it is queued or held by a worker, or its runner is on a host this machine cannot check
+ * (unless it has been silent for `staleHours`).
  */
 export async function handleDelete(thread: string, args: DeleteArgs): Promise<DeleteReport> {
-  if (stateUrlOf(args)) {
-    throw new CliError(
-      "delete works on a workspace's SQLite state only; deleting a run from a PostgreSQL state (--state / LEDGERLOOP_STATE_URL) is not implemented yet",
-      2,
-      "NOT_SUPPORTED",
-    );
-  }
+  const url = stateUrlOf(args);
+  return url ? deleteFromPg(url, thread, args) : deleteFromSqlite(thread, args);
+}
+
+/** One line refusing a run that may be running, or nothing. */
+async function refuseIfActive(run: RunSummary | undefined, args: DeleteArgs): Promise<void> {
+  const { mayBeRunning } = await import("../ledger/run-status.js");
+  if (!run || !mayBeRunning(run, Date.now(), args.staleHours === undefined ? undefined : args.staleHours * 3_600_000)) return;
+  const why =
+    run.status === "unknown"
+      ? "its runner is on a host this machine cannot check (--stale-hours H deletes it once it has recorded nothing for H hours)"
+      : run.status === "queued"
+        ? "it is queued for the workers"
+        : "its runner is alive";
+  throw new CliError(`run ${run.thread} may be running (${run.status}: ${why}); stop it first, then delete it`, LEASE_EXIT_CODE, "RUN_RUNNING");
+}
+
+function unknownThread(thread: string, where: string): CliError {
+  return new CliError(`unknown thread "${thread}" in ${where}; list runs with \`ledgerloop threads\``, 1, "UNKNOWN_THREAD");
+}
+
+async function deleteFromSqlite(thread: string, args: DeleteArgs): Promise<DeleteReport> {
   const [{ deleteRunRecords, runExists, runFootprint }, { listRuns }] = await Promise.all([import("../ledger/delete-run.js"), import("../ledger/run-status.js")]);
   const st = await openExistingState(args, { write: true });
   let lease: Lease | undefined;
   try {
     const footprint = runFootprint(st.db, thread);
-    if (!runExists(footprint)) throw new CliError(`unknown thread "${thread}" in ${st.dbPath}; list runs with \`ledgerloop threads\``, 1, "UNKNOWN_THREAD");
-    const status = listRuns(st.db).find((r) => r.thread === thread)?.status;
-    if (status === "running") {
-      throw new CliError(`run ${thread} is running (its runner is alive); stop it first, then delete it`, LEASE_EXIT_CODE, "RUN_RUNNING");
-    }
-    if (!args.yes) return { ...footprint, deleted: false, indexEvents: 0, sweep: null };
+    if (!runExists(footprint)) throw unknownThread(thread, st.dbPath);
+    await refuseIfActive(
+      listRuns(st.db).find((r) => r.thread === thread),
+      args,
+    );
+    const report = { ...footprint, state: st.dbPath, deleted: false, indexEvents: 0, sweep: null };
+    if (!args.yes) return report;
     // The thread's lease keeps every writer of the run out while its records go.
     lease = acquireLease(st.db, [threadScope(thread)], { command: "delete", thread });
     deleteRunRecords(st.db, st.stateDir, thread);
     lease.release();
     lease = undefined;
-    const indexEvents = await forgetIndexedEvents(st.stateDir, thread);
-    const sweep = await sweepRevisions(st);
-    return { ...footprint, deleted: true, indexEvents, sweep };
+    return { ...report, deleted: true, indexEvents: await forgetIndexedEvents(st.stateDir, thread), sweep: await sweepRevisions(st) };
   } catch (err) {
     throw st.named(err);
   } finally {
@@ -58,7 +79,39 @@ export async function handleDelete(thread: string, args: DeleteArgs): Promise<De
   }
 }
 
-/** Drops the run's events from the search index, when there is one (its vectors are unreachable without them). */
+async function deleteFromPg(url: string, thread: string, args: DeleteArgs): Promise<DeleteReport> {
+  const [{ openPgState }, { deletePgRunRecords, pgRunFootprint }, { runExists }, { listRunsPg }] = await Promise.all([
+    import("../ledger/pg-db.js"),
+    import("../ledger/pg-delete-run.js"),
+    import("../ledger/delete-run.js"),
+    import("../ledger/pg-run-status.js"),
+  ]);
+  // Migrated on open: the guard that lets a whole run's events go is migration 8.
+  const st = await openPgState(url, { max: 2 });
+  try {
+    const footprint = await pgRunFootprint(st.pool, thread);
+    if (!runExists(footprint)) throw unknownThread(thread, st.location);
+    await refuseIfQueued(st.pool, thread, "delete");
+    await refuseIfActive((await listRunsPg(st.pool, { thread }))[0], args);
+    const report = { ...footprint, state: st.location, deleted: false, indexEvents: 0, sweep: null };
+    if (!args.yes) return report;
+    await deletePgRunRecords(st.pool, thread);
+    // This machine's copy of the workspace keeps the run's log, report and indexed events; other
+    // machines' copies keep theirs (see README).
+    const { stateDir } = stateLocation(resolveWorkspace(args.workspace ?? process.cwd()), args.stateDir);
+    let indexEvents = 0;
+    if (fs.existsSync(stateDir)) {
+      const { removeRunFiles } = await import("../ledger/delete-run.js");
+      removeRunFiles(stateDir, thread);
+      indexEvents = await forgetIndexedEvents(stateDir, thread);
+    }
+    return { ...report, deleted: true, indexEvents, sweep: { skipped: "on PostgreSQL, `ledgerloop gc --state …` sweeps the revisions only the run named from the replica" } };
+  } finally {
+    await st.close();
+  }
+}
+
+/** Drops the run's events from the search index of a state directory (their vectors follow at the index's next sync). */
 async function forgetIndexedEvents(stateDir: string, thread: string): Promise<number> {
   const file = path.join(stateDir, "index.db");
   if (!fs.existsSync(file)) return 0;
@@ -101,6 +154,7 @@ export function registerDelete(program: Command): void {
         .command("delete <thread>")
         .description("delete one run whole (ledger, checkpoints, prompts, run log, report, indexed events); without --yes, only say what would go")
         .option("--yes", "delete it (otherwise nothing is written)")
+        .option("--stale-hours <n>", "delete a run whose runner is on a host this machine cannot check once it has recorded nothing for this long (default: refuse)", intOption("--stale-hours"))
         .option("--json", "one JSON object"),
     ),
   ).action(async (thread: string, opts: DeleteArgs) => {
@@ -109,10 +163,10 @@ export function registerDelete(program: Command): void {
     const what = `${r.events} event(s), ${r.checkpoints} checkpoint(s), ${r.writes} pending write(s), ${r.prompts} stored prompt(s)${r.registered ? ", its registry entry" : ""}, its run log and report`;
     const lessons = r.lessons ? `; ${r.lessons} lesson(s) drawn from it stay in long-term memory (\`ledgerloop memory forget\` removes one)` : "";
     if (!r.deleted) {
-      log(`delete: would remove ${what} of ${r.thread}${lessons}. Nothing was written; add --yes to delete it.`);
+      log(`delete: would remove ${what} of ${r.thread} from ${r.state}${lessons}. Nothing was written; add --yes to delete it.`);
       return;
     }
-    log(`delete: removed ${what} of ${r.thread}; ${r.indexEvents} indexed event(s) forgotten${lessons}`);
+    log(`delete: removed ${what} of ${r.thread} from ${r.state}; ${r.indexEvents} indexed event(s) forgotten${lessons}`);
     const s = r.sweep;
     if (s && "skipped" in s) log(`  workspace revisions not swept: ${s.skipped}`);
     else if (s) log(`  ${s.revisionsDeleted} workspace revision(s) no run names any more removed; ${(s.bytesBefore / 1e6).toFixed(2)} MB → ${(s.bytesAfter / 1e6).toFixed(2)} MB`);

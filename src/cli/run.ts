@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Command } from "commander";
 import { isolationWarning } from "../sandbox/detect.js";
-import { CliError } from "../errors.js";
+import { CliError, threadDeleted } from "../errors.js";
 import { RunRegistry } from "../ledger/runs.js";
 import type { ProgressEvent, Runtime } from "../runtime.js";
 import type { DriveResult } from "./drive.js";
@@ -149,6 +149,8 @@ export function startThread(rt: Runtime, task: string, thread: string = newThrea
   if (rt.backend === "sqlite") {
     const runs = new RunRegistry(rt.db);
     if (runs.hasCheckpoints(thread) || runs.get(thread)) throw threadExists(thread);
+    // The runtime's ledger created ll_deleted_runs when it opened the database for writing.
+    if (rt.db.prepare("SELECT 1 FROM ll_deleted_runs WHERE thread_id = ?").get(thread)) throw threadDeleted(thread);
   }
   // The graph's plan node registers the run (with its origin), whatever started it.
   return thread;
@@ -157,6 +159,7 @@ export function startThread(rt: Runtime, task: string, thread: string = newThrea
 /** Fails when the thread id is taken in the runtime's registry (either backend). */
 export async function assertNewThread(rt: Runtime, thread: string): Promise<void> {
   if ((await rt.runs.hasCheckpoints(thread)) || (await rt.runs.get(thread))) throw threadExists(thread);
+  if ((await rt.ledger.deletedThreads()).includes(thread)) throw threadDeleted(thread);
 }
 
 function threadExists(thread: string): CliError {

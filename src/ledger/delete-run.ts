@@ -10,7 +10,7 @@ import { nsKey } from "../memory/store-common.js";
 import { reportFile } from "../report/report-file.js";
 import { runLogFile } from "../telemetry/run-log.js";
 import { deleteThreadCheckpoints } from "./checkpoints.js";
-import { DELETING_TABLE, EVENTS_NO_DELETE } from "./sqlite-ledger.js";
+import { DELETED_RUNS_TABLE, DELETING_TABLE, EVENTS_NO_DELETE } from "./sqlite-ledger.js";
 import { startOfActions } from "./transfer.js";
 
 /** What a run holds in a state database: what deleting it removes (and the lessons it leaves). */
@@ -102,10 +102,17 @@ export function deleteRunRecords(db: Database.Database, stateDir: string, thread
     }
     deleteThreadCheckpoints(db, thread);
     if (hasTable(db, "ll_runs")) db.prepare("DELETE FROM ll_runs WHERE thread_id = ?").run(thread);
+    db.exec(DELETED_RUNS_TABLE);
+    db.prepare("INSERT OR REPLACE INTO ll_deleted_runs (thread_id, deleted_at) VALUES (?, ?)").run(thread, new Date().toISOString());
   })();
+  removeRunFiles(stateDir, thread);
+  return before;
+}
+
+/** Removes a run's log and report from a state directory (a PostgreSQL run's, on this machine). */
+export function removeRunFiles(stateDir: string, thread: string): void {
   for (const file of [runLogFile(stateDir, thread), reportFile(stateDir, thread)]) {
     // Only files of the state directory: a thread id is the caller's text.
     if (path.resolve(file).startsWith(path.resolve(stateDir) + path.sep)) fs.rmSync(file, { force: true });
   }
-  return before;
 }

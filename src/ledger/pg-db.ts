@@ -190,6 +190,21 @@ export const PG_MIGRATIONS: string[] = [
   INSERT INTO ll_rev_gc (id, generation) VALUES (1, 0);
   ALTER TABLE ll_rev_revisions ADD COLUMN pushed_at TIMESTAMPTZ NOT NULL DEFAULT now();
   `,
+  // 8: deleting one run whole (ledger/pg-delete-run.ts). The guard lets a DELETE of an event through
+  // only when the transaction has named the event's thread (set_config('ledgerloop.deleting_thread',
+  // thread, true)); an update, a truncate, or a delete of any other thread's events still fails.
+  // ll_deleted_runs names the deleted threads: each machine's search index forgets their events, and
+  // their ids are not used again.
+  `
+  CREATE OR REPLACE FUNCTION ll_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF TG_OP = 'DELETE' AND TG_LEVEL = 'ROW' THEN
+        IF OLD.thread_id = current_setting('ledgerloop.deleting_thread', true) THEN RETURN OLD; END IF;
+      END IF;
+      RAISE EXCEPTION 'the ledger is append-only: events cannot be %', lower(TG_OP) || 'd';
+    END $$;
+  CREATE TABLE ll_deleted_runs (thread_id TEXT PRIMARY KEY, deleted_at TIMESTAMPTZ NOT NULL DEFAULT now());
+  `,
 ];
 
 /** The schema version this build writes and understands. */

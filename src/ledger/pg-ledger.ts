@@ -225,6 +225,16 @@ export class PgLedger implements Ledger, LedgerTransfer {
     return rows.map(toEvent);
   }
 
+  async deletedThreads(): Promise<string[]> {
+    try {
+      return (await this.pool.query<{ thread_id: string }>("SELECT thread_id FROM ll_deleted_runs ORDER BY thread_id")).rows.map((r) => r.thread_id);
+    } catch (err) {
+      // A database not migrated to version 8 yet (opened read-only by an inspection) has deleted none.
+      if ((err as { code?: string }).code === "42P01") return [];
+      throw err;
+    }
+  }
+
   async threads(): Promise<ThreadInfo[]> {
     const r = await this.pool.query<{ thread_id: string; n: string; first_ts: string; last_ts: string; goal: string | null; status: string | null }>(
       `SELECT thread_id, COUNT(*) AS n, MIN(ts) AS first_ts, MAX(ts) AS last_ts,

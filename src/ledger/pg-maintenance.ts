@@ -5,7 +5,7 @@ import type { CheckpointLink } from "./checkpoints.js";
 import { planCheckpointPrune } from "./maintenance.js";
 import { inTransaction, tableExists } from "./pg-db.js";
 import { listRunsPg } from "./pg-run-status.js";
-import type { RunSummary } from "./run-status.js";
+import { mayBeRunning } from "./run-status.js";
 
 // gc of a PostgreSQL state (`ledgerloop gc --state URL`): the same promise as the SQLite gc in
 // maintenance.ts (branch heads stay resumable, runs replayable, the ledger is never touched), for
@@ -17,20 +17,6 @@ import type { RunSummary } from "./run-status.js";
 //   revision pushed within the grace period stays: a run pushes a revision just before its ledger
 //   names it.
 
-/** Statuses whose runs gc leaves whole: they may be writing checkpoints right now. */
-const ACTIVE = new Set(["running", "queued", "unknown"]);
-
-/**
- * Whether gc must leave a run whole. `unknown` is a run with no final status whose runner is on a
- * host this machine cannot check: running there, or dead without a word. With `staleMs`, such a run
- * silent (no ledger event) for longer than that counts as stopped; a held or queued run never does.
- */
-export function mayBeRunning(run: Pick<RunSummary, "status" | "lastActivity">, now: number, staleMs?: number): boolean {
-  if (!ACTIVE.has(run.status)) return false;
-  if (run.status !== "unknown" || staleMs === undefined || run.lastActivity === null) return true;
-  const last = Date.parse(run.lastActivity);
-  return Number.isNaN(last) || now - last <= staleMs;
-}
 /** Default grace for revisions pushed but not yet named by a ledger event or a checkpoint. */
 export const PG_GC_GRACE_MS = 60 * 60 * 1000;
 /** Session advisory lock key of gc: one gc of a database at a time ("ll-gc"). */

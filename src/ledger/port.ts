@@ -72,6 +72,8 @@ export interface Ledger {
   /** Events caused by any of the given events. */
   causedBy(eventIds: string[]): Promise<LedgerEvent[]>;
   threads(): Promise<ThreadInfo[]>;
+  /** Threads deleted whole (`ledgerloop delete`): every machine's search index forgets their events; their ids are not reused. */
+  deletedThreads(): Promise<string[]>;
   /** Stores a large text once (redacted, compressed) and returns its content hash. */
   putBlob(content: string): Promise<string>;
   getBlob(ref: string): Promise<string | null>;

@@ -144,3 +144,18 @@ export function runSummary(
 }
 
 export { checkpointsElsewhere } from "./checkpoint-home.js";
+
+/** Statuses of runs that gc leaves whole and delete refuses: they may be writing right now. */
+const ACTIVE = new Set(["running", "queued", "unknown"]);
+
+/**
+ * Whether a run may be running (gc leaves it whole, delete refuses it). `unknown` is a run with no
+ * final status whose runner is on a host this machine cannot check: running there, or dead without a word. With `staleMs`, such a run
+ * silent (no ledger event) for longer than that counts as stopped; a held or queued run never does.
+ */
+export function mayBeRunning(run: Pick<RunSummary, "status" | "lastActivity">, now: number, staleMs?: number): boolean {
+  if (!ACTIVE.has(run.status)) return false;
+  if (run.status !== "unknown" || staleMs === undefined || run.lastActivity === null) return true;
+  const last = Date.parse(run.lastActivity);
+  return Number.isNaN(last) || now - last <= staleMs;
+}

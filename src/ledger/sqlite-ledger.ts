@@ -14,6 +14,8 @@ import { checkImport, importConflict, sameRows, startOfActions, type LedgerTrans
  * stay append-only otherwise: no event of a thread not named here can be deleted, one by one or all.
  */
 export const DELETING_TABLE = "CREATE TABLE IF NOT EXISTS ll_deleting (thread_id TEXT PRIMARY KEY)";
+/** Threads deleted whole, kept so that search indexes forget them and their ids are not used again. */
+export const DELETED_RUNS_TABLE = "CREATE TABLE IF NOT EXISTS ll_deleted_runs (thread_id TEXT PRIMARY KEY, deleted_at TEXT NOT NULL)";
 /** The guard against deleting events, with the one way through: a whole thread named in ll_deleting. */
 export const EVENTS_NO_DELETE = `CREATE TRIGGER IF NOT EXISTS ll_events_no_delete BEFORE DELETE ON ll_events
   WHEN NOT EXISTS (SELECT 1 FROM ll_deleting WHERE thread_id = OLD.thread_id)
@@ -21,6 +23,7 @@ export const EVENTS_NO_DELETE = `CREATE TRIGGER IF NOT EXISTS ll_events_no_delet
 
 const SCHEMA = `
 ${DELETING_TABLE};
+${DELETED_RUNS_TABLE};
 CREATE TABLE IF NOT EXISTS ll_events (
   id TEXT PRIMARY KEY,
   thread_id TEXT NOT NULL,
@@ -305,6 +308,12 @@ export class SqliteLedger implements Ledger, LedgerTransfer {
       )
       .all(eventId, eventId);
     return rows.map(toEvent);
+  }
+
+  async deletedThreads(): Promise<string[]> {
+    // A state opened read-only from before whole-run deletion has no such table.
+    if (!this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'll_deleted_runs'").get()) return [];
+    return this.db.prepare("SELECT thread_id FROM ll_deleted_runs ORDER BY thread_id").pluck().all() as string[];
   }
 
   async threads(): Promise<ThreadInfo[]> {

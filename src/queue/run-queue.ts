@@ -1,7 +1,7 @@
 import PgBoss from "pg-boss";
 import pg from "pg";
 import { z } from "zod";
-import { ConfigError, StateStoreError, errorMessage } from "../errors.js";
+import { ConfigError, StateStoreError, errorMessage, threadDeleted } from "../errors.js";
 import { asPgStateError, inTransaction, parsePgUrl } from "../ledger/pg-db.js";
 import { defaultRedactor } from "../secrets.js";
 import { RunSettings } from "../settings.js";
@@ -119,6 +119,7 @@ export async function submitRun(pool: pg.Pool, boss: PgBoss, s: Omit<Submission,
       [s.thread],
     );
     if (taken.rowCount) throw new ConfigError(`thread "${s.thread}" already exists in the state database; pick another --thread`);
+    if ((await client.query("SELECT 1 FROM ll_deleted_runs WHERE thread_id = $1", [s.thread])).rowCount) throw threadDeleted(s.thread);
     await client.query("INSERT INTO ll_submissions (thread_id, task, source, settings, submitted_at) VALUES ($1, $2, $3, $4, $5)", [
       s.thread,
       // Redacted as the ledger redacts a run's goal: the task is shown to every reader of the database.

@@ -43,6 +43,7 @@ export class EventSync {
   async syncLedger(threadId?: string): Promise<void> {
     const ledger = this.o.ledger;
     if (!ledger) return;
+    await this.forgetDeleted(ledger);
     await this.purgeForgotten();
     const only = threadId ?? this.o.threadId;
     const threads = only ? [only] : (await ledger.threads()).map((t) => t.threadId);
@@ -50,6 +51,18 @@ export class EventSync {
       const events = await ledger.list(thread, { afterSeq: this.o.index().eventCursor(thread) });
       if (events.length) await this.indexEvents(events);
     }
+  }
+
+  /**
+   * Forgets the indexed events of runs deleted whole since the last sync, wherever they were deleted
+   * (on a shared PostgreSQL state, another machine may have). A deleted run's id is never reused, so
+   * everything indexed under it is the deleted run's.
+   */
+  private async forgetDeleted(ledger: Ledger): Promise<void> {
+    const deleted = await ledger.deletedThreads();
+    if (deleted.length === 0) return;
+    const index = this.o.index();
+    for (const thread of index.indexedThreadsAmong(deleted)) index.deleteThreadEvents(thread);
   }
 
   /** Deletes the event vectors of runs deleted since (index.db names them until this succeeds). */

@@ -464,6 +464,13 @@ export class NgramIndex {
     });
   }
 
+  /** Which of these threads have events in the index. */
+  indexedThreadsAmong(threadIds: string[]): string[] {
+    return this.run(
+      () => this.db.prepare("SELECT DISTINCT thread_id FROM events WHERE thread_id IN (SELECT value FROM json_each(?))").pluck().all(JSON.stringify(threadIds)) as string[],
+    );
+  }
+
   /** Deleted runs whose event vectors may still be in the vector store. */
   forgottenThreads(): string[] {
     return this.run(() => this.db.prepare("SELECT thread_id FROM forgotten_threads ORDER BY thread_id").pluck().all() as string[]);

@@ -4,7 +4,7 @@ import { AIMessage, type BaseMessage } from "@langchain/core/messages";
 import { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { ChatResult } from "@langchain/core/outputs";
 import { afterAll, describe, expect, it } from "vitest";
-import { InvalidOptionError, getHistory, getLedgerEvents, listThreads, openAgent, rewindThread, type Agent } from "../../src/index.js";
+import { InvalidOptionError, deleteThread, getHistory, getLedgerEvents, listThreads, openAgent, rewindThread, type Agent } from "../../src/index.js";
 import { checkpointHistory } from "../../src/ledger/checkpoints.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 
@@ -101,6 +101,12 @@ describe("openAgent", () => {
     expect(threads.map((t) => t.thread)).toContain(r.thread);
     const actions = await getLedgerEvents(r.thread, { workspace: ws, type: ["agent_action"] });
     expect(actions.map((e) => (e.payload as { tool: string }).tool)).toEqual(["write_file", "finish"]);
+
+    // A script deletes the finished run whole; its id is not taken again.
+    expect(await deleteThread(r.thread, { workspace: ws })).toMatchObject({ deleted: false, events: expect.any(Number) });
+    expect(await deleteThread(r.thread, { workspace: ws, yes: true })).toMatchObject({ deleted: true });
+    expect((await listThreads({ workspace: ws })).map((t) => t.thread)).not.toContain(r.thread);
+    await expect(agent.run("rewrite the notes", { thread: r.thread })).rejects.toMatchObject({ code: "THREAD_DELETED" });
   });
 
   it("its graph has the workspace's checkpointer: getStateHistory and the light reader agree", async () => {

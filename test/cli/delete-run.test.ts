@@ -6,8 +6,10 @@ import { acquireLease, threadScope } from "../../src/ledger/lease.js";
 import { openStateDb } from "../../src/ledger/state-db.js";
 import { reportFile } from "../../src/report/report-file.js";
 import { runLogFile } from "../../src/telemetry/run-log.js";
-import { cli, demoRun, jsonLines } from "../helpers/cli.js";
-import { cleanupTemp } from "../helpers/workspace.js";
+import { DEMO_TASK } from "../../src/cli/demo.js";
+import { cli, cliAsync, demoRun, jsonLines } from "../helpers/cli.js";
+import { describePg, pgQuery, useTestDatabase } from "../helpers/postgres.js";
+import { DEMO_TRAJECTORY, DEMO_WORKSPACE, cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 
 afterAll(() => cleanupTemp());
 
@@ -105,6 +107,13 @@ describe("ledgerloop delete", () => {
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(JSON.parse(resumed.stdout).status).toBe("finished");
 
+    // The deleted run's id is retired: a new run or a fork cannot take it.
+    const reuse = cli(["run", "again", "-w", ws, "--model", `scripted:${DEMO_TRAJECTORY}`, "--thread", thread]);
+    expect(reuse.code).toBe(1);
+    expect(reuse.stderr).toMatch(new RegExp(`thread "${thread}" was deleted .* not used again`));
+    const forkInto = cli(["fork", fork, "-w", ws, "--at", jsonLines<{ checkpointId: string }>(cli(["history", fork, "-w", ws, "--json"]).stdout).at(-1)!.checkpointId, "--thread", thread]);
+    expect(forkInto.code).toBe(1);
+    expect(forkInto.stderr).toMatch(/was deleted/);
     // The resumed run and this search synced the index: the deleted run's vectors left Chroma.
     const s = cli(["search", "health endpoint", "-w", ws, "--scope", "events", "--json"]);
     expect(s.code, s.stderr).toBe(0);
@@ -114,14 +123,80 @@ describe("ledgerloop delete", () => {
     expect(indexCount("SELECT COUNT(*) FROM forgotten_threads")).toBe(0);
   }, 240_000);
 
-  it("an unknown thread, or a PostgreSQL state, gets a one-line error and changes nothing", () => {
+  it("an unknown thread, or a PostgreSQL server that is down, gets a one-line error and changes nothing", () => {
     const before = eventsOf(fork);
     const unknown = cli(["delete", "no-such-run", "-w", ws, "--yes"]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/unknown thread "no-such-run"/);
-    const pg = cli(["delete", fork, "-w", ws, "--yes", "--state", "postgres://127.0.0.1:1/none"]);
-    expect(pg.code).toBe(2);
-    expect(pg.stderr).toMatch(/PostgreSQL state .* not implemented yet/);
+    const dead = cli(["delete", fork, "-w", ws, "--yes", "--state", "postgres://ll:hunter22@127.0.0.1:1/none"]);
+    expect(dead.code).not.toBe(0);
+    expect(dead.stderr.trim().split("\n")).toEqual([expect.stringMatching(/cannot reach PostgreSQL at 127\.0\.0\.1:1 \(ECONNREFUSED\)/)]);
+    expect(dead.stderr).not.toContain("hunter22");
     expect(eventsOf(fork)).toBe(before);
   });
+});
+
+// The same on a PostgreSQL state: the demo run with --state and a fork of it in the same database.
+describePg("ledgerloop delete --state postgres://…", () => {
+  const db = useTestDatabase("delcli");
+  let ws: string;
+  const state = () => ["--state", db.url];
+  const n = async (sql: string, ...args: unknown[]) => Number((await pgQuery<{ n: string }>(db.url, sql, args))[0]!.n);
+
+  beforeAll(async () => {
+    ws = tempWorkspace(DEMO_WORKSPACE);
+    const r = await cliAsync(["run", DEMO_TASK, "-w", ws, "--model", `scripted:${DEMO_TRAJECTORY}`, "--thread", "T", ...state(), "--json", "-q"], { timeoutMs: 170_000 });
+    expect(r.code, r.stderr).toBe(0);
+    const history = jsonLines<{ checkpointId: string; agentStep: number | null; next: string[] }>((await cliAsync(["history", "T", "-w", ws, ...state(), "--json"])).stdout);
+    const at = history.filter((h) => h.agentStep === 3 && h.next.includes("act")).at(-1)!.checkpointId;
+    const f = await cliAsync(["fork", "T", "-w", ws, ...state(), "--at", at, "--thread", "F", "--json"]);
+    expect(f.code, f.stderr).toBe(0);
+  }, 240_000);
+
+  it("says what would go, refuses a queued run, then removes the run whole and leaves the fork", async () => {
+    const events = await n("SELECT count(*) AS n FROM ll_events WHERE thread_id = 'T'");
+    const forkEvents = await n("SELECT count(*) AS n FROM ll_events WHERE thread_id = 'F'");
+    const dry = await cliAsync(["delete", "T", "-w", ws, ...state(), "--json"]);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(JSON.parse(dry.stdout)).toMatchObject({ thread: "T", deleted: false, events, registered: true });
+    expect(dry.stdout).not.toContain(new URL(db.url).password);
+    expect(await n("SELECT count(*) AS n FROM ll_events WHERE thread_id = 'T'")).toBe(events);
+
+    // Waiting in the queue for a worker: refused, nothing written.
+    await pgQuery(db.url, "INSERT INTO ll_submissions (thread_id, task, source, settings, submitted_at) VALUES ('F', 't', '{}', '{}', now()::text)");
+    await pgQuery(db.url, "INSERT INTO ll_run_leases (thread_id, state) VALUES ('F', 'queued')");
+    const queued = await cliAsync(["delete", "F", "-w", ws, ...state(), "--yes"]);
+    expect(queued.code).toBe(75);
+    expect(queued.stderr).toMatch(/run F is queued for the workers/);
+    expect(await n("SELECT count(*) AS n FROM ll_events WHERE thread_id = 'F'")).toBe(forkEvents);
+    await pgQuery(db.url, "DELETE FROM ll_run_leases WHERE thread_id = 'F'");
+    await pgQuery(db.url, "DELETE FROM ll_submissions WHERE thread_id = 'F'");
+
+    const local = path.join(fs.realpathSync(ws), ".ledgerloop");
+    expect(fs.existsSync(runLogFile(local, "T"))).toBe(true);
+    const r = await cliAsync(["delete", "T", "-w", ws, ...state(), "--yes", "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ thread: "T", deleted: true, events, sweep: { skipped: expect.stringMatching(/gc --state/) } });
+    for (const t of ["ll_events", "checkpoints", "checkpoint_blobs", "checkpoint_writes", "ll_runs", "ll_thread_config"]) {
+      expect(await n(`SELECT count(*) AS n FROM ${t} WHERE thread_id = 'T'`), t).toBe(0);
+    }
+    expect(fs.existsSync(runLogFile(local, "T"))).toBe(false);
+    expect(await n("SELECT count(*) AS n FROM ll_events WHERE thread_id = 'F'")).toBe(forkEvents);
+    const threads = await cliAsync(["threads", ...state(), "--json"]);
+    expect(jsonLines<{ thread: string }>(threads.stdout).map((t) => t.thread)).toEqual(["F"]);
+    // gc --state then sweeps the revisions only T named (its steps after the fork point) from the replica.
+    const gc = await cliAsync(["gc", ...state(), "--grace-minutes", "0", "--json"]);
+    expect(gc.code, gc.stderr).toBe(0);
+    expect(JSON.parse(gc.stdout).replica.revisionsDeleted).toBeGreaterThan(0);
+    // The fork goes on from PostgreSQL (its own steps make those revisions again: the same edits).
+    const resumed = await cliAsync(["resume", "F", "-w", ws, ...state(), "--json", "-q"], { timeoutMs: 170_000 });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(JSON.parse(resumed.stdout.trim().split("\n").at(-1)!).status).toBe("finished");
+    const reuse = await cliAsync(["run", "again", "-w", ws, "--model", `scripted:${DEMO_TRAJECTORY}`, "--thread", "T", ...state()]);
+    expect(reuse.code).toBe(1);
+    expect(reuse.stderr).toMatch(/thread "T" was deleted/);
+    const again = await cliAsync(["delete", "T", "-w", ws, ...state(), "--yes"]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/unknown thread "T" in postgres:\/\/postgres:\*\*\*@/);
+  }, 240_000);
 });

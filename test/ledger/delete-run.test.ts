@@ -14,6 +14,7 @@ import { SqliteStore } from "../../src/memory/sqlite-store.js";
 import type { RunSettings } from "../../src/settings.js";
 import { runLogFile } from "../../src/telemetry/run-log.js";
 import { reportFile } from "../../src/report/report-file.js";
+import { seedRunEvents } from "./delete-run-seed.js";
 
 // Deleting one run whole from a SQLite state, on real tables: the ledger (with its append-only
 // triggers), LangGraph's SqliteSaver checkpoints and writes, the run registry, the lessons store.
@@ -45,16 +46,7 @@ async function seed(): Promise<Seeded> {
   const own: Record<string, string> = {};
   for (const t of ["A", "B"]) {
     new RunRegistry(db).register(t, `goal of ${t}`, SETTINGS, { origin: "cli" });
-    own[t] = await ledger.putBlob(`the prompt only ${t} saw`);
-    const c = await ledger.append({ threadId: t, parentId: null, type: "context_built", payload: { step: 1, promptRef: shared, tokens: 3, budget: 100, items: [], omitted: [] } });
-    const m = await ledger.append({ threadId: t, parentId: c.id, type: "model_call", payload: { node: "decide", turn: 1, model: "m", promptRef: own[t]!, content: "", toolCalls: [] } });
-    const a = await ledger.append({
-      threadId: t,
-      parentId: m.id,
-      type: "agent_action",
-      payload: { tool: "run_command", args: { command: "true" }, callId: "c1", step: 1, idempotencyKey: `${t}-k1`, idempotent: false },
-    });
-    await ledger.markActionStarted({ actionId: `task-${t}/start/${a.id}`, pid: null, pgid: null, procStart: null, guard: null });
+    own[t] = await seedRunEvents(ledger, t, shared);
     const cp = await saver.put({ configurable: { thread_id: t, checkpoint_ns: "" } }, { ...emptyCheckpoint(), id: uuid6(1) }, { source: "input", step: -1, parents: {} });
     await saver.putWrites(cp, [["goal", "x"]], "task-1");
     fs.mkdirSync(path.dirname(runLogFile(dir, t)), { recursive: true });
@@ -76,7 +68,9 @@ describe("deleting a run whole (SQLite)", () => {
     expect(fp).toEqual({ thread: "B", events: 3, checkpoints: 1, writes: 1, prompts: 1, registered: true, lessons: 1 });
     expect(rows(s.db, "SELECT COUNT(*) FROM ll_events WHERE thread_id = 'B'")).toBe(3);
 
+    expect(await s.ledger.deletedThreads()).toEqual([]);
     expect(deleteRunRecords(s.db, s.dir, "B")).toEqual(fp);
+    expect(await s.ledger.deletedThreads()).toEqual(["B"]);
     for (const [table, column] of [["ll_events", "thread_id"], ["checkpoints", "thread_id"], ["writes", "thread_id"], ["ll_runs", "thread_id"], ["ll_deleting", "thread_id"]]) {
       expect(rows(s.db, `SELECT COUNT(*) FROM ${table} WHERE ${column} = 'B'`), table).toBe(0);
     }
@@ -126,6 +120,7 @@ describe("deleting a run whole (SQLite)", () => {
     expect(runFootprint(s.db, "B")).toEqual(before);
     expect(await s.ledger.getBlob(s.own.B!)).toBe("the prompt only B saw");
     expect(rows(s.db, "SELECT COUNT(*) FROM ll_deleting")).toBe(0);
+    expect(await s.ledger.deletedThreads()).toEqual([]);
     // Still append-only afterwards.
     expect(() => s.db.prepare("DELETE FROM ll_events WHERE thread_id = 'B'").run()).toThrow(/append-only/);
   });

@@ -1,5 +1,5 @@
 import { expect, it } from "vitest";
-import { mayBeRunning } from "../../src/ledger/pg-maintenance.js";
+import { mayBeRunning } from "../../src/ledger/run-status.js";
 
 // Which runs `gc --state` leaves whole (no database needed: the decision is on the run's summary).
 const now = Date.parse("2026-12-02T12:00:00Z");

@@ -242,7 +242,7 @@ describe("hybrid retriever: ledger events", () => {
 });
 
 describe("hybrid retriever: a run deleted whole", () => {
-  it("leaves the n-gram index at once and the vector store at the next sync, other runs untouched", async () => {
+  it("leaves the n-gram index and the vector store at the index's next sync with the ledger, other runs untouched", async () => {
     const ws = tempWorkspace(undefined, { "src/db.ts": "export function connect() {}\n" });
     const stateDir = path.join(ws, ".ledgerloop");
     const db = openStateDb(path.join(stateDir, "state.db"));
@@ -259,15 +259,17 @@ describe("hybrid retriever: a run deleted whole", () => {
     await r.whenIdle();
     expect(await store.count("events")).toBe(4);
 
-    // What \`ledgerloop delete gone --yes\` does: the records, then the index.
+    // The run is deleted from the state database only, as another machine's \`ledgerloop delete\` on a
+    // shared state would: this index still holds its events until its next sync with the ledger.
     deleteRunRecords(db, stateDir, "gone");
+    expect(await ledger.deletedThreads()).toEqual(["gone"]);
     const index = NgramIndex.open(path.join(stateDir, "index.db"));
-    expect(index.deleteThreadEvents("gone")).toBe(2);
-    expect(index.forgottenThreads()).toEqual(["gone"]);
+    expect(index.indexedThreadsAmong(["gone", "never"])).toEqual(["gone"]);
 
     expect(await threadsOf("tariff redis")).toEqual(new Set(["kept"]));
+    expect(index.indexedThreadsAmong(["gone"])).toEqual([]);
     await r.whenIdle();
-    // The search's sync deleted the run's vectors, and the index stopped naming it.
+    // That sync deleted the run's vectors too, and the index stopped naming it.
     expect(await store.count("events")).toBe(2);
     expect(index.forgottenThreads()).toEqual([]);
     index.close();
