@@ -4,6 +4,7 @@ import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import type { RunFootprint } from "../ledger/delete-run.js";
 import { acquireLease, LEASE_EXIT_CODE, LeaseHeldError, threadScope, workspaceScope, type Lease } from "../ledger/lease.js";
+import { checkpointsElsewhere } from "../ledger/checkpoint-home.js";
 import type { RunSummary } from "../ledger/run-status.js";
 import { resolveWorkspace, stateLocation } from "../workspace/location.js";
 import { intOption, log, openExistingState, printJson, refuseIfQueued, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs } from "./common.js";
@@ -20,6 +21,8 @@ export interface DeleteReport extends RunFootprint {
   state: string;
   /** Events of the run forgotten by this machine's search index (index.db). */
   indexEvents: number;
+  /** Set when the run's checkpoints are kept by another checkpointer (the LangGraph server's, a script's): those are not deleted. */
+  checkpointsElsewhere: string | null;
   /** The revision sweep after the delete: bytes of the state before and after, or why it did not run. */
   sweep: { bytesBefore: number; bytesAfter: number; revisionsDeleted: number } | { skipped: string } | null;
 }
@@ -48,6 +51,10 @@ async function refuseIfActive(run: RunSummary | undefined, args: DeleteArgs): Pr
   throw new CliError(`run ${run.thread} may be running (${run.status}: ${why}); stop it first, then delete it`, LEASE_EXIT_CODE, "RUN_RUNNING");
 }
 
+function elsewhere(run: RunSummary | undefined): string | null {
+  return run?.checkpointsIn === "external" ? `${checkpointsElsewhere(run)}. Those are not deleted here: delete the thread there too` : null;
+}
+
 function unknownThread(thread: string, where: string): CliError {
   return new CliError(`unknown thread "${thread}" in ${where}; list runs with \`ledgerloop threads\``, 1, "UNKNOWN_THREAD");
 }
@@ -59,11 +66,9 @@ async function deleteFromSqlite(thread: string, args: DeleteArgs): Promise<Delet
   try {
     const footprint = runFootprint(st.db, thread);
     if (!runExists(footprint)) throw unknownThread(thread, st.dbPath);
-    await refuseIfActive(
-      listRuns(st.db).find((r) => r.thread === thread),
-      args,
-    );
-    const report = { ...footprint, state: st.dbPath, deleted: false, indexEvents: 0, sweep: null };
+    const run = listRuns(st.db).find((r) => r.thread === thread);
+    await refuseIfActive(run, args);
+    const report = { ...footprint, state: st.dbPath, deleted: false, indexEvents: 0, checkpointsElsewhere: elsewhere(run), sweep: null };
     if (!args.yes) return report;
     // The thread's lease keeps every writer of the run out while its records go.
     lease = acquireLease(st.db, [threadScope(thread)], { command: "delete", thread });
@@ -92,8 +97,9 @@ async function deleteFromPg(url: string, thread: string, args: DeleteArgs): Prom
     const footprint = await pgRunFootprint(st.pool, thread);
     if (!runExists(footprint)) throw unknownThread(thread, st.location);
     await refuseIfQueued(st.pool, thread, "delete");
-    await refuseIfActive((await listRunsPg(st.pool, { thread }))[0], args);
-    const report = { ...footprint, state: st.location, deleted: false, indexEvents: 0, sweep: null };
+    const run = (await listRunsPg(st.pool, { thread }))[0];
+    await refuseIfActive(run, args);
+    const report = { ...footprint, state: st.location, deleted: false, indexEvents: 0, checkpointsElsewhere: elsewhere(run), sweep: null };
     if (!args.yes) return report;
     await deletePgRunRecords(st.pool, thread);
     // This machine's copy of the workspace keeps the run's log, report and indexed events; other
@@ -164,9 +170,11 @@ export function registerDelete(program: Command): void {
     const lessons = r.lessons ? `; ${r.lessons} lesson(s) drawn from it stay in long-term memory (\`ledgerloop memory forget\` removes one)` : "";
     if (!r.deleted) {
       log(`delete: would remove ${what} of ${r.thread} from ${r.state}${lessons}. Nothing was written; add --yes to delete it.`);
+      if (r.checkpointsElsewhere) log(`  ${r.checkpointsElsewhere}`);
       return;
     }
     log(`delete: removed ${what} of ${r.thread} from ${r.state}; ${r.indexEvents} indexed event(s) forgotten${lessons}`);
+    if (r.checkpointsElsewhere) log(`  ${r.checkpointsElsewhere}`);
     const s = r.sweep;
     if (s && "skipped" in s) log(`  workspace revisions not swept: ${s.skipped}`);
     else if (s) log(`  ${s.revisionsDeleted} workspace revision(s) no run names any more removed; ${(s.bytesBefore / 1e6).toFixed(2)} MB → ${(s.bytesAfter / 1e6).toFixed(2)} MB`);

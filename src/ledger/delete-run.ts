@@ -1,7 +1,8 @@
 // Deleting one run whole from a workspace's SQLite state: its ledger events, checkpoints, registry
-// row, config fingerprint, prompts no other run shares, its run log and its report. The ledger stays append-only
-// for everything else: the events of a thread can go only all together, inside this transaction
-// (the thread is named in ll_deleting for its length; see EVENTS_NO_DELETE).
+// row, config fingerprint, the prompts no other run shares, its run log and its report. The ledger
+// stays append-only for everything else: a thread's events can go only all together, inside this
+// transaction (the thread is named in ll_deleting for its length; see EVENTS_NO_DELETE), and the
+// thread's id is retired in ll_deleted_runs, from which every search index learns to forget it.
 import fs from "node:fs";
 import path from "node:path";
 import type Database from "better-sqlite3";

@@ -3,7 +3,10 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { acquireLease, threadScope } from "../../src/ledger/lease.js";
+import { RunRegistry } from "../../src/ledger/runs.js";
+import { SqliteLedger } from "../../src/ledger/sqlite-ledger.js";
 import { openStateDb } from "../../src/ledger/state-db.js";
+import type { RunSettings } from "../../src/settings.js";
 import { reportFile } from "../../src/report/report-file.js";
 import { runLogFile } from "../../src/telemetry/run-log.js";
 import { DEMO_TASK } from "../../src/cli/demo.js";
@@ -133,6 +136,23 @@ describe("ledgerloop delete", () => {
     expect(dead.stderr.trim().split("\n")).toEqual([expect.stringMatching(/cannot reach PostgreSQL at 127\.0\.0\.1:1 \(ECONNREFUSED\)/)]);
     expect(dead.stderr).not.toContain("hunter22");
     expect(eventsOf(fork)).toBe(before);
+  });
+});
+
+describe("ledgerloop delete of a run the LangGraph server checkpointed", () => {
+  it("deletes the ledger's records and says the server keeps its own checkpoints", async () => {
+    const ws = tempWorkspace();
+    const db = openStateDb(path.join(ws, ".ledgerloop", "state.db"));
+    const ledger = new SqliteLedger(db);
+    new RunRegistry(db).register("studio-1", "a goal", { workspace: ws, model: "scripted:x" } as unknown as RunSettings, { origin: "server", checkpoints: "external" });
+    await ledger.append({ threadId: "studio-1", parentId: null, type: "run_status", payload: { status: "finished", steps: 3 } });
+    db.close();
+    const r = cli(["delete", "studio-1", "-w", ws, "--yes", "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    const rep = JSON.parse(r.stdout);
+    expect(rep).toMatchObject({ deleted: true, events: 1, checkpoints: 0, registered: true });
+    expect(rep.checkpointsElsewhere).toMatch(/kept by the LangGraph server that ran it .* not deleted here: delete the thread there too/);
+    expect(jsonLines(cli(["threads", "-w", ws, "--json"]).stdout)).toEqual([]);
   });
 });
 
