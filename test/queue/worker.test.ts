@@ -31,15 +31,15 @@ describePg("ledgerloop submit / worker", () => {
     expect(sub.code, sub.stderr).toBe(0);
     expect(JSON.parse(sub.stdout)).toMatchObject({ thread: "r1", jobId: expect.any(String) });
 
-    // Bad submissions: nothing queued, one line each. (gone: a run deleted whole, its id retired.)
-    await pgQuery(db.url, "INSERT INTO ll_deleted_runs (thread_id) VALUES ('gone')");
+    // Bad submissions: nothing queued, one line each. (retired-1: a run deleted whole, its id retired.)
+    await pgQuery(db.url, "INSERT INTO ll_deleted_runs (thread_id) VALUES ('retired-1')");
     const bad = await Promise.all([
       cliAsync(["submit", "x", "--repo", repo, "--state", db.url, "--model", `scripted:${traj}`, "--thread", "r1"]),
       cliAsync(["submit", "x", "--state", db.url, "--model", `scripted:${traj}`]),
       cliAsync(["submit", "x", "--repo", repo, "--state", db.url, "--model", `scripted:${traj}`, "--thread", "../etc"]),
       cliAsync(["submit", "x", "--repo", repo, "--model", `scripted:${traj}`]),
       cliAsync(["submit", "x", "--repo", "https://bob:hunter2pass@git.example.com/o/r.git", "--state", db.url, "--model", `scripted:${traj}`]),
-      cliAsync(["submit", "x", "--repo", repo, "--state", db.url, "--model", `scripted:${traj}`, "--thread", "gone"]),
+      cliAsync(["submit", "x", "--repo", repo, "--state", db.url, "--model", `scripted:${traj}`, "--thread", "retired-1"]),
     ]);
     expect(bad.map((b) => b.stderr.trim())).toEqual([
       'ledgerloop: thread "r1" already exists in the state database; pick another --thread',
@@ -47,7 +47,7 @@ describePg("ledgerloop submit / worker", () => {
       `ledgerloop: invalid thread id "../etc": letters, digits, '.', '_' and '-' only, at most 128`,
       "ledgerloop: submit needs the PostgreSQL state the workers use: --state postgres://… or LEDGERLOOP_STATE_URL",
       "ledgerloop: the repository URL carries a password or token (https://bob:[REDACTED]:url-password@git.example.com/o/r.git), which would be stored in the shared database: give the workers the credential instead (a git credential helper or ~/.git-credentials on each worker machine, or GIT_ASKPASS) and submit the URL without it",
-      'ledgerloop: thread "gone" was deleted (`ledgerloop delete`) and its id is not used again; pick another --thread',
+      'ledgerloop: thread "retired-1" was deleted (`ledgerloop delete`) and its id is not used again; pick another --thread',
     ]);
     expect(bad.map((b) => b.stderr).join("\n")).not.toContain("hunter2pass");
     expect(bad.every((b) => b.code !== 0)).toBe(true);
