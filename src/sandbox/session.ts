@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import { ConfigError } from "../errors.js";
 import { findProgram } from "./detect.js";
-import { isRunning, readProcStart } from "./proc.js";
+import { isExiting, isRunning, readProcStart } from "./proc.js";
 
 // One sandbox session per run: a network namespace (its own loopback) and a PID namespace that
 // every command of the run enters, so that a server one command starts in the background is
@@ -123,9 +123,12 @@ export class SandboxSession {
     return !this.closed && isRunning(this.pid, this.procStart);
   }
 
-  /** The holder is gone although nobody closed the session: it was killed, or its watchdog fired. */
+  /**
+   * The holder is gone, or going, although nobody closed the session: it was killed, or its watchdog
+   * fired. "Going" counts: the commands of its namespace die while it is still exiting.
+   */
   ended(): boolean {
-    return !this.closed && !isRunning(this.pid, this.procStart);
+    return !this.closed && isExiting(this.pid, this.procStart);
   }
 
   /** The argv prefix that runs the rest of an argv inside the session's namespaces. */
