@@ -118,9 +118,9 @@ export class SandboxSession {
     return new SandboxSession(child, holder, { ...tools, nsenter }, { ...opts, user }, performance.now() - t0);
   }
 
-  /** The session is alive (its holder has not exited). */
+  /** The session is alive: its holder has not exited and is not exiting (a command entered now would die with it). */
   alive(): boolean {
-    return !this.closed && isRunning(this.pid, this.procStart);
+    return !this.closed && !isExiting(this.pid, this.procStart);
   }
 
   /**
