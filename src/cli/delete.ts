@@ -85,7 +85,7 @@ async function deleteFromSqlite(thread: string, args: DeleteArgs): Promise<Delet
 }
 
 async function deleteFromPg(url: string, thread: string, args: DeleteArgs): Promise<DeleteReport> {
-  const [{ openPgState }, { deletePgRunRecords, pgRunFootprint }, { runExists }, { listRunsPg }] = await Promise.all([
+  const [{ openPgState }, { deletePgRunRecords, pgRunFootprint }, { removeRunFiles, runExists }, { listRunsPg }] = await Promise.all([
     import("../ledger/pg-db.js"),
     import("../ledger/pg-delete-run.js"),
     import("../ledger/delete-run.js"),
@@ -107,7 +107,6 @@ async function deleteFromPg(url: string, thread: string, args: DeleteArgs): Prom
     const { stateDir } = stateLocation(resolveWorkspace(args.workspace ?? process.cwd()), args.stateDir);
     let indexEvents = 0;
     if (fs.existsSync(stateDir)) {
-      const { removeRunFiles } = await import("../ledger/delete-run.js");
       removeRunFiles(stateDir, thread);
       indexEvents = await forgetIndexedEvents(stateDir, thread);
     }

@@ -42,6 +42,11 @@ function ownPrompts(db: Database.Database, thread: string): string[] {
 
 /** What deleting `thread` would remove; nothing is written. */
 export function runFootprint(db: Database.Database, thread: string): RunFootprint {
+  return measure(db, thread).footprint;
+}
+
+/** The footprint, with the refs of the prompts only this run uses (one pass over the ledger for both). */
+function measure(db: Database.Database, thread: string): { footprint: RunFootprint; prompts: string[] } {
   const count = (table: string, sql: string) => (hasTable(db, table) ? ((db.prepare(sql).pluck().get(thread) as number) ?? 0) : 0);
   const lessons = hasTable(db, "ll_store")
     ? (db
@@ -52,15 +57,17 @@ export function runFootprint(db: Database.Database, thread: string): RunFootprin
         .pluck()
         .get(nsKey(LESSONS_NS), thread) as number)
     : 0;
-  return {
+  const prompts = hasTable(db, "ll_events") ? ownPrompts(db, thread) : [];
+  const footprint = {
     thread,
     events: count("ll_events", "SELECT COUNT(*) FROM ll_events WHERE thread_id = ?"),
     checkpoints: count("checkpoints", "SELECT COUNT(*) FROM checkpoints WHERE thread_id = ?"),
     writes: count("writes", "SELECT COUNT(*) FROM writes WHERE thread_id = ?"),
-    prompts: hasTable(db, "ll_events") ? ownPrompts(db, thread).length : 0,
+    prompts: prompts.length,
     registered: count("ll_runs", "SELECT COUNT(*) FROM ll_runs WHERE thread_id = ?") > 0,
     lessons,
   };
+  return { footprint, prompts };
 }
 
 /** True when the state database records anything of the thread. */
@@ -76,8 +83,8 @@ export function runExists(f: RunFootprint): boolean {
  * caller holds the thread's lease, so no process is writing the run meanwhile.
  */
 export function deleteRunRecords(db: Database.Database, stateDir: string, thread: string): RunFootprint {
-  const before = runFootprint(db, thread);
-  db.transaction(() => {
+  const footprint = db.transaction(() => {
+    const { footprint, prompts } = measure(db, thread);
     if (hasTable(db, "ll_events")) {
       // A state written before whole-run deletion has the guard without its way through.
       const guard = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'll_events_no_delete'").pluck().get() as string | undefined;
@@ -86,7 +93,6 @@ export function deleteRunRecords(db: Database.Database, stateDir: string, thread
         db.exec("DROP TRIGGER IF EXISTS ll_events_no_delete");
         db.exec(EVENTS_NO_DELETE);
       }
-      const prompts = ownPrompts(db, thread);
       db.prepare("INSERT OR IGNORE INTO ll_deleting (thread_id) VALUES (?)").run(thread);
       if (hasTable(db, "ll_action_starts")) {
         // An attempt's key ends in /start/<action event id> (nodes/act.ts).
@@ -105,9 +111,10 @@ export function deleteRunRecords(db: Database.Database, stateDir: string, thread
     if (hasTable(db, "ll_runs")) db.prepare("DELETE FROM ll_runs WHERE thread_id = ?").run(thread);
     db.exec(DELETED_RUNS_TABLE);
     db.prepare("INSERT OR REPLACE INTO ll_deleted_runs (thread_id, deleted_at) VALUES (?, ?)").run(thread, new Date().toISOString());
+    return footprint;
   })();
   removeRunFiles(stateDir, thread);
-  return before;
+  return footprint;
 }
 
 /** Removes a run's log and report from a state directory (a PostgreSQL run's, on this machine). */

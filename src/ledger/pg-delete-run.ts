@@ -26,14 +26,15 @@ async function ownPrompts(db: Q, thread: string): Promise<string[]> {
   return r.rows.map((x) => x.ref);
 }
 
-async function footprint(db: Q, thread: string): Promise<RunFootprint> {
-  const hasEvents = await tableExists(db, "ll_events");
-  return {
+/** The footprint, with the refs of the prompts only this run uses (one pass over the ledger for both). */
+async function measure(db: Q, thread: string): Promise<{ footprint: RunFootprint; prompts: string[] }> {
+  const prompts = (await tableExists(db, "ll_events")) ? await ownPrompts(db, thread) : [];
+  const footprint = {
     thread,
     events: await count(db, "ll_events", "SELECT count(*) AS n FROM ll_events WHERE thread_id = $1", [thread]),
     checkpoints: await count(db, "checkpoints", "SELECT count(*) AS n FROM checkpoints WHERE thread_id = $1", [thread]),
     writes: await count(db, "checkpoint_writes", "SELECT count(*) AS n FROM checkpoint_writes WHERE thread_id = $1", [thread]),
-    prompts: hasEvents ? (await ownPrompts(db, thread)).length : 0,
+    prompts: prompts.length,
     registered: (await count(db, "ll_runs", "SELECT count(*) AS n FROM ll_runs WHERE thread_id = $1", [thread])) > 0,
     lessons: await count(
       db,
@@ -43,11 +44,12 @@ async function footprint(db: Q, thread: string): Promise<RunFootprint> {
       [nsKey(LESSONS_NS), thread],
     ),
   };
+  return { footprint, prompts };
 }
 
 /** What deleting `thread` would remove from a PostgreSQL state; nothing is written. */
-export function pgRunFootprint(pool: pg.Pool, thread: string): Promise<RunFootprint> {
-  return footprint(pool, thread);
+export async function pgRunFootprint(pool: pg.Pool, thread: string): Promise<RunFootprint> {
+  return (await measure(pool, thread)).footprint;
 }
 
 /**
@@ -59,9 +61,8 @@ export async function deletePgRunRecords(pool: pg.Pool, thread: string): Promise
   return inTransaction(pool, async (c) => {
     // The same key PgLedger.append locks on: no event of the thread is appended meanwhile.
     await c.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7))", [thread]);
-    const before = await footprint(c, thread);
+    const { footprint, prompts } = await measure(c, thread);
     if (await tableExists(c, "ll_events")) {
-      const prompts = await ownPrompts(c, thread);
       await c.query("SELECT set_config('ledgerloop.deleting_thread', $1, true)", [thread]);
       // An attempt's key ends in /start/<action event id> (nodes/act.ts); the greedy prefix takes the last one.
       await c.query(
@@ -78,6 +79,6 @@ export async function deletePgRunRecords(pool: pg.Pool, thread: string): Promise
       if (await tableExists(c, t)) await c.query(`DELETE FROM ${t} WHERE thread_id = $1`, [thread]);
     }
     await c.query("INSERT INTO ll_deleted_runs (thread_id) VALUES ($1) ON CONFLICT (thread_id) DO UPDATE SET deleted_at = now()", [thread]);
-    return before;
+    return footprint;
   });
 }

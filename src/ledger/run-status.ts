@@ -150,8 +150,9 @@ const ACTIVE = new Set(["running", "queued", "unknown"]);
 
 /**
  * Whether a run may be running (gc leaves it whole, delete refuses it). `unknown` is a run with no
- * final status whose runner is on a host this machine cannot check: running there, or dead without a word. With `staleMs`, such a run
- * silent (no ledger event) for longer than that counts as stopped; a held or queued run never does.
+ * final status whose runner is on a host this machine cannot check: running there, or dead without
+ * a word. With `staleMs`, such a run silent (no ledger event) for longer than that counts as
+ * stopped; a held or queued run never does.
  */
 export function mayBeRunning(run: Pick<RunSummary, "status" | "lastActivity">, now: number, staleMs?: number): boolean {
   if (!ACTIVE.has(run.status)) return false;

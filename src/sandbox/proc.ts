@@ -18,10 +18,15 @@ export function readProcStart(pid: number): string | null {
   return statFields(pid)?.[19] ?? null;
 }
 
+/** The stat fields of a process that exists, was started at `start` (when given) and has not exited (a zombie has), or null. */
+function liveStat(pid: number, start: string | null): string[] | null {
+  const f = statFields(pid);
+  return f !== null && f[0] !== "Z" && f[0] !== "X" && (start === null || f[19] === start) ? f : null;
+}
+
 /** The process exists, was started at `start` (when given) and has not exited (a zombie has). */
 export function isRunning(pid: number, start: string | null = null): boolean {
-  const f = statFields(pid);
-  return f !== null && f[0] !== "Z" && f[0] !== "X" && (start === null || f[19] === start);
+  return liveStat(pid, start) !== null;
 }
 
 /** PF_EXITING in the flags of /proc/<pid>/stat: the kernel has begun the process's exit. */
@@ -30,14 +35,12 @@ const PF_EXITING = 0x4;
 /**
  * The process was started at `start` (when given) and is on its way out or gone: exited, a zombie,
  * or still in the kernel's exit path. A PID namespace's init killed with SIGKILL stays in that path
- * (flags PF_EXITING, state still R or D) until every other process of its namespace is gone, so its
+ * (flags PF_EXITING, state still R, S or D) until every other process of its namespace is gone, so its
  * commands are seen dead before it is.
  */
 export function isExiting(pid: number, start: string | null = null): boolean {
-  const f = statFields(pid);
-  if (f === null || f[0] === "Z" || f[0] === "X") return true;
-  if (start !== null && f[19] !== start) return true;
-  return (Number(f[6]) & PF_EXITING) !== 0;
+  const f = liveStat(pid, start);
+  return f === null || (Number(f[6]) & PF_EXITING) !== 0;
 }
 
 /** Parent pid and start time of every process on the host, from /proc (processes that vanish mid-scan are skipped). */
