@@ -1,6 +1,5 @@
-import { execa } from "execa";
 import { z } from "zod";
-import { commandEnv } from "../src/sandbox/executor.js";
+import { hostGit, isRepo, locateRepo, userIdentity, type HostRepo } from "../src/workspace/host-git.js";
 import { resolveInWorkspace } from "../src/workspace/paths.js";
 import { defineTool, toolError } from "./tool.js";
 
@@ -17,22 +16,10 @@ export const GitCommitArgs = z
   .strict();
 export type GitCommitArgs = z.infer<typeof GitCommitArgs>;
 
-/**
- * Settings every git call of the runtime carries. The repository's configuration is the user's
- * (commands cannot change `.git`), but its hooks would run workspace code the agent wrote on the
- * host, outside the sandbox: the runtime's git runs none.
- */
-const HARDENED = ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "commit.gpgSign=false"];
-
-async function git(workspace: string, args: string[], extra: string[] = []) {
-  return execa("git", [...HARDENED, ...extra, ...args], {
-    cwd: workspace,
-    // The runner's environment may carry GIT_DIR, GIT_CONFIG_* or credentials: none of it applies.
-    env: { ...commandEnv(), GIT_TERMINAL_PROMPT: "0", GIT_OPTIONAL_LOCKS: "0" },
-    extendEnv: false,
-    reject: false,
-    timeout: 60_000,
-  });
+/** git in the workspace's repository, started the one host-safe way (workspace/host-git.ts). */
+async function git(repo: HostRepo, cwd: string, args: string[], config: Array<[string, string]> = []) {
+  const r = await hostGit(repo, args, { cwd, config, timeoutMs: 60_000 });
+  return { exitCode: r.exitCode, stdout: r.stdout, stderr: r.spawnError ?? r.stderr };
 }
 
 /**
@@ -50,23 +37,33 @@ export const gitCommitTool = defineTool({
   // A second attempt would find nothing to commit or commit twice: the model decides after a crash.
   idempotent: false,
   async run(args, ctx) {
-    const inside = await git(ctx.workspace, ["rev-parse", "--is-inside-work-tree"]);
-    if (inside.exitCode !== 0 || String(inside.stdout).trim() !== "true") {
+    const repo = locateRepo(ctx.workspace);
+    const inside = isRepo(repo) ? await git(repo, ctx.workspace, ["rev-parse", "--is-inside-work-tree"]) : null;
+    if (!isRepo(repo) || !inside || inside.exitCode !== 0 || String(inside.stdout).trim() !== "true") {
       return toolError("The workspace is not inside a git repository, so there is nothing to commit to.", "not_a_repository");
     }
-    // Paths are confined like every file tool's; "." keeps a workspace that is a subdirectory of a
-    // larger repository from staging files outside it.
+    // Paths are confined like every file tool's and taken literally (no pathspec magic: `:(top)` is a
+    // file name); "." keeps a workspace that is a subdirectory of a larger repository from staging
+    // or committing files outside it.
     const paths = (args.paths ?? ["."]).map((p) => resolveInWorkspace(ctx.workspace, p).rel);
-    const add = await git(ctx.workspace, ["add", "-A", "--", ...paths]);
+    const add = await git(repo, ctx.workspace, ["add", "-A", "--", ...paths]);
     if (add.exitCode !== 0) return toolError(`git add failed: ${String(add.stderr).trim() || `exit ${add.exitCode}`}`, "git_error");
-    const staged = await git(ctx.workspace, ["diff", "--cached", "--name-only"]);
+    const staged = await git(repo, ctx.workspace, ["diff", "--cached", "--name-only", "--", ...paths]);
     const files = String(staged.stdout).split("\n").filter(Boolean);
     if (files.length === 0) return toolError("Nothing to commit: the given paths have no changes.", "nothing_to_commit");
-    const who = await git(ctx.workspace, ["config", "user.email"]);
-    const identity = String(who.stdout).trim() ? [] : ["-c", "user.name=ledgerloop agent", "-c", "user.email=ledgerloop@localhost"];
-    const commit = await git(ctx.workspace, ["commit", "--no-verify", "-q", "-m", args.message], identity);
+    // The repository's identity, else the user's global one (read from their own file), else ours.
+    const who = await git(repo, ctx.workspace, ["config", "user.email"]);
+    const user = String(who.stdout).trim() ? null : await userIdentity();
+    const identity: Array<[string, string]> = String(who.stdout).trim()
+      ? []
+      : [
+          ["user.name", user?.name ?? "ledgerloop agent"],
+          ["user.email", user?.email ?? "ledgerloop@localhost"],
+        ];
+    // `-- paths` commits only those paths: what the user staged elsewhere in the repository stays staged.
+    const commit = await git(repo, ctx.workspace, ["commit", "--no-verify", "-q", "-m", args.message, "--", ...paths], identity);
     if (commit.exitCode !== 0) return toolError(`git commit failed: ${String(commit.stderr).trim() || `exit ${commit.exitCode}`}`, "git_error");
-    const head = await git(ctx.workspace, ["rev-parse", "--short", "HEAD"]);
+    const head = await git(repo, ctx.workspace, ["rev-parse", "--short", "HEAD"]);
     return {
       status: "ok",
       output: `Committed ${files.length} file${files.length === 1 ? "" : "s"} as ${String(head.stdout).trim()}: ${files.slice(0, 20).join(", ")}${files.length > 20 ? ", …" : ""}`,

@@ -1,7 +1,7 @@
-import { execFile } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { LedgerloopError, errorMessage } from "../errors.js";
+import { cloneGit, hostGit, isRepo, locateRepo } from "../workspace/host-git.js";
 import type { RunSource } from "./run-queue.js";
 
 // A worker's copy of a run's files. A `workspace` source is a directory every worker can read and
@@ -15,18 +15,21 @@ export class MaterialiseError extends LedgerloopError {
   }
 }
 
-/** git without the user's hooks, fsmonitor or prompts; the repository is ours (a fresh clone). */
-function git(args: string[], cwd?: string, timeoutMs = 600_000): Promise<string> {
-  const env: NodeJS.ProcessEnv = { ...process.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" };
-  for (const k of ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"]) delete env[k];
-  return new Promise((resolve, reject) => {
-    execFile(
-      "git",
-      ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "advice.detachedHead=false", ...args],
-      { cwd, env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, encoding: "utf8" },
-      (err, stdout, stderr) => (err ? reject(new Error((stderr || errorMessage(err)).trim().split("\n").at(-1))) : resolve(stdout)),
-    );
-  });
+/**
+ * git for a worker's clone, started the host-safe way (workspace/host-git.ts): the clone itself may
+ * use the network and the user's credentials (the repository is the one the user submitted); every
+ * later call is pinned to the clone, with nothing its configuration names run.
+ */
+async function git(args: string[], cwd?: string, timeoutMs = 600_000): Promise<string> {
+  const r = cwd
+    ? await (async () => {
+        const repo = locateRepo(cwd);
+        if (!isRepo(repo)) throw new Error(repo.reason);
+        return hostGit(repo, ["-c", "advice.detachedHead=false", ...args], { cwd, timeoutMs });
+      })()
+    : await cloneGit(args, { timeoutMs, network: true });
+  if (r.exitCode === 0) return r.stdout;
+  throw new Error((r.spawnError ?? (r.stderr || `git exited with ${r.exitCode}`)).trim().split("\n").at(-1));
 }
 
 export interface Materialised {

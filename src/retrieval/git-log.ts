@@ -1,7 +1,7 @@
-// Read-only access to a workspace's git history through the `git` binary. Nothing here may write
-// .git or run the user's code: optional locks are off (GIT_OPTIONAL_LOCKS=0), hooks point nowhere,
-// fsmonitor (which runs a program) is off, and diff drivers/textconv are never asked for.
-import { execFile, spawn } from "node:child_process";
+// Read-only access to a workspace's git history through the `git` binary, started the one way
+// ledgerloop starts git on the host (workspace/host-git.ts): the repository located by us and pinned,
+// nothing it configures run, no transport, no optional locks (nothing written to .git).
+import { gitComplaintOf, hostGit, isRepo, locateRepo, spawnHostGit } from "../workspace/host-git.js";
 
 /** One commit as read from `git log`: its files are workspace-relative. */
 export interface GitCommit {
@@ -13,25 +13,16 @@ export interface GitCommit {
   files: string[];
 }
 
-/** The options every git call gets, so no configured program runs and nothing is written. */
-const SAFE_CONFIG = ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.quotePath=false", "-c", "log.showSignature=false"];
-
-function gitEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, GIT_OPTIONAL_LOCKS: "0", GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" };
-  // A GIT_DIR inherited from a hook or a test would point the reader at another repository.
-  for (const k of ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CEILING_DIRECTORIES"]) delete env[k];
-  return env;
-}
+const READ_CONFIG: Array<[string, string]> = [["core.quotePath", "false"]];
 
 /** Runs a short git command in `cwd`; resolves stdout, or why it failed (git's own words, or that it took too long). */
-export function gitRun(cwd: string, args: string[], timeoutMs = 5000): Promise<{ stdout: string } | { error: string; timedOut: boolean }> {
-  return new Promise((resolve) => {
-    execFile("git", [...SAFE_CONFIG, ...args], { cwd, env: gitEnv(), timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, encoding: "utf8" }, (err, stdout, stderr) => {
-      if (!err) return resolve({ stdout });
-      const timedOut = (err as { killed?: boolean }).killed === true;
-      resolve({ error: timedOut ? `git took over ${timeoutMs / 1000} s` : gitComplaint(stderr) || err.message, timedOut });
-    });
-  });
+export async function gitRun(cwd: string, args: string[], timeoutMs = 5000): Promise<{ stdout: string } | { error: string; timedOut: boolean }> {
+  const repo = locateRepo(cwd);
+  if (!isRepo(repo)) return { error: `fatal: ${repo.reason}`, timedOut: false };
+  const r = await hostGit(repo, args, { cwd, timeoutMs, config: READ_CONFIG });
+  if (r.exitCode === 0) return { stdout: r.stdout };
+  if (r.spawnError) return { error: r.spawnError, timedOut: false };
+  return { error: r.timedOut ? `git took over ${timeoutMs / 1000} s` : gitComplaint(r.stderr) || `git exited with ${r.exitCode}`, timedOut: r.timedOut };
 }
 
 /** Runs a short git command in `cwd`; resolves stdout, or null when git fails or is missing. */
@@ -41,10 +32,7 @@ export async function gitOutput(cwd: string, args: string[], timeoutMs = 5000): 
 }
 
 /** The line of git's stderr that says why it stopped (its `fatal:` line, else the last one), at most 300 characters. */
-export function gitComplaint(stderr: string): string {
-  const lines = stderr.split("\n").map((l) => l.trim()).filter(Boolean);
-  return (lines.findLast((l) => l.startsWith("fatal:")) ?? lines.at(-1) ?? "").slice(0, 300);
-}
+export const gitComplaint = gitComplaintOf;
 
 /** What git says about the workspace: the HEAD commit and whether the clone is shallow; null when not a repository. */
 export async function gitHead(cwd: string): Promise<{ head: string; shallow: boolean } | { head: null; reason: string; refused?: true }> {
@@ -95,28 +83,31 @@ export type ReadEnd = "complete" | "count-cap" | "time-cap" | "stopped" | "error
  * Streams `git log --name-only` (newest first, merges skipped: their diff repeats their parents'),
  * parsing records as they arrive so a huge history is read only as far as the caps allow.
  */
-export function readLog(opts: ReadLogOptions): Promise<{ end: ReadEnd; read: number; error?: string }> {
+export async function readLog(opts: ReadLogOptions): Promise<{ end: ReadEnd; read: number; error?: string }> {
   const batchSize = opts.batchSize ?? 500;
+  const repo = locateRepo(opts.cwd);
+  if (!isRepo(repo)) return { end: "error", read: 0, error: repo.reason };
+  const child = await spawnHostGit(
+    repo,
+    [
+      "-c",
+      "core.quotePath=false",
+      "log",
+      "-z",
+      "--no-merges",
+      "--no-renames",
+      "--no-ext-diff",
+      "--no-textconv",
+      "--relative",
+      "--name-only",
+      `--max-count=${opts.maxCommits}`,
+      "--format=%x1e%H%x1f%ct%x1f%s%x1f%b%x1f",
+      opts.range,
+      "--",
+    ],
+    opts.cwd,
+  );
   return new Promise((resolve) => {
-    const child = spawn(
-      "git",
-      [
-        ...SAFE_CONFIG,
-        "log",
-        "-z",
-        "--no-merges",
-        "--no-renames",
-        "--no-ext-diff",
-        "--no-textconv",
-        "--relative",
-        "--name-only",
-        `--max-count=${opts.maxCommits}`,
-        "--format=%x1e%H%x1f%ct%x1f%s%x1f%b%x1f",
-        opts.range,
-        "--",
-      ],
-      { cwd: opts.cwd, env: gitEnv(), stdio: ["ignore", "pipe", "pipe"] },
-    );
     let buf = "";
     let read = 0;
     let batch: GitCommit[] = [];
