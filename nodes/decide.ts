@@ -49,6 +49,7 @@ export function createDecideNode(deps: NodeDeps): NodeFn {
       return { status: "script_exhausted", ledgerHead: w.head, contextId: null };
     }
     const step = state.step + 1;
+    if (response.toolCalls.length === 0) return noToolCall(rt, state, step, turn, w.head, response.content, await spendNote(rt, threadIdOf(config), event));
     const pending: string[] = [];
     for (const [i, call] of response.toolCalls.entries()) {
       const v = validateToolCall(call.name, call.args, call.argsText, call.refused);
@@ -74,18 +75,46 @@ export function createDecideNode(deps: NodeDeps): NodeFn {
     rt.progress?.({
       node: "decide",
       step,
-      text:
-        (response.toolCalls.length
-        ? response.toolCalls.map((c) => describeAction(c.name, c.args)).join(", ")
-        : `no tool call (${response.content.slice(0, 80)})`) + (await spendNote(rt, threadIdOf(config), event)),
+      text: response.toolCalls.map((c) => describeAction(c.name, c.args)).join(", ") + (await spendNote(rt, threadIdOf(config), event)),
     });
     return {
       step,
       modelTurns: { ...state.modelTurns, decide: turn + 1 },
+      proseStreak: 0,
       pendingActions: pending,
       ledgerHead: w.head,
       contextId: null,
     };
+  };
+}
+
+/**
+ * An answer without a tool call (prose, empty, null) is a step like any other, so `maxSteps` bounds
+ * model calls whatever the model says. The next prompt tells the model why nothing happened (the
+ * nudge in the turn log); `proseStreakLimit` such answers in a row stop the run as `no_progress`,
+ * which a resume continues (see resumeStopped in the run driver).
+ */
+function noToolCall(rt: Runtime, state: TaskStateValue, step: number, turn: number, head: string | null, content: string, spend: string): Partial<TaskStateValue> {
+  const proseStreak = state.proseStreak + 1;
+  const limit = rt.settings.proseStreakLimit;
+  const status = step >= rt.settings.maxSteps ? "max_steps" : proseStreak >= limit ? "no_progress" : "running";
+  const endReason =
+    status === "no_progress"
+      ? `the model answered without a tool call ${proseStreak} times in a row (proseStreakLimit ${limit})`
+      : status === "max_steps"
+        ? `reached maxSteps (${rt.settings.maxSteps}); the last answer had no tool call`
+        : null;
+  const said = content.trim() ? content.trim().slice(0, 80) : "an empty answer";
+  rt.progress?.({ node: "decide", step, text: `no tool call (${said})${status === "running" ? ` [${proseStreak}/${limit}]` : `: ${status}`}${spend}` });
+  return {
+    step,
+    status,
+    endReason,
+    proseStreak,
+    modelTurns: { ...state.modelTurns, decide: turn + 1 },
+    pendingActions: [],
+    ledgerHead: head,
+    contextId: null,
   };
 }
 

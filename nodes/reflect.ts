@@ -105,7 +105,7 @@ export function createReflectNode(deps: NodeDeps): NodeFn {
       at: reflection.ts,
     });
     if (terminal) {
-      await w.append("status", "run_status", { status: state.status, steps: state.step });
+      await w.append("status", "run_status", { status: state.status, steps: state.step, ...(state.endReason ? { reason: state.endReason } : {}) });
     }
     rt.progress?.({ node: "reflect", step: state.step, text: `${lessons.length} lesson(s) (${trigger})` });
     return {

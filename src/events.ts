@@ -33,6 +33,8 @@ export const RunStatus = z.enum([
   "model_unavailable",
   /** Stopped cleanly at --max-cost / --max-tokens; resume with a higher limit. */
   "budget_exhausted",
+  /** Stopped: the model answered without a tool call `proseStreakLimit` times in a row; resumable. */
+  "no_progress",
 ]);
 export type RunStatus = z.infer<typeof RunStatus>;
 

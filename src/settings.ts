@@ -30,6 +30,12 @@ const perRun = {
   // ~1,500 tokens), so a smaller budget could only fail every step (ContextBudgetError).
   budgetTokens: z.number().int().min(1000).optional().describe("Prompt budget in tokens, at least 1000 (default: the model's context window minus its reserved output)."),
   failureStreakLimit: z.number().int().positive().default(3).describe("Consecutive failed steps that trigger a reflection."),
+  proseStreakLimit: z
+    .number()
+    .int()
+    .positive()
+    .default(3)
+    .describe("Answers without a tool call (prose, empty) in a row after which the run stops as no_progress (resumable)."),
   summarizeThresholdTokens: z.number().int().positive().default(8_000).describe("Unsummarised history (tokens) that triggers the summarize node."),
   sandbox: z.enum(["auto", "bwrap", "unshare", "none"]).optional().describe("Isolation of commands: the strongest available (auto), or a level by name."),
   approve: z

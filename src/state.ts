@@ -24,6 +24,10 @@ const taskStateFields = {
   contextId: z.string().nullable().default(null),
   /** Consecutive steps whose actions all failed. */
   failureStreak: z.number().int().default(0),
+  /** Consecutive decide answers without a tool call (prose, empty, null). */
+  proseStreak: z.number().int().default(0),
+  /** Why the run stopped, when its status alone does not say (recorded in its run_status). */
+  endReason: z.string().nullable().default(null),
   /** Set when the plan must be (re)made before the next context. */
   needsPlan: z.boolean().default(true),
   /** Tokens of history older than the recent window and not yet folded into a summary. */

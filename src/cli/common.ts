@@ -226,7 +226,7 @@ export async function currentHead(st: OpenedState, thread: string): Promise<{ le
 
 /** Exit code of `run`/`resume` for a run's outcome (documented in the README). */
 export function exitCodeForStatus(status: string): number {
-  return ({ finished: 0, budget_exhausted: 3, rate_limited: 4, model_unavailable: 5, state_unavailable: 6 } as Record<string, number>)[status] ?? 1;
+  return ({ finished: 0, budget_exhausted: 3, rate_limited: 4, model_unavailable: 5, state_unavailable: 6, no_progress: 7 } as Record<string, number>)[status] ?? 1;
 }
 
 /** Exit code for an error reaching the top level. */

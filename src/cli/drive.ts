@@ -72,6 +72,7 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
   let paused: "rate_limited" | "model_unavailable" | "budget_exhausted" | undefined;
   let input: unknown = goal === null ? null : { goal };
   if (opts.resume) input = new Command({ resume: { decision: opts.resume } });
+  else if (goal === null) await resumeStopped(agent, config);
   let pending: ApprovalRequest | undefined;
   // The database went away (connection terminated, server restarting, network): the run pauses.
   let unavailable = false;
@@ -150,6 +151,16 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
     ...(error ? { error } : {}),
     ...(pending ? { pending, error: "paused: a command needs approval" } : {}),
   };
+}
+
+/**
+ * A run stopped as `no_progress` ended its graph (reflect → END): resuming it means going on, so
+ * the state is set back to running as if reflect had routed on, and the prose streak starts over.
+ */
+async function resumeStopped(agent: ReturnType<typeof createCodingAgent>, config: { configurable: { thread_id: string } }): Promise<void> {
+  const snap = await agent.getState(config);
+  if ((snap.values as { status?: string } | undefined)?.status !== "no_progress" || snap.next.length) return;
+  await agent.updateState(config, { status: "running", proseStreak: 0, endReason: null }, "reflect");
 }
 
 /** How many times one call of {@link driveRunReconnecting} waits for the state database and resumes. */

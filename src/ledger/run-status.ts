@@ -21,6 +21,7 @@ export type RunStatusView =
   | "rate_limited"
   | "model_unavailable"
   | "budget_exhausted"
+  | "no_progress"
   /** Submitted to the queue (src/queue/), waiting for a worker. */
   | "queued"
   | "unknown";
