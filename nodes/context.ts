@@ -109,7 +109,7 @@ export function createContextNode(deps: NodeDeps): NodeFn {
       const budgetTokens = Math.min(rt.settings.budgetTokens, prevEvent?.payload.layout?.budget ?? Infinity);
       // The background processes as of now; this prompt is the one that tells the model of restarts.
       const built = await buildPrompt({ ...promptSources(rt, state, config, caches), previous, budgetTokens, processes: rt.processes?.describe() ?? null });
-      const promptRef = await rt.ledger.putBlob(JSON.stringify(built.messages));
+      const promptRef = await rt.ledger.putBlob(JSON.stringify(rt.redactor.redactDeep(built.messages)));
       const reuse = prefixReuse(previous?.messages ?? null, built.messages, rt.counter);
       rt.progress?.({
         node: "context",

@@ -141,7 +141,7 @@ async function compactForRetry(rt: Runtime, state: TaskStateValue, config: LangG
     if (!built) throw new Error("unreachable: no retry budget tried");
     return {
       step: state.step + 1,
-      promptRef: await rt.ledger.putBlob(JSON.stringify(built.messages)),
+      promptRef: await rt.ledger.putBlob(JSON.stringify(rt.redactor.redactDeep(built.messages))),
       tokens: built.tokens,
       budget: budgetTokens,
       items: built.items,

@@ -69,6 +69,10 @@ function redactFormats(text: string): string {
     if (rule.keywords && !rule.keywords.some((k) => present.has(k))) continue;
     if (rule.gate && !rule.gate.test(out)) continue;
     const label = `${REDACTED}:${rule.id}`;
+    if (rule.span) {
+      out = replaceSpans(out, rule.re, rule.span, label);
+      continue;
+    }
     rule.re.lastIndex = 0;
     out = out.replace(rule.re, (m: string, ...groups: unknown[]) => {
       if (rule.group) {
@@ -84,6 +88,19 @@ function redactFormats(text: string): string {
   return out;
 }
 
+/** Replaces each secret that `re` finds the start of and `span` the end of. */
+function replaceSpans(text: string, re: RegExp, span: (text: string, from: number) => number, label: string): string {
+  let out = "";
+  let last = 0;
+  re.lastIndex = 0;
+  for (let m = re.exec(text); m; m = re.exec(text)) {
+    const end = Math.max(span(text, m.index + m[0].length), m.index + m[0].length);
+    out += text.slice(last, m.index) + replacementFor(text.slice(m.index, end), label);
+    last = re.lastIndex = end;
+  }
+  return last === 0 ? text : out + text.slice(last);
+}
+
 /** Formats and key/value assignments, without the base64 pass (used on decoded base64 too). */
 function redactPlain(text: string, known: RegExp | null): string {
   let out = text;
@@ -97,6 +114,11 @@ export interface Redactor {
   redact(text: string): string;
   /** A deep copy of a JSON-like value with all its strings redacted. */
   redactDeep<T>(value: T): T;
+  /**
+   * A text about to be stored, whatever it holds: JSON has its string values redacted and keeps
+   * its structure (re-serialised only when a value changed), other text is redacted as text.
+   */
+  redactStored(text: string): string;
   /** Adds values to hide (e.g. an API key the runtime was given). */
   addSecrets(values: Iterable<string>): void;
 }
@@ -132,6 +154,17 @@ export function createRedactor(secrets: Iterable<string> = []): Redactor {
     redactDeep<T>(value: T): T {
       return walk(value, (s) => redactor.redact(s)) as T;
     },
+    redactStored(text: string): string {
+      const json = parseJson(text);
+      if (json === undefined) return redactor.redact(text);
+      let changed = false;
+      const out = walk(json.value, (s) => {
+        const r = redactor.redact(s);
+        if (r !== s) changed = true;
+        return r;
+      }, () => (changed = true));
+      return changed ? JSON.stringify(out) : text;
+    },
     addSecrets(more: Iterable<string>) {
       let changed = false;
       for (const v of more) {
@@ -149,17 +182,31 @@ export function createRedactor(secrets: Iterable<string> = []): Redactor {
 
 // A string under a secret-looking field name (`{ "password": "…" }`, an `env` map of a tool call)
 // is hidden whole: the name is in the structure, not in the string the text rules see.
-function walk(value: unknown, fn: (s: string) => string): unknown {
+function walk(value: unknown, fn: (s: string) => string, hid: () => void = () => {}): unknown {
   if (typeof value === "string") return fn(value);
-  if (Array.isArray(value)) return value.map((v) => walk(v, fn));
+  if (Array.isArray(value)) return value.map((v) => walk(v, fn, hid));
   if (value && typeof value === "object") {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) {
-      out[k] = typeof v === "string" && v && isSecretKey(k, true) && !isPlaceholderValue(v) && !v.startsWith(REDACTED) ? REDACTED : walk(v, fn);
+      if (typeof v === "string" && v && isSecretKey(k, true) && !isPlaceholderValue(v) && !v.startsWith(REDACTED)) {
+        out[k] = REDACTED;
+        hid();
+      } else out[k] = walk(v, fn, hid);
     }
     return out;
   }
   return value;
+}
+
+/** The value of a text that is a JSON array, object or string; undefined for any other text. */
+function parseJson(text: string): { value: unknown } | undefined {
+  const first = /\S/.exec(text)?.[0];
+  if (first !== "[" && first !== "{" && first !== '"') return undefined;
+  try {
+    return { value: JSON.parse(text) as unknown };
+  } catch {
+    return undefined;
+  }
 }
 
 /** The process-wide redactor, seeded from the environment at start-up. */

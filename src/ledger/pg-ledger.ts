@@ -246,7 +246,7 @@ export class PgLedger implements Ledger, LedgerTransfer {
   }
 
   async putBlob(content: string): Promise<string> {
-    const text = this.redactor.redact(content);
+    const text = this.redactor.redactStored(content);
     const hash = createHash("sha256").update(text).digest("hex");
     await this.pool.query("INSERT INTO ll_blobs (hash, size, data) VALUES ($1, $2, $3) ON CONFLICT (hash) DO NOTHING", [
       hash,

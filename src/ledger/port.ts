@@ -74,7 +74,7 @@ export interface Ledger {
   threads(): Promise<ThreadInfo[]>;
   /** Threads deleted whole (`ledgerloop delete`): every machine's search index forgets their events; their ids are not reused. */
   deletedThreads(): Promise<string[]>;
-  /** Stores a large text once (redacted, compressed) and returns its content hash. */
+  /** Stores a large text once (redacted, JSON with its structure kept; compressed) and returns its content hash. */
   putBlob(content: string): Promise<string>;
   getBlob(ref: string): Promise<string | null>;
   /** What the thread's model calls cost so far (every branch: what was spent is spent). */

@@ -336,7 +336,7 @@ export class SqliteLedger implements Ledger, LedgerTransfer {
   }
 
   async putBlob(content: string): Promise<string> {
-    const text = this.redactor.redact(content);
+    const text = this.redactor.redactStored(content);
     const hash = createHash("sha256").update(text).digest("hex");
     this.stmts.putBlob.run(hash, Buffer.byteLength(text), deflateRawSync(Buffer.from(text)));
     return hash;

@@ -1,4 +1,5 @@
 import { isPlaceholderValue } from "./key-value.js";
+import { keyBlockEnd } from "./pem.js";
 
 /**
  * Credential formats recognised on their own, wherever they appear (the shapes a secret scanner
@@ -25,6 +26,11 @@ export interface FormatRule {
   group?: 2;
   /** Whether a match really is a secret (for shapes that ordinary prose can also take). */
   accept?: (secret: string) => boolean;
+  /**
+   * For a secret whose extent no linear regex can bound (a key block): `re` matches its start, and
+   * this gives where it ends (exclusive), from the end of that match.
+   */
+  span?: (text: string, from: number) => number;
 }
 
 const b = String.raw;
@@ -34,12 +40,13 @@ const END = b`(?![A-Za-z0-9_-])`;
 
 /** The format rules, most specific first (a later rule never sees what an earlier one replaced). */
 export const FORMAT_RULES: FormatRule[] = [
-  // Private keys: PEM (RSA, EC, DSA, PKCS#8, encrypted, OpenSSH) and PGP armour. An unterminated
-  // block (a truncated `cat`) is hidden to the end of the text.
+  // Private keys: PEM (RSA, EC, DSA, PKCS#8, encrypted, OpenSSH), SSH2 and PGP armour. The block
+  // ends where a key's lines end (pem.ts): a truncated key hides its own lines, not what follows.
   {
     id: "private-key",
-    re: /-----BEGIN[A-Z0-9 ]{0,40} PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END[A-Z0-9 ]{0,40} PRIVATE KEY(?: BLOCK)?-----|$)/g,
-    keywords: ["PRIVATE KEY"],
+    re: /-----BEGIN[A-Z0-9 ]{0,40} (?:PRIVATE|SECRET) KEY(?: BLOCK)?-----|---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----/g,
+    keywords: ["PRIVATE KEY", "SECRET KEY"],
+    span: keyBlockEnd,
   },
   { id: "putty-key", re: /Private-Lines: *\d+\r?\n(?:[A-Za-z0-9+/=]{1,80}\r?\n?){1,200}/g, keywords: ["Private-Lines"] },
   { id: "age-key", re: /AGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}/g, keywords: ["AGE-SECRET-KEY-1"] },
