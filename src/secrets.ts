@@ -7,7 +7,7 @@
  * base64 runs whose decoded text the same passes would change (secrets/base64.ts).
  */
 import { redactBase64 } from "./secrets/base64.js";
-import { isPlaceholderValue, isSecretKey, redactKeyValues } from "./secrets/key-value.js";
+import { isPlaceholderValue, isSecretField, redactKeyValues } from "./secrets/key-value.js";
 import { FORMAT_RULES } from "./secrets/rules.js";
 
 
@@ -76,12 +76,12 @@ function redactFormats(text: string): string {
     rule.re.lastIndex = 0;
     out = out.replace(rule.re, (m: string, ...groups: unknown[]) => {
       if (rule.group) {
-        const pre = groups[0] as string;
+        const pre = (groups[0] as string | undefined) ?? "";
         const secret = groups[1] as string;
-        if (rule.accept && !rule.accept(secret)) return m;
+        if (rule.accept && !rule.accept(secret, pre)) return m;
         return pre + replacementFor(secret, label) + m.slice(pre.length + secret.length);
       }
-      if (rule.accept && !rule.accept(m)) return m;
+      if (rule.accept && !rule.accept(m, "")) return m;
       return replacementFor(m, label);
     });
   }
@@ -100,6 +100,10 @@ function replaceSpans(text: string, re: RegExp, span: (text: string, from: numbe
   }
   return last === 0 ? text : out + text.slice(last);
 }
+
+// `user:password` alone, as base64 carries it in a Basic header or a Docker `auth` field: the
+// password has a digit or a symbol (prose with a colon has spaces, and is not this).
+const USER_PASSWORD = /^[\w.@+-]{1,100}:(?=[^\s:]*[^A-Za-z\s:])[^\s:]{4,200}\s?$/;
 
 /** Formats and key/value assignments, without the base64 pass (used on decoded base64 too). */
 function redactPlain(text: string, known: RegExp | null): string {
@@ -149,7 +153,7 @@ export function createRedactor(secrets: Iterable<string> = []): Redactor {
     redact(text: string): string {
       if (!text) return text;
       const out = redactPlain(text, known);
-      return redactBase64(out, `${REDACTED}:base64`, (decoded) => redactPlain(decoded, known) !== decoded);
+      return redactBase64(out, `${REDACTED}:base64`, (decoded) => USER_PASSWORD.test(decoded) || redactPlain(decoded, known) !== decoded);
     },
     redactDeep<T>(value: T): T {
       return walk(value, (s) => redactor.redact(s)) as T;
@@ -188,7 +192,7 @@ function walk(value: unknown, fn: (s: string) => string, hid: () => void = () =>
   if (value && typeof value === "object") {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) {
-      if (typeof v === "string" && v && isSecretKey(k, true) && !isPlaceholderValue(v) && !v.startsWith(REDACTED)) {
+      if (typeof v === "string" && v && isSecretField(k, v) && !isPlaceholderValue(v) && !v.startsWith(REDACTED)) {
         out[k] = REDACTED;
         hid();
       } else out[k] = walk(v, fn, hid);

@@ -1,3 +1,5 @@
+import { generatedValue, genericKeyName } from "./generic.js";
+
 /**
  * Secrets recognised by the name they are assigned to rather than by their shape: `password=…`,
  * `DB_PASSWORD=…` (a `.env` or `env` listing), `"client_secret": "…"`, `api_key: …`,
@@ -91,6 +93,11 @@ function classify(key: string, env: boolean): boolean {
   return words.some((w, i) => SECRET_WORDS.has(w) || (w === "key" && (envStyle || (i > 0 && KEY_KINDS.has(words[i - 1]!)))));
 }
 
+/** True when a field of a structure holds a credential by its name: a secret-looking name, or a loose one with a generated value. */
+export function isSecretField(key: string, value: string): boolean {
+  return isSecretKey(key, true) || (genericKeyName(keyWords(key)) && generatedValue(value));
+}
+
 /** True when a value is a placeholder or reference that hides nothing. */
 export function isPlaceholderValue(value: string): boolean {
   const v = value.trim();
@@ -109,7 +116,7 @@ const QUOTES = "\"'`";
 // A word that can end a secret-looking key, followed (after the rest of the key and an optional
 // closing quote) by a separator. The key itself is found by walking back in code, bounded, so that
 // a long run of word characters costs linear time.
-const HINT = /(?:pass|pwd|secret|token|key|auth|cred|cookie)(?=[A-Za-z0-9_.-]{0,40}["'`]?[ \t]*(?:[:=]|[ \t]\S))/gi;
+const HINT = /(?:pass|pwd|secret|token|key|auth|cred|cookie|api|access)(?=[A-Za-z0-9_.-]{0,40}["'`]?[ \t]*(?:[:=]|[ \t]\S))/gi;
 
 const MAX_KEY = 80;
 const MAX_VALUE = 4096;
@@ -140,7 +147,10 @@ function assignmentAt(text: string, at: number): { start: number; end: number } 
   let rawKey = text.slice(ks, ke);
   const flag = /^--?[A-Za-z]/.test(rawKey);
   rawKey = rawKey.replace(/^-+/, "");
-  if (!rawKey || !isSecretKey(rawKey, true)) return null;
+  if (!rawKey) return null;
+  // A key that names a credential only loosely (`mapbox_key`) takes only a generated-looking value.
+  const loose = !isSecretKey(rawKey, true);
+  if (loose && !genericKeyName(keyWords(rawKey))) return null;
 
   let i = ke;
   const openQuote = ks > 0 && QUOTES.includes(text[ks - 1]!) ? text[ks - 1]! : "";
@@ -163,13 +173,14 @@ function assignmentAt(text: string, at: number): { start: number; end: number } 
   const exported = /(?:^|[\s;])(?:export|set|setenv|env)[ \t]+$/.test(text.slice(Math.max(0, ks - 12), ks));
   // Strong context: a flag, an export, or `k=v` without spaces (shell, .env, query strings, kwargs).
   const strong = flag || exported || (sep === "=" && !spaceBefore && !spaceAfter);
-  if (!strong && !isSecretKey(rawKey)) return null;
+  if (!loose && !strong && !isSecretKey(rawKey)) return null;
 
   const q = text[i]!;
   if (QUOTES.includes(q)) {
     const end = closingQuote(text, i + 1, q);
     if (end < 0) return null;
     const value = text.slice(i + 1, end);
+    if (loose) return generatedValue(value) ? { start: i + 1, end } : null;
     if (isPlaceholderValue(value) || value.toLowerCase() === rawKey.toLowerCase()) return null;
     if (q === "`" && value.includes("${")) return null; // a template that builds the value from code
     // Not a credential: a one-to-three character string, or text padded with spaces (a model's
@@ -181,6 +192,7 @@ function assignmentAt(text: string, at: number): { start: number; end: number } 
   while (end < text.length && end - i < MAX_VALUE && !valueStop(text.charCodeAt(end))) end++;
   while (end > i && ",;)]}".includes(text[end - 1]!) && !/[([{]/.test(text.slice(i, end - 1))) end--;
   const value = text.slice(i, end);
+  if (loose) return generatedValue(value) ? { start: i, end } : null;
   if (!value || isPlaceholderValue(value) || value.toLowerCase() === rawKey.toLowerCase()) return null;
   // A call, a command substitution, or code cut short by a quote (`os.environ["X"]`).
   if (/[()]/.test(value) || value.startsWith("$") || /[[{]$/.test(value)) return null;

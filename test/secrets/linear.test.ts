@@ -24,6 +24,13 @@ const ADVERSARIAL: Record<string, string> = {
   "bearer words": fill("Bearer "),
   "quotes": fill('password="'),
   spaces: fill(" "),
+  "programs without passwords": fill("mysql redis-cli -a docker login -p sshpass ldapsearch keytool "),
+  "netrc fields": fill("machine h login u account a "),
+  "default logins": fill("default login u "),
+  "wrapped lines": fill("QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFB\n"),
+  "hex lines": fill("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n"),
+  "key body starts": fill("MIIEvQIBA\\nb3BlbnNzaC1rZXktdjE\n"),
+  "loose keys": fill("mapbox_key=a1"),
 };
 
 function cpuMs(fn: () => void): number {
