@@ -1,5 +1,5 @@
 import { isPlaceholderValue } from "./key-value.js";
-import { b, rx, type FormatRule } from "./format-rule.js";
+import { b, GUTTER, rx, type FormatRule } from "./format-rule.js";
 
 /**
  * Credentials recognised by where they stand rather than by their own shape: a JWT's structure,
@@ -14,8 +14,10 @@ const BEFORE = b`(?:[ \t]+[^\s;|&]{1,200}){0,12}?[ \t]+`;
 /** Where a program name starts: the line's start, a shell operator, a prompt, a quote, a path. */
 const AT_COMMAND = b`(?<![^\s;|&(\x60'"$/])`;
 
+/** Between .netrc tokens: spaces, or a line break (with the line-number gutter of a listing). */
+const NETRC_GAP = b`(?:[ \t]*\r?\n${GUTTER}[ \t]*|[ \t]+)`;
 /** Other fields of a .netrc entry; `default` must have one, or "the default password is" would match. */
-const NETRC_FIELDS = b`(?:\s+(?:login|account|port)\s+\S{1,200})`;
+const NETRC_FIELDS = b`(?:${NETRC_GAP}(?:login|account|port)${NETRC_GAP}\S{1,200})`;
 
 const cmd = (programs: string, flag: string): RegExp => rx(b`(${AT_COMMAND}(?:${programs})${BEFORE}${flag})(${ARG})`);
 
@@ -67,7 +69,7 @@ export const CONTEXT_RULES: FormatRule[] = [
   // .netrc / _netrc: `machine host login user password secret`, on one line or several.
   {
     id: "netrc",
-    re: rx(b`(\b(?:machine[ \t]+\S{1,200}${NETRC_FIELDS}{0,3}|default${NETRC_FIELDS}{1,3})\s+password\s+)(\S{1,200})`),
+    re: rx(b`(\b(?:machine[ \t]+\S{1,200}${NETRC_FIELDS}{0,3}|default${NETRC_FIELDS}{1,3})${NETRC_GAP}password${NETRC_GAP})(\S{1,200})`),
     keywords: ["machine", "default"],
     group: 2,
     accept: (s) => !isPlaceholderValue(s),

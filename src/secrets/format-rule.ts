@@ -36,5 +36,8 @@ export const b = String.raw;
 /** A token ends at a character that cannot continue it (letters, digits, - and _). */
 export const END = b`(?![A-Za-z0-9_-])`;
 
+/** A line-number gutter (`read_file`'s `12| `, `grep -n`'s `12:`, `cat -n`'s tab), optional. */
+export const GUTTER = b`(?:\d{1,7}(?:[|:] ?|\t))?`;
+
 /** A global regex from a raw source. */
 export const rx = (source: string, flags = "g"): RegExp => new RegExp(source, flags);

@@ -1,4 +1,4 @@
-import { b, END, rx, type FormatRule } from "./format-rule.js";
+import { b, END, GUTTER, rx, type FormatRule } from "./format-rule.js";
 import { keyBlockEnd } from "./pem.js";
 
 /**
@@ -6,8 +6,6 @@ import { keyBlockEnd } from "./pem.js";
  * key file, a paste of the middle, a key flattened into an environment variable).
  */
 
-/** A line-number gutter (`read_file`'s `12| `, `grep -n`'s `12:`, `cat -n`'s tab). */
-const GUTTER = b`(?:\d{1,7}(?:[|:] ?|\t))?`;
 /** Further lines of a key body: base64 only, up to the line's end, a quote or an escaped break. */
 const MORE_LINES = b`(?:(?:\r?\n|\\r?\\n)${GUTTER}[ \t]*[A-Za-z0-9+/]{4,100}={0,2}[ \t]*(?=$|[\r\n\\"'\x60])){0,400}`;
 /** One line of a wrapped key body: PEM wraps at 64 columns, OpenSSH at 70 (a hex digest is not one). */
@@ -22,10 +20,10 @@ export const KEY_RULES: FormatRule[] = [
     keywords: ["PRIVATE KEY", "SECRET KEY"],
     span: keyBlockEnd,
   },
-  { id: "putty-key", re: /Private-Lines: *\d+\r?\n(?:[A-Za-z0-9+/=]{1,80}\r?\n?){1,200}/g, keywords: ["Private-Lines"] },
+  { id: "putty-key", re: rx(b`(Private-Lines: *\d+)(${MORE_LINES})`), keywords: ["Private-Lines"], group: 2, accept: (s) => s.length > 0 },
   { id: "age-key", re: /AGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}/g, keywords: ["AGE-SECRET-KEY-1"] },
   // minisign and signify secret keys: a comment line, then the key on the next.
-  { id: "signing-key", re: /(untrusted comment: [^\n]{0,100}secret key\r?\n)([A-Za-z0-9+/]{40,}={0,2})/g, keywords: ["untrusted comment:"], group: 2 },
+  { id: "signing-key", re: rx(b`(untrusted comment: [^\n]{0,100}secret key\r?\n${GUTTER}[ \t]*)([A-Za-z0-9+/]{40,}={0,2})`), keywords: ["untrusted comment:"], group: 2 },
   // An OpenSSH key body: base64 of "openssh-key-v1", then its further lines.
   { id: "private-key", re: rx(b`b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/]{0,100}={0,2}${MORE_LINES}`), keywords: ["b3BlbnNzaC1rZXktdjE"] },
   // A DER private key in base64 (PKCS#1, PKCS#8, SEC1): a SEQUENCE whose first element is the
