@@ -2,7 +2,7 @@
  * gitleaks' generic rule, our way: a value assigned to a key that names a credential only loosely
  * (`mapbox_key`, `service_token`, `api`, `webhookSecret`) is hidden when it looks generated: 10 to
  * 150 token characters, letters and digits both, Shannon entropy of at least 3.5 bits a character.
- * Words, paths, versions, dates and identifiers do not pass, so code that merely names a key
+ * Words, paths, versions, dates and identifiers (a word may end in digits) do not pass, so code that merely names a key
  * (`sortKey: "createdAt"`, `key={item.id}`, `cache_key = "v2"`) stays.
  */
 
@@ -51,5 +51,7 @@ export function generatedValue(value: string): boolean {
   if (!/\d/.test(value) || !/[A-Za-z]/.test(value)) return false;
   // Paths and file names (`uploads/2024/a1.png`, `./v2/x`), dotted versions and dates.
   if (/^(?:\.{0,2}\/|~\/)/.test(value) || /\.[a-z]{2,4}$/.test(value) || /^v?\d+(?:[.-]\d+)+(?:[-+.][\w.]+)?$/i.test(value)) return false;
+  // Code: identifiers joined by dots, underscores or dashes (`require_hash.sha256`, `user_v2`).
+  if (value.split(/[._-]/).every((seg) => /^(?:[A-Za-z]+\d*|\d+)?$/.test(seg))) return false;
   return entropy(value) >= 3.5;
 }

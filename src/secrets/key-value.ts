@@ -119,6 +119,7 @@ const QUOTES = "\"'`";
 const HINT = /(?:pass|pwd|secret|token|key|auth|cred|cookie|api|access)(?=[A-Za-z0-9_.-]{0,40}["'`]?[ \t]*(?:[:=]|[ \t]\S))/gi;
 
 const MAX_KEY = 80;
+const MAX_NAME = 64;
 const MAX_VALUE = 4096;
 
 /** Replaces the values of secret-looking assignments with `replacement`; keys and layout stay. */
@@ -147,7 +148,8 @@ function assignmentAt(text: string, at: number): { start: number; end: number } 
   let rawKey = text.slice(ks, ke);
   const flag = /^--?[A-Za-z]/.test(rawKey);
   rawKey = rawKey.replace(/^-+/, "");
-  if (!rawKey) return null;
+  // A name this long is a message id or a sentence in snake case, not a setting.
+  if (!rawKey || rawKey.length > MAX_NAME) return null;
   // A key that names a credential only loosely (`mapbox_key`) takes only a generated-looking value.
   const loose = !isSecretKey(rawKey, true);
   if (loose && !genericKeyName(keyWords(rawKey))) return null;

@@ -126,7 +126,7 @@ const MUST_KEEP: Array<[string, string]> = [
   // The command-line, .netrc, key-body and key-name rules of issue 32.
   ["flags that are not passwords", "mysql -u root -p shop\nmysql -P 3306 -h db\nssh -p 2222 host\ndocker run -p 8080:80 img\npsql -p 5432 -U app\ncp -a src dst\ngit commit -a -m wip\nredis-cli --askpass\nsshpass -f pw.txt ssh host\nzip -r a.zip dir\nopenssl rsa -passin env:KEY_PASS\nkeytool -storepass:env STORE_PASS"],
   ["prose about default passwords", "The default password is admin123 until you change it; the machine password is in the vault."],
-  ["code naming keys", 'const cacheKey = "user:42:profile";\nsortKey: "created_at_v2",\n<Row key={item.id} />\nprimary_key = "id"\napi_version = "2023-05-15"\nkey: "images/2024/photo-01.png"\naccess_log: /var/log/nginx/access.log\nidempotency_key: "t1:decide:3"\nkeyboard_layout = "us-intl-2"'],
+  ["code naming keys", 'const cacheKey = "user:42:profile";\nsortKey: "created_at_v2",\n<Row key={item.id} />\nprimary_key = "id"\napi_version = "2023-05-15"\nkey: "images/2024/photo-01.png"\naccess_log: /var/log/nginx/access.log\nidempotency_key: "t1:decide:3"\nkeyboard_layout = "us-intl-2"\nkeyEncoder = require_hash.sha256;\n"Unexpected_token_A_constructor_method_accessor_or_property_was_expected_1068": "Unexpected token 1068.",'],
   ["a certificate and a public key", `-----BEGIN CERTIFICATE-----\n${rep(mix(64, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123456789+/") + "\n", 4)}-----END CERTIFICATE-----\n-----BEGIN PUBLIC KEY-----\n${rep(mix(64, "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA") + "\n", 3)}-----END PUBLIC KEY-----`],
   ["an ssh public key", `ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI${mix(43)} alice@laptop`],
   ["sha256 digests, one per line", rep(hex(64) + "\n", 5)],
