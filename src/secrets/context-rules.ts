@@ -24,6 +24,7 @@ const cmd = (programs: string, flag: string): RegExp => rx(b`(${AT_COMMAND}(?:${
 /** A password on a command line: not a reference, a prompt request, or the next flag. */
 const givenPassword = (s: string): boolean => !/^['"]?-/.test(s) && !isPlaceholderValue(s.replace(/^(['"])(.*)\1$/, "$2"));
 
+/** Rules of credentials known by their context. */
 export const CONTEXT_RULES: FormatRule[] = [
   // JSON Web Tokens (the payload of a JWT is JSON, so both parts start with eyJ).
   { id: "jwt", re: /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*/g, keywords: ["eyJ"] },

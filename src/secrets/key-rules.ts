@@ -11,6 +11,7 @@ const MORE_LINES = b`(?:(?:\r?\n|\\r?\\n)${GUTTER}[ \t]*[A-Za-z0-9+/]{4,100}={0,
 /** One line of a wrapped key body: PEM wraps at 64 columns, OpenSSH at 70 (a hex digest is not one). */
 const WRAPPED = b`${GUTTER}[ \t]*(?![0-9a-fA-F]{64,70}[ \t]*(?:\r?\n|$))(?:[A-Za-z0-9+/]{64}|[A-Za-z0-9+/]{70})[ \t]*`;
 
+/** Private key rules, armoured blocks first. */
 export const KEY_RULES: FormatRule[] = [
   // PEM (RSA, EC, DSA, PKCS#8, encrypted, OpenSSH), SSH2 and PGP armour. The block ends where a
   // key's lines end (pem.ts): a truncated key hides its own lines, not what follows.
