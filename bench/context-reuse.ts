@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { createCodingAgent, recursionLimitFor } from "../graphs/coding-agent.js";
+import { createCodingAgent, recursionLimitFor } from "../src/agent/graph.js";
 import { ScriptedModel, type ScriptTurn } from "../src/models/scripted.js";
 import { createRuntime } from "../src/runtime.js";
 import type { LedgerEvent } from "../src/state.js";

@@ -9,7 +9,7 @@ import { SqliteStore } from "../src/memory/sqlite-store.js";
 import { rememberLessons } from "../src/memory/lessons.js";
 import { createRetriever } from "../src/retrieval/hybrid.js";
 import { TaskState, type TaskStateValue } from "../src/state.js";
-import { toolSpecs } from "../tools/index.js";
+import { toolSpecs } from "../src/agent/tools/index.js";
 import { benchPrefixReuse } from "./context-reuse.js";
 import { median, printTable, quantile, type BenchResult } from "./report.js";
 

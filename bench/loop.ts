@@ -7,11 +7,11 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import type { Checkpoint, CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { z } from "zod";
-import { createCodingAgent, recursionLimitFor } from "../graphs/coding-agent.js";
+import { createCodingAgent, recursionLimitFor } from "../src/agent/graph.js";
 import { openStateDb } from "../src/ledger/state-db.js";
 import { ScriptedModel } from "../src/models/scripted.js";
 import { createRuntime } from "../src/runtime.js";
-import { readFileTool } from "../tools/read-file.js";
+import { readFileTool } from "../src/agent/tools/read-file.js";
 import { median, printTable, type BenchResult } from "./report.js";
 
 const FILES = 20;

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
-import { createCodingAgent, recursionLimitFor } from "../graphs/coding-agent.js";
+import { createCodingAgent, recursionLimitFor } from "../src/agent/graph.js";
 import { ScriptedModel } from "../src/models/scripted.js";
 import { createRuntime, type Runtime } from "../src/runtime.js";
 import type { RunSettingsInput } from "../src/settings.js";

@@ -80,7 +80,7 @@ export const SandboxConfig = z.strictObject({
 export type SandboxConfig = z.infer<typeof SandboxConfig>;
 
 /**
- * Names of the built-in tools (tools/index.ts; a test keeps the two lists equal): a project tool may
+ * Names of the built-in tools (agent/tools/index.ts; a test keeps the two lists equal): a project tool may
  * not take one, and `mcp__` is kept for tools from MCP servers.
  */
 export const BUILTIN_TOOL_NAMES = [

@@ -2,13 +2,13 @@
 // handlers the CLI commands call, so a script and `ledgerloop history` cannot disagree.
 
 export { openAgent, InvalidOptionError, type Agent, type AgentRunResult, type CodingAgentGraph, type OpenAgentOptions } from "./api/agent.js";
-export { createCodingAgent, recursionLimitFor, type CodingAgentOptions } from "../graphs/coding-agent.js";
+export { createCodingAgent, recursionLimitFor, type CodingAgentOptions } from "./agent/graph.js";
 export { createRuntime, type ProgressEvent, type Runtime, type RuntimeOverrides } from "./runtime.js";
 export { RunSettings, type RunSettingsInput } from "./settings.js";
 export { createModel } from "./models/factory.js";
 export { LangChainChatModel, chatModelFromInstance, isToolCallingChatModel, type ToolCallingChatModel } from "./models/langchain.js";
 export type { ChatMessage, ChatModel, ModelRequest, ModelResponse } from "./models/port.js";
-export type { ApprovalRequest } from "../nodes/act.js";
+export type { ApprovalRequest } from "./agent/nodes/act.js";
 
 // The graph state and the ledger event schemas (zod), with their types under the same names.
 export * from "./state.js";
@@ -25,6 +25,6 @@ export { handleRewind as rewindThread, type RewindArgs } from "./cli/rewind.js";
 export { handleFork as forkThread, type ForkArgs } from "./cli/fork.js";
 export { handleReplay as replayThread, type ReplayArgs } from "./cli/replay.js";
 export { handleDelete as deleteThread, type DeleteArgs, type DeleteReport } from "./cli/delete.js";
-export { TimeTravelError, type Divergence, type ForkResult, type ReplayResult, type RewindResult } from "../graphs/time-travel.js";
+export { TimeTravelError, type Divergence, type ForkResult, type ReplayResult, type RewindResult } from "./runs/time-travel.js";
 
 export { CliError, ConfigError, LedgerError, LedgerloopError, ModelError, StateStoreError } from "./errors.js";

@@ -1,8 +1,8 @@
-import { createCodingAgent, recursionLimitFor } from "../../graphs/coding-agent.js";
-import type { ApprovalRequest } from "../../nodes/act.js";
-import { driveRunReconnecting, type DriveResult } from "../cli/drive.js";
-import { assertNewThread, startThread } from "../cli/run.js";
-import { finishDryRun, startDryRun, type DryRunOutcome } from "../cli/apply.js";
+import { createCodingAgent, recursionLimitFor } from "../agent/graph.js";
+import type { ApprovalRequest } from "../agent/nodes/act.js";
+import { driveRunReconnecting, type DriveResult } from "../runs/drive.js";
+import { assertNewThread, startThread } from "../runs/start.js";
+import { finishDryRun, startDryRun, type DryRunOutcome } from "../runs/dry-run.js";
 import { randomBytes } from "node:crypto";
 import { CliError, ConfigError } from "../errors.js";
 import { chatModelFromInstance, type ToolCallingChatModel } from "../models/langchain.js";

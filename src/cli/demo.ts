@@ -4,7 +4,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
-import type { DriveResult } from "./drive.js";
+import type { DriveResult } from "../runs/drive.js";
 import { cliCommand, log } from "./common.js";
 import { logLevelOption } from "./logs.js";
 import { handleRun } from "./run.js";

@@ -9,7 +9,7 @@ export interface DiffArgs extends WorkspaceArgs {
 
 /** File changes between two checkpoints of a run. */
 export async function handleDiff(thread: string, args: DiffArgs) {
-  const { diffCheckpoints } = await import("../../graphs/time-travel.js");
+  const { diffCheckpoints } = await import("../runs/time-travel.js");
   const rt = await runtimeForThread(thread, args, { postgres: true });
   try {
     return await diffCheckpoints(rt, thread, args.from, args.to, { stat: args.stat });

@@ -95,7 +95,7 @@ export async function handleDoctor(args: { workspace?: string; model?: string; e
     // reported by the config check above
   }
   if (Object.keys(servers).length) {
-    const { loadMcpTools } = await import("../../tools/mcp.js");
+    const { loadMcpTools } = await import("../agent/tools/mcp.js");
     const set = await loadMcpTools(servers, { sandbox, workspace, allowNetwork: network });
     try {
       for (const srv of set.servers) {

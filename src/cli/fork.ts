@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { ForkResult } from "../../graphs/time-travel.js";
+import type { ForkResult } from "../runs/time-travel.js";
 import { log, printJson, runtimeForThread, stateOption, stateUrlOf, type WorkspaceArgs } from "./common.js";
 
 export interface ForkArgs extends WorkspaceArgs {
@@ -11,7 +11,7 @@ export interface ForkArgs extends WorkspaceArgs {
 
 /** Starts a new thread from a checkpoint, optionally in a copy of the workspace. */
 export async function handleFork(thread: string, args: ForkArgs): Promise<ForkResult> {
-  const { fork } = await import("../../graphs/time-travel.js");
+  const { fork } = await import("../runs/time-travel.js");
   // Without --into the fork rewrites this workspace's files: it is a writer of it. With --into only
   // the new workspace is written, and fork() takes that one's lease.
   // With --state the fork (and its copy of the workspace with --into) is a thread of that PostgreSQL

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { ReplayResult } from "../../graphs/time-travel.js";
+import type { ReplayResult } from "../runs/time-travel.js";
 import { log, printJson, runtimeForThread, stateOption, workspaceOptions, type WorkspaceArgs } from "./common.js";
 import { progressPrinter } from "./run.js";
 
@@ -11,9 +11,9 @@ export interface ReplayArgs extends WorkspaceArgs {
 
 /** Re-runs a thread with its recorded model responses (no model calls) and reports divergences. */
 export async function handleReplay(thread: string, args: ReplayArgs): Promise<ReplayResult> {
-  const { replay } = await import("../../graphs/time-travel.js");
+  const { replay } = await import("../runs/time-travel.js");
   // With --state the recording (checkpoints, ledger, revisions) is read from PostgreSQL; the replay
-  // itself keeps its state in its scratch workspace (replay() in graphs/time-travel.ts).
+  // itself keeps its state in its scratch workspace (replay() in runs/time-travel.ts).
   const rt = await runtimeForThread(thread, args, { progress: progressPrinter(args.quiet || args.json), postgres: true });
   try {
     const { runtime, ...r } = await replay(rt, thread, { from: args.from, workspace: args.into });

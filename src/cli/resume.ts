@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import { log, reconnectMsOf, reconnectOption, savedRun, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs, exitCodeForStatus } from "./common.js";
-import type { DriveResult } from "./drive.js";
+import type { DriveResult } from "../runs/drive.js";
 import { progressPrinter, reportResult, sandboxOptions, sandboxSettings, warnIfUnisolated, withStopSignal, type RunArgs } from "./run.js";
 import { logLevelOption } from "./logs.js";
 
@@ -24,7 +24,7 @@ export async function handleResume(thread: string, args: ResumeArgs): Promise<Dr
     // Checkpoints without a registered run (made through the library, not the CLI): no settings to resume with.
     throw new CliError(`unknown thread "${thread}" in ${workspace}: it has checkpoints but no recorded run settings; list runs with \`ledgerloop threads\``, 1, "UNKNOWN_THREAD");
   }
-  const [{ createRuntime }, { askOnTerminal, driveRunReconnecting, pendingApproval }] = await Promise.all([import("../runtime.js"), import("./drive.js")]);
+  const [{ createRuntime }, { askOnTerminal, driveRunReconnecting, pendingApproval }] = await Promise.all([import("../runtime.js"), import("../runs/drive.js")]);
   const rt = await createRuntime(
     {
       ...settings,

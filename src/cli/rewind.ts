@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { RewindResult } from "../../graphs/time-travel.js";
+import type { RewindResult } from "../runs/time-travel.js";
 import { log, printJson, runtimeForThread, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 export interface RewindArgs extends WorkspaceArgs {
@@ -9,7 +9,7 @@ export interface RewindArgs extends WorkspaceArgs {
 
 /** Rewinds a run to a checkpoint: files, ledger branch and graph state together. */
 export async function handleRewind(thread: string, args: RewindArgs): Promise<RewindResult> {
-  const { rewind } = await import("../../graphs/time-travel.js");
+  const { rewind } = await import("../runs/time-travel.js");
   const rt = await runtimeForThread(thread, args, { lease: "rewind", postgres: true });
   try {
     return await rewind(rt, thread, args.to, { force: args.force });

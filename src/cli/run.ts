@@ -1,10 +1,9 @@
-import { randomBytes } from "node:crypto";
 import type { Command } from "commander";
 import { isolationWarning } from "../sandbox/detect.js";
-import { CliError, threadDeleted } from "../errors.js";
-import { RunRegistry } from "../ledger/runs.js";
+import { CliError } from "../errors.js";
+import { assertNewThread, newThreadId, startThread } from "../runs/start.js";
 import type { ProgressEvent, Runtime } from "../runtime.js";
-import type { DriveResult } from "./drive.js";
+import type { DriveResult } from "../runs/drive.js";
 import { writeRunReport } from "./report.js";
 import { cliCommand, intOption, log, printJson, reconnectMsOf, reconnectOption, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs, exitCodeForStatus } from "./common.js";
 import { logLevelOption } from "./logs.js";
@@ -70,11 +69,6 @@ export function warnIfUnisolated(rt: Runtime): void {
 }
 
 /** A new run id: sortable by time, unique enough to never collide on one machine. */
-export function newThreadId(now = new Date()): string {
-  const ts = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
-  return `run-${ts}-${randomBytes(3).toString("hex")}`;
-}
-
 /** Prints one progress line per node event on stderr. */
 export function progressPrinter(quiet = false): (e: ProgressEvent) => void {
   return (e) => {
@@ -140,32 +134,6 @@ export async function reportResult(r: DriveResult, rt: Runtime, json?: boolean):
   if (r.status !== "finished") log(`resume:  ${ll} resume ${r.thread} -w ${ws}`);
 }
 
-/**
- * Registers a new run (the CLI's and the package API's); fails when the thread id is taken. On
- * SQLite the check is synchronous; a PostgreSQL registry is asked by assertNewThread, which every
- * path that starts a run awaits.
- */
-export function startThread(rt: Runtime, task: string, thread: string = newThreadId()): string {
-  if (rt.backend === "sqlite") {
-    const runs = new RunRegistry(rt.db);
-    if (runs.hasCheckpoints(thread) || runs.get(thread)) throw threadExists(thread);
-    // The runtime's ledger created ll_deleted_runs when it opened the database for writing.
-    if (rt.db.prepare("SELECT 1 FROM ll_deleted_runs WHERE thread_id = ?").get(thread)) throw threadDeleted(thread);
-  }
-  // The graph's plan node registers the run (with its origin), whatever started it.
-  return thread;
-}
-
-/** Fails when the thread id is taken in the runtime's registry (either backend). */
-export async function assertNewThread(rt: Runtime, thread: string): Promise<void> {
-  if ((await rt.runs.hasCheckpoints(thread)) || (await rt.runs.get(thread))) throw threadExists(thread);
-  if ((await rt.ledger.deletedThreads()).includes(thread)) throw threadDeleted(thread);
-}
-
-function threadExists(thread: string): CliError {
-  return new CliError(`thread "${thread}" already exists; continue it with \`ledgerloop resume ${thread}\``, 1, "THREAD_EXISTS");
-}
-
 /** Starts a new run on a workspace. */
 export async function handleRun(task: string, args: RunArgs): Promise<{ result: DriveResult; runtime: Runtime }> {
   if (!task.trim()) throw new CliError("the task must not be empty", 2, "CONFIG_INVALID");
@@ -178,9 +146,9 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
     );
   }
   // The runtime and the graph load on use: `--help` and the inspection commands never need them.
-  const [{ createRuntime }, { askOnTerminal, driveRunReconnecting }] = await Promise.all([import("../runtime.js"), import("./drive.js")]);
+  const [{ createRuntime }, { askOnTerminal, driveRunReconnecting }] = await Promise.all([import("../runtime.js"), import("../runs/drive.js")]);
   const thread = args.thread ?? newThreadId();
-  const dry = args.dryRun ? await (await import("./apply.js")).startDryRun(args.workspace ?? process.cwd(), thread) : null;
+  const dry = args.dryRun ? await (await import("../runs/dry-run.js")).startDryRun(args.workspace ?? process.cwd(), thread) : null;
   const rt = await createRuntime(
     {
       workspace: dry?.copy ?? args.workspace ?? process.cwd(),
@@ -207,7 +175,7 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
     const ask = rt.settings.approve === "ask" && process.stdin.isTTY && !args.json ? askOnTerminal : undefined;
     const result = await withStopSignal((signal) => driveRunReconnecting(rt, thread, task, { signal, ask, reconnectMs: reconnectMsOf(args), say: log }));
     if (dry) {
-      const { finishDryRun, printDryRun } = await import("./apply.js");
+      const [{ finishDryRun }, { printDryRun }] = await Promise.all([import("../runs/dry-run.js"), import("./apply.js")]);
       const outcome = await finishDryRun(dry, rt);
       if (args.json) printJson({ ...result, dryRun: outcome });
       else {

@@ -1,7 +1,8 @@
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import { intOption, log, printJson, stateOption, stateUrlOf } from "./common.js";
-import { newThreadId, sandboxOptions, sandboxSettings, type RunArgs } from "./run.js";
+import { newThreadId } from "../runs/start.js";
+import { sandboxOptions, sandboxSettings, type RunArgs } from "./run.js";
 
 // `ledgerloop submit`: queues a run for the workers (`ledgerloop worker`) of a PostgreSQL state.
 

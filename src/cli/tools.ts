@@ -22,8 +22,8 @@ export interface ToolRow {
 /** Every tool a run in the workspace would give the model, as the model sees it, plus configured tools it would not. */
 export async function handleTools(args: ToolsArgs): Promise<ToolRow[]> {
   const [{ TOOLS, toolSpecs }, { originOf, projectTools, projectTool }, { readConfig }] = await Promise.all([
-    import("../../tools/index.js"),
-    import("../../tools/project.js"),
+    import("../agent/tools/index.js"),
+    import("../agent/tools/project.js"),
     import("../config.js"),
   ]);
   const workspace = resolveWorkspace(args.workspace ?? process.cwd());
@@ -42,7 +42,7 @@ export async function handleTools(args: ToolsArgs): Promise<ToolRow[]> {
   }
   if (config.mcpServers && Object.keys(config.mcpServers).length) {
     // The servers are started (through the sandbox, as a run would) to ask them for their tools.
-    const [{ loadMcpTools }, { createSandbox }] = await Promise.all([import("../../tools/mcp.js"), import("../sandbox/executor.js")]);
+    const [{ loadMcpTools }, { createSandbox }] = await Promise.all([import("../agent/tools/mcp.js"), import("../sandbox/executor.js")]);
     const allowNetwork = args.allowNetwork ?? config.sandbox?.network ?? false;
     const set = await loadMcpTools(config.mcpServers, { sandbox: createSandbox({ workspace, allowNetwork }), workspace, allowNetwork, taken: rows.map((r) => r.name) });
     try {

@@ -8,7 +8,7 @@ import { runEnded } from "../ledger/run-ended.js";
 import type { PgState } from "../ledger/pg-db.js";
 import type { Runtime } from "../runtime.js";
 import { intOption, log, stateOption, stateUrlOf } from "./common.js";
-import type { DriveResult } from "./drive.js";
+import type { DriveResult } from "../runs/drive.js";
 
 // `ledgerloop worker`: takes runs from the queue (src/queue/) and drives them, any number of
 // workers on any number of machines against one PostgreSQL state. Per run it holds a lease it
@@ -175,7 +175,7 @@ export class RunWorker {
     this.active.set(thread, { ac, drain, done: new Promise<void>((r) => (resolveDone = r)) });
     try {
       this.say(`${thread}: ${got.takeover ? "taking over" : "starting"} (job ${job.id})`);
-      const [{ createRuntime }, { driveRun }] = await Promise.all([import("../runtime.js"), import("./drive.js")]);
+      const [{ createRuntime }, { driveRun }] = await Promise.all([import("../runtime.js"), import("../runs/drive.js")]);
       // The revision to continue from: the newest one the run's ledger names (none before the first plan).
       const { lastRevision } = await import("../queue/resume-point.js");
       const rev = await lastRevision(pool, thread);

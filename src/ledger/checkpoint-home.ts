@@ -1,10 +1,8 @@
-import type { RunSummary } from "./run-status.js";
-
 // Kept apart from run-status.ts (which loads the registry and zod): every CLI command imports it
 // through cli/common.ts, `--help` included.
 
 /** Where a run's checkpoints are, in a sentence for commands that cannot show them from this database. */
-export function checkpointsElsewhere(s: Pick<RunSummary, "thread" | "origin" | "checkpointsIn">): string | null {
+export function checkpointsElsewhere(s: { thread: string; origin: string | null; checkpointsIn: string | null }): string | null {
   if (s.checkpointsIn === "state-db") return null;
   if (s.checkpointsIn === "external") {
     return s.origin === "server"

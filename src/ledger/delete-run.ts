@@ -95,7 +95,7 @@ export function deleteRunRecords(db: Database.Database, stateDir: string, thread
       }
       db.prepare("INSERT OR IGNORE INTO ll_deleting (thread_id) VALUES (?)").run(thread);
       if (hasTable(db, "ll_action_starts")) {
-        // An attempt's key ends in /start/<action event id> (nodes/act.ts).
+        // An attempt's key ends in /start/<action event id> (agent/nodes/act.ts).
         const ofRun = startOfActions(new Set(db.prepare("SELECT id FROM ll_events WHERE thread_id = ? AND type = 'agent_action'").pluck().all(thread) as string[]));
         const del = db.prepare("DELETE FROM ll_action_starts WHERE action_id = ?");
         for (const id of db.prepare("SELECT action_id FROM ll_action_starts").pluck().all() as string[]) if (ofRun({ actionId: id })) del.run(id);

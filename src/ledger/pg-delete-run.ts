@@ -64,7 +64,7 @@ export async function deletePgRunRecords(pool: pg.Pool, thread: string): Promise
     const { footprint, prompts } = await measure(c, thread);
     if (await tableExists(c, "ll_events")) {
       await c.query("SELECT set_config('ledgerloop.deleting_thread', $1, true)", [thread]);
-      // An attempt's key ends in /start/<action event id> (nodes/act.ts); the greedy prefix takes the last one.
+      // An attempt's key ends in /start/<action event id> (agent/nodes/act.ts); the greedy prefix takes the last one.
       await c.query(
         `DELETE FROM ll_action_starts WHERE action_id LIKE '%/start/%'
            AND regexp_replace(action_id, '^.*/start/', '') IN (SELECT id FROM ll_events WHERE thread_id = $1 AND type = 'agent_action')`,

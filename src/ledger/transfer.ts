@@ -79,7 +79,7 @@ export function ledgerHash(rows: EventRow[]): string {
   return h.digest("hex");
 }
 
-/** Whether an action start belongs to one of these agent_action events (its key ends in `/start/<event id>`, see nodes/act.ts). */
+/** Whether an action start belongs to one of these agent_action events (its key ends in `/start/<event id>`, see agent/nodes/act.ts). */
 export function startOfActions(actionIds: Set<string>): (s: Pick<ActionStart, "actionId">) => boolean {
   return (s) => {
     const i = s.actionId.lastIndexOf("/start/");

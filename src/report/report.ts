@@ -72,7 +72,7 @@ export interface RunReport {
   };
 }
 
-/** The runtime's definition of a test run that counts as evidence (see nodes/observe.ts). */
+/** The runtime's definition of a test run that counts as evidence (see agent/nodes/observe.ts). */
 const passes = (f: LedgerEvent<"environment_feedback">) => !!f.payload.tests && f.payload.tests.failed === 0 && f.payload.tests.passed > 0 && f.payload.status === "ok";
 
 /**

@@ -30,22 +30,8 @@ export interface IsolationReport {
   limits: Record<"memory" | "pids" | "cpu" | "file_size" | "timeout" | "output", string>;
 }
 
-const SEARCH = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"];
-
-/** Absolute path of a program on PATH or in the usual system directories. */
-export function findProgram(name: string, envPath: string | undefined = process.env.PATH): string | undefined {
-  const dirs = [...(envPath ?? "").split(":").filter((d) => d.startsWith("/")), ...SEARCH];
-  for (const d of dirs) {
-    const p = path.join(d, name);
-    try {
-      fs.accessSync(p, fs.constants.X_OK);
-      if (fs.statSync(p).isFile()) return p;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
+export { findProgram } from "./find-program.js";
+import { findProgram } from "./find-program.js";
 
 function run(argv: string[], timeoutMs = 5000): { ok: boolean; out: string } {
   const r = spawnSync(argv[0]!, argv.slice(1), { encoding: "utf8", timeout: timeoutMs, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } });

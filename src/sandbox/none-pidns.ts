@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { findProgram } from "./detect.js";
+import { findProgram } from "./find-program.js";
 
 // Level "none" isolates nothing, but it still promises that a command's processes end with it.
 // Process groups, cgroups and the LEDGERLOOP_COMMAND tag can all be left by the command itself: a

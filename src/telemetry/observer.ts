@@ -11,8 +11,8 @@ import { otelEnabled, startOtel, type Otel } from "./otel.js";
 import { openRunLog } from "./run-log.js";
 
 /**
- * What happens inside a run, told in one place: the graph wraps every node (graphs/run-keeping.ts),
- * the model port call (nodes/deps.ts) and the tool execution (nodes/act.ts) with the hooks below.
+ * What happens inside a run, told in one place: the graph wraps every node (agent/run-keeping.ts),
+ * the model port call (agent/nodes/deps.ts) and the tool execution (agent/nodes/act.ts) with the hooks below.
  * Every run gets a JSON log in its state directory; with an OTLP endpoint set, the same moments are
  * also spans (run → node → model/tool) and metrics. Observing never fails a run: a hook that cannot
  * log or export lets the work go on.

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { Command } from "@langchain/langgraph";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { createCodingAgent } from "../../graphs/coding-agent.js";
+import { createCodingAgent } from "../../src/agent/graph.js";
 import type { LedgerEvent } from "../../src/state.js";
 import { testAgent, type TestAgent } from "../helpers/agent.js";
 import { cli, jsonLines } from "../helpers/cli.js";

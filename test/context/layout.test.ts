@@ -9,7 +9,7 @@ import { loadTokenCounter, type TokenCounter } from "../../src/context/tokens.js
 import { SqliteLedger } from "../../src/ledger/sqlite-ledger.js";
 import { openStateDb } from "../../src/ledger/state-db.js";
 import { TaskState, type TaskStateValue } from "../../src/state.js";
-import { toolSpecs } from "../../tools/index.js";
+import { toolSpecs } from "../../src/agent/tools/index.js";
 
 let counter: TokenCounter;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ll-layout-"));

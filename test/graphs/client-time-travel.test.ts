@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { createCodingAgent, recursionLimitFor } from "../../graphs/coding-agent.js";
+import { createCodingAgent, recursionLimitFor } from "../../src/agent/graph.js";
 import { listRuns } from "../../src/ledger/run-status.js";
 import { createRuntime, type ProgressEvent, type Runtime } from "../../src/runtime.js";
 import type { LedgerEvent, TaskStateValue } from "../../src/state.js";

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
-import { createCodingAgent } from "../../graphs/coding-agent.js";
+import { createCodingAgent } from "../../src/agent/graph.js";
 import { loadTrajectory, type Trajectory } from "../../src/models/scripted.js";
 import type { LedgerEvent } from "../../src/state.js";
 import { promptText, testAgent, type TestAgent } from "../helpers/agent.js";

@@ -87,7 +87,7 @@ let project = "";
 
 beforeAll(async () => {
   project = tempWorkspace(undefined, {
-    "langgraph.json": JSON.stringify({ node_version: "20", graphs: { "coding-agent": `${path.join(REPO, "graphs/coding-agent.ts")}:graph` } }),
+    "langgraph.json": JSON.stringify({ node_version: "20", graphs: { "coding-agent": `${path.join(REPO, "src/agent/graph.ts")}:graph` } }),
   });
   // The server resolves @langchain/langgraph from the project, as it would in a user's project.
   fs.symlinkSync(path.join(REPO, "node_modules"), path.join(project, "node_modules"));

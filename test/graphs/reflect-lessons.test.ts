@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { deterministicLessons } from "../../nodes/reflect.js";
+import { deterministicLessons } from "../../src/agent/nodes/reflect.js";
 import type { LedgerEvent, PayloadOf } from "../../src/state.js";
 
 // The lessons the reflect node derives from the ledger alone (no model), from hand-made events.

@@ -54,7 +54,7 @@ describe("the graph langgraph.json exports for LangGraph Studio", () => {
   }, 120_000);
 
   it("takes sandbox, approval and retrieval settings from the run context", async () => {
-    const graph = (loaded ?? (loaded = (await import(path.join(REPO, "graphs/coding-agent.ts"))) as Record<string, unknown>)).graph as CompiledStateGraph<
+    const graph = (loaded ?? (loaded = (await import(path.join(REPO, "src/agent/graph.ts"))) as Record<string, unknown>)).graph as CompiledStateGraph<
       Record<string, unknown>,
       Record<string, unknown>,
       string

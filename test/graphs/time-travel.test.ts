@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { checkpointsOf, comparable, fork, replay, rewind, TimeTravelError } from "../../graphs/time-travel.js";
+import { checkpointsOf, comparable, fork, replay, rewind, TimeTravelError } from "../../src/runs/time-travel.js";
 import { collectGarbage } from "../../src/ledger/maintenance.js";
 import { loadTrajectory, ScriptedModel } from "../../src/models/scripted.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
@@ -87,7 +87,7 @@ describe("rewind", () => {
     const a = await testAgent(ws, loadTrajectory(DEMO_TRAJECTORY));
     agents.push(a);
     await a.run("demo");
-    const { createCodingAgent } = await import("../../graphs/coding-agent.js");
+    const { createCodingAgent } = await import("../../src/agent/graph.js");
     const agent = createCodingAgent({ runtime: a.rt });
     const history = [];
     for await (const snap of agent.getStateHistory({ configurable: { thread_id: "t1" } })) history.push(snap);
@@ -161,7 +161,7 @@ describe("fork", () => {
     expect((await f.runtime.runs.get("t1-fork"))?.settings?.vectorLine).toBe("t1-fork");
     // The copy is the workspace as it was at the fork point.
     expect(readTree(f.workspace)).toEqual({ ...FILES, "untracked.txt": "fresh\n" });
-    const { createCodingAgent } = await import("../../graphs/coding-agent.js");
+    const { createCodingAgent } = await import("../../src/agent/graph.js");
     const forkAgent = createCodingAgent({ runtime: f.runtime });
     await forkAgent.invoke(null, { configurable: { thread_id: "t1-fork" }, durability: "sync", recursionLimit: 100 });
     const forkState = (await forkAgent.getState({ configurable: { thread_id: "t1-fork" } })).values as TaskStateValue;

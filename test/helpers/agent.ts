@@ -1,6 +1,6 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { Checkpoint, CheckpointMetadata } from "@langchain/langgraph-checkpoint";
-import { createCodingAgent, recursionLimitFor } from "../../graphs/coding-agent.js";
+import { createCodingAgent, recursionLimitFor } from "../../src/agent/graph.js";
 import type { ChatMessage } from "../../src/models/port.js";
 import { ScriptedModel, type Trajectory } from "../../src/models/scripted.js";
 import { createRuntime, RedactingSqliteSaver, type Runtime } from "../../src/runtime.js";

@@ -5,7 +5,7 @@ import { REPO } from "./workspace.js";
 
 const STAMP = path.join(REPO, "dist", ".built");
 const LOCK = path.join(REPO, ".build-lock");
-const SOURCES = ["graphs", "nodes", "tools", "src", "package.json", "tsconfig.json", "tsconfig.build.json"];
+const SOURCES = ["src", "package.json", "tsconfig.json", "tsconfig.build.json"];
 
 function newestSource(): number {
   let newest = 0;

@@ -2,9 +2,9 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { REPO } from "../helpers/workspace.js";
-import { describeViolation, importsOf, importViolations, ringOf, type SourceFile } from "./import-rings.js";
+import { describeViolation, importCycles, importsOf, importViolations, ringOf, type SourceFile } from "./import-rings.js";
 
-/** Every TypeScript and JavaScript module of the rings (src/, tools/, nodes/, graphs/). */
+/** Every TypeScript and JavaScript module of the rings (everything under src/). */
 function sources(): SourceFile[] {
   const out: SourceFile[] = [];
   const walk = (dir: string) => {
@@ -14,11 +14,11 @@ function sources(): SourceFile[] {
       else if (/\.(ts|mts|js|mjs)$/.test(e.name) && !e.name.endsWith(".d.ts")) out.push({ path: rel, text: fs.readFileSync(path.join(REPO, rel), "utf8") });
     }
   };
-  for (const d of ["src", "tools", "nodes", "graphs"]) walk(d);
+  walk("src");
   return out;
 }
 
-describe("import direction: core ← tools ← nodes ← graphs ← entry points (src/cli, src/web, src/api, src/index.ts)", () => {
+describe("import direction: core ← agent/tools ← agent/nodes ← agent ← runs ← entry points (src/cli, src/web, src/api, src/mcp-server, src/index.ts)", () => {
   it("no module of the code base imports against the rings", () => {
     const files = sources();
     expect(files.length).toBeGreaterThan(100);
@@ -31,9 +31,10 @@ describe("import direction: core ← tools ← nodes ← graphs ← entry points
   it("places files in their rings", () => {
     expect(ringOf("src/runtime.ts")).toBe("core");
     expect(ringOf("src/ledger/runs.ts")).toBe("core");
-    expect(ringOf("tools/index.ts")).toBe("tools");
-    expect(ringOf("nodes/act.ts")).toBe("nodes");
-    expect(ringOf("graphs/coding-agent.ts")).toBe("graphs");
+    expect(ringOf("src/agent/tools/index.ts")).toBe("tools");
+    expect(ringOf("src/agent/nodes/act.ts")).toBe("nodes");
+    expect(ringOf("src/agent/graph.ts")).toBe("agent");
+    expect(ringOf("src/runs/drive.ts")).toBe("runs");
     for (const f of ["src/cli/run.ts", "src/web/server.ts", "src/web/app.js", "src/api/agent.ts", "src/index.ts"]) expect(ringOf(f), f).toBe("entry");
     expect(ringOf("src/indexer.ts")).toBe("core");
     expect(ringOf("test/x.test.ts")).toBeNull();
@@ -42,28 +43,49 @@ describe("import direction: core ← tools ← nodes ← graphs ← entry points
   // The checker itself, on a synthetic code base with one planted import of each kind against the rings.
   it("fails on planted imports against the direction, in every syntax, and passes the allowed ones", () => {
     const files: SourceFile[] = [
-      { path: "src/runtime.ts", text: `import { graph } from "../graphs/coding-agent.js";\nimport { z } from "zod";\n` },
-      { path: "src/ledger/runs.ts", text: `import type { ApprovalRequest } from "../../nodes/act.js";\n` },
+      { path: "src/runtime.ts", text: `import { graph } from "./agent/graph.js";\nimport { z } from "zod";\n` },
+      { path: "src/ledger/runs.ts", text: `import type { ApprovalRequest } from "../agent/nodes/act.js";\n` },
       { path: "src/context/budget.ts", text: `export { handleRun } from "../cli/run.js";\n` },
       { path: "src/memory/lessons.ts", text: `const m = await import("../web/server.js");\n` },
-      { path: "tools/read-file.ts", text: `import "../src/state.js";\n\nimport { createActNode } from "../nodes/act.js";\n` },
-      { path: "nodes/act.ts", text: `import { keepRun } from "../graphs/run-keeping.js";\nimport { getTool } from "../tools/index.js";\n` },
-      { path: "graphs/coding-agent.ts", text: `import { driveRun } from "../src/cli/drive.js";\nimport { createActNode } from "../nodes/act.js";\nimport { createRuntime } from "../src/runtime.js";\n` },
+      { path: "src/agent/tools/read-file.ts", text: `import "../../state.js";\n\nimport { createActNode } from "../nodes/act.js";\n` },
+      { path: "src/agent/nodes/act.ts", text: `import { keepRun } from "../run-keeping.js";\nimport { getTool } from "../tools/index.js";\n` },
+      { path: "src/agent/graph.ts", text: `import { driveRun } from "../runs/drive.js";\nimport { createActNode } from "./nodes/act.js";\nimport { createRuntime } from "../runtime.js";\n` },
+      { path: "src/runs/drive.ts", text: `import { createCodingAgent } from "../agent/graph.js";\nimport { log } from "../cli/common.js";\n` },
       // Allowed: the outer ring imports every ring, and itself.
-      { path: "src/cli/drive.ts", text: `import { createCodingAgent } from "../../graphs/coding-agent.js";\nimport { log } from "./common.js";\n` },
-      { path: "src/api/agent.ts", text: `import { driveRun } from "../cli/drive.js";\n` },
-      { path: "src/index.ts", text: `export type { ApprovalRequest } from "../nodes/act.js";\n` },
+      { path: "src/cli/run.ts", text: `import { driveRun } from "../runs/drive.js";\nimport { log } from "./common.js";\n` },
+      { path: "src/api/agent.ts", text: `import { createCodingAgent } from "../agent/graph.js";\n` },
+      { path: "src/index.ts", text: `export type { ApprovalRequest } from "./agent/nodes/act.js";\n` },
     ];
     const found = importViolations(files);
     expect(found.map((v) => `${v.file}:${v.line} ${v.from}→${v.to}`)).toEqual([
-      "src/runtime.ts:1 core→graphs",
+      "src/runtime.ts:1 core→agent",
       "src/ledger/runs.ts:1 core→nodes",
       "src/context/budget.ts:1 core→entry",
       "src/memory/lessons.ts:1 core→entry",
-      "tools/read-file.ts:3 tools→nodes",
-      "nodes/act.ts:1 nodes→graphs",
-      "graphs/coding-agent.ts:1 graphs→entry",
+      "src/agent/tools/read-file.ts:3 tools→nodes",
+      "src/agent/nodes/act.ts:1 nodes→agent",
+      "src/agent/graph.ts:1 agent→runs",
+      "src/runs/drive.ts:2 runs→entry",
     ]);
-    expect(describeViolation(found[0]!)).toBe('src/runtime.ts:1 imports "../graphs/coding-agent.js" (core → graphs): the core ring may not import from the graphs ring');
+    expect(describeViolation(found[0]!)).toBe('src/runtime.ts:1 imports "./agent/graph.js" (core → agent): the core ring may not import from the agent ring');
+  });
+});
+
+describe("no import cycles, inside the core's folders too", () => {
+  it("no files of src/ import each other in a loop (type-only imports count)", () => {
+    expect(importCycles(sources())).toEqual([]);
+  });
+
+  it("finds a planted loop of three files and a pair, and passes a chain", () => {
+    const files: SourceFile[] = [
+      { path: "src/a.ts", text: `import { b } from "./b.js";\n` },
+      { path: "src/b.ts", text: `import type { C } from "./sub/c.js";\n` },
+      { path: "src/sub/c.ts", text: `export { a } from "../a.js";\n` },
+      { path: "src/x.ts", text: `const y = await import("./y.js");\n` },
+      { path: "src/y.ts", text: `import "./x.js";\n` },
+      { path: "src/chain1.ts", text: `import "./chain2.js";\n` },
+      { path: "src/chain2.ts", text: `import "./a.js";\n` },
+    ];
+    expect(importCycles(files).sort()).toEqual([["src/a.ts", "src/b.ts", "src/sub/c.ts"], ["src/x.ts", "src/y.ts"]]);
   });
 });

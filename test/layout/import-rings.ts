@@ -5,24 +5,25 @@ import ts from "typescript";
  * The layout's rings, innermost first. A module may import from its own ring and the rings inside
  * it, never from an outer one:
  *
- *   core (src/*)  ←  tools/  ←  nodes/  ←  graphs/  ←  entry points (src/cli/, src/web/, src/api/, src/mcp-server/, src/index.ts)
+ *   core (src/*)  ←  src/agent/tools/  ←  src/agent/nodes/  ←  src/agent/ (the graph)  ←  src/runs/ (the application layer)
+ *     ←  entry points (src/cli/, src/web/, src/api/, src/mcp-server/, src/index.ts)
  *
- * The entry points live under src/ but form the outer ring: they run graphs (the CLI drives the
- * graph, the package API re-exports it). Inside one ring anything goes.
+ * Inside one ring anything goes; the core's own folders are checked for cycles separately.
  */
-export const RINGS = ["core", "tools", "nodes", "graphs", "entry"] as const;
+export const RINGS = ["core", "tools", "nodes", "agent", "runs", "entry"] as const;
 export type Ring = (typeof RINGS)[number];
 
-/** Files of the outer ring that live under src/. */
+/** Files of the outer ring. */
 const ENTRY = [/^src\/cli\//, /^src\/web\//, /^src\/api\//, /^src\/mcp-server\//, /^src\/index\.ts$/];
 
 /** The ring of a repository-relative path (forward slashes), or null for a file outside the rings (tests, packages). */
 export function ringOf(rel: string): Ring | null {
   if (ENTRY.some((re) => re.test(rel))) return "entry";
+  if (rel.startsWith("src/runs/")) return "runs";
+  if (rel.startsWith("src/agent/tools/")) return "tools";
+  if (rel.startsWith("src/agent/nodes/")) return "nodes";
+  if (rel.startsWith("src/agent/")) return "agent";
   if (rel.startsWith("src/")) return "core";
-  if (rel.startsWith("tools/")) return "tools";
-  if (rel.startsWith("nodes/")) return "nodes";
-  if (rel.startsWith("graphs/")) return "graphs";
   return null;
 }
 
@@ -69,4 +70,67 @@ export function importViolations(files: SourceFile[]): Violation[] {
 /** One line per violation, for a failure message a reader can act on. */
 export function describeViolation(v: Violation): string {
   return `${v.file}:${v.line} imports "${v.specifier}" (${v.from} → ${v.to}): the ${v.from} ring may not import from the ${v.to} ring`;
+}
+
+/** The file a relative specifier names among `known` paths (`x.js` is `x.ts` in the sources), or null. */
+function targetOf(from: string, specifier: string, known: Set<string>): string | null {
+  const base = path.posix.normalize(path.posix.join(path.posix.dirname(from), specifier));
+  const stem = base.replace(/\.(js|mjs|ts|mts)$/, "");
+  for (const c of [base, `${stem}.ts`, `${stem}.mts`, `${stem}.js`, `${stem}.mjs`, `${base}/index.ts`]) if (known.has(c)) return c;
+  return null;
+}
+
+/** Every group of files that import each other in a loop (strongly connected, 2+ files), each sorted. */
+export function importCycles(files: SourceFile[]): string[][] {
+  const known = new Set(files.map((f) => f.path));
+  const edges = new Map<string, string[]>();
+  for (const f of files) {
+    const to = importsOf(f)
+      .filter((i) => i.specifier.startsWith("."))
+      .map((i) => targetOf(f.path, i.specifier, known))
+      .filter((t): t is string => t !== null && t !== f.path);
+    edges.set(f.path, [...new Set(to)]);
+  }
+  // Tarjan's algorithm, iteratively (the code base is deep enough to matter for recursion).
+  let index = 0;
+  const idx = new Map<string, number>();
+  const low = new Map<string, number>();
+  const onStack = new Set<string>();
+  const stack: string[] = [];
+  const out: string[][] = [];
+  for (const start of edges.keys()) {
+    if (idx.has(start)) continue;
+    const work: Array<{ v: string; i: number }> = [{ v: start, i: 0 }];
+    idx.set(start, index);
+    low.set(start, index++);
+    stack.push(start);
+    onStack.add(start);
+    while (work.length) {
+      const top = work.at(-1)!;
+      const next = edges.get(top.v)![top.i++];
+      if (next !== undefined) {
+        if (!idx.has(next)) {
+          idx.set(next, index);
+          low.set(next, index++);
+          stack.push(next);
+          onStack.add(next);
+          work.push({ v: next, i: 0 });
+        } else if (onStack.has(next)) low.set(top.v, Math.min(low.get(top.v)!, idx.get(next)!));
+        continue;
+      }
+      work.pop();
+      if (work.length) low.set(work.at(-1)!.v, Math.min(low.get(work.at(-1)!.v)!, low.get(top.v)!));
+      if (low.get(top.v) === idx.get(top.v)) {
+        const group: string[] = [];
+        let w: string;
+        do {
+          w = stack.pop()!;
+          onStack.delete(w);
+          group.push(w);
+        } while (w !== top.v);
+        if (group.length > 1) out.push(group.sort());
+      }
+    }
+  }
+  return out;
 }

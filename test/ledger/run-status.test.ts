@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { MemorySaver } from "@langchain/langgraph";
 import { afterEach, describe, expect, it } from "vitest";
-import { createCodingAgent } from "../../graphs/coding-agent.js";
+import { createCodingAgent } from "../../src/agent/graph.js";
 import { ModelError } from "../../src/errors.js";
 import { listRuns, runStatus, type RunFacts } from "../../src/ledger/run-status.js";
 import { RunRegistry } from "../../src/ledger/runs.js";
@@ -63,7 +63,7 @@ describe("every entry point registers its run, and threads and the viewer show o
   }, 120_000);
 
   it("a run of the exported graph with the server's own checkpointer is listed from the ledger, awaiting approval, with where its checkpoints are", async () => {
-    const mod = await import("../../graphs/coding-agent.js");
+    const mod = await import("../../src/agent/graph.js");
     const graph = mod.graph;
     graph.checkpointer = new MemorySaver();
     try {

@@ -22,7 +22,7 @@ import { describeHistory } from "../../src/retrieval/history-doctor.js";
 import { createLexicalSearcher } from "../../src/retrieval/lexical.js";
 import { createLocalSandbox } from "../../src/sandbox/executor.js";
 import { namesProgram } from "../../src/workspace/host-git.js";
-import { gitCommitTool } from "../../tools/git-commit.js";
+import { gitCommitTool } from "../../src/agent/tools/git-commit.js";
 import { cli } from "../helpers/cli.js";
 
 const hasGit = spawnSync("git", ["--version"]).status === 0;

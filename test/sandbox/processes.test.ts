@@ -7,11 +7,11 @@ import { DEFAULT_POLICY } from "../../src/sandbox/policy.js";
 import { processHistory, runningProcesses } from "../../src/sandbox/process-history.js";
 import { ProcessManager } from "../../src/sandbox/processes.js";
 import type { LedgerEvent } from "../../src/state.js";
-import { processOutputTool } from "../../tools/process-output.js";
-import { processStatusTool } from "../../tools/process-status.js";
-import { startProcessTool } from "../../tools/start-process.js";
-import { stopProcessTool } from "../../tools/stop-process.js";
-import type { ToolContext } from "../../tools/tool.js";
+import { processOutputTool } from "../../src/agent/tools/process-output.js";
+import { processStatusTool } from "../../src/agent/tools/process-status.js";
+import { startProcessTool } from "../../src/agent/tools/start-process.js";
+import { stopProcessTool } from "../../src/agent/tools/stop-process.js";
+import type { ToolContext } from "../../src/agent/tools/tool.js";
 
 // The tools against a real sandbox (the strongest level here, with a session), as act runs them.
 

@@ -5,12 +5,12 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PathEscapeError } from "../../src/errors.js";
 import { createLexicalSearcher } from "../../src/retrieval/lexical.js";
 import { createLocalSandbox } from "../../src/sandbox/executor.js";
-import { editFileTool } from "../../tools/edit-file.js";
-import type { ToolContext, ToolResult } from "../../tools/index.js";
-import { listFilesTool } from "../../tools/list-files.js";
-import { readFileTool } from "../../tools/read-file.js";
-import { searchCodeTool } from "../../tools/search-code.js";
-import { writeFileTool } from "../../tools/write-file.js";
+import { editFileTool } from "../../src/agent/tools/edit-file.js";
+import type { ToolContext, ToolResult } from "../../src/agent/tools/index.js";
+import { listFilesTool } from "../../src/agent/tools/list-files.js";
+import { readFileTool } from "../../src/agent/tools/read-file.js";
+import { searchCodeTool } from "../../src/agent/tools/search-code.js";
+import { writeFileTool } from "../../src/agent/tools/write-file.js";
 
 let tmp: string;
 let ws: string;

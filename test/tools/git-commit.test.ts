@@ -6,8 +6,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PathEscapeError } from "../../src/errors.js";
 import { createLexicalSearcher } from "../../src/retrieval/lexical.js";
 import { createLocalSandbox } from "../../src/sandbox/executor.js";
-import { gitCommitTool } from "../../tools/git-commit.js";
-import type { ToolContext } from "../../tools/index.js";
+import { gitCommitTool } from "../../src/agent/tools/git-commit.js";
+import type { ToolContext } from "../../src/agent/tools/index.js";
 
 const hasGit = spawnSync("git", ["--version"]).status === 0;
 let tmp: string;

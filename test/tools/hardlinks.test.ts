@@ -8,9 +8,9 @@ import { createLexicalSearcher } from "../../src/retrieval/lexical.js";
 import { createLocalSandbox } from "../../src/sandbox/executor.js";
 import { replaceFile } from "../../src/workspace/replace-file.js";
 import { RevisionStore } from "../../src/workspace/revisions.js";
-import { editFileTool } from "../../tools/edit-file.js";
-import type { ToolContext, ToolResult } from "../../tools/index.js";
-import { writeFileTool } from "../../tools/write-file.js";
+import { editFileTool } from "../../src/agent/tools/edit-file.js";
+import type { ToolContext, ToolResult } from "../../src/agent/tools/index.js";
+import { writeFileTool } from "../../src/agent/tools/write-file.js";
 
 // A workspace file hard-linked to a file outside (pnpm's store does this for every package file):
 // whatever writes the workspace name must leave the outside name's bytes alone.

@@ -3,7 +3,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { BUILTIN_TOOL_NAMES } from "../../src/config.js";
-import { TOOLS } from "../../tools/index.js";
+import { TOOLS } from "../../src/agent/tools/index.js";
 import { cli, cliAsync, jsonLines } from "../helpers/cli.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 

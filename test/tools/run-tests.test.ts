@@ -4,8 +4,8 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createLexicalSearcher } from "../../src/retrieval/lexical.js";
 import { createLocalSandbox } from "../../src/sandbox/executor.js";
-import type { ToolContext } from "../../tools/index.js";
-import { runTestsTool } from "../../tools/run-tests.js";
+import type { ToolContext } from "../../src/agent/tools/index.js";
+import { runTestsTool } from "../../src/agent/tools/run-tests.js";
 
 let ws: string;
 let ctx: ToolContext;

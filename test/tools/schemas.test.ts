@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { getTool, TOOLS, toolSpecs, validateToolCall } from "../../tools/index.js";
+import { getTool, TOOLS, toolSpecs, validateToolCall } from "../../src/agent/tools/index.js";
 
 const TOOL_NAMES = [
   "read_file",

@@ -1,0 +1,132 @@
+import { buildPrompt, type PreviousPrompt } from "../../context/builder.js";
+import { prefixReuse } from "../../context/reuse.js";
+import type { ChatMessage } from "../../models/port.js";
+import type { LedgerEvent } from "../../state.js";
+import { lexicalEventSearcher, type EventSearcher } from "../../context/recall.js";
+import type { CodeSearcher, SearchHit } from "../../retrieval/port.js";
+import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import type { Runtime } from "../../runtime.js";
+import type { TaskStateValue } from "../../state.js";
+import { toolSpecs } from "../tools/index.js";
+import { restoreProcesses } from "./restore-processes.js";
+import { branchWriter, threadIdOf, type NodeDeps, type NodeFn } from "./deps.js";
+
+/** A small promise cache: the last 16 answers by key; a failed answer is forgotten. */
+function memo<T>(cache: Map<string, Promise<T>>, key: string, compute: () => Promise<T>): Promise<T> {
+  let hit = cache.get(key);
+  if (!hit) {
+    hit = compute();
+    hit.catch(() => cache.delete(key));
+    if (cache.size >= 16) cache.delete(cache.keys().next().value as string);
+    cache.set(key, hit);
+  }
+  return hit;
+}
+
+/**
+ * Code search results depend only on the query and the files; the files are named by the workspace
+ * revision. Consecutive steps that change no file and ask the same thing (reading, thinking) reuse
+ * the last answer instead of searching again.
+ */
+function cachedSearcher(inner: CodeSearcher, revision: string | null, cache: Map<string, Promise<SearchHit[]>>): CodeSearcher {
+  return {
+    search: (query, k) => (revision ? memo(cache, `${revision}\u0000${k}\u0000${query}`, () => inner.search(query, k)) : inner.search(query, k)),
+  };
+}
+
+/**
+ * History recall changes slowly: only events leaving the recent window become new candidates. The
+ * same query is answered from cache for up to RECALL_REFRESH_STEPS steps, and afresh when it changes.
+ */
+const RECALL_REFRESH_STEPS = 5;
+function cachedEventSearcher(inner: EventSearcher, step: number, cache: Map<string, Promise<Array<{ eventId: string; score: number }>>>): EventSearcher {
+  return {
+    searchEvents: (query, k) => memo(cache, `${Math.floor(step / RECALL_REFRESH_STEPS)}\u0000${k}\u0000${query}`, () => inner.searchEvents(query, k)),
+  };
+}
+
+/** The caches of one graph's context builds (search and recall answers). */
+export interface PromptCaches {
+  search: Map<string, Promise<SearchHit[]>>;
+  recall: Map<string, Promise<Array<{ eventId: string; score: number }>>>;
+}
+
+/**
+ * Everything a decide prompt is built from except the budget and the previous prompt: the one
+ * definition the context node and decide's context-length retry share, so a retry prompt has the
+ * same layout, code search, history recall and lessons as the prompt it replaces.
+ */
+export function promptSources(
+  rt: Runtime,
+  state: TaskStateValue,
+  config: LangGraphRunnableConfig,
+  caches: PromptCaches = { search: new Map(), recall: new Map() },
+): Omit<Parameters<typeof buildPrompt>[0], "budgetTokens" | "previous"> {
+  return {
+    layout: rt.settings.promptLayout,
+    ledger: rt.ledger,
+    state,
+    maxSteps: rt.settings.maxSteps,
+    // Without taking the one-time notes (restarts): the context node's prompt shows those.
+    processes: rt.processes?.describe(3, false) ?? null,
+    recentTurns: rt.settings.recentTurns,
+    tools: toolSpecs(),
+    counter: rt.counter,
+    workspace: rt.workspace,
+    searcher: cachedSearcher(rt.searcher, state.workspaceRev, caches.search),
+    eventSearcher: cachedEventSearcher(
+      rt.retriever
+        ? {
+            // History search through the index; branchHead keeps a fork from seeing its siblings' events.
+            searchEvents: async (query: string, k: number) =>
+              (await rt.retriever!.searchAll(query, { k, scope: "events", threadId: threadIdOf(config), branchHead: state.ledgerHead ?? undefined }))
+                .filter((h) => h.kind === "event")
+                .map((h) => ({ eventId: (h as { eventId: string }).eventId, score: h.score })),
+          }
+        : lexicalEventSearcher(rt.ledger, state.ledgerHead),
+      state.step,
+      caches.recall,
+    ),
+    store: (config.store as typeof rt.store | undefined) ?? rt.store,
+  };
+}
+
+/** Builds this step's prompt under the token budget and records what went in (and what did not). */
+export function createContextNode(deps: NodeDeps): NodeFn {
+  const caches: PromptCaches = { search: new Map(), recall: new Map() };
+  return async (state, config) => {
+    const rt = await deps.resolve(config);
+    const w = branchWriter(rt, state, config, "context");
+    // Background processes the ledger says were running come back before the model is asked.
+    if (!(await w.find("context"))) await restoreProcesses(rt, state, w);
+    const { event } = await w.once("context", "context_built", async () => {
+      // The previous decide prompt on this branch: extended when it can be, and measured against.
+      const prevEvent = (await rt.ledger.branch(state.ledgerHead, { types: ["context_built"], last: 1 }))[0] as LedgerEvent<"context_built"> | undefined;
+      const prevBlob = prevEvent ? await rt.ledger.getBlob(prevEvent.payload.promptRef) : null;
+      const previous: PreviousPrompt | null =
+        prevEvent && prevBlob ? { messages: JSON.parse(prevBlob) as ChatMessage[], items: prevEvent.payload.items, layout: prevEvent.payload.layout } : null;
+      // A context-length refusal lowered the budget (decide's compactForRetry): it stays lowered.
+      const budgetTokens = Math.min(rt.settings.budgetTokens, prevEvent?.payload.layout?.budget ?? Infinity);
+      // The background processes as of now; this prompt is the one that tells the model of restarts.
+      const built = await buildPrompt({ ...promptSources(rt, state, config, caches), previous, budgetTokens, processes: rt.processes?.describe() ?? null });
+      const promptRef = await rt.ledger.putBlob(JSON.stringify(rt.redactor.redactDeep(built.messages)));
+      const reuse = prefixReuse(previous?.messages ?? null, built.messages, rt.counter);
+      rt.progress?.({
+        node: "context",
+        step: state.step + 1,
+        text: `${built.tokens}/${budgetTokens} tokens, ${Math.round(reuse.ratio * 100)}% reused${built.layout.built === "compaction" ? ` (compaction: ${built.layout.reason})` : ""}`,
+      });
+      return {
+        layout: built.layout,
+        prefixReuse: { reusedTokens: reuse.reusedTokens, tokens: reuse.tokens, ratio: Math.round(reuse.ratio * 10_000) / 10_000 },
+        step: state.step + 1,
+        promptRef,
+        tokens: built.tokens,
+        budget: budgetTokens,
+        items: built.items,
+        omitted: built.omitted,
+      };
+    });
+    return { contextId: event.id, ledgerHead: w.head };
+  };
+}
