@@ -71,13 +71,33 @@ function preview(call: ToolCallRecord): string {
 /**
  * The calls with any over-limit arguments replaced by a short preview and a `refused` reason, which
  * the decide node turns into error feedback (the run goes on, and nothing deep is ever stored).
+ * Also what real models get wrong about the calls themselves: an id used twice in one answer or
+ * missing (local servers number every answer's calls from 0, some send none) is made unique, since
+ * each result goes back under its call's id; and a call whose arguments were cut off by the output
+ * limit (`truncated`: finish_reason "length") is refused with that reason instead of as bad JSON.
  */
-export function guardToolCalls(calls: ToolCallRecord[]): ToolCallRecord[] {
-  return calls.map((call) => {
+export function guardToolCalls(calls: ToolCallRecord[], o: { truncated?: boolean } = {}): ToolCallRecord[] {
+  const seen = new Set<string>();
+  return calls.map((call, i) => {
+    let id = call.id || `call_${i}`;
+    for (let n = 2; seen.has(id); n++) id = `${call.id || `call_${i}`}_${n}`;
+    seen.add(id);
     const problem = call.args !== undefined ? argsValueProblem(call.args) : call.argsText !== undefined ? argsTextProblem(call.argsText) : null;
-    if (!problem) return call;
+    if (!problem) {
+      if (o.truncated && call.argsText !== undefined && !call.refused) {
+        return {
+          ...call,
+          id,
+          argsText: call.argsText.slice(0, PREVIEW_CHARS),
+          refused:
+            `Your answer was cut off at the model's output token limit while writing the arguments of ${call.name || "a tool call"}, so nothing ran. ` +
+            "Send smaller pieces: write a large file in parts (write_file, then edit_file), or shorter arguments.",
+        };
+      }
+      return id === call.id ? call : { ...call, id };
+    }
     return {
-      id: call.id,
+      id,
       name: call.name,
       argsText: preview(call),
       refused: `Arguments of ${call.name} refused: ${problem}. Send smaller, flatter arguments (write a large file in parts).`,

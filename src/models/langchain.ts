@@ -58,6 +58,12 @@ export function toolCallsOf(msg: AIMessage): ToolCallRecord[] {
   return calls;
 }
 
+/** Whether the provider says the answer stopped at its output token limit. */
+export function cutOff(msg: AIMessage): boolean {
+  const meta = (msg.response_metadata ?? {}) as { finish_reason?: unknown; stop_reason?: unknown };
+  return meta.finish_reason === "length" || meta.stop_reason === "max_tokens";
+}
+
 export function textOf(content: unknown): string {
   if (typeof content === "string") return content;
   if (Array.isArray(content)) {
@@ -115,6 +121,7 @@ export class LangChainChatModel implements ChatModel {
       content: textOf(msg.content),
       toolCalls: toolCallsOf(msg),
       usage: usage ? { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens } : undefined,
+      ...(cutOff(msg) ? { truncated: true } : {}),
     };
   }
 }

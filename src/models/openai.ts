@@ -2,7 +2,7 @@ import type { AIMessage } from "@langchain/core/messages";
 import { ChatOpenAI } from "@langchain/openai";
 import { ModelError, errorMessage } from "../errors.js";
 import { withoutKey } from "../secrets.js";
-import { textOf, toLangChain, toolCallsOf } from "./langchain.js";
+import { cutOff, textOf, toLangChain, toolCallsOf } from "./langchain.js";
 import type { ChatMessage, ChatModel, ModelRequest, ModelResponse } from "./port.js";
 import { DEFAULT_RETRY, RetriesExhausted, classifyFault, withRetries, type RetryPolicy } from "./retry.js";
 
@@ -73,6 +73,7 @@ export class OpenAIChatModel implements ChatModel {
     return {
       content: textOf(msg.content),
       toolCalls: calls,
+      ...(cutOff(msg) ? { truncated: true } : {}),
       usage: usage
         ? { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens, ...(cached !== undefined ? { cachedInputTokens: cached } : {}) }
         : undefined,

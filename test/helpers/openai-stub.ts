@@ -15,6 +15,8 @@ export interface StubCompletion {
   usage?: { prompt_tokens: number; completion_tokens: number; cached_tokens?: number };
   /** Wait this long before answering (to test timeouts and aborts). */
   delayMs?: number;
+  /** The finish_reason sent (default: "tool_calls" with tool calls, else "stop"); "length" plays a cut-off answer. */
+  finish_reason?: string;
 }
 
 /** A scripted HTTP failure; the body is shaped like an OpenAI error. */
@@ -109,7 +111,7 @@ function completion(r: StubCompletion, model: string, n: number) {
           refusal: null,
         },
         logprobs: null,
-        finish_reason: toolCalls.length ? "tool_calls" : "stop",
+        finish_reason: r.finish_reason ?? (toolCalls.length ? "tool_calls" : "stop"),
       },
     ],
     usage: usageOf(r),
@@ -131,7 +133,7 @@ function chunks(r: StubCompletion, body: StubRequestBody, n: number): unknown[] 
     const args = c.function.arguments;
     for (let i = 0; i < args.length; i += 8) out.push(choice({ tool_calls: [{ index, function: { arguments: args.slice(i, i + 8) } }] }));
   });
-  out.push(choice({}, r.tool_calls?.length ? "tool_calls" : "stop"));
+  out.push(choice({}, r.finish_reason ?? (r.tool_calls?.length ? "tool_calls" : "stop")));
   if (body.stream_options?.include_usage) out.push({ ...base, choices: [], usage: usageOf(r) });
   return out;
 }

@@ -112,7 +112,7 @@ export async function callModel(
   if (answer.exhausted) return { response: answer, event: null };
   // The entry point of model output: over-deep or huge arguments are cut here, before anything
   // recursive (redactor, ledger, checkpoints) walks them.
-  const response = { ...answer, toolCalls: guardToolCalls(answer.toolCalls) };
+  const response = { ...answer, toolCalls: guardToolCalls(answer.toolCalls, { truncated: answer.truncated }) };
   const event = await w.append(key, "model_call", {
     node,
     turn,
