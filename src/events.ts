@@ -246,7 +246,7 @@ export const ModelCallPayload = z.object({
   exhausted: z.boolean().optional(),
 });
 export const ReflectionPayload = z.object({
-  trigger: z.enum(["subtask_completed", "failure_streak", "end_of_run"]),
+  trigger: z.enum(["subtask_completed", "failure_streak", "end_of_run", "repetition"]),
   lessons: z.array(z.string()),
   source: z.enum(["model", "deterministic"]),
   fromEvents: z.array(z.string()),

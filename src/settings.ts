@@ -36,6 +36,12 @@ const perRun = {
     .positive()
     .default(3)
     .describe("Answers without a tool call (prose, empty) in a row after which the run stops as no_progress (resumable)."),
+  repeatLimit: z
+    .number()
+    .int()
+    .positive()
+    .default(3)
+    .describe("Steps in a row with the same calls and the same results after which the model is told and a reflection runs; twice as many stop the run as no_progress."),
   summarizeThresholdTokens: z.number().int().positive().default(8_000).describe("Unsummarised history (tokens) that triggers the summarize node."),
   sandbox: z.enum(["auto", "bwrap", "unshare", "none"]).optional().describe("Isolation of commands: the strongest available (auto), or a level by name."),
   approve: z

@@ -26,6 +26,11 @@ const taskStateFields = {
   failureStreak: z.number().int().default(0),
   /** Consecutive decide answers without a tool call (prose, empty, null). */
   proseStreak: z.number().int().default(0),
+  /** Consecutive steps that made the same calls with the same results, and the last step's fingerprint. */
+  repeatStreak: z.number().int().default(0),
+  lastStepSig: z.string().nullable().default(null),
+  /** A finish was refused once because the last test run failed; the next finish is taken. */
+  finishChallenged: z.boolean().default(false),
   /** Why the run stopped, when its status alone does not say (recorded in its run_status). */
   endReason: z.string().nullable().default(null),
   /** Set when the plan must be (re)made before the next context. */
@@ -48,7 +53,7 @@ const taskStateFields = {
   /** Step of the last reflection. */
   reflectedAtStep: z.number().int().default(-1),
   /** Why observe routed to reflect (read by reflect). */
-  reflectTrigger: z.enum(["subtask_completed", "failure_streak", "end_of_run"]).nullable().default(null),
+  reflectTrigger: z.enum(["subtask_completed", "failure_streak", "end_of_run", "repetition"]).nullable().default(null),
   /** Where observe routes next; computed there because it knows the run's thresholds. */
   next: z.enum(["context", "plan", "reflect", "summarize"]).default("context"),
   /** Workspace revision this state corresponds to (time travel). */

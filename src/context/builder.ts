@@ -71,6 +71,8 @@ export interface BuildInput {
   ledger: Ledger;
   state: TaskStateValue;
   maxSteps: number;
+  /** Steps with the same calls and results after which the prompt points the repetition out. */
+  repeatLimit?: number;
   budgetTokens: number;
   tools: ToolSpecLike[];
   counter: TokenCounter;
@@ -192,7 +194,7 @@ async function compact(input: BuildInput, c: Common, kind: "cache" | "legacy", r
   const { counter, state } = input;
   const cache = kind === "cache";
   const budget = new Budget(input.budgetTokens);
-  const { systemTokens, pinned, plan, stat } = fixedPart(input, c, withProcesses(statusText(state, input.maxSteps, c.lastTests), input.processes));
+  const { systemTokens, pinned, plan, stat } = fixedPart(input, c, withProcesses(statusText(state, input.maxSteps, c.lastTests, input.repeatLimit), input.processes));
   budget.charge({ section: "system", source: "instructions", tokens: systemTokens });
   budget.charge({ section: "tools", source: `${input.tools.length} tool schemas`, tokens: c.toolTokens });
   budget.charge({ section: cache ? "prefix" : "fixed", source: "user message framing", tokens: MESSAGE_OVERHEAD });
@@ -348,7 +350,7 @@ async function extend(input: BuildInput, c: Common, prevMessages: ChatMessage[],
   }
   const logText = [...log, ...added].map((m) => m.content).join("\n");
   const planText = `# Plan\n${planLines(state.subtasks)}`;
-  const statText = `# Run status\n${withProcesses(statusText(state, input.maxSteps, c.lastTests), input.processes)}`;
+  const statText = `# Run status\n${withProcesses(statusText(state, input.maxSteps, c.lastTests, input.repeatLimit), input.processes)}`;
   const planChanged = lastPlanShown(log) !== planText;
   const required = planChanged ? [statText, planText] : [statText];
   const needsNudge = turns.at(-1)!.call.payload.toolCalls.length === 0;

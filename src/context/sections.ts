@@ -122,6 +122,7 @@ export function statusText(
   state: TaskStateValue,
   maxSteps: number,
   lastTests: LedgerEvent<"environment_feedback"> | undefined,
+  repeatLimit = 3,
 ): string {
   const status: string[] = [`Step ${state.step + 1} of at most ${maxSteps}.`];
   if (lastTests?.payload.tests) {
@@ -133,5 +134,15 @@ export function statusText(
     );
   }
   if (state.failureStreak > 0) status.push(`The last ${state.failureStreak} step(s) failed: change approach if the same error repeats.`);
+  if (state.repeatStreak >= repeatLimit) {
+    status.push(
+      `Your last ${state.repeatStreak} steps made the same call(s) and got the same result(s): doing it again will not change anything. Try something different; the run stops after ${2 * repeatLimit} such steps.`,
+    );
+  }
+  if (state.finishChallenged && lastTests?.payload.tests?.failed) {
+    status.push(
+      `You called finish, but the last test run failed (${lastTests.payload.tests.failed} failing). Fix the failures and run the tests again; if the task is done anyway, call finish again and it will be taken (the report marks it unverified).`,
+    );
+  }
   return status.join("\n");
 }

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { buildReport, reportMarkdown } from "../../src/report/report.js";
 import { detectCgroups } from "../../src/sandbox/limits.js";
-import { testAgent, type TestAgent } from "../helpers/agent.js";
+import { promptText, testAgent, type TestAgent } from "../helpers/agent.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 
 let agents: TestAgent[] = [];
@@ -35,19 +35,22 @@ async function reportOf(a: TestAgent) {
 
 describe("the run report says what the evidence says", () => {
   it("does not show the plan done, nor the summary as true, when the last test run failed", async () => {
+    // The first finish after a failing test run is not taken: the model is shown the failures and
+    // finishes only by saying so again.
     const a = await testAgent(project(true), {
-      decide: [plan, call("run_tests", {}), call("finish", { summary: "All tests pass; both subtasks are done." })],
+      decide: [plan, call("run_tests", {}), call("finish", { summary: "All tests pass." }), call("finish", { summary: "All tests pass; both subtasks are done." })],
     });
     agents.push(a);
     const r = await reportOf(a);
     expect(r.status).toBe("finished");
+    expect(promptText(a.decidePrompt(4))).toMatch(/You called finish, but the last test run failed \(1 failing\)/);
     expect(r.lastTests).toMatchObject({ step: 2, passed: 1, failed: 1, passing: false, failedTests: [expect.stringMatching(/subtracts/)] });
     // finish marked them completed in the state, but nothing proves it.
     expect(r.plan.map((s) => [s.id, s.status, s.proven])).toEqual([
       ["add", "completed", false],
       ["sub", "completed", false],
     ]);
-    expect(r.plan[0]!.proof).toMatch(/finish at step 3, but the last test run \(step 2\) failed/);
+    expect(r.plan[0]!.proof).toMatch(/finish at step 4, but the last test run \(step 2\) failed/);
     const md = reportMarkdown(r);
     expect(md).toMatch(/\*\*Tests\.\*\* Last run \(step 2\): 1 passed, 1 failed, 0 skipped — \*\*failing\*\* \(.*subtracts/);
     expect(md).toContain("## Summary (the agent's words, not verified: the last test run (step 2) failed)");

@@ -67,6 +67,7 @@ export function promptSources(
     ledger: rt.ledger,
     state,
     maxSteps: rt.settings.maxSteps,
+    repeatLimit: rt.settings.repeatLimit,
     // Without taking the one-time notes (restarts): the context node's prompt shows those.
     processes: rt.processes?.describe(3, false) ?? null,
     recentTurns: rt.settings.recentTurns,

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { LedgerEvent, Subtask, TaskStateValue } from "../../state.js";
 import { declaredPackages, expectedEnvNames, treeSummary } from "../../workspace/snapshot.js";
 import { branchWriter, type NodeDeps, type NodeFn } from "./deps.js";
@@ -8,16 +9,32 @@ type Route = Pick<TaskStateValue, "next" | "reflectTrigger">;
 
 /** Routing after a step, from the updated state and the run's thresholds. */
 export function routeAfterStep(
-  s: Pick<TaskStateValue, "status" | "failureStreak" | "unsummarizedTokens" | "needsPlan">,
-  limits: { failureStreakLimit: number; summarizeThresholdTokens: number },
+  s: Pick<TaskStateValue, "status" | "failureStreak" | "unsummarizedTokens" | "needsPlan"> & { repeatStreak?: number },
+  limits: { failureStreakLimit: number; summarizeThresholdTokens: number; repeatLimit?: number },
   newlyCompleted: number,
 ): Route {
   if (s.status !== "running") return { next: "reflect", reflectTrigger: "end_of_run" };
+  if (limits.repeatLimit && s.repeatStreak === limits.repeatLimit) return { next: "reflect", reflectTrigger: "repetition" };
   if (s.failureStreak > 0 && s.failureStreak % limits.failureStreakLimit === 0) return { next: "reflect", reflectTrigger: "failure_streak" };
   if (newlyCompleted > 0) return { next: "reflect", reflectTrigger: "subtask_completed" };
   if (s.needsPlan) return { next: "plan", reflectTrigger: null };
   if (s.unsummarizedTokens >= limits.summarizeThresholdTokens) return { next: "summarize", reflectTrigger: null };
   return { next: "context", reflectTrigger: null };
+}
+
+/**
+ * What a step did, as a fingerprint: its calls (tool and arguments) and their results (status and
+ * output), in order. Two steps with the same fingerprint changed nothing the model could learn from.
+ */
+export function stepSignature(actions: LedgerEvent[], feedback: LedgerEvent<"environment_feedback">[]): string {
+  const h = createHash("sha256");
+  for (const a of actions) {
+    if (a.type !== "agent_action") continue;
+    const fb = feedback.find((f) => f.causedBy === a.id);
+    h.update(JSON.stringify([a.payload.tool, a.payload.args ?? a.payload.argsText ?? null, fb?.payload.status ?? null, fb?.payload.output ?? null]));
+    h.update("\0");
+  }
+  return h.digest("hex").slice(0, 16);
 }
 
 /** The latest test run on the branch, if it passed: the evidence a subtask needs to be completed. */
@@ -73,6 +90,7 @@ export function createObserveNode(deps: NodeDeps): NodeFn {
     let needsPlan = false;
     let summary = state.summary;
     let historyTokens = 0;
+    let finishChallenged = false;
     for (const fb of feedback) {
       historyTokens += rt.counter.count(fb.payload.output);
       for (const [j, effect] of (fb.payload.effects ?? []).entries()) {
@@ -86,6 +104,13 @@ export function createObserveNode(deps: NodeDeps): NodeFn {
             : "update_plan";
           await w.append(`plan/${fb.id}/${j}`, "plan_update", { subtasks, reason, evidence: evidence?.id }, fb.causedBy);
         } else if (effect.kind === "finish") {
+          // A finish while the last test run failed is taken only when the model says it again,
+          // having been shown the failures (statusText): the report marks such a finish unverified.
+          const lastTests = [...recentRuns].reverse().find((r) => r.seq <= fb.seq && r.payload.tests)?.payload.tests;
+          if (lastTests && lastTests.failed > 0 && !state.finishChallenged && !finishChallenged) {
+            finishChallenged = true;
+            continue;
+          }
           status = "finished";
           summary = effect.summary;
           const done = subtasks.map((s): Subtask => (s.status === "blocked" || s.status === "completed" ? s : { ...s, status: "completed", evidence: fb.id }));
@@ -117,14 +142,25 @@ export function createObserveNode(deps: NodeDeps): NodeFn {
         lastTests: tests,
       });
     }
+    const sig = stepSignature(actions, feedback);
+    const repeatStreak = sig === state.lastStepSig ? state.repeatStreak + 1 : 1;
+    let endReason = state.endReason;
+    if (status === "running" && repeatStreak >= 2 * rt.settings.repeatLimit) {
+      status = "no_progress";
+      endReason = `the same calls gave the same results ${repeatStreak} steps in a row (repeatLimit ${rt.settings.repeatLimit}, stopped at twice that)`;
+    }
     if (status === "running" && state.step >= rt.settings.maxSteps) status = "max_steps";
     // A turn's history only needs summarising once it leaves the recent window, which the prompt shows in full.
     const windowTokens = [...state.windowTokens, historyTokens + 50 * actions.length];
     let unsummarizedTokens = state.unsummarizedTokens;
     while (windowTokens.length > rt.settings.recentTurns) unsummarizedTokens += windowTokens.shift()!;
-    const route = routeAfterStep({ status, failureStreak, unsummarizedTokens, needsPlan }, rt.settings, newlyCompleted);
+    const route = routeAfterStep({ status, failureStreak, unsummarizedTokens, needsPlan, repeatStreak }, rt.settings, newlyCompleted);
     return {
       status,
+      endReason,
+      repeatStreak,
+      lastStepSig: sig,
+      finishChallenged: finishChallenged || (state.finishChallenged && status === "running"),
       subtasks,
       failureStreak,
       needsPlan,

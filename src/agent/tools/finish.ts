@@ -18,6 +18,7 @@ export const finishTool = defineTool({
   idempotent: true,
   writes: "nothing",
   async run(args) {
-    return { status: "ok", output: "Task finished.", effects: [{ kind: "finish", summary: args.summary }] };
+    // The run decides (observe): a finish while the last test run failed is taken only when repeated.
+    return { status: "ok", output: "Finish requested: the run ends now, unless the last test run failed (then the run status says what to do).", effects: [{ kind: "finish", summary: args.summary }] };
   },
 });
