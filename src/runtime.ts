@@ -17,6 +17,7 @@ import { claimWorkspace } from "./ledger/workspace-identity.js";
 import { budgetFor, tokenCounterFor, type TokenCounter } from "./context/tokens.js";
 import { SqliteStore } from "./memory/sqlite-store.js";
 import { createModel } from "./models/factory.js";
+import { TextToolCallModel } from "./models/text-tools.js";
 import { checkLangSmith } from "./telemetry/langsmith.js";
 import type { ChatModel } from "./models/port.js";
 import { createRetriever, type Retriever } from "./retrieval/hybrid.js";
@@ -176,11 +177,13 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   // PostgreSQL first: a wrong URL, a refused password or a newer schema is a one-line error before
   // any model, sandbox or file is touched.
   const pgBackend = stateUrl ? await openPostgresBackend(stateUrl, redactor, overrides.fence) : undefined;
-  const model = overrides.model ?? createModel(settings.model, { recordFile: overrides.recordRequestsFile });
+  const asked = overrides.model ?? createModel(settings.model, { recordFile: overrides.recordRequestsFile });
+  const model = settings.toolCallFormat === "text" ? new TextToolCallModel(asked) : asked;
   // --summary-model / the run context first, then the config file; same spec as the main model, same
   // checks (a missing key is named now, not at the first plan).
   const summarySpec = settings.summaryModel ?? config.summaryModel;
-  const summaryModel = overrides.summaryModel ?? (summarySpec && summarySpec !== settings.model ? createModel(summarySpec, { recordFile: overrides.recordRequestsFile }) : undefined);
+  const summaryAsked = overrides.summaryModel ?? (summarySpec && summarySpec !== settings.model ? createModel(summarySpec, { recordFile: overrides.recordRequestsFile }) : undefined);
+  const summaryModel = summaryAsked && settings.toolCallFormat === "text" ? new TextToolCallModel(summaryAsked) : summaryAsked;
   const sandbox =
     overrides.sandbox ??
     // One session per run: commands share a loopback, so a server started in the background by one

@@ -26,6 +26,10 @@ const perRun = {
     .optional()
     .describe("A cheaper model for plan, summarize and reflect (openai:<name> or scripted:<trajectory.json>); decide stays on `model` (default: `model` for all)."),
   maxSteps: z.number().int().positive().max(100_000).default(50).describe("Stop after this many decide steps."),
+  toolCallFormat: z
+    .enum(["native", "text"])
+    .default("native")
+    .describe("native: the provider's tool-calling API; text: tools described in the prompt and calls parsed from the answer (<tool_call> JSON, fenced JSON), for models served without tool calling."),
   // At least 1000: the fixed part of every prompt is more than that (the 11 tool schemas alone are
   // ~1,500 tokens), so a smaller budget could only fail every step (ContextBudgetError).
   budgetTokens: z.number().int().min(1000).optional().describe("Prompt budget in tokens, at least 1000 (default: the model's context window minus its reserved output)."),

@@ -15,6 +15,7 @@ export interface RunArgs extends WorkspaceArgs {
   model?: string;
   summaryModel?: string;
   maxSteps?: number;
+  toolCallFormat?: "native" | "text";
   budget?: number;
   quiet?: boolean;
   approve?: "ask" | "auto" | "deny";
@@ -157,6 +158,7 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
       model,
       ...(args.summaryModel ? { summaryModel: args.summaryModel } : {}),
       ...(args.maxSteps ? { maxSteps: args.maxSteps } : {}),
+      ...(args.toolCallFormat ? { toolCallFormat: args.toolCallFormat } : {}),
       ...(args.budget ? { budgetTokens: args.budget } : {}),
       ...sandboxSettings(args),
     },
@@ -201,6 +203,10 @@ export function registerRun(program: Command): void {
       .option("-m, --model <spec>", "openai:<name> or scripted:<trajectory.json> (default: $LEDGERLOOP_MODEL)")
       .option("--summary-model <spec>", "a cheaper model for plan, summarize and reflect; decide stays on --model (also `summaryModel` in ledgerloop.config.json)")
       .option("--max-steps <n>", "stop after this many decide steps", intOption("--max-steps"))
+      .option("--tool-call-format <format>", "native (the provider's tool calling) or text (tools in the prompt, calls parsed from the answer: for models served without tool calling)", (v: string) => {
+        if (v !== "native" && v !== "text") throw new CliError(`--tool-call-format must be native or text, got "${v}"`, 2, "CONFIG_INVALID");
+        return v;
+      })
       .option("--budget <tokens>", "prompt budget in tokens, at least 1000 (default: the model's window minus its reserved output)", intOption("--budget"))
       .option("--json", "print one JSON object with the outcome on stdout")
       .option("-q, --quiet", "no progress lines")

@@ -13,7 +13,7 @@ describe("the run settings and the graph context derived from them", () => {
     expect(RunContextFromState).toBe(RunContext);
     for (const k of contextKeys) expect(Object.keys(RunSettings.shape)).toContain(k);
     expect(contextKeys).toEqual([
-      "workspace", "stateDir", "stateUrl", "model", "summaryModel", "maxSteps", "budgetTokens", "failureStreakLimit", "proseStreakLimit", "repeatLimit", "summarizeThresholdTokens", "sandbox",
+      "workspace", "stateDir", "stateUrl", "model", "summaryModel", "maxSteps", "toolCallFormat", "budgetTokens", "failureStreakLimit", "proseStreakLimit", "repeatLimit", "summarizeThresholdTokens", "sandbox",
       "approve", "allowNetwork", "retrieval", "vectors", "embedder", "history", "promptLayout", "maxCostUsd", "maxTokens",
     ]);
   });
