@@ -234,6 +234,8 @@ export const ModelCallPayload = z.object({
   model: z.string(),
   promptRef: z.string().optional(),
   content: z.string(),
+  /** What the model reasoned before answering, where the provider returns it (capped); never sent back to the model. */
+  reasoning: z.string().optional(),
   toolCalls: z.array(ToolCallRecord),
   usage: z
     .object({ inputTokens: z.number().int(), outputTokens: z.number().int(), cachedInputTokens: z.number().int() })

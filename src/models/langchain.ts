@@ -58,6 +58,38 @@ export function toolCallsOf(msg: AIMessage): ToolCallRecord[] {
   return calls;
 }
 
+const REASONING_CHARS = 20_000;
+const THINK = /<think>([\s\S]*?)(?:<\/think>|$)/g;
+
+/**
+ * The answer's text and the reasoning that came with it, apart: `reasoning_content` (DeepSeek, vLLM,
+ * llama.cpp), thinking/reasoning content parts (Anthropic, OpenAI), and `<think>` blocks written
+ * into the text by reasoning models served without a reasoning parser (which would otherwise read
+ * as prose). The reasoning is capped; it is recorded, not sent back.
+ */
+export function splitReasoning(msg: AIMessage): { content: string; reasoning?: string } {
+  const parts: string[] = [];
+  const kw = (msg.additional_kwargs ?? {}) as { reasoning_content?: unknown };
+  if (typeof kw.reasoning_content === "string" && kw.reasoning_content.trim()) parts.push(kw.reasoning_content);
+  if (Array.isArray(msg.content)) {
+    for (const p of msg.content as Array<Record<string, unknown>>) {
+      if (p && (p.type === "thinking" || p.type === "reasoning")) {
+        const t = typeof p.thinking === "string" ? p.thinking : typeof p.reasoning === "string" ? p.reasoning : typeof p.text === "string" ? p.text : "";
+        if (t.trim()) parts.push(t);
+      }
+    }
+  }
+  let content = textOf(msg.content);
+  if (content.includes("<think>")) {
+    content = content.replace(THINK, (_m, inner: string) => {
+      if (inner.trim()) parts.push(inner.trim());
+      return "";
+    }).trim();
+  }
+  const reasoning = parts.join("\n\n").slice(0, REASONING_CHARS);
+  return reasoning ? { content, reasoning } : { content };
+}
+
 /** Whether the provider says the answer stopped at its output token limit. */
 export function cutOff(msg: AIMessage): boolean {
   const meta = (msg.response_metadata ?? {}) as { finish_reason?: unknown; stop_reason?: unknown };
@@ -118,7 +150,7 @@ export class LangChainChatModel implements ChatModel {
     }
     const usage = msg.usage_metadata;
     return {
-      content: textOf(msg.content),
+      ...splitReasoning(msg),
       toolCalls: toolCallsOf(msg),
       usage: usage ? { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens } : undefined,
       ...(cutOff(msg) ? { truncated: true } : {}),

@@ -2,7 +2,7 @@ import type { AIMessage } from "@langchain/core/messages";
 import { ChatOpenAI } from "@langchain/openai";
 import { ModelError, errorMessage } from "../errors.js";
 import { withoutKey } from "../secrets.js";
-import { cutOff, textOf, toLangChain, toolCallsOf } from "./langchain.js";
+import { cutOff, splitReasoning, toLangChain, toolCallsOf } from "./langchain.js";
 import type { ChatMessage, ChatModel, ModelRequest, ModelResponse } from "./port.js";
 import { DEFAULT_RETRY, RetriesExhausted, classifyFault, withRetries, type RetryPolicy } from "./retry.js";
 
@@ -71,7 +71,7 @@ export class OpenAIChatModel implements ChatModel {
     const usage = msg.usage_metadata;
     const cached = usage?.input_token_details?.cache_read;
     return {
-      content: textOf(msg.content),
+      ...splitReasoning(msg),
       toolCalls: calls,
       ...(cutOff(msg) ? { truncated: true } : {}),
       usage: usage

@@ -30,6 +30,8 @@ export interface ModelResponse {
   usage?: { inputTokens?: number; outputTokens?: number; cachedInputTokens?: number };
   /** The scripted model has no turn left for this node. */
   exhausted?: boolean;
+  /** The model's reasoning (reasoning_content, thinking blocks, <think> text): kept in the ledger, never sent back. */
+  reasoning?: string;
   /** The answer stopped at the output token limit (OpenAI finish_reason "length", Anthropic "max_tokens"). */
   truncated?: boolean;
 }

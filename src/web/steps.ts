@@ -85,7 +85,7 @@ export interface StepView {
   startedAt: string;
   endedAt: string;
   context: { eventId: string; tokens: number; budget: number; omitted: number } | null;
-  model: { content: string; toolCalls: ToolCallRecord[]; model: string; usage: unknown; durationMs: number | null } | null;
+  model: { content: string; reasoning: string | null; toolCalls: ToolCallRecord[]; model: string; usage: unknown; durationMs: number | null } | null;
   actions: StepAction[];
   /** Tokens and USD of every model call made for this step (decide, and a summarize or reflection at it); null: none reported usage. */
   spend: { tokens: number; costUsd: number } | null;
@@ -202,6 +202,7 @@ export async function threadSteps(st: ReadOnlyState, thread: string, opts: Steps
         if (!s) break;
         s.model = {
           content: e.payload.content,
+          reasoning: e.payload.reasoning ?? null,
           toolCalls: e.payload.toolCalls,
           model: e.payload.model,
           usage: e.payload.usage ?? null,

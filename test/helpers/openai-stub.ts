@@ -15,6 +15,8 @@ export interface StubCompletion {
   usage?: { prompt_tokens: number; completion_tokens: number; cached_tokens?: number };
   /** Wait this long before answering (to test timeouts and aborts). */
   delayMs?: number;
+  /** Sent as the message's reasoning_content (DeepSeek, vLLM and llama.cpp send reasoning so). */
+  reasoning_content?: string;
   /** The finish_reason sent (default: "tool_calls" with tool calls, else "stop"); "length" plays a cut-off answer. */
   finish_reason?: string;
 }
@@ -107,6 +109,7 @@ function completion(r: StubCompletion, model: string, n: number) {
         message: {
           role: "assistant",
           content: r.content ?? null,
+          ...(r.reasoning_content !== undefined ? { reasoning_content: r.reasoning_content } : {}),
           ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
           refusal: null,
         },

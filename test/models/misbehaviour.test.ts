@@ -6,7 +6,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openAgent } from "../../src/index.js";
+import { getLedgerEvents, openAgent } from "../../src/index.js";
 import { nodeOfRequest, startOpenAIStub, stubToolCall, type OpenAIStub, type StubReply, type StubRequestBody } from "../helpers/openai-stub.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 
@@ -104,5 +104,19 @@ describe("tool calls as real models send them", () => {
     const results = toolMessages(decideBodies()[1]!);
     expect(results.map((r) => r.tool_call_id)).toEqual(["k1", "k2", "k3"]);
     expect(results[1]!.content).toMatch(/^\[(error|refused)/);
+  }, 120_000);
+
+  it("reasoning (reasoning_content, or <think> in the text) is kept in the ledger with its decision and never sent back", async () => {
+    const ws = tempWorkspace(undefined, { "a.txt": "a\n" });
+    decideReplies = [
+      { content: "Reading.", reasoning_content: "SECRET-PLAN-ALPHA: the file is small", tool_calls: [stubToolCall("r1", "read_file", { path: "a.txt" })] },
+      { content: "<think>SECRET-PLAN-BETA: now finish</think>Done.", tool_calls: [stubToolCall("r2", "finish", { summary: "read it" })] },
+    ];
+    const res = await run(ws);
+    expect(res.status).toBe("finished");
+    const calls = (await getLedgerEvents(res.thread, { workspace: ws })).filter((e) => e.type === "model_call" && (e.payload as { node: string }).node === "decide");
+    expect(calls.map((e) => (e.payload as { reasoning?: string }).reasoning)).toEqual(["SECRET-PLAN-ALPHA: the file is small", "SECRET-PLAN-BETA: now finish"]);
+    expect(calls.map((e) => (e.payload as { content: string }).content)).toEqual(["Reading.", "Done."]);
+    expect(JSON.stringify(stub.requests)).not.toMatch(/SECRET-PLAN/);
   }, 120_000);
 });

@@ -120,6 +120,7 @@ export async function callModel(
     model: model.name,
     promptRef: opts.promptRef,
     content: response.content,
+    ...(response.reasoning ? { reasoning: response.reasoning } : {}),
     toolCalls: response.toolCalls,
     usage: response.usage,
     costUsd: costOf(response.usage, priceOf(model.name, rt.prices)),

@@ -321,6 +321,7 @@ export function renderStep(s) {
           )
         : null,
     ),
+    s.model && s.model.reasoning ? h("details", { class: "model-reasoning" }, h("summary", { class: "muted small" }, `reasoning · ${s.model.reasoning.length.toLocaleString()} ch`), h("pre", { class: "output" }, s.model.reasoning)) : null,
     s.model && s.model.content ? h("p", { class: "model-text" }, s.model.content) : null,
     s.actions.length ? h("ol", { class: "actions" }, s.actions.map(renderAction)) : h("p", { class: "muted small no-actions" }, s.model ? "No tool calls." : "Waiting for the model…"),
     s.after.length ? h("div", { class: "interludes" }, s.after.map(renderInterlude)) : null,
