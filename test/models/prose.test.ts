@@ -111,4 +111,20 @@ describe("a model that answers in prose", () => {
       await agent.close();
     }
   }, 180_000);
+
+  it("a LangChain chat model instance (ChatOpenAI on the same server) gets the same outcome", async () => {
+    const ws = tempWorkspace(undefined, { "a.txt": "a\n" });
+    const { ChatOpenAI } = await import("@langchain/openai");
+    const model = new ChatOpenAI({ model: "m", apiKey: "sk-test-000000", configuration: { baseURL: stub.url }, maxRetries: 0 });
+    const agent = await openAgent({ workspace: ws, model, maxSteps: 10, proseStreakLimit: 2, retrieval: "lexical", sandbox: "none" });
+    try {
+      const res = await agent.run("Do the task");
+      expect(res.status).toBe("no_progress");
+      expect(decideCalls).toBe(2);
+      const ended = (await getLedgerEvents(res.thread, { workspace: ws })).filter((e) => e.type === "run_status");
+      expect(ended.map((e) => (e.payload as { status: string }).status)).toEqual(["no_progress"]);
+    } finally {
+      await agent.close();
+    }
+  }, 180_000);
 });
