@@ -28,11 +28,12 @@ import {
   type Limits,
 } from "./limits.js";
 import { noneNamespacePrefix } from "./none-pidns.js";
-import type { BackgroundRequest, ExecRequest, ExecResult, Sandbox } from "./port.js";
+import type { BackgroundRequest, ExecRequest, ExecResult, Sandbox, ServerRequest } from "./port.js";
 import { COMMAND_TAG_VAR, descendants, processesWithEnv, readProcStart, tasksOfUid } from "./proc.js";
 import { WorkspaceGuard } from "./git-guard.js";
 import { buildSeccompFilter } from "./seccomp.js";
 import { BackgroundProcess, LineRing, listeningPorts } from "./background.js";
+import { ServerProcess, serverSpec } from "./server-process.js";
 import { SandboxSession } from "./session.js";
 import { clearNewSetid } from "./setid.js";
 
@@ -191,8 +192,12 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
     return s;
   };
 
-  /** Everything a command needs to start (argv through the wrapper, env, cgroups), at this level. */
-  const prepare = async (req: Omit<ExecRequest, "timeoutMs">, background = false) => {
+  /**
+   * Everything a command needs to start (argv through the wrapper, env, cgroups), at this level:
+   * the one place a command, a background process and a server are wrapped. A server stays out of
+   * the run's session: it serves every run of the runtime, and a session ends with each pause.
+   */
+  const prepare = async (req: Omit<ExecRequest, "timeoutMs"> & Pick<ServerRequest, "ownEnv">, background = false, server = false) => {
     const limits = req.limits ? resolveLimits(defaults, req.limits) : defaults;
     const workspace = path.resolve(req.workspace ?? opts.workspace ?? req.cwd);
     const guard = guardOf(workspace);
@@ -202,7 +207,7 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
     // host's network, and always its PID namespace, which ends every process with the session.
     // A session that cannot be made (util-linux without nsenter, namespaces refused) leaves
     // commands their own namespaces, as without sessions; a background process needs it (throws).
-    const sess = level !== "none" && opts.session ? await sessionFor().catch((err: unknown) => (background ? Promise.reject(err) : null)) : null;
+    const sess = level !== "none" && opts.session && !server ? await sessionFor().catch((err: unknown) => (background ? Promise.reject(err) : null)) : null;
     const enter = sess ? sess.enterPrefix({ net: !allowNetwork }) : [];
     const made = Object.keys(cgroups.parents).length ? CommandCgroups.create(cgroups, limits) : null;
     const cg = made && made.joinFiles().length ? made : null;
@@ -212,7 +217,7 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
     // that double-forks out of the tree before the first scan is found by this variable.
     const scan = !cg && level === "none";
     const marker = req.tag ?? (scan ? `${process.pid}.${++commandSeq}` : null);
-    const env = marker ? { ...commandEnv(req.env), [COMMAND_TAG_VAR]: marker } : commandEnv(req.env);
+    const env = { ...commandEnv(req.env), ...(req.ownEnv ?? {}), ...(marker ? { [COMMAND_TAG_VAR]: marker } : {}) };
 
     let inner: string[];
     let fd3: Buffer | undefined;
@@ -300,6 +305,10 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
           for (const v of guard.after().violations) ring.push(`ledgerloop: ${v}\n`);
         },
       });
+    },
+    async startServer(req: ServerRequest): Promise<ServerProcess> {
+      const prepared = await prepare(req, false, true);
+      return ServerProcess.start(serverSpec({ ...prepared, cwd: req.cwd, setpriv: tools.setpriv ?? findProgram("setpriv") }));
     },
     listeningPorts(): Set<number> {
       if (level === "none" || !opts.session) return listeningPorts("self");

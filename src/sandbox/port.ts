@@ -1,4 +1,5 @@
 import type { BackgroundProcess } from "./background.js";
+import type { ServerProcess } from "./server-process.js";
 import type { LimitName, Limits } from "./limits.js";
 
 /** Where and how a command runs. */
@@ -50,6 +51,12 @@ export interface Sandbox {
    * waiting for it. Sandboxes without it cannot run background processes.
    */
   startBackground?(req: BackgroundRequest): Promise<BackgroundProcess>;
+  /**
+   * Starts a long-lived process the runtime talks to over stdin/stdout (an MCP server), wrapped
+   * exactly like a command at this level; requests to it go through its `around`. Sandboxes
+   * without it cannot run one.
+   */
+  startServer?(req: ServerRequest): Promise<ServerProcess>;
   /** TCP ports listening where the run's processes listen (the session's loopback, or the host's at "none"). */
   listeningPorts?(): Set<number>;
   /** Ends the run's session and every process in it; resolves to how long that took (ms), null if there was none. */
@@ -58,3 +65,9 @@ export interface Sandbox {
 
 /** A background process to start: an ExecRequest without a timeout or output cap. */
 export type BackgroundRequest = Omit<ExecRequest, "timeoutMs" | "outputCapBytes" | "signal" | "onStart">;
+
+/** A server to start: a background request, plus the environment its configuration gives it. */
+export type ServerRequest = BackgroundRequest & {
+  /** Variables from the user's configuration, kept even where their names look secret (an API key the server needs). */
+  ownEnv?: Record<string, string>;
+};
