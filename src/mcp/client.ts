@@ -1,12 +1,11 @@
 /**
- * ledgerloop as an MCP *client*: one connection to one configured server. A stdio server is a
- * child process started through the run's sandbox (same isolation wrapper as a command, network
- * only when its risk is `network` and the run may use the network); an HTTP server is reached with
- * the SDK's streamable HTTP transport. Failures are values (`McpFailure`), never throws, so a tool
- * can hand them to the model.
+ * ledgerloop as an MCP *client*: one connection to one configured server. A stdio server is
+ * started by the run's sandbox exactly as a command (Sandbox.startServer: same isolation, read-only
+ * protected paths, seccomp filter, PID namespace; network only when its risk is `network` and the
+ * run may use the network), and every request to it runs inside the workspace guard, whose repairs
+ * the model reads with the result. An HTTP server is reached with the SDK's streamable HTTP
+ * transport. Failures are values (`McpFailure`), never throws, so a tool can hand them to the model.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import os from "node:os";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -15,10 +14,9 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { McpServerConfig, McpStdioServerConfig } from "../config.js";
 import { errorMessage } from "../errors.js";
-import { commandEnv } from "../sandbox/executor.js";
-import { bwrapArgv, DEFAULT_HIDDEN_HOST, DEFAULT_HIDDEN_IN_HOME, hiddenPaths, protectedPaths, shQuote, unshareArgv, unshareEnv, wrapperArgv, type Tools, type UidPlan, type WrapInput } from "../sandbox/isolation.js";
-import { DEFAULT_LIMITS, rlimitScript } from "../sandbox/limits.js";
+import { shQuote } from "../sandbox/isolation.js";
 import type { Sandbox } from "../sandbox/port.js";
+import type { ServerProcess } from "../sandbox/server-process.js";
 
 export const DEFAULT_MCP_TIMEOUT_MS = 60_000;
 
@@ -28,119 +26,64 @@ export interface McpFailure {
   message: string;
 }
 
-/** A sandbox that can tell how it wraps a command (the configured one does: executor.ts). */
-interface WrappingSandbox extends Sandbox {
-  report?: { tools: Tools; disableUserns: boolean } | null;
-  uidFor?(workspace: string): UidPlan;
-}
-
-/** argv (and env) that start `line` the way the sandbox starts a command, at its level. */
-export function sandboxedArgv(sandbox: Sandbox, o: { workspace: string; cwd: string; line: string; env: Record<string, string>; allowNetwork: boolean }): { argv: string[]; env: Record<string, string>; isolation: string } {
-  const sb = sandbox as WrappingSandbox;
-  const env = { ...o.env };
-  const rlimits = rlimitScript({ ...DEFAULT_LIMITS, cpuSeconds: 24 * 3600 });
-  if (sb.level === "bwrap" || sb.level === "unshare") {
-    if (!sb.report || !sb.uidFor) throw new Error(`the sandbox at level ${sb.level} cannot wrap a long-running server (no isolation report)`);
-    const uid = sb.uidFor(o.workspace);
-    const input: WrapInput = {
-      command: o.line,
-      cwd: o.cwd,
-      workspace: o.workspace,
-      env,
-      allowNetwork: o.allowNetwork,
-      protect: protectedPaths(o.workspace),
-      writable: [],
-      hidden: hiddenPaths([os.homedir(), uid.home], [...DEFAULT_HIDDEN_IN_HOME, ...DEFAULT_HIDDEN_HOST], o.workspace),
-      uid,
-      seccompFd: null,
-      tools: sb.report.tools,
-      disableUserns: sb.report.disableUserns,
-    };
-    const inner = sb.level === "bwrap" ? bwrapArgv(input) : unshareArgv(input);
-    const finalEnv = sb.level === "unshare" ? unshareEnv(env, uid) : env;
-    return { argv: wrapperArgv(sb.report.tools.sh, [], rlimits, inner), env: finalEnv, isolation: sb.level };
-  }
-  return { argv: wrapperArgv("/bin/sh", [], rlimits, ["bash", "-c", o.line]), env, isolation: "none" };
-}
-
 /**
- * The SDK's stdio transport over a process we start ourselves (through the sandbox wrapper),
- * which StdioClientTransport cannot do: it spawns its command directly.
+ * The SDK's stdio transport over a server the sandbox started (Sandbox.startServer), which
+ * StdioClientTransport cannot do: it spawns its command directly.
  */
-class SpawnedStdioTransport implements Transport {
+class SandboxedStdioTransport implements Transport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
   onmessage?: (message: JSONRPCMessage) => void;
-  private proc: ChildProcess | null = null;
   private readonly buffer = new ReadBuffer();
+  private closed = false;
   stderrTail = "";
 
-  constructor(private readonly spec: { argv: string[]; env: Record<string, string>; cwd: string }) {}
+  constructor(readonly server: ServerProcess) {}
 
-  start(): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const [cmd, ...args] = this.spec.argv;
-      const proc = spawn(cmd!, args, { cwd: this.spec.cwd, env: this.spec.env, stdio: ["pipe", "pipe", "pipe"], detached: true });
-      this.proc = proc;
-      proc.on("error", (err) => {
-        reject(err);
-        this.onerror?.(err);
-      });
-      proc.on("spawn", () => resolve());
-      proc.on("close", () => {
-        this.proc = null;
-        this.onclose?.();
-      });
-      proc.stdin!.on("error", (err) => this.onerror?.(err));
-      proc.stdout!.on("data", (chunk: Buffer) => {
-        this.buffer.append(chunk);
-        for (;;) {
-          let msg: JSONRPCMessage | null;
-          try {
-            msg = this.buffer.readMessage();
-          } catch (err) {
-            this.onerror?.(err as Error);
-            continue;
-          }
-          if (!msg) break;
-          this.onmessage?.(msg);
+  async start(): Promise<void> {
+    const s = this.server;
+    s.onError((err) => this.onerror?.(err));
+    void s.exited.then(() => {
+      if (this.closed) return;
+      this.closed = true;
+      this.onclose?.();
+    });
+    s.stdin.on("error", (err) => this.onerror?.(err));
+    s.stdout.on("data", (chunk: Buffer) => {
+      this.buffer.append(chunk);
+      for (;;) {
+        let msg: JSONRPCMessage | null;
+        try {
+          msg = this.buffer.readMessage();
+        } catch (err) {
+          this.onerror?.(err as Error);
+          continue;
         }
-      });
-      proc.stderr!.on("data", (d: Buffer) => {
-        this.stderrTail = (this.stderrTail + d.toString()).slice(-2000);
-      });
+        if (!msg) break;
+        this.onmessage?.(msg);
+      }
+    });
+    s.stderr.on("data", (d: Buffer) => {
+      this.stderrTail = (this.stderrTail + d.toString()).slice(-2000);
     });
   }
 
   send(message: JSONRPCMessage): Promise<void> {
     return new Promise((resolve) => {
-      if (!this.proc?.stdin?.writable) return resolve();
-      if (this.proc.stdin.write(serializeMessage(message))) resolve();
-      else this.proc.stdin.once("drain", resolve);
+      const stdin = this.server.stdin;
+      if (!stdin.writable) return resolve();
+      if (stdin.write(serializeMessage(message))) resolve();
+      else stdin.once("drain", resolve);
     });
   }
 
-  get pid(): number | undefined {
-    return this.proc?.pid;
-  }
-
+  /** Ends the server and everything it started; resolves once they are gone. */
   async close(): Promise<void> {
-    const p = this.proc;
-    if (!p?.pid) return;
-    // The server and whatever it started: its own process group (detached).
-    try {
-      process.kill(-p.pid, "SIGTERM");
-    } catch {
-      // gone
+    await this.server.stop();
+    if (!this.closed) {
+      this.closed = true;
+      this.onclose?.();
     }
-    const t = setTimeout(() => {
-      try {
-        process.kill(-p.pid!, "SIGKILL");
-      } catch {
-        // gone
-      }
-    }, 2000);
-    t.unref();
   }
 }
 
@@ -158,8 +101,10 @@ export interface McpCallResult {
 /** One configured MCP server: started on first use, started again after it died. */
 export class McpConnection {
   private client: Client | null = null;
-  private transport: SpawnedStdioTransport | StreamableHTTPClientTransport | null = null;
+  private transport: SandboxedStdioTransport | StreamableHTTPClientTransport | null = null;
   private connecting: Promise<Client> | null = null;
+  /** What the guard undid around the server's requests that the model has not read yet. */
+  private readonly notes: string[] = [];
   /** How the last start ended, for `doctor`. */
   isolation = "";
   readonly timeoutMs: number;
@@ -184,7 +129,7 @@ export class McpConnection {
 
   private async start(): Promise<Client> {
     const client = new Client({ name: "ledgerloop", version: "1.0.0" });
-    let transport: SpawnedStdioTransport | StreamableHTTPClientTransport;
+    let transport: SandboxedStdioTransport | StreamableHTTPClientTransport;
     if ("url" in this.config) {
       transport = new StreamableHTTPClientTransport(new URL(this.config.url), { requestInit: { headers: this.config.headers ?? {} } });
       this.isolation = "http";
@@ -192,30 +137,35 @@ export class McpConnection {
       const c = this.config as McpStdioServerConfig;
       const cwd = c.cwd ? path.join(this.env.workspace, c.cwd) : this.env.workspace;
       const line = [c.command, ...(c.args ?? [])].map(shQuote).join(" ");
-      // The runner's environment is scrubbed as for commands; what the config names is the server's.
-      let wrapped: ReturnType<typeof sandboxedArgv>;
+      const sandbox = this.env.sandbox;
+      if (!sandbox.startServer) throw new McpStartError(`MCP server "${this.name}" failed to start: this sandbox (${sandbox.level}) cannot run a server`);
+      let server: ServerProcess;
       try {
-        wrapped = sandboxedArgv(this.env.sandbox, {
-          workspace: this.env.workspace,
+        // Wrapped as a command at the run's level; the runner's environment is scrubbed as for
+        // commands, and what the config names is the server's.
+        server = await sandbox.startServer({
+          command: `exec ${line}`,
           cwd,
-          line: `exec ${line}`,
-          env: { ...commandEnv(), ...(c.env ?? {}) },
+          workspace: this.env.workspace,
+          ownEnv: c.env ?? {},
           allowNetwork: this.env.allowNetwork && c.risk === "network",
+          limits: { cpuSeconds: 24 * 3600 },
         });
       } catch (err) {
         throw new McpStartError(`MCP server "${this.name}" failed to start: ${errorMessage(err)}`);
       }
-      this.isolation = wrapped.isolation;
-      transport = new SpawnedStdioTransport({ argv: wrapped.argv, env: wrapped.env, cwd });
+      this.isolation = sandbox.level;
+      transport = new SandboxedStdioTransport(server);
     }
     this.transport = transport;
     try {
-      await client.connect(transport, { timeout: this.startTimeoutMs });
+      // Starting runs the server's code too: the guard watches it as it watches a call.
+      await this.guarded(transport, () => client.connect(transport, { timeout: this.startTimeoutMs }));
     } catch (err) {
       await transport.close().catch(() => {});
       this.transport = null;
-      const tail = transport instanceof SpawnedStdioTransport && transport.stderrTail.trim() ? `; its stderr: ${transport.stderrTail.trim().slice(-500)}` : "";
-      throw new McpStartError(`MCP server "${this.name}" failed to start: ${errorMessage(err)}${tail}`);
+      const tail = transport instanceof SandboxedStdioTransport && transport.stderrTail.trim() ? `; its stderr: ${transport.stderrTail.trim().slice(-500)}` : "";
+      throw new McpStartError(`MCP server "${this.name}" failed to start: ${errorMessage(err)}${tail}${this.noteText()}`);
     }
     // The SDK's own close handler (on the transport) fails the pending requests; this one forgets the client.
     client.onclose = () => {
@@ -228,7 +178,8 @@ export class McpConnection {
   /** The server's tools as it lists them. */
   async listTools(): Promise<McpToolInfo[]> {
     const client = await this.connect();
-    const r = await client.listTools(undefined, { timeout: this.startTimeoutMs });
+    const t = this.transport;
+    const r = await this.guarded(t, () => client.listTools(undefined, { timeout: this.startTimeoutMs }));
     return r.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema as Record<string, unknown> }));
   }
 
@@ -241,37 +192,55 @@ export class McpConnection {
       return { errorClass: "mcp_server_unavailable", message: errorMessage(err) };
     }
     try {
-      const r = (await client.callTool({ name: tool, arguments: args }, undefined, { timeout: this.timeoutMs, signal })) as {
+      const t = this.transport;
+      const r = (await this.guarded(t, () => client.callTool({ name: tool, arguments: args }, undefined, { timeout: this.timeoutMs, signal }))) as {
         content?: Array<{ type: string; text?: string }>;
         structuredContent?: unknown;
         isError?: boolean;
       };
       const parts = (r.content ?? []).map((c) => (c.type === "text" ? (c.text ?? "") : `[${c.type} content]`));
       if (!parts.length && r.structuredContent !== undefined) parts.push(JSON.stringify(r.structuredContent));
-      return { isError: Boolean(r.isError), text: parts.join("\n") };
+      return { isError: Boolean(r.isError), text: parts.join("\n") + this.noteText() };
     } catch (err) {
       const msg = errorMessage(err);
       if (/timed out|timeout/i.test(msg)) {
         // A hung server is not trusted with the next call: it is stopped and started afresh then.
         await this.close();
-        return { errorClass: "mcp_timeout", message: `MCP server "${this.name}" did not answer ${tool} within ${this.timeoutMs} ms (it was stopped; the next call starts it again)` };
+        return { errorClass: "mcp_timeout", message: `MCP server "${this.name}" did not answer ${tool} within ${this.timeoutMs} ms (it was stopped; the next call starts it again)${this.noteText()}` };
       }
       if (/closed|EPIPE|ECONNRESET|not connected/i.test(msg) || !this.client) {
         this.client = null;
-        const tail = this.transport instanceof SpawnedStdioTransport && this.transport.stderrTail.trim() ? `; its stderr: ${this.transport.stderrTail.trim().slice(-500)}` : "";
-        return { errorClass: "mcp_server_died", message: `MCP server "${this.name}" stopped while running ${tool}: ${msg}${tail} (the next call starts it again)` };
+        const tail = this.transport instanceof SandboxedStdioTransport && this.transport.stderrTail.trim() ? `; its stderr: ${this.transport.stderrTail.trim().slice(-500)}` : "";
+        return { errorClass: "mcp_server_died", message: `MCP server "${this.name}" stopped while running ${tool}: ${msg}${tail} (the next call starts it again)${this.noteText()}` };
       }
-      return { errorClass: "mcp_protocol_error", message: `MCP server "${this.name}" refused ${tool}: ${msg}` };
+      return { errorClass: "mcp_protocol_error", message: `MCP server "${this.name}" refused ${tool}: ${msg}${this.noteText()}` };
     }
   }
 
-  /** Stops the server (a stdio one with its whole process group). */
+  /** Runs one request to a stdio server inside its guard (see ServerProcess.around); an HTTP server's process is not ours. */
+  private guarded<T>(t: SandboxedStdioTransport | StreamableHTTPClientTransport | null, fn: () => Promise<T>): Promise<T> {
+    return t instanceof SandboxedStdioTransport ? t.server.around(fn, this.notes) : fn();
+  }
+
+  /** What the guard and the set-id clean-up undid since the model was last told, as lines to append (and forgets them). */
+  private noteText(): string {
+    const t = this.transport;
+    if (t instanceof SandboxedStdioTransport) this.notes.push(...t.server.drainNotes());
+    const notes = this.notes.splice(0);
+    return notes.length ? `\n${notes.map((n) => `ledgerloop: ${n}`).join("\n")}` : "";
+  }
+
+  /**
+   * Stops the server; a stdio one with every process it started, and resolves once they are gone
+   * (what its end undid is told with the next call's result).
+   */
   async close(): Promise<void> {
     const c = this.client;
     const t = this.transport;
     this.client = null;
     this.transport = null;
     await t?.close().catch(() => {});
+    if (t instanceof SandboxedStdioTransport) this.notes.push(...t.server.drainNotes());
     await c?.close().catch(() => {});
   }
 }
