@@ -107,12 +107,14 @@ export class ServerProcess {
     this.child = spawn(file!, args, {
       cwd: spec.cwd,
       env: spec.env,
-      // Its own process group, as every command: the first signal of stop() reaches all of it.
+      // Its own process group, as every command: killNow's group signal reaches all that stayed in it.
       detached: true,
       stdio: spec.fd3Input ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe"],
     });
     this.pid = this.child.pid ?? -1;
     if (this.pid > 0) this.seen.set(this.pid, readProcStart(this.pid));
+    // A server gone before reading its input must not turn EPIPE into an uncaught error.
+    for (const s of [this.child.stdin, this.child.stdio[3] as Writable | null]) s?.on("error", () => {});
     if (spec.fd3Input) (this.child.stdio[3] as Writable).end(spec.fd3Input);
     this.exited = new Promise<ServerExit>((resolve) => {
       const done = (exitCode: number | null, sig: string | null) => {
