@@ -15,9 +15,9 @@ import { detectIsolation } from "../../src/sandbox/detect.js";
 import { createSandbox } from "../../src/sandbox/executor.js";
 import { LEVELS, type IsolationLevel } from "../../src/sandbox/isolation.js";
 import { noneNamespacePrefix } from "../../src/sandbox/none-pidns.js";
-import { gitCommitTool } from "../../tools/git-commit.js";
-import { loadMcpTools, type McpToolSet } from "../../tools/mcp.js";
-import { registerTool, type ToolResult } from "../../tools/tool.js";
+import { gitCommitTool } from "../../src/agent/tools/git-commit.js";
+import { loadMcpTools, type McpToolSet } from "../../src/agent/tools/mcp.js";
+import { registerTool, type ToolResult } from "../../src/agent/tools/tool.js";
 import { findProcesses } from "../helpers/processes.js";
 import { cleanupTemp, REPO, tempWorkspace } from "../helpers/workspace.js";
 
