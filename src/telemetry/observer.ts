@@ -18,27 +18,9 @@ import { openRunLog } from "./run-log.js";
  * log or export lets the work go on.
  */
 
-/** How a tool may affect the world; decides its permissions (README: tools). */
-export type ToolRisk = "read" | "write" | "exec" | "network";
-
-const BUILTIN_RISK: Record<string, ToolRisk> = {
-  read_file: "read",
-  list_files: "read",
-  search_code: "read",
-  write_file: "write",
-  edit_file: "write",
-  update_plan: "write",
-  record_decision: "write",
-  finish: "write",
-  git_commit: "write",
-  run_command: "exec",
-  run_tests: "exec",
-};
-
-/** The risk of a tool by name (a tool not known here counts as exec, the most guarded local level). */
-export function riskOf(tool: string): ToolRisk {
-  return BUILTIN_RISK[tool] ?? "exec";
-}
+/** How a tool may affect the world (declared on each tool's definition: agent/tools/tool.ts). */
+export type { ToolRisk } from "../config.js";
+import type { ToolRisk } from "../config.js";
 
 interface NodeScope {
   run: RunObserver;
@@ -243,7 +225,8 @@ export class RunObserver {
 
   /** Logs a tool run (exit code, duration, error class, risk) and records it as a child span of the node. */
   async toolCall(s: NodeScope, info: { tool: string; actionId: string; risk?: ToolRisk }, fn: () => Promise<PayloadOf<"environment_feedback">>): Promise<PayloadOf<"environment_feedback">> {
-    const risk = info.risk ?? riskOf(info.tool);
+    // A name no tool has (the model made it up) counts as exec, the most guarded local level.
+    const risk = info.risk ?? "exec";
     const span = this.spanUnder(s.span, `tool ${info.tool}`, {
       "gen_ai.tool.name": info.tool,
       "ledgerloop.tool": info.tool,

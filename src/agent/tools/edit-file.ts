@@ -27,6 +27,7 @@ const lineOf = (text: string, index: number) => text.slice(0, index).split("\n")
 /** Replaces one exact occurrence of a text in a file. */
 export const editFileTool = defineTool({
   name: "edit_file",
+  risk: "write",
   description:
     "Replace an exact piece of text in a file. oldText must match the file exactly (whitespace and " +
     "indentation included, no line-number prefixes) and occur exactly once; include surrounding lines to " +

@@ -11,6 +11,7 @@ export type FinishArgs = z.infer<typeof FinishArgs>;
 /** Ends the task. */
 export const finishTool = defineTool({
   name: "finish",
+  risk: "write",
   description:
     "Finish the task when the goal is met and verified (tests pass). The summary goes into the run's report. " +
     "Do not call other tools in the same turn.",

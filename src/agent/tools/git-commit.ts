@@ -29,6 +29,7 @@ async function git(repo: HostRepo, cwd: string, args: string[], config: Array<[s
  */
 export const gitCommitTool = defineTool({
   name: "git_commit",
+  risk: "write",
   description:
     "Stage changes and commit them to the workspace's git repository (hooks are not run). Use this instead of " +
     "`git add`/`git commit` in run_command: the repository is read-only to commands. Without `paths` every " +

@@ -17,6 +17,7 @@ export type ListFilesArgs = z.infer<typeof ListFilesArgs>;
 /** Lists files under a directory, honouring .gitignore. */
 export const listFilesTool = defineTool({
   name: "list_files",
+  risk: "read",
   description:
     `List files in the workspace (recursively, honouring .gitignore; at most ${LIMIT}). ` +
     "Paths are relative to the workspace root. A glob without a slash matches file names at any depth.",

@@ -58,6 +58,7 @@ function mcpTool(conn: McpConnection, info: McpToolInfo, policy: McpPolicy, sche
     name,
     description: `${info.description?.trim() || `Tool ${info.name}`} (from the MCP server "${conn.name}", risk ${policy.risk})`,
     schema,
+    risk: policy.risk,
     idempotent: policy.risk === "read",
     // What an approval request shows (see act.ts): the call, not a command line.
     async command(args) {
@@ -82,6 +83,7 @@ function unavailableTool(conn: McpConnection, toolName: string, policy: McpPolic
     name: mcpToolName(conn.name, toolName),
     description: `Tool ${toolName} of the MCP server "${conn.name}", which is not available: ${why}`,
     schema: z.looseObject({}),
+    risk: policy.risk,
     idempotent: true,
     async run() {
       // Perhaps it starts now (a transient failure): then the call goes through.
@@ -220,6 +222,8 @@ async function recordedTools(rec: { ledger: Ledger; head: string }): Promise<Reg
       name,
       description: `${name} (answered from the recorded run: no MCP server is started in a replay)`,
       schema: z.looseObject({}),
+      // A replay reads the recording and starts nothing.
+      risk: "read",
       idempotent: true,
       async run() {
         const fb = q.shift();

@@ -9,6 +9,7 @@ export const ProcessNameArgs = z
 /** Whether a background process runs, its ports and last output. */
 export const processStatusTool = defineTool({
   name: "process_status",
+  risk: "read",
   description:
     "Show a background process started with start_process: running, exited on its own (exit code) or stopped; its pid, " +
     "the TCP ports it listens on, and its last output lines.",

@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { readConfig, type ProjectToolConfig, type ToolRisk } from "../../config.js";
 import type { PolicyVerdict } from "../../sandbox/policy.js";
-import { riskOf } from "../../telemetry/observer.js";
 import { commandResult, runToolCommand } from "./command.js";
 import { defineTool, registerTool, type RegisteredTool } from "./tool.js";
 
@@ -24,9 +23,9 @@ export function projectOrigin(tool: RegisteredTool): ToolOrigin | undefined {
   return ORIGINS.get(tool);
 }
 
-/** Where a tool comes from and its risk: a project tool's as configured, a built-in one's by its kind. */
+/** Where a tool comes from and its risk: a project tool's as configured, a built-in one's from its definition. */
 export function originOf(tool: RegisteredTool): ToolOrigin {
-  return ORIGINS.get(tool) ?? { source: "built-in", risk: riskOf(tool.name), approve: "policy" };
+  return ORIGINS.get(tool) ?? { source: "built-in", risk: tool.risk, approve: "policy" };
 }
 
 /** Environment variable that carries the JSON arguments (they arrive on stdin too). */
@@ -62,6 +61,7 @@ export function projectTool(cfg: ProjectToolConfig): RegisteredTool {
     description: cfg.description,
     schema,
     // Only a read-only command may run again after a crash interrupted it.
+    risk: cfg.risk,
     idempotent: cfg.risk === "read",
     async command() {
       return line;

@@ -22,6 +22,7 @@ export type ReadFileArgs = z.infer<typeof ReadFileArgs>;
 /** Reads a text file, with line numbers, optionally a line range. */
 export const readFileTool = defineTool({
   name: "read_file",
+  risk: "read",
   description:
     "Read a text file from the workspace. Returns the lines prefixed with their line numbers (`  12| code`). " +
     `Use startLine/endLine for a range; without them at most ${MAX_LINES} lines are returned. ` +

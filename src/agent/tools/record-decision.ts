@@ -11,6 +11,7 @@ export type RecordDecisionArgs = z.infer<typeof RecordDecisionArgs>;
 /** Pins an architecture or design decision so it stays in every later prompt. */
 export const recordDecisionTool = defineTool({
   name: "record_decision",
+  risk: "write",
   description:
     "Record a design or architecture decision (with its reason). Recorded decisions are pinned: they are shown " +
     "in every later step of the run, however long it gets.",

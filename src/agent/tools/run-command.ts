@@ -21,6 +21,7 @@ export type RunCommandArgs = z.infer<typeof RunCommandArgs>;
 /** Runs a shell command in the sandbox. */
 export const runCommandTool = defineTool({
   name: "run_command",
+  risk: "exec",
   description:
     "Run a shell command in the workspace root (bash, sandboxed, no network by default). Returns the exit code, " +
     "stdout and stderr (long output is cut in the middle), files the command created/modified/deleted, parsed " +

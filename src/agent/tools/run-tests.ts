@@ -18,6 +18,7 @@ export type RunTestsArgs = z.infer<typeof RunTestsArgs>;
 /** Runs the workspace's test suite and parses the results. */
 export const runTestsTool = defineTool({
   name: "run_tests",
+  risk: "exec",
   description:
     "Run the workspace's tests (command detected from package.json / pytest / go / cargo config unless given). " +
     "Returns passed/failed/skipped counts, the names of failing tests, and the output. A run with failing tests " +

@@ -41,6 +41,7 @@ const event = (e: ProcessEventPayload): ToolEffect => ({ kind: "process", event:
 /** Starts a long-lived process in the run's sandbox and waits until it is ready. */
 export const startProcessTool = defineTool({
   name: "start_process",
+  risk: "exec",
   description:
     "Start a long-running process in the background (a server, a database, a watcher) in the run's sandbox, and wait " +
     "until it is ready: readyPort (TCP port listening) and/or readyPattern (an output line matches); without either, " +

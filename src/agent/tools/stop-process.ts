@@ -5,6 +5,7 @@ import { defineTool, toolError } from "./tool.js";
 /** Stops a background process (SIGTERM, SIGKILL after 2 s). */
 export const stopProcessTool = defineTool({
   name: "stop_process",
+  risk: "exec",
   description: "Stop a background process started with start_process (SIGTERM, then SIGKILL after 2 s), with everything it started. Returns its last output.",
   schema: ProcessNameArgs,
   // Stopping a stopped process changes nothing.

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { ToolRisk } from "../../config.js";
 import type { CodeSearcher } from "../../retrieval/port.js";
 import type { PolicyVerdict, SandboxPolicy } from "../../sandbox/policy.js";
 import type { ProcessInfo, Sandbox } from "../../sandbox/port.js";
@@ -73,6 +74,12 @@ export interface ToolResult {
 
 export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   name: string;
+  /**
+   * What a call may affect: read, write (the workspace or the run's records), exec (runs commands),
+   * network. Decides permissions (a network tool needs --allow-network); `ledgerloop tools`, the
+   * policy and the trace spans all read it here.
+   */
+  risk: ToolRisk;
   /** Model-facing: what the tool does, when to use it, and what it returns. */
   description: string;
   schema: S;
@@ -114,6 +121,7 @@ export interface BoundCall {
  */
 export interface RegisteredTool {
   readonly name: string;
+  readonly risk: ToolRisk;
   readonly description: string;
   readonly schema: z.ZodType;
   readonly idempotent: boolean;
@@ -131,6 +139,7 @@ export interface RegisteredTool {
 export function registerTool<S extends z.ZodType>(def: ToolDefinition<S>): RegisteredTool {
   return {
     name: def.name,
+    risk: def.risk,
     description: def.description,
     schema: def.schema,
     idempotent: def.idempotent,

@@ -15,6 +15,7 @@ export type WriteFileArgs = z.infer<typeof WriteFileArgs>;
 /** Creates or overwrites a file with the given content. */
 export const writeFileTool = defineTool({
   name: "write_file",
+  risk: "write",
   description:
     "Create a file, or replace a file's whole content. Parent directories are created. " +
     "For a small change to an existing file prefer edit_file.",
