@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { isPlaceholderValue, isSecretKey } from "./key-value.js";
+import { entropy } from "./generic.js";
 
 /**
  * Values of the workspace's `.env` files, to be hidden wherever they show up later: a `.env` is
@@ -67,12 +68,5 @@ export function secretValuesFromDotenv(dir: string): string[] {
 /** 16+ characters, no spaces, not a path or plain URL, and high Shannon entropy. */
 export function looksRandom(value: string): boolean {
   if (value.length < 16 || /\s/.test(value) || value.startsWith("/") || /^[a-z][a-z0-9+.-]*:\/\/[^@]*$/i.test(value)) return false;
-  const counts = new Map<string, number>();
-  for (const c of value) counts.set(c, (counts.get(c) ?? 0) + 1);
-  let h = 0;
-  for (const n of counts.values()) {
-    const p = n / value.length;
-    h -= p * Math.log2(p);
-  }
-  return h >= 3.5;
+  return entropy(value) >= 3.5;
 }
