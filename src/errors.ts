@@ -74,6 +74,13 @@ export class PathEscapeError extends LedgerloopError {
   }
 }
 
+/** A workspace path the confined reader will not read: not a regular file, or larger than the caller allows. */
+export class WorkspaceFileError extends LedgerloopError {
+  constructor(code: "NOT_A_REGULAR_FILE" | "FILE_TOO_LARGE", message: string) {
+    super(code, message);
+  }
+}
+
 /** The model endpoint failed or answered something unusable. */
 export class ModelError extends LedgerloopError {
   constructor(
