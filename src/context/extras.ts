@@ -1,5 +1,3 @@
-import fs from "node:fs";
-import path from "node:path";
 import type { BaseStore } from "@langchain/langgraph-checkpoint";
 import type { Ledger } from "../ledger/port.js";
 import { recallLessons } from "../memory/lessons.js";
@@ -8,7 +6,7 @@ import type { CodeSearcher } from "../retrieval/port.js";
 import { capText } from "../sandbox/output-cap.js";
 import type { LedgerEvent, TaskStateValue } from "../state.js";
 import type { Budget } from "./budget.js";
-import { focusFiles, renderWindows, windows } from "./focus.js";
+import { focusFiles, readFocusFile, renderWindows, windows } from "./focus.js";
 import { eventText, type EventSearcher } from "./recall.js";
 import type { TokenCounter } from "./tokens.js";
 
@@ -89,15 +87,8 @@ export function focusSection(x: ExtrasInput, shown: Set<string>): string | null 
   if (!x.workspace) return null;
   const parts: string[] = [];
   for (const f of focusFiles(x.window, x.workspace)) {
-    let text: string;
-    try {
-      const abs = path.join(x.workspace, f.path);
-      if (fs.statSync(abs).size > 512 * 1024) continue;
-      text = fs.readFileSync(abs, "utf8");
-    } catch {
-      continue;
-    }
-    if (text.includes("\u0000")) continue;
+    const text = readFocusFile(x.workspace, f.path);
+    if (text === null) continue;
     const rendered = renderWindows(f.path, text, windows(text.split("\n").length, f.lines));
     // The same numbered lines as a read_file result in the log: the model has this content already.
     const body = rendered.split("\n").slice(1).join("\n").replace(/\n\s*\d+\| $/, "");
@@ -122,14 +113,12 @@ export async function retrievedSection(x: ExtrasInput, query: string, focusShown
   const parts: string[] = [];
   for (const h of hits) {
     if (focusShown.has(h.path)) continue;
-    let body = h.preview;
-    try {
-      const lines = fs.readFileSync(path.join(x.workspace, h.path), "utf8").split("\n");
-      const end = Math.min(h.endLine, h.startLine + 39);
-      body = renderWindows(h.path, lines.join("\n"), [[h.startLine, end]]);
-    } catch {
-      body = `## ${h.path}:${h.startLine}-${h.endLine}\n${h.preview}`;
-    }
+    // The file as it is now, read like a focus file (the index may be older than a symlink swapped in).
+    const current = readFocusFile(x.workspace, h.path, 4 * 1024 * 1024);
+    const body =
+      current === null
+        ? `## ${h.path}:${h.startLine}-${h.endLine}\n${h.preview}`
+        : renderWindows(h.path, current, [[h.startLine, Math.min(h.endLine, h.startLine + 39)]]);
     if (x.seen(body)) continue;
     // A source is a score, or (history) the commit subjects that matched.
     const note = h.sources ? Object.entries(h.sources).map(([k, v]) => (Array.isArray(v) ? `${k}=${JSON.stringify(v.join(" | ").slice(0, 120))}` : `${k}=${Number(v).toFixed(3)}`)).join(" ") : undefined;

@@ -1,6 +1,6 @@
-import fs from "node:fs";
 import path from "node:path";
 import type { LedgerEvent } from "../state.js";
+import { confined, type ConfinedDir } from "../workspace/confined.js";
 
 export interface FocusFile {
   path: string;
@@ -38,13 +38,18 @@ export function focusFiles(events: LedgerEvent[], workspace: string): FocusFile[
     byPath.delete(p);
     byPath.set(p, f); // re-insert: Map order becomes recency
   };
+  // A path is the agent's word until its tool accepted it: a refused read_file of a symlink to
+  // /etc/shadow names a file that must not be shown. So an action counts once its feedback says ok.
+  const pending = new Map<string, { path: string; why: string; line?: number }>();
   for (const e of events) {
     if (e.type === "agent_action") {
       const args = e.payload.args as Record<string, unknown> | undefined;
       if (args && typeof args.path === "string" && ["edit_file", "write_file", "read_file"].includes(e.payload.tool)) {
-        add(args.path, e.payload.tool === "read_file" ? "read" : "edited", typeof args.startLine === "number" ? args.startLine : undefined);
+        pending.set(e.id, { path: args.path, why: e.payload.tool === "read_file" ? "read" : "edited", line: typeof args.startLine === "number" ? args.startLine : undefined });
       }
     } else if (e.type === "environment_feedback") {
+      const action = e.causedBy ? pending.get(e.causedBy) : undefined;
+      if (action && e.payload.status === "ok") add(action.path, action.why, action.line);
       for (const p of [...(e.payload.filesChanged?.modified ?? []), ...(e.payload.filesChanged?.created ?? [])]) add(p, "changed by a command");
       if (e.payload.status !== "ok") {
         const text = `${e.payload.stderr ?? ""}\n${e.payload.stdout ?? ""}\n${e.payload.output}`;
@@ -53,7 +58,34 @@ export function focusFiles(events: LedgerEvent[], workspace: string): FocusFile[
     }
   }
   const files = [...byPath.values()].reverse();
-  return files.filter((f) => fs.existsSync(path.join(workspace, f.path))).slice(0, MAX_FOCUS);
+  const ws = confinedOrNull(workspace);
+  return files.filter((f) => isFileInside(ws, f.path)).slice(0, MAX_FOCUS);
+}
+
+/** Reads a focus file's text through the confined reader (never a file outside), or null when it cannot be shown. */
+export function readFocusFile(workspace: string, rel: string, maxBytes = 512 * 1024): string | null {
+  try {
+    const text = confined(workspace).readFile(rel, { maxBytes }).toString("utf8");
+    return text.includes("\u0000") ? null : text;
+  } catch {
+    return null;
+  }
+}
+
+function confinedOrNull(workspace: string): ConfinedDir | null {
+  try {
+    return confined(workspace);
+  } catch {
+    return null;
+  }
+}
+
+function isFileInside(ws: ConfinedDir | null, rel: string): boolean {
+  try {
+    return ws?.stat(rel).isFile() ?? false;
+  } catch {
+    return false;
+  }
 }
 
 /** Line windows of a file around the lines of interest (merged), or the whole file when it is short. */
