@@ -35,7 +35,7 @@ import { buildSeccompFilter } from "./seccomp.js";
 import { BackgroundProcess, LineRing, listeningPorts } from "./background.js";
 import { ServerProcess, serverSpec } from "./server-process.js";
 import { SandboxSession } from "./session.js";
-import { clearNewSetid } from "./setid.js";
+import { BackgroundSetid, clearNewSetid, setidNote } from "./setid.js";
 
 export { COMMAND_TAG_VAR, readProcStart } from "./proc.js";
 export { DEFAULT_OUTPUT_CAP, ENV_ALLOW, commandEnv, killGroup, killOrphan, spawnCapped, stopLeftovers, type SpawnOutcome, type SpawnSpec } from "./spawn.js";
@@ -163,6 +163,7 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
     return plan;
   };
 
+  const backgroundSetid = new BackgroundSetid();
   const guards = new Map<string, WorkspaceGuard>();
   const guardOf = (workspace: string): WorkspaceGuard => {
     let g = guards.get(workspace);
@@ -276,7 +277,8 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
     report,
     uidFor,
     async startBackground(req: BackgroundRequest): Promise<BackgroundProcess> {
-      const { argv, env, cg, fd3, guard, scan, marker } = await prepare(req, true);
+      const { argv, env, cg, fd3, guard, scan, marker, asRoot, workspace } = await prepare(req, true);
+      const sweepSetid = asRoot ? backgroundSetid.started(workspace, Date.now()) : null;
       const ring = new LineRing();
       const killTree = () => {
         cg?.killAll();
@@ -302,6 +304,8 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
         killTree,
         onGone: () => {
           cg?.destroy();
+          const cleared = sweepSetid?.() ?? [];
+          if (cleared.length) ring.push(`ledgerloop: ${setidNote(cleared)}\n`);
           for (const v of guard.after().violations) ring.push(`ledgerloop: ${v}\n`);
         },
       });
@@ -388,15 +392,12 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
           pidsRefused: cg?.pidsRefused() ?? 0,
         });
         const { stoppedFor: _stopped, ...rest } = r;
-        if (asRoot) {
-          // Every process of the command is gone (killTree ran): clear what it left set-uid.
-          const cleared = clearNewSetid(workspace, startedAt);
-          if (cleared.length) {
-            rest.stderr = withNotes(rest.stderr, [
-              `cleared the set-uid/set-gid bits of ${cleared.slice(0, 10).join(", ")}` +
-                `${cleared.length > 10 ? ` and ${cleared.length - 10} more` : ""} (a command running as root may not leave privileged programs behind)`,
-            ]);
-          }
+        // Every process of the command is gone (killTree ran): clear what it (or a background
+        // process running as root) left set-uid.
+        const since = backgroundSetid.since(workspace, startedAt) ?? (asRoot ? startedAt : null);
+        if (since !== null) {
+          const cleared = clearNewSetid(workspace, since);
+          if (cleared.length) rest.stderr = withNotes(rest.stderr, [setidNote(cleared)]);
         }
         result = { ...rest, isolation: level, limit, denied: null, usage };
         // Killed with the whole session (its holder died: killed from outside, or the runner's end
