@@ -4,7 +4,9 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { createTwoFilesPatch } from "diff";
-import { CliError } from "../errors.js";
+import { CliError, PathEscapeError } from "../errors.js";
+import { confined, type ConfinedDir } from "../workspace/confined.js";
+import { applyChanges } from "./apply-changes.js";
 
 // A dry run works on a throwaway copy of the workspace (a reflink copy where the file system can
 // make one); the real workspace is not written until `ledgerloop apply`. What the copy looked like
@@ -42,35 +44,43 @@ export interface Changes {
 /** Top-level names never copied nor compared: the state directory; `.git` is compared nowhere. */
 const SKIP_TOP = new Set([".ledgerloop"]);
 
+// Both trees are the agent's work: they are read through the confined reader, no symlink followed
+// (a link is an entry of its own, as git records it), so a link to a host file is never read.
 function walk(root: string): Manifest {
   const out: Manifest = {};
+  const c = confined(root, { links: "never" });
   const visit = (rel: string) => {
-    for (const e of fs.readdirSync(path.join(root, rel), { withFileTypes: true })) {
-      const r = rel ? `${rel}/${e.name}` : e.name;
-      if (!rel && SKIP_TOP.has(e.name)) continue;
+    for (const e of c.readdir(rel || ".")) {
+      const name = e.name.toString("utf8");
+      const r = rel ? `${rel}/${name}` : name;
+      if (!rel && SKIP_TOP.has(name)) continue;
       // Commands cannot write .git (read-only in the sandbox): nothing of it to apply.
-      if (e.name === ".git") continue;
-      const abs = path.join(root, r);
-      if (e.isSymbolicLink()) out[r] = { kind: "link", target: fs.readlinkSync(abs) };
-      else if (e.isDirectory()) visit(r);
-      else if (e.isFile()) out[r] = { kind: "file", sha256: createHash("sha256").update(fs.readFileSync(abs)).digest("hex"), mode: fs.statSync(abs).mode & 0o7777 };
+      if (name === ".git") continue;
+      if (e.isDirectory()) visit(r);
+      else {
+        const entry = entryOf(c, r);
+        if (entry) out[r] = entry;
+      }
     }
   };
   visit("");
   return out;
 }
 
-function entryOf(root: string, rel: string): ManifestEntry | null {
-  const abs = path.join(root, rel);
-  let st: fs.Stats;
+function entryOf(root: string | ConfinedDir, rel: string): ManifestEntry | null {
+  const c = typeof root === "string" ? confined(root, { links: "never" }) : root;
+  let st: fs.Stats | null;
   try {
-    st = fs.lstatSync(abs);
-  } catch {
-    return null;
+    st = c.lstatOrNull(rel);
+  } catch (err) {
+    // Beneath a symlink: the walk never lists such a path, so nothing is there.
+    if (err instanceof PathEscapeError) return null;
+    throw err;
   }
-  if (st.isSymbolicLink()) return { kind: "link", target: fs.readlinkSync(abs) };
+  if (!st) return null;
+  if (st.isSymbolicLink()) return { kind: "link", target: c.readlink(rel).toString("utf8") };
   if (!st.isFile()) return null;
-  return { kind: "file", sha256: createHash("sha256").update(fs.readFileSync(abs)).digest("hex"), mode: st.mode & 0o7777 };
+  return { kind: "file", sha256: createHash("sha256").update(c.readFile(rel)).digest("hex"), mode: st.mode & 0o7777 };
 }
 
 const same = (a: ManifestEntry | null | undefined, b: ManifestEntry | null | undefined) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
@@ -134,7 +144,10 @@ export function dryRunChanges(run: DryRun): Changes {
 
 function textOf(root: string, rel: string): string | null {
   try {
-    const b = fs.readFileSync(path.join(root, rel));
+    const c = confined(root, { links: "never" });
+    // A link is shown as what it holds, never as the file it leads to (which may be a host file).
+    if (c.lstat(rel).isSymbolicLink()) return `symlink to ${c.readlink(rel).toString("utf8")}\n`;
+    const b = c.readFile(rel);
     return b.includes(0) ? null : b.toString("utf8");
   } catch {
     return "";
@@ -177,19 +190,7 @@ export function applyDryRun(run: DryRun): Changes {
       "DRY_RUN_CONFLICT",
     );
   }
-  for (const p of [...changes.created, ...changes.modified]) {
-    const src = path.join(run.copy, p);
-    const dst = path.join(run.workspace, p);
-    fs.mkdirSync(path.dirname(dst), { recursive: true });
-    const st = fs.lstatSync(src);
-    fs.rmSync(dst, { force: true });
-    if (st.isSymbolicLink()) fs.symlinkSync(fs.readlinkSync(src), dst);
-    else {
-      fs.copyFileSync(src, dst);
-      fs.chmodSync(dst, st.mode & 0o7777);
-    }
-  }
-  for (const p of changes.deleted) fs.rmSync(path.join(run.workspace, p), { force: true });
+  applyChanges(run.workspace, run.copy, changes);
   saveDryRun({ ...run, appliedAt: new Date().toISOString() });
   return changes;
 }

@@ -309,6 +309,30 @@ export class ConfinedDir {
     }, mode);
   }
 
+  /** The target of the symlink at `rel` (the link itself, not followed), as bytes. */
+  readlink(rel: RelPath): Buffer {
+    return this.with(rel, "parent", (w) => {
+      if (!w.name) throw errnoAt(Object.assign(new Error("EINVAL: invalid argument"), { code: "EINVAL" }), rel);
+      try {
+        return fs.readlinkSync(proc(w.dirs.at(-1)!, w.name), { encoding: "buffer" });
+      } catch (err) {
+        throw errnoAt(err, rel);
+      }
+    });
+  }
+
+  /** Removes the empty directory at `rel` (ENOTEMPTY otherwise; ENOTDIR when it is not a directory). */
+  rmdir(rel: RelPath): void {
+    this.with(rel, "parent", (w) => {
+      if (!w.name) throw new PathEscapeError(`Path ${shown(rel)} is the workspace root, which is never removed.`);
+      try {
+        fs.rmdirSync(proc(w.dirs.at(-1)!, w.name));
+      } catch (err) {
+        throw errnoAt(err, rel);
+      }
+    });
+  }
+
   /** Makes a symlink at `rel` holding `target` (as is: the link is the agent's to make, not ours to follow). */
   symlink(target: RelPath, rel: RelPath): void {
     this.with(rel, "parent", (w) => {

@@ -141,6 +141,10 @@ describe("writing", () => {
     expect(fs.existsSync(path.join(ws, "link"))).toBe(false);
     expect(fs.readFileSync(path.join(outside, "secret.txt"), "utf8")).toBe(SECRET);
     expect(code(() => c.rm("src"))).toBe("EISDIR");
+    expect(code(() => c.rmdir("src"))).toBe("ENOTEMPTY");
+    fs.symlinkSync(outside, path.join(ws, "out"));
+    expect(c.readlink("out").toString()).toBe(outside);
+    expect(code(() => c.rmdir("out"))).toBe("ENOTDIR");
     expect(code(() => c.rm("."))).toBe("PATH_OUTSIDE_WORKSPACE");
   });
 
