@@ -1,6 +1,7 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import { confined } from "../workspace/confined.js";
 
 /**
  * The workspace guard: what no command may leave behind, at any isolation level.
@@ -27,13 +28,29 @@ import path from "node:path";
 
 export const CONFIG_FILE_NAME = "ledgerloop.config.json";
 
-/** A directory as the last walk saw it. */
+/** A directory as the last walk saw it; paths are bytes (a name need not be UTF-8). */
 interface DirState {
   ino: bigint;
   ctimeNs: bigint;
-  subdirs: string[];
-  gits: string[];
+  subdirs: Buffer[];
+  /** Its `.git` entry, and itself when it looks like a bare repository. */
+  gits: Buffer[];
 }
+
+/** A path as bytes, as the map keys and sets of the guard hold it (latin1 keeps every byte). */
+const keyOf = (p: Buffer) => p.toString("latin1");
+
+/**
+ * Whether a directory holding these names is a git directory to git's discovery (setup.c
+ * is_git_directory: HEAD, plus objects/ and refs/ or a commondir that leads to them): git run
+ * there, or below it, takes its config (core.fsmonitor, hooks…) without any `.git` entry.
+ */
+function looksLikeGitDir(names: Set<string>): boolean {
+  return names.has("HEAD") && ((names.has("objects") && names.has("refs")) || names.has("commondir"));
+}
+
+/** What of a bare layout git reads to decide it is a repository and what it runs. */
+const BARE_CONTROL = ["HEAD", "config", "commondir"];
 
 /** What `after` found and undid. */
 export interface GuardReport {
@@ -53,7 +70,7 @@ function readOrNull(p: string): Buffer | null {
   }
 }
 
-function lstatOrNull(p: string): fs.BigIntStats | null {
+function lstatOrNull(p: string | Buffer): fs.BigIntStats | null {
   try {
     return fs.lstatSync(p, { bigint: true });
   } catch {
@@ -121,8 +138,9 @@ function controlSnapshot(gitDir: string): Map<string, Buffer | null> {
  */
 export class WorkspaceGuard {
   private dirs = new Map<string, DirState>();
-  /** `.git` entries that existed when the guard first looked: the user's own repositories. */
+  /** `.git` entries (and bare layouts) that existed when the guard first looked: the user's own repositories. */
   private known: Set<string> | null = null;
+  private knownPaths: Buffer[] = [];
   private configBefore: Buffer | null = null;
   private control: Map<string, Buffer | null> | null = null;
   /**
@@ -136,15 +154,26 @@ export class WorkspaceGuard {
     private readonly opts: { detectControlChanges: boolean } = { detectControlChanges: false },
   ) {}
 
-  /** The user's `.git` entries (found on first use). */
+  /**
+   * The user's `.git` entries and bare-looking directories (found on first use). Those whose path
+   * is not valid UTF-8 are left out: they cannot be named to bwrap or mount.
+   */
   gitEntries(): string[] {
-    if (!this.known) this.known = new Set(this.scan());
-    return [...this.known];
+    if (!this.known) {
+      this.knownPaths = this.scan();
+      this.known = new Set(this.knownPaths.map(keyOf));
+    }
+    return this.knownPaths.filter((p) => Buffer.from(p.toString("utf8")).equals(p)).map((p) => p.toString("utf8"));
   }
 
   /** Paths the isolating levels bind read-only: git's, plus the files that govern the run. */
   protectPaths(): string[] {
-    const out = gitProtectPaths(this.workspace, this.gitEntries());
+    const entries = this.gitEntries();
+    // The workspace root itself laid out as a repository cannot be bound read-only: its control files are.
+    const out = gitProtectPaths(this.workspace, entries.filter((e) => e !== this.workspace));
+    if (entries.includes(this.workspace)) {
+      for (const f of [...BARE_CONTROL, "hooks", "info"]) if (lstatOrNull(path.join(this.workspace, f))) out.push(path.join(this.workspace, f));
+    }
     for (const rel of [CONFIG_FILE_NAME, ".ledgerloop"]) {
       const p = path.join(this.workspace, rel);
       if (lstatOrNull(p)) out.push(p);
@@ -159,7 +188,7 @@ export class WorkspaceGuard {
     if (this.opts.detectControlChanges) {
       this.control = new Map();
       this.inodes.clear();
-      for (const e of this.known!) {
+      for (const e of this.gitEntries()) {
         const st = lstatOrNull(e);
         if (st) this.inodes.set(e, { ino: st.ino, birth: st.birthtimeNs });
         const dir = gitDirOf(e);
@@ -182,12 +211,12 @@ export class WorkspaceGuard {
   }
 
   private repair(violations: string[]): void {
-    const rel = (p: string) => path.relative(this.workspace, p) || ".";
+    const rel = (p: string | Buffer) => path.relative(this.workspace, typeof p === "string" ? p : p.toString("utf8")) || ".";
     const found = this.scan();
     if (this.inodes.size) {
       // Level `none`: a `.git` moved away (and perhaps replaced by a copy) is put back.
       const byIno = new Map<bigint, string>();
-      for (const [dir, st] of this.dirs) byIno.set(st.ino, dir);
+      for (const [dir, st] of this.dirs) byIno.set(st.ino, Buffer.from(dir, "latin1").toString("utf8"));
       for (const [entry, id] of this.inodes) {
         const now = lstatOrNull(entry);
         if (now?.ino === id.ino && now.birthtimeNs === id.birth) continue;
@@ -206,7 +235,16 @@ export class WorkspaceGuard {
       if (violations.length) this.scan();
     }
     for (const g of found) {
-      if (this.known!.has(g) || !lstatOrNull(g)) continue;
+      if (this.known!.has(keyOf(g)) || !lstatOrNull(g)) continue;
+      if (path.basename(g.toString("latin1")) !== ".git") {
+        // A directory laid out as a repository: it (the root, a folder of the user's) stays; what
+        // makes git take it for one goes.
+        const moved = BARE_CONTROL.filter((f) => this.quarantine(Buffer.concat([g, Buffer.from(`/${f}`)]), { keepDirs: true }) !== null);
+        violations.push(
+          `moved away ${moved.join(", ")} of ${rel(g)}, which the command laid out as a git repository (HEAD, objects/, refs/): the user's git there would run what the agent configured (make scratch repositories under /tmp instead)`,
+        );
+        continue;
+      }
       const kept = this.quarantine(g);
       violations.push(
         `moved away ${rel(g)}, which the command created${kept ? ` (kept as ${rel(kept)})` : ""}: a git repository or gitfile inside the workspace would make the user's git run what the agent configured (make scratch repositories under /tmp instead)`,
@@ -253,18 +291,36 @@ export class WorkspaceGuard {
    * Moves a `.git` entry out of git's sight into `.ledgerloop/quarantine/` (not named `.git` there),
    * so that nothing is lost if it was not the agent's after all; removes it when it cannot be moved.
    */
-  private quarantine(entry: string): string | null {
+  private quarantine(entry: string | Buffer, opts: { keepDirs?: boolean } = {}): string | null {
+    const abs = typeof entry === "string" ? Buffer.from(entry) : entry;
+    const prefix = Buffer.from(`${this.workspace}/`);
+    if (!abs.subarray(0, prefix.length).equals(prefix)) return null;
+    // By descriptor, no symlink followed: a background process may have swapped a directory on
+    // the way for a link to the host since the walk, and the host's files are not ours to move.
+    const ws = confined(this.workspace, { links: "never" });
+    const relBytes = abs.subarray(prefix.length);
+    let st: fs.Stats | null;
+    try {
+      st = ws.lstatOrNull(relBytes);
+    } catch {
+      return null;
+    }
+    if (!st || (opts.keepDirs && st.isDirectory())) return null;
     const dir = path.join(this.workspace, ".ledgerloop", "quarantine", `${Date.now()}`);
-    const dest = path.join(dir, `${path.relative(this.workspace, entry).replace(/[\\/]/g, "__")}.removed`);
+    const dest = path.join(dir, `${relBytes.toString("utf8").replace(/[\\/]/g, "__")}.removed`);
     try {
       fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
       // Like the runtime's state, the quarantine stays out of the user's git.
       const ignore = path.join(this.workspace, ".ledgerloop", ".gitignore");
       if (!fs.existsSync(ignore)) fs.writeFileSync(ignore, "*\n");
-      fs.renameSync(entry, dest);
+      ws.moveOut(relBytes, dest);
       return dest;
     } catch {
-      fs.rmSync(entry, { recursive: true, force: true });
+      try {
+        ws.rm(relBytes, { recursive: true, force: true });
+      } catch {
+        // refused (a symlink on the way) or gone: nothing of the workspace's to remove
+      }
       return null;
     }
   }
@@ -275,30 +331,37 @@ export class WorkspaceGuard {
    * ctime are unchanged since the last walk are not read again (creating, renaming or removing an
    * entry changes its directory's ctime, which no process can set back).
    */
-  private scan(): string[] {
+  private scan(): Buffer[] {
+    const root = Buffer.from(this.workspace);
     const next = new Map<string, DirState>();
-    const found: string[] = [];
-    const stack = [this.workspace];
+    const found: Buffer[] = [];
+    const stack: Buffer[] = [root];
     while (stack.length) {
       const dir = stack.pop()!;
       const st = lstatOrNull(dir);
       if (!st?.isDirectory()) continue;
-      let state = this.dirs.get(dir);
+      const key = keyOf(dir);
+      let state = this.dirs.get(key);
       if (!state || state.ino !== st.ino || state.ctimeNs !== st.ctimeNs) {
-        let entries: fs.Dirent[];
+        let entries: fs.Dirent<Buffer>[];
         try {
-          entries = fs.readdirSync(dir, { withFileTypes: true });
+          // Names as bytes: a name that is not UTF-8 would otherwise come back changed and be lost.
+          entries = fs.readdirSync(dir, { withFileTypes: true, encoding: "buffer" });
         } catch {
           continue;
         }
         state = { ino: st.ino, ctimeNs: st.ctimeNs, subdirs: [], gits: [] };
+        const names = new Set<string>();
         for (const e of entries) {
-          const p = path.join(dir, e.name);
-          if (e.name === ".git") state.gits.push(p);
-          else if (e.isDirectory() && !(dir === this.workspace && e.name === ".ledgerloop")) state.subdirs.push(p);
+          const name = e.name.toString("latin1");
+          names.add(name);
+          const p = Buffer.concat([dir, Buffer.from("/"), e.name]);
+          if (name === ".git") state.gits.push(p);
+          else if (e.isDirectory() && !(dir === root && name === ".ledgerloop")) state.subdirs.push(p);
         }
+        if (looksLikeGitDir(names)) state.gits.push(dir);
       }
-      next.set(dir, state);
+      next.set(key, state);
       found.push(...state.gits);
       stack.push(...state.subdirs);
     }

@@ -333,6 +333,18 @@ export class ConfinedDir {
     });
   }
 
+  /** Renames the entry at `rel` (itself, never a symlink's target) to `dest`, an absolute path of ledgerloop's own. */
+  moveOut(rel: RelPath, dest: string): void {
+    this.with(rel, "parent", (w) => {
+      if (!w.name) throw new PathEscapeError(`Path ${shown(rel)} is the workspace root, which is never moved.`);
+      try {
+        fs.renameSync(proc(w.dirs.at(-1)!, w.name), dest);
+      } catch (err) {
+        throw errnoAt(err, rel);
+      }
+    });
+  }
+
   /** Makes a symlink at `rel` holding `target` (as is: the link is the agent's to make, not ours to follow). */
   symlink(target: RelPath, rel: RelPath): void {
     this.with(rel, "parent", (w) => {
