@@ -1,9 +1,9 @@
 // Reading one workspace file for the index: size and binary checks, change detection by size/mtime
 // then content hash, decoding, secret redaction that keeps line numbers, symbols and chunks.
 import { createHash } from "node:crypto";
-import fs from "node:fs";
-import path from "node:path";
+import type fs from "node:fs";
 import { errorMessage } from "../errors.js";
+import { confined } from "../workspace/confined.js";
 import { extractSymbols, type CodeSymbol } from "../symbols/extract.js";
 import { languageOf } from "../symbols/languages.js";
 import { chunkLines } from "./chunker.js";
@@ -73,10 +73,11 @@ function sha256(buf: Buffer): string {
  * to store (unchanged, or skipped and never indexed), or "remove" when a stored file must go.
  */
 export async function prepareFile(ctx: PrepareContext, rel: string, stored: FileRecord | undefined, report: IndexReport): Promise<PreparedFile | null | "remove"> {
-  const abs = path.join(ctx.workspace, rel);
+  // Through the confined reader: a file swapped for a link to a host file is never indexed.
+  const ws = confined(ctx.workspace);
   let st: fs.Stats;
   try {
-    st = fs.statSync(abs);
+    st = ws.stat(rel);
   } catch (err) {
     return skip(stored, report, (err as NodeJS.ErrnoException).code === "ENOENT" ? "vanished" : "unreadable");
   }
@@ -88,9 +89,11 @@ export async function prepareFile(ctx: PrepareContext, rel: string, stored: File
   }
   let buf: Buffer;
   try {
-    buf = fs.readFileSync(abs);
+    buf = ws.readFile(rel, { maxBytes: MAX_FILE_BYTES });
   } catch (err) {
-    return skip(stored, report, (err as NodeJS.ErrnoException).code === "ENOENT" ? "vanished" : "unreadable");
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "FILE_TOO_LARGE") return skip(stored, report, "huge");
+    return skip(stored, report, code === "ENOENT" ? "vanished" : "unreadable");
   }
   if (buf.length > MAX_FILE_BYTES) return skip(stored, report, "huge");
   if (buf.subarray(0, BINARY_SNIFF_BYTES).includes(0)) return skip(stored, report, "binary");
@@ -147,7 +150,7 @@ function skip(stored: FileRecord | undefined, report: IndexReport, why: keyof Sk
 export function readLinesIfHash(workspace: string, rel: string, hash: string, redact?: (text: string) => string): string[] | null {
   let buf: Buffer;
   try {
-    buf = fs.readFileSync(path.join(workspace, rel));
+    buf = confined(workspace).readFile(rel);
   } catch {
     return null;
   }

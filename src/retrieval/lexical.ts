@@ -1,5 +1,4 @@
-import fs from "node:fs/promises";
-import path from "node:path";
+import { confined } from "../workspace/confined.js";
 import type { CodeSearcher, SearchHit } from "./port.js";
 import { identifierParts } from "./tokens.js";
 import { walkFiles } from "../workspace/files.js";
@@ -23,13 +22,11 @@ export function createLexicalSearcher(workspace: string): CodeSearcher {
       if (terms.length === 0) return [];
       const { files } = await walkFiles(workspace, { limit: 20_000 });
       const hits: SearchHit[] = [];
+      const ws = confined(workspace);
       for (const rel of files) {
-        const abs = path.join(workspace, rel);
         let buf: Buffer;
         try {
-          const st = await fs.stat(abs);
-          if (st.size > MAX_FILE_BYTES) continue;
-          buf = await fs.readFile(abs);
+          buf = ws.readFile(rel, { maxBytes: MAX_FILE_BYTES });
         } catch {
           continue; // vanished or unreadable: not worth failing a search for
         }

@@ -1,8 +1,7 @@
 // One search: embeds the query (once, remembered for the next searches of the same text), asks each
 // source for candidates, lets the pure ranking fuse them, and adds previews (each file read once).
-import fs from "node:fs";
-import path from "node:path";
 import { errorMessage } from "../errors.js";
+import { confined } from "../workspace/confined.js";
 import type { Ledger } from "../ledger/port.js";
 import type { Embedder } from "./embedders/port.js";
 import { redactKeepingLines } from "./file-prep.js";
@@ -151,7 +150,7 @@ export class SearchEngine {
     let all = files.get(rel);
     if (all === undefined) {
       try {
-        all = redactKeepingLines(fs.readFileSync(path.join(this.o.workspace, rel), "utf8"), this.o.redact).split("\n");
+        all = redactKeepingLines(confined(this.o.workspace).readFile(rel).toString("utf8"), this.o.redact).split("\n");
       } catch {
         all = null;
       }

@@ -1,9 +1,8 @@
 import { createHash } from "node:crypto";
-import { createReadStream, statSync } from "node:fs";
+import { closeSync, readSync } from "node:fs";
 import type { Stats } from "node:fs";
-import path from "node:path";
 import picomatch from "picomatch";
-import { resolveInWorkspace } from "./paths.js";
+import { confined } from "./confined.js";
 import { statWalk, walkTree, type StatEntry } from "./walk.js";
 
 // The workspace as the agent sees it: regular files and symlinks to files inside the workspace, as the
@@ -94,7 +93,7 @@ export function fileStatsOf(workspace: string, entries: readonly StatEntry[]): M
       continue;
     }
     if (!isFileInside(workspace, rel)) continue;
-    const target = statOrUndefined(path.join(workspace, rel));
+    const target = statOrUndefined(workspace, rel);
     // A file deleted between the walk and its stat is simply not in this snapshot.
     if (target?.isFile()) snapshot.set(rel, { size: target.size, mtimeMs: target.mtimeMs, mode: target.mode, ctimeMs: target.ctimeMs });
   }
@@ -139,7 +138,14 @@ export async function diffSnapshots(
 /** sha256 (hex) of a workspace file's content, the hash {@link diffSnapshots} expects in `hashesBefore`. */
 export async function hashFile(workspace: string, rel: string): Promise<string> {
   const hash = createHash("sha256");
-  for await (const chunk of createReadStream(path.join(workspace, rel))) hash.update(chunk as Buffer);
+  // By descriptor through the confined reader: a link to a host file is never read, even to hash it.
+  const fd = confined(workspace).openRead(rel);
+  try {
+    const buf = Buffer.allocUnsafe(256 * 1024);
+    for (let n; (n = readSync(fd, buf, 0, buf.length, null)) > 0; ) hash.update(buf.subarray(0, n));
+  } finally {
+    closeSync(fd);
+  }
   return hash.digest("hex");
 }
 
@@ -148,9 +154,9 @@ function compileGlob(glob: string | undefined): (rel: string) => boolean {
   return picomatch(glob, { dot: true, basename: !glob.includes("/") });
 }
 
-function statOrUndefined(abs: string): Stats | undefined {
+function statOrUndefined(workspace: string, rel: string): Stats | undefined {
   try {
-    return statSync(abs, { throwIfNoEntry: false });
+    return confined(workspace).stat(rel);
   } catch {
     // EACCES, ELOOP, ENOTDIR: the file cannot be described, so it is left out like a vanished one.
     return undefined;
@@ -159,10 +165,9 @@ function statOrUndefined(abs: string): Stats | undefined {
 
 function isFileInside(workspace: string, rel: string): boolean {
   try {
-    if (!statSync(path.join(workspace, rel)).isFile()) return false;
     // A link to a file outside would be listed, then refused on every read; better not to offer it.
-    resolveInWorkspace(workspace, rel);
-    return true;
+    // The confined stat follows links only while they stay inside, so it answers both at once.
+    return confined(workspace).stat(rel).isFile();
   } catch {
     return false;
   }

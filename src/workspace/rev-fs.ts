@@ -1,7 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import type { Stats } from "node:fs";
-import { errorMessage } from "../errors.js";
+import { errorMessage, PathEscapeError, WorkspaceFileError } from "../errors.js";
+import { confined } from "./confined.js";
 import { RevisionError } from "./rev-errors.js";
 import type { FlatEntry } from "./rev-tree.js";
 
@@ -16,25 +17,27 @@ export type ReadResult =
   | "unreadable";
 
 /**
- * Reads a file (never through a symlink: O_NOFOLLOW) or a link's target. `stable` is false when the
- * file changed while it was read; its content is still recorded, but its stat is not trusted next time.
+ * Reads a file or a link's target, through the confined reader with no symlink followed at all (not
+ * the last component, not a directory on the way). `stable` is false when the file changed while it
+ * was read; its content is still recorded, but its stat is not trusted next time.
  */
-export function readEntry(abs: string, kind: "file" | "symlink", largeBytes: number): ReadResult {
+export function readEntry(workspace: string, rel: string, kind: "file" | "symlink", largeBytes: number): ReadResult {
+  const ws = confined(workspace, { links: "never" });
   if (kind === "symlink") {
     try {
-      const target = fs.readlinkSync(abs, { encoding: "buffer" });
-      return { kind: "symlink", content: target, st: fs.lstatSync(abs), stable: true };
+      const st = ws.lstat(rel);
+      if (!st.isSymbolicLink()) return "vanished";
+      return { kind: "symlink", content: ws.readlink(rel), st, stable: true };
     } catch (err) {
-      return isGone(err) ? "vanished" : "unreadable";
+      return isGone(err) || err instanceof PathEscapeError ? "vanished" : "unreadable";
     }
   }
   let fd: number;
   try {
-    fd = fs.openSync(abs, fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0));
+    fd = ws.openRead(rel);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    // ELOOP: it became a symlink since the walk; it will be seen as one next time.
-    return isGone(err) || code === "ELOOP" ? "vanished" : "unreadable";
+    // A link (now, or on the way) or no longer a regular file: it will be seen as what it is next time.
+    return isGone(err) || err instanceof PathEscapeError || err instanceof WorkspaceFileError ? "vanished" : "unreadable";
   }
   try {
     const before = fs.fstatSync(fd);

@@ -82,7 +82,7 @@ export async function scanWorkspace(o: ScanInput): Promise<ScanResult> {
       res.now.set(rel, entryOf("large", mode, st, largeIdentity(st.size, st.mtimeMs), true));
       continue;
     }
-    const read = readEntry(path.join(o.workspace, rel), kind, o.largeBytes);
+    const read = readEntry(o.workspace, rel, kind, o.largeBytes);
     if (read === "vanished") continue;
     if (read === "unreadable") {
       res.unreadable.push(rel);

@@ -1,5 +1,4 @@
-import fs from "node:fs";
-import path from "node:path";
+import { confined } from "./confined.js";
 
 /** A compact file-tree summary: each top-level directory with its file count, then root files. */
 export function treeSummary(files: Iterable<string>, maxEntries = 40): string {
@@ -17,9 +16,8 @@ export function treeSummary(files: Iterable<string>, maxEntries = 40): string {
 
 function read(workspace: string, rel: string): string | null {
   try {
-    const abs = path.join(workspace, rel);
-    if (fs.statSync(abs).size > 512 * 1024) return null;
-    return fs.readFileSync(abs, "utf8");
+    // The agent's files: a manifest swapped for a link to a host file is not read.
+    return confined(workspace).readFile(rel, { maxBytes: 512 * 1024 }).toString("utf8");
   } catch {
     return null;
   }

@@ -5,6 +5,7 @@ import path from "node:path";
 import type Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { openStateDb } from "../../src/ledger/state-db.js";
+import { ConfinedDir } from "../../src/workspace/confined.js";
 import { walkFiles } from "../../src/workspace/files.js";
 import { RevisionError, RevisionStore, formatStat } from "../../src/workspace/revisions.js";
 
@@ -174,12 +175,13 @@ describe("snapshot", () => {
     await store.snapshot();
     await settle();
 
+    // Workspace files are opened through the confined reader (by descriptor, not by path).
     const opened: string[] = [];
-    const real = fs.openSync;
-    vi.spyOn(fs, "openSync").mockImplementation(((p: fs.PathLike, ...rest: unknown[]) => {
-      if (String(p).startsWith(ws + path.sep) && !String(p).includes(".ledgerloop")) opened.push(path.relative(ws, String(p)));
-      return (real as (...a: unknown[]) => number)(p, ...rest);
-    }) as typeof fs.openSync);
+    const real = ConfinedDir.prototype.openRead;
+    vi.spyOn(ConfinedDir.prototype, "openRead").mockImplementation(function (this: ConfinedDir, rel) {
+      if (this.root === ws) opened.push(String(rel));
+      return real.call(this, rel);
+    });
     write({ "d3/f3.ts": "export const v3 = 'changed';\n" });
     const r = await store.snapshot();
     expect(r.changed).toEqual({ created: [], modified: ["d3/f3.ts"], deleted: [] });

@@ -1,5 +1,5 @@
-import fs from "node:fs/promises";
 import { z } from "zod";
+import { confined } from "../../workspace/confined.js";
 import { resolveInWorkspace } from "../../workspace/paths.js";
 import { defineTool, toolError } from "./tool.js";
 
@@ -34,14 +34,19 @@ export const readFileTool = defineTool({
     const p = resolveInWorkspace(ctx.workspace, args.path);
     let buf: Buffer;
     try {
-      const st = await fs.stat(p.abs);
+      // resolveInWorkspace judged the path; the read itself goes by descriptor, so a link swapped in
+      // since (by a background process) is not followed out.
+      const ws = confined(ctx.workspace);
+      const st = ws.stat(p.rel);
       if (st.isDirectory()) return toolError(`${p.rel} is a directory; use list_files to see its contents.`);
+      if (!st.isFile()) return toolError(`${p.rel} is not a regular file (a FIFO, socket or device); it is not read.`);
       if (st.size > MAX_BYTES * 8) {
         return toolError(`${p.rel} is ${st.size} bytes, too large to read whole; read a range with startLine/endLine.`);
       }
-      buf = await fs.readFile(p.abs);
+      buf = ws.readFile(p.rel, { maxBytes: MAX_BYTES * 8 });
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
+      if (code === "FILE_TOO_LARGE") return toolError(`${p.rel} grew too large to read whole while it was read; read a range with startLine/endLine.`);
       if (code === "ENOENT") return toolError(`No such file: ${p.rel}. Use list_files or search_code to find the right path.`);
       if (code === "EACCES") return toolError(`Permission denied reading ${p.rel}.`, "permission_denied");
       throw err;
