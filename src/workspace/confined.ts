@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { PathEscapeError, WorkspaceFileError } from "../errors.js";
+import { C, closeAll, emptyDir, errno, errnoAt, isDotDot, MAX_SYMLINK_HOPS, O_PATH, proc, shown, SLASH, split, syncDir } from "./confined-fd.js";
 
 // The one way ledgerloop itself reads and writes workspace paths on the host. The workspace is the
 // agent's: any name in it may be swapped for a symlink to `/` at any moment, by a process still
@@ -12,13 +13,6 @@ import { PathEscapeError, WorkspaceFileError } from "../errors.js";
 // (read, fchmod, renamed into place) is then the object held by a file descriptor, not a path that
 // could lead elsewhere a moment later. Names are bytes: a name that is not UTF-8 is kept as it is.
 
-/** O_PATH (Linux): a descriptor naming an object without opening it; a FIFO never blocks, a device is never opened. */
-const O_PATH = 0o10000000;
-const C = fs.constants;
-// Linux gives up at 40 links (ELOOP); so do we.
-const MAX_SYMLINK_HOPS = 40;
-const SLASH = 0x2f;
-
 /** A workspace-relative path: a string, or bytes when the name is not valid UTF-8. */
 export type RelPath = string | Buffer;
 
@@ -28,50 +22,20 @@ export type LinkPolicy = "inside" | "never";
 interface Walked {
   /** Descriptors of the directories walked, the root first; the last one holds `name`. */
   dirs: number[];
+  /** Names of those directories below the root: where `name` really is, symlinks resolved. */
+  names: Buffer[];
   /** The last component, or null when the path is the root itself. */
   name: Buffer | null;
   /** O_PATH descriptor of the object reached (not opened in "parent" mode, nor when missing). */
   fd: number | null;
 }
 
-function proc(fd: number, name?: Buffer): Buffer {
-  const dir = Buffer.from(`/proc/self/fd/${fd}`);
-  return name ? Buffer.concat([dir, Buffer.from("/"), name]) : dir;
-}
-
-function split(p: Buffer): Buffer[] {
-  const out: Buffer[] = [];
-  let start = 0;
-  for (let i = 0; i <= p.length; i++) {
-    if (i < p.length && p[i] !== SLASH) continue;
-    const part = p.subarray(start, i);
-    if (part.length > 0 && !(part.length === 1 && part[0] === 0x2e)) out.push(Buffer.from(part));
-    start = i + 1;
-  }
-  return out;
-}
-
-const isDotDot = (b: Buffer) => b.length === 2 && b[0] === 0x2e && b[1] === 0x2e;
-const shown = (p: RelPath) => JSON.stringify(Buffer.isBuffer(p) ? p.toString("utf8") : p);
-
-function closeAll(fds: Iterable<number | null>): void {
-  for (const fd of fds) if (fd !== null) fs.closeSync(fd);
-}
-
-/** An errno error naming the workspace path instead of the /proc path it was met through. */
-function errnoAt(err: unknown, rel: RelPath): Error {
-  const e = err as NodeJS.ErrnoException;
-  if (!e?.code) return err as Error;
-  const out = new Error(`${e.code}: ${(e.message.split(":")[1] ?? "").split(",")[0]!.trim() || e.code}, ${shown(rel)}`) as NodeJS.ErrnoException;
-  out.code = e.code;
-  out.errno = e.errno;
-  return out;
-}
-
 /** Options of {@link ConfinedDir.writeFile}. */
 export interface WriteOptions {
   /** Mode of the new file; default: the mode of the file replaced, else 0666 less the umask. */
   mode?: number;
+  /** Give the new file the replaced file's owner and group (where this process may). */
+  keepOwner?: boolean;
   /** Create missing parent directories (real directories; a symlink among them is refused). */
   mkdirs?: boolean;
 }
@@ -98,11 +62,12 @@ export class ConfinedDir {
    * the last component itself is reached; "parent": only its directory is. With `mkdirs`, missing
    * directories along the way are created (and a symlink among them refused whatever the policy).
    */
-  private walk(rel: RelPath, mode: "follow" | "nofollow" | "parent", mkdirs?: number): Walked {
+  private walk(rel: RelPath, mode: "follow" | "nofollow" | "parent" | "resolve", mkdirs?: number): Walked {
     const raw = Buffer.isBuffer(rel) ? rel : Buffer.from(rel);
     if (raw.includes(0)) throw new PathEscapeError(`Path ${shown(rel)} contains a NUL byte.`);
     let pending = split(this.beneath(raw, rel, "is outside"));
     const dirs = [fs.openSync(this.root, O_PATH | C.O_DIRECTORY)];
+    const names: Buffer[] = [];
     let hops = 0;
     let made = 0;
     try {
@@ -111,15 +76,21 @@ export class ConfinedDir {
         if (isDotDot(name)) {
           if (dirs.length === 1) throw new PathEscapeError(`Path ${shown(rel)} leads above the workspace root through "..".`);
           fs.closeSync(dirs.pop()!);
+          names.pop();
           continue;
         }
         const last = pending.length === 0;
         const top = dirs.at(-1)!;
-        if (last && mode === "parent") return { dirs, name, fd: null };
+        if (last && mode === "parent") return { dirs, names, name, fd: null };
         let fd: number;
         try {
           fd = fs.openSync(proc(top, name), O_PATH | C.O_NOFOLLOW);
         } catch (err) {
+          if (mode === "resolve" && (err as NodeJS.ErrnoException).code === "ENOENT" && !pending.some(isDotDot)) {
+            // Nothing exists from here on, so no link either: the rest is where it will be made.
+            const rest = [name, ...pending];
+            return { dirs, names: [...names, ...rest.slice(0, -1)], name: rest.at(-1)!, fd: null };
+          }
           // (`made` bounds a race with something removing each directory as soon as it is made.)
           if ((err as NodeJS.ErrnoException).code !== "ENOENT" || mkdirs === undefined || last || ++made > 256) throw errnoAt(err, rel);
           try {
@@ -132,7 +103,7 @@ export class ConfinedDir {
         }
         const st = fs.fstatSync(fd);
         if (st.isSymbolicLink()) {
-          if (last && mode === "nofollow") return { dirs, name, fd };
+          if (last && mode === "nofollow") return { dirs, names, name, fd };
           fs.closeSync(fd);
           if (mkdirs !== undefined || this.opts.links === "never") {
             throw new PathEscapeError(`Path ${shown(rel)} goes through a symlink (${shown(name)}), which is not followed here.`);
@@ -151,18 +122,20 @@ export class ConfinedDir {
           if (target[0] === SLASH) {
             const inner = this.beneath(target, rel, "goes through a symlink that leads outside the workspace, to");
             closeAll(dirs.splice(1));
+            names.splice(0);
             pending = [...split(inner), ...pending];
           } else pending = [...split(target), ...pending];
           continue;
         }
-        if (last) return { dirs, name, fd };
+        if (last) return { dirs, names, name, fd };
         if (!st.isDirectory()) {
           fs.closeSync(fd);
-          throw errnoAt(Object.assign(new Error("ENOTDIR: not a directory"), { code: "ENOTDIR" }), rel);
+          throw errno("ENOTDIR", "not a directory", rel);
         }
         dirs.push(fd);
+        names.push(name);
       }
-      return { dirs, name: null, fd: null };
+      return { dirs, names, name: null, fd: null };
     } catch (err) {
       closeAll(dirs);
       throw err;
@@ -180,13 +153,24 @@ export class ConfinedDir {
   }
 
   /** Walks, hands the result to `fn`, and closes every descriptor the walk opened. */
-  private with<T>(rel: RelPath, mode: "follow" | "nofollow" | "parent", fn: (w: Walked) => T, mkdirs?: number): T {
+  private with<T>(rel: RelPath, mode: "follow" | "nofollow" | "parent" | "resolve", fn: (w: Walked) => T, mkdirs?: number): T {
     const w = this.walk(rel, mode, mkdirs);
     try {
       return fn(w);
     } finally {
       closeAll([...w.dirs, w.fd]);
     }
+  }
+
+  /**
+   * Where `rel` really is beneath the root (workspace-relative bytes, "" for the root): every
+   * symlink on the way and at the end followed while it stays inside; the last name may not exist yet.
+   */
+  resolve(rel: RelPath): Buffer {
+    return this.with(rel, "resolve", (w) => {
+      const parts = w.name ? [...w.names, w.name] : w.names;
+      return Buffer.from(parts.map((p) => p.toString("latin1")).join("/"), "latin1");
+    });
   }
 
   /** stat(2) of `rel`, symlinks beneath the root followed. */
@@ -251,7 +235,7 @@ export class ConfinedDir {
   readdir(rel: RelPath): fs.Dirent<Buffer>[] {
     return this.with(rel, "follow", (w) => {
       const fd = w.fd ?? w.dirs.at(-1)!;
-      if (!fs.fstatSync(fd).isDirectory()) throw errnoAt(Object.assign(new Error("ENOTDIR: not a directory"), { code: "ENOTDIR" }), rel);
+      if (!fs.fstatSync(fd).isDirectory()) throw errno("ENOTDIR", "not a directory", rel);
       return fs.readdirSync(proc(fd), { encoding: "buffer", withFileTypes: true });
     });
   }
@@ -266,24 +250,30 @@ export class ConfinedDir {
       rel,
       "parent",
       (w) => {
-        if (!w.name) throw errnoAt(Object.assign(new Error("EISDIR: illegal operation on a directory"), { code: "EISDIR" }), rel);
+        if (!w.name) throw errno("EISDIR", "illegal operation on a directory", rel);
         const dir = w.dirs.at(-1)!;
-        let mode = opts.mode;
-        if (mode === undefined) {
-          const old = this.fstatAt(dir, w.name);
-          mode = old?.isFile() ? old.mode & 0o7777 : 0o666 & ~process.umask();
-        }
+        const old = this.fstatAt(dir, w.name);
+        if (old?.isDirectory()) throw errno("EISDIR", "illegal operation on a directory", rel);
+        const mode = opts.mode ?? (old?.isFile() ? old.mode & 0o7777 : 0o666 & ~process.umask());
         const tmp = Buffer.concat([Buffer.from("."), w.name.subarray(0, 180), Buffer.from(`.ll-write-${process.pid}-${randomBytes(4).toString("hex")}`)]);
         const fd = fs.openSync(proc(dir, tmp), C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o600);
         try {
           try {
             fs.writeFileSync(fd, data);
-            fs.fchmodSync(fd, mode);
+            if (opts.keepOwner && old?.isFile()) {
+              try {
+                fs.fchownSync(fd, old.uid, old.gid);
+              } catch {
+                // only root may give a file away
+              }
+            }
+            fs.fchmodSync(fd, mode); // after fchown, which clears set-id bits
             fs.fsyncSync(fd);
           } finally {
             fs.closeSync(fd);
           }
           fs.renameSync(proc(dir, tmp), proc(dir, w.name));
+          syncDir(dir);
         } catch (err) {
           fs.rmSync(proc(dir, tmp), { force: true });
           throw errnoAt(err, rel);
@@ -312,7 +302,7 @@ export class ConfinedDir {
   /** The target of the symlink at `rel` (the link itself, not followed), as bytes. */
   readlink(rel: RelPath): Buffer {
     return this.with(rel, "parent", (w) => {
-      if (!w.name) throw errnoAt(Object.assign(new Error("EINVAL: invalid argument"), { code: "EINVAL" }), rel);
+      if (!w.name) throw errno("EINVAL", "invalid argument", rel);
       try {
         return fs.readlinkSync(proc(w.dirs.at(-1)!, w.name), { encoding: "buffer" });
       } catch (err) {
@@ -348,7 +338,7 @@ export class ConfinedDir {
   /** Makes a symlink at `rel` holding `target` (as is: the link is the agent's to make, not ours to follow). */
   symlink(target: RelPath, rel: RelPath): void {
     this.with(rel, "parent", (w) => {
-      if (!w.name) throw errnoAt(Object.assign(new Error("EEXIST: file already exists"), { code: "EEXIST" }), rel);
+      if (!w.name) throw errno("EEXIST", "file already exists", rel);
       try {
         fs.symlinkSync(target, proc(w.dirs.at(-1)!, w.name));
       } catch (err) {
@@ -375,7 +365,7 @@ export class ConfinedDir {
       const parent = w.dirs.at(-1)!;
       const st = fs.fstatSync(w.fd!);
       if (st.isDirectory()) {
-        if (!opts.recursive) throw errnoAt(Object.assign(new Error("EISDIR: illegal operation on a directory"), { code: "EISDIR" }), rel);
+        if (!opts.recursive) throw errno("EISDIR", "illegal operation on a directory", rel);
         emptyDir(w.fd!);
         fs.rmdirSync(proc(parent, w.name));
       } else fs.unlinkSync(proc(parent, w.name));
@@ -419,26 +409,6 @@ export class ConfinedDir {
     }
     try {
       return fs.fstatSync(fd);
-    } finally {
-      fs.closeSync(fd);
-    }
-  }
-}
-
-/** Removes everything inside the held directory `dir`, each entry through a descriptor of its own directory. */
-function emptyDir(dir: number): void {
-  for (const e of fs.readdirSync(proc(dir), { encoding: "buffer" })) {
-    let fd: number;
-    try {
-      fd = fs.openSync(proc(dir, e), O_PATH | C.O_NOFOLLOW);
-    } catch {
-      continue;
-    }
-    try {
-      if (fs.fstatSync(fd).isDirectory()) {
-        emptyDir(fd);
-        fs.rmdirSync(proc(dir, e));
-      } else fs.unlinkSync(proc(dir, e));
     } finally {
       fs.closeSync(fd);
     }

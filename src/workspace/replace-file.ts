@@ -1,7 +1,6 @@
-import { constants as C } from "node:fs";
-import fs from "node:fs/promises";
-import path from "node:path";
 import { isRunning } from "../sandbox/proc.js";
+import { confined, type ConfinedDir } from "./confined.js";
+import { assertWritable } from "./paths.js";
 
 // Why tools never write into an existing file in place: a file's inode can have other names (hard
 // links) outside the workspace (pnpm's store links every package file into node_modules), and an
@@ -9,49 +8,28 @@ import { isRunning } from "../sandbox/proc.js";
 // directory, fsync, rename over it) gives the workspace name a new inode and leaves the others alone.
 // It is also all-or-nothing after a crash, which keeps edit_file's retry guard (hashes of the whole
 // file before and after) from ever seeing a half-written file.
-
-// Linux gives up at 40 links (ELOOP).
-const MAX_SYMLINK_HOPS = 40;
+//
+// And why by descriptor: between the tool's path check and the write, a background process of the
+// agent may swap a directory on the way for a symlink to the host. So the path is resolved once
+// through the confined reader (links followed while they stay inside: a link's target is what gets
+// written, the link stays a link), and the write then goes to that place with no link followed at all.
 
 /**
- * Replaces the content of the file at `abs` (created when missing) by renaming a fully written and
- * fsync'd temp file over it, keeping the old file's mode (and owner, where the process may set it).
- * A symlink at `abs` is followed, so its target is replaced and the link stays a link; callers check
- * beforehand that the target is inside the workspace (resolveInWorkspace). Throws the errno error of
- * the step that failed (EISDIR when a directory is in the way, EACCES/EROFS, ...).
+ * Replaces the content of the file at workspace-relative `rel` (created when missing, with its
+ * directories) by renaming a fully written and fsync'd temp file over it, keeping the old file's
+ * mode (and owner, where the process may set it). Throws PathEscapeError when a symlink leads out
+ * (or was swapped in since), the errno error of the step that failed otherwise (EISDIR, EACCES…).
  */
-export async function replaceFile(abs: string, data: string | Buffer): Promise<void> {
-  const target = await followLinks(abs);
-  const old = await fs.stat(target).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === "ENOENT") return undefined;
-    throw err;
-  });
-  if (old?.isDirectory()) throw Object.assign(new Error(`EISDIR: illegal operation on a directory, ${target}`), { code: "EISDIR" });
-  const dir = path.dirname(target);
-  await fs.mkdir(dir, { recursive: true });
-  const mode = old ? old.mode & 0o7777 : 0o666 & ~process.umask();
-  await removeStaleTemps(dir, path.basename(target));
-  const tmp = path.join(dir, `${tempPrefix(path.basename(target))}${process.pid}-${Math.random().toString(36).slice(2, 10)}`);
-  // O_EXCL|O_NOFOLLOW: the temp name is ours alone, never something planted there in the meantime.
-  const fh = await fs.open(tmp, C.O_WRONLY | C.O_CREAT | C.O_EXCL | (C.O_NOFOLLOW ?? 0), 0o600);
-  try {
-    try {
-      await fh.writeFile(data);
-      if (old) await fh.chown(old.uid, old.gid).catch(() => undefined); // only root may give a file away
-      await fh.chmod(mode); // after chown: chown clears set-id bits
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await fs.rename(tmp, target);
-  } catch (err) {
-    await fs.rm(tmp, { force: true });
-    throw err;
-  }
-  await syncDir(dir);
+export async function replaceFile(workspace: string, rel: string, data: string | Buffer): Promise<void> {
+  const target = confined(workspace).resolve(rel);
+  // The real place may differ from the spelled one (a link inside): it must be writable too.
+  assertWritable(target.toString("utf8"));
+  const ws = confined(workspace, { links: "never" });
+  removeStaleTemps(ws, target);
+  ws.writeFile(target, data, { mkdirs: true, keepOwner: true });
 }
 
-const tempPrefix = (base: string) => `.${base}.ll-write-`;
+const tempPrefix = (base: Buffer) => Buffer.concat([Buffer.from("."), base.subarray(0, 180), Buffer.from(".ll-write-")]);
 
 /**
  * Removes the temp files an earlier write of this file left when its process died between writing
@@ -59,59 +37,23 @@ const tempPrefix = (base: string) => `.${base}.ll-write-`;
  * otherwise leave a stray `.name.ll-write-…` next to the file. Only temps of processes that are
  * gone are touched (one writer per workspace holds the lease, so a live one is this process).
  */
-async function removeStaleTemps(dir: string, base: string): Promise<void> {
-  const prefix = tempPrefix(base);
-  let names: string[];
+function removeStaleTemps(ws: ConfinedDir, target: Buffer): void {
+  const slash = target.lastIndexOf(0x2f);
+  const dir = slash < 0 ? Buffer.from(".") : target.subarray(0, slash);
+  const prefix = tempPrefix(target.subarray(slash + 1));
+  let names: Buffer[];
   try {
-    names = (await fs.readdir(dir)).filter((n) => n.startsWith(prefix));
+    names = ws.readdir(dir).map((e) => e.name).filter((n) => n.subarray(0, prefix.length).equals(prefix));
   } catch {
     return;
   }
   for (const n of names) {
-    const pid = Number(/^(\d+)-/.exec(n.slice(prefix.length))?.[1]);
+    const pid = Number(/^(\d+)-/.exec(n.subarray(prefix.length).toString("latin1"))?.[1]);
     if (!Number.isInteger(pid) || pid === process.pid || isRunning(pid)) continue;
-    await fs.rm(path.join(dir, n), { force: true }).catch(() => undefined);
-  }
-}
-
-/** Where writing `abs` lands: every symlink along the last component followed, dangling ones included. */
-async function followLinks(abs: string): Promise<string> {
-  let at = path.join(await realDir(path.dirname(abs)), path.basename(abs));
-  for (let hops = 0; ; hops++) {
-    let link: string;
     try {
-      link = await fs.readlink(at);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === "EINVAL" || code === "ENOENT") return at; // not a link, or nothing there yet
-      throw err;
+      ws.rm(Buffer.concat([dir, Buffer.from("/"), n]), { force: true });
+    } catch {
+      // gone, or a link on the way now: not ours to remove
     }
-    if (hops >= MAX_SYMLINK_HOPS) throw Object.assign(new Error(`ELOOP: too many symbolic links, ${abs}`), { code: "ELOOP" });
-    at = path.resolve(path.dirname(at), link);
-    at = path.join(await realDir(path.dirname(at)), path.basename(at));
-  }
-}
-
-/** realpath of a directory; for one not created yet, the realpath of its deepest existing ancestor plus the rest. */
-async function realDir(dir: string): Promise<string> {
-  try {
-    return await fs.realpath(dir);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code !== "ENOENT" || path.dirname(dir) === dir) throw err;
-    return path.join(await realDir(path.dirname(dir)), path.basename(dir));
-  }
-}
-
-async function syncDir(dir: string): Promise<void> {
-  try {
-    const fh = await fs.open(dir, "r");
-    try {
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-  } catch {
-    // Some file systems refuse to fsync a directory; the rename is still atomic.
   }
 }

@@ -116,21 +116,21 @@ describe("a workspace file hard-linked to a file outside", () => {
 
 describe("replaceFile", () => {
   it("creates a missing file and its directories with the default mode", async () => {
-    await replaceFile(path.join(ws, "new/dir/a.txt"), "hi");
+    await replaceFile(ws, "new/dir/a.txt", "hi");
     expect(fs.readFileSync(path.join(ws, "new/dir/a.txt"), "utf8")).toBe("hi");
     expect(fs.statSync(path.join(ws, "new/dir/a.txt")).mode & 0o777).toBe(0o666 & ~process.umask());
   });
 
   it("creates the target of a dangling symlink instead of replacing the link", async () => {
     fs.symlinkSync("later.txt", path.join(ws, "link.txt"));
-    await replaceFile(path.join(ws, "link.txt"), "made");
+    await replaceFile(ws, "link.txt", "made");
     expect(fs.lstatSync(path.join(ws, "link.txt")).isSymbolicLink()).toBe(true);
     expect(fs.readFileSync(path.join(ws, "later.txt"), "utf8")).toBe("made");
   });
 
   it("leaves no temp file behind when the write fails", async () => {
     fs.mkdirSync(path.join(ws, "d"));
-    await expect(replaceFile(path.join(ws, "d"), "x")).rejects.toMatchObject({ code: "EISDIR" });
+    await expect(replaceFile(ws, "d", "x")).rejects.toMatchObject({ code: "EISDIR" });
     expect(fs.readdirSync(ws).filter((n) => n.includes(".ll-write-"))).toEqual([]);
   });
 });

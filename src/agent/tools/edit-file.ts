@@ -96,7 +96,7 @@ export const editFileTool = defineTool({
     const updated = text.slice(0, at[0]) + args.newText + text.slice(at[0]! + args.oldText.length);
     try {
       // Replaced, never written in place: a hard link's other names may lie outside the workspace.
-      await replaceFile(p.abs, updated);
+      await replaceFile(ctx.workspace, p.rel, updated);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "EACCES" || code === "EROFS") return toolError(`Cannot write ${p.rel}: ${code}.`, "permission_denied");

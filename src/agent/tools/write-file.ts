@@ -34,7 +34,7 @@ export const writeFileTool = defineTool({
     }
     try {
       // Replaced, never written in place: a hard link's other names may lie outside the workspace.
-      await replaceFile(p.abs, args.content);
+      await replaceFile(ctx.workspace, p.rel, args.content);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "EACCES" || code === "EROFS") return toolError(`Cannot write ${p.rel}: ${code}.`, "permission_denied");
