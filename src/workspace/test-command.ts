@@ -1,5 +1,6 @@
-import { readdir, readFile, stat } from "node:fs/promises";
+import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
+import { confined } from "./confined.js";
 
 export interface DetectedTestCommand {
   command: string;
@@ -23,7 +24,7 @@ export async function detectTestCommand(workspace: string): Promise<DetectedTest
 }
 
 async function fromPackageJson(workspace: string): Promise<DetectedTestCommand | null> {
-  const text = await readText(path.join(workspace, "package.json"));
+  const text = readText(workspace, "package.json");
   if (text === null) return null;
   let manifest: unknown;
   try {
@@ -60,7 +61,7 @@ async function fromPytestConfig(workspace: string): Promise<DetectedTestCommand 
     ["tox.ini", /^\s*\[pytest\]\s*$/m],
   ];
   for (const [file, section] of sectionFiles) {
-    const text = await readText(path.join(workspace, file));
+    const text = readText(workspace, file);
     // pytest.ini counts even without its section header: its mere presence picks the rootdir.
     if (text !== null && (file === "pytest.ini" || section.test(text))) {
       return { command: PYTEST_COMMAND, source: file };
@@ -88,9 +89,10 @@ async function hasPythonTests(dir: string, depth: number): Promise<boolean> {
   return false;
 }
 
-async function readText(file: string): Promise<string | null> {
+/** A manifest's text, read through the confined reader (a link to a host file is not read), or null. */
+function readText(workspace: string, rel: string): string | null {
   try {
-    return await readFile(file, "utf8");
+    return confined(workspace).readFile(rel, { maxBytes: 4 * 1024 * 1024 }).toString("utf8");
   } catch {
     return null;
   }

@@ -12,6 +12,7 @@ import { createLocalSandbox } from "../../src/sandbox/executor.js";
 import { hashFile } from "../../src/workspace/files.js";
 import { readEntry } from "../../src/workspace/rev-fs.js";
 import { declaredPackages } from "../../src/workspace/snapshot.js";
+import { detectTestCommand } from "../../src/workspace/test-command.js";
 import type { ToolContext } from "../../src/agent/tools/index.js";
 import { readFileTool } from "../../src/agent/tools/read-file.js";
 
@@ -52,6 +53,13 @@ describe("host-side readers never read through a symlink out of the workspace", 
   it("the workspace summary does not read a manifest that is a link to a host file", () => {
     fs.symlinkSync(path.join(outside, "package.json"), path.join(ws, "package.json"));
     expect(declaredPackages(ws).join("\n")).not.toContain(SECRET.toLowerCase());
+  });
+
+  it("the test command is not guessed from a package.json that is a link to a host file", async () => {
+    fs.writeFileSync(path.join(outside, "package.json"), JSON.stringify({ scripts: { test: `echo ${SECRET}` } }));
+    fs.symlinkSync(path.join(outside, "package.json"), path.join(ws, "package.json"));
+    // The host file says "there is a test script": nothing in the workspace does.
+    expect(await detectTestCommand(ws)).toBeNull();
   });
 
   it("read_file refuses a FIFO instead of hanging on it", async () => {
