@@ -152,7 +152,8 @@ export async function openExistingState(args: WorkspaceArgs, opts: { write?: boo
   const workspace = resolveWorkspace(args.workspace ?? process.cwd());
   const { stateDir, dbPath } = stateLocation(workspace, args.stateDir);
   if (!fs.existsSync(dbPath)) {
-    throw new CliError(`no ledgerloop state in ${workspace} (${dbPath} does not exist); start a run with \`ledgerloop run\``, 1, "NO_STATE");
+    const hint = args.workspace ? "" : " (no -w given, so the current directory was taken: give the workspace with -w DIR)";
+    throw new CliError(`no ledgerloop state in ${workspace}${hint} (${dbPath} does not exist); start a run with \`ledgerloop run\``, 1, "NO_STATE");
   }
   const db = openStateDb(dbPath, { create: false, readonly: !opts.write });
   const named = (err: unknown) => (isSqliteError(err) ? asStateError(err, dbPath) : err);
@@ -355,7 +356,7 @@ export async function refuseIfQueued(pool: import("pg").Pool, thread: string, co
 }
 
 /** Quotes a word for a POSIX shell when it needs it. */
-function shellWord(w: string): string {
+export function shellWord(w: string): string {
   return /^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`;
 }
 

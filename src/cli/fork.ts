@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import type { ForkResult } from "../runs/time-travel.js";
-import { log, printJson, runtimeForThread, stateOption, stateUrlOf, type WorkspaceArgs } from "./common.js";
+import { cliCommand, log, printJson, runtimeForThread, shellWord, stateOption, stateUrlOf, type WorkspaceArgs } from "./common.js";
 
 export interface ForkArgs extends WorkspaceArgs {
   at: string;
@@ -42,6 +42,6 @@ export function registerFork(program: Command): void {
     const r = await handleFork(thread, opts);
     if (opts.json) return printJson(r);
     log(`forked ${thread} at ${r.fromCheckpoint} into thread ${r.thread} (workspace ${r.workspace})`);
-    log(`continue with: ledgerloop resume ${r.thread} -w ${r.workspace}${stateUrlOf(opts) ? " --state <the same URL>" : ""}`);
+    log(`continue with: ${cliCommand()} resume ${r.thread} -w ${shellWord(r.workspace)}${stateUrlOf(opts) ? " --state <the same URL>" : ""}`);
   });
 }

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import type { RewindResult } from "../runs/time-travel.js";
-import { log, printJson, runtimeForThread, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { cliCommand, log, printJson, runtimeForThread, shellWord, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs } from "./common.js";
 
 export interface RewindArgs extends WorkspaceArgs {
   to: string;
@@ -8,11 +8,11 @@ export interface RewindArgs extends WorkspaceArgs {
 }
 
 /** Rewinds a run to a checkpoint: files, ledger branch and graph state together. */
-export async function handleRewind(thread: string, args: RewindArgs): Promise<RewindResult> {
+export async function handleRewind(thread: string, args: RewindArgs): Promise<RewindResult & { workspace: string }> {
   const { rewind } = await import("../runs/time-travel.js");
   const rt = await runtimeForThread(thread, args, { lease: "rewind", postgres: true });
   try {
-    return await rewind(rt, thread, args.to, { force: args.force });
+    return { ...(await rewind(rt, thread, args.to, { force: args.force })), workspace: rt.workspace };
   } finally {
     await rt.close();
   }
@@ -34,6 +34,7 @@ export function registerRewind(program: Command): void {
     const n = r.restored.created.length + r.restored.modified.length + r.restored.deleted.length;
     log(`rewound ${thread} to ${r.toCheckpoint}: ${n} file(s) restored to revision ${r.revision.slice(0, 12)}`);
     if (r.savedRevision) log(`edits made outside the run were saved as revision ${r.savedRevision.slice(0, 12)}`);
-    log(`continue with: ledgerloop resume ${thread}${stateUrlOf(opts) ? " --state <the same URL>" : ""}`);
+    // Printed so that it runs as printed, from any directory.
+    log(`continue with: ${cliCommand()} resume ${thread} -w ${shellWord(r.workspace)}${stateUrlOf(opts) ? " --state <the same URL>" : ""}`);
   });
 }
