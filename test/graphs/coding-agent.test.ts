@@ -107,7 +107,8 @@ describe("the demo trajectory, in process", () => {
   it("keeps checkpoints small: the state does not grow with the run", async () => {
     const ws = tempWorkspace(undefined, { "big.txt": "x".repeat(60) + "\n".repeat(1) + "y".repeat(2000) });
     const decide = Array.from({ length: 30 }, () => ({ tool_calls: [{ name: "read_file", args: { path: "big.txt" } }] }));
-    const a = await agentFor(ws, { decide: [...decide, { tool_calls: [{ name: "finish", args: { summary: "done" } }] }] }, { maxSteps: 40 });
+    // The same read 30 times on purpose (the state must not grow): the loop check is not what is tested.
+    const a = await agentFor(ws, { decide: [...decide, { tool_calls: [{ name: "finish", args: { summary: "done" } }] }] }, { maxSteps: 40, repeatLimit: 1000 });
     const final = await a.run("read a lot");
     expect(final.status).toBe("finished");
     const rows = a.rt.db

@@ -9,6 +9,7 @@ import { createMemoryVectorIndex } from "../../src/retrieval/vector-index.js";
 import type { LedgerEvent } from "../../src/state.js";
 import { testAgent, type TestAgent } from "../helpers/agent.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
+import { ConfinedDir } from "../../src/workspace/confined.js";
 
 // What a search, a refresh and a context build cost, counted in work done (rows read, files read,
 // queries embedded) rather than time, so the numbers mean the same on a busy machine. Vectors are
@@ -82,12 +83,13 @@ describe("a search reads each hit's file once", () => {
     open.push(r);
     await r.index();
     redacted.length = 0;
-    const reads = vi.spyOn(fs, "readFileSync");
+    // Workspace files are read through the confined reader (workspace/confined.ts), by relative path.
+    const reads = vi.spyOn(ConfinedDir.prototype, "readFile");
     const hits = await r.search("widget", 10);
     const big = hits.filter((h) => h.path === "big.ts");
     expect(big.length).toBe(3);
     for (const h of big) expect(h.preview).toMatch(/^\d+\| .*Widget/);
-    const readsOf = (rel: string) => reads.mock.calls.filter((c) => c[0] === path.join(ws, rel)).length;
+    const readsOf = (rel: string) => reads.mock.calls.filter((c) => String(c[0]) === rel).length;
     expect(readsOf("big.ts")).toBe(1);
     expect(readsOf("small.ts")).toBe(hits.some((h) => h.path === "small.ts") ? 1 : 0);
     expect(redacted).toHaveLength(new Set(hits.map((h) => h.path)).size);

@@ -130,7 +130,8 @@ export function slowRun(workspace: string, scripts: string, seconds: number): Pr
  * enough that the page draws only its end at first.
  */
 export async function longRun(workspace: string, scripts: string, steps: number): Promise<string> {
-  const decide = Array.from({ length: steps - 1 }, (_, i) => call("read_file", { path: "README.md" }, `Reading the readme, pass ${i + 1}.`));
+  // Two spellings of the path in turn: identical steps in a row would stop the run as no_progress.
+  const decide = Array.from({ length: steps - 1 }, (_, i) => call("read_file", { path: i % 2 ? "README.md" : "./README.md" }, `Reading the readme, pass ${i + 1}.`));
   const file = writeScript(scripts, "long.json", { decide: [...decide, call("finish", { summary: `read it ${steps - 1} times` })] });
   const { result } = await handleRun("Read the readme again and again", { workspace, model: `scripted:${file}`, json: true, quiet: true, sandbox: "none", maxSteps: steps + 5 });
   if (result.status !== "finished" || result.steps !== steps) throw new Error(`expected a finished run of ${steps} steps, got ${JSON.stringify(result)}`);
