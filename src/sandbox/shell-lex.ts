@@ -1,8 +1,8 @@
 /**
  * The word level of the bash parser: quotes, `$…` expansions, backticks, process substitutions,
- * arithmetic and ANSI-C strings, read into word tokens. The grammar (lists, pipelines, compound
- * commands, redirections) is shell-parse.ts, which extends this class and parses the command lists
- * nested in words.
+ * arithmetic and ANSI-C strings, read into word tokens. The grammar is shell-simple.ts (simple
+ * commands, redirections, here-documents) and shell-parse.ts (lists, pipelines, compound commands),
+ * which extend this class and parse the command lists nested in words.
  */
 import { type ListNode, ShellSyntaxError, ShellUnsupportedError, type Tok, type WordNode } from "./shell-ast.js";
 
