@@ -13,37 +13,24 @@
  * xargs' and find's commands) its spec in programs/ says, through the FollowApi.
  */
 import path from "node:path";
-import {
-  type AssignNode,
-  type CommandNode,
-  type ListNode,
-  MAX_NESTING,
-  type PipelineNode,
-  type RedirNode,
-  ShellSyntaxError,
-  ShellUnsupportedError,
-  type Tok,
-  type WordNode,
-  parseShell,
-} from "./shell-parse.js";
+import type { AssignNode, CommandNode } from "./shell-parse.js";
 import {
   type Assignment,
   type CommandPart,
   dynamicWord,
   literalWord,
   type ParseOptions,
-  type ParseProblem,
   type ParsedCommandLine,
-  type PathCandidate,
   type Redirection,
   type ShellWord,
   type StdinSource,
   STDIN_PATHS,
 } from "./command-parts.js";
-import { braceExpand, wordOf } from "./shell-expand.js";
+import { ShellWalker } from "./policy-walk.js";
 import { specFor } from "./programs/registry.js";
 import type { FollowApi } from "./programs/types.js";
-import { copy, type Cx, forgetAssigned, literalOutput, MAX_CANDIDATES, MAX_CWDS, merge, setVar, type State, stdinOf, unionCwds } from "./walk-state.js";
+import { copy, type Cx, literalOutput, MAX_CWDS, setVar, type State, stdinOf } from "./walk-state.js";
+
 
 export type { Assignment, CommandPart, ParseOptions, ParseProblem, ParsedCommandLine, PathCandidate, Redirection, ShellWord, StdinSource } from "./command-parts.js";
 export { SHELLS } from "./command-parts.js";
@@ -69,219 +56,14 @@ export function parseCommandLine(cmd: string, opts: ParseOptions = {}): ParsedCo
   return { parts: w.parts, redirects: w.redirects, problems: w.problems, latent: w.latent };
 }
 
-class Walker {
-  parts: CommandPart[] = [];
-  redirects: Redirection[] = [];
-  problems: ParseProblem[] = [];
-  latent: Array<{ text: string; where: string }> = [];
-  private depth = 0;
-  private lastMain: CommandPart | null = null;
+/** The walk with simple commands: what each runs (wrappers, shells, `eval`, scripts) and changes. */
+class Walker extends ShellWalker {
   /** Files this command line writes with literal content, by absolute path. */
   private readonly written = new Map<string, string>();
 
-  constructor(private readonly home: string | null) {}
-
-  problem(rule: string, reason: string, text: string): void {
-    if (!this.problems.some((p) => p.rule === rule && p.reason === reason)) this.problems.push({ rule, reason, text });
-  }
-
-  /** Parses and walks a string of shell code (the command line itself, `bash -c`, `eval`, stdin of a shell …). */
-  code(src: string, st: State, cx: Cx, what: string | null): State {
-    if (this.depth >= MAX_NESTING) {
-      this.problem("parse.too-complex", `code is nested more than ${MAX_NESTING} levels deep (${cx.via.join(" → ")})`, src.slice(0, 80));
-      return st;
-    }
-    let list: ListNode;
-    try {
-      list = parseShell(src, this.depth);
-    } catch (err) {
-      const where = what ? ` in the code given to ${what}` : "";
-      if (err instanceof ShellUnsupportedError) {
-        this.problem(
-          "parse.unsupported",
-          `${err.message}${where} cannot be checked by the command policy; write the commands out directly`,
-          src.slice(0, 120),
-        );
-      } else if (err instanceof ShellSyntaxError) {
-        this.problem("parse.error", `bash syntax error${where}: ${err.message}; fix the quoting or split the command`, src.slice(0, 120));
-      } else throw err;
-      return st;
-    }
-    this.depth++;
-    try {
-      return this.list(list, st, cx);
-    } finally {
-      this.depth--;
-    }
-  }
-
-  private list(list: ListNode, st: State, cx: Cx): State {
-    for (const item of list) {
-      if (item.background) {
-        this.andOr(item.andOr, copy(st), cx);
-        continue;
-      }
-      const before = st.cwds;
-      const after = this.andOr(item.andOr, st, cx);
-      // The next item runs whether this one succeeded or not: a `cd` here may have failed.
-      st = { cwds: unionCwds(before, after.cwds), vars: after.vars };
-    }
-    return st;
-  }
-
-  private andOr(ao: ListNode[number]["andOr"], st: State, cx: Cx): State {
-    let cur = this.pipeline(ao.first, st, cx);
-    for (const r of ao.rest) {
-      const after = this.pipeline(r.pipe, copy(cur), cx);
-      cur = merge(cur, after);
-    }
-    return cur;
-  }
-
-  private pipeline(p: PipelineNode, st: State, cx: Cx): State {
-    if (p.cmds.length === 1) return this.command(p.cmds[0]!, st, cx);
-    const upstream: string[] = [];
-    let text: string | null = null;
-    p.cmds.forEach((cmd, i) => {
-      const stdin: StdinSource | null = i === 0 ? cx.stdin : { kind: "pipe", upstream: [...upstream], text };
-      const before = this.parts.length;
-      this.lastMain = null;
-      this.command(cmd, copy(st), { via: cx.via, stdin });
-      for (const part of this.parts.slice(before)) if (part.program) upstream.push(part.program);
-      text = cmd.type === "simple" && this.lastMain ? literalOutput(this.lastMain) : null;
-    });
-    return st;
-  }
-
-  private command(node: CommandNode, st: State, cx: Cx): State {
-    if (node.type === "simple") return this.simple(node, st, cx);
-    const redirs = this.redirs(node.redirs, st, cx);
-    for (const r of redirs) this.redirects.push({ ...r, part: null });
-    const stdin = stdinOf(redirs) ?? cx.stdin;
-    const inner: Cx = { via: cx.via, stdin };
-    switch (node.type) {
-      case "subshell":
-        this.list(node.body, copy(st), inner);
-        return st;
-      case "group":
-        return this.list(node.body, st, inner);
-      case "if": {
-        const branches: State[] = [];
-        let s = st;
-        for (const c of node.clauses) {
-          s = this.list(c.cond, s, inner);
-          branches.push(this.list(c.body, copy(s), inner));
-        }
-        branches.push(node.elseBody ? this.list(node.elseBody, copy(s), inner) : s);
-        return branches.reduce(merge);
-      }
-      case "for":
-      case "arithfor":
-      case "while": {
-        const s0 = copy(st);
-        const bodies = node.type === "while" ? [node.cond, node.body] : [node.body];
-        for (const b of bodies) forgetAssigned(b, s0);
-        if (node.type === "for") {
-          s0.vars.delete(node.name);
-          if (node.items) {
-            const all: PathCandidate[] = [];
-            let known = true;
-            for (const w of node.items) {
-              for (const sw of this.expand(w, st, cx)) {
-                if (!sw.candidates) known = false;
-                else all.push(...sw.candidates);
-              }
-            }
-            if (known && all.length <= MAX_CANDIDATES) s0.vars.set(node.name, all);
-          }
-        } else if (node.type === "arithfor") {
-          for (const l of node.nested) this.list(l, copy(st), { via: [...cx.via, "$()"], stdin: null });
-        }
-        let s = s0;
-        if (node.type === "while") s = this.list(node.cond, s, inner);
-        const after = this.list(node.body, copy(s), inner);
-        return merge(s, after);
-      }
-      case "case": {
-        this.expand(node.word, st, cx);
-        const branches: State[] = [st];
-        for (const item of node.items) {
-          for (const p of item.patterns) this.expand(p, st, cx);
-          branches.push(this.list(item.body, copy(st), inner));
-        }
-        return branches.reduce(merge);
-      }
-      case "arith":
-        for (const l of node.nested) this.list(l, copy(st), { via: [...cx.via, "$(())"], stdin: null });
-        return st;
-      case "cond":
-        for (const w of node.words) this.expand(w, st, cx);
-        return st;
-    }
-  }
-
-  // ---- words ----
-
-  /** Runs the substitutions in a word (emitting their parts) and returns its expansions. */
-  private expand(w: WordNode, st: State, cx: Cx, opts: { assignment?: boolean } = {}): ShellWord[] {
-    const before = this.parts.length;
-    this.substitutions(w.toks, st, cx);
-    const substitutions = this.parts.slice(before).map((p) => p.program).filter(Boolean);
-    const alts = opts.assignment ? [w.toks] : braceExpand(w.toks);
-    if (!alts) return [{ ...dynamicWord(w.raw), substitutions }];
-    return alts.map((toks) => ({ ...wordOf(toks, w.raw, st, this.home), substitutions }));
-  }
-
-  private substitutions(toks: Tok[], st: State, cx: Cx): void {
-    for (const t of toks) {
-      if (t.k === "cmd") this.list(t.list, copy(st), { via: [...cx.via, t.backtick ? "``" : "$()"], stdin: null });
-      else if (t.k === "proc") this.list(t.list, copy(st), { via: [...cx.via, `${t.dir}()`], stdin: null });
-      else if (t.k === "param" || t.k === "arith") {
-        if (t.k === "param" && /^@[A-Za-z]*P/.test(t.op)) {
-          this.problem(
-            "parse.unsupported",
-            `\`${t.raw}\` (prompt expansion) runs command substitutions stored in a variable; the policy cannot check them`,
-            t.raw,
-          );
-        }
-        for (const l of t.nested) this.list(l, copy(st), { via: [...cx.via, "$()"], stdin: null });
-      }
-    }
-  }
-
-
-
-  private redirs(nodes: RedirNode[], st: State, cx: Cx): Array<Omit<Redirection, "part">> {
-    const out: Array<Omit<Redirection, "part">> = [];
-    for (const r of nodes) {
-      let target: ShellWord;
-      if (r.heredoc) {
-        target = literalWord(r.target.raw);
-        this.substitutions(r.heredoc.toks, st, cx);
-      } else {
-        const exp = this.expand(r.target, st, cx);
-        target = exp.length === 1 ? exp[0]! : { ...dynamicWord(r.target.raw), substitutions: exp[0]?.substitutions ?? [] };
-      }
-      const dup = (r.op === ">&" || r.op === "<&") && target.literal && /^(\d+-?|-)$/.test(target.text);
-      const write = [">", ">>", ">|", "&>", "&>>", "<>"].includes(r.op) || (r.op === ">&" && !dup);
-      const read = r.op === "<" || r.op === "<>" || (r.op === "<&" && !dup);
-      out.push({
-        op: r.op,
-        fd: r.fd,
-        target,
-        write,
-        read,
-        heredoc: r.heredoc ? r.heredoc.body : null,
-        cwd: st.cwds,
-        text: r.raw.trim(),
-      });
-    }
-    return out;
-  }
-
   // ---- simple commands ----
 
-  private simple(node: Extract<CommandNode, { type: "simple" }>, st: State, cx: Cx): State {
+  protected simple(node: Extract<CommandNode, { type: "simple" }>, st: State, cx: Cx): State {
     const assigns = node.assigns.map((a) => this.assignment(a, st, cx));
     const words: ShellWord[] = [];
     for (const w of node.words) words.push(...this.expand(w, st, cx));
@@ -422,7 +204,6 @@ class Walker {
     return this.effects(program, words, st);
   }
 
-
   /** What a program spec's `runs` hook may do: emit the commands and code the program runs. */
   private followApi(part: CommandPart, words: ShellWord[], st: State, cx: Cx): FollowApi {
     return {
@@ -466,10 +247,6 @@ class Walker {
     if (path.isAbsolute(p)) return path.resolve(p);
     return st.cwds?.length === 1 ? path.resolve(st.cwds[0]!, p) : null;
   }
-
-
-
-
 
   private resolveDirs(w: ShellWord, st: State): string[] | null {
     if (!w.candidates || w.candidates.some((c) => c.glob)) return null;
@@ -525,10 +302,3 @@ class Walker {
     return st;
   }
 }
-
-
-
-
-
-
-
