@@ -41,8 +41,9 @@
  */
 import os from "node:os";
 import path from "node:path";
-import { type CommandPart, parseCommandLine, type Redirection, type ShellWord } from "./policy-parts.js";
-import { type PathClass, PathJudge, type WriteKind } from "./policy-paths.js";
+import { type CommandPart, parseCommandLine, type ShellWord } from "./policy-parts.js";
+import { envFindings, isWorkspaceRoot, readFindings, redirectFindings, writeFindings } from "./policy-checks.js";
+import { PathJudge } from "./policy-paths.js";
 import { DEFAULT_POLICY, type PolicyRule, type SandboxPolicy } from "./policy-settings.js";
 import { inlineFindings, interpreterFindings } from "./policy-interpreters.js";
 import { normalizeProgram, programDecision, programFindings, writeTargets } from "./programs/registry.js";
@@ -115,10 +116,6 @@ export function evaluatePolicy(cmd: string, policy: Readonly<SandboxPolicy> = DE
 
 const MAX_NESTED_EVAL = 3;
 
-/** Environment variables that make programs load or run other code. */
-const ENV_DENY = /^(LD_[A-Z_]+|BASH_ENV|ENV|CDPATH|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|BASH_FUNC_.*|BASH_LOADABLES_PATH|GIT_CONFIG.*|GIT_EXEC_PATH|GIT_SSH|GIT_SSH_COMMAND|GIT_EXTERNAL_DIFF|GIT_PROXY_COMMAND|GIT_ASKPASS|SSH_ASKPASS|GIT_TEMPLATE_DIR|GIT_DIR|GIT_WORK_TREE|GIT_INDEX_FILE|GIT_OBJECT_DIRECTORY|GIT_ALTERNATE_OBJECT_DIRECTORIES|GIT_NAMESPACE|PERL5OPT|PERL5LIB|PERLLIB|RUBYOPT|PYTHONSTARTUP|PYTHONINSPECT|LESSOPEN|LESSCLOSE|MANPAGER|BROWSER|DYLD_[A-Z_]+)$/;
-const ENV_ASK = /^(PATH|PAGER|GIT_PAGER|EDITOR|VISUAL|GIT_EDITOR|GIT_SEQUENCE_EDITOR|npm_config_(script_shell|userconfig|globalconfig|prefix|git|node_options)|NPM_CONFIG_(SCRIPT_SHELL|USERCONFIG|GLOBALCONFIG|PREFIX|GIT|NODE_OPTIONS))$/;
-
 const q = (s: string) => `\`${s.length > 80 ? `${s.slice(0, 77)}…` : s}\``;
 const fd = (decision: PolicyDecision, rule: string, reason: string): Finding => ({ decision, rule, reason });
 
@@ -178,7 +175,7 @@ class Evaluator implements CheckEnv {
     });
     for (const r of parsed.redirects) {
       if (r.part !== null) continue;
-      const findings = this.redirectFindings(r, r.text);
+      const findings = redirectFindings(this, r, r.text);
       if (findings.length) out.push(this.verdictOf(r.text, "", [], findings));
     }
     // After the parts: a concrete denial (`sudo`) tells the model more than "cannot be checked".
@@ -212,10 +209,10 @@ class Evaluator implements CheckEnv {
 
   private judgePart(p: CommandPart): Finding[] {
     const out: Finding[] = [];
-    out.push(...this.envFindings(p));
-    out.push(...this.writeFindings(p));
-    for (const r of p.redirects) out.push(...this.redirectFindings(r, p.text));
-    out.push(...this.readFindings(p));
+    out.push(...envFindings(p));
+    out.push(...writeFindings(this, p));
+    for (const r of p.redirects) out.push(...redirectFindings(this, r, p.text));
+    out.push(...readFindings(this, p));
     out.push(...interpreterFindings(p, this));
     out.push(...programFindings(p, this));
     if (p.program !== "") {
@@ -306,198 +303,11 @@ class Evaluator implements CheckEnv {
     return named ?? this.unknownProgram(p);
   }
 
-  // ---- structural checks ----
-
-  private envFindings(p: CommandPart): Finding[] {
-    const out: Finding[] = [];
-    const names: string[] = p.assignments.map((a) => a.name);
-    // Names set or exported by builtins: `export LD_PRELOAD`, `read LD_PRELOAD`, `printf -v PS4 …`.
-    if (["export", "declare", "typeset", "local", "readonly", "read", "mapfile", "readarray", "getopts", "printf"].includes(p.program)) {
-      for (const w of p.words.slice(1)) {
-        const m = /^([A-Za-z_][A-Za-z0-9_]*)(\+?=|$)/.exec(w.text);
-        if (m) names.push(m[1]!);
-      }
-      if (["declare", "typeset", "local"].includes(p.program) && p.argv.some((a) => /^-[a-zA-Z]*n/.test(a))) {
-        out.push(fd("ask", "env.path", `${q(p.text)} declares a name reference, through which later assignments change other variables; assign variables directly`));
-      }
-    }
-    for (const n of names) {
-      if (ENV_DENY.test(n)) {
-        const what = n === "CDPATH" ? "sends `cd` to directories outside the workspace" : "makes programs load or run other code (libraries, hooks, pagers, ssh commands)";
-        out.push(fd("deny", "env.sensitive", `setting ${n} ${what}; run the command without it`));
-      } else if (ENV_ASK.test(n)) {
-        out.push(fd("ask", "env.path", `setting ${n} changes which program a name runs; call programs by their path or name instead, or ask the user`));
-      }
-    }
-    return out;
-  }
-
-  private writeFindings(p: CommandPart): Finding[] {
-    const out: Finding[] = [];
-    for (const t of writeTargets(p)) {
-      const cwd = p.cwd;
-      const cls = this.judge.classifyWord(t.word, cwd, t.kind);
-      const bad = this.pathFinding(p.text, t.word, cls, t.kind, !!t.rm);
-      if (bad) {
-        out.push(bad);
-        continue;
-      }
-      if (t.sources) {
-        // cp/mv/ln into a directory: each source lands at dest/basename(source).
-        for (const s of t.sources) {
-          const landing = landingWord(t.word, s);
-          if (!landing) {
-            if (this.isWorkspaceRoot(t.word, cwd)) {
-              out.push(fd("ask", "write.unknown-target", `${q(p.text)} copies a path computed at run time (${q(s.raw)}) into the workspace root, where it could replace .git/; write the source path literally`));
-            }
-            continue;
-          }
-          const c2 = this.judge.classifyWord(landing, cwd, { recursive: t.recursiveInto });
-          const bad2 = this.pathFinding(p.text, landing, c2, {}, false);
-          if (bad2) out.push(bad2);
-        }
-      }
-    }
-    return out;
-  }
-
   isWorkspaceRoot(w: ShellWord, cwds: string[] | null): boolean {
-    if (!w.candidates) return true;
-    return w.candidates.some((c) => {
-      const bases = c.text.startsWith("/") ? ["/"] : cwds;
-      return !bases || bases.some((b) => this.judge.physical(b, c.text) === this.judge.workspace);
-    });
-  }
-
-  private redirectFindings(r: Redirection, text: string): Finding[] {
-    if (!r.write) {
-      if (r.read && r.target.candidates) {
-        const s = this.secretOf(r.target, r.cwd);
-        if (s) return [fd("ask", "read.secrets", `${q(text)} reads ${s}, which holds credentials; it needs the user's approval`)];
-      }
-      if (r.read && /^\/dev\/(tcp|udp)\//.test(r.target.text)) return [this.devTcp(text)];
-      return [];
-    }
-    const cls = this.judge.classifyWord(r.target, r.cwd, {});
-    const bad = this.pathFinding(text, r.target, cls, {}, false);
-    return bad ? [bad] : [];
-  }
-
-  private devTcp(text: string): Finding {
-    return this.allowNetwork
-      ? fd("allow", "net.dev-tcp", `${q(text)} opens a network connection; the network is allowed`)
-      : fd("ask", "net.dev-tcp", `${q(text)} opens a network connection through /dev/tcp, which needs the user's approval`);
-  }
-
-  /** Maps a path classification to a finding (null when fine). */
-  private pathFinding(text: string, word: ShellWord, cls: PathClass, kind: WriteKind, rm: boolean): Finding | null {
-    const verb = rm ? "deletes" : "writes to";
-    const shown = word.below ? `what it finds below ${cls.path}` : word.raw === cls.path ? q(word.raw) : `${q(word.raw)} (${cls.path})`;
-    switch (cls.kind) {
-      case "ok":
-        return null;
-      case "outside":
-        return rm
-          ? fd("deny", "rm.outside", `${q(text)} ${verb} ${shown}, outside the workspace; remove only paths inside it`)
-          : fd("deny", "write.outside", `${q(text)} ${verb} ${shown}, outside the workspace; write only inside the workspace (or below /tmp)`);
-      case "protected":
-        return fd(
-          "deny",
-          rm ? "rm.protected" : "write.protected",
-          `${q(text)} ${verb} ${shown}: ${cls.what} may not be changed by commands${rm ? "; delete only the files you mean, by name" : "; commit through the git_commit tool, and leave the state and config alone"}`,
-        );
-      case "device":
-        return fd("deny", "write.device", `${q(text)} ${verb} the device or kernel file ${cls.path}; write only to files in the workspace`);
-      case "network":
-        return this.devTcp(text);
-      case "maybe":
-        return fd("ask", "write.ambiguous", `${q(text)} ${verb} paths matched at run time: ${cls.why}; it needs the user's approval`);
-      case "unknown":
-        if (rm && kind.recursive) {
-          return fd("deny", "rm.unknown-target", `${q(text)} deletes recursively a path computed at run time (${cls.why}); if it is empty or wrong this deletes outside the workspace. Write the paths literally`);
-        }
-        return fd("ask", "write.unknown-target", `${q(text)} ${verb} a path computed at run time (${cls.why}), which cannot be checked; write the path literally, or it needs the user's approval`);
-    }
-  }
-
-  private secretOf(w: ShellWord, cwds: string[] | null): string | null {
-    if (/\/proc\/[^/\s]+\/environ/.test(w.text)) return "a process's environment";
-    const texts: string[] = [];
-    const braces = w.candidates ? null : braceFallback(w.text, this.judge.home);
-    if (braces) for (const b of braces.startsWith("/") ? ["/"] : (cwds ?? [])) {
-      const s = this.judge.secretGlob(b, braces);
-      if (s) return s;
-    }
-    for (const c of w.candidates ?? []) {
-      if (c.glob) {
-        // Judged by what the pattern can match, not skipped: `~/.aw?/credentials` is ~/.aws/credentials.
-        for (const b of c.text.startsWith("/") ? ["/"] : (cwds ?? [])) {
-          const s = this.judge.secretGlob(b, c.text);
-          if (s) return s;
-        }
-        continue;
-      }
-      texts.push(c.text);
-      const eq = c.text.indexOf("=");
-      if (eq > 0) texts.push(c.text.slice(eq + 1).replace(/^~(?=\/|$)/, this.judge.home));
-    }
-    for (const t of texts) {
-      const bases = t.startsWith("/") ? ["/"] : cwds;
-      for (const b of bases ?? []) {
-        const s = this.judge.secretRead(this.judge.physical(b, t));
-        if (s) return s;
-      }
-    }
-    return null;
+    return isWorkspaceRoot(this, w, cwds);
   }
 
   inlineFindings(p: CommandPart, kind: "awk", code: string): Finding[] {
     return inlineFindings(p, kind, code, this);
   }
-
-  private readFindings(p: CommandPart): Finding[] {
-    for (const w of p.words.slice(1)) {
-      const s = this.secretOf(w, p.cwd);
-      if (s) return [fd("ask", "read.secrets", `${q(p.text)} reads ${s}, which holds credentials; it needs the user's approval`)];
-    }
-    return [];
-  }
-
-
-
-
-
-}
-
-
-/** `dest/basename(source)` as a word, or null when the source is not known. */
-function landingWord(dest: ShellWord, source: ShellWord): ShellWord | null {
-  if (!dest.candidates || !source.candidates) return null;
-  const cands = [];
-  for (const d of dest.candidates) {
-    for (const s of source.candidates) {
-      const base = s.text.replace(/\/+$/, "").split("/").pop() ?? "";
-      if (!base || base === "." || base === "..") continue;
-      cands.push({ text: `${d.text.replace(/\/+$/, "")}/${base}`, glob: d.glob || s.glob });
-    }
-  }
-  if (cands.length > 64) return null;
-  const base = (source.text.replace(/\/+$/, "").split("/").pop() ?? source.text) || source.text;
-  const join = (d: string) => `${d.replace(/\/+$/, "")}/${base}`;
-  return { raw: join(dest.raw), text: join(dest.text), literal: dest.literal && source.literal, glob: dest.glob || source.glob, candidates: cands, substitutions: [] };
-}
-
-/**
- * A word whose brace expansion was too large to list, as a glob that matches at least everything the
- * expansion can produce (each `{…}` group becomes `*`, or `*` / `**` / `*` when it holds a `/`); null
- * when the word has no braces or holds run-time expansions.
- */
-function braceFallback(text: string, home: string): string | null {
-  if (!/\{[^}]*(,|\.\.)[^}]*\}/.test(text) || /[$`]/.test(text)) return null;
-  let out = text.replace(/^~(?=\/|$)/, home);
-  for (let prev = ""; prev !== out; ) {
-    prev = out;
-    out = out.replace(/\{([^{}]*)\}/g, (_m, inner: string) => (inner.includes("/") ? "*/**/*" : "*"));
-  }
-  return out;
 }
