@@ -14,7 +14,7 @@ export type { ApprovalRequest } from "./agent/nodes/act.js";
 export * from "./state.js";
 
 // Typed read access to what the CLI shows, and the time-travel commands.
-export type { WorkspaceArgs } from "./cli/common.js";
+export type { WorkspaceArgs } from "./ledger/open-state.js";
 export { handleThreads as listThreads, type ThreadRow } from "./cli/threads.js";
 export { handleHistory as getHistory, type HistoryRow } from "./cli/history.js";
 export { handleLedger as getLedgerEvents, type LedgerArgs } from "./cli/ledger.js";

@@ -3,7 +3,8 @@ import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import type { IdentityOutcome } from "../ledger/workspace-identity.js";
 import { resolveWorkspace, stateLocation } from "../workspace/location.js";
-import { log, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { log, printJson, workspaceOptions } from "./common.js";
+import type { WorkspaceArgs } from "../ledger/open-state.js";
 
 /** Makes a copied workspace's state its own (a new identity; the original is not touched). */
 export async function handleAdopt(args: WorkspaceArgs): Promise<{ workspace: string; stateDir: string; outcome: IdentityOutcome; id: string }> {

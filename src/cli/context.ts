@@ -4,20 +4,8 @@ import { latestValues } from "../ledger/checkpoints.js";
 import type { ChatMessage } from "../models/port.js";
 import type { ContextItem, LedgerEvent, PromptLayout, TaskStateValue } from "../state.js";
 import type { Ledger } from "../ledger/port.js";
-import {
-  currentHead,
-  intOption,
-  noteCheckpointHome,
-  openExistingState,
-  openPgInspection,
-  printJson,
-  requirePgThread,
-  requireThread,
-  stateOption,
-  stateUrlOf,
-  workspaceOptions,
-  type WorkspaceArgs,
-} from "./common.js";
+import { intOption, printJson, stateOption, workspaceOptions } from "./common.js";
+import { currentHead, noteCheckpointHome, openExistingState, openPgInspection, requirePgThread, requireThread, stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
 
 export interface ContextArgs extends WorkspaceArgs {
   step?: number;

@@ -7,7 +7,9 @@ import { acquireLease, LEASE_EXIT_CODE, LeaseHeldError, threadScope, workspaceSc
 import { checkpointsElsewhere } from "../ledger/checkpoint-home.js";
 import type { RunSummary } from "../ledger/run-status.js";
 import { resolveWorkspace, stateLocation } from "../workspace/location.js";
-import { intOption, log, openExistingState, printJson, refuseIfQueued, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { intOption, log, printJson, stateOption, workspaceOptions } from "./common.js";
+import { openExistingState, stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
+import { refuseIfQueued } from "../runs/thread-runtime.js";
 
 export interface DeleteArgs extends WorkspaceArgs {
   yes?: boolean;

@@ -1,5 +1,7 @@
 import type { Command } from "commander";
-import { printJson, runtimeForThread, stateOption, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { printJson, stateOption, workspaceOptions } from "./common.js";
+import type { WorkspaceArgs } from "../ledger/open-state.js";
+import { runtimeForThread } from "../runs/thread-runtime.js";
 
 export interface DiffArgs extends WorkspaceArgs {
   from: string;

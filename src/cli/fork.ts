@@ -1,6 +1,8 @@
 import type { Command } from "commander";
 import type { ForkResult } from "../runs/time-travel.js";
-import { cliCommand, log, printJson, runtimeForThread, shellWord, stateOption, stateUrlOf, type WorkspaceArgs } from "./common.js";
+import { cliCommand, log, printJson, shellWord, stateOption } from "./common.js";
+import { stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
+import { runtimeForThread } from "../runs/thread-runtime.js";
 
 export interface ForkArgs extends WorkspaceArgs {
   at: string;

@@ -4,7 +4,8 @@ import { acquireLease, workspaceScope } from "../ledger/lease.js";
 import path from "node:path";
 import { CliError } from "../errors.js";
 import type { PgGcReport } from "../ledger/pg-maintenance.js";
-import { intOption, log, openExistingState, printJson, stateOption, stateUrlOf, wholeNumberOption, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { intOption, log, printJson, stateOption, wholeNumberOption, workspaceOptions } from "./common.js";
+import { openExistingState, stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
 
 export interface GcArgs extends WorkspaceArgs {
   keepLast?: number;

@@ -2,19 +2,8 @@ import type { Command } from "commander";
 import { checkpointHistory, checkpointRowOf, type CheckpointRow } from "../ledger/checkpoints.js";
 import type { LedgerEvent } from "../events.js";
 import type { Ledger } from "../ledger/port.js";
-import {
-  log,
-  noteCheckpointHome,
-  openExistingState,
-  openPgInspection,
-  printJson,
-  requirePgThread,
-  requireThread,
-  stateOption,
-  stateUrlOf,
-  workspaceOptions,
-  type WorkspaceArgs,
-} from "./common.js";
+import { log, printJson, stateOption, workspaceOptions } from "./common.js";
+import { noteCheckpointHome, openExistingState, openPgInspection, requirePgThread, requireThread, stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
 
 export interface HistoryRow {
   checkpointId: string;

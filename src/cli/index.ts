@@ -5,7 +5,8 @@ import { CliError } from "../errors.js";
 import type { Ledger } from "../ledger/port.js";
 import type { IndexProgress, IndexReport, Retriever, RetrieverStats } from "../retrieval/hybrid.js";
 import { resolveWorkspace, stateLocation } from "../workspace/location.js";
-import { log, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { log, printJson, workspaceOptions } from "./common.js";
+import type { WorkspaceArgs } from "../ledger/open-state.js";
 
 /** Options shared by `index` and `search`. */
 export interface RetrievalArgs extends WorkspaceArgs {

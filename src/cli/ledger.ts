@@ -3,7 +3,8 @@ import { CliError } from "../errors.js";
 import type { EventType, LedgerEvent } from "../events.js";
 import type { Ledger } from "../ledger/port.js";
 import { stopWords } from "../sandbox/stop-words.js";
-import { noteCheckpointHome, openExistingState, openPgInspection, printJson, requirePgThread, requireThread, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { printJson, stateOption, workspaceOptions } from "./common.js";
+import { noteCheckpointHome, openExistingState, openPgInspection, requirePgThread, requireThread, stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
 
 export interface LedgerArgs extends WorkspaceArgs {
   type?: string[];

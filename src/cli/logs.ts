@@ -3,7 +3,8 @@ import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import { LOG_LEVELS, runLogFile, setStderrLogLevel } from "../telemetry/run-log.js";
 import { resolveWorkspace, stateLocation } from "../workspace/location.js";
-import { openExistingState, requireThread, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { workspaceOptions } from "./common.js";
+import { openExistingState, requireThread, type WorkspaceArgs } from "../ledger/open-state.js";
 
 export interface LogsArgs extends WorkspaceArgs {
   follow?: boolean;

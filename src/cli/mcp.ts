@@ -2,7 +2,8 @@ import fs from "node:fs";
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import { resolveWorkspace, stateLocation } from "../workspace/location.js";
-import { log, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { log, workspaceOptions } from "./common.js";
+import type { WorkspaceArgs } from "../ledger/open-state.js";
 
 export interface McpArgs extends WorkspaceArgs {
   allowWrites?: boolean;

@@ -2,7 +2,8 @@ import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import type { Lesson } from "../memory/lessons.js";
 import type { BaseStore } from "@langchain/langgraph-checkpoint";
-import { log, openExistingState, printJson, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { log, printJson, stateOption, workspaceOptions } from "./common.js";
+import { openExistingState, stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
 
 export interface MemoryArgs extends WorkspaceArgs {
   query?: string;
@@ -16,7 +17,7 @@ export interface MemoryArgs extends WorkspaceArgs {
 async function withLessonStore<T>(args: WorkspaceArgs, write: boolean, fn: (store: BaseStore) => Promise<T>): Promise<T> {
   const url = stateUrlOf(args);
   if (url) {
-    const [{ openPgInspection }, { PgStore }] = await Promise.all([import("./common.js"), import("../memory/pg-store.js")]);
+    const [{ openPgInspection }, { PgStore }] = await Promise.all([import("../ledger/open-state.js"), import("../memory/pg-store.js")]);
     const pg = await openPgInspection(url);
     try {
       return await fn(new PgStore(pg.pool));

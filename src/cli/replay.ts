@@ -1,6 +1,8 @@
 import type { Command } from "commander";
 import type { ReplayResult } from "../runs/time-travel.js";
-import { log, printJson, runtimeForThread, stateOption, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { log, printJson, stateOption, workspaceOptions } from "./common.js";
+import type { WorkspaceArgs } from "../ledger/open-state.js";
+import { runtimeForThread } from "../runs/thread-runtime.js";
 import { progressPrinter } from "./run.js";
 
 export interface ReplayArgs extends WorkspaceArgs {

@@ -6,7 +6,8 @@ import type { Runtime } from "../runtime.js";
 import type { TaskStateValue } from "../state.js";
 import { writePrivateFile } from "../private-files.js";
 import { reportFile } from "../report/report-file.js";
-import { currentHead, noteCheckpointHome, openExistingState, openPgInspection, printJson, requirePgThread, requireThread, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { printJson, stateOption, workspaceOptions } from "./common.js";
+import { currentHead, noteCheckpointHome, openExistingState, openPgInspection, requirePgThread, requireThread, stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
 
 /** The report of a thread's current branch. */
 export async function handleReport(thread: string, args: WorkspaceArgs): Promise<RunReport> {

@@ -1,6 +1,8 @@
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
-import { log, reconnectMsOf, reconnectOption, savedRun, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs, exitCodeForStatus } from "./common.js";
+import { log, reconnectMsOf, reconnectOption, stateOption, workspaceOptions, exitCodeForStatus } from "./common.js";
+import { stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
+import { savedRun } from "../runs/thread-runtime.js";
 import type { DriveResult } from "../runs/drive.js";
 import { progressPrinter, reportResult, sandboxOptions, sandboxSettings, warnIfUnisolated, withStopSignal, type RunArgs } from "./run.js";
 import { logLevelOption } from "./logs.js";
@@ -45,7 +47,7 @@ export async function handleResume(thread: string, args: ResumeArgs): Promise<Dr
   );
   try {
     // A run of the queue is the workers' to drive (or to hand back first).
-    if (rt.pg) await (await import("./common.js")).refuseIfQueued(rt.pg.pool, thread, "resume");
+    if (rt.pg) await (await import("../runs/thread-runtime.js")).refuseIfQueued(rt.pg.pool, thread, "resume");
     // Before anything runs: a run never obeys a config it was not started with unless told to.
     const [{ CONFIG_FILE }, { acceptThreadConfig, checkThreadConfig }] = await Promise.all([import("../config.js"), import("../ledger/governing.js")]);
     if (args.acceptConfig) await acceptThreadConfig(rt.ledger, thread, rt.configSha);

@@ -1,6 +1,8 @@
 import type { Command } from "commander";
 import type { RewindResult } from "../runs/time-travel.js";
-import { cliCommand, log, printJson, runtimeForThread, shellWord, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { cliCommand, log, printJson, shellWord, stateOption, workspaceOptions } from "./common.js";
+import { stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
+import { runtimeForThread } from "../runs/thread-runtime.js";
 
 export interface RewindArgs extends WorkspaceArgs {
   to: string;

@@ -5,7 +5,8 @@ import { assertNewThread, newThreadId, startThread } from "../runs/start.js";
 import type { ProgressEvent, Runtime } from "../runtime.js";
 import type { DriveResult } from "../runs/drive.js";
 import { writeRunReport } from "./report.js";
-import { cliCommand, intOption, log, printJson, reconnectMsOf, reconnectOption, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs, exitCodeForStatus } from "./common.js";
+import { cliCommand, intOption, log, printJson, reconnectMsOf, reconnectOption, stateOption, workspaceOptions, exitCodeForStatus } from "./common.js";
+import { stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
 import { logLevelOption } from "./logs.js";
 
 export interface RunArgs extends WorkspaceArgs {

@@ -1,7 +1,8 @@
 import path from "node:path";
 import type { Command } from "commander";
 import type { StorageStats } from "../ledger/maintenance.js";
-import { openExistingState, printJson, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { printJson, workspaceOptions } from "./common.js";
+import { openExistingState, type WorkspaceArgs } from "../ledger/open-state.js";
 
 /** Sizes of checkpoints, ledger, blobs and index of a workspace's state. */
 export async function handleStats(args: WorkspaceArgs): Promise<StorageStats> {

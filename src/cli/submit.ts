@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
-import { intOption, log, printJson, stateOption, stateUrlOf } from "./common.js";
+import { intOption, log, printJson, stateOption } from "./common.js";
+import { stateUrlOf } from "../ledger/open-state.js";
 import { newThreadId } from "../runs/start.js";
 import { sandboxOptions, sandboxSettings, type RunArgs } from "./run.js";
 

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import type { RunSummary } from "../ledger/run-status.js";
-import { openExistingState, openPgInspection, printJson, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { printJson, stateOption, workspaceOptions } from "./common.js";
+import { openExistingState, openPgInspection, stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
 
 /** One run as `threads` lists it: the same rows, status and order as the viewer. */
 export type ThreadRow = Omit<RunSummary, "steps">;

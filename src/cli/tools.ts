@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { resolveWorkspace } from "../workspace/location.js";
-import { printJson, type WorkspaceArgs } from "./common.js";
+import { printJson } from "./common.js";
+import type { WorkspaceArgs } from "../ledger/open-state.js";
 
 export interface ToolsArgs extends WorkspaceArgs {
   allowNetwork?: boolean;

@@ -4,7 +4,8 @@ import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import type { Viewer } from "../web/server.js";
 import { resolveWorkspace, stateLocation } from "../workspace/location.js";
-import { log, stateOption, stateUrlOf, workspaceOptions, type WorkspaceArgs } from "./common.js";
+import { log, stateOption, workspaceOptions } from "./common.js";
+import { stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
 
 export interface WebArgs extends WorkspaceArgs {
   port?: number;

@@ -7,7 +7,8 @@ import { CliError, LedgerloopError, errorMessage } from "../errors.js";
 import { runEnded } from "../ledger/run-ended.js";
 import type { PgState } from "../ledger/pg-db.js";
 import type { Runtime } from "../runtime.js";
-import { intOption, log, stateOption, stateUrlOf } from "./common.js";
+import { intOption, log, stateOption } from "./common.js";
+import { stateUrlOf } from "../ledger/open-state.js";
 import type { DriveResult } from "../runs/drive.js";
 
 // `ledgerloop worker`: takes runs from the queue (src/queue/) and drives them, any number of

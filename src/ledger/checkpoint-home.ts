@@ -1,5 +1,5 @@
 // Kept apart from run-status.ts (which loads the registry and zod): every CLI command imports it
-// through cli/common.ts, `--help` included.
+// through ledger/open-state.ts, `--help` included.
 
 /** Where a run's checkpoints are, in a sentence for commands that cannot show them from this database. */
 export function checkpointsElsewhere(s: { thread: string; origin: string | null; checkpointsIn: string | null }): string | null {

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { LedgerEvent } from "../events.js";
 import { CliError } from "../errors.js";
-import { currentHead, openExistingState, requireThread, type WorkspaceArgs } from "../cli/common.js";
+import { currentHead, openExistingState, requireThread, type WorkspaceArgs } from "../ledger/open-state.js";
 
 /** A decision as the MCP tools return it. */
 export interface DecisionRow {

@@ -2,7 +2,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { errorMessage } from "../errors.js";
-import type { WorkspaceArgs } from "../cli/common.js";
+import type { WorkspaceArgs } from "../ledger/open-state.js";
 
 /** Options of `ledgerloop mcp`. */
 export interface MemoryServerOptions {

@@ -1,4 +1,4 @@
-import { openPgInspection } from "../cli/common.js";
+import { openPgInspection } from "../ledger/open-state.js";
 import { asPgStateError, tableExists } from "../ledger/pg-db.js";
 import { listRunsPg } from "../ledger/pg-run-status.js";
 import { isStateUnavailable } from "../ledger/state-unavailable.js";
