@@ -15,11 +15,11 @@ export * from "./state.js";
 
 // Typed read access to what the CLI shows, and the time-travel commands.
 export type { WorkspaceArgs } from "./ledger/open-state.js";
-export { handleThreads as listThreads, type ThreadRow } from "./cli/threads.js";
-export { handleHistory as getHistory, type HistoryRow } from "./cli/history.js";
-export { handleLedger as getLedgerEvents, type LedgerArgs } from "./cli/ledger.js";
-export { handleContext as getContext, type ContextArgs, type ContextReport } from "./cli/context.js";
-export { handleReport as getReport } from "./cli/report.js";
+export { listThreads, type ThreadRow } from "./inspect/threads.js";
+export { getHistory, type HistoryRow } from "./inspect/history.js";
+export { getLedgerEvents, type LedgerArgs } from "./inspect/ledger.js";
+export { getContext, type ContextArgs, type ContextReport } from "./inspect/context.js";
+export { getReport } from "./inspect/report.js";
 export type { RunReport } from "./report/report.js";
 export { handleRewind as rewindThread, type RewindArgs } from "./cli/rewind.js";
 export { handleFork as forkThread, type ForkArgs } from "./cli/fork.js";

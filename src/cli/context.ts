@@ -1,85 +1,7 @@
 import type { Command } from "commander";
-import { CliError } from "../errors.js";
-import { latestValues } from "../ledger/checkpoints.js";
-import type { ChatMessage } from "../models/port.js";
-import type { ContextItem, LedgerEvent, PromptLayout, TaskStateValue } from "../state.js";
-import type { Ledger } from "../ledger/port.js";
+import { getContext, type ContextArgs } from "../inspect/context.js";
+import type { ContextItem } from "../state.js";
 import { intOption, printJson, stateOption, workspaceOptions } from "./common.js";
-import { currentHead, noteCheckpointHome, openExistingState, openPgInspection, requirePgThread, requireThread, stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
-
-export interface ContextArgs extends WorkspaceArgs {
-  step?: number;
-  full?: boolean;
-}
-
-export interface ContextReport {
-  thread: string;
-  step: number;
-  eventId: string;
-  tokens: number;
-  budget: number;
-  items: ContextItem[];
-  omitted: ContextItem[];
-  /** How the prompt was laid out (absent for runs from before the cache layout). */
-  layout?: PromptLayout;
-  /** Share of this prompt equal to the previous decide prompt's leading tokens. */
-  prefixReuse?: { reusedTokens: number; tokens: number; ratio: number };
-  messages: ChatMessage[];
-}
-
-/** What the model saw at a step of a run, why each piece was there, and what was left out. */
-export async function handleContext(thread: string, args: ContextArgs): Promise<ContextReport> {
-  const url = stateUrlOf(args);
-  if (url) {
-    // A PostgreSQL state: the prompt is in its ledger, the current branch in its newest checkpoint.
-    const pg = await openPgInspection(url);
-    try {
-      await requirePgThread(pg, thread);
-      const values = await latestValues<TaskStateValue>(pg.checkpointer, thread);
-      return await contextAt(pg.ledger, thread, values?.ledgerHead ?? null, args.step);
-    } finally {
-      await pg.close();
-    }
-  }
-  const st = await openExistingState(args);
-  try {
-    requireThread(st, thread);
-    noteCheckpointHome(st, thread);
-    const latest = await currentHead(st, thread);
-    return await contextAt(st.ledger, thread, latest?.ledgerHead ?? null, args.step);
-  } catch (err) {
-    throw st.named(err);
-  } finally {
-    st.close();
-  }
-}
-
-/** The prompt recorded for a step (default the newest) on the branch ending at `head`, through the ledger port. */
-async function contextAt(ledger: Ledger, thread: string, head: string | null, step: number | undefined): Promise<ContextReport> {
-  // The run's current branch decides which prompt a step means after a rewind or fork.
-  const onBranch = head ? await ledger.branch(head, { types: ["context_built"] }) : [];
-  const all = onBranch.length ? onBranch : await ledger.list(thread, { types: ["context_built"] });
-  const built = all as LedgerEvent<"context_built">[];
-  if (!built.length) throw new CliError(`run ${thread} has no prompt recorded yet`, 1, "NO_CONTEXT");
-  const pick = step === undefined ? built.at(-1)! : built.filter((e) => e.payload.step === step).at(-1);
-  if (!pick) {
-    const steps = built.map((e) => e.payload.step);
-    throw new CliError(`run ${thread} has no prompt for step ${step}; steps with prompts: ${Math.min(...steps)}-${Math.max(...steps)}`, 1, "NO_CONTEXT");
-  }
-  const blob = await ledger.getBlob(pick.payload.promptRef);
-  return {
-    thread,
-    step: pick.payload.step,
-    eventId: pick.id,
-    tokens: pick.payload.tokens,
-    budget: pick.payload.budget,
-    items: pick.payload.items,
-    omitted: pick.payload.omitted,
-    layout: pick.payload.layout,
-    prefixReuse: pick.payload.prefixReuse,
-    messages: blob ? (JSON.parse(blob) as ChatMessage[]) : [],
-  };
-}
 
 function table(rows: ContextItem[]): string {
   return rows
@@ -98,7 +20,7 @@ export function registerContext(program: Command): void {
       .option("--json", "one JSON object"),
   );
   stateOption(cmd).action(async (thread: string, opts: ContextArgs) => {
-    const r = await handleContext(thread, opts);
+    const r = await getContext(thread, opts);
     if (opts.json) return printJson(r);
     const out: string[] = [`step ${r.step}: ${r.tokens} of ${r.budget} tokens (event ${r.eventId})`];
     if (r.prefixReuse) {

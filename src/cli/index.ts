@@ -1,20 +1,7 @@
-import fs from "node:fs";
-import path from "node:path";
 import type { Command } from "commander";
-import { CliError } from "../errors.js";
-import type { Ledger } from "../ledger/port.js";
-import type { IndexProgress, IndexReport, Retriever, RetrieverStats } from "../retrieval/hybrid.js";
-import { resolveWorkspace, stateLocation } from "../workspace/location.js";
-import { log, printJson, workspaceOptions } from "./common.js";
-import type { WorkspaceArgs } from "../ledger/open-state.js";
-
-/** Options shared by `index` and `search`. */
-export interface RetrievalArgs extends WorkspaceArgs {
-  /** `hashed` (default), `hashed:<dims>` or `xenova:<model>`. */
-  embedder?: string;
-  /** Where `xenova:` model files are (default `<state dir>/models`). */
-  modelsDir?: string;
-}
+import type { IndexProgress, IndexReport, RetrieverStats } from "../retrieval/hybrid.js";
+import { openRetriever, type RetrievalArgs } from "../retrieval/open-retriever.js";
+import { printJson, workspaceOptions } from "./common.js";
 
 /** What `ledgerloop index` reports. */
 export interface IndexSummary extends IndexReport {
@@ -25,64 +12,6 @@ export interface IndexSummary extends IndexReport {
   events: number;
   vector: RetrieverStats["vector"];
   history: RetrieverStats["history"];
-}
-
-/** An open retriever for a workspace, with the ledger of its state database when there is one. */
-export interface OpenedRetriever {
-  workspace: string;
-  stateDir: string;
-  retriever: Retriever;
-  hasLedger: boolean;
-  close(): Promise<void>;
-}
-
-/** Opens the workspace's retriever (index.db beside the state database), reading its ledger when it exists. */
-export async function openRetriever(args: RetrievalArgs, onWarning: (m: string) => void = (m) => log(`ledgerloop: warning: ${m}`)): Promise<OpenedRetriever> {
-  const workspace = resolveWorkspace(args.workspace ?? process.cwd());
-  const { stateDir, dbPath } = stateLocation(workspace, args.stateDir);
-  // The retriever (Chroma client, tree-sitter) loads on use, in parallel with the state database.
-  const [{ createRetriever }, { EmbedderError }, { SqliteLedger }, { openStateDb }, { createRedactor, secretValuesFromDotenv, secretValuesFromEnv }] = await Promise.all([
-    import("../retrieval/hybrid.js"),
-    import("../retrieval/errors.js"),
-    import("../ledger/sqlite-ledger.js"),
-    import("../ledger/state-db.js"),
-    import("../secrets.js"),
-  ]);
-  // The same redaction as a run's (runtime.ts): index.db is shared with the runs of this workspace,
-  // and a file or commit message indexed here must not keep a secret the run's index would hide.
-  const redactor = createRedactor([...secretValuesFromEnv(), ...secretValuesFromDotenv(workspace)]);
-  let db: ReturnType<typeof openStateDb> | undefined;
-  let ledger: Ledger | undefined;
-  if (fs.existsSync(dbPath)) {
-    db = openStateDb(dbPath, { create: false });
-    ledger = new SqliteLedger(db);
-  }
-  let retriever: Retriever;
-  try {
-    retriever = await createRetriever({
-      workspace,
-      stateDir,
-      ...(ledger ? { ledger } : {}),
-      ...(args.embedder ? { embedder: args.embedder } : {}),
-      ...(args.modelsDir ? { modelsDir: path.resolve(args.modelsDir) } : {}),
-      redact: (t) => redactor.redact(t),
-      onWarning,
-    });
-  } catch (err) {
-    db?.close();
-    if (err instanceof EmbedderError && err.code !== "EMBEDDER_FAILED") throw new CliError(err.message, 2, "CONFIG_INVALID", { cause: err });
-    throw err;
-  }
-  return {
-    workspace,
-    stateDir,
-    retriever,
-    hasLedger: ledger !== undefined,
-    async close() {
-      await retriever.close();
-      if (db?.open) db.close();
-    },
-  };
 }
 
 /** Builds or updates the search index of a workspace (code, and ledger events when a state database exists). */

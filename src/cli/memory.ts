@@ -1,46 +1,8 @@
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
-import type { Lesson } from "../memory/lessons.js";
-import type { BaseStore } from "@langchain/langgraph-checkpoint";
+import { listMemory, withLessonStore, type MemoryArgs } from "../inspect/memory.js";
+import type { WorkspaceArgs } from "../ledger/open-state.js";
 import { log, printJson, stateOption, workspaceOptions } from "./common.js";
-import { openExistingState, stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
-
-export interface MemoryArgs extends WorkspaceArgs {
-  query?: string;
-}
-
-/**
- * Runs `fn` on the lessons store: PostgreSQL's with --state (or LEDGERLOOP_STATE_URL), where every
- * machine's runs keep theirs, else the workspace's SQLite state. Loaded on use only (the stores
- * extend LangGraph's BaseStore).
- */
-async function withLessonStore<T>(args: WorkspaceArgs, write: boolean, fn: (store: BaseStore) => Promise<T>): Promise<T> {
-  const url = stateUrlOf(args);
-  if (url) {
-    const [{ openPgInspection }, { PgStore }] = await Promise.all([import("../ledger/open-state.js"), import("../memory/pg-store.js")]);
-    const pg = await openPgInspection(url);
-    try {
-      return await fn(new PgStore(pg.pool));
-    } finally {
-      await pg.close();
-    }
-  }
-  const { SqliteStore } = await import("../memory/sqlite-store.js");
-  const st = await openExistingState(args, { write });
-  try {
-    return await fn(new SqliteStore(st.db));
-  } catch (err) {
-    throw st.named(err);
-  } finally {
-    st.close();
-  }
-}
-
-/** Lessons stored for a workspace (all, or the ones relevant to a query). */
-export async function handleMemoryList(args: MemoryArgs): Promise<Lesson[]> {
-  const { listLessons, recallLessons } = await import("../memory/lessons.js");
-  return withLessonStore(args, false, (store) => (args.query ? recallLessons(store, args.query, 50) : listLessons(store)));
-}
 
 /** Deletes lessons by key (a prefix of 6+ characters is enough). */
 export async function handleMemoryForget(keys: string[], args: WorkspaceArgs): Promise<number> {
@@ -60,7 +22,7 @@ export function registerMemory(program: Command): void {
       .option("--json", "one JSON object per line"),
   );
   stateOption(list).action(async (opts: MemoryArgs) => {
-    for (const l of await handleMemoryList(opts)) {
+    for (const l of await listMemory(opts)) {
       if (opts.json) printJson(l);
       else process.stdout.write(`${l.key.slice(0, 10)}  ×${l.seen}  ${l.text}\n`);
     }

@@ -4,7 +4,7 @@ import { CliError } from "../errors.js";
 import { assertNewThread, newThreadId, startThread } from "../runs/start.js";
 import type { ProgressEvent, Runtime } from "../runtime.js";
 import type { DriveResult } from "../runs/drive.js";
-import { writeRunReport } from "./report.js";
+import { writeRunReport } from "../report/write-run-report.js";
 import { cliCommand, intOption, log, printJson, reconnectMsOf, reconnectOption, stateOption, workspaceOptions, exitCodeForStatus } from "./common.js";
 import { stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
 import { logLevelOption } from "./logs.js";

@@ -1,28 +1,14 @@
-import path from "node:path";
 import type { Command } from "commander";
-import type { StorageStats } from "../ledger/maintenance.js";
+import { getStats } from "../inspect/stats.js";
+import type { WorkspaceArgs } from "../ledger/open-state.js";
 import { printJson, workspaceOptions } from "./common.js";
-import { openExistingState, type WorkspaceArgs } from "../ledger/open-state.js";
-
-/** Sizes of checkpoints, ledger, blobs and index of a workspace's state. */
-export async function handleStats(args: WorkspaceArgs): Promise<StorageStats> {
-  const [{ storageStats }, { RevisionStore }] = await Promise.all([import("../ledger/maintenance.js"), import("../workspace/revisions.js")]);
-  const st = await openExistingState(args);
-  try {
-    return storageStats(st.db, new RevisionStore(st.db, st.workspace, { blobsDir: path.join(st.stateDir, "blobs") }), st.stateDir);
-  } catch (err) {
-    throw st.named(err);
-  } finally {
-    st.close();
-  }
-}
 
 const mb = (n: number) => `${(n / 1e6).toFixed(2)} MB`;
 
 export function registerStats(program: Command): void {
   workspaceOptions(program.command("stats").description("sizes of checkpoints, ledger, workspace blobs and index").option("--json", "one JSON object")).action(
     async (opts: WorkspaceArgs) => {
-      const s = await handleStats(opts);
+      const s = await getStats(opts);
       if (opts.json) return printJson(s);
       process.stdout.write(
         [

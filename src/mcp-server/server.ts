@@ -44,7 +44,7 @@ export function createMemoryServer(opts: MemoryServerOptions): McpServer {
   server.registerTool(
     "threads",
     { description: "The runs recorded in this workspace, newest first: thread id, goal, status, origin.", inputSchema: {}, annotations: readOnly },
-    () => answer(async () => (await import("../cli/threads.js")).handleThreads(ws)),
+    () => answer(async () => (await import("../inspect/threads.js")).listThreads(ws)),
   );
 
   server.registerTool(
@@ -63,8 +63,8 @@ export function createMemoryServer(opts: MemoryServerOptions): McpServer {
     },
     (a) =>
       answer(async () => {
-        const { handleSearch } = await import("../cli/search.js");
-        return handleSearch(a.query, { ...ws, ...(a.k ? { k: a.k } : {}), ...(a.scope ? { scope: a.scope } : {}), ...(a.thread ? { thread: a.thread } : {}) });
+        const { searchWorkspace } = await import("../inspect/search.js");
+        return searchWorkspace(a.query, { ...ws, ...(a.k ? { k: a.k } : {}), ...(a.scope ? { scope: a.scope } : {}), ...(a.thread ? { thread: a.thread } : {}) });
       }),
   );
 
@@ -86,8 +86,8 @@ export function createMemoryServer(opts: MemoryServerOptions): McpServer {
     },
     (a) =>
       answer(async () => {
-        const { handleLedger } = await import("../cli/ledger.js");
-        const events = await handleLedger(a.thread, {
+        const { getLedgerEvents } = await import("../inspect/ledger.js");
+        const events = await getLedgerEvents(a.thread, {
           ...ws,
           ...(a.types ? { type: a.types } : {}),
           ...(a.file ? { file: a.file } : {}),
@@ -112,8 +112,8 @@ export function createMemoryServer(opts: MemoryServerOptions): McpServer {
     },
     (a) =>
       answer(async () => {
-        const { handleContext } = await import("../cli/context.js");
-        const r = await handleContext(a.thread, { ...ws, ...(a.step !== undefined ? { step: a.step } : {}) });
+        const { getContext } = await import("../inspect/context.js");
+        const r = await getContext(a.thread, { ...ws, ...(a.step !== undefined ? { step: a.step } : {}) });
         return a.messages === false ? { ...r, messages: [] } : r;
       }),
   );
@@ -131,7 +131,7 @@ export function createMemoryServer(opts: MemoryServerOptions): McpServer {
       inputSchema: { query: z.string().optional().describe("rank by relevance to this text") },
       annotations: readOnly,
     },
-    (a) => answer(async () => (await import("../cli/memory.js")).handleMemoryList({ ...ws, ...(a.query ? { query: a.query } : {}) })),
+    (a) => answer(async () => (await import("../inspect/memory.js")).listMemory({ ...ws, ...(a.query ? { query: a.query } : {}) })),
   );
 
   server.registerTool(
@@ -141,7 +141,7 @@ export function createMemoryServer(opts: MemoryServerOptions): McpServer {
       inputSchema: { thread },
       annotations: readOnly,
     },
-    (a) => answer(async () => (await import("../cli/report.js")).handleReport(a.thread, ws)),
+    (a) => answer(async () => (await import("../inspect/report.js")).getReport(a.thread, ws)),
   );
 
   if (opts.allowWrites) {

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import pg from "pg";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { DEMO_TASK } from "../../src/cli/demo.js";
-import type { HistoryRow } from "../../src/cli/history.js";
+import type { HistoryRow } from "../../src/inspect/history.js";
 import { openStateDb } from "../../src/ledger/state-db.js";
 import { PgRevisionReplica } from "../../src/workspace/pg-revisions.js";
 import { RevisionStore } from "../../src/workspace/revisions.js";

@@ -3,7 +3,7 @@ import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import pg from "pg";
 import { DEMO_TASK } from "../../src/cli/demo.js";
-import type { HistoryRow } from "../../src/cli/history.js";
+import type { HistoryRow } from "../../src/inspect/history.js";
 import { cliAsync, jsonLines } from "../helpers/cli.js";
 import { DEMO_TRAJECTORY, DEMO_WORKSPACE, cleanupTemp, readTree, tempWorkspace } from "../helpers/workspace.js";
 import { describePg, useTestDatabase } from "../helpers/postgres.js";

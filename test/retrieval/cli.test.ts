@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { handleIndex } from "../../src/cli/index.js";
-import { handleSearch } from "../../src/cli/search.js";
+import { searchWorkspace } from "../../src/inspect/search.js";
 import { CliError } from "../../src/errors.js";
 import { SqliteLedger } from "../../src/ledger/sqlite-ledger.js";
 import { openStateDb } from "../../src/ledger/state-db.js";
@@ -34,7 +34,7 @@ describe("ledgerloop index / search handlers", () => {
 
     fs.writeFileSync(path.join(ws, "src/perm.ts"), "export function grantUserRole() {}\n");
     // search refreshes the index first, so the new file is found.
-    const out = await handleSearch("user role", { workspace: ws, k: 3 });
+    const out = await searchWorkspace("user role", { workspace: ws, k: 3 });
     expect(out.results.length).toBeGreaterThan(0);
     expect(out.results.length).toBeLessThanOrEqual(3);
     const first = out.results[0]!;
@@ -52,7 +52,7 @@ describe("ledgerloop index / search handlers", () => {
     const ledger = new SqliteLedger(db);
     const e = await ledger.append({ threadId: "run-1", parentId: null, type: "decision", payload: { text: "Keep roles in an enum", step: 1 } });
     db.close();
-    const out = await handleSearch("roles enum", { workspace: ws, scope: "events" });
+    const out = await searchWorkspace("roles enum", { workspace: ws, scope: "events" });
     expect(out.results[0]).toMatchObject({ kind: "event", eventId: e.id, threadId: "run-1", type: "decision" });
   });
 
@@ -65,7 +65,7 @@ describe("ledgerloop index / search handlers", () => {
       { message: `invoice totals: sandbox account uses ${secret}`, files: { "src/invoice.ts": `// sandbox key ${secret}\nexport function total(lines: number[]) {\n  return lines.reduce((a, b) => a + Math.round(b), 0);\n}\n` } },
     ]);
     await handleIndex({ workspace: ws });
-    const out = await handleSearch("invoice totals sandbox account", { workspace: ws, k: 3 });
+    const out = await searchWorkspace("invoice totals sandbox account", { workspace: ws, k: 3 });
     const first = out.results[0]!;
     if (first.kind !== "code") throw new Error("expected a code hit");
     expect(first.sources.history).toContain("invoice totals: sandbox account uses [REDACTED]");
@@ -79,9 +79,9 @@ describe("ledgerloop index / search handlers", () => {
 
   it("refuses bad input with usage errors", async () => {
     const ws = tempWorkspace(undefined, files);
-    await expect(handleSearch("x", { workspace: ws, scope: "everything" })).rejects.toMatchObject({ exitCode: 2 });
-    await expect(handleSearch("   ", { workspace: ws })).rejects.toBeInstanceOf(CliError);
-    await expect(handleSearch("x", { workspace: ws, scope: "events" })).rejects.toThrow(/needs a ledger/);
+    await expect(searchWorkspace("x", { workspace: ws, scope: "everything" })).rejects.toMatchObject({ exitCode: 2 });
+    await expect(searchWorkspace("   ", { workspace: ws })).rejects.toBeInstanceOf(CliError);
+    await expect(searchWorkspace("x", { workspace: ws, scope: "events" })).rejects.toThrow(/needs a ledger/);
     const err = await handleIndex({ workspace: ws, embedder: "xenova:nope/missing", modelsDir: path.join(ws, "models") }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CliError);
     expect((err as CliError).exitCode).toBe(2);

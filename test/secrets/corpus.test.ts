@@ -4,7 +4,7 @@ import path from "node:path";
 import { inflateRawSync } from "node:zlib";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { writeRunReport } from "../../src/cli/report.js";
+import { writeRunReport } from "../../src/report/write-run-report.js";
 import { createRetriever } from "../../src/retrieval/hybrid.js";
 import { createRedactor } from "../../src/secrets.js";
 import { testAgent, type TestAgent } from "../helpers/agent.js";

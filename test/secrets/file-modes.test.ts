@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { openStateDb } from "../../src/ledger/state-db.js";
 import { SqliteLedger } from "../../src/ledger/sqlite-ledger.js";
 import { NgramIndex } from "../../src/retrieval/ngram-index.js";
-import { writeRunReport } from "../../src/cli/report.js";
+import { writeRunReport } from "../../src/report/write-run-report.js";
 import { testAgent, type TestAgent } from "../helpers/agent.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { SqliteLedger } from "../../src/ledger/sqlite-ledger.js";
 import { openStateDb } from "../../src/ledger/state-db.js";
 import { createRedactor, secretValuesFromDotenv } from "../../src/secrets.js";
-import { writeRunReport } from "../../src/cli/report.js";
+import { writeRunReport } from "../../src/report/write-run-report.js";
 import { SqliteStore } from "../../src/memory/sqlite-store.js";
 import { ScriptedModel } from "../../src/models/scripted.js";
 import { createRuntime, type ProgressEvent } from "../../src/runtime.js";

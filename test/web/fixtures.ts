@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { handleDemo } from "../../src/cli/demo.js";
-import { handleLedger } from "../../src/cli/ledger.js";
+import { getLedgerEvents } from "../../src/inspect/ledger.js";
 import { handleRun } from "../../src/cli/run.js";
 import { tempWorkspace } from "../helpers/workspace.js";
 
@@ -79,7 +79,7 @@ export async function processRun(workspace: string, scripts: string): Promise<st
   for (let attempt = 1; ; attempt++) {
     const { result } = await handleRun("Serve once", { workspace, model: `scripted:${file}`, json: true, quiet: true });
     if (result.status !== "finished") throw new Error(`the process run did not finish: ${JSON.stringify(result)}`);
-    const failed = (await handleLedger(result.thread, { workspace, type: ["process"] })).find((e) => (e.payload as { kind: string }).kind === "failed");
+    const failed = (await getLedgerEvents(result.thread, { workspace, type: ["process"] })).find((e) => (e.payload as { kind: string }).kind === "failed");
     if (!failed) return result.thread;
     const why = JSON.stringify(failed.payload).slice(0, 3000);
     if (attempt === 2) throw new Error(`the background server of the process run failed to start twice; the second time: ${why}`);

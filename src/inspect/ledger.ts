@@ -1,0 +1,55 @@
+import { CliError } from "../errors.js";
+import type { EventType, LedgerEvent } from "../events.js";
+import type { Ledger } from "../ledger/port.js";
+import { noteCheckpointHome, openExistingState, openPgInspection, requirePgThread, requireThread, stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
+
+/** Filters of `ledger`: by type, file, branch or causal chain. */
+export interface LedgerArgs extends WorkspaceArgs {
+  type?: string[];
+  file?: string;
+  /** Only the events of the branch ending at this event (default: every branch). */
+  head?: string;
+  chain?: string;
+}
+
+/** A run's ledger events, filtered by type, file, branch or causal chain. */
+export async function getLedgerEvents(thread: string, args: LedgerArgs): Promise<LedgerEvent[]> {
+  const { EVENT_TYPES } = await import("../events.js");
+  const types = (args.type ?? []).flatMap((t) => t.split(",")).filter(Boolean);
+  for (const t of types) {
+    if (!EVENT_TYPES.includes(t as EventType)) {
+      throw new CliError(`unknown event type "${t}"; known: ${EVENT_TYPES.join(", ")}`, 2, "CONFIG_INVALID");
+    }
+  }
+  const url = stateUrlOf(args);
+  if (url) {
+    const pg = await openPgInspection(url);
+    try {
+      await requirePgThread(pg, thread);
+      return await select(pg.ledger, thread, args, types);
+    } finally {
+      await pg.close();
+    }
+  }
+  const st = await openExistingState(args);
+  try {
+    requireThread(st, thread);
+    noteCheckpointHome(st, thread);
+    return await select(st.ledger, thread, args, types);
+  } catch (err) {
+    throw st.named(err);
+  } finally {
+    st.close();
+  }
+}
+
+/** The events the filters ask for, through the ledger port (either backend). */
+async function select(ledger: Ledger, thread: string, args: LedgerArgs, types: string[]): Promise<LedgerEvent[]> {
+  let events: LedgerEvent[];
+  if (args.chain) events = await ledger.causalChain(args.chain);
+  else if (args.file) events = await ledger.byFile(thread, args.file);
+  else if (args.head) events = await ledger.branch(args.head);
+  else events = await ledger.list(thread);
+  if (types.length) events = events.filter((e) => types.includes(e.type));
+  return events.filter((e) => e.threadId === thread);
+}
