@@ -21,10 +21,8 @@ export { getLedgerEvents, type LedgerArgs } from "./inspect/ledger.js";
 export { getContext, type ContextArgs, type ContextReport } from "./inspect/context.js";
 export { getReport } from "./inspect/report.js";
 export type { RunReport } from "./report/report.js";
-export { handleRewind as rewindThread, type RewindArgs } from "./cli/rewind.js";
-export { handleFork as forkThread, type ForkArgs } from "./cli/fork.js";
-export { handleReplay as replayThread, type ReplayArgs } from "./cli/replay.js";
-export { handleDelete as deleteThread, type DeleteArgs, type DeleteReport } from "./cli/delete.js";
+export { forkThread, replayThread, rewindThread, type ForkArgs, type ReplayArgs, type RewindArgs } from "./runs/thread-time-travel.js";
+export { deleteThread, type DeleteArgs, type DeleteReport } from "./runs/delete.js";
 export { TimeTravelError, type Divergence, type ForkResult, type ReplayResult, type RewindResult } from "./runs/time-travel.js";
 
 export { CliError, ConfigError, LedgerError, LedgerloopError, ModelError, StateStoreError } from "./errors.js";

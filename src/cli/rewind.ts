@@ -1,24 +1,7 @@
 import type { Command } from "commander";
-import type { RewindResult } from "../runs/time-travel.js";
+import { stateUrlOf } from "../ledger/open-state.js";
+import { rewindThread, type RewindArgs } from "../runs/thread-time-travel.js";
 import { cliCommand, log, printJson, shellWord, stateOption, workspaceOptions } from "./common.js";
-import { stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
-import { runtimeForThread } from "../runs/thread-runtime.js";
-
-export interface RewindArgs extends WorkspaceArgs {
-  to: string;
-  force?: boolean;
-}
-
-/** Rewinds a run to a checkpoint: files, ledger branch and graph state together. */
-export async function handleRewind(thread: string, args: RewindArgs): Promise<RewindResult & { workspace: string }> {
-  const { rewind } = await import("../runs/time-travel.js");
-  const rt = await runtimeForThread(thread, args, { lease: "rewind", postgres: true });
-  try {
-    return { ...(await rewind(rt, thread, args.to, { force: args.force })), workspace: rt.workspace };
-  } finally {
-    await rt.close();
-  }
-}
 
 export function registerRewind(program: Command): void {
   const cmd = workspaceOptions(
@@ -31,7 +14,7 @@ export function registerRewind(program: Command): void {
       .option("--json", "one JSON object"),
   );
   stateOption(cmd).action(async (thread: string, opts: RewindArgs) => {
-    const r = await handleRewind(thread, opts);
+    const r = await rewindThread(thread, opts);
     if (opts.json) return printJson(r);
     const n = r.restored.created.length + r.restored.modified.length + r.restored.deleted.length;
     log(`rewound ${thread} to ${r.toCheckpoint}: ${n} file(s) restored to revision ${r.revision.slice(0, 12)}`);
