@@ -1,0 +1,318 @@
+import { randomBytes } from "node:crypto";
+import os from "node:os";
+import type PgBoss from "pg-boss";
+import { LedgerloopError, errorMessage } from "../errors.js";
+import { runEnded } from "../ledger/run-ended.js";
+import type { PgState } from "../ledger/pg-db.js";
+import type { Runtime } from "../runtime.js";
+import type { DriveResult } from "./drive.js";
+
+// The queue worker (`ledgerloop worker`): takes runs from the queue (src/queue/) and drives them,
+// any number of workers on any number of machines against one PostgreSQL state. Per run it holds a
+// lease it renews every ttl/3; its reaper hands over runs whose holder stopped renewing (a dead
+// worker), so another worker continues them from their last checkpoint. stop() (the CLI's
+// SIGTERM/SIGINT) is graceful: no new jobs; each run finishes the step it is in (a command
+// included) and goes back to the queue for another worker. A step still running after the grace
+// period is cut off: its command is killed and reported to the model as interrupted.
+
+type Job = PgBoss.Job<unknown>;
+
+/** The outcome of one job, as pg-boss stores it (and --json prints it). */
+export interface JobOutcome {
+  thread: string;
+  outcome: "ran" | "skipped" | "handed_over" | "lost" | "failed";
+  status?: DriveResult["status"];
+  steps?: number;
+  detail?: string;
+  /** The run had checkpoints already: this worker continued it (after another stopped or died). */
+  resumed?: boolean;
+}
+
+/** Lease states for the statuses a run can stop in. */
+function leaseStateFor(status: DriveResult["status"]): "done" | "paused" {
+  return runEnded(status) ? "done" : "paused";
+}
+
+/** Takes runs from the PostgreSQL queue and drives them, each under a lease it keeps renewing. */
+export class RunWorker {
+  readonly id = `${os.hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
+  private readonly ttlMs: number;
+  private state?: PgState;
+  private boss?: PgBoss;
+  private reaper?: NodeJS.Timeout;
+  private stopping = false;
+  /** Runs being driven: `drain` stops one between steps, `ac` cuts it off (its command killed). */
+  private readonly active = new Map<string, { ac: AbortController; drain: AbortController; done: Promise<unknown> }>();
+  private lastBusy = Date.now();
+  readonly outcomes: JobOutcome[] = [];
+
+  constructor(
+    private readonly url: string,
+    private readonly opts: {
+      concurrency: number;
+      dir: string;
+      leaseMs: number;
+      pollSeconds: number;
+      stopGraceMs?: number;
+      verbose?: boolean;
+      onOutcome?: (o: JobOutcome) => void;
+      /** Where the worker's lines go (the CLI: stderr, redacted). */
+      log: (line: string) => void;
+    },
+  ) {
+    this.ttlMs = opts.leaseMs;
+  }
+
+  private say(line: string): void {
+    this.opts.log(`[worker ${this.id}] ${line}`);
+  }
+
+  async start(): Promise<void> {
+    const [{ openPgState }, { startQueue, RUN_QUEUE }] = await Promise.all([import("../ledger/pg-db.js"), import("../queue/run-queue.js")]);
+    // Our tables first (migrations under their lock), then pg-boss's schema.
+    this.state = await openPgState(this.url, { max: Math.max(4, this.opts.concurrency + 2) });
+    try {
+      this.boss = await startQueue(this.url, { supervise: true, onError: (m) => this.say(`queue: ${m}`) });
+    } catch (err) {
+      await this.state.close();
+      throw err;
+    }
+    for (let i = 0; i < this.opts.concurrency; i++) {
+      await this.boss.work(RUN_QUEUE, { batchSize: 1, pollingIntervalSeconds: this.opts.pollSeconds }, async ([job]) => (job ? this.handle(job) : undefined));
+    }
+    const tick = Math.max(500, Math.floor(this.ttlMs / 3));
+    this.reaper = setInterval(() => void this.reap().catch((err) => this.say(`reaper: ${errorMessage(err)}`)), tick);
+    this.say(`started: ${this.opts.concurrency} slot(s), lease ${Math.round(this.ttlMs / 1000)} s, state ${this.state.location}`);
+  }
+
+  /**
+   * True when nothing has been held here for `ms` and the database has no run left to do: none
+   * queued, none held by any worker (a dead worker's run still needs someone to take it over).
+   */
+  async idleFor(ms: number): Promise<boolean> {
+    if (this.active.size > 0 || Date.now() - this.lastBusy < ms || !this.state) return false;
+    const r = await this.state.pool.query<{ n: string }>("SELECT COUNT(*) AS n FROM ll_run_leases WHERE state IN ('queued', 'held')");
+    return Number(r.rows[0]!.n) === 0;
+  }
+
+  /** Hands over runs whose holder stopped renewing its lease (a dead worker, or one cut off from the database). */
+  private async reap(): Promise<void> {
+    if (this.stopping || !this.state || !this.boss) return;
+    const [{ expiredRunLeases, requeueRun }, { enqueueOn, RUN_QUEUE }] = await Promise.all([import("../queue/run-leases.js"), import("../queue/run-queue.js")]);
+    for (const thread of await expiredRunLeases(this.state.pool)) {
+      const client = await this.state.pool.connect();
+      try {
+        const r = await requeueRun(client, {
+          thread,
+          guard: "expired",
+          note: `handed over by ${this.id}: the lease of its holder expired`,
+          enqueue: (c) => enqueueOn(this.boss!, c, { thread }),
+        });
+        if (!r) continue;
+        this.say(`${thread}: the lease of ${r.previous.worker} expired; queued again (job ${r.jobId})`);
+        // The dead holder's job, for the record: it will never complete.
+        if (r.previous.jobId) await this.boss.fail(RUN_QUEUE, r.previous.jobId, { reason: `worker ${r.previous.worker} stopped renewing its lease; the run was queued again as job ${r.jobId}` }).catch(() => {});
+      } finally {
+        client.release();
+      }
+    }
+  }
+
+  /** One job: take the run's lease, materialise its files, drive it, and say where it stands. */
+  async handle(job: Job): Promise<JobOutcome> {
+    const [{ RunJob, getSubmission, pinCommit }, leases, { materialise }] = await Promise.all([
+      import("../queue/run-queue.js"),
+      import("../queue/run-leases.js"),
+      import("../queue/materialise.js"),
+    ]);
+    const pool = this.state!.pool;
+    const parsed = RunJob.safeParse(job.data);
+    if (!parsed.success) {
+      const i = parsed.error.issues[0]!;
+      // Thrown: pg-boss fails the job with this reason; the queue never retries it (retryLimit 0).
+      throw new Error(`invalid run job ${job.id}: ${i.path.join(".") || "(payload)"}: ${i.message}`);
+    }
+    const thread = parsed.data.thread;
+    const sub = await getSubmission(pool, thread);
+    if (!sub) throw new Error(`run job ${job.id} names thread "${thread}", which was never submitted`);
+    const got = await leases.acquireRunLease(pool, { thread, worker: this.id, jobId: job.id, ttlMs: this.ttlMs });
+    if (!got.ok) {
+      const l = got.lease;
+      const detail = l?.state === "held" ? `held by ${l.worker}` : `already ${l?.state ?? "unknown"}`;
+      return this.record({ thread, outcome: "skipped", detail });
+    }
+    const token = got.token;
+    this.lastBusy = Date.now();
+    if (this.stopping) {
+      // Fetched just as this worker began to stop: straight back to the queue for another.
+      await this.handBack(thread, token, `${this.id} was stopping when it got the run; queued for another worker`);
+      return this.record({ thread, outcome: "handed_over", detail: "worker stopping" });
+    }
+    const ac = new AbortController();
+    const drain = new AbortController();
+    let lost = false;
+    const beat = setInterval(() => {
+      void leases
+        .renewRunLease(pool, thread, token, this.ttlMs)
+        .then((ok) => {
+          if (!ok && !lost) {
+            lost = true;
+            this.say(`${thread}: lost its lease (taken over); stopping without writing`);
+            ac.abort();
+          }
+        })
+        // The database unreachable for a moment: keep trying; the run itself pauses if it lasts.
+        .catch(() => {});
+    }, Math.max(200, Math.floor(this.ttlMs / 3)));
+    let rt: Runtime | undefined;
+    let resolveDone!: () => void;
+    this.active.set(thread, { ac, drain, done: new Promise<void>((r) => (resolveDone = r)) });
+    try {
+      this.say(`${thread}: ${got.takeover ? "taking over" : "starting"} (job ${job.id})`);
+      const [{ createRuntime }, { driveRun }] = await Promise.all([import("../runtime.js"), import("./drive.js")]);
+      // The revision to continue from: the newest one the run's ledger names (none before the first plan).
+      const { lastRevision } = await import("../queue/resume-point.js");
+      const rev = await lastRevision(pool, thread);
+      let files;
+      try {
+        files = await materialise(sub.source, { root: this.opts.dir, thread, commit: sub.commit, empty: Boolean(rev && sub.source.kind === "repo") });
+        if (files.commit && !sub.commit) await pinCommit(pool, thread, files.commit);
+        await leases.materialisedRun(pool, thread, token);
+      } catch (err) {
+        // Another machine may reach what this one cannot (a volume, a network): released back to
+        // the queue with the reason, until MATERIALISE_ATTEMPTS workers in a row failed.
+        const attempt = ((await leases.getRunLease(pool, thread))?.releases ?? 0) + 1;
+        const why = `${this.id} could not materialise the run (attempt ${attempt} of ${leases.MATERIALISE_ATTEMPTS}): ${errorMessage(err)}`;
+        if (attempt < leases.MATERIALISE_ATTEMPTS) {
+          await this.handBack(thread, token, `${why}; queued for another worker`, 5 * attempt, true);
+          this.say(`${thread}: ${why}; released to the queue`);
+          return this.record({ thread, outcome: "handed_over", detail: why });
+        }
+        await leases.endRunLease(pool, thread, token, "failed", why);
+        throw err;
+      }
+      try {
+        rt = await createRuntime(
+          { ...sub.settings, workspace: files.dir, stateUrl: this.url },
+          {
+            lease: { command: "worker", thread },
+            fence: { thread, token },
+            stopBetweenSteps: drain.signal,
+            warn: (m) => this.say(`${thread}: warning: ${m}`),
+            ...(this.opts.verbose ? { progress: (e) => this.opts.log(`[${thread} step ${String(e.step).padStart(3)}] ${e.node.padEnd(9)} ${e.text}`) } : {}),
+          },
+        );
+      } catch (err) {
+        if ((err as LedgerloopError).code === "LEASE_HELD") {
+          // Another process still writes these files (a shared workspace whose last holder is not gone yet): try again shortly.
+          await this.handBack(thread, token, `${this.id}: ${errorMessage(err)}; retrying in 5 s`, 5);
+          return this.record({ thread, outcome: "handed_over", detail: errorMessage(err) });
+        }
+        await leases.endRunLease(pool, thread, token, "failed", `worker ${this.id} could not start the run: ${errorMessage(err)}`);
+        throw err;
+      }
+      if (rev && sub.source.kind === "repo") {
+        // A fresh clone: the run's files are that revision, pulled from PostgreSQL's replica.
+        const { restoreRevision } = await import("../queue/resume-point.js");
+        await restoreRevision(rt, rev);
+      }
+      const resumed = await rt.runs.hasCheckpoints(thread);
+      const result = await driveRun(rt, thread, resumed ? null : sub.task, { signal: ac.signal, origin: "worker" });
+      if (lost || !(await leases.renewRunLease(pool, thread, token, this.ttlMs).catch(() => true))) {
+        return this.record({ thread, outcome: "lost", status: result.status, steps: result.steps, detail: "another worker took the run over" });
+      }
+      if (result.status === "state_unavailable") {
+        // The database went away mid-run: back to the queue once it answers again (another worker's
+        // reaper does the same if this cannot even write that).
+        await this.handBack(thread, token, `${this.id}: ${result.error ?? "the state database was unavailable"}; retrying in 10 s`, 10).catch(() => {});
+        this.say(`${thread}: paused, the state database was unavailable; queued again`);
+        return this.record({ thread, outcome: "handed_over", status: result.status, steps: result.steps, detail: result.error });
+      }
+      if (this.stopping && result.status === "interrupted") {
+        await this.handBack(thread, token, `${this.id} stopped at step ${result.steps}; queued for another worker`);
+        this.say(`${thread}: stopped at step ${result.steps}; handed back to the queue`);
+        return this.record({ thread, outcome: "handed_over", status: result.status, steps: result.steps });
+      }
+      await leases.endRunLease(pool, thread, token, leaseStateFor(result.status), `${result.status} after ${result.steps} step(s) on ${this.id}${result.error ? `: ${result.error}` : ""}`);
+      this.say(`${thread}: ${result.status} after ${result.steps} step(s)${result.error ? ` (${result.error})` : ""}`);
+      return this.record({ thread, outcome: "ran", status: result.status, steps: result.steps, resumed });
+    } catch (err) {
+      this.say(`${thread}: ${errorMessage(err)}`);
+      // Still ours: a stopping worker hands it back, otherwise it ends failed with the reason (a
+      // person resubmits); a materialise failure already ended it.
+      const mine = await leases.getRunLease(pool, thread).catch(() => null);
+      if (mine?.state === "held" && mine.worker === this.id) {
+        if (this.stopping) await this.handBack(thread, token, `${this.id} stopped (${errorMessage(err)}); queued for another worker`).catch(() => {});
+        else await leases.endRunLease(pool, thread, token, "failed", `worker ${this.id}: ${errorMessage(err)}`).catch(() => {});
+      }
+      this.record({ thread, outcome: "failed", detail: errorMessage(err) });
+      throw err;
+    } finally {
+      clearInterval(beat);
+      // Bounded: a stuck close (a sandbox session, a process that ignores its signals) must not
+      // keep a stopping worker from exiting; whatever it left is cleaned by the next holder.
+      if (rt) await withTimeout(rt.close(), 15_000).catch((e) => this.say(`${thread}: closing its runtime: ${errorMessage(e)}`));
+      this.active.delete(thread);
+      this.lastBusy = Date.now();
+      resolveDone();
+    }
+  }
+
+  /** Puts a run this worker holds back in the queue, with its next job, in one transaction. */
+  private async handBack(thread: string, token: string, note: string, startAfterSeconds?: number, released = false): Promise<void> {
+    const [{ requeueRun }, { enqueueOn }] = await Promise.all([import("../queue/run-leases.js"), import("../queue/run-queue.js")]);
+    const client = await this.state!.pool.connect();
+    try {
+      await requeueRun(client, { thread, guard: { token }, note, released, enqueue: (c) => enqueueOn(this.boss!, c, { thread }, { startAfterSeconds }) });
+    } finally {
+      client.release();
+    }
+  }
+
+  private record(o: JobOutcome): JobOutcome {
+    this.outcomes.push(o);
+    this.opts.onOutcome?.(o);
+    return o;
+  }
+
+  /**
+   * Graceful stop: no new jobs; each run finishes its current step and goes back to the queue. After
+   * the grace period the steps still running are cut off (their commands killed, reported interrupted).
+   */
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    clearInterval(this.reaper);
+    const { RUN_QUEUE } = await import("../queue/run-queue.js");
+    const t0 = Date.now();
+    const phase = (what: string) => this.opts.verbose && this.say(`stop: ${what} (${Date.now() - t0} ms)`);
+    await this.boss?.offWork(RUN_QUEUE).catch(() => {});
+    // A job fetched while stopping is handed back by handle() itself; wait for those too.
+    const graceEnds = Date.now() + (this.opts.stopGraceMs ?? DEFAULT_STOP_GRACE_MS);
+    while (this.active.size) {
+      const left = graceEnds - Date.now();
+      for (const { ac, drain } of this.active.values()) (left > 0 ? drain : ac).abort();
+      const all = Promise.all([...this.active.values()].map((a) => a.done));
+      if (left <= 0) await all;
+      else {
+        let t: NodeJS.Timeout | undefined;
+        await Promise.race([all, new Promise((r) => (t = setTimeout(r, left)))]);
+        clearTimeout(t);
+        if (this.active.size) phase(`grace period over; cutting off ${this.active.size} run(s)`);
+      }
+    }
+    phase("runs handed back");
+    await this.boss?.stop({ graceful: true, wait: true, timeout: 5_000 }).catch(() => {});
+    phase("queue stopped");
+    await withTimeout(this.state?.close() ?? Promise.resolve(), 5_000).catch((e) => this.say(`stop: closing the state pool: ${errorMessage(e)}`));
+    phase("state closed");
+  }
+}
+
+/** How long a stopping worker lets a run's current step go on before cutting it off. */
+export const DEFAULT_STOP_GRACE_MS = 20_000;
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let t: NodeJS.Timeout;
+  return Promise.race([p, new Promise<T>((_, reject) => (t = setTimeout(() => reject(new Error(`did not finish within ${ms} ms`)), ms)))]).finally(() => clearTimeout(t));
+}
