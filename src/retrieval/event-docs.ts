@@ -1,5 +1,5 @@
 import type { LedgerEvent } from "../state.js";
-import type { EventDoc } from "./ngram-types.js";
+import type { EventDoc } from "./ngram-index.js";
 
 /** Event types worth finding again: what was done, what it answered, what was decided and learnt. */
 export const SEARCHABLE_EVENT_TYPES = new Set(["task_spec", "plan_update", "agent_action", "environment_feedback", "decision", "reflection", "summary"]);

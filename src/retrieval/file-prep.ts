@@ -7,7 +7,7 @@ import { confined } from "../workspace/confined.js";
 import { extractSymbols, type CodeSymbol } from "../symbols/extract.js";
 import { languageOf } from "../symbols/languages.js";
 import { chunkLines } from "./chunker.js";
-import type { ChunkInput, FileRecord, SymbolInput } from "./ngram-types.js";
+import type { ChunkInput, FileRecord, SymbolInput } from "./ngram-index.js";
 import { MAX_FILE_BYTES, type IndexReport, type SkipCounts } from "./retriever-types.js";
 
 const BINARY_SNIFF_BYTES = 8192;

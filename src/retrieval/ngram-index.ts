@@ -1,9 +1,151 @@
 import fs from "node:fs";
-import type Database from "better-sqlite3";
-import { asIndexError, openIndexDb } from "./ngram-file.js";
-import { prepareNgramStatements, type NgramStatements } from "./ngram-statements.js";
-import type { ChunkInput, ChunkRow, EventDoc, FileRecord, RankedChunk, RankedEvent, RankedPath, RankedSymbol, SymbolInput } from "./ngram-types.js";
+import path from "node:path";
+import Database from "better-sqlite3";
+import { errorMessage, nativeModuleError } from "../errors.js";
+import { ensurePrivateDir, ensurePrivateFile } from "../private-files.js";
 import { ftsQuery, wordsColumn, type QueryTerm } from "./tokens.js";
+import { IndexCorruptError } from "./errors.js";
+
+/** SQLite `application_id` of index.db ("LLIX"), so a stray file is never mistaken for it. */
+export const INDEX_APPLICATION_ID = 0x4c4c4958;
+/** Largest part of index.db read through a memory map (address space, not memory: pages stay the OS's). */
+const INDEX_MMAP_BYTES = 256 * 1024 * 1024;
+/** Bump when the layout changes: an index of another version is rebuilt, not migrated (it is derived data). */
+export const INDEX_SCHEMA_VERSION = 2;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+  id INTEGER PRIMARY KEY,
+  path TEXT NOT NULL UNIQUE,
+  hash TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  mtime_ms REAL NOT NULL,
+  lang TEXT,
+  lines INTEGER NOT NULL,
+  -- content hash whose chunks the vector index holds; NULL or stale = to (re)embed
+  vec_hash TEXT
+);
+CREATE TABLE IF NOT EXISTS chunks (
+  id INTEGER PRIMARY KEY,
+  file_id INTEGER NOT NULL,
+  start_line INTEGER NOT NULL,
+  end_line INTEGER NOT NULL,
+  symbols TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id, start_line);
+CREATE TABLE IF NOT EXISTS symbols (
+  id INTEGER PRIMARY KEY,
+  file_id INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  container TEXT,
+  start_line INTEGER NOT NULL,
+  end_line INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS symbols_file ON symbols(file_id);
+CREATE TABLE IF NOT EXISTS events (
+  id INTEGER PRIMARY KEY,
+  event_id TEXT NOT NULL UNIQUE,
+  thread_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  ts TEXT NOT NULL,
+  preview TEXT NOT NULL,
+  vec INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS events_thread ON events(thread_id, seq);
+-- Runs deleted whole (ledgerloop delete) whose event vectors the vector store may still hold: named
+-- here until the next event sync has deleted them there.
+CREATE TABLE IF NOT EXISTS forgotten_threads (thread_id TEXT PRIMARY KEY);
+-- Contentless trigram tables: they hold only the index, the text stays in the files (and events.preview).
+-- Columns hold the "words" form (identifiers whole and split, space-padded) so that a phrase " pars"
+-- matches word prefixes and " userrole " whole identifiers.
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(words, symbols, path, tokenize='trigram', content='', contentless_delete=1);
+CREATE VIRTUAL TABLE IF NOT EXISTS paths_fts USING fts5(dirs, base, tokenize='trigram', content='', contentless_delete=1);
+CREATE VIRTUAL TABLE IF NOT EXISTS symbols_fts USING fts5(name, tokenize='trigram', content='', contentless_delete=1);
+-- History is searched by word (stemmed), not by trigram: event texts share common words ("test",
+-- "fail", "error") whose trigram posting lists make a 50k-event search cost hundreds of ms.
+CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(words, kind, tokenize='porter unicode61', content='', contentless_delete=1);
+`;
+
+/** What the index knows about one indexed file. */
+export interface FileRecord {
+  id: number;
+  path: string;
+  hash: string;
+  size: number;
+  mtimeMs: number;
+  lang: string | null;
+  lines: number;
+  vecHash: string | null;
+}
+
+/** A chunk to store: its range, the names of the symbols in it, and its text. */
+export interface ChunkInput {
+  startLine: number;
+  endLine: number;
+  symbols: string[];
+  text: string;
+}
+
+/** A symbol to store (lines 1-based, inclusive). */
+export interface SymbolInput {
+  name: string;
+  kind: string;
+  container?: string;
+  startLine: number;
+  endLine: number;
+}
+
+/** A stored chunk. */
+export interface ChunkRow {
+  id: number;
+  path: string;
+  startLine: number;
+  endLine: number;
+  symbols: string[];
+}
+
+/** A ranked match from one source; `score` is higher-is-better. */
+export interface RankedChunk extends ChunkRow {
+  score: number;
+}
+export interface RankedPath {
+  path: string;
+  score: number;
+}
+export interface RankedSymbol {
+  path: string;
+  name: string;
+  kind: string;
+  container: string | null;
+  startLine: number;
+  endLine: number;
+  score: number;
+}
+
+/** An event document to store. */
+export interface EventDoc {
+  eventId: string;
+  threadId: string;
+  seq: number;
+  type: string;
+  ts: string;
+  /** Full text to index. */
+  text: string;
+  /** A short field naming what kind of event it is (type, tool, status, error class). */
+  kind: string;
+}
+export interface RankedEvent {
+  eventId: string;
+  threadId: string;
+  seq: number;
+  type: string;
+  ts: string;
+  preview: string;
+  score: number;
+}
 
 const PREVIEW_CHARS = 600;
 
@@ -16,7 +158,7 @@ export class NgramIndex {
   /** True when opening found an unusable file and started a fresh one. */
   readonly rebuilt: boolean;
   readonly rebuildReason: string | null;
-  private readonly stmts: NgramStatements;
+  private readonly stmts: ReturnType<NgramIndex["prepare"]>;
 
   private constructor(
     readonly db: Database.Database,
@@ -25,13 +167,113 @@ export class NgramIndex {
   ) {
     this.rebuilt = rebuildReason !== null;
     this.rebuildReason = rebuildReason;
-    this.stmts = prepareNgramStatements(db);
+    this.stmts = this.prepare();
   }
 
   /** Opens (creating when missing) the index at `file`; an unusable file is moved to `<file>.corrupt` and recreated. */
   static open(file: string): NgramIndex {
-    const { db, rebuildReason } = openIndexDb(file);
-    return new NgramIndex(db, file, rebuildReason);
+    ensurePrivateDir(path.dirname(file));
+    let reason: string | null = null;
+    if (fs.existsSync(file)) {
+      const problem = checkExisting(file);
+      if (problem) {
+        reason = problem;
+        moveAside(file);
+      }
+    }
+    // Owner-only, like state.db: the index holds the workspace's text.
+    ensurePrivateFile(file);
+    const db = new Database(file);
+    try {
+      db.pragma("busy_timeout = 5000");
+      db.pragma("journal_mode = WAL");
+      db.pragma("synchronous = NORMAL");
+      // Pages are read through a memory map instead of copied into SQLite's page cache. After this
+      // process spawns a child (git, a sandboxed command), libuv's fork() makes the next write to
+      // each of its pages fault once; copying pages into the cache is such a write, reading a map is
+      // not. On vite (2,612 files) a search right after a checkout took 50–60 ms p50 with the map
+      // against 72–97 ms without (README). Nothing truncates index.db in place (a rebuild moves it aside or
+      // unlinks it), which is what would make a mapped read fail.
+      db.pragma(`mmap_size = ${INDEX_MMAP_BYTES}`);
+      db.pragma(`application_id = ${INDEX_APPLICATION_ID}`);
+      db.exec(SCHEMA);
+      db.prepare("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', ?)").run(String(INDEX_SCHEMA_VERSION));
+      db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('open', '1')").run();
+    } catch (err) {
+      db.close();
+      throw asIndexError(err, file);
+    }
+    return new NgramIndex(db, file, reason);
+  }
+
+  private prepare() {
+    const db = this.db;
+    return {
+      getMeta: db.prepare("SELECT value FROM meta WHERE key = ?").pluck(),
+      setMeta: db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)"),
+      allFiles: db.prepare("SELECT id, path, hash, size, mtime_ms AS mtimeMs, lang, lines, vec_hash AS vecHash FROM files"),
+      getFile: db.prepare("SELECT id, path, hash, size, mtime_ms AS mtimeMs, lang, lines, vec_hash AS vecHash FROM files WHERE path = ?"),
+      // A range on the path's unique index: "a/b/" .. "a/b0" ('0' follows '/') is everything under a/b/.
+      pathsBetween: db.prepare("SELECT path FROM files WHERE path >= ? AND path < ?").pluck(),
+      needingVectors: db.prepare("SELECT id, path, hash, size, mtime_ms AS mtimeMs, lang, lines, vec_hash AS vecHash FROM files WHERE vec_hash IS NOT hash ORDER BY id"),
+      needingVectorsOf: db.prepare(
+        "SELECT id, path, hash, size, mtime_ms AS mtimeMs, lang, lines, vec_hash AS vecHash FROM files WHERE path IN (SELECT value FROM json_each(?)) AND vec_hash IS NOT hash ORDER BY id",
+      ),
+      countNeedingVectors: db.prepare("SELECT COUNT(*) FROM files WHERE vec_hash IS NOT hash").pluck(),
+      anyVecClaimed: db.prepare("SELECT EXISTS (SELECT 1 FROM files WHERE vec_hash IS NOT NULL)").pluck(),
+      anyFile: db.prepare("SELECT EXISTS (SELECT 1 FROM files)").pluck(),
+      insertFile: db.prepare("INSERT INTO files(path, hash, size, mtime_ms, lang, lines, vec_hash) VALUES (?, ?, ?, ?, ?, ?, NULL)"),
+      deleteFile: db.prepare("DELETE FROM files WHERE id = ?"),
+      touchFile: db.prepare("UPDATE files SET size = ?, mtime_ms = ? WHERE path = ?"),
+      setVecHash: db.prepare("UPDATE files SET vec_hash = ? WHERE path = ?"),
+      clearVec: db.prepare("UPDATE files SET vec_hash = NULL"),
+      chunkIdsOf: db.prepare("SELECT id FROM chunks WHERE file_id = ?").pluck(),
+      symbolIdsOf: db.prepare("SELECT id FROM symbols WHERE file_id = ?").pluck(),
+      insertChunk: db.prepare("INSERT INTO chunks(file_id, start_line, end_line, symbols) VALUES (?, ?, ?, ?)"),
+      insertChunkFts: db.prepare("INSERT INTO chunks_fts(rowid, words, symbols, path) VALUES (?, ?, ?, ?)"),
+      deleteChunks: db.prepare("DELETE FROM chunks WHERE file_id = ?"),
+      deleteChunkFts: db.prepare("DELETE FROM chunks_fts WHERE rowid = ?"),
+      insertSymbol: db.prepare("INSERT INTO symbols(file_id, name, kind, container, start_line, end_line) VALUES (?, ?, ?, ?, ?, ?)"),
+      insertSymbolFts: db.prepare("INSERT INTO symbols_fts(rowid, name) VALUES (?, ?)"),
+      deleteSymbols: db.prepare("DELETE FROM symbols WHERE file_id = ?"),
+      deleteSymbolFts: db.prepare("DELETE FROM symbols_fts WHERE rowid = ?"),
+      insertPathFts: db.prepare("INSERT INTO paths_fts(rowid, dirs, base) VALUES (?, ?, ?)"),
+      deletePathFts: db.prepare("DELETE FROM paths_fts WHERE rowid = ?"),
+      chunksOfPath: db.prepare(
+        "SELECT c.id, f.path, c.start_line AS startLine, c.end_line AS endLine, c.symbols FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ? ORDER BY c.start_line",
+      ),
+      counts: db.prepare(
+        "SELECT (SELECT COUNT(*) FROM files) AS files, (SELECT COUNT(*) FROM chunks) AS chunks, (SELECT COUNT(*) FROM symbols) AS symbols, (SELECT COUNT(*) FROM events) AS events",
+      ),
+      eventCount: db.prepare("SELECT COUNT(*) FROM events").pluck(),
+      eventExists: db.prepare("SELECT id FROM events WHERE event_id = ?").pluck(),
+      insertEvent: db.prepare("INSERT INTO events(event_id, thread_id, seq, type, ts, preview) VALUES (?, ?, ?, ?, ?, ?)"),
+      insertEventFts: db.prepare("INSERT INTO events_fts(rowid, words, kind) VALUES (?, ?, ?)"),
+      maxSeq: db.prepare("SELECT MAX(seq) FROM events WHERE thread_id = ?").pluck(),
+      eventsNeedingVectors: db.prepare("SELECT event_id AS eventId, preview FROM events WHERE vec = 0 ORDER BY id LIMIT ?"),
+      setEventVec: db.prepare("UPDATE events SET vec = 1 WHERE event_id = ?"),
+      clearEventVec: db.prepare("UPDATE events SET vec = 0"),
+      // The searches' statements are prepared once, not per query.
+      searchChunks: db.prepare(
+        `SELECT c.id, f.path, c.start_line AS startLine, c.end_line AS endLine, c.symbols, -r.rank AS score
+         FROM (SELECT rowid, bm25(chunks_fts, 1.0, 2.0, 0.5) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?) r
+         JOIN chunks c ON c.id = r.rowid JOIN files f ON f.id = c.file_id ORDER BY r.rank`,
+      ),
+      searchPaths: db.prepare(
+        `SELECT f.path, -r.rank AS score FROM (SELECT rowid, bm25(paths_fts, 1.0, 2.5) AS rank FROM paths_fts WHERE paths_fts MATCH ? ORDER BY rank LIMIT ?) r
+         JOIN files f ON f.id = r.rowid ORDER BY r.rank`,
+      ),
+      searchSymbols: db.prepare(
+        `SELECT f.path, s.name, s.kind, s.container, s.start_line AS startLine, s.end_line AS endLine, -r.rank AS score
+         FROM (SELECT rowid, bm25(symbols_fts) AS rank FROM symbols_fts WHERE symbols_fts MATCH ? ORDER BY rank LIMIT ?) r
+         JOIN symbols s ON s.id = r.rowid JOIN files f ON f.id = s.file_id ORDER BY r.rank`,
+      ),
+      // The chunks of many files in one statement (a search asks for those of every candidate file).
+      chunksOfPaths: db.prepare(
+        "SELECT c.id, f.path, c.start_line AS startLine, c.end_line AS endLine, c.symbols FROM files f JOIN chunks c ON c.file_id = f.id WHERE f.path IN (SELECT value FROM json_each(?)) ORDER BY c.file_id, c.start_line, c.id",
+      ),
+      eventsByIds: db.prepare("SELECT event_id AS eventId, thread_id AS threadId, seq, type, ts, preview FROM events WHERE event_id IN (SELECT value FROM json_each(?))"),
+    };
   }
 
   getMeta(key: string): string | undefined {
@@ -359,4 +601,50 @@ function toChunkRow(r: Omit<ChunkRow, "symbols"> & { symbols: string | string[] 
     endLine: r.endLine,
     symbols: Array.isArray(r.symbols) ? r.symbols : r.symbols ? r.symbols.split(" ") : [],
   };
+}
+
+/** Why an existing index file cannot be used, or null when it can. */
+function checkExisting(file: string): string | null {
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(file, { fileMustExist: true });
+    db.pragma("busy_timeout = 5000");
+    const appId = db.pragma("application_id", { simple: true }) as number;
+    const tables = db.prepare("SELECT COUNT(*) FROM sqlite_master").pluck().get() as number;
+    if (appId !== INDEX_APPLICATION_ID) return tables === 0 ? null : `it is not a ledgerloop index (application_id ${appId})`;
+    const schema = db.prepare("SELECT value FROM meta WHERE key = 'schema'").pluck().get() as string | undefined;
+    if (schema !== String(INDEX_SCHEMA_VERSION)) return `it has index schema ${schema ?? "none"}, this version uses ${INDEX_SCHEMA_VERSION}`;
+    // A process that died with the file open may have left it damaged: check the pages then (it costs
+    // a read of the file, so not on every open).
+    const wasOpen = db.prepare("SELECT value FROM meta WHERE key = 'open'").pluck().get() === "1";
+    if (wasOpen) {
+      const result = db.pragma("quick_check", { simple: true }) as string;
+      if (result !== "ok") return `integrity check failed: ${result}`;
+    }
+    db.prepare("SELECT COUNT(*) FROM files").get();
+    return null;
+  } catch (err) {
+    // An unbuilt better-sqlite3 cannot open any file: moving this one aside would lose a good index.
+    const native = nativeModuleError(err);
+    if (native) throw native;
+    return `it cannot be read (${errorMessage(err)})`;
+  } finally {
+    db?.close();
+  }
+}
+
+function moveAside(file: string): void {
+  for (const suffix of ["-wal", "-shm"]) fs.rmSync(file + suffix, { force: true });
+  // Kept once for a post-mortem; an older one is replaced.
+  fs.renameSync(file, `${file}.corrupt`);
+}
+
+function asIndexError(err: unknown, file: string): Error {
+  if (err instanceof IndexCorruptError) return err;
+  const code = (err as { code?: string })?.code ?? "";
+  const msg = errorMessage(err);
+  if (code === "SQLITE_CORRUPT" || code === "SQLITE_NOTADB" || code.startsWith("SQLITE_CORRUPT") || /malformed|not a database/i.test(msg)) {
+    return new IndexCorruptError(`search index ${file} is corrupt (${msg})`, { cause: err });
+  }
+  return err instanceof Error ? err : new Error(msg);
 }

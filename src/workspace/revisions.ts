@@ -1,27 +1,42 @@
 import fs from "node:fs";
+import path from "node:path";
 import type Database from "better-sqlite3";
-import type { PreparedBlob } from "./rev-blobs.js";
-import { RevisionCore, realOrResolved } from "./rev-core.js";
+import { ConfigError } from "../errors.js";
+import { BlobStore, decodeBlob, type PreparedBlob } from "./rev-blobs.js";
 import { diffOne, pairRenames, type FileDiffStat } from "./rev-diff.js";
 import { RevisionError } from "./rev-errors.js";
+import {
+  checkRestoreConflicts,
+  dirsOf,
+  ensureParentDirs,
+  lstatOrUndefined,
+  removeEmptiedDirs,
+  removeEmptyTree,
+  unlinkIfPresent,
+  writeAtomically,
+} from "./rev-fs.js";
 import { gcRevisions, revisionStats } from "./rev-gc.js";
-import { restoreInto } from "./rev-restore.js";
-import { snapshotRetrying } from "./rev-snapshot.js";
-import { compareEntries } from "./rev-stat-cache.js";
-import { exportObjects, importBlobs, importObjects, importRevision } from "./rev-transfer.js";
-import { diffTrees, flattenTree, type FlatEntry } from "./rev-tree.js";
-import type {
-  CopyResult,
-  GcResult,
-  RestoreResult,
-  RevisionInfo,
-  RevisionObjects,
-  RevisionStoreOptions,
-  RevisionStoreStats,
-  SnapshotResult,
-  WorkspaceStatus,
+import { scanWorkspace, type ScanResult } from "./rev-scan.js";
+import { cacheFromRows, compareEntries, entryOf, isRacy, sameCache, sameEntry, type CacheEntry, type StatRow } from "./rev-stat-cache.js";
+import { buildTrees, decodeTree, diffTrees, flattenTree, sha256, type FlatEntry, type TreeEntry } from "./rev-tree.js";
+import {
+  DEFAULT_INLINE_BLOB_BYTES,
+  DEFAULT_LARGE_FILE_BYTES,
+  type CopyResult,
+  type GcResult,
+  type RestoreResult,
+  type RevisionInfo,
+  type RevisionObjects,
+  type RevisionStoreOptions,
+  type RevisionStoreStats,
+  type SkippedPath,
+  type SnapshotResult,
+  type WorkspaceStatus,
 } from "./rev-types.js";
-import type { WorkspaceTracker } from "./tracker.js";
+import { assertNotRuntimeState } from "./paths.js";
+import { SCHEMA } from "./rev-schema.js";
+import { WorkspaceTracker } from "./tracker.js";
+import type { StatWalk } from "./walk.js";
 
 // Workspace revisions: the files of a workspace at a checkpoint, recorded content-addressed in the
 // state DB so that rewind and fork can put them back.
@@ -45,6 +60,14 @@ export type { PreparedBlob } from "./rev-blobs.js";
 export * from "./rev-types.js";
 export { renameWorkspaceRevisions } from "./rev-schema.js";
 
+
+/** Restore reads and verifies every blob before touching the workspace; up to this much is kept for the writes. */
+const RESTORE_PRELOAD_BYTES = 256 * 1024 * 1024;
+const TREE_CACHE_MAX = 4096;
+
+/** A blob a snapshot relied on was removed (by a concurrent gc) before the revision was committed. */
+class BlobVanished extends Error {}
+
 /**
  * Content-addressed revisions of one workspace, stored in the state DB (see the module comment).
  * Several stores (several workspaces) may share one DB and its blobs.
@@ -56,18 +79,68 @@ export class RevisionStore {
   readonly blobsDir: string;
   /** The newest walk of the workspace, shared with command feedback (one walk per step). */
   readonly tracker: WorkspaceTracker;
-  /** The DB, statements and caches the snapshot, restore and copy modules work on (rev-core.ts). */
-  private readonly core: RevisionCore;
+  private readonly db: Database.Database;
+  private readonly blobs: BlobStore;
+  private readonly largeBytes: number;
+  private readonly opts: RevisionStoreOptions;
+  private readonly stmts: ReturnType<RevisionStore["prepare"]>;
+  private readonly treeCache = new Map<string, TreeEntry[]>();
+  private cache: Map<string, CacheEntry> | null = null;
+  private cacheGen = -1;
 
   constructor(db: Database.Database, workspace: string, opts: RevisionStoreOptions = {}) {
-    this.core = new RevisionCore(db, workspace, opts);
-    this.workspace = this.core.workspace;
-    this.blobsDir = this.core.blobsDir;
-    this.tracker = this.core.tracker;
+    this.db = db;
+    this.opts = opts;
+    this.workspace = realOrResolved(workspace);
+    if (!opts.blobsDir && (db.memory || db.name === "")) {
+      throw new ConfigError("an in-memory state DB needs an explicit blobsDir for its revision store");
+    }
+    this.blobsDir = opts.blobsDir ?? path.join(path.dirname(db.name), "blobs");
+    this.largeBytes = opts.largeFileBytes ?? DEFAULT_LARGE_FILE_BYTES;
+    if (!db.readonly) db.exec(SCHEMA);
+    this.blobs = new BlobStore(db, this.blobsDir, opts.inlineBlobBytes ?? DEFAULT_INLINE_BLOB_BYTES);
+    this.stmts = this.prepare();
+    this.tracker = new WorkspaceTracker(this.workspace);
+  }
+
+  private prepare() {
+    const db = this.db;
+    return {
+      getTree: db.prepare<[string], { data: Buffer }>("SELECT data FROM ll_rev_trees WHERE hash = ?"),
+      hasTree: db.prepare<[string], { one: number }>("SELECT 1 AS one FROM ll_rev_trees WHERE hash = ?"),
+      putTree: db.prepare("INSERT OR IGNORE INTO ll_rev_trees (hash, data) VALUES (?, ?)"),
+      getRev: db.prepare<[string], { rev_id: string; created_at: string; label: string | null; files: number; bytes: number }>(
+        "SELECT rev_id, created_at, label, files, bytes FROM ll_rev_revisions WHERE rev_id = ?",
+      ),
+      byPrefix: db.prepare<[string, string], { rev_id: string }>(
+        "SELECT rev_id FROM ll_rev_revisions WHERE rev_id >= ? AND rev_id < ? ORDER BY rev_id LIMIT 2",
+      ),
+      putRev: db.prepare(
+        "INSERT OR IGNORE INTO ll_rev_revisions (rev_id, created_at, label, files, bytes) VALUES (?, ?, ?, ?, ?)",
+      ),
+      getHead: db.prepare<[string], { rev_id: string; gen: number; updated_at: string }>(
+        "SELECT rev_id, gen, updated_at FROM ll_rev_heads WHERE workspace = ?",
+      ),
+      putHead: db.prepare(
+        `INSERT INTO ll_rev_heads (workspace, rev_id, gen, updated_at) VALUES (?, ?, 1, ?)
+         ON CONFLICT(workspace) DO UPDATE SET rev_id = excluded.rev_id, gen = ll_rev_heads.gen + 1, updated_at = excluded.updated_at`,
+      ),
+      statRows: db.prepare<[string], StatRow>(
+        "SELECT path, kind, mode, size, mtime, ctime, ino, hash, trusted FROM ll_rev_stat WHERE workspace = ?",
+      ),
+      putStat: db.prepare(
+        `INSERT INTO ll_rev_stat (workspace, path, kind, mode, size, mtime, ctime, ino, hash, trusted)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT(workspace, path) DO UPDATE SET kind = excluded.kind, mode = excluded.mode, size = excluded.size,
+           mtime = excluded.mtime, ctime = excluded.ctime, ino = excluded.ino, hash = excluded.hash, trusted = excluded.trusted`,
+      ),
+      delStat: db.prepare("DELETE FROM ll_rev_stat WHERE workspace = ? AND path = ?"),
+      clearStat: db.prepare("DELETE FROM ll_rev_stat WHERE workspace = ?"),
+    };
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Snapshot (rev-snapshot.ts)
+  // Snapshot
 
   /**
    * Records the workspace as a revision: every non-ignored file and symlink (untracked and shell-made
@@ -77,9 +150,100 @@ export class RevisionStore {
    * walk after a command of this step) is used instead of walking again.
    */
   async snapshot(opts: { label?: string; reuseWalkAfter?: number } = {}): Promise<SnapshotResult> {
-    const r = await snapshotRetrying(this.core, opts);
-    await this.core.opts.afterSnapshot?.(r);
+    const r = await this.snapshotRetrying(opts);
+    await this.opts.afterSnapshot?.(r);
     return r;
+  }
+
+  private async snapshotRetrying(opts: { label?: string; reuseWalkAfter?: number }): Promise<SnapshotResult> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.snapshotOnce(opts);
+      } catch (err) {
+        // A concurrent gc removed a blob between our check and our commit: scan again, which stores it anew.
+        if (err instanceof BlobVanished && attempt < 3) continue;
+        if (err instanceof BlobVanished) {
+          throw new RevisionError("REV_BLOB_MISSING", `snapshot of ${this.workspace} kept losing blobs to a concurrent gc: ${err.message}`);
+        }
+        throw err;
+      }
+    }
+  }
+
+  private async snapshotOnce(opts: { label?: string; reuseWalkAfter?: number }): Promise<SnapshotResult> {
+    const started = performance.now();
+    // Another store or process moved this workspace's head (a restore): a kept walk may predate it.
+    if ((this.stmts.getHead.get(this.workspace)?.gen ?? 0) !== this.cacheGen) this.tracker.invalidate();
+    const base = this.loadCache();
+    const baseGen = this.cacheGen;
+    const baseRev = this.stmts.getHead.get(this.workspace)?.rev_id ?? null;
+    const walk = opts.reuseWalkAfter === undefined ? await this.tracker.walk() : await this.tracker.current(opts.reuseWalkAfter);
+    const scan = await this.scan("store", walk);
+    const files = new Map<string, FlatEntry>();
+    let bytes = 0;
+    for (const [rel, e] of scan.now) {
+      files.set(rel, { kind: e.kind, mode: e.mode, size: e.size, hash: e.hash });
+      bytes += e.size;
+    }
+    const { root, trees } = buildTrees(files);
+    const changed = compareEntries(base, scan.now);
+    const cacheDirty = !sameCache(base, scan.now);
+    let treesWritten = 0;
+    let treeBytesWritten = 0;
+    let reused = root === baseRev;
+
+    if (root !== baseRev || cacheDirty) {
+      this.db.transaction(() => {
+        const head = this.stmts.getHead.get(this.workspace);
+        const stale = (head?.gen ?? 0) !== baseGen;
+        // Blobs this scan found already stored, or hashed from a stale cache, may have been collected
+        // meanwhile; every row the new revision needs is checked under the write lock.
+        const mustExist = stale ? new Set([...scan.now.values()].map((e) => e.hash)) : scan.fresh;
+        for (const e of scan.now.values()) {
+          if (e.kind !== "large" && mustExist.has(e.hash) && !this.blobs.present(e.hash)) throw new BlobVanished(e.hash);
+        }
+        if (root !== head?.rev_id) {
+          for (const [hash, buf] of trees) {
+            if (this.stmts.putTree.run(hash, buf).changes > 0) {
+              treesWritten++;
+              treeBytesWritten += buf.length;
+            }
+          }
+          const r = this.stmts.putRev.run(root, new Date().toISOString(), opts.label ?? null, files.size, bytes);
+          reused = r.changes === 0;
+        }
+        this.writeCache(stale ? null : base, scan.now);
+        this.stmts.putHead.run(this.workspace, root, new Date().toISOString());
+      }).immediate();
+      this.cache = scan.now;
+      this.cacheGen = this.stmts.getHead.get(this.workspace)!.gen;
+    } else {
+      reused = true;
+    }
+
+    return {
+      revId: root,
+      reused,
+      changed,
+      files,
+      stats: {
+        files: files.size,
+        hashed: scan.hashed,
+        bytesHashed: scan.bytesHashed,
+        blobsWritten: scan.blobsWritten,
+        blobBytesWritten: scan.blobBytesWritten,
+        treesWritten,
+        treeBytesWritten,
+        large: scan.large,
+        unreadable: scan.unreadable,
+        ms: performance.now() - started,
+      },
+    };
+  }
+
+  /** Reads a walk against this workspace's stat cache (rev-scan.ts); "store" also stores new contents. */
+  private scan(purpose: "store" | "hash", walk: StatWalk): Promise<ScanResult> {
+    return scanWorkspace({ workspace: this.workspace, walk, cache: this.loadCache(), largeBytes: this.largeBytes, blobs: this.blobs, purpose });
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -87,10 +251,10 @@ export class RevisionStore {
 
   /** Edits made to the workspace since its last revision (by anyone: the agent, a shell, the user); reads only. */
   async status(): Promise<WorkspaceStatus> {
-    const base = this.core.loadCache();
-    const head = this.core.stmts.getHead.get(this.workspace);
+    const base = this.loadCache();
+    const head = this.stmts.getHead.get(this.workspace);
     // Always a new walk: status is how edits made outside the run are found.
-    const scan = await this.core.scan("hash", await this.tracker.walk());
+    const scan = await this.scan("hash", await this.tracker.walk());
     const changed = compareEntries(base, scan.now);
     // An unreadable file cannot be compared; it counts as an edit so nothing is rewound over it blindly.
     for (const rel of scan.unreadable) {
@@ -104,7 +268,7 @@ export class RevisionStore {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Restore (rev-restore.ts)
+  // Restore
 
   /**
    * Makes the workspace that revision: writes what differs (temp file + rename, one file at a time),
@@ -114,7 +278,116 @@ export class RevisionStore {
    * Every blob is read and verified before the first file is changed.
    */
   async restore(revId: string, opts: { dryRun?: boolean } = {}): Promise<RestoreResult> {
-    return restoreInto(this.core, this.resolve(revId), opts.dryRun ?? false);
+    return this.restoreInto(this.resolve(revId), opts.dryRun ?? false);
+  }
+
+  private async restoreInto(revId: string, dryRun: boolean): Promise<RestoreResult> {
+    const started = performance.now();
+    const target = flattenTree(this.loadTree, revId);
+    const scan = await this.scan("hash", await this.tracker.walk());
+    const cur = scan.now;
+    const created: string[] = [];
+    const modified: string[] = [];
+    const deleted: string[] = [];
+    const skipped: SkippedPath[] = scan.unreadable.map((p) => ({ path: p, reason: "unreadable" as const }));
+    const unreadable = new Set(scan.unreadable);
+    const writes: Array<{ rel: string; e: FlatEntry; chmodOnly: boolean }> = [];
+
+    for (const [rel, c] of cur) {
+      if (target.has(rel)) continue;
+      if (c.kind === "large") skipped.push({ path: rel, reason: "large" });
+      else deleted.push(rel);
+    }
+    for (const [rel, t] of target) {
+      // Trees come from this store's own walk, which never records these; a damaged DB still must not
+      // make restore write into .git/ or .ledgerloop/.
+      assertNotRuntimeState(rel);
+      if (unreadable.has(rel)) continue;
+      const c = cur.get(rel);
+      if (t.kind === "large" || c?.kind === "large") {
+        if (!(c && c.kind === t.kind && c.hash === t.hash)) skipped.push({ path: rel, reason: "large" });
+        continue;
+      }
+      if (!c) {
+        created.push(rel);
+        writes.push({ rel, e: t, chmodOnly: false });
+      } else if (c.kind !== t.kind || c.hash !== t.hash) {
+        modified.push(rel);
+        writes.push({ rel, e: t, chmodOnly: false });
+      } else if (c.mode !== t.mode) {
+        modified.push(rel);
+        writes.push({ rel, e: t, chmodOnly: true });
+      }
+    }
+    skipped.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    const result = (): RestoreResult => ({
+      revId,
+      dryRun,
+      created: created.sort(),
+      modified: modified.sort(),
+      deleted: deleted.sort(),
+      skipped,
+      ms: performance.now() - started,
+    });
+
+    // Everything that can fail is checked before the first change: paths blocked by something restore
+    // may not remove, then every blob (read and verified).
+    const deletedSet = new Set(deleted);
+    checkRestoreConflicts(this.workspace, writes, deletedSet);
+    const contents = new Map<string, Buffer>();
+    let held = 0;
+    for (const w of writes) {
+      if (w.chmodOnly || contents.has(w.e.hash)) continue;
+      const data = this.blobs.get(w.e.hash, `${w.rel} in revision ${revId}`);
+      if (held + data.length <= RESTORE_PRELOAD_BYTES) {
+        contents.set(w.e.hash, data);
+        held += data.length;
+      }
+    }
+    if (dryRun) return result();
+
+    this.tracker.invalidate();
+    const targetDirs = dirsOf(target.keys());
+    for (const rel of deleted) unlinkIfPresent(path.join(this.workspace, rel));
+    removeEmptiedDirs(this.workspace, deleted, targetDirs);
+    for (const w of writes) {
+      // A file replacing a directory: what is left of the directory is empty subdirectories.
+      if (!w.chmodOnly && lstatOrUndefined(path.join(this.workspace, w.rel))?.isDirectory()) {
+        removeEmptyTree(path.join(this.workspace, w.rel));
+      }
+    }
+
+    const tWrite = Date.now();
+    const ensured = new Set<string>();
+    const written = new Map<string, CacheEntry>();
+    for (const w of writes) {
+      const abs = path.join(this.workspace, w.rel);
+      ensureParentDirs(this.workspace, w.rel, ensured);
+      if (w.chmodOnly) {
+        fs.chmodSync(abs, w.e.mode);
+      } else {
+        const data = contents.get(w.e.hash) ?? this.blobs.get(w.e.hash, `${w.rel} in revision ${revId}`);
+        writeAtomically(abs, w.rel, w.e, data);
+      }
+      const st = fs.lstatSync(abs);
+      written.set(w.rel, entryOf(w.e.kind, w.e.mode, st, w.e.hash, !isRacy(st, tWrite)));
+    }
+
+    // The stat cache now describes the restored files, so status() is clean and the next snapshot
+    // reads only what changes from here.
+    const next = new Map<string, CacheEntry>();
+    for (const [rel, t] of target) {
+      const c = written.get(rel) ?? cur.get(rel);
+      if (c && c.hash === t.hash && c.kind === t.kind) next.set(rel, c);
+    }
+    this.db.transaction(() => {
+      const head = this.stmts.getHead.get(this.workspace);
+      this.writeCache((head?.gen ?? 0) === this.cacheGen && this.cache ? this.cache : null, next);
+      this.stmts.putHead.run(this.workspace, revId, new Date().toISOString());
+    }).immediate();
+    this.cache = next;
+    this.cacheGen = this.stmts.getHead.get(this.workspace)!.gen;
+    return result();
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -127,8 +400,8 @@ export class RevisionStore {
   async diff(revA: string, revB: string, opts: { stat?: boolean } = {}): Promise<string | FileDiffStat[]> {
     const a = this.resolve(revA);
     const b = this.resolve(revB);
-    const changes = pairRenames(diffTrees(this.core.loadTree, a, b));
-    const read = (hash: string, rel: string) => this.core.blobs.get(hash, rel);
+    const changes = pairRenames(diffTrees(this.loadTree, a, b));
+    const read = (hash: string, rel: string) => this.blobs.get(hash, rel);
     const parts = changes.map((c) => diffOne(c, read));
     if (opts.stat) return parts.map((p) => p.stat);
     return parts.map((p) => p.text).join("");
@@ -154,42 +427,70 @@ export class RevisionStore {
       fs.mkdirSync(newDir, { recursive: true });
     }
     const dir = fs.realpathSync(newDir);
-    if (opts.into) {
-      if (realOrResolved(opts.into.workspace) !== dir) {
-        throw new RevisionError("REV_RESTORE_CONFLICT", `copyTo: the target store is over ${opts.into.workspace}, not ${dir}`);
+    let store = opts.into;
+    if (store) {
+      if (realOrResolved(store.workspace) !== dir) {
+        throw new RevisionError("REV_RESTORE_CONFLICT", `copyTo: the target store is over ${store.workspace}, not ${dir}`);
       }
-      importRevision(this.core, opts.into.core, id);
+      store.importRevision(this, id);
+    } else {
+      store = new RevisionStore(this.db, dir, { ...this.opts, blobsDir: this.blobsDir });
     }
-    const target = opts.into?.core ?? new RevisionCore(this.core.db, dir, { ...this.core.opts, blobsDir: this.blobsDir });
-    const r = await restoreInto(target, id, false);
+    const r = await store.restoreInto(id, false);
     const info = this.info(id)!;
     return { revId: id, dir, files: r.created.length, bytes: info.bytes };
   }
 
+  /** Copies a revision's row, trees and blobs from another store (on another DB) into this one. */
+  private importRevision(from: RevisionStore, revId: string): void {
+    if (from.db === this.db || this.info(revId)) return;
+    const objs = from.exportObjects(revId, { has: (h: string) => this.hasTree(h) });
+    const missing = objs.blobs.filter((h) => !this.hasBlob(h));
+    for (let i = 0; i < missing.length; i += 256) {
+      this.importBlobs(missing.slice(i, i + 256).map((h) => from.storedBlob(h)));
+    }
+    this.importObjects(objs.info, objs.trees);
+  }
+
   // ---------------------------------------------------------------------------------------------
-  // Copying revisions between stores (rev-transfer.ts)
+  // Copying revisions between stores: copyTo across state DBs, the PostgreSQL replica (pg-revisions.ts).
+  // Objects are always stored before the trees that name them, so a store that has a tree has
+  // everything under it, and a copy need not look below a tree the other side has.
 
   /**
    * A revision's row, tree objects (verified) and the blobs they name. Trees for which
    * `skipTrees.has` is true are neither returned nor walked into.
    */
   exportObjects(revId: string, skipTrees: { has(hash: string): boolean } = new Set<string>()): RevisionObjects {
-    return exportObjects(this.core, revId, skipTrees);
+    const info = this.info(revId);
+    if (!info) throw new RevisionError("REV_NOT_FOUND", `no workspace revision ${revId} in this state database`);
+    const trees = new Map<string, Buffer>();
+    const blobs = new Set<string>();
+    const walk = (hash: string) => {
+      if (trees.has(hash) || skipTrees.has(hash)) return;
+      trees.set(hash, this.treeData(hash));
+      for (const e of this.loadTree(hash)) {
+        if (e.kind === "tree") walk(e.hash);
+        else if (e.kind !== "large") blobs.add(e.hash);
+      }
+    };
+    walk(revId);
+    return { info, trees, blobs: [...blobs].sort() };
   }
 
   /** Whether this store has the tree object (and so everything under it). */
   hasTree(hash: string): boolean {
-    return this.core.hasTree(hash);
+    return this.stmts.hasTree.get(hash) !== undefined;
   }
 
   /** Whether this store has the blob (its row, and its file when kept as one). */
   hasBlob(hash: string): boolean {
-    return this.core.blobs.present(hash);
+    return this.blobs.present(hash);
   }
 
   /** A blob in its stored (possibly compressed) form, verified against its hash, for copying it elsewhere. */
   storedBlob(hash: string): PreparedBlob {
-    return this.core.blobs.getStored(hash);
+    return this.blobs.getStored(hash);
   }
 
   /**
@@ -197,7 +498,8 @@ export class RevisionStore {
    * is a RevisionError naming its hash (`from` says where it came from), and nothing of the batch is stored.
    */
   importBlobs(blobs: PreparedBlob[], from?: string): { count: number; bytes: number } {
-    return importBlobs(this.core, blobs, from);
+    for (const b of blobs) decodeBlob(b, from);
+    return this.blobs.putMany(blobs);
   }
 
   /**
@@ -206,53 +508,85 @@ export class RevisionStore {
    * objects are missing is refused with the hash that is missing, never stored half.
    */
   importObjects(info: RevisionInfo, trees: ReadonlyMap<string, Buffer>, from?: string): void {
-    importObjects(this.core, info, trees, from);
+    const about = from ? ` (${from})` : "";
+    const decoded = new Map<string, TreeEntry[]>();
+    for (const [hash, data] of trees) {
+      if (sha256(data) !== hash) {
+        throw new RevisionError("REV_TREE_CORRUPT", `tree object ${hash}${about} is corrupt: its content does not hash to its name`);
+      }
+      decoded.set(hash, decodeTree(data, hash));
+    }
+    this.db.transaction(() => {
+      const seen = new Set<string>();
+      const check = (hash: string) => {
+        if (seen.has(hash)) return;
+        seen.add(hash);
+        const entries = decoded.get(hash);
+        if (!entries) {
+          if (this.hasTree(hash)) return;
+          throw new RevisionError("REV_TREE_MISSING", `tree object ${hash} of revision ${info.revId}${about} was not copied; the revision is not stored`);
+        }
+        for (const e of entries) {
+          if (e.kind === "tree") check(e.hash);
+          else if (e.kind !== "large" && !this.blobs.present(e.hash)) {
+            throw new RevisionError("REV_BLOB_MISSING", `blob ${e.hash} of revision ${info.revId}${about} was not copied; the revision is not stored`);
+          }
+        }
+      };
+      check(info.revId);
+      for (const [hash, data] of trees) this.stmts.putTree.run(hash, data);
+      this.stmts.putRev.run(info.revId, info.createdAt, info.label, info.files, info.bytes);
+    }).immediate();
   }
-
-  // ---------------------------------------------------------------------------------------------
-  // Lookups
 
   /** The full id of a revision given its id or a unique prefix (at least 6 hex digits). */
   resolve(revIdOrPrefix: string): string {
-    return this.core.resolve(revIdOrPrefix);
+    const p = revIdOrPrefix.toLowerCase();
+    if (/^[0-9a-f]{64}$/.test(p) && this.stmts.getRev.get(p)) return p;
+    if (/^[0-9a-f]{6,63}$/.test(p)) {
+      const rows = this.stmts.byPrefix.all(p, `${p}g`);
+      if (rows.length === 1) return rows[0]!.rev_id;
+      if (rows.length > 1) throw new RevisionError("REV_NOT_FOUND", `revision prefix ${revIdOrPrefix} is ambiguous; give more digits`);
+    }
+    throw new RevisionError("REV_NOT_FOUND", `no workspace revision ${JSON.stringify(revIdOrPrefix)} in this state database`);
   }
 
   /** A stored revision, or null. */
   info(revId: string): RevisionInfo | null {
-    return this.core.info(revId);
+    const r = this.stmts.getRev.get(revId);
+    return r ? { revId: r.rev_id, createdAt: r.created_at, label: r.label, files: r.files, bytes: r.bytes } : null;
   }
 
   /** This workspace's current revision (last snapshot or restore), or null before the first. */
   head(): { revId: string; updatedAt: string } | null {
-    const r = this.core.stmts.getHead.get(this.workspace);
+    const r = this.stmts.getHead.get(this.workspace);
     return r ? { revId: r.rev_id, updatedAt: r.updated_at } : null;
   }
 
   /** The files of a revision by workspace-relative path. */
   files(revId: string): Map<string, FlatEntry> {
-    return flattenTree(this.core.loadTree, this.resolve(revId));
+    return flattenTree(this.loadTree, this.resolve(revId));
   }
 
   /** Content of one file (or link target) of a revision. */
   readFile(revId: string, rel: string): Buffer {
     const id = this.resolve(revId);
-    const e = flattenTree(this.core.loadTree, id).get(rel);
+    const e = flattenTree(this.loadTree, id).get(rel);
     if (!e) throw new RevisionError("REV_FILE_NOT_FOUND", `revision ${id} has no file ${rel}`);
     if (e.kind === "large") {
       throw new RevisionError("REV_FILE_NOT_FOUND", `${rel} in revision ${id} is a large file recorded by stat only; its content was not stored`);
     }
-    return this.core.blobs.get(e.hash, `${rel} in revision ${id}`);
+    return this.blobs.get(e.hash, `${rel} in revision ${id}`);
   }
 
   /** Drops this workspace's head and stat cache (e.g. a deleted fork), so gc no longer keeps its head. */
   forget(): void {
-    const core = this.core;
-    core.db.transaction(() => {
-      core.stmts.clearStat.run(this.workspace);
-      core.db.prepare("DELETE FROM ll_rev_heads WHERE workspace = ?").run(this.workspace);
+    this.db.transaction(() => {
+      this.stmts.clearStat.run(this.workspace);
+      this.db.prepare("DELETE FROM ll_rev_heads WHERE workspace = ?").run(this.workspace);
     })();
-    core.cache = null;
-    core.cacheGen = -1;
+    this.cache = null;
+    this.cacheGen = -1;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -264,12 +598,74 @@ export class RevisionStore {
    * snapshot left over an hour ago).
    */
   gc(liveRevIds: Set<string>): GcResult {
-    const core = this.core;
-    return gcRevisions(core.db, { blobs: core.blobs, blobsDir: this.blobsDir, loadTree: core.loadTree, clearTreeCache: () => core.treeCache.clear() }, liveRevIds);
+    return gcRevisions(this.db, { blobs: this.blobs, blobsDir: this.blobsDir, loadTree: this.loadTree, clearTreeCache: () => this.treeCache.clear() }, liveRevIds);
   }
 
   /** Counts and sizes of revisions, trees, blobs and stat cache rows in this state DB. */
   stats(): RevisionStoreStats {
-    return revisionStats(this.core.db);
+    return revisionStats(this.db);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Internals
+
+  /** A tree object as stored, checked against its hash. */
+  private treeData(hash: string): Buffer {
+    const row = this.stmts.getTree.get(hash);
+    if (!row) {
+      throw new RevisionError("REV_TREE_MISSING", `tree object ${hash} is missing from the revision store (a revision refers to it)`);
+    }
+    if (sha256(row.data) !== hash) {
+      throw new RevisionError("REV_TREE_CORRUPT", `tree object ${hash} is corrupt: its content no longer hashes to its name`);
+    }
+    return row.data;
+  }
+
+  /** Tree objects are immutable, so a decoded one can be cached by hash. */
+  private readonly loadTree = (hash: string): TreeEntry[] => {
+    const hit = this.treeCache.get(hash);
+    if (hit) return hit;
+    const entries = decodeTree(this.treeData(hash), hash);
+    if (this.treeCache.size >= TREE_CACHE_MAX) this.treeCache.clear();
+    this.treeCache.set(hash, entries);
+    return entries;
+  };
+
+  /** The stat cache of this workspace, reloaded when another store (or process) moved its head. */
+  private loadCache(): Map<string, CacheEntry> {
+    const gen = this.stmts.getHead.get(this.workspace)?.gen ?? 0;
+    if (this.cache && gen === this.cacheGen) return this.cache;
+    this.cache = this.loadCacheRaw();
+    this.cacheGen = gen;
+    return this.cache;
+  }
+
+  private loadCacheRaw(): Map<string, CacheEntry> {
+    return cacheFromRows(this.stmts.statRows.all(this.workspace));
+  }
+
+  /** Writes the rows that differ between `before` (null: unknown, rewrite all) and `after`. */
+  private writeCache(before: Map<string, CacheEntry> | null, after: Map<string, CacheEntry>): void {
+    if (!before) {
+      this.stmts.clearStat.run(this.workspace);
+      before = new Map();
+    }
+    for (const [rel, e] of after) {
+      const b = before.get(rel);
+      if (b && sameEntry(b, e)) continue;
+      this.stmts.putStat.run(this.workspace, rel, e.kind, e.mode, e.size, e.mtime, e.ctime, e.ino, e.hash, e.trusted ? 1 : 0);
+    }
+    for (const rel of before.keys()) if (!after.has(rel)) this.stmts.delStat.run(this.workspace, rel);
+  }
+}
+
+// -----------------------------------------------------------------------------------------------
+// Helpers
+
+function realOrResolved(p: string): string {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return path.resolve(p);
   }
 }
