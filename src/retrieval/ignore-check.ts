@@ -1,5 +1,4 @@
-import path from "node:path";
-import { isAlwaysSkipped, isIgnored, makeIgnore, readIfExists, type RuleSet } from "../workspace/ignore-rules.js";
+import { isAlwaysSkipped, isIgnored, makeIgnore, readIgnoreFile, type RuleSet } from "../workspace/ignore-rules.js";
 
 /**
  * Answers "would walkFiles list this path?" for single paths without walking the tree: the same
@@ -34,8 +33,8 @@ export class IgnoreChecker {
   private rules(base: string): RuleSet | null {
     const hit = this.cache.get(base);
     if (hit !== undefined) return hit;
-    const file = base === "\0exclude" ? path.join(this.workspace, ".git/info/exclude") : path.join(this.workspace, base, ".gitignore");
-    const text = readIfExists(file);
+    const file = base === "\0exclude" ? ".git/info/exclude" : base === "" ? ".gitignore" : `${base}/.gitignore`;
+    const text = readIgnoreFile(this.workspace, file);
     const set = text === undefined ? null : { base: base === "\0exclude" ? "" : base, ig: makeIgnore(text) };
     this.cache.set(base, set);
     return set;

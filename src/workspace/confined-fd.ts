@@ -1,4 +1,5 @@
 import fs from "node:fs";
+import { nameOfBytes, shownName } from "./byte-names.js";
 
 // The descriptor-level steps of the confined reader (confined.ts): /proc/self/fd paths, byte paths,
 // and errors that name the workspace path rather than the /proc one.
@@ -32,7 +33,7 @@ export function split(p: Buffer): Buffer[] {
 /** The component is "..". */
 export const isDotDot = (b: Buffer) => b.length === 2 && b[0] === 0x2e && b[1] === 0x2e;
 /** A path as error messages show it. */
-export const shown = (p: string | Buffer) => JSON.stringify(Buffer.isBuffer(p) ? p.toString("utf8") : p);
+export const shown = (p: string | Buffer) => JSON.stringify(shownName(Buffer.isBuffer(p) ? nameOfBytes(p) : p));
 
 /** Closes every descriptor given (nulls skipped). */
 export function closeAll(fds: Iterable<number | null>): void {

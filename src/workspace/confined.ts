@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { PathEscapeError, WorkspaceFileError } from "../errors.js";
+import { bytesOfName } from "./byte-names.js";
 import { C, closeAll, emptyDir, errno, errnoAt, isDotDot, MAX_SYMLINK_HOPS, O_PATH, proc, shown, SLASH, split, syncDir } from "./confined-fd.js";
 
 // The one way ledgerloop itself reads and writes workspace paths on the host. The workspace is the
@@ -13,7 +14,7 @@ import { C, closeAll, emptyDir, errno, errnoAt, isDotDot, MAX_SYMLINK_HOPS, O_PA
 // (read, fchmod, renamed into place) is then the object held by a file descriptor, not a path that
 // could lead elsewhere a moment later. Names are bytes: a name that is not UTF-8 is kept as it is.
 
-/** A workspace-relative path: a string, or bytes when the name is not valid UTF-8. */
+/** A workspace-relative path: bytes, or a string as byte-names.ts makes them (non-UTF-8 bytes escaped). */
 export type RelPath = string | Buffer;
 
 /** How symlinks along a path are treated: followed while they stay beneath the root, or refused. */
@@ -63,7 +64,7 @@ export class ConfinedDir {
    * directories along the way are created (and a symlink among them refused whatever the policy).
    */
   private walk(rel: RelPath, mode: "follow" | "nofollow" | "parent" | "resolve", mkdirs?: number): Walked {
-    const raw = Buffer.isBuffer(rel) ? rel : Buffer.from(rel);
+    const raw = Buffer.isBuffer(rel) ? rel : bytesOfName(rel);
     if (raw.includes(0)) throw new PathEscapeError(`Path ${shown(rel)} contains a NUL byte.`);
     let pending = split(this.beneath(raw, rel, "is outside"));
     const dirs = [fs.openSync(this.root, O_PATH | C.O_DIRECTORY)];
@@ -340,7 +341,7 @@ export class ConfinedDir {
     this.with(rel, "parent", (w) => {
       if (!w.name) throw errno("EEXIST", "file already exists", rel);
       try {
-        fs.symlinkSync(target, proc(w.dirs.at(-1)!, w.name));
+        fs.symlinkSync(Buffer.isBuffer(target) ? target : bytesOfName(target), proc(w.dirs.at(-1)!, w.name));
       } catch (err) {
         throw errnoAt(err, rel);
       }

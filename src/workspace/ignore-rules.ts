@@ -1,6 +1,5 @@
-import { readFileSync } from "node:fs";
-import path from "node:path";
 import ignore, { type Ignore } from "ignore";
+import { confined } from "./confined.js";
 
 // The one implementation of "is this path gitignored here?", shared by the one walker (walk.ts:
 // the files the agent sees, command feedback, revisions) and the single-path check (retrieval/ignore-check.ts).
@@ -19,11 +18,18 @@ export function makeIgnore(text: string): Ignore {
   return ignore({ ignorecase: IGNORE_CASE }).add(text.replace(/^\uFEFF/, ""));
 }
 
-/** A file's text, or undefined when it cannot be read (absent, a directory, no permission). */
-export function readIfExists(file: string): string | undefined {
+const MAX_IGNORE_FILE_BYTES = 1 << 20;
+
+/**
+ * The text of an ignore file in the workspace, or undefined when there is none to read (absent, a
+ * directory, a symlink, a FIFO, larger than 1 MiB, no permission). Read through the confined reader
+ * with no link followed: the file is the agent's, so a link to a host file or a FIFO that would block
+ * the walk are not ignore rules.
+ */
+export function readIgnoreFile(workspace: string, rel: string): string | undefined {
   try {
     // Sync: an async readFile is four thread-pool round trips, which dominates a walk.
-    return readFileSync(file, "utf8");
+    return confined(workspace, { links: "never" }).readFile(rel, { maxBytes: MAX_IGNORE_FILE_BYTES }).toString("utf8");
   } catch {
     return undefined;
   }
@@ -58,12 +64,12 @@ export function isIgnored(rules: RuleSet[], rel: string, isDir: boolean): boolea
  * purpose: what the agent sees must not depend on whose machine it runs on.
  */
 export function excludeRules(workspace: string): RuleSet[] {
-  const exclude = readIfExists(path.join(workspace, ".git", "info", "exclude"));
+  const exclude = readIgnoreFile(workspace, ".git/info/exclude");
   return exclude === undefined ? [] : [{ base: "", ig: makeIgnore(exclude) }];
 }
 
 /** `rules` plus the .gitignore of `dirRel`, when it has one. */
 export function withGitignore(workspace: string, dirRel: string, rules: RuleSet[]): RuleSet[] {
-  const text = readIfExists(path.join(workspace, dirRel, ".gitignore"));
+  const text = readIgnoreFile(workspace, dirRel === "" ? ".gitignore" : `${dirRel}/.gitignore`);
   return text === undefined ? rules : [...rules, { base: dirRel, ig: makeIgnore(text) }];
 }

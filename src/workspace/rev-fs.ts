@@ -1,13 +1,15 @@
 import fs from "node:fs";
-import path from "node:path";
 import type { Stats } from "node:fs";
 import { errorMessage, PathEscapeError, WorkspaceFileError } from "../errors.js";
-import { confined } from "./confined.js";
+import { nameOfBytes } from "./byte-names.js";
+import { confined, type ConfinedDir } from "./confined.js";
 import { RevisionError } from "./rev-errors.js";
 import type { FlatEntry } from "./rev-tree.js";
 
 // File system steps of snapshot and restore: reading an entry without following links, and changing
 // the workspace one path at a time (temp file + rename), never through anything but real directories.
+// Every step goes through the confined reader/writer (confined.ts) with no link followed: the
+// workspace is the agent's, and a directory swapped for a symlink must not lead a restore out.
 
 /** What {@link readEntry} found. */
 export type ReadResult =
@@ -60,21 +62,25 @@ export function readEntry(workspace: string, rel: string, kind: "file" | "symlin
   }
 }
 
-/** lstat, or undefined when nothing is there (a parent may be a file: ENOTDIR). */
-export function lstatOrUndefined(abs: string): Stats | undefined {
+/**
+ * lstat through the confined writer, or null when nothing is there or the way there is not a real
+ * directory (a symlink on the way: nothing of the revision's can be there).
+ */
+export function lstatHere(ws: ConfinedDir, rel: string): Stats | null {
   try {
-    return fs.lstatSync(abs);
+    return ws.lstatOrNull(rel);
   } catch (err) {
-    if (isGone(err)) return undefined;
+    if (err instanceof PathEscapeError) return null;
     throw err;
   }
 }
 
-export function unlinkIfPresent(abs: string): void {
+/** Removes the file or symlink at `rel` (never what a link points at); nothing there is fine. */
+export function unlinkIfPresent(ws: ConfinedDir, rel: string): void {
   try {
-    fs.unlinkSync(abs);
+    ws.rm(rel, { force: true });
   } catch (err) {
-    if (!isGone(err)) throw err;
+    if (!(err instanceof PathEscapeError)) throw err;
   }
 }
 
@@ -99,24 +105,24 @@ export function dirsOf(paths: Iterable<string>): Set<string> {
 }
 
 /** Removes directories left empty by deleting `deleted`, deepest first, except those the revision has. */
-export function removeEmptiedDirs(workspace: string, deleted: string[], keep: Set<string>): void {
+export function removeEmptiedDirs(ws: ConfinedDir, deleted: string[], keep: Set<string>): void {
   const candidates = [...dirsOf(deleted)].filter((d) => !keep.has(d));
   candidates.sort((a, b) => b.split("/").length - a.split("/").length);
   for (const dir of candidates) {
     try {
-      fs.rmdirSync(path.join(workspace, dir));
+      ws.rmdir(dir);
     } catch {
       // Not empty (ignored files, .git) or gone: leave it.
     }
   }
 }
 
-/** First entry under directory `abs` that restore will not delete (not a directory, not in `deleted`), if any. */
-export function keptContent(abs: string, rel: string, deleted: Set<string>): string | undefined {
-  for (const e of fs.readdirSync(abs, { withFileTypes: true })) {
-    const r = `${rel}/${e.name}`;
+/** First entry under directory `rel` that restore will not delete (not a directory, not in `deleted`), if any. */
+export function keptContent(ws: ConfinedDir, rel: string, deleted: Set<string>): string | undefined {
+  for (const e of ws.readdir(rel)) {
+    const r = `${rel}/${nameOfBytes(e.name)}`;
     if (e.isDirectory()) {
-      const found = keptContent(path.join(abs, e.name), r, deleted);
+      const found = keptContent(ws, r, deleted);
       if (found !== undefined) return found;
     } else if (!deleted.has(r)) {
       return r;
@@ -126,24 +132,25 @@ export function keptContent(abs: string, rel: string, deleted: Set<string>): str
 }
 
 /** Removes a tree of empty directories, bottom-up; rmdir refuses anything that is not empty. */
-export function removeEmptyTree(abs: string): void {
-  for (const e of fs.readdirSync(abs, { withFileTypes: true })) if (e.isDirectory()) removeEmptyTree(path.join(abs, e.name));
-  fs.rmdirSync(abs);
+export function removeEmptyTree(ws: ConfinedDir, rel: string): void {
+  for (const e of ws.readdir(rel)) if (e.isDirectory()) removeEmptyTree(ws, `${rel}/${nameOfBytes(e.name)}`);
+  ws.rmdir(rel);
 }
 
-/** Replaces `abs` with the entry's content (or symlink) through a temp file in the same directory. */
-export function writeAtomically(abs: string, rel: string, e: FlatEntry, data: Buffer): void {
-  const tmp = path.join(path.dirname(abs), `.${path.basename(abs)}.ll-restore-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
+/**
+ * Replaces `rel` with the entry's content (or symlink): a file atomically (temp file + rename in the
+ * held directory), a symlink by removing what is there and making the link. Never through a link.
+ */
+export function writeEntry(ws: ConfinedDir, rel: string, e: FlatEntry, data: Buffer): void {
   try {
     if (e.kind === "symlink") {
-      fs.symlinkSync(data.toString("utf8"), tmp);
+      if (lstatHere(ws, rel)?.isDirectory()) throw Object.assign(new Error("EISDIR"), { code: "EISDIR" });
+      ws.rm(rel, { force: true });
+      ws.symlink(data, rel);
     } else {
-      fs.writeFileSync(tmp, data, { flag: "wx", mode: e.mode });
-      fs.chmodSync(tmp, e.mode); // the umask narrowed the mode given to open()
+      ws.writeFile(rel, data, { mode: e.mode });
     }
-    fs.renameSync(tmp, abs);
   } catch (err) {
-    fs.rmSync(tmp, { force: true });
     const code = (err as NodeJS.ErrnoException).code;
     if (code === "EISDIR" || code === "ENOTEMPTY" || code === "EEXIST") {
       throw new RevisionError(
@@ -161,7 +168,7 @@ export function writeAtomically(abs: string, rel: string, e: FlatEntry, data: Bu
  * symlink (ignored, large, unreadable) where the revision needs a directory, or a directory holding
  * such things where the revision has a file.
  */
-export function checkRestoreConflicts(workspace: string, writes: Array<{ rel: string; chmodOnly: boolean }>, deleted: Set<string>): void {
+export function checkRestoreConflicts(ws: ConfinedDir, writes: Array<{ rel: string; chmodOnly: boolean }>, deleted: Set<string>): void {
   const checked = new Set<string>();
   for (const w of writes) {
     if (w.chmodOnly) continue;
@@ -171,7 +178,7 @@ export function checkRestoreConflicts(workspace: string, writes: Array<{ rel: st
       dir = dir === "" ? parts[i]! : `${dir}/${parts[i]}`;
       if (checked.has(dir)) continue;
       checked.add(dir);
-      const st = lstatOrUndefined(path.join(workspace, dir));
+      const st = lstatHere(ws, dir);
       if (st && !st.isDirectory() && !deleted.has(dir)) {
         throw new RevisionError(
           "REV_RESTORE_CONFLICT",
@@ -180,9 +187,8 @@ export function checkRestoreConflicts(workspace: string, writes: Array<{ rel: st
         );
       }
     }
-    const abs = path.join(workspace, w.rel);
-    if (lstatOrUndefined(abs)?.isDirectory()) {
-      const kept = keptContent(abs, w.rel, deleted);
+    if (lstatHere(ws, w.rel)?.isDirectory()) {
+      const kept = keptContent(ws, w.rel, deleted);
       if (kept !== undefined) {
         throw new RevisionError(
           "REV_RESTORE_CONFLICT",
@@ -195,15 +201,14 @@ export function checkRestoreConflicts(workspace: string, writes: Array<{ rel: st
 }
 
 /** Creates the parent directories of `rel`, refusing to go through anything but a real directory. */
-export function ensureParentDirs(workspace: string, rel: string, ensured: Set<string>): void {
+export function ensureParentDirs(ws: ConfinedDir, rel: string, ensured: Set<string>): void {
   const parts = rel.split("/");
   let dir = "";
   for (let i = 0; i < parts.length - 1; i++) {
     dir = dir === "" ? parts[i]! : `${dir}/${parts[i]}`;
     if (ensured.has(dir)) continue;
-    const abs = path.join(workspace, dir);
-    const st = lstatOrUndefined(abs);
-    if (!st) fs.mkdirSync(abs);
+    const st = lstatHere(ws, dir);
+    if (!st) ws.mkdirp(dir);
     else if (!st.isDirectory()) {
       throw new RevisionError(
         "REV_RESTORE_CONFLICT",

@@ -9,11 +9,11 @@ import {
   checkRestoreConflicts,
   dirsOf,
   ensureParentDirs,
-  lstatOrUndefined,
+  lstatHere,
   removeEmptiedDirs,
   removeEmptyTree,
   unlinkIfPresent,
-  writeAtomically,
+  writeEntry,
 } from "./rev-fs.js";
 import { gcRevisions, revisionStats } from "./rev-gc.js";
 import { scanWorkspace, type ScanResult } from "./rev-scan.js";
@@ -34,6 +34,7 @@ import {
   type WorkspaceStatus,
 } from "./rev-types.js";
 import { assertNotRuntimeState } from "./paths.js";
+import { confined } from "./confined.js";
 import { SCHEMA } from "./rev-schema.js";
 import { WorkspaceTracker } from "./tracker.js";
 import type { StatWalk } from "./walk.js";
@@ -333,7 +334,8 @@ export class RevisionStore {
     // Everything that can fail is checked before the first change: paths blocked by something restore
     // may not remove, then every blob (read and verified).
     const deletedSet = new Set(deleted);
-    checkRestoreConflicts(this.workspace, writes, deletedSet);
+    const ws = confined(this.workspace, { links: "never" });
+    checkRestoreConflicts(ws, writes, deletedSet);
     const contents = new Map<string, Buffer>();
     let held = 0;
     for (const w of writes) {
@@ -348,28 +350,25 @@ export class RevisionStore {
 
     this.tracker.invalidate();
     const targetDirs = dirsOf(target.keys());
-    for (const rel of deleted) unlinkIfPresent(path.join(this.workspace, rel));
-    removeEmptiedDirs(this.workspace, deleted, targetDirs);
+    for (const rel of deleted) unlinkIfPresent(ws, rel);
+    removeEmptiedDirs(ws, deleted, targetDirs);
     for (const w of writes) {
       // A file replacing a directory: what is left of the directory is empty subdirectories.
-      if (!w.chmodOnly && lstatOrUndefined(path.join(this.workspace, w.rel))?.isDirectory()) {
-        removeEmptyTree(path.join(this.workspace, w.rel));
-      }
+      if (!w.chmodOnly && lstatHere(ws, w.rel)?.isDirectory()) removeEmptyTree(ws, w.rel);
     }
 
     const tWrite = Date.now();
     const ensured = new Set<string>();
     const written = new Map<string, CacheEntry>();
     for (const w of writes) {
-      const abs = path.join(this.workspace, w.rel);
-      ensureParentDirs(this.workspace, w.rel, ensured);
+      ensureParentDirs(ws, w.rel, ensured);
       if (w.chmodOnly) {
-        fs.chmodSync(abs, w.e.mode);
+        ws.fchmod(w.rel, () => w.e.mode);
       } else {
         const data = contents.get(w.e.hash) ?? this.blobs.get(w.e.hash, `${w.rel} in revision ${revId}`);
-        writeAtomically(abs, w.rel, w.e, data);
+        writeEntry(ws, w.rel, w.e, data);
       }
-      const st = fs.lstatSync(abs);
+      const st = ws.lstat(w.rel);
       written.set(w.rel, entryOf(w.e.kind, w.e.mode, st, w.e.hash, !isRacy(st, tWrite)));
     }
 

@@ -1,4 +1,4 @@
-import { lstatSync } from "node:fs";
+import { confined } from "./confined.js";
 import path from "node:path";
 import { IgnoreChecker } from "../retrieval/ignore-check.js";
 import { diffSnapshots, fileStatsOf, type FileChanges } from "./files.js";
@@ -66,12 +66,14 @@ export class WorkspaceTracker {
     }
     const ignore = new IgnoreChecker(this.workspace);
     const byRel = new Map(this.kept.entries.map((e) => [e.rel, e]));
+    const ws = confined(this.workspace, { links: "never" });
     for (const rel of rels) {
       byRel.delete(rel);
       if (ignore.isIgnored(rel)) continue;
       let st;
       try {
-        st = lstatSync(path.join(this.workspace, rel), { throwIfNoEntry: false });
+        // No link followed on the way either: what the walk would list, nothing it would not.
+        st = ws.lstatOrNull(rel) ?? undefined;
       } catch {
         st = undefined;
       }

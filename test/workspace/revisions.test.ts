@@ -175,11 +175,12 @@ describe("snapshot", () => {
     await store.snapshot();
     await settle();
 
-    // Workspace files are opened through the confined reader (by descriptor, not by path).
+    // Workspace files are opened through the confined reader (by descriptor, not by path); so are
+    // the ignore files the walk reads (.git/info/exclude), which are not content.
     const opened: string[] = [];
     const real = ConfinedDir.prototype.openRead;
     vi.spyOn(ConfinedDir.prototype, "openRead").mockImplementation(function (this: ConfinedDir, rel) {
-      if (this.root === ws) opened.push(String(rel));
+      if (this.root === ws && !String(rel).startsWith(".git/")) opened.push(String(rel));
       return real.call(this, rel);
     });
     write({ "d3/f3.ts": "export const v3 = 'changed';\n" });
