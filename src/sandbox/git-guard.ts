@@ -1,6 +1,6 @@
-import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import { nameOfBytes } from "../workspace/byte-names.js";
 import { confined } from "../workspace/confined.js";
 
 /**
@@ -61,12 +61,22 @@ export interface GuardReport {
 /** Files of a git directory that decide what git runs or where it looks (checked at level `none`). */
 const CONTROL_FILES = ["config", "config.worktree", "commondir", "gitdir", "info/attributes", "objects/info/alternates"];
 
-/** Reads `p` or null. */
+/** The regular file at `p` (the name itself not followed, no FIFO or device opened), capped, or null. */
 function readOrNull(p: string): Buffer | null {
+  let fd: number;
   try {
-    return fs.readFileSync(p);
+    fd = fs.openSync(p, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK | fs.constants.O_NOCTTY);
   } catch {
     return null;
+  }
+  try {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile() || st.size > MAX_CONTROL_BYTES) return null;
+    return fs.readFileSync(fd);
+  } catch {
+    return null;
+  } finally {
+    fs.closeSync(fd);
   }
 }
 
@@ -116,19 +126,64 @@ export function gitProtectPaths(workspace: string, entries: string[]): string[] 
   return [...out];
 }
 
-/** Content of the control files and hooks of one git directory, keyed by path. */
-function controlSnapshot(gitDir: string): Map<string, Buffer | null> {
-  const snap = new Map<string, Buffer | null>();
-  for (const f of CONTROL_FILES) snap.set(path.join(gitDir, f), readOrNull(path.join(gitDir, f)));
-  const hooks = path.join(gitDir, "hooks");
-  let names: string[] = [];
+/** One file the guard keeps at level `none`: where it is (a root ledgerloop knows, and a name beneath it) and what it held. */
+interface Kept {
+  root: string;
+  rel: string;
+  was: Buffer | null;
+}
+
+const MAX_CONTROL_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The bytes of `rel` beneath `root`, or null when there is nothing there. Read by descriptor with no
+ * symlink followed, not the name itself nor a directory on the way: a link, a FIFO or a device in
+ * its place reads as a marker that differs from any content, so it counts as a change, and the
+ * guard itself never opens what it points at (a FIFO would block it; a host file is not its to read).
+ */
+function readKept(root: string, rel: string): Buffer | null {
+  const ws = confined(root, { links: "never" });
+  let st: fs.Stats | null;
   try {
-    names = fs.readdirSync(hooks);
+    st = ws.lstatOrNull(rel);
   } catch {
-    // no hooks directory
+    return Buffer.from("\0through a symlink");
   }
-  for (const n of names) snap.set(path.join(hooks, n), readOrNull(path.join(hooks, n)));
-  snap.set(`${hooks}/`, Buffer.from(names.sort().join("\n")));
+  if (!st) return null;
+  if (!st.isFile()) return Buffer.from(`\0not a regular file (mode ${st.mode.toString(8)})`);
+  try {
+    return ws.readFile(rel, { maxBytes: MAX_CONTROL_BYTES });
+  } catch (err) {
+    return Buffer.from(`\0unreadable: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
+  }
+}
+
+/** Puts back `was` at `rel` beneath `root` (null: removes what is there), replacing rather than writing through, never through a link. */
+function putBack(k: Kept): void {
+  const ws = confined(k.root, { links: "never" });
+  ws.rm(k.rel, { recursive: true, force: true });
+  if (k.was !== null) ws.writeFile(k.rel, k.was, { mkdirs: true });
+}
+
+/** Names in the directory `rel` beneath `root` (no link followed), or none. */
+function namesIn(root: string, rel: string): string[] {
+  try {
+    return confined(root, { links: "never" })
+      .readdir(rel)
+      .map((e) => nameOfBytes(e.name));
+  } catch {
+    return [];
+  }
+}
+
+/** Content of the control files and hooks of one git directory, keyed by path. */
+function controlSnapshot(gitDir: string): Map<string, Kept> {
+  const snap = new Map<string, Kept>();
+  const keep = (rel: string) => snap.set(path.join(gitDir, rel), { root: gitDir, rel, was: readKept(gitDir, rel) });
+  for (const f of CONTROL_FILES) keep(f);
+  const names = namesIn(gitDir, "hooks");
+  for (const n of names) keep(`hooks/${n}`);
+  snap.set(`${path.join(gitDir, "hooks")}/`, { root: gitDir, rel: "hooks", was: Buffer.from(names.sort().join("\n")) });
   return snap;
 }
 
@@ -142,7 +197,7 @@ export class WorkspaceGuard {
   private known: Set<string> | null = null;
   private knownPaths: Buffer[] = [];
   private configBefore: Buffer | null = null;
-  private control: Map<string, Buffer | null> | null = null;
+  private control: Map<string, Kept> | null = null;
   /**
    * Identity of the known `.git` entries before the command (level `none`: they can be moved):
    * inode and birth time, as a freed inode number is soon given to the next file made.
@@ -184,7 +239,7 @@ export class WorkspaceGuard {
   /** Records what `after` compares against. */
   before(): void {
     this.gitEntries();
-    this.configBefore = readOrNull(path.join(this.workspace, CONFIG_FILE_NAME));
+    this.configBefore = readKept(this.workspace, CONFIG_FILE_NAME);
     if (this.opts.detectControlChanges) {
       this.control = new Map();
       this.inodes.clear();
@@ -194,7 +249,7 @@ export class WorkspaceGuard {
         const dir = gitDirOf(e);
         if (dir) for (const [k, v] of controlSnapshot(dir)) this.control.set(k, v);
         // A gitfile's own text decides where git looks.
-        if (dir !== e) this.control.set(e, readOrNull(e));
+        if (dir !== e) this.control.set(e, { root: this.workspace, rel: path.relative(this.workspace, e), was: readKept(this.workspace, path.relative(this.workspace, e)) });
       }
     }
   }
@@ -250,35 +305,27 @@ export class WorkspaceGuard {
         `moved away ${rel(g)}, which the command created${kept ? ` (kept as ${rel(kept)})` : ""}: a git repository or gitfile inside the workspace would make the user's git run what the agent configured (make scratch repositories under /tmp instead)`,
       );
     }
-    const cfg = path.join(this.workspace, CONFIG_FILE_NAME);
-    if (!sameFile(cfg, this.configBefore)) {
-      restore(cfg, this.configBefore);
+    if (!sameBytes(readKept(this.workspace, CONFIG_FILE_NAME), this.configBefore)) {
+      putBack({ root: this.workspace, rel: CONFIG_FILE_NAME, was: this.configBefore });
       violations.push(`restored ${CONFIG_FILE_NAME}, which the command ${this.configBefore ? "changed" : "created"}: the run's own configuration is not the agent's to change`);
     }
     if (this.control) {
       const changed: string[] = [];
-      for (const [p, was] of this.control) {
+      for (const [p, k] of this.control) {
         if (p.endsWith("/")) continue;
-        if (!sameFile(p, was)) {
-          restore(p, was);
+        if (!sameBytes(readKept(k.root, k.rel), k.was)) {
+          putBack(k);
           changed.push(rel(p));
         }
       }
       // Hooks the command added (the listing above only covers hooks that existed).
       for (const [p, listing] of this.control) {
         if (!p.endsWith("/")) continue;
-        const dir = p.slice(0, -1);
-        const was = new Set((listing?.toString("utf8") ?? "").split("\n").filter(Boolean));
-        let names: string[] = [];
-        try {
-          names = fs.readdirSync(dir);
-        } catch {
-          // gone
-        }
-        for (const n of names) {
+        const was = new Set((listing.was?.toString("utf8") ?? "").split("\n").filter(Boolean));
+        for (const n of namesIn(listing.root, listing.rel)) {
           if (was.has(n)) continue;
-          fs.rmSync(path.join(dir, n), { recursive: true, force: true });
-          changed.push(rel(path.join(dir, n)));
+          confined(listing.root, { links: "never" }).rm(`${listing.rel}/${n}`, { recursive: true, force: true });
+          changed.push(rel(path.join(listing.root, listing.rel, n)));
         }
       }
       if (changed.length) {
@@ -370,24 +417,8 @@ export class WorkspaceGuard {
   }
 }
 
-/** `p` is a regular file (not a symlink to one) holding exactly `was`, or absent when `was` is null. */
-function sameFile(p: string, was: Buffer | null): boolean {
-  const st = lstatOrNull(p);
-  if (!st) return was === null;
-  return st.isFile() && sameBytes(readOrNull(p), was);
-}
-
 function sameBytes(a: Buffer | null, b: Buffer | null): boolean {
   if (a === null || b === null) return a === b;
   return a.equals(b);
 }
 
-/** Puts back `content` at `p` (null: removes it), replacing rather than writing through the old inode. */
-function restore(p: string, content: Buffer | null): void {
-  fs.rmSync(p, { recursive: true, force: true });
-  if (content === null) return;
-  fs.mkdirSync(path.dirname(p), { recursive: true });
-  const tmp = `${p}.ll-restore-${crypto.randomBytes(4).toString("hex")}`;
-  fs.writeFileSync(tmp, content);
-  fs.renameSync(tmp, p);
-}

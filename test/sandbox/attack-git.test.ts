@@ -146,6 +146,28 @@ describe.each(LEVELS)("level %s", (level) => {
         expect(r.stderr).toMatch(/ledgerloop: moved away sub\/\.git/);
       });
 
+      it("the repository's hooks swapped for a link to a host directory: the host directory is left alone", async () => {
+        // The guard's own clean-up must not follow the link: at level none it lists and removes
+        // "new hooks", which through the link would be the host directory's files.
+        const host = path.join(area, "host-dir");
+        fs.mkdirSync(host);
+        fs.writeFileSync(path.join(host, "precious"), "keep me\n");
+        fs.writeFileSync(path.join(ws, ".git/hooks/pre-commit.sample"), "#!/bin/sh\n");
+        await run(`rm -rf .git/hooks; ln -s ${host} .git/hooks`);
+        expect(fs.readFileSync(path.join(host, "precious"), "utf8")).toBe("keep me\n");
+        expect(userGitIsSafe([ws])).toBe(true);
+      });
+
+      it("a FIFO put in place of the repository's config does not hang the guard", async () => {
+        const r = await run("mv .git/config .git/config.old; mkfifo .git/config; echo done");
+        expect(r.stdout).toContain("done");
+        if (level === "none") {
+          // Put back as the regular file it was.
+          expect(fs.lstatSync(path.join(ws, ".git/config")).isFile()).toBe(true);
+          expect(r.violations?.join("\n")).toMatch(/config/);
+        }
+      }, 60_000);
+
       it("git read commands still work in the sandbox", async () => {
         const r = await run("echo b > b.txt; git status --short; git log --format=%s -1");
         expect(r.stdout).toContain("?? b.txt");

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import fs from "node:fs/promises";
+import { confined } from "../../workspace/confined.js";
 import { z } from "zod";
 import { resolveInWorkspace } from "../../workspace/paths.js";
 import { replaceFile } from "../../workspace/replace-file.js";
@@ -22,6 +22,13 @@ function occurrences(haystack: string, needle: string): number[] {
   return at;
 }
 
+const MAX_EDIT_BYTES = 16 * 1024 * 1024;
+
+/** The file's text, read on the host through the confined reader: a link is followed only while it stays inside. */
+function readText(workspace: string, rel: string): string {
+  return confined(workspace).readFile(rel, { maxBytes: MAX_EDIT_BYTES }).toString("utf8");
+}
+
 const lineOf = (text: string, index: number) => text.slice(0, index).split("\n").length;
 
 /** Replaces one exact occurrence of a text in a file. */
@@ -38,8 +45,12 @@ export const editFileTool = defineTool({
   writes: "reported",
   async prepare(args, ctx) {
     const p = resolveInWorkspace(ctx.workspace, args.path, { write: true });
-    const text = await fs.readFile(p.abs, "utf8").catch(() => null);
-    if (text === null) return null;
+    let text: string;
+    try {
+      text = readText(ctx.workspace, p.rel);
+    } catch {
+      return null;
+    }
     const at = occurrences(text, args.oldText);
     if (at.length !== 1) return null;
     const after = text.slice(0, at[0]) + args.newText + text.slice(at[0]! + args.oldText.length);
@@ -49,11 +60,15 @@ export const editFileTool = defineTool({
     const p = resolveInWorkspace(ctx.workspace, args.path, { write: true });
     let text: string;
     try {
-      text = await fs.readFile(p.abs, "utf8");
+      text = readText(ctx.workspace, p.rel);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "ENOENT") return toolError(`No such file: ${p.rel}. To create a file use write_file.`);
-      if (code === "EISDIR") return toolError(`${p.rel} is a directory.`);
+      if (code === "NOT_A_REGULAR_FILE") {
+        const isDir = confined(ctx.workspace).stat(p.rel).isDirectory();
+        return toolError(isDir ? `${p.rel} is a directory.` : `${p.rel} is not a regular file.`);
+      }
+      if (code === "FILE_TOO_LARGE") return toolError(`${p.rel} is larger than ${MAX_EDIT_BYTES} bytes; edit it with a command.`);
       throw err;
     }
     if (ctx.guard) {

@@ -1,4 +1,4 @@
-import fs from "node:fs/promises";
+import { confined } from "../../workspace/confined.js";
 import { z } from "zod";
 import { resolveInWorkspace } from "../../workspace/paths.js";
 import { replaceFile } from "../../workspace/replace-file.js";
@@ -27,7 +27,7 @@ export const writeFileTool = defineTool({
     const p = resolveInWorkspace(ctx.workspace, args.path, { write: true });
     let existed = true;
     try {
-      const st = await fs.stat(p.abs);
+      const st = confined(ctx.workspace).stat(p.rel);
       if (st.isDirectory()) return toolError(`${p.rel} is a directory; give a file path.`);
     } catch {
       existed = false;
