@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { nameOfBytes } from "../workspace/byte-names.js";
 import { confined } from "../workspace/confined.js";
+import { readRegularNoFollow } from "../workspace/confined-fd.js";
 
 /**
  * The workspace guard: what no command may leave behind, at any isolation level.
@@ -63,21 +64,7 @@ const CONTROL_FILES = ["config", "config.worktree", "commondir", "gitdir", "info
 
 /** The regular file at `p` (the name itself not followed, no FIFO or device opened), capped, or null. */
 function readOrNull(p: string): Buffer | null {
-  let fd: number;
-  try {
-    fd = fs.openSync(p, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK | fs.constants.O_NOCTTY);
-  } catch {
-    return null;
-  }
-  try {
-    const st = fs.fstatSync(fd);
-    if (!st.isFile() || st.size > MAX_CONTROL_BYTES) return null;
-    return fs.readFileSync(fd);
-  } catch {
-    return null;
-  } finally {
-    fs.closeSync(fd);
-  }
+  return readRegularNoFollow(p, MAX_CONTROL_BYTES);
 }
 
 function lstatOrNull(p: string | Buffer): fs.BigIntStats | null {

@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import { readRegularNoFollow } from "../workspace/confined-fd.js";
 import { isPlaceholderValue, isSecretKey } from "./key-value.js";
 import { entropy } from "./generic.js";
 
@@ -49,14 +50,10 @@ export function parseDotenv(text: string): Array<[string, string]> {
 export function secretValuesFromDotenv(dir: string): string[] {
   const out = new Set<string>();
   for (const file of dotenvFiles(dir)) {
-    let text: string;
-    try {
-      const st = fs.statSync(file);
-      if (!st.isFile() || st.size > MAX_FILE) continue;
-      text = fs.readFileSync(file, "utf8");
-    } catch {
-      continue;
-    }
+    // A link is followed (a .env linked to a shared one is common, and its values are only hidden,
+    // never shown); a FIFO the agent put there is never opened, so it cannot block the run.
+    const text = readRegularNoFollow(file, MAX_FILE, { follow: true })?.toString("utf8");
+    if (text === undefined) continue;
     for (const [key, value] of parseDotenv(text)) {
       if (value.length < 6 || isPlaceholderValue(value)) continue;
       if (isSecretKey(key, true) || looksRandom(value)) out.add(value);

@@ -89,3 +89,27 @@ export function emptyDir(dir: number): void {
   }
 }
 
+
+/**
+ * The regular file at `p` (a path ledgerloop itself chose, whose last name the agent may control),
+ * or null: the last name is not followed when it is a symlink, a FIFO or device is never opened
+ * (O_NONBLOCK, then fstat), and a file larger than `maxBytes` is not read. With `follow`, a
+ * symlink is followed (for files only read to learn what to hide, never shown).
+ */
+export function readRegularNoFollow(p: string, maxBytes: number, opts: { follow?: boolean } = {}): Buffer | null {
+  let fd: number;
+  try {
+    fd = fs.openSync(p, C.O_RDONLY | (opts.follow ? 0 : C.O_NOFOLLOW) | C.O_NONBLOCK | C.O_NOCTTY);
+  } catch {
+    return null;
+  }
+  try {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile() || st.size > maxBytes) return null;
+    return fs.readFileSync(fd);
+  } catch {
+    return null;
+  } finally {
+    fs.closeSync(fd);
+  }
+}

@@ -21,6 +21,7 @@
 import { execFile, spawn, type ChildProcessByStdio } from "node:child_process";
 import type { Readable } from "node:stream";
 import fs from "node:fs";
+import { readRegularNoFollow } from "./confined-fd.js";
 import path from "node:path";
 
 /** Where a workspace's repository is, as ledgerloop located it. */
@@ -148,12 +149,8 @@ function lstatOrNull(p: string): fs.Stats | null {
 
 /** The git directory a gitfile names (relative targets from its directory), or null. */
 function gitfileTarget(entry: string): string | null {
-  let text: string;
-  try {
-    text = fs.readFileSync(entry, "utf8");
-  } catch {
-    return null;
-  }
+  const text = readRegularNoFollow(entry, 64 * 1024)?.toString("utf8");
+  if (text === undefined) return null;
   const m = /^gitdir:\s*(.+?)\s*$/m.exec(text);
   return m ? path.resolve(path.dirname(entry), m[1]!) : null;
 }
