@@ -1,4 +1,3 @@
-import path from "node:path";
 import { prepareBlob, type BlobStore, type PreparedBlob } from "./rev-blobs.js";
 import { readEntry } from "./rev-fs.js";
 import { entryOf, isRacy, sameStat, type CacheEntry } from "./rev-stat-cache.js";

@@ -1,7 +1,19 @@
 import type Database from "better-sqlite3";
+import type { StatRow } from "./rev-stat-cache.js";
 
-// The tables of the revision store (see revisions.ts for what each holds and in which order a
-// snapshot writes them), and moving a workspace's rows to a new path.
+// The tables of the revision store (revisions.ts), and moving a workspace's rows to a new path.
+//
+//   ll_rev_blobs      file contents by sha256, deduplicated (rev-blobs.ts: small ones inline, big ones
+//                     as files under <stateDir>/blobs/)
+//   ll_rev_trees      one object per directory (rev-tree.ts); the root tree's hash is the revision id
+//   ll_rev_revisions  the revisions (id, time, label, file count, bytes)
+//   ll_rev_heads      per workspace: the revision it was last snapshotted as or restored to
+//   ll_rev_stat       per workspace and path: the stat of the file when that head was taken, and its
+//                     hash, so an unchanged file is not read again
+//
+// Ordering makes a crash harmless: blobs are committed first (files fsync'd before their rows), the
+// trees, the revision row, the stat cache and the head last, in one transaction. A crash in between
+// leaves blobs nothing refers to, which gc removes; no revision is ever visible half-written.
 
 export const SCHEMA = `
 CREATE TABLE IF NOT EXISTS ll_rev_trees (
@@ -48,4 +60,58 @@ export function renameWorkspaceRevisions(db: Database.Database, from: string, to
   db.prepare("DELETE FROM ll_rev_stat WHERE workspace = ?").run(to);
   // The stat rows keep their inode and ctime: a copied file differs in both, so it is read again.
   db.prepare("UPDATE ll_rev_stat SET workspace = ? WHERE workspace = ?").run(to, from);
+}
+
+type Stmt<P extends unknown[] = unknown[], R = unknown> = Database.Statement<P, R>;
+
+/** The prepared statements a revision store runs. */
+export interface RevisionStatements {
+  getTree: Stmt<[string], { data: Buffer }>;
+  hasTree: Stmt<[string], { one: number }>;
+  putTree: Stmt;
+  getRev: Stmt<[string], { rev_id: string; created_at: string; label: string | null; files: number; bytes: number }>;
+  byPrefix: Stmt<[string, string], { rev_id: string }>;
+  putRev: Stmt;
+  getHead: Stmt<[string], { rev_id: string; gen: number; updated_at: string }>;
+  putHead: Stmt;
+  statRows: Stmt<[string], StatRow>;
+  putStat: Stmt;
+  delStat: Stmt;
+  clearStat: Stmt;
+}
+
+/** The statements of a revision store over `db`. */
+export function prepareRevisionStatements(db: Database.Database): RevisionStatements {
+  return {
+    getTree: db.prepare<[string], { data: Buffer }>("SELECT data FROM ll_rev_trees WHERE hash = ?"),
+    hasTree: db.prepare<[string], { one: number }>("SELECT 1 AS one FROM ll_rev_trees WHERE hash = ?"),
+    putTree: db.prepare("INSERT OR IGNORE INTO ll_rev_trees (hash, data) VALUES (?, ?)"),
+    getRev: db.prepare<[string], { rev_id: string; created_at: string; label: string | null; files: number; bytes: number }>(
+      "SELECT rev_id, created_at, label, files, bytes FROM ll_rev_revisions WHERE rev_id = ?",
+    ),
+    byPrefix: db.prepare<[string, string], { rev_id: string }>(
+      "SELECT rev_id FROM ll_rev_revisions WHERE rev_id >= ? AND rev_id < ? ORDER BY rev_id LIMIT 2",
+    ),
+    putRev: db.prepare(
+      "INSERT OR IGNORE INTO ll_rev_revisions (rev_id, created_at, label, files, bytes) VALUES (?, ?, ?, ?, ?)",
+    ),
+    getHead: db.prepare<[string], { rev_id: string; gen: number; updated_at: string }>(
+      "SELECT rev_id, gen, updated_at FROM ll_rev_heads WHERE workspace = ?",
+    ),
+    putHead: db.prepare(
+      `INSERT INTO ll_rev_heads (workspace, rev_id, gen, updated_at) VALUES (?, ?, 1, ?)
+       ON CONFLICT(workspace) DO UPDATE SET rev_id = excluded.rev_id, gen = ll_rev_heads.gen + 1, updated_at = excluded.updated_at`,
+    ),
+    statRows: db.prepare<[string], StatRow>(
+      "SELECT path, kind, mode, size, mtime, ctime, ino, hash, trusted FROM ll_rev_stat WHERE workspace = ?",
+    ),
+    putStat: db.prepare(
+      `INSERT INTO ll_rev_stat (workspace, path, kind, mode, size, mtime, ctime, ino, hash, trusted)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT(workspace, path) DO UPDATE SET kind = excluded.kind, mode = excluded.mode, size = excluded.size,
+         mtime = excluded.mtime, ctime = excluded.ctime, ino = excluded.ino, hash = excluded.hash, trusted = excluded.trusted`,
+    ),
+    delStat: db.prepare("DELETE FROM ll_rev_stat WHERE workspace = ? AND path = ?"),
+    clearStat: db.prepare("DELETE FROM ll_rev_stat WHERE workspace = ?"),
+  };
 }

@@ -5,20 +5,14 @@ import { ConfigError } from "../errors.js";
 import { BlobStore, decodeBlob, type PreparedBlob } from "./rev-blobs.js";
 import { diffOne, pairRenames, type FileDiffStat } from "./rev-diff.js";
 import { RevisionError } from "./rev-errors.js";
-import {
-  checkRestoreConflicts,
-  dirsOf,
-  ensureParentDirs,
-  lstatHere,
-  removeEmptiedDirs,
-  removeEmptyTree,
-  unlinkIfPresent,
-  writeEntry,
-} from "./rev-fs.js";
+import { dirsOf } from "./rev-fs.js";
+import { checkCopyComplete, decodeCopiedTrees, prepareCopyTarget, reachableObjects } from "./rev-transfer.js";
+import { TreeObjects } from "./rev-tree-objects.js";
+import { applyRestore, checkRestore, planRestore, type RestoreWrite } from "./rev-restore.js";
 import { gcRevisions, revisionStats } from "./rev-gc.js";
 import { scanWorkspace, type ScanResult } from "./rev-scan.js";
-import { cacheFromRows, compareEntries, entryOf, isRacy, sameCache, sameEntry, type CacheEntry, type StatRow } from "./rev-stat-cache.js";
-import { buildTrees, decodeTree, diffTrees, flattenTree, sha256, type FlatEntry, type TreeEntry } from "./rev-tree.js";
+import { cacheFromRows, compareEntries, sameCache, sameEntry, type CacheEntry } from "./rev-stat-cache.js";
+import { buildTrees, diffTrees, flattenTree, type FlatEntry, type TreeEntry } from "./rev-tree.js";
 import {
   DEFAULT_INLINE_BLOB_BYTES,
   DEFAULT_LARGE_FILE_BYTES,
@@ -29,30 +23,17 @@ import {
   type RevisionObjects,
   type RevisionStoreOptions,
   type RevisionStoreStats,
-  type SkippedPath,
   type SnapshotResult,
   type WorkspaceStatus,
 } from "./rev-types.js";
-import { assertNotRuntimeState } from "./paths.js";
 import { confined } from "./confined.js";
-import { SCHEMA } from "./rev-schema.js";
+import { prepareRevisionStatements, SCHEMA, type RevisionStatements } from "./rev-schema.js";
 import { WorkspaceTracker } from "./tracker.js";
 import type { StatWalk } from "./walk.js";
 
 // Workspace revisions: the files of a workspace at a checkpoint, recorded content-addressed in the
-// state DB so that rewind and fork can put them back.
-//
-//   ll_rev_blobs      file contents by sha256, deduplicated (rev-blobs.ts: small ones inline, big ones
-//                     as files under <stateDir>/blobs/)
-//   ll_rev_trees      one object per directory (rev-tree.ts); the root tree's hash is the revision id
-//   ll_rev_revisions  the revisions (id, time, label, file count, bytes)
-//   ll_rev_heads      per workspace: the revision it was last snapshotted as or restored to
-//   ll_rev_stat       per workspace and path: the stat of the file when that head was taken, and its
-//                     hash, so an unchanged file is not read again
-//
-// Ordering makes a crash harmless: blobs are committed first (files fsync'd before their rows), the
-// trees, the revision row, the stat cache and the head last, in one transaction. A crash in between
-// leaves blobs nothing refers to, which gc removes; no revision is ever visible half-written.
+// state DB so that rewind and fork can put them back. The tables, and the order that makes a crash
+// harmless, are described in rev-schema.ts.
 
 export { RevisionError, type RevisionErrorCode } from "./rev-errors.js";
 export { formatStat, type FileDiffStat } from "./rev-diff.js";
@@ -64,7 +45,6 @@ export { renameWorkspaceRevisions } from "./rev-schema.js";
 
 /** Restore reads and verifies every blob before touching the workspace; up to this much is kept for the writes. */
 const RESTORE_PRELOAD_BYTES = 256 * 1024 * 1024;
-const TREE_CACHE_MAX = 4096;
 
 /** A blob a snapshot relied on was removed (by a concurrent gc) before the revision was committed. */
 class BlobVanished extends Error {}
@@ -84,8 +64,9 @@ export class RevisionStore {
   private readonly blobs: BlobStore;
   private readonly largeBytes: number;
   private readonly opts: RevisionStoreOptions;
-  private readonly stmts: ReturnType<RevisionStore["prepare"]>;
-  private readonly treeCache = new Map<string, TreeEntry[]>();
+  private readonly stmts: RevisionStatements;
+  private readonly trees: TreeObjects;
+  private readonly loadTree: (hash: string) => TreeEntry[];
   private cache: Map<string, CacheEntry> | null = null;
   private cacheGen = -1;
 
@@ -100,44 +81,10 @@ export class RevisionStore {
     this.largeBytes = opts.largeFileBytes ?? DEFAULT_LARGE_FILE_BYTES;
     if (!db.readonly) db.exec(SCHEMA);
     this.blobs = new BlobStore(db, this.blobsDir, opts.inlineBlobBytes ?? DEFAULT_INLINE_BLOB_BYTES);
-    this.stmts = this.prepare();
+    this.stmts = prepareRevisionStatements(db);
+    this.trees = new TreeObjects((hash) => this.stmts.getTree.get(hash));
+    this.loadTree = this.trees.load;
     this.tracker = new WorkspaceTracker(this.workspace);
-  }
-
-  private prepare() {
-    const db = this.db;
-    return {
-      getTree: db.prepare<[string], { data: Buffer }>("SELECT data FROM ll_rev_trees WHERE hash = ?"),
-      hasTree: db.prepare<[string], { one: number }>("SELECT 1 AS one FROM ll_rev_trees WHERE hash = ?"),
-      putTree: db.prepare("INSERT OR IGNORE INTO ll_rev_trees (hash, data) VALUES (?, ?)"),
-      getRev: db.prepare<[string], { rev_id: string; created_at: string; label: string | null; files: number; bytes: number }>(
-        "SELECT rev_id, created_at, label, files, bytes FROM ll_rev_revisions WHERE rev_id = ?",
-      ),
-      byPrefix: db.prepare<[string, string], { rev_id: string }>(
-        "SELECT rev_id FROM ll_rev_revisions WHERE rev_id >= ? AND rev_id < ? ORDER BY rev_id LIMIT 2",
-      ),
-      putRev: db.prepare(
-        "INSERT OR IGNORE INTO ll_rev_revisions (rev_id, created_at, label, files, bytes) VALUES (?, ?, ?, ?, ?)",
-      ),
-      getHead: db.prepare<[string], { rev_id: string; gen: number; updated_at: string }>(
-        "SELECT rev_id, gen, updated_at FROM ll_rev_heads WHERE workspace = ?",
-      ),
-      putHead: db.prepare(
-        `INSERT INTO ll_rev_heads (workspace, rev_id, gen, updated_at) VALUES (?, ?, 1, ?)
-         ON CONFLICT(workspace) DO UPDATE SET rev_id = excluded.rev_id, gen = ll_rev_heads.gen + 1, updated_at = excluded.updated_at`,
-      ),
-      statRows: db.prepare<[string], StatRow>(
-        "SELECT path, kind, mode, size, mtime, ctime, ino, hash, trusted FROM ll_rev_stat WHERE workspace = ?",
-      ),
-      putStat: db.prepare(
-        `INSERT INTO ll_rev_stat (workspace, path, kind, mode, size, mtime, ctime, ino, hash, trusted)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT(workspace, path) DO UPDATE SET kind = excluded.kind, mode = excluded.mode, size = excluded.size,
-           mtime = excluded.mtime, ctime = excluded.ctime, ino = excluded.ino, hash = excluded.hash, trusted = excluded.trusted`,
-      ),
-      delStat: db.prepare("DELETE FROM ll_rev_stat WHERE workspace = ? AND path = ?"),
-      clearStat: db.prepare("DELETE FROM ll_rev_stat WHERE workspace = ?"),
-    };
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -287,90 +234,23 @@ export class RevisionStore {
     const target = flattenTree(this.loadTree, revId);
     const scan = await this.scan("hash", await this.tracker.walk());
     const cur = scan.now;
-    const created: string[] = [];
-    const modified: string[] = [];
-    const deleted: string[] = [];
-    const skipped: SkippedPath[] = scan.unreadable.map((p) => ({ path: p, reason: "unreadable" as const }));
-    const unreadable = new Set(scan.unreadable);
-    const writes: Array<{ rel: string; e: FlatEntry; chmodOnly: boolean }> = [];
-
-    for (const [rel, c] of cur) {
-      if (target.has(rel)) continue;
-      if (c.kind === "large") skipped.push({ path: rel, reason: "large" });
-      else deleted.push(rel);
-    }
-    for (const [rel, t] of target) {
-      // Trees come from this store's own walk, which never records these; a damaged DB still must not
-      // make restore write into .git/ or .ledgerloop/.
-      assertNotRuntimeState(rel);
-      if (unreadable.has(rel)) continue;
-      const c = cur.get(rel);
-      if (t.kind === "large" || c?.kind === "large") {
-        if (!(c && c.kind === t.kind && c.hash === t.hash)) skipped.push({ path: rel, reason: "large" });
-        continue;
-      }
-      if (!c) {
-        created.push(rel);
-        writes.push({ rel, e: t, chmodOnly: false });
-      } else if (c.kind !== t.kind || c.hash !== t.hash) {
-        modified.push(rel);
-        writes.push({ rel, e: t, chmodOnly: false });
-      } else if (c.mode !== t.mode) {
-        modified.push(rel);
-        writes.push({ rel, e: t, chmodOnly: true });
-      }
-    }
-    skipped.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    const plan = planRestore(target, scan);
     const result = (): RestoreResult => ({
       revId,
       dryRun,
-      created: created.sort(),
-      modified: modified.sort(),
-      deleted: deleted.sort(),
-      skipped,
+      created: plan.created,
+      modified: plan.modified,
+      deleted: plan.deleted,
+      skipped: plan.skipped,
       ms: performance.now() - started,
     });
-
-    // Everything that can fail is checked before the first change: paths blocked by something restore
-    // may not remove, then every blob (read and verified).
-    const deletedSet = new Set(deleted);
     const ws = confined(this.workspace, { links: "never" });
-    checkRestoreConflicts(ws, writes, deletedSet);
-    const contents = new Map<string, Buffer>();
-    let held = 0;
-    for (const w of writes) {
-      if (w.chmodOnly || contents.has(w.e.hash)) continue;
-      const data = this.blobs.get(w.e.hash, `${w.rel} in revision ${revId}`);
-      if (held + data.length <= RESTORE_PRELOAD_BYTES) {
-        contents.set(w.e.hash, data);
-        held += data.length;
-      }
-    }
+    const blob = (w: RestoreWrite) => this.blobs.get(w.e.hash, `${w.rel} in revision ${revId}`);
+    const contents = checkRestore(ws, plan, blob, RESTORE_PRELOAD_BYTES);
     if (dryRun) return result();
 
     this.tracker.invalidate();
-    const targetDirs = dirsOf(target.keys());
-    for (const rel of deleted) unlinkIfPresent(ws, rel);
-    removeEmptiedDirs(ws, deleted, targetDirs);
-    for (const w of writes) {
-      // A file replacing a directory: what is left of the directory is empty subdirectories.
-      if (!w.chmodOnly && lstatHere(ws, w.rel)?.isDirectory()) removeEmptyTree(ws, w.rel);
-    }
-
-    const tWrite = Date.now();
-    const ensured = new Set<string>();
-    const written = new Map<string, CacheEntry>();
-    for (const w of writes) {
-      ensureParentDirs(ws, w.rel, ensured);
-      if (w.chmodOnly) {
-        ws.fchmod(w.rel, () => w.e.mode);
-      } else {
-        const data = contents.get(w.e.hash) ?? this.blobs.get(w.e.hash, `${w.rel} in revision ${revId}`);
-        writeEntry(ws, w.rel, w.e, data);
-      }
-      const st = ws.lstat(w.rel);
-      written.set(w.rel, entryOf(w.e.kind, w.e.mode, st, w.e.hash, !isRacy(st, tWrite)));
-    }
+    const written = applyRestore(ws, plan, dirsOf(target.keys()), (w) => contents.get(w.e.hash) ?? blob(w));
 
     // The stat cache now describes the restored files, so status() is clean and the next snapshot
     // reads only what changes from here.
@@ -414,18 +294,7 @@ export class RevisionStore {
    */
   async copyTo(revId: string, newDir: string, opts: { into?: RevisionStore } = {}): Promise<CopyResult> {
     const id = this.resolve(revId);
-    if (fs.existsSync(newDir)) {
-      const present = fs.readdirSync(newDir).filter((n) => n !== ".ledgerloop");
-      if (present.length > 0) {
-        throw new RevisionError(
-          "REV_TARGET_NOT_EMPTY",
-          `cannot copy revision ${id} into ${newDir}: the directory is not empty (${present.slice(0, 3).join(", ")}${present.length > 3 ? ", …" : ""})`,
-        );
-      }
-    } else {
-      fs.mkdirSync(newDir, { recursive: true });
-    }
-    const dir = fs.realpathSync(newDir);
+    const dir = prepareCopyTarget(newDir, id);
     let store = opts.into;
     if (store) {
       if (realOrResolved(store.workspace) !== dir) {
@@ -452,9 +321,8 @@ export class RevisionStore {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Copying revisions between stores: copyTo across state DBs, the PostgreSQL replica (pg-revisions.ts).
-  // Objects are always stored before the trees that name them, so a store that has a tree has
-  // everything under it, and a copy need not look below a tree the other side has.
+  // Copying revisions between stores: copyTo across state DBs, the PostgreSQL replica (pg-revisions.ts);
+  // the checks are in rev-transfer.ts.
 
   /**
    * A revision's row, tree objects (verified) and the blobs they name. Trees for which
@@ -463,18 +331,7 @@ export class RevisionStore {
   exportObjects(revId: string, skipTrees: { has(hash: string): boolean } = new Set<string>()): RevisionObjects {
     const info = this.info(revId);
     if (!info) throw new RevisionError("REV_NOT_FOUND", `no workspace revision ${revId} in this state database`);
-    const trees = new Map<string, Buffer>();
-    const blobs = new Set<string>();
-    const walk = (hash: string) => {
-      if (trees.has(hash) || skipTrees.has(hash)) return;
-      trees.set(hash, this.treeData(hash));
-      for (const e of this.loadTree(hash)) {
-        if (e.kind === "tree") walk(e.hash);
-        else if (e.kind !== "large") blobs.add(e.hash);
-      }
-    };
-    walk(revId);
-    return { info, trees, blobs: [...blobs].sort() };
+    return { info, ...reachableObjects(revId, this.trees.data, this.loadTree, skipTrees) };
   }
 
   /** Whether this store has the tree object (and so everything under it). */
@@ -508,31 +365,9 @@ export class RevisionStore {
    */
   importObjects(info: RevisionInfo, trees: ReadonlyMap<string, Buffer>, from?: string): void {
     const about = from ? ` (${from})` : "";
-    const decoded = new Map<string, TreeEntry[]>();
-    for (const [hash, data] of trees) {
-      if (sha256(data) !== hash) {
-        throw new RevisionError("REV_TREE_CORRUPT", `tree object ${hash}${about} is corrupt: its content does not hash to its name`);
-      }
-      decoded.set(hash, decodeTree(data, hash));
-    }
+    const decoded = decodeCopiedTrees(trees, about);
     this.db.transaction(() => {
-      const seen = new Set<string>();
-      const check = (hash: string) => {
-        if (seen.has(hash)) return;
-        seen.add(hash);
-        const entries = decoded.get(hash);
-        if (!entries) {
-          if (this.hasTree(hash)) return;
-          throw new RevisionError("REV_TREE_MISSING", `tree object ${hash} of revision ${info.revId}${about} was not copied; the revision is not stored`);
-        }
-        for (const e of entries) {
-          if (e.kind === "tree") check(e.hash);
-          else if (e.kind !== "large" && !this.blobs.present(e.hash)) {
-            throw new RevisionError("REV_BLOB_MISSING", `blob ${e.hash} of revision ${info.revId}${about} was not copied; the revision is not stored`);
-          }
-        }
-      };
-      check(info.revId);
+      checkCopyComplete(info, decoded, { tree: (h) => this.hasTree(h), blob: (h) => this.blobs.present(h) }, about);
       for (const [hash, data] of trees) this.stmts.putTree.run(hash, data);
       this.stmts.putRev.run(info.revId, info.createdAt, info.label, info.files, info.bytes);
     }).immediate();
@@ -597,7 +432,7 @@ export class RevisionStore {
    * snapshot left over an hour ago).
    */
   gc(liveRevIds: Set<string>): GcResult {
-    return gcRevisions(this.db, { blobs: this.blobs, blobsDir: this.blobsDir, loadTree: this.loadTree, clearTreeCache: () => this.treeCache.clear() }, liveRevIds);
+    return gcRevisions(this.db, { blobs: this.blobs, blobsDir: this.blobsDir, loadTree: this.loadTree, clearTreeCache: () => this.trees.clear() }, liveRevIds);
   }
 
   /** Counts and sizes of revisions, trees, blobs and stat cache rows in this state DB. */
@@ -607,28 +442,6 @@ export class RevisionStore {
 
   // ---------------------------------------------------------------------------------------------
   // Internals
-
-  /** A tree object as stored, checked against its hash. */
-  private treeData(hash: string): Buffer {
-    const row = this.stmts.getTree.get(hash);
-    if (!row) {
-      throw new RevisionError("REV_TREE_MISSING", `tree object ${hash} is missing from the revision store (a revision refers to it)`);
-    }
-    if (sha256(row.data) !== hash) {
-      throw new RevisionError("REV_TREE_CORRUPT", `tree object ${hash} is corrupt: its content no longer hashes to its name`);
-    }
-    return row.data;
-  }
-
-  /** Tree objects are immutable, so a decoded one can be cached by hash. */
-  private readonly loadTree = (hash: string): TreeEntry[] => {
-    const hit = this.treeCache.get(hash);
-    if (hit) return hit;
-    const entries = decodeTree(this.treeData(hash), hash);
-    if (this.treeCache.size >= TREE_CACHE_MAX) this.treeCache.clear();
-    this.treeCache.set(hash, entries);
-    return entries;
-  };
 
   /** The stat cache of this workspace, reloaded when another store (or process) moved its head. */
   private loadCache(): Map<string, CacheEntry> {
