@@ -5,9 +5,10 @@ import { assertNewThread, newThreadId, startThread } from "../runs/start.js";
 import type { ProgressEvent, Runtime } from "../runtime.js";
 import type { DriveResult } from "../runs/drive.js";
 import { writeRunReport } from "../report/write-run-report.js";
-import { cliCommand, intOption, log, printJson, reconnectMsOf, reconnectOption, stateOption, workspaceOptions, exitCodeForStatus } from "./common.js";
+import { cliCommand, log, printJson, reconnectMsOf, reconnectOption, stateOption, workspaceOptions, exitCodeForStatus } from "./common.js";
 import { stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
 import { logLevelOption } from "./logs.js";
+import { RUN_FLAG_SETTINGS, SANDBOX_FLAG_SETTINGS, settingOptions, settingsFromFlags } from "./setting-flags.js";
 
 export interface RunArgs extends WorkspaceArgs {
   thread?: string;
@@ -18,6 +19,9 @@ export interface RunArgs extends WorkspaceArgs {
   maxSteps?: number;
   toolCallFormat?: "native" | "text";
   budget?: number;
+  retrieval?: "hybrid" | "lexical";
+  vectors?: "chroma" | "off";
+  embedder?: string;
   quiet?: boolean;
   approve?: "ask" | "auto" | "deny";
   sandbox?: "auto" | "bwrap" | "unshare" | "none";
@@ -42,26 +46,9 @@ export function sandboxSettings(args: Pick<RunArgs, "approve" | "sandbox" | "all
   };
 }
 
-/** Adds the sandbox and approval flags shared by run and resume. */
+/** Adds the sandbox, approval and budget flags shared by run, resume, submit and exec (generated from the settings). */
 export function sandboxOptions(cmd: Command, opts: { approveFlag?: string } = {}): Command {
-  const flag = opts.approveFlag ?? "--approve";
-  return cmd
-    .option(`${flag} <mode>`, "commands the policy wants approved: ask (pause and ask), auto (approve), deny (refuse)", (v: string) => {
-      if (!["ask", "auto", "deny"].includes(v)) throw new CliError(`${flag} must be ask, auto or deny, got "${v}"`, 2, "CONFIG_INVALID");
-      return v;
-    })
-    .option("--sandbox <level>", "isolation: auto (strongest available), bwrap, unshare or none", (v: string) => {
-      if (!["auto", "bwrap", "unshare", "none"].includes(v)) throw new CliError(`--sandbox must be auto, bwrap, unshare or none, got "${v}"`, 2, "CONFIG_INVALID");
-      return v;
-    })
-    .option("--allow-network", "let commands use the network (network tools and installs are then allowed)")
-    .option("--allow <command...>", "also allow these commands (a program, or a program and leading arguments)")
-    .option("--max-cost <usd>", "pause the run (budget_exhausted, exit 3) once its model calls cost this many USD; resume with a higher one", (v: string) => {
-      const n = Number(v);
-      if (!Number.isFinite(n) || n <= 0) throw new CliError(`--max-cost must be a positive number of USD, got "${v}"`, 2, "CONFIG_INVALID");
-      return n;
-    })
-    .option("--max-tokens <n>", "pause the run (budget_exhausted, exit 3) once its model calls used this many tokens; resume with a higher one", intOption("--max-tokens"));
+  return settingOptions(cmd, SANDBOX_FLAG_SETTINGS, { rename: opts.approveFlag ? { approve: opts.approveFlag } : {} });
 }
 
 /** Prints the loud warning for a sandbox that does not isolate. */
@@ -156,12 +143,8 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
       workspace: dry?.copy ?? args.workspace ?? process.cwd(),
       stateDir: args.stateDir,
       ...(stateUrlOf(args) ? { stateUrl: stateUrlOf(args) } : {}),
+      ...settingsFromFlags(args as unknown as Record<string, unknown>, RUN_FLAG_SETTINGS),
       model,
-      ...(args.summaryModel ? { summaryModel: args.summaryModel } : {}),
-      ...(args.maxSteps ? { maxSteps: args.maxSteps } : {}),
-      ...(args.toolCallFormat ? { toolCallFormat: args.toolCallFormat } : {}),
-      ...(args.budget ? { budgetTokens: args.budget } : {}),
-      ...sandboxSettings(args),
     },
     {
       progress: progressPrinter(args.quiet),
@@ -201,21 +184,16 @@ export function registerRun(program: Command): void {
       .description("start a new run of the agent on a task")
       .argument("<task>", "what the agent should do")
       .option("-t, --thread <id>", "run id (default: generated)")
-      .option("-m, --model <spec>", "openai:<name> or scripted:<trajectory.json> (default: $LEDGERLOOP_MODEL)")
-      .option("--summary-model <spec>", "a cheaper model for plan, summarize and reflect; decide stays on --model (also `summaryModel` in ledgerloop.config.json)")
-      .option("--max-steps <n>", "stop after this many decide steps", intOption("--max-steps"))
-      .option("--tool-call-format <format>", "native (the provider's tool calling) or text (tools in the prompt, calls parsed from the answer: for models served without tool calling)", (v: string) => {
-        if (v !== "native" && v !== "text") throw new CliError(`--tool-call-format must be native or text, got "${v}"`, 2, "CONFIG_INVALID");
-        return v;
-      })
-      .option("--budget <tokens>", "prompt budget in tokens, at least 1000 (default: the model's window minus its reserved output)", intOption("--budget"))
       .option("--json", "print one JSON object with the outcome on stdout")
       .option("-q, --quiet", "no progress lines")
       .option("--dry-run", "run on a throwaway copy of the workspace; print the diff and commands; `ledgerloop apply <thread>` applies it"),
   );
-  stateOption(program.commands.at(-1)!);
-  reconnectOption(program.commands.at(-1)!);
-  logLevelOption(sandboxOptions(program.commands.at(-1)!)).action(async (task: string, opts: RunArgs) => {
+  const cmd = program.commands.at(-1)!;
+  // Every run setting with a flag (settings-surface.ts), generated from its declaration.
+  settingOptions(cmd, RUN_FLAG_SETTINGS, { short: { model: "-m" } });
+  stateOption(cmd);
+  reconnectOption(cmd);
+  logLevelOption(cmd).action(async (task: string, opts: RunArgs) => {
     const { result } = await handleRun(task, opts);
     process.exitCode = exitCodeForStatus(result.status);
   });
