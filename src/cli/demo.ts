@@ -57,6 +57,10 @@ export async function handleDemo(args: DemoArgs): Promise<DriveResult> {
     log(`  ${ll} ledger ${result.thread} -w ${runtime.workspace} --file services/orders/server.js`);
     log(`  ${ll} web -w ${runtime.workspace}`);
     log(`  cd ${runtime.workspace} && npm test`);
+    log(`Travel in time (each prints what to run next):`);
+    log(`  ${ll} history ${result.thread} -w ${runtime.workspace} --step 4        # the checkpoint before step 4 acted`);
+    log(`  ${ll} diff ${result.thread} -w ${runtime.workspace} --stat             # what the run changed`);
+    log(`  ${ll} replay ${result.thread} -w ${runtime.workspace}                  # re-run it from the ledger, no model calls`);
     if (ll !== "ledgerloop") log(`(to type just \`ledgerloop\`: \`npm link\` in ${path.dirname(path.dirname(ll.slice("node ".length)))}, or \`npm i -g\` of its packed tarball)`);
   }
   return result;

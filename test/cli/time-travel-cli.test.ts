@@ -20,6 +20,30 @@ describe("time travel, search and storage through the CLI, on the demo run", () 
 
   const beforeAct = (step: number) => history.filter((h) => h.agentStep === step && h.next.includes("act")).at(-1)!.checkpointId;
 
+  it("history --step N gives the checkpoint before agent step N acted, and fork commands that run as printed from any directory", () => {
+    const json = jsonLines<{ checkpointId: string; agentStep: number; next: string[] }>(cli(["history", thread, "-w", ws, "--step", "4", "--json"]).stdout);
+    expect(json).toHaveLength(1);
+    expect(json[0]).toMatchObject({ agentStep: 4, next: ["act"], checkpointId: beforeAct(4) });
+    const human = cli(["history", thread, "-w", ws, "--step", "4"]);
+    expect(human.stdout).toMatch(/step {3}4 {2}before act/);
+    const fork = /^fork there: +(.+)$/m.exec(human.stdout)![1]!;
+    // As printed: node <bin> fork ... -w <abs>; run from / with no other help.
+    const [node, bin, ...args] = fork.split(" ");
+    expect(node).toBe("node");
+    expect(path.isAbsolute(bin!)).toBe(true);
+    const r = cli([...args, "--json"], { cwd: "/" });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ fromThread: thread, fromCheckpoint: beforeAct(4) });
+    // diff without --from/--to is the whole run: the same as from its first checkpoint to its latest.
+    const whole = JSON.parse(cli(["diff", thread, "-w", ws, "--stat", "--json"]).stdout);
+    const explicit = JSON.parse(cli(["diff", thread, "-w", ws, "--stat", "--json", "--from", history.at(-1)!.checkpointId, "--to", history[0]!.checkpointId]).stdout);
+    expect(whole.stat.length).toBeGreaterThan(0);
+    expect(whole).toEqual(explicit);
+    const missing = cli(["history", thread, "-w", ws, "--step", "99"]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/no checkpoint before agent step 99 acted in this run: its agent steps are 1\.\.\d+/);
+  });
+
   it("diff --stat between two checkpoints names the files the steps changed", () => {
     const r = cli(["diff", thread, "-w", ws, "--from", beforeAct(4), "--to", history[0]!.checkpointId, "--stat", "--json"]);
     expect(r.code, r.stderr).toBe(0);
