@@ -1,9 +1,9 @@
 import { CliError } from "../errors.js";
-import { latestValues } from "../ledger/checkpoints.js";
 import type { ChatMessage } from "../models/port.js";
-import type { ContextItem, LedgerEvent, PromptLayout, TaskStateValue } from "../state.js";
+import type { ContextItem, LedgerEvent, PromptLayout } from "../state.js";
 import type { Ledger } from "../ledger/port.js";
-import { currentHead, noteCheckpointHome, openExistingState, openPgInspection, requirePgThread, requireThread, stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
+import { withInspection } from "../ledger/inspection.js";
+import type { WorkspaceArgs } from "../ledger/open-state.js";
 
 /** Which prompt `context` shows: a decide step (default the newest), whole or in its first lines. */
 export interface ContextArgs extends WorkspaceArgs {
@@ -28,29 +28,11 @@ export interface ContextReport {
 
 /** What the model saw at a step of a run, why each piece was there, and what was left out. */
 export async function getContext(thread: string, args: ContextArgs): Promise<ContextReport> {
-  const url = stateUrlOf(args);
-  if (url) {
-    // A PostgreSQL state: the prompt is in its ledger, the current branch in its newest checkpoint.
-    const pg = await openPgInspection(url);
-    try {
-      await requirePgThread(pg, thread);
-      const values = await latestValues<TaskStateValue>(pg.checkpointer, thread);
-      return await contextAt(pg.ledger, thread, values?.ledgerHead ?? null, args.step);
-    } finally {
-      await pg.close();
-    }
-  }
-  const st = await openExistingState(args);
-  try {
-    requireThread(st, thread);
-    noteCheckpointHome(st, thread);
-    const latest = await currentHead(st, thread);
-    return await contextAt(st.ledger, thread, latest?.ledgerHead ?? null, args.step);
-  } catch (err) {
-    throw st.named(err);
-  } finally {
-    st.close();
-  }
+  return withInspection(args, async (st) => {
+    await st.requireThread(thread);
+    await st.checkpointsHere(thread);
+    return contextAt(st.ledger, thread, (await st.head(thread)).ledgerHead, args.step);
+  });
 }
 
 /** The prompt recorded for a step (default the newest) on the branch ending at `head`, through the ledger port. */

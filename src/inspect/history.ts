@@ -1,16 +1,8 @@
-import { checkpointHistory, checkpointRowOf, type CheckpointRow } from "../ledger/checkpoints.js";
+import type { CheckpointRow } from "../ledger/checkpoints.js";
 import type { LedgerEvent } from "../events.js";
 import type { Ledger } from "../ledger/port.js";
-import {
-  noteCheckpointHome,
-  openExistingState,
-  openPgInspection,
-  requirePgThread,
-  requireThread,
-  stateUrlOf,
-  stderrNote,
-  type WorkspaceArgs,
-} from "../ledger/open-state.js";
+import { withInspection } from "../ledger/inspection.js";
+import type { WorkspaceArgs } from "../ledger/open-state.js";
 
 /** One checkpoint of a run as `history` lists it. */
 export interface HistoryRow {
@@ -78,43 +70,11 @@ function historyRow(c: CheckpointRow): HistoryRow {
   };
 }
 
-/**
- * A run's checkpoints in a PostgreSQL state, read through the PostgresSaver (root graph only, newest
- * first, as the SQLite side reads its table); the ledger's view for a run with none there.
- */
-async function pgHistory(url: string, thread: string): Promise<HistoryRow[]> {
-  const st = await openPgInspection(url);
-  try {
-    await requirePgThread(st, thread);
-    if (!(await st.runs.hasCheckpoints(thread))) {
-      stderrNote(`${thread} has no checkpoints in ${st.location}; shown here is the ledger's view`);
-      return await ledgerHistory(st, thread);
-    }
-    const rows: HistoryRow[] = [];
-    for await (const t of st.checkpointer.list({ configurable: { thread_id: thread, checkpoint_ns: "" } })) {
-      rows.push(historyRow(checkpointRowOf(t as unknown as Parameters<typeof checkpointRowOf>[0])));
-    }
-    return rows;
-  } finally {
-    await st.close();
-  }
-}
-
-/** Every checkpoint of a thread, newest first. */
+/** Every checkpoint of a thread, newest first; the ledger's view for a run whose checkpoints are kept elsewhere. */
 export async function getHistory(thread: string, args: WorkspaceArgs): Promise<HistoryRow[]> {
-  const url = stateUrlOf(args);
-  if (url) return pgHistory(url, thread);
-  const st = await openExistingState(args);
-  try {
-    requireThread(st, thread);
-    if (!st.hasCheckpoints || !st.runs.hasCheckpoints(thread)) {
-      noteCheckpointHome(st, thread);
-      return await ledgerHistory(st, thread);
-    }
-    return checkpointHistory(st.db, thread).map(historyRow);
-  } catch (err) {
-    throw st.named(err);
-  } finally {
-    st.close();
-  }
+  return withInspection(args, async (st) => {
+    await st.requireThread(thread);
+    if (!(await st.checkpointsHere(thread))) return ledgerHistory(st, thread);
+    return (await st.checkpoints(thread)).map(historyRow);
+  });
 }

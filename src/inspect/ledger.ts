@@ -1,7 +1,8 @@
 import { CliError } from "../errors.js";
 import type { EventType, LedgerEvent } from "../events.js";
 import type { Ledger } from "../ledger/port.js";
-import { noteCheckpointHome, openExistingState, openPgInspection, requirePgThread, requireThread, stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
+import { withInspection } from "../ledger/inspection.js";
+import type { WorkspaceArgs } from "../ledger/open-state.js";
 
 /** Filters of `ledger`: by type, file, branch or causal chain. */
 export interface LedgerArgs extends WorkspaceArgs {
@@ -21,26 +22,11 @@ export async function getLedgerEvents(thread: string, args: LedgerArgs): Promise
       throw new CliError(`unknown event type "${t}"; known: ${EVENT_TYPES.join(", ")}`, 2, "CONFIG_INVALID");
     }
   }
-  const url = stateUrlOf(args);
-  if (url) {
-    const pg = await openPgInspection(url);
-    try {
-      await requirePgThread(pg, thread);
-      return await select(pg.ledger, thread, args, types);
-    } finally {
-      await pg.close();
-    }
-  }
-  const st = await openExistingState(args);
-  try {
-    requireThread(st, thread);
-    noteCheckpointHome(st, thread);
-    return await select(st.ledger, thread, args, types);
-  } catch (err) {
-    throw st.named(err);
-  } finally {
-    st.close();
-  }
+  return withInspection(args, async (st) => {
+    await st.requireThread(thread);
+    await st.checkpointsHere(thread);
+    return select(st.ledger, thread, args, types);
+  });
 }
 
 /** The events the filters ask for, through the ledger port (either backend). */
