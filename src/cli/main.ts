@@ -8,6 +8,7 @@ import { registerDelete } from "./delete.js";
 import { registerDemo } from "./demo.js";
 import { registerDiff } from "./diff.js";
 import { registerDoctor } from "./doctor.js";
+import { registerEval } from "./eval.js";
 import { registerExec } from "./exec.js";
 import { registerFork } from "./fork.js";
 import { registerGc } from "./gc.js";
@@ -44,6 +45,7 @@ export function buildProgram(): Command {
   registerSubmit(program);
   registerWorker(program);
   registerDemo(program);
+  registerEval(program);
   registerHistory(program);
   registerLedger(program);
   registerThreads(program);

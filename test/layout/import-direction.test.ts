@@ -18,7 +18,7 @@ function sources(): SourceFile[] {
   return out;
 }
 
-describe("import direction: core ← agent/tools ← agent/nodes ← agent ← runs | inspect ← entry points (src/cli, src/web, src/api, src/mcp-server, src/index.ts)", () => {
+describe("import direction: core ← agent/tools ← agent/nodes ← agent ← runs | inspect ← eval ← entry points (src/cli, src/web, src/api, src/mcp-server, src/index.ts)", () => {
   it("no module of the code base imports against the rings", () => {
     const files = sources();
     expect(files.length).toBeGreaterThan(100);
@@ -36,6 +36,7 @@ describe("import direction: core ← agent/tools ← agent/nodes ← agent ← r
     expect(ringOf("src/agent/graph.ts")).toBe("agent");
     expect(ringOf("src/runs/drive.ts")).toBe("runs");
     expect(ringOf("src/inspect/history.ts")).toBe("inspect");
+    expect(ringOf("src/eval/eval.ts")).toBe("eval");
     for (const f of ["src/cli/run.ts", "src/web/server.ts", "src/web/app.js", "src/api/agent.ts", "src/index.ts"]) expect(ringOf(f), f).toBe("entry");
     expect(ringOf("src/indexer.ts")).toBe("core");
     expect(ringOf("test/x.test.ts")).toBeNull();
@@ -56,7 +57,11 @@ describe("import direction: core ← agent/tools ← agent/nodes ← agent ← r
       { path: "src/runs/delete.ts", text: `import { listThreads } from "../inspect/threads.js";\nimport { openExistingState } from "../ledger/open-state.js";\n` },
       { path: "src/inspect/history.ts", text: `import { getStats } from "./stats.js";\nimport type { ForkArgs } from "../runs/thread-time-travel.js";\nconst c = await import("../cli/common.js");\n` },
       { path: "src/inspect/report.ts", text: `import { createCodingAgent } from "../agent/graph.js";\nimport { openExistingState } from "../ledger/open-state.js";\n` },
+      // eval runs tasks through runs/; runs never reaches out to eval, eval never to the entry points.
+      { path: "src/runs/start.ts", text: `import { runEval } from "../eval/eval.js";\n` },
+      { path: "src/eval/run-task.ts", text: `import { driveRun } from "../runs/drive.js";\nimport { log } from "../cli/common.js";\n` },
       // Allowed: the outer ring imports every ring, and itself.
+      { path: "src/cli/eval.ts", text: `import { runEval } from "../eval/eval.js";\n` },
       { path: "src/cli/run.ts", text: `import { driveRun } from "../runs/drive.js";\nimport { log } from "./common.js";\n` },
       { path: "src/api/agent.ts", text: `import { createCodingAgent } from "../agent/graph.js";\n` },
       { path: "src/index.ts", text: `export type { ApprovalRequest } from "./agent/nodes/act.js";\nexport { getHistory } from "./inspect/history.js";\n` },
@@ -74,6 +79,8 @@ describe("import direction: core ← agent/tools ← agent/nodes ← agent ← r
       "src/runs/delete.ts:1 runs→inspect",
       "src/inspect/history.ts:2 inspect→runs",
       "src/inspect/history.ts:3 inspect→entry",
+      "src/runs/start.ts:1 runs→eval",
+      "src/eval/run-task.ts:2 eval→entry",
     ]);
     expect(describeViolation(found[0]!)).toBe('src/runtime.ts:1 imports "./agent/graph.js" (core → agent): the core ring may not import from the agent ring');
   });

@@ -7,17 +7,18 @@ import ts from "typescript";
  *
  *   core (src/*)  ←  src/agent/tools/  ←  src/agent/nodes/  ←  src/agent/ (the graph)
  *     ←  src/runs/ (the application layer) and src/inspect/ (the queries that return data)
+ *     ←  src/eval/ (`ledgerloop eval`: runs tasks through runs/, scores them)
  *     ←  entry points (src/cli/, src/web/, src/api/, src/mcp-server/, src/index.ts)
  *
  * runs and inspect share a level and stay independent: neither imports the other, so what both
  * need (opening a state, say) sits in the core. Inside one ring anything goes; the core's own
  * folders are checked for cycles separately.
  */
-export const RINGS = ["core", "tools", "nodes", "agent", "runs", "inspect", "entry"] as const;
+export const RINGS = ["core", "tools", "nodes", "agent", "runs", "inspect", "eval", "entry"] as const;
 export type Ring = (typeof RINGS)[number];
 
 /** Each ring's level: a ring may import from lower levels only, and from itself. */
-const LEVEL: Record<Ring, number> = { core: 0, tools: 1, nodes: 2, agent: 3, runs: 4, inspect: 4, entry: 5 };
+const LEVEL: Record<Ring, number> = { core: 0, tools: 1, nodes: 2, agent: 3, runs: 4, inspect: 4, eval: 5, entry: 6 };
 
 /** Files of the outer ring. */
 const ENTRY = [/^src\/cli\//, /^src\/web\//, /^src\/api\//, /^src\/mcp-server\//, /^src\/index\.ts$/];
@@ -26,6 +27,7 @@ const ENTRY = [/^src\/cli\//, /^src\/web\//, /^src\/api\//, /^src\/mcp-server\//
 export function ringOf(rel: string): Ring | null {
   if (ENTRY.some((re) => re.test(rel))) return "entry";
   if (rel.startsWith("src/runs/")) return "runs";
+  if (rel.startsWith("src/eval/")) return "eval";
   if (rel.startsWith("src/inspect/")) return "inspect";
   if (rel.startsWith("src/agent/tools/")) return "tools";
   if (rel.startsWith("src/agent/nodes/")) return "nodes";

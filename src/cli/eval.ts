@@ -1,0 +1,79 @@
+import type { Command } from "commander";
+import { CliError } from "../errors.js";
+import type { EvalResult } from "../eval/run-task.js";
+import { intOption, log, printJson } from "./common.js";
+import { sandboxOptions, sandboxSettings, withStopSignal, type RunArgs } from "./run.js";
+
+interface EvalArgs extends Pick<RunArgs, "approve" | "sandbox" | "allowNetwork" | "allow" | "maxCost" | "maxTokens" | "toolCallFormat" | "maxSteps"> {
+  model?: string;
+  baseline?: "plain";
+  repeat?: number;
+  concurrency?: number;
+  json?: boolean;
+  out?: string;
+  resume?: boolean;
+  task?: string[];
+  retrieval?: "hybrid" | "lexical";
+  vectors?: "chroma" | "off";
+}
+
+function choice<T extends string>(flag: string, values: readonly T[]) {
+  return (v: string): T => {
+    if (!values.includes(v as T)) throw new CliError(`${flag} must be ${values.join(" or ")}, got "${v}"`, 2, "CONFIG_INVALID");
+    return v as T;
+  };
+}
+
+/** Registers `ledgerloop eval`: parses, runs src/eval/, prints the table (or JSON). */
+export function registerEval(program: Command): void {
+  const cmd = program
+    .command("eval")
+    .description("run a suite of tasks with a model and score them with their hidden tests (optionally against a plain LangGraph agent)")
+    .argument("<suite>", "a folder of task folders (task.json, workspace/, hidden/), e.g. eval/suite")
+    .option("-m, --model <spec>", "what `run --model` takes, or oracle (each task's oracle.json) or nothing (a model that never calls a tool)")
+    .option("--baseline <kind>", "also run each task with this baseline: plain (a plain LangGraph agent, same model, tools, sandbox and limits)", choice("--baseline", ["plain"] as const))
+    .option("--repeat <k>", "run each task k times", intOption("--repeat"))
+    .option("--concurrency <n>", "tasks run at the same time", intOption("--concurrency"))
+    .option("--out <dir>", "where results (one JSON per run), the runs' folders and report.md go (default: a new temp folder)")
+    .option("--resume", "continue the eval in --out: runs that have a result are not run again")
+    .option("--task <id...>", "only these tasks")
+    .option("--max-steps <n>", "override every task's step limit", intOption("--max-steps"))
+    .option("--tool-call-format <format>", "native or text (as `run`)", choice("--tool-call-format", ["native", "text"] as const))
+    .option("--retrieval <mode>", "hybrid or lexical (as the `retrieval` setting)", choice("--retrieval", ["hybrid", "lexical"] as const))
+    .option("--vectors <mode>", "chroma or off (as the `vectors` setting)", choice("--vectors", ["chroma", "off"] as const))
+    .option("--json", "print the results and totals as one JSON object on stdout");
+  sandboxOptions(cmd).action(async (suite: string, args: EvalArgs) => {
+    const model = args.model ?? process.env.LEDGERLOOP_MODEL;
+    if (!model) throw new CliError("no model given: pass --model <spec> (as `run --model`), --model oracle or --model nothing", 2, "CONFIG_INVALID");
+    if (args.resume && !args.out) throw new CliError("--resume needs the --out folder of the eval to continue", 2, "CONFIG_INVALID");
+    const [{ runEval }, { evalTable, summarize }] = await Promise.all([import("../eval/eval.js"), import("../eval/report.js")]);
+    const progress = (r: EvalResult, done: number, total: number) =>
+      log(`[${done}/${total}] ${r.task} (${r.agent}${r.repeat > 1 ? ` #${r.repeat}` : ""}): ${r.solved ? "solved" : "not solved"}, ${r.status}, ${r.steps} step(s), ${(r.wallMs / 1000).toFixed(1)} s`);
+    const outcome = await withStopSignal((signal) =>
+      runEval({
+        suiteDir: suite,
+        model,
+        ...(args.baseline ? { baseline: args.baseline } : {}),
+        repeat: args.repeat,
+        concurrency: args.concurrency,
+        outDir: args.out,
+        resume: args.resume,
+        only: args.task,
+        settings: {
+          ...sandboxSettings(args),
+          ...(args.maxSteps ? { maxSteps: args.maxSteps } : {}),
+          ...(args.toolCallFormat ? { toolCallFormat: args.toolCallFormat } : {}),
+          ...(args.retrieval ? { retrieval: args.retrieval } : {}),
+          ...(args.vectors ? { vectors: args.vectors } : {}),
+        },
+        signal,
+        onResult: progress,
+      }),
+    );
+    if (args.json) printJson({ outDir: outcome.outDir, report: outcome.reportFile, resumed: outcome.resumed, summary: summarize(outcome.results), results: outcome.results });
+    else {
+      process.stdout.write(evalTable(outcome.results) + "\n");
+      log(`report: ${outcome.reportFile}${outcome.resumed ? ` (${outcome.resumed} result(s) from an earlier run of this eval)` : ""}`);
+    }
+  });
+}

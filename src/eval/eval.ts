@@ -1,0 +1,130 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { CliError } from "../errors.js";
+import { createModel } from "../models/factory.js";
+import type { RunSettingsInput } from "../settings.js";
+import { EvalResultSchema } from "./result-schema.js";
+import { evalMarkdown } from "./report.js";
+import { resultKey, runTask, type EvalAgent, type EvalResult } from "./run-task.js";
+import { loadSuite, type EvalTask } from "./task.js";
+
+// `ledgerloop eval`: every task of a suite, K times, by ledgerloop (and the plain baseline), N at a
+// time. Each finished run's result is one JSON file in the out folder, written when it ends, so an
+// interrupted eval resumed with `resume` runs only what has no result yet.
+
+export interface EvalOptions {
+  suiteDir: string;
+  /** What `run --model` takes, or `oracle` / `nothing` (models.ts). */
+  model: string;
+  baseline?: "plain";
+  repeat?: number;
+  concurrency?: number;
+  /** Default: a new folder under the system's temp folder. */
+  outDir?: string;
+  resume?: boolean;
+  /** Only these task ids. */
+  only?: string[];
+  /** Run settings for every run (sandbox, approve, tool-call format, retrieval…); the task's limits fill the rest. */
+  settings?: Partial<RunSettingsInput>;
+  signal?: AbortSignal;
+  /** Told of each result as it is stored (progress lines). */
+  onResult?: (r: EvalResult, done: number, total: number) => void;
+}
+
+export interface EvalOutcome {
+  outDir: string;
+  reportFile: string;
+  results: EvalResult[];
+  /** Results that were already in the out folder and not run again. */
+  resumed: number;
+}
+
+/** What the out folder records about the eval it belongs to, so a resume cannot mix two evals. */
+interface EvalMeta {
+  suite: string;
+  model: string;
+  agents: EvalAgent[];
+  repeat: number;
+}
+
+/** Runs a suite and writes its results and report into the out folder. */
+export async function runEval(opts: EvalOptions): Promise<EvalOutcome> {
+  const tasks = loadSuite(opts.suiteDir, opts.only);
+  const repeat = opts.repeat ?? 1;
+  // A model spec that cannot work fails here, once, not as a failed run of every task.
+  if (opts.model !== "oracle" && opts.model !== "nothing") createModel(opts.model);
+  if (opts.model === "oracle") for (const t of tasks) if (!t.oracleFile) throw new CliError(`task ${t.dir}: --model oracle needs an oracle.json trajectory in the task folder`, 2, "EVAL_SUITE_INVALID");
+  const agents: EvalAgent[] = opts.baseline === "plain" ? ["ledgerloop", "plain"] : ["ledgerloop"];
+  const outDir = path.resolve(opts.outDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "ledgerloop-eval-")));
+  const resultsDir = path.join(outDir, "results");
+  const meta: EvalMeta = { suite: path.resolve(opts.suiteDir), model: opts.model, agents, repeat };
+  openOutDir(outDir, meta, opts.resume ?? false);
+  const jobs: Array<{ task: EvalTask; agent: EvalAgent; repeat: number; key: string }> = [];
+  for (const task of tasks) for (let r = 1; r <= repeat; r++) for (const agent of agents) jobs.push({ task, agent, repeat: r, key: resultKey(task.id, agent, r) });
+  const results = new Map<string, EvalResult>();
+  for (const j of jobs) {
+    const stored = readResult(path.join(resultsDir, `${j.key}.json`));
+    if (stored) results.set(j.key, stored);
+  }
+  const resumed = results.size;
+  const todo = jobs.filter((j) => !results.has(j.key));
+  let done = resumed;
+  let next = 0;
+  const worker = async () => {
+    while (next < todo.length && !opts.signal?.aborted) {
+      const j = todo[next++]!;
+      const r = await runTask({
+        task: j.task,
+        agent: j.agent,
+        repeat: j.repeat,
+        modelSpec: opts.model,
+        workDir: path.join(outDir, "work", j.key),
+        settings: opts.settings ?? {},
+        signal: opts.signal,
+      });
+      // A run stopped by the eval's own stop has no result: a resume runs it again.
+      if (opts.signal?.aborted) return;
+      writeJsonAtomic(path.join(resultsDir, `${j.key}.json`), r);
+      results.set(j.key, r);
+      opts.onResult?.(r, ++done, jobs.length);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.concurrency ?? 1, todo.length || 1)) }, worker));
+  const ordered = jobs.map((j) => results.get(j.key)).filter((r): r is EvalResult => r !== undefined);
+  const reportFile = path.join(outDir, "report.md");
+  fs.writeFileSync(reportFile, evalMarkdown(ordered, { suite: meta.suite, model: opts.model, complete: ordered.length === jobs.length }));
+  return { outDir, reportFile, results: ordered, resumed };
+}
+
+/** Makes the out folder, or checks that the one given holds this very eval when resuming. */
+function openOutDir(outDir: string, meta: EvalMeta, resume: boolean): void {
+  const metaFile = path.join(outDir, "eval.json");
+  const existing = fs.existsSync(metaFile) ? (JSON.parse(fs.readFileSync(metaFile, "utf8")) as EvalMeta) : null;
+  if (existing && !resume) {
+    throw new CliError(`${outDir} already holds an eval (${existing.model} on ${existing.suite}): pass --resume to continue it, or choose another --out`, 2, "EVAL_OUT_EXISTS");
+  }
+  if (existing && JSON.stringify(existing) !== JSON.stringify(meta)) {
+    throw new CliError(
+      `${outDir} holds a different eval (${JSON.stringify(existing)}); --resume continues only the same suite, model, baseline and --repeat`,
+      2,
+      "EVAL_OUT_MISMATCH",
+    );
+  }
+  fs.mkdirSync(path.join(outDir, "results"), { recursive: true });
+  if (!existing) writeJsonAtomic(metaFile, meta);
+}
+
+/** A stored result, or null when there is none (a half-written one is not there: writes are atomic). */
+function readResult(file: string): EvalResult | null {
+  if (!fs.existsSync(file)) return null;
+  const parsed = EvalResultSchema.safeParse(JSON.parse(fs.readFileSync(file, "utf8")));
+  if (!parsed.success) throw new CliError(`${file} is not an eval result (${parsed.error.issues[0]?.message}); remove it to run that task again`, 2, "EVAL_OUT_INVALID");
+  return parsed.data as EvalResult;
+}
+
+function writeJsonAtomic(file: string, value: unknown): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, JSON.stringify(value, null, 2) + "\n");
+  fs.renameSync(tmp, file);
+}

@@ -1,0 +1,47 @@
+import { createModel } from "../models/factory.js";
+import type { ChatModel, ModelRequest, ModelResponse } from "../models/port.js";
+import { TextToolCallModel } from "../models/text-tools.js";
+import { EvalSuiteError, type EvalTask } from "./task.js";
+
+// The model of one task run. `--model` takes what `ledgerloop run --model` takes, plus two names of
+// its own: `oracle` (each task's oracle.json, a scripted trajectory that solves it) and `nothing`
+// (a model that never calls a tool), which together show that the hidden tests discriminate.
+
+/** What the eval's models answer when the model is `nothing`. */
+export const NOTHING_ANSWER = "I have read the task. I will not change anything.";
+
+/**
+ * A model that answers every request with prose and no tool call: the bounded do-nothing
+ * behaviour of the model-behaviour contract (ledgerloop stops it as no_progress; a plain loop ends
+ * at its first answer without a tool call).
+ */
+export class NothingModel implements ChatModel {
+  readonly name = "nothing";
+  async invoke(_req: ModelRequest): Promise<ModelResponse> {
+    return { content: NOTHING_ANSWER, toolCalls: [], usage: { inputTokens: 0, outputTokens: 0 } };
+  }
+}
+
+/** How a task run gets its model: a spec the runtime builds (as `run --model`), or an instance. */
+export type TaskModel = { spec: string; instance?: undefined } | { spec: string; instance: ChatModel };
+
+/** The model of `task` for the eval's `--model` value; `oracle` needs the task's oracle.json. */
+export function taskModel(spec: string, task: EvalTask): TaskModel {
+  if (spec === "oracle") {
+    if (!task.oracleFile) throw new EvalSuiteError(`task ${task.dir}: --model oracle needs an oracle.json trajectory in the task folder`);
+    return { spec: `scripted:${task.oracleFile}` };
+  }
+  if (spec === "nothing") return { spec, instance: new NothingModel() };
+  return { spec };
+}
+
+/** A fresh model instance for a loop that does not go through the runtime (the plain baseline). */
+export function chatModelOf(m: TaskModel, toolCallFormat: "native" | "text" = "native"): ChatModel {
+  const model = m.instance ?? createModel(m.spec);
+  return toolCallFormat === "text" ? new TextToolCallModel(model) : model;
+}
+
+/** The label of an eval's model in reports. */
+export function modelLabel(spec: string): string {
+  return spec.startsWith("scripted:") ? `scripted:${spec.slice(9).split("/").pop()}` : spec;
+}

@@ -1,0 +1,90 @@
+import type { EvalAgent, EvalResult } from "./run-task.js";
+
+// What an eval's results say: per run, and per agent over all runs; as a table for the terminal
+// and as Markdown for the out folder's report.md.
+
+/** One agent's totals over the runs of an eval. */
+export interface EvalSummary {
+  agent: EvalAgent;
+  runs: number;
+  solved: number;
+  /** solved / runs, 0..1. */
+  solvedRate: number;
+  steps: number;
+  modelCalls: number;
+  inputTokens: number;
+  cachedInputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+  wallMs: number;
+}
+
+/** Totals per agent, ledgerloop first. */
+export function summarize(results: EvalResult[]): EvalSummary[] {
+  const agents = [...new Set(results.map((r) => r.agent))].sort((a, b) => (a === "ledgerloop" ? -1 : b === "ledgerloop" ? 1 : 0));
+  return agents.map((agent) => {
+    const rs = results.filter((r) => r.agent === agent);
+    const sum = (f: (r: EvalResult) => number) => rs.reduce((n, r) => n + f(r), 0);
+    const solved = rs.filter((r) => r.solved).length;
+    return {
+      agent,
+      runs: rs.length,
+      solved,
+      solvedRate: rs.length ? solved / rs.length : 0,
+      steps: sum((r) => r.steps),
+      modelCalls: sum((r) => r.modelCalls),
+      inputTokens: sum((r) => r.inputTokens),
+      cachedInputTokens: sum((r) => r.cachedInputTokens),
+      outputTokens: sum((r) => r.outputTokens),
+      costUsd: sum((r) => r.costUsd),
+      wallMs: sum((r) => r.wallMs),
+    };
+  });
+}
+
+const HEAD = ["task", "agent", "rep", "solved", "status", "steps", "calls", "input", "cached", "output", "cost $", "wall s"];
+
+function row(r: EvalResult): string[] {
+  return [r.task, r.agent, String(r.repeat), r.solved ? "yes" : "no", r.status, String(r.steps), String(r.modelCalls), String(r.inputTokens), String(r.cachedInputTokens), String(r.outputTokens), r.costUsd.toFixed(4), (r.wallMs / 1000).toFixed(1)];
+}
+
+function totalRow(s: EvalSummary): string[] {
+  return ["TOTAL", s.agent, "", `${s.solved}/${s.runs} (${Math.round(s.solvedRate * 100)}%)`, "", String(s.steps), String(s.modelCalls), String(s.inputTokens), String(s.cachedInputTokens), String(s.outputTokens), s.costUsd.toFixed(4), (s.wallMs / 1000).toFixed(1)];
+}
+
+/** The results as an aligned text table, one line per run and a total per agent. */
+export function evalTable(results: EvalResult[]): string {
+  const rows = [HEAD, ...results.map(row), ...summarize(results).map(totalRow)];
+  const widths = HEAD.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  const line = (r: string[]) => r.map((c, i) => (i >= 5 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  ").trimEnd();
+  const sep = widths.map((w) => "-".repeat(w)).join("  ");
+  return [line(HEAD), sep, ...results.map((r) => line(row(r))), sep, ...summarize(results).map((s) => line(totalRow(s)))].join("\n");
+}
+
+/** The report.md of an eval: totals per agent, each task side by side, then every run. */
+export function evalMarkdown(results: EvalResult[], meta: { suite: string; model: string; complete: boolean }): string {
+  const md = (cells: string[]) => `| ${cells.map((c) => c.replace(/\|/g, "\\|")).join(" | ")} |`;
+  const out = [`# ledgerloop eval`, "", `- suite: \`${meta.suite}\``, `- model: \`${meta.model}\``, `- runs: ${results.length}${meta.complete ? "" : " (incomplete: resume it with `--resume`)"}`, ""];
+  out.push("## Overall", "", md(["agent", "solved", "steps", "model calls", "input tok", "cached tok", "output tok", "cost $", "wall s"]), md(Array(9).fill("---")));
+  for (const s of summarize(results)) {
+    out.push(md([s.agent, `${s.solved}/${s.runs} (${Math.round(s.solvedRate * 100)}%)`, String(s.steps), String(s.modelCalls), String(s.inputTokens), String(s.cachedInputTokens), String(s.outputTokens), s.costUsd.toFixed(4), (s.wallMs / 1000).toFixed(1)]));
+  }
+  const agents = summarize(results).map((s) => s.agent);
+  if (agents.length > 1) {
+    out.push("", "## Per task, side by side", "", md(["task", ...agents.flatMap((a) => [`${a} solved`, `${a} steps`, `${a} cost $`])]), md(Array(1 + agents.length * 3).fill("---")));
+    for (const task of [...new Set(results.map((r) => r.task))]) {
+      const cells = agents.flatMap((a) => {
+        const rs = results.filter((r) => r.task === task && r.agent === a);
+        return [`${rs.filter((r) => r.solved).length}/${rs.length}`, String(rs.reduce((n, r) => n + r.steps, 0)), rs.reduce((n, r) => n + r.costUsd, 0).toFixed(4)];
+      });
+      out.push(md([task, ...cells]));
+    }
+  }
+  out.push("", "## Runs", "", md(HEAD), md(HEAD.map(() => "---")), ...results.map((r) => md(row(r))));
+  const failed = results.filter((r) => !r.solved);
+  if (failed.length) {
+    out.push("", "## Why runs were not solved", "");
+    for (const r of failed) out.push(`### ${r.task} (${r.agent}, run ${r.repeat}): ${r.status}`, "", ...(r.error ? [`error: ${r.error}`, ""] : []), "```", r.hiddenOutput.slice(-1200) || "(no output)", "```", "");
+  }
+  return out.join("\n") + "\n";
+}

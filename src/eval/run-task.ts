@@ -1,0 +1,138 @@
+import fs from "node:fs";
+import path from "node:path";
+import { errorMessage } from "../errors.js";
+import { createSandbox } from "../sandbox/executor.js";
+import type { ExecResult } from "../sandbox/port.js";
+import { confined } from "../workspace/confined.js";
+import type { RunSettingsInput } from "../settings.js";
+import { taskModel } from "./models.js";
+import { runLedgerloop, type AgentOutcome, type AgentRunInput } from "./run-ledgerloop.js";
+import type { EvalTask } from "./task.js";
+
+/** Which loop drives the model: ledgerloop's graph, or the plain LangGraph baseline. */
+export type EvalAgent = "ledgerloop" | "plain";
+
+/** One run of one task by one agent, as stored in the eval's out folder and reported. */
+export interface EvalResult {
+  task: string;
+  agent: EvalAgent;
+  /** 1-based repetition (`--repeat`). */
+  repeat: number;
+  model: string;
+  solved: boolean;
+  status: string;
+  steps: number;
+  modelCalls: number;
+  inputTokens: number;
+  cachedInputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+  wallMs: number;
+  thread?: string;
+  /** The hidden test command's exit code, null when it did not run or was killed. */
+  hiddenExit: number | null;
+  /** The tail of the hidden tests' output, for a reader who wants to know why. */
+  hiddenOutput: string;
+  error?: string;
+}
+
+/** One task run to do. */
+export interface TaskRunSpec {
+  task: EvalTask;
+  agent: EvalAgent;
+  repeat: number;
+  modelSpec: string;
+  /** A folder of this run's own: workspace/ and state/ are made in it. */
+  workDir: string;
+  settings: Partial<RunSettingsInput>;
+  signal?: AbortSignal;
+}
+
+/** The name of a run's result in the out folder: task, agent and repetition. */
+export function resultKey(task: string, agent: EvalAgent, repeat: number): string {
+  return `${task}.${agent}.${repeat}`;
+}
+
+const TAIL = 2000;
+
+/**
+ * Runs one task: a fresh copy of its workspace, its setup command, the agent, then (only after the
+ * agent's run has ended and its runtime is closed) the hidden tests copied in and run in the sandbox.
+ */
+export async function runTask(spec: TaskRunSpec): Promise<EvalResult> {
+  const { task } = spec;
+  const t0 = Date.now();
+  const workspace = path.join(spec.workDir, "workspace");
+  const stateDir = path.join(spec.workDir, "state");
+  fs.rmSync(spec.workDir, { recursive: true, force: true });
+  fs.mkdirSync(stateDir, { recursive: true });
+  fs.cpSync(task.workspaceDir, workspace, { recursive: true });
+  const base = { task: task.id, agent: spec.agent, repeat: spec.repeat, model: spec.modelSpec };
+  const sandbox = createSandbox({ level: spec.settings.sandbox ?? "auto", workspace, allowNetwork: false });
+  const empty = { calls: 0, inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costUsd: 0 };
+  let outcome: AgentOutcome;
+  try {
+    if (task.setup) {
+      const r = await sandbox.exec({ command: task.setup, cwd: workspace, timeoutMs: 300_000 });
+      if (r.exitCode !== 0) throw new Error(`the task's setup command failed (exit ${r.exitCode}): ${tail(r)}`);
+    }
+    const input: AgentRunInput = { task, model: taskModel(spec.modelSpec, task), workspace, stateDir, settings: spec.settings, signal: spec.signal };
+    // The baseline loads LangGraph's prebuilt pieces only when asked for.
+    outcome = spec.agent === "plain" ? await (await import("./plain-agent.js")).runPlainAgent(input) : await runLedgerloop(input);
+  } catch (err) {
+    outcome = { status: "failed", steps: 0, spend: empty, error: errorMessage(err) };
+  }
+  let hidden: ExecResult | null = null;
+  let hiddenError: string | undefined;
+  try {
+    copyHidden(task.hiddenDir, workspace);
+    hidden = await sandbox.exec({ command: task.hiddenTest, cwd: workspace, timeoutMs: task.hiddenTestTimeoutSec * 1000 });
+  } catch (err) {
+    hiddenError = `hidden tests could not run: ${errorMessage(err)}`;
+  } finally {
+    await sandbox.closeSession?.().catch(() => null);
+  }
+  const s = outcome.spend;
+  const error = [outcome.error, hiddenError].filter(Boolean).join("; ");
+  return {
+    ...base,
+    solved: hidden?.exitCode === 0 && !hidden.timedOut,
+    status: outcome.status,
+    steps: outcome.steps,
+    modelCalls: s.calls,
+    inputTokens: s.inputTokens,
+    cachedInputTokens: s.cachedInputTokens,
+    outputTokens: s.outputTokens,
+    costUsd: s.costUsd,
+    wallMs: Date.now() - t0,
+    ...(outcome.thread ? { thread: outcome.thread } : {}),
+    hiddenExit: hidden?.exitCode ?? null,
+    hiddenOutput: hidden ? tail(hidden) : "",
+    ...(error ? { error } : {}),
+  };
+}
+
+function tail(r: ExecResult): string {
+  const out = `${r.stdout}\n${r.stderr}`.trim();
+  return out.length > TAIL ? `…${out.slice(-TAIL)}` : out;
+}
+
+/**
+ * Copies hidden/ over the workspace through the confined writer: the workspace is the agent's
+ * work and is treated as hostile (a symlink it left where a hidden test goes is replaced, never followed).
+ */
+export function copyHidden(hiddenDir: string, workspace: string): void {
+  const ws = confined(workspace, { links: "never" });
+  const walk = (rel: string) => {
+    for (const e of fs.readdirSync(path.join(hiddenDir, rel), { withFileTypes: true })) {
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isDirectory()) walk(r);
+      else if (e.isFile()) {
+        const st = ws.lstatOrNull(r);
+        if (st && !st.isFile()) ws.rm(r, { recursive: true, force: true });
+        ws.writeFile(r, fs.readFileSync(path.join(hiddenDir, r)), { mkdirs: true });
+      }
+    }
+  };
+  walk("");
+}
