@@ -2,7 +2,11 @@ import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import type { EvalResult } from "../eval/run-task.js";
 import { intOption, log, printJson } from "./common.js";
-import { sandboxOptions, sandboxSettings, withStopSignal, type RunArgs } from "./run.js";
+import { withStopSignal, type RunArgs } from "./run.js";
+import { RUN_FLAG_SETTINGS, settingOptions, settingsFromFlags } from "./setting-flags.js";
+
+/** Every run setting `run` has a flag for, but the model (eval's --model also takes oracle and nothing). */
+const EVAL_SETTINGS = RUN_FLAG_SETTINGS.filter((k) => k !== "model");
 
 interface EvalArgs extends Pick<RunArgs, "approve" | "sandbox" | "allowNetwork" | "allow" | "maxCost" | "maxTokens" | "toolCallFormat" | "maxSteps"> {
   model?: string;
@@ -37,12 +41,10 @@ export function registerEval(program: Command): void {
     .option("--out <dir>", "where results (one JSON per run), the runs' folders and report.md go (default: a new temp folder)")
     .option("--resume", "continue the eval in --out: runs that have a result are not run again")
     .option("--task <id...>", "only these tasks")
-    .option("--max-steps <n>", "override every task's step limit", intOption("--max-steps"))
-    .option("--tool-call-format <format>", "native or text (as `run`)", choice("--tool-call-format", ["native", "text"] as const))
-    .option("--retrieval <mode>", "hybrid or lexical (as the `retrieval` setting)", choice("--retrieval", ["hybrid", "lexical"] as const))
-    .option("--vectors <mode>", "chroma or off (as the `vectors` setting)", choice("--vectors", ["chroma", "off"] as const))
     .option("--json", "print the results and totals as one JSON object on stdout");
-  sandboxOptions(cmd).action(async (suite: string, args: EvalArgs) => {
+  // The run settings a task run takes, generated from their declarations as `run`'s are
+  // (--max-steps overrides every task's own limit).
+  settingOptions(cmd, EVAL_SETTINGS).action(async (suite: string, args: EvalArgs) => {
     const model = args.model ?? process.env.LEDGERLOOP_MODEL;
     if (!model) throw new CliError("no model given: pass --model <spec> (as `run --model`), --model oracle or --model nothing", 2, "CONFIG_INVALID");
     if (args.resume && !args.out) throw new CliError("--resume needs the --out folder of the eval to continue", 2, "CONFIG_INVALID");
@@ -59,13 +61,7 @@ export function registerEval(program: Command): void {
         outDir: args.out,
         resume: args.resume,
         only: args.task,
-        settings: {
-          ...sandboxSettings(args),
-          ...(args.maxSteps ? { maxSteps: args.maxSteps } : {}),
-          ...(args.toolCallFormat ? { toolCallFormat: args.toolCallFormat } : {}),
-          ...(args.retrieval ? { retrieval: args.retrieval } : {}),
-          ...(args.vectors ? { vectors: args.vectors } : {}),
-        },
+        settings: settingsFromFlags(args as unknown as Record<string, unknown>, EVAL_SETTINGS),
         signal,
         onResult: progress,
       }),
