@@ -45,7 +45,7 @@ const escaped = (byte: number) => String.fromCharCode(ESC_BASE + (byte - 0x80));
 
 /** The string ledgerloop uses for a name (or a path) given as bytes; see the note at the top. */
 export function nameOfBytes(b: Uint8Array): string {
-  if (isAscii(b)) return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("latin1");
+  if (isAscii(b)) return Buffer.isBuffer(b) ? b.toString("latin1") : Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("latin1");
   let out = "";
   let i = 0;
   while (i < b.length) {
@@ -66,15 +66,7 @@ export function nameOfBytes(b: Uint8Array): string {
 
 /** The bytes of a name (or path) made by {@link nameOfBytes}; a plain string gives its UTF-8. */
 export function bytesOfName(s: string): Buffer {
-  let hasEscape = false;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= ESC_FIRST && c <= ESC_LAST) {
-      hasEscape = true;
-      break;
-    }
-  }
-  if (!hasEscape) return Buffer.from(s, "utf8");
+  if (!hasEscapes(s)) return Buffer.from(s, "utf8");
   const parts: Buffer[] = [];
   let run = "";
   for (const ch of s) {
@@ -89,9 +81,24 @@ export function bytesOfName(s: string): Buffer {
   return Buffer.concat(parts);
 }
 
-/** `root/rel` as bytes for the file system: `root` is the user's own path, `rel` a workspace name. */
-export function hostPath(root: string, rel: string): Buffer {
-  return rel === "" || rel === "." ? Buffer.from(root) : Buffer.concat([Buffer.from(root), Buffer.from("/"), bytesOfName(rel)]);
+/** True when the string holds an escaped byte (see the note at the top). */
+function hasEscapes(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= ESC_FIRST && c <= ESC_LAST) return true;
+  }
+  return false;
+}
+
+/**
+ * `root/rel` for the file system: `root` is the user's own path, `rel` a workspace name. A plain
+ * string when `rel` has no escaped byte (the common case, and much cheaper for Node than a Buffer
+ * path), else the exact bytes.
+ */
+export function hostPath(root: string, rel: string): string | Buffer {
+  if (rel === "" || rel === ".") return root;
+  if (!hasEscapes(rel)) return `${root}/${rel}`;
+  return Buffer.concat([Buffer.from(root), Buffer.from("/"), bytesOfName(rel)]);
 }
 
 /** A name as people and models read it: escaped bytes shown as `\xNN`. */
