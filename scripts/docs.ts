@@ -1,9 +1,12 @@
 // Writes the generated reference pages under docs/ (`npm run docs`).
 import fs from "node:fs";
 import path from "node:path";
-import { configurationReference } from "../src/settings-docs.js";
+import { configurationReference, settingFlagSpecsSource } from "../src/settings-docs.js";
 
 const file = path.join(import.meta.dirname, "..", "docs", "configuration.md");
 fs.mkdirSync(path.dirname(file), { recursive: true });
 fs.writeFileSync(file, configurationReference());
 console.log(`wrote ${path.relative(process.cwd(), file)}`);
+const specs = path.join(import.meta.dirname, "..", "src", "cli", "setting-flag-specs.ts");
+fs.writeFileSync(specs, settingFlagSpecsSource());
+console.log(`wrote ${path.relative(process.cwd(), specs)}`);

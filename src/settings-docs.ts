@@ -90,3 +90,29 @@ export function configurationReference(): string {
   for (const [k, t] of keys) lines.push(`| \`${k}\` | ${t} |`);
   return `${lines.join("\n")}\n`;
 }
+
+/** The TypeScript of src/cli/setting-flag-specs.ts: each flagged setting's option shape and help, so `--help` needs no zod. */
+export function settingFlagSpecsSource(): string {
+  const specs: Array<{ key: string; arg: string; kind: string; help: string }> = [];
+  for (const [key, field] of Object.entries(RunSettings.shape) as Array<[keyof RunSettings, z.ZodType]>) {
+    if (flagOf(key) === null) continue;
+    const { base, def } = unwrap(field);
+    const description = field.description ?? base.description ?? "";
+    const shownDef = def === undefined || (Array.isArray(def) && def.length === 0) || description.includes("default") ? "" : ` (default: ${JSON.stringify(def)})`;
+    const help = `${description.replace(/\.$/, "")}${shownDef}`;
+    const kind = base instanceof z.ZodBoolean ? "boolean" : base instanceof z.ZodArray ? "list" : "value";
+    const arg =
+      kind === "boolean" ? "" : kind === "list" ? "<value...>" : base instanceof z.ZodEnum ? `<${(base.options as string[]).join("|")}>` : base instanceof z.ZodNumber ? "<n>" : "<value>";
+    specs.push({ key, arg, kind, help });
+  }
+  return [
+    "// Made by `npm run docs` from src/settings.ts and src/settings-surface.ts; do not edit by hand.",
+    "// The shape and help of each setting's CLI flag, as data, so that `--help` loads no schema library.",
+    "",
+    "/** One setting's flag: its argument, its kind and its help. */",
+    'export interface SettingFlagSpec {\n  key: string;\n  arg: string;\n  kind: "boolean" | "list" | "value";\n  help: string;\n}',
+    "",
+    `export const SETTING_FLAG_SPECS: readonly SettingFlagSpec[] = ${JSON.stringify(specs, null, 2)};`,
+    "",
+  ].join("\n");
+}

@@ -48,6 +48,7 @@ export function registerEval(program: Command): void {
     const model = args.model ?? process.env.LEDGERLOOP_MODEL;
     if (!model) throw new CliError("no model given: pass --model <spec> (as `run --model`), --model oracle or --model nothing", 2, "CONFIG_INVALID");
     if (args.resume && !args.out) throw new CliError("--resume needs the --out folder of the eval to continue", 2, "CONFIG_INVALID");
+    const settings = await settingsFromFlags(args as unknown as Record<string, unknown>, EVAL_SETTINGS);
     const [{ runEval }, { evalTable, summarize }] = await Promise.all([import("../eval/eval.js"), import("../eval/report.js")]);
     const progress = (r: EvalResult, done: number, total: number) =>
       log(`[${done}/${total}] ${r.task} (${r.agent}${r.repeat > 1 ? ` #${r.repeat}` : ""}): ${r.solved ? "solved" : "not solved"}, ${r.status}, ${r.steps} step(s), ${(r.wallMs / 1000).toFixed(1)} s`);
@@ -61,7 +62,7 @@ export function registerEval(program: Command): void {
         outDir: args.out,
         resume: args.resume,
         only: args.task,
-        settings: settingsFromFlags(args as unknown as Record<string, unknown>, EVAL_SETTINGS),
+        settings,
         signal,
         onResult: progress,
       }),

@@ -3,7 +3,7 @@ import { CliError } from "../errors.js";
 import type { CommandFeedback } from "../sandbox/engine.js";
 import { resolveWorkspace } from "../workspace/location.js";
 import { intOption, log, printJson } from "./common.js";
-import { sandboxOptions, type RunArgs } from "./run.js";
+import { sandboxOptions, sandboxSettings, type RunArgs } from "./run.js";
 import readline from "node:readline/promises";
 
 export interface ExecArgs extends Pick<RunArgs, "sandbox" | "allowNetwork" | "allow"> {
@@ -27,6 +27,7 @@ export function exitCodeOf(fb: CommandFeedback): number {
 export async function handleExec(argv: string[], args: ExecArgs): Promise<CommandFeedback> {
   if (argv.length === 0) throw new CliError("give the command after --, e.g. ledgerloop exec -- npm test", 2, "CONFIG_INVALID");
   const workspace = resolveWorkspace(args.workspace ?? process.cwd());
+  const flagged = await sandboxSettings(args, { approveFlag: "--approve-mode" });
   // The sandbox (execa, the policy parser) loads on use only.
   const [{ commandPolicy }, { runCommand }, { createSandbox, DEFAULT_OUTPUT_CAP }, { shQuote }, { isolationWarning }, { evaluatePolicy }] = await Promise.all([
     import("../config.js"),
@@ -38,8 +39,8 @@ export async function handleExec(argv: string[], args: ExecArgs): Promise<Comman
   ]);
   // One argument is a command line as the agent would send it; several are argv words to quote.
   const command = argv.length === 1 ? argv[0]! : argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : shQuote(a))).join(" ");
-  const { policy, allowNetwork } = commandPolicy(workspace, { allowNetwork: args.allowNetwork, allow: args.allow });
-  const sandbox = createSandbox({ level: args.sandbox ?? "auto", workspace, allowNetwork });
+  const { policy, allowNetwork } = commandPolicy(workspace, { allowNetwork: flagged.allowNetwork, allow: flagged.allow });
+  const sandbox = createSandbox({ level: flagged.sandbox ?? "auto", workspace, allowNetwork });
   const warning = isolationWarning(sandbox.level, [...sandbox.reasons]);
   if (warning && !args.json) log(warning);
   let approved = false;

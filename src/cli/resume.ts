@@ -27,6 +27,7 @@ export async function handleResume(thread: string, args: ResumeArgs): Promise<Dr
     throw new CliError(`unknown thread "${thread}" in ${workspace}: it has checkpoints but no recorded run settings; list runs with \`ledgerloop threads\``, 1, "UNKNOWN_THREAD");
   }
   const [{ createRuntime }, { askOnTerminal, driveRunReconnecting, pendingApproval }] = await Promise.all([import("../runtime.js"), import("../runs/drive.js")]);
+  const flagged = await sandboxSettings(args, { approveFlag: "--approve-mode" });
   const rt = await createRuntime(
     {
       ...settings,
@@ -36,7 +37,7 @@ export async function handleResume(thread: string, args: ResumeArgs): Promise<Dr
       ...(stateUrlOf(args) ? { stateUrl: stateUrlOf(args) } : {}),
       model: args.model ?? settings.model,
       ...(args.summaryModel ? { summaryModel: args.summaryModel } : {}),
-      ...sandboxSettings({ ...args, approve: args.approveMode }),
+      ...flagged,
     },
     {
       progress: progressPrinter(args.quiet),

@@ -34,16 +34,10 @@ export interface RunArgs extends WorkspaceArgs {
   dryRun?: boolean;
 }
 
-/** Run settings that come from sandbox flags. */
-export function sandboxSettings(args: Pick<RunArgs, "approve" | "sandbox" | "allowNetwork" | "allow" | "maxCost" | "maxTokens">) {
-  return {
-    ...(args.maxCost !== undefined ? { maxCostUsd: args.maxCost } : {}),
-    ...(args.maxTokens !== undefined ? { maxTokens: args.maxTokens } : {}),
-    ...(args.approve ? { approve: args.approve } : {}),
-    ...(args.sandbox ? { sandbox: args.sandbox } : {}),
-    ...(args.allowNetwork ? { allowNetwork: true } : {}),
-    ...(args.allow?.length ? { allow: args.allow } : {}),
-  };
+/** Run settings that come from the sandbox, approval and budget flags, checked by the settings' schema. */
+export function sandboxSettings(args: object, opts: { approveFlag?: string; withoutApprove?: boolean } = {}) {
+  const keys = opts.withoutApprove ? SANDBOX_FLAG_SETTINGS.filter((k) => k !== "approve") : SANDBOX_FLAG_SETTINGS;
+  return settingsFromFlags(args as Record<string, unknown>, keys, { rename: opts.approveFlag ? { approve: opts.approveFlag } : {} });
 }
 
 /** Adds the sandbox, approval and budget flags shared by run, resume, submit and exec (generated from the settings). */
@@ -126,6 +120,8 @@ export async function reportResult(r: DriveResult, rt: Runtime, json?: boolean):
 /** Starts a new run on a workspace. */
 export async function handleRun(task: string, args: RunArgs): Promise<{ result: DriveResult; runtime: Runtime }> {
   if (!task.trim()) throw new CliError("the task must not be empty", 2, "CONFIG_INVALID");
+  // Every flag is checked before anything is written (a bad value is a one-line usage error).
+  const flagged = await settingsFromFlags(args as unknown as Record<string, unknown>, RUN_FLAG_SETTINGS);
   const model = args.model ?? process.env.LEDGERLOOP_MODEL;
   if (!model) {
     throw new CliError(
@@ -143,7 +139,7 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
       workspace: dry?.copy ?? args.workspace ?? process.cwd(),
       stateDir: args.stateDir,
       ...(stateUrlOf(args) ? { stateUrl: stateUrlOf(args) } : {}),
-      ...settingsFromFlags(args as unknown as Record<string, unknown>, RUN_FLAG_SETTINGS),
+      ...flagged,
       model,
     },
     {

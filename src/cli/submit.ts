@@ -26,6 +26,7 @@ export async function handleSubmit(task: string, args: SubmitArgs): Promise<{ th
   const model = args.model ?? process.env.LEDGERLOOP_MODEL;
   if (!model) throw new CliError("no model given: pass --model (the workers build it with their own environment) or set LEDGERLOOP_MODEL", 2, "CONFIG_INVALID");
   const [{ SubmittedSettings, startQueue, submitRun }, { openPgState }] = await Promise.all([import("../queue/run-queue.js"), import("../ledger/pg-db.js")]);
+  const sandboxed = await sandboxSettings(args, { withoutApprove: true });
   const settings = SubmittedSettings.safeParse({
     model,
     ...(args.summaryModel ? { summaryModel: args.summaryModel } : {}),
@@ -35,7 +36,7 @@ export async function handleSubmit(task: string, args: SubmitArgs): Promise<{ th
     ...(args.vectors ? { vectors: args.vectors } : {}),
     // Nobody is at a worker's terminal: a command needing approval pauses the run unless told otherwise.
     approve: args.approve ?? "deny",
-    ...sandboxSettings({ ...args, approve: undefined }),
+    ...sandboxed,
   });
   if (!settings.success) {
     const i = settings.error.issues[0]!;

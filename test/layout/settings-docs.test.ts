@@ -8,8 +8,8 @@ import path from "node:path";
 import { Command } from "commander";
 import { describe, expect, it } from "vitest";
 import { registerRun } from "../../src/cli/run.js";
-import { RUN_FLAG_SETTINGS } from "../../src/cli/setting-flags.js";
-import { configurationReference } from "../../src/settings-docs.js";
+import { RUN_FLAG_SETTINGS, settingsFromFlags } from "../../src/cli/setting-flags.js";
+import { configurationReference, settingFlagSpecsSource } from "../../src/settings-docs.js";
 import { flagOf, OTHER_ENVIRONMENT, SETTING_SURFACES } from "../../src/settings-surface.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
@@ -22,9 +22,11 @@ function sourceFiles(dir: string): string[] {
 }
 
 describe("settings declared once", () => {
-  it("docs/configuration.md is what `npm run docs` makes from the declarations", () => {
+  it("docs/configuration.md and the CLI's flag specs are what `npm run docs` makes from the declarations", () => {
     const committed = fs.readFileSync(path.join(root, "docs/configuration.md"), "utf8");
     expect(committed, "run `npm run docs` and commit docs/configuration.md").toBe(configurationReference());
+    const specs = fs.readFileSync(path.join(root, "src/cli/setting-flag-specs.ts"), "utf8");
+    expect(specs, "run `npm run docs` and commit src/cli/setting-flag-specs.ts").toBe(settingFlagSpecsSource());
   });
 
   it("every LEDGERLOOP_* variable the code reads is documented", () => {
@@ -44,7 +46,10 @@ describe("settings declared once", () => {
     for (const key of RUN_FLAG_SETTINGS) expect(longs.has(flagOf(key)!), `${key} has no flag on run`).toBe(true);
     // The settings the issue found missing from run.
     for (const f of ["--retrieval", "--vectors", "--embedder"]) expect(longs.has(f)).toBe(true);
-    run.action(() => {});
+    let parsed: Record<string, unknown> = {};
+    run.action((_task: string, opts: Record<string, unknown>) => {
+      parsed = opts;
+    });
     const bad: Array<[string[], RegExp]> = [
       [["--max-steps", "0"], /--max-steps must be a positive integer/],
       [["--budget", "12"], /--budget must be a whole number from 1000/],
@@ -52,7 +57,11 @@ describe("settings declared once", () => {
       [["--max-cost", "-1"], /--max-cost must be a positive number/],
     ];
     for (const [args, re] of bad) {
-      expect(() => program.parse(["node", "ll", "run", "task", ...args]), args.join(" ")).toThrow(re);
+      await program.parseAsync(["node", "ll", "run", "task", ...args]);
+      await expect(settingsFromFlags(parsed, RUN_FLAG_SETTINGS), args.join(" ")).rejects.toThrow(re);
     }
+    // Good values come out typed, under the settings' own names.
+    await program.parseAsync(["node", "ll", "run", "task", "--budget", "4000", "--vectors", "off", "--allow", "make", "--allow", "just build", "--allow-network"]);
+    expect(await settingsFromFlags(parsed, RUN_FLAG_SETTINGS)).toEqual({ budgetTokens: 4000, vectors: "off", allow: ["make", "just build"], allowNetwork: true });
   });
 });
