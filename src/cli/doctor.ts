@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
 import { errorMessage, nativeModuleError } from "../errors.js";
+import { installCommand, MissingPackageError } from "../optional-packages.js";
 import { levelPromises, type IsolationLevel } from "../sandbox/isolation.js";
 import { printJson } from "./common.js";
 
@@ -71,8 +72,10 @@ export async function handleDoctor(args: { workspace?: string; model?: string; e
     let cli: string;
     try {
       cli = chromaCli();
-    } catch {
-      throw new Error("the chromadb package is missing: reinstall ledgerloop (npm ci in a clone)");
+    } catch (err) {
+      // An optional package: without it search uses the n-gram index, symbols and git history.
+      if (err instanceof MissingPackageError) return `chromadb is not installed: vector search is off (optional; \`${installCommand(["chromadb"])}\` turns it on)`;
+      throw err;
     }
     if (!fs.existsSync(cli)) throw new Error(`the chromadb package's bundled server is missing (${cli}): reinstall ledgerloop`);
     if (!fs.existsSync(chromaHostScript())) throw new Error(`ledgerloop's Chroma host script is missing (${chromaHostScript()}): rebuild (npm run build) or reinstall ledgerloop`);

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
-import { ChromaClient, type Collection, type EmbeddingFunction } from "chromadb";
+import type { Collection, EmbeddingFunction } from "chromadb";
 import { errorMessage } from "../errors.js";
+import { importOptional } from "../optional-packages.js";
 import type { RepositoryIdentity } from "./collection-naming.js";
 import type { Embedder } from "./embedders/port.js";
 import { VectorStoreError } from "./errors.js";
@@ -37,6 +38,7 @@ export interface ChromaVectorIndex extends VectorIndex {
  * our own embeddings; Chroma only stores and searches them (HNSW, cosine).
  */
 export async function createChromaIndex(opts: ChromaIndexOptions): Promise<ChromaVectorIndex> {
+  const { ChromaClient } = await importOptional(["chromadb"], "the Chroma vector store", () => import("chromadb"));
   const url = new URL(opts.server.url);
   const client = new ChromaClient({ host: url.hostname, port: Number(url.port || 8000), ssl: url.protocol === "https:" });
   const timeoutMs = opts.timeoutMs ?? 5_000;

@@ -6,6 +6,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { errorMessage } from "../errors.js";
 import { failpoint } from "../failpoints.js";
+import { isMissing, MissingPackageError } from "../optional-packages.js";
 import { VectorStoreError } from "./errors.js";
 
 // The embedded Chroma server: the chromadb package's bundled server, persisting under
@@ -290,11 +291,22 @@ export function chromaHostScript(): string {
 
 /** Path of the chromadb package's CLI (its `chroma` bin), which runs the bundled server. */
 export function chromaCli(): string {
+  return path.join(chromaPackageDir(), "dist", "cli.mjs");
+}
+
+/** The installed chromadb package's directory; a {@link MissingPackageError} when it is not installed. */
+export function chromaPackageDir(): string {
   const require = createRequire(import.meta.url);
   // The package exports only its entry points (dist/ or dist/cjs/); the CLI is dist/cli.mjs.
-  let dir = path.dirname(require.resolve("chromadb"));
+  let dir: string;
+  try {
+    dir = path.dirname(require.resolve("chromadb"));
+  } catch (err) {
+    if (isMissing(err, ["chromadb"])) throw new MissingPackageError(["chromadb"], "the Chroma vector store", { cause: err });
+    throw err;
+  }
   while (!fs.existsSync(path.join(dir, "package.json")) && path.dirname(dir) !== dir) dir = path.dirname(dir);
-  return path.join(dir, "dist", "cli.mjs");
+  return dir;
 }
 
 async function freePort(): Promise<number> {

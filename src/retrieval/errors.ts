@@ -18,9 +18,9 @@ export class VectorStoreError extends LedgerloopError {
   }
 }
 
-/** An embedder cannot be built or used (unknown name, missing model files, bad output). */
+/** An embedder cannot be built or used (unknown name, missing model files or package, bad output). */
 export class EmbedderError extends LedgerloopError {
-  constructor(code: "EMBEDDER_UNKNOWN" | "EMBEDDER_MODEL_MISSING" | "EMBEDDER_FAILED", message: string, options?: { cause?: unknown }) {
+  constructor(code: "EMBEDDER_UNKNOWN" | "EMBEDDER_MODEL_MISSING" | "EMBEDDER_PACKAGE_MISSING" | "EMBEDDER_FAILED", message: string, options?: { cause?: unknown }) {
     super(code, message, options);
   }
 }

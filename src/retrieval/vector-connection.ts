@@ -1,6 +1,7 @@
 import { errorMessage } from "../errors.js";
+import { MissingPackageError } from "../optional-packages.js";
 import { createChromaIndex } from "./chroma-index.js";
-import { ensureChromaServer, externalChroma } from "./chroma-server.js";
+import { chromaPackageDir, ensureChromaServer, externalChroma } from "./chroma-server.js";
 import { repositoryIdentity, sharedCollectionPrefix, DEFAULT_VECTOR_LINE } from "./collection-naming.js";
 import type { Embedder } from "./embedders/port.js";
 import type { NgramIndex } from "./ngram-index.js";
@@ -85,6 +86,8 @@ export class VectorConnection {
       let store: VectorIndex;
       if (opts.vectorIndex && opts.vectorIndex !== "off") store = opts.vectorIndex;
       else {
+        // Before any server is asked or started: without the package neither is of use.
+        chromaPackageDir();
         const url = opts.chromaUrl ?? process.env.CHROMA_URL;
         if (url) {
           // A shared server: collections per repository and revision line, the same for every
@@ -116,8 +119,21 @@ export class VectorConnection {
       this.state = "ok";
       this.lastError = undefined;
     } catch (err) {
-      this.degrade(err);
+      if (err instanceof MissingPackageError) this.notInstalled(err);
+      else this.degrade(err);
     }
+  }
+
+  /**
+   * chromadb is an optional package: without it the side is off (not degraded: no reconnects), and
+   * the reason stays in the status. Only a user who asked for vectors (an embedder other than the
+   * default, a Chroma URL) is warned; the default install searches without them, quietly.
+   */
+  private notInstalled(err: MissingPackageError): void {
+    this.state = "off";
+    this.lastError = err.message;
+    const chosen = !this.o.embedder.id.startsWith("hashed-") || Boolean(this.o.opts.chromaUrl ?? process.env.CHROMA_URL);
+    if (chosen) this.o.warn(`vector search is off: ${err.message}`);
   }
 
   /** Marks the side failed (warning once per outage) and drops the store until a reconnect. */

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type * as Api from "@opentelemetry/api";
 import type { RunTrace } from "../ledger/runs.js";
+import { importOptional, type OptionalPackage } from "../optional-packages.js";
 
 /**
  * OpenTelemetry, loaded only when an OTLP endpoint is configured: without
@@ -35,20 +36,31 @@ export interface Otel {
 
 let started: Promise<Otel> | undefined;
 
+/** The SDK's packages, optional: installed by those who export telemetry. */
+const OTEL_SDK: OptionalPackage[] = [
+  "@opentelemetry/sdk-trace",
+  "@opentelemetry/sdk-metrics",
+  "@opentelemetry/resources",
+  "@opentelemetry/exporter-trace-otlp-http",
+  "@opentelemetry/exporter-metrics-otlp-http",
+];
+
 const hex = (bytes: number) => randomBytes(bytes).toString("hex");
 
 /** The process's tracer and meter providers, exporting OTLP over HTTP (JSON) to the configured endpoint; built once. */
 export function startOtel(): Promise<Otel> {
   started ??= (async () => {
     const [api, { TracerProvider, BatchSpanProcessor }, { MeterProvider, PeriodicExportingMetricReader }, { resourceFromAttributes }, { OTLPTraceExporter }, { OTLPMetricExporter }] =
-      await Promise.all([
-        import("@opentelemetry/api"),
-        import("@opentelemetry/sdk-trace"),
-        import("@opentelemetry/sdk-metrics"),
-        import("@opentelemetry/resources"),
-        import("@opentelemetry/exporter-trace-otlp-http"),
-        import("@opentelemetry/exporter-metrics-otlp-http"),
-      ]);
+      await importOptional(OTEL_SDK, "OpenTelemetry export (OTEL_EXPORTER_OTLP_ENDPOINT is set)", () =>
+        Promise.all([
+          import("@opentelemetry/api"),
+          import("@opentelemetry/sdk-trace"),
+          import("@opentelemetry/sdk-metrics"),
+          import("@opentelemetry/resources"),
+          import("@opentelemetry/exporter-trace-otlp-http"),
+          import("@opentelemetry/exporter-metrics-otlp-http"),
+        ]),
+      );
     const resource = resourceFromAttributes({ "service.name": process.env.OTEL_SERVICE_NAME?.trim() || "ledgerloop", "process.pid": process.pid });
     // Each preset id is used once, whichever of the two the SDK asks for first.
     let presetTrace: string | undefined;

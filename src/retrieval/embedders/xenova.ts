@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { errorMessage } from "../../errors.js";
+import { importOptional, MissingPackageError } from "../../optional-packages.js";
 import { EmbedderError } from "../errors.js";
 import type { Embedder } from "./port.js";
 
@@ -42,6 +43,10 @@ type FeatureExtractor = (texts: string[], opts: { pooling: "mean"; normalize: bo
 export async function createXenovaEmbedder(opts: XenovaEmbedderOptions): Promise<Embedder> {
   const modelsDir = path.resolve(opts.modelsDir);
   const dir = path.join(modelsDir, opts.model);
+  // The package first: without it no model files help.
+  const transformers = await importOptional(["@xenova/transformers"], `embedder xenova:${opts.model}`, () => import("@xenova/transformers")).catch((err: unknown) => {
+    throw err instanceof MissingPackageError ? new EmbedderError("EMBEDDER_PACKAGE_MISSING", err.message, { cause: err }) : err;
+  });
   const missing = missingModelFiles(dir);
   if (missing.length > 0) {
     throw new EmbedderError(
@@ -55,7 +60,6 @@ export async function createXenovaEmbedder(opts: XenovaEmbedderOptions): Promise
   let extractor: FeatureExtractor;
   let dimensions: number;
   try {
-    const transformers = await import("@xenova/transformers");
     const { env } = transformers;
     env.allowRemoteModels = false;
     env.allowLocalModels = true;
