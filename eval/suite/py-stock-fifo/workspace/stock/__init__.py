@@ -1,0 +1,1 @@
+"""A small warehouse stock ledger: deliveries, sales and FIFO valuation."""
