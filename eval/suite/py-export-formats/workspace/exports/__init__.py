@@ -1,0 +1,1 @@
+"""Exports tables (lists of dicts) as CSV, JSON or Markdown."""
