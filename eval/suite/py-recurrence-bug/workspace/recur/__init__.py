@@ -1,0 +1,1 @@
+"""Recurring events: a small subset of iCalendar RRULEs, expanded to dates."""
