@@ -1,0 +1,1 @@
+"""A small URL shortener service (standard library only)."""
