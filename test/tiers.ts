@@ -46,6 +46,7 @@ export const SLOW_TESTS = [
   "test/package/pack.test.ts",
   "test/package/scripts.test.ts",
   "test/queue/run-queue.test.ts",
+  "test/queue/worker-faults.test.ts",
   "test/queue/worker-load.test.ts",
   "test/queue/worker.test.ts",
   "test/report/report.test.ts",

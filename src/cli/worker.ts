@@ -1,9 +1,10 @@
 import os from "node:os";
 import path from "node:path";
 import type { Command } from "commander";
-import { CliError } from "../errors.js";
+import { CliError, errorMessage } from "../errors.js";
 import { intOption, log, stateOption } from "./common.js";
 import { stateUrlOf } from "../ledger/open-state.js";
+import { isStateUnavailable } from "../ledger/state-unavailable.js";
 import { DEFAULT_STOP_GRACE_MS, RunWorker } from "../runs/worker.js";
 
 // `ledgerloop worker`: the command around RunWorker (src/runs/worker.ts): its options, the
@@ -41,6 +42,17 @@ export async function handleWorker(args: WorkerArgs): Promise<void> {
     verbose: args.verbose,
     onOutcome: args.json ? (o) => process.stdout.write(JSON.stringify(o) + "\n") : undefined,
     log,
+  });
+  // A last net: every queue and state call of the worker is awaited and classified, but a library
+  // may still drop a promise. A database fault there must not take the worker's runs down with it
+  // (each write that matters is retried by the worker); anything else is a bug and exits as before.
+  process.on("unhandledRejection", (reason) => {
+    if (isStateUnavailable(reason)) {
+      log(`[worker ${w.id}] unhandled database fault outside the worker's own calls, ignored: ${errorMessage(reason)}`);
+      return;
+    }
+    log(`[worker ${w.id}] unhandled rejection: ${errorMessage(reason)}`);
+    process.exit(1);
   });
   await w.start();
   let signals = 0;

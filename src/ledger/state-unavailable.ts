@@ -9,9 +9,10 @@
 /**
  * PostgreSQL error codes of a server or connection that is gone or not there yet: admin shutdown,
  * crash shutdown, cannot connect now (starting up / shutting down), and class 08 (connection
- * exception, connection does not exist, connection failure, cannot establish).
+ * exception, connection does not exist, connection failure, cannot establish), and 53300 (too many
+ * connections): a full server is a server to wait for, not a reason to fail the run.
  */
-const PG_CODES = new Set(["57P01", "57P02", "57P03", "08000", "08003", "08006", "08001", "08004"]);
+const PG_CODES = new Set(["57P01", "57P02", "57P03", "08000", "08003", "08006", "08001", "08004", "53300"]);
 
 /** Socket-level codes of a server that is unreachable or dropped the connection. */
 const NET_CODES = new Set(["ECONNRESET", "ECONNREFUSED", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"]);
@@ -28,6 +29,7 @@ const MESSAGES = [
   /timeout exceeded when trying to connect/i,
   /is not currently accepting connections/i,
   /the database system is (starting up|shutting down|in recovery mode)/i,
+  /too many clients already|remaining connection slots are reserved/i,
 ];
 
 /** The error and everything it wraps: `cause` chains and AggregateError's members. */

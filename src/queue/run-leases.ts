@@ -79,13 +79,23 @@ export type Sql = Pick<pg.Pool, "query"> | pg.PoolClient;
 
 export type AcquireResult = { ok: true; token: string; takeover: boolean } | { ok: false; lease: RunLeaseRow | null };
 
+/** A fresh holder's token. */
+export function newLeaseToken(): string {
+  return randomBytes(12).toString("hex");
+}
+
 /**
  * Takes a run for `worker` when it is queued, or held under a lease that expired (its holder died
  * and no reaper has handed it over yet). Fails, with the row, when a live worker holds it or the
- * run has ended.
+ * run has ended. With `token`, a repeat of an acquire whose commit was lost with its connection
+ * finds the run held under that token and succeeds again.
  */
-export async function acquireRunLease(db: Sql, o: { thread: string; worker: string; jobId: string; ttlMs: number }): Promise<AcquireResult> {
-  const token = randomBytes(12).toString("hex");
+export async function acquireRunLease(db: Sql, o: { thread: string; worker: string; jobId: string; ttlMs: number; token?: string }): Promise<AcquireResult> {
+  const token = o.token ?? newLeaseToken();
+  if (o.token) {
+    const mine = await db.query<Row>("SELECT * FROM ll_run_leases WHERE thread_id = $1 AND state = 'held' AND token = $2", [o.thread, token]);
+    if (mine.rowCount) return { ok: true, token, takeover: false };
+  }
   const r = await db.query<{ was: RunLeaseState }>(
     `WITH old AS (SELECT state AS was FROM ll_run_leases WHERE thread_id = $1 FOR UPDATE)
      UPDATE ll_run_leases l SET state = 'held', worker = $2, token = $3, job_id = $4, heartbeat_at = now(),

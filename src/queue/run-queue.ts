@@ -48,7 +48,7 @@ export interface Submission {
 }
 
 /** Starts pg-boss on the state database (installing or migrating its schema) with the run queue created. */
-export async function startQueue(url: string, opts: { supervise?: boolean; onError?: (message: string) => void } = {}): Promise<PgBoss> {
+export async function startQueue(url: string, opts: { supervise?: boolean; onError?: (err: Error) => void } = {}): Promise<PgBoss> {
   const boss = new PgBoss({
     connectionString: parsePgUrl(url).toString(),
     schema: QUEUE_SCHEMA,
@@ -58,7 +58,7 @@ export async function startQueue(url: string, opts: { supervise?: boolean; onErr
     application_name: "ledgerloop-queue",
   });
   // Without a listener an EventEmitter throws 'error'; pg-boss reports polling trouble there.
-  boss.on("error", (err: Error) => opts.onError?.(errorMessage(err)));
+  boss.on("error", (err: Error) => opts.onError?.(err));
   try {
     await boss.start();
     await createRunQueue(boss, url);

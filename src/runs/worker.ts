@@ -3,9 +3,11 @@ import os from "node:os";
 import type PgBoss from "pg-boss";
 import { LedgerloopError, errorMessage } from "../errors.js";
 import { runEnded } from "../ledger/run-ended.js";
+import { isStateUnavailable } from "../ledger/state-unavailable.js";
 import type { PgState } from "../ledger/pg-db.js";
 import type { Runtime } from "../runtime.js";
 import type { DriveResult } from "./drive.js";
+import { StateHealth } from "./state-health.js";
 
 // The queue worker (`ledgerloop worker`): takes runs from the queue (src/queue/) and drives them,
 // any number of workers on any number of machines against one PostgreSQL state. Per run it holds a
@@ -14,6 +16,11 @@ import type { DriveResult } from "./drive.js";
 // SIGTERM/SIGINT) is graceful: no new jobs; each run finishes the step it is in (a command
 // included) and goes back to the queue for another worker. A step still running after the grace
 // period is cut off: its command is killed and reported to the model as interrupted.
+//
+// The worker fetches, completes and fails its jobs itself instead of pg-boss's work(): pg-boss
+// 10.4 completes a job without awaiting it, so a database gone as a job ended was an unhandled
+// rejection that killed the worker. A database fault (a restart, a lost connection, a full server)
+// pauses the slots (state-health.ts); what must be written is retried until it is.
 
 type Job = PgBoss.Job<unknown>;
 
@@ -41,6 +48,10 @@ export class RunWorker {
   private boss?: PgBoss;
   private reaper?: NodeJS.Timeout;
   private stopping = false;
+  private readonly health: StateHealth;
+  /** The slots' loops, and what wakes a sleeping slot on stop. */
+  private slots: Promise<void>[] = [];
+  private readonly wake = new AbortController();
   /** Runs being driven: `drain` stops one between steps, `ac` cuts it off (its command killed). */
   private readonly active = new Map<string, { ac: AbortController; drain: AbortController; done: Promise<unknown> }>();
   private lastBusy = Date.now();
@@ -61,6 +72,7 @@ export class RunWorker {
     },
   ) {
     this.ttlMs = opts.leaseMs;
+    this.health = new StateHealth(() => this.state!.pool.query("SELECT 1"), (line) => this.say(line));
   }
 
   private say(line: string): void {
@@ -72,16 +84,14 @@ export class RunWorker {
     // Our tables first (migrations under their lock), then pg-boss's schema.
     this.state = await openPgState(this.url, { max: Math.max(4, this.opts.concurrency + 2) });
     try {
-      this.boss = await startQueue(this.url, { supervise: true, onError: (m) => this.say(`queue: ${m}`) });
+      this.boss = await startQueue(this.url, { supervise: true, onError: (err) => this.health.noteFailure(err, "queue") || this.say(`queue: ${errorMessage(err)}`) });
     } catch (err) {
       await this.state.close();
       throw err;
     }
-    for (let i = 0; i < this.opts.concurrency; i++) {
-      await this.boss.work(RUN_QUEUE, { batchSize: 1, pollingIntervalSeconds: this.opts.pollSeconds }, async ([job]) => (job ? this.handle(job) : undefined));
-    }
+    for (let i = 0; i < this.opts.concurrency; i++) this.slots.push(this.slot(RUN_QUEUE));
     const tick = Math.max(500, Math.floor(this.ttlMs / 3));
-    this.reaper = setInterval(() => void this.reap().catch((err) => this.say(`reaper: ${errorMessage(err)}`)), tick);
+    this.reaper = setInterval(() => void this.reap().catch((err) => this.health.noteFailure(err, "reaper") || this.say(`reaper: ${errorMessage(err)}`)), tick);
     this.say(`started: ${this.opts.concurrency} slot(s), lease ${Math.round(this.ttlMs / 1000)} s, state ${this.state.location}`);
   }
 
@@ -95,9 +105,40 @@ export class RunWorker {
     return Number(r.rows[0]!.n) === 0;
   }
 
+  /**
+   * One slot: fetch a job, handle it, then complete or fail it (retried until written), until the
+   * worker stops. No job fetched while the database is down; pg-boss's fetch says "none" on errors.
+   */
+  private async slot(queue: string): Promise<void> {
+    while (!this.stopping) {
+      await this.health.ready(this.wake.signal);
+      if (this.stopping) break;
+      const [job] = await this.boss!.fetch<unknown>(queue, { batchSize: 1 });
+      if (!job) {
+        await sleep(this.opts.pollSeconds * 1000, this.wake.signal);
+        continue;
+      }
+      let outcome: JobOutcome | undefined;
+      let failure: unknown;
+      try {
+        outcome = await this.handle(job);
+      } catch (err) {
+        failure = err;
+      }
+      try {
+        await this.health.retry(`recording job ${job.id}`, () =>
+          failure === undefined ? this.boss!.complete(queue, job.id, outcome as object) : this.boss!.fail(queue, job.id, { name: (failure as Error)?.name ?? "Error", message: errorMessage(failure) }),
+        );
+      } catch (err) {
+        // The job's row only records what happened (the run's own row says where it stands).
+        this.say(`job ${job.id}: could not be recorded: ${errorMessage(err)}`);
+      }
+    }
+  }
+
   /** Hands over runs whose holder stopped renewing its lease (a dead worker, or one cut off from the database). */
   private async reap(): Promise<void> {
-    if (this.stopping || !this.state || !this.boss) return;
+    if (this.stopping || this.health.down || !this.state || !this.boss) return;
     const [{ expiredRunLeases, requeueRun }, { enqueueOn, RUN_QUEUE }] = await Promise.all([import("../queue/run-leases.js"), import("../queue/run-queue.js")]);
     for (const thread of await expiredRunLeases(this.state.pool)) {
       const client = await this.state.pool.connect();
@@ -129,20 +170,32 @@ export class RunWorker {
     const parsed = RunJob.safeParse(job.data);
     if (!parsed.success) {
       const i = parsed.error.issues[0]!;
-      // Thrown: pg-boss fails the job with this reason; the queue never retries it (retryLimit 0).
+      // Thrown: the job is failed with this reason; the queue never retries it (retryLimit 0).
       throw new Error(`invalid run job ${job.id}: ${i.path.join(".") || "(payload)"}: ${i.message}`);
     }
     const thread = parsed.data.thread;
-    const sub = await getSubmission(pool, thread);
+    // The job is this worker's now: its run is only reached through it, so the database is waited for.
+    const sub = await this.health.retry(`${thread}: reading its submission`, () => getSubmission(pool, thread));
     if (!sub) throw new Error(`run job ${job.id} names thread "${thread}", which was never submitted`);
-    const got = await leases.acquireRunLease(pool, { thread, worker: this.id, jobId: job.id, ttlMs: this.ttlMs });
+    // One token for every attempt: an acquire whose commit was lost with its connection is ours on the retry.
+    const token = leases.newLeaseToken();
+    const got = await this.health.retry(`${thread}: taking its lease`, () => leases.acquireRunLease(pool, { thread, worker: this.id, jobId: job.id, ttlMs: this.ttlMs, token }));
     if (!got.ok) {
       const l = got.lease;
       const detail = l?.state === "held" ? `held by ${l.worker}` : `already ${l?.state ?? "unknown"}`;
       return this.record({ thread, outcome: "skipped", detail });
     }
-    const token = got.token;
     this.lastBusy = Date.now();
+    const unavailable = async (err: unknown, extra: Partial<JobOutcome> = {}): Promise<JobOutcome> => {
+      // Not the run's fault: it goes back to the queue as it stands, whatever step it was at.
+      const why = errorMessage(err).split("\n")[0]!;
+      if (!(await this.handBack(thread, token, `${this.id}: the state database was unavailable (${why}); queued again`, 5))) {
+        this.say(`${thread}: the state database was unavailable, and meanwhile another worker took the run over`);
+        return this.record({ thread, outcome: "lost", ...extra, detail: "another worker took the run over" });
+      }
+      this.say(`${thread}: paused, the state database was unavailable; queued again`);
+      return this.record({ thread, outcome: "handed_over", ...extra, detail: `state database unavailable: ${why}` });
+    };
     if (this.stopping) {
       // Fetched just as this worker began to stop: straight back to the queue for another.
       await this.handBack(thread, token, `${this.id} was stopping when it got the run; queued for another worker`);
@@ -162,7 +215,7 @@ export class RunWorker {
           }
         })
         // The database unreachable for a moment: keep trying; the run itself pauses if it lasts.
-        .catch(() => {});
+        .catch((err) => this.health.noteFailure(err, `${thread}: renewing its lease`));
     }, Math.max(200, Math.floor(this.ttlMs / 3)));
     let rt: Runtime | undefined;
     let resolveDone!: () => void;
@@ -179,16 +232,17 @@ export class RunWorker {
         if (files.commit && !sub.commit) await pinCommit(pool, thread, files.commit);
         await leases.materialisedRun(pool, thread, token);
       } catch (err) {
+        if (isStateUnavailable(err)) return await unavailable(err);
         // Another machine may reach what this one cannot (a volume, a network): released back to
         // the queue with the reason, until MATERIALISE_ATTEMPTS workers in a row failed.
-        const attempt = ((await leases.getRunLease(pool, thread))?.releases ?? 0) + 1;
+        const attempt = ((await this.health.retry(`${thread}: reading its lease`, () => leases.getRunLease(pool, thread)))?.releases ?? 0) + 1;
         const why = `${this.id} could not materialise the run (attempt ${attempt} of ${leases.MATERIALISE_ATTEMPTS}): ${errorMessage(err)}`;
         if (attempt < leases.MATERIALISE_ATTEMPTS) {
           await this.handBack(thread, token, `${why}; queued for another worker`, 5 * attempt, true);
           this.say(`${thread}: ${why}; released to the queue`);
           return this.record({ thread, outcome: "handed_over", detail: why });
         }
-        await leases.endRunLease(pool, thread, token, "failed", why);
+        await this.endLease(thread, token, "failed", why);
         throw err;
       }
       try {
@@ -203,12 +257,13 @@ export class RunWorker {
           },
         );
       } catch (err) {
+        if (isStateUnavailable(err)) return await unavailable(err);
         if ((err as LedgerloopError).code === "LEASE_HELD") {
           // Another process still writes these files (a shared workspace whose last holder is not gone yet): try again shortly.
           await this.handBack(thread, token, `${this.id}: ${errorMessage(err)}; retrying in 5 s`, 5);
           return this.record({ thread, outcome: "handed_over", detail: errorMessage(err) });
         }
-        await leases.endRunLease(pool, thread, token, "failed", `worker ${this.id} could not start the run: ${errorMessage(err)}`);
+        await this.endLease(thread, token, "failed", `worker ${this.id} could not start the run: ${errorMessage(err)}`);
         throw err;
       }
       if (rev && sub.source.kind === "repo") {
@@ -218,32 +273,34 @@ export class RunWorker {
       }
       const resumed = await rt.runs.hasCheckpoints(thread);
       const result = await driveRun(rt, thread, resumed ? null : sub.task, { signal: ac.signal, origin: "worker" });
-      if (lost || !(await leases.renewRunLease(pool, thread, token, this.ttlMs).catch(() => true))) {
+      // Waits for the database if it is away: whether the run is still ours decides what is written.
+      if (lost || !(await this.health.retry(`${thread}: renewing its lease`, () => leases.renewRunLease(pool, thread, token, this.ttlMs)))) {
         return this.record({ thread, outcome: "lost", status: result.status, steps: result.steps, detail: "another worker took the run over" });
       }
       if (result.status === "state_unavailable") {
-        // The database went away mid-run: back to the queue once it answers again (another worker's
-        // reaper does the same if this cannot even write that).
-        await this.handBack(thread, token, `${this.id}: ${result.error ?? "the state database was unavailable"}; retrying in 10 s`, 10).catch(() => {});
-        this.say(`${thread}: paused, the state database was unavailable; queued again`);
-        return this.record({ thread, outcome: "handed_over", status: result.status, steps: result.steps, detail: result.error });
+        // The database went away mid-run: back to the queue, from its last checkpoint.
+        return await unavailable(new Error(result.error ?? "the state database was unavailable"), { status: result.status, steps: result.steps });
       }
       if (this.stopping && result.status === "interrupted") {
         await this.handBack(thread, token, `${this.id} stopped at step ${result.steps}; queued for another worker`);
         this.say(`${thread}: stopped at step ${result.steps}; handed back to the queue`);
         return this.record({ thread, outcome: "handed_over", status: result.status, steps: result.steps });
       }
-      await leases.endRunLease(pool, thread, token, leaseStateFor(result.status), `${result.status} after ${result.steps} step(s) on ${this.id}${result.error ? `: ${result.error}` : ""}`);
+      await this.endLease(thread, token, leaseStateFor(result.status), `${result.status} after ${result.steps} step(s) on ${this.id}${result.error ? `: ${result.error}` : ""}`);
       this.say(`${thread}: ${result.status} after ${result.steps} step(s)${result.error ? ` (${result.error})` : ""}`);
       return this.record({ thread, outcome: "ran", status: result.status, steps: result.steps, resumed });
     } catch (err) {
+      if (isStateUnavailable(err)) {
+        this.health.noteFailure(err, thread);
+        return await unavailable(err);
+      }
       this.say(`${thread}: ${errorMessage(err)}`);
       // Still ours: a stopping worker hands it back, otherwise it ends failed with the reason (a
       // person resubmits); a materialise failure already ended it.
-      const mine = await leases.getRunLease(pool, thread).catch(() => null);
+      const mine = await this.health.retry(`${thread}: reading its lease`, () => leases.getRunLease(pool, thread)).catch(() => null);
       if (mine?.state === "held" && mine.worker === this.id) {
         if (this.stopping) await this.handBack(thread, token, `${this.id} stopped (${errorMessage(err)}); queued for another worker`).catch(() => {});
-        else await leases.endRunLease(pool, thread, token, "failed", `worker ${this.id}: ${errorMessage(err)}`).catch(() => {});
+        else await this.endLease(thread, token, "failed", `worker ${this.id}: ${errorMessage(err)}`).catch(() => {});
       }
       this.record({ thread, outcome: "failed", detail: errorMessage(err) });
       throw err;
@@ -258,15 +315,29 @@ export class RunWorker {
     }
   }
 
-  /** Puts a run this worker holds back in the queue, with its next job, in one transaction. */
-  private async handBack(thread: string, token: string, note: string, startAfterSeconds?: number, released = false): Promise<void> {
-    const [{ requeueRun }, { enqueueOn }] = await Promise.all([import("../queue/run-leases.js"), import("../queue/run-queue.js")]);
-    const client = await this.state!.pool.connect();
-    try {
-      await requeueRun(client, { thread, guard: { token }, note, released, enqueue: (c) => enqueueOn(this.boss!, c, { thread }, { startAfterSeconds }) });
-    } finally {
-      client.release();
-    }
+  /**
+   * Puts a run this worker holds back in the queue, with its next job, in one transaction; retried
+   * until written (a repeat after a lost commit finds the run queued already and does nothing).
+   */
+  private async handBack(thread: string, token: string, note: string, startAfterSeconds?: number, released = false): Promise<boolean> {
+    const [{ requeueRun, getRunLease }, { enqueueOn }] = await Promise.all([import("../queue/run-leases.js"), import("../queue/run-queue.js")]);
+    return this.health.retry(`${thread}: handing it back`, async () => {
+      const client = await this.state!.pool.connect();
+      try {
+        if (await requeueRun(client, { thread, guard: { token }, note, released, enqueue: (c) => enqueueOn(this.boss!, c, { thread }, { startAfterSeconds }) })) return true;
+        // Not ours any more: back in the queue all the same (an earlier attempt whose answer was
+        // lost, or a reaper), or taken over by another worker.
+        return (await getRunLease(client, thread))?.state === "queued";
+      } finally {
+        client.release();
+      }
+    });
+  }
+
+  /** Ends this worker's holding of a run (done, paused or failed), retried until written. */
+  private async endLease(thread: string, token: string, state: "paused" | "done" | "failed", note: string): Promise<void> {
+    const { endRunLease } = await import("../queue/run-leases.js");
+    await this.health.retry(`${thread}: recording its end`, () => endRunLease(this.state!.pool, thread, token, state, note));
   }
 
   private record(o: JobOutcome): JobOutcome {
@@ -283,10 +354,9 @@ export class RunWorker {
     if (this.stopping) return;
     this.stopping = true;
     clearInterval(this.reaper);
-    const { RUN_QUEUE } = await import("../queue/run-queue.js");
     const t0 = Date.now();
     const phase = (what: string) => this.opts.verbose && this.say(`stop: ${what} (${Date.now() - t0} ms)`);
-    await this.boss?.offWork(RUN_QUEUE).catch(() => {});
+    this.wake.abort();
     // A job fetched while stopping is handed back by handle() itself; wait for those too.
     const graceEnds = Date.now() + (this.opts.stopGraceMs ?? DEFAULT_STOP_GRACE_MS);
     while (this.active.size) {
@@ -301,6 +371,7 @@ export class RunWorker {
         if (this.active.size) phase(`grace period over; cutting off ${this.active.size} run(s)`);
       }
     }
+    await Promise.all(this.slots);
     phase("runs handed back");
     await this.boss?.stop({ graceful: true, wait: true, timeout: 5_000 }).catch(() => {});
     phase("queue stopped");
@@ -311,6 +382,20 @@ export class RunWorker {
 
 /** How long a stopping worker lets a run's current step go on before cutting it off. */
 export const DEFAULT_STOP_GRACE_MS = 20_000;
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let t: NodeJS.Timeout;
