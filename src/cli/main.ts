@@ -24,6 +24,7 @@ import { registerReport } from "./report.js";
 import { registerResume } from "./resume.js";
 import { registerRewind } from "./rewind.js";
 import { registerRun } from "./run.js";
+import { registerRunControl } from "./run-control.js";
 import { registerSearch } from "./search.js";
 import { registerStats } from "./stats.js";
 import { registerSubmit } from "./submit.js";
@@ -44,6 +45,7 @@ export function buildProgram(): Command {
   registerResume(program);
   registerSubmit(program);
   registerWorker(program);
+  registerRunControl(program);
   registerDemo(program);
   registerEval(program);
   registerHistory(program);

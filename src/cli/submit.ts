@@ -15,6 +15,7 @@ export interface SubmitArgs extends Pick<RunArgs, "thread" | "model" | "summaryM
   approve?: "ask" | "auto" | "deny";
   retrieval?: "hybrid" | "lexical";
   vectors?: "chroma" | "off";
+  priority?: number;
   json?: boolean;
 }
 
@@ -48,7 +49,7 @@ export async function handleSubmit(task: string, args: SubmitArgs): Promise<{ th
   try {
     const boss = await startQueue(url);
     try {
-      const { jobId } = await submitRun(state.pool, boss, { thread, task, source, settings: settings.data });
+      const { jobId } = await submitRun(state.pool, boss, { thread, task, source, settings: settings.data }, { priority: args.priority });
       if (args.json) printJson({ thread, jobId, state: state.location });
       else log(`queued run ${thread} (job ${jobId}) in ${state.location}; follow it with \`ledgerloop threads --state …\``);
       return { thread, jobId };
@@ -80,6 +81,10 @@ export function registerSubmit(program: Command): void {
     .option("--vectors <mode>", "chroma or off (n-gram index only)", (v: string) => {
       if (v !== "chroma" && v !== "off") throw new CliError(`--vectors must be chroma or off, got "${v}"`, 2, "CONFIG_INVALID");
       return v;
+    })
+    .option("--priority <n>", "higher runs are taken first (default 0; negative allowed)", (v: string) => {
+      if (!/^-?\d+$/.test(v)) throw new CliError(`--priority must be a whole number, got "${v}"`, 2, "CONFIG_INVALID");
+      return Number(v);
     })
     .option("--json", "print the thread and job id as JSON");
   sandboxOptions(cmd);

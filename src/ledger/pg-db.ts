@@ -205,6 +205,12 @@ export const PG_MIGRATIONS: string[] = [
     END $$;
   CREATE TABLE ll_deleted_runs (thread_id TEXT PRIMARY KEY, deleted_at TIMESTAMPTZ NOT NULL DEFAULT now());
   `,
+  // 9: run control (queue/run-control.ts): a cancel asked of the worker holding a run (it stops the
+  // run at the next step boundary), and the priority every job of a run is queued with.
+  `
+  ALTER TABLE ll_run_leases ADD COLUMN cancel_requested TEXT;
+  ALTER TABLE ll_run_leases ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+  `,
 ];
 
 /** The schema version this build writes and understands. */

@@ -81,6 +81,7 @@ export async function listRunsPg(pool: pg.Pool, opts: { thread?: string } = {}):
     const settled = runEnded(s.status) || s.status === "awaiting_approval";
     if (live) s.status = "running";
     else if (l.state === "queued" && !settled) s.status = "queued";
+    else if (l.state === "cancelled") s.status = "cancelled";
   }
   return out.sort(newestFirst);
 }

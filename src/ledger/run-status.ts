@@ -24,6 +24,8 @@ export type RunStatusView =
   | "no_progress"
   /** Submitted to the queue (src/queue/), waiting for a worker. */
   | "queued"
+  /** Cancelled from the queue (`ledgerloop cancel`); `ledgerloop requeue` continues it. */
+  | "cancelled"
   | "unknown";
 
 /** What is recorded about a run, as `runStatus` reads it. */

@@ -10,6 +10,8 @@ import { defaultRedactor } from "../secrets.js";
 //            hands it over (a new job, state queued again, takeovers + 1)
 //   paused   it stopped on its own and waits for a person (approval, budget, model down)
 //   done     it ended (finished, failed, max_steps, script_exhausted)
+//   cancelled  stopped by `ledgerloop cancel` (queued: its job cancelled; held: its worker stopped
+//            it at the next step boundary once it saw cancel_requested); `requeue` continues it
 //   failed   no worker could start it (its workspace could not be materialised, MATERIALISE_ATTEMPTS
 //            times in a row); note says why. A worker that cannot materialise it releases it back to
 //            the queue first (releases + 1), since another machine may reach what this one cannot.
@@ -19,7 +21,7 @@ import { defaultRedactor } from "../secrets.js";
 // The ledger is fenced by the same token (PgLedger's `fence`): a stalled worker that wakes up after
 // the takeover cannot record, and so cannot start, another action of the run.
 
-export type RunLeaseState = "queued" | "held" | "paused" | "done" | "failed";
+export type RunLeaseState = "queued" | "held" | "paused" | "done" | "failed" | "cancelled";
 
 export interface RunLeaseRow {
   thread: string;
@@ -32,6 +34,10 @@ export interface RunLeaseRow {
   /** Times a worker released it because it could not materialise its workspace. */
   releases: number;
   note: string | null;
+  /** Why a cancel was asked of the worker holding it (null: none asked). */
+  cancelRequested: string | null;
+  /** The priority its jobs are queued with (higher first). */
+  priority: number;
 }
 
 interface Row {
@@ -44,6 +50,8 @@ interface Row {
   takeovers: number;
   releases: number;
   note: string | null;
+  cancel_requested: string | null;
+  priority: number;
 }
 
 const toLease = (r: Row): RunLeaseRow => ({
@@ -56,13 +64,15 @@ const toLease = (r: Row): RunLeaseRow => ({
   takeovers: r.takeovers,
   releases: r.releases,
   note: r.note,
+  cancelRequested: r.cancel_requested ?? null,
+  priority: r.priority ?? 0,
 });
 
 /**
  * A note as stored: redacted (a reason may quote a clone URL or a command's output, and every
  * reader of the shared database shows it) and bounded.
  */
-function noteText(note: string): string {
+export function noteText(note: string): string {
   return defaultRedactor.redact(note).slice(0, 2000);
 }
 
@@ -113,18 +123,23 @@ export async function acquireRunLease(db: Sql, o: { thread: string; worker: stri
 
 /** Extends a held lease; false when the token no longer holds it (taken over, or handed back). */
 export async function renewRunLease(db: Sql, thread: string, token: string, ttlMs: number): Promise<boolean> {
-  const r = await db.query(
+  return (await heartbeatRunLease(db, thread, token, ttlMs)).held;
+}
+
+/** Extends a held lease and says whether a cancel was asked of its holder (`ledgerloop cancel`). */
+export async function heartbeatRunLease(db: Sql, thread: string, token: string, ttlMs: number): Promise<{ held: boolean; cancel: string | null }> {
+  const r = await db.query<{ cancel_requested: string | null }>(
     `UPDATE ll_run_leases SET heartbeat_at = now(), expires_at = now() + $3 * interval '1 millisecond', updated_at = now()
-     WHERE thread_id = $1 AND token = $2 AND state = 'held'`,
+     WHERE thread_id = $1 AND token = $2 AND state = 'held' RETURNING cancel_requested`,
     [thread, token, ttlMs],
   );
-  return (r.rowCount ?? 0) > 0;
+  return { held: (r.rowCount ?? 0) > 0, cancel: r.rows[0]?.cancel_requested ?? null };
 }
 
 /** Ends a holding: the run stopped on its own (paused), ended (done) or could not start (failed). */
-export async function endRunLease(db: Sql, thread: string, token: string, state: "paused" | "done" | "failed", note: string): Promise<boolean> {
+export async function endRunLease(db: Sql, thread: string, token: string, state: "paused" | "done" | "failed" | "cancelled", note: string): Promise<boolean> {
   const r = await db.query(
-    `UPDATE ll_run_leases SET state = $3, worker = NULL, token = NULL, heartbeat_at = NULL, expires_at = NULL, note = $4, updated_at = now()
+    `UPDATE ll_run_leases SET state = $3, worker = NULL, token = NULL, heartbeat_at = NULL, expires_at = NULL, note = $4, cancel_requested = NULL, updated_at = now()
      WHERE thread_id = $1 AND token = $2 AND state = 'held'`,
     [thread, token, state, noteText(note)],
   );
@@ -156,9 +171,10 @@ export async function requeueRun(
   client: pg.PoolClient,
   o: {
     thread: string;
-    guard: { token: string } | "expired" | "any";
+    guard: { token: string } | "expired" | "any" | "stopped";
     note: string;
-    enqueue: (client: pg.PoolClient) => Promise<string | null>;
+    /** Sends the run's next job on `client`, with the run's priority. */
+    enqueue: (client: pg.PoolClient, o: { priority: number }) => Promise<string | null>;
     /** The holder could not materialise the run's workspace (counted in `releases`). */
     released?: boolean;
   },
@@ -166,18 +182,24 @@ export async function requeueRun(
   await client.query("BEGIN");
   try {
     const cond =
-      o.guard === "expired" ? "state = 'held' AND expires_at < now()" : o.guard === "any" ? "state <> 'held' OR expires_at < now()" : "state = 'held' AND token = $2";
+      o.guard === "expired"
+        ? "state = 'held' AND expires_at < now()"
+        : o.guard === "any"
+          ? "state <> 'held' OR expires_at < now()"
+          : o.guard === "stopped"
+            ? "state IN ('paused', 'failed', 'cancelled')"
+            : "state = 'held' AND token = $2";
     const args = typeof o.guard === "object" ? [o.thread, o.guard.token] : [o.thread];
     const cur = await client.query<Row>(`SELECT * FROM ll_run_leases WHERE thread_id = $1 AND (${cond}) FOR UPDATE SKIP LOCKED`, args);
     if (!cur.rowCount) {
       await client.query("ROLLBACK");
       return null;
     }
-    const jobId = await o.enqueue(client);
+    const jobId = await o.enqueue(client, { priority: cur.rows[0]!.priority ?? 0 });
     if (!jobId) throw new Error(`the queue refused a job for run ${o.thread}`);
     const expired = o.guard === "expired";
     await client.query(
-      `UPDATE ll_run_leases SET state = 'queued', worker = NULL, token = NULL, heartbeat_at = NULL, expires_at = NULL, job_id = $2, note = $3,
+      `UPDATE ll_run_leases SET state = 'queued', worker = NULL, token = NULL, heartbeat_at = NULL, expires_at = NULL, job_id = $2, note = $3, cancel_requested = NULL,
          takeovers = takeovers + $4, releases = releases + $5, updated_at = now() WHERE thread_id = $1`,
       [o.thread, jobId, noteText(o.note), expired ? 1 : 0, o.released ? 1 : 0],
     );

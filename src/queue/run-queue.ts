@@ -91,9 +91,15 @@ async function createRunQueue(boss: PgBoss, url: string): Promise<void> {
 }
 
 /** Sends a run job on `client` (inside its transaction). */
-export function enqueueOn(boss: PgBoss, client: pg.PoolClient, job: RunJob, opts: { startAfterSeconds?: number } = {}): Promise<string | null> {
+export function enqueueOn(boss: PgBoss, client: pg.PoolClient, job: RunJob, opts: { startAfterSeconds?: number; priority?: number } = {}): Promise<string | null> {
   const db = { executeSql: (text: string, values: unknown[]) => client.query(text, values) };
-  return boss.send(RUN_QUEUE, job, { db, retryLimit: 0, expireInSeconds: JOB_EXPIRE_SECONDS, ...(opts.startAfterSeconds ? { startAfter: opts.startAfterSeconds } : {}) });
+  return boss.send(RUN_QUEUE, job, {
+    db,
+    retryLimit: 0,
+    expireInSeconds: JOB_EXPIRE_SECONDS,
+    ...(opts.startAfterSeconds ? { startAfter: opts.startAfterSeconds } : {}),
+    ...(opts.priority ? { priority: opts.priority } : {}),
+  });
 }
 
 /** A thread id a submission may use: it names directories on workers. */
@@ -103,7 +109,8 @@ const THREAD_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
  * Records a run and queues its first job, in one transaction: a submission is either fully queued
  * or not at all. Fails when the thread id is taken (by a submitted run or any run of the database).
  */
-export async function submitRun(pool: pg.Pool, boss: PgBoss, s: Omit<Submission, "submittedAt" | "commit">): Promise<{ jobId: string }> {
+export async function submitRun(pool: pg.Pool, boss: PgBoss, s: Omit<Submission, "submittedAt" | "commit">, opts: { priority?: number } = {}): Promise<{ jobId: string }> {
+  if (opts.priority !== undefined && !Number.isInteger(opts.priority)) throw new ConfigError(`invalid priority ${opts.priority}: a whole number, higher runs first`);
   if (!THREAD_ID.test(s.thread)) throw new ConfigError(`invalid thread id "${s.thread}": letters, digits, '.', '_' and '-' only, at most 128`);
   if (!s.task.trim()) throw new ConfigError("the task must not be empty");
   if (s.source.kind === "repo" && defaultRedactor.redact(s.source.repo) !== s.source.repo) {
@@ -128,12 +135,12 @@ export async function submitRun(pool: pg.Pool, boss: PgBoss, s: Omit<Submission,
       JSON.stringify(s.settings),
       new Date().toISOString(),
     ]);
-    await client.query("INSERT INTO ll_run_leases (thread_id, state, note) VALUES ($1, 'queued', 'submitted')", [s.thread]);
+    await client.query("INSERT INTO ll_run_leases (thread_id, state, note, priority) VALUES ($1, 'queued', 'submitted', $2)", [s.thread, opts.priority ?? 0]);
   });
   const client = await pool.connect();
   try {
     // The first job, with the row it belongs to (requeueRun's transaction).
-    const r = await requeueRun(client, { thread: s.thread, guard: "any", note: "submitted", enqueue: (c) => enqueueOn(boss, c, { thread: s.thread }) });
+    const r = await requeueRun(client, { thread: s.thread, guard: "any", note: "submitted", enqueue: (c, o) => enqueueOn(boss, c, { thread: s.thread }, o) });
     if (!r) throw new StateStoreError("STATE_DB_UNREADABLE", `run ${s.thread} was recorded but could not be queued; submit it again with another thread id`);
     return { jobId: r.jobId };
   } finally {

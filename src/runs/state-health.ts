@@ -1,4 +1,5 @@
 import { isStateUnavailable, unavailableReason } from "../ledger/state-unavailable.js";
+import { sleep } from "./timers.js";
 
 // Whether a worker's state database answers. A worker must outlive restarts, failovers and a full
 // server (53300): any of its calls that fails that way marks the database down (one log line), the
@@ -90,8 +91,4 @@ export class StateHealth {
     this.waiters = [];
     for (const w of waiting) w();
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

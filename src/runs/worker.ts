@@ -8,6 +8,7 @@ import type { PgState } from "../ledger/pg-db.js";
 import type { Runtime } from "../runtime.js";
 import type { DriveResult } from "./drive.js";
 import { StateHealth } from "./state-health.js";
+import { sleep, withTimeout } from "./timers.js";
 
 // The queue worker (`ledgerloop worker`): takes runs from the queue (src/queue/) and drives them,
 // any number of workers on any number of machines against one PostgreSQL state. Per run it holds a
@@ -27,7 +28,7 @@ type Job = PgBoss.Job<unknown>;
 /** The outcome of one job, as pg-boss stores it (and --json prints it). */
 export interface JobOutcome {
   thread: string;
-  outcome: "ran" | "skipped" | "handed_over" | "lost" | "failed";
+  outcome: "ran" | "skipped" | "handed_over" | "lost" | "failed" | "cancelled";
   status?: DriveResult["status"];
   steps?: number;
   detail?: string;
@@ -147,7 +148,7 @@ export class RunWorker {
           thread,
           guard: "expired",
           note: `handed over by ${this.id}: the lease of its holder expired`,
-          enqueue: (c) => enqueueOn(this.boss!, c, { thread }),
+          enqueue: (c, o) => enqueueOn(this.boss!, c, { thread }, o),
         });
         if (!r) continue;
         this.say(`${thread}: the lease of ${r.previous.worker} expired; queued again (job ${r.jobId})`);
@@ -204,14 +205,20 @@ export class RunWorker {
     const ac = new AbortController();
     const drain = new AbortController();
     let lost = false;
+    let cancelled: string | null = null;
     const beat = setInterval(() => {
       void leases
-        .renewRunLease(pool, thread, token, this.ttlMs)
-        .then((ok) => {
-          if (!ok && !lost) {
+        .heartbeatRunLease(pool, thread, token, this.ttlMs)
+        .then(({ held, cancel }) => {
+          if (!held && !lost) {
             lost = true;
             this.say(`${thread}: lost its lease (taken over); stopping without writing`);
             ac.abort();
+          } else if (held && cancel && !cancelled) {
+            // `ledgerloop cancel`: the step in progress ends as it would, then the run stops.
+            cancelled = cancel;
+            this.say(`${thread}: ${cancel}; stopping at the next step boundary`);
+            drain.abort();
           }
         })
         // The database unreachable for a moment: keep trying; the run itself pauses if it lasts.
@@ -281,6 +288,11 @@ export class RunWorker {
         // The database went away mid-run: back to the queue, from its last checkpoint.
         return await unavailable(new Error(result.error ?? "the state database was unavailable"), { status: result.status, steps: result.steps });
       }
+      if (cancelled && result.status === "interrupted") {
+        await this.endLease(thread, token, "cancelled", `${cancelled}; stopped after step ${result.steps} on ${this.id}`);
+        this.say(`${thread}: cancelled after ${result.steps} step(s)`);
+        return this.record({ thread, outcome: "cancelled", status: result.status, steps: result.steps, detail: cancelled });
+      }
       if (this.stopping && result.status === "interrupted") {
         await this.handBack(thread, token, `${this.id} stopped at step ${result.steps}; queued for another worker`);
         this.say(`${thread}: stopped at step ${result.steps}; handed back to the queue`);
@@ -324,7 +336,7 @@ export class RunWorker {
     return this.health.retry(`${thread}: handing it back`, async () => {
       const client = await this.state!.pool.connect();
       try {
-        if (await requeueRun(client, { thread, guard: { token }, note, released, enqueue: (c) => enqueueOn(this.boss!, c, { thread }, { startAfterSeconds }) })) return true;
+        if (await requeueRun(client, { thread, guard: { token }, note, released, enqueue: (c, o) => enqueueOn(this.boss!, c, { thread }, { ...o, startAfterSeconds }) })) return true;
         // Not ours any more: back in the queue all the same (an earlier attempt whose answer was
         // lost, or a reaper), or taken over by another worker.
         return (await getRunLease(client, thread))?.state === "queued";
@@ -335,7 +347,7 @@ export class RunWorker {
   }
 
   /** Ends this worker's holding of a run (done, paused or failed), retried until written. */
-  private async endLease(thread: string, token: string, state: "paused" | "done" | "failed", note: string): Promise<void> {
+  private async endLease(thread: string, token: string, state: "paused" | "done" | "failed" | "cancelled", note: string): Promise<void> {
     const { endRunLease } = await import("../queue/run-leases.js");
     await this.health.retry(`${thread}: recording its end`, () => endRunLease(this.state!.pool, thread, token, state, note));
   }
@@ -382,22 +394,3 @@ export class RunWorker {
 
 /** How long a stopping worker lets a run's current step go on before cutting it off. */
 export const DEFAULT_STOP_GRACE_MS = 20_000;
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  if (signal?.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let t: NodeJS.Timeout;
-  return Promise.race([p, new Promise<T>((_, reject) => (t = setTimeout(() => reject(new Error(`did not finish within ${ms} ms`)), ms)))]).finally(() => clearTimeout(t));
-}

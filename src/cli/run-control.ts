@@ -1,0 +1,46 @@
+import type { Command } from "commander";
+import { CliError } from "../errors.js";
+import { log, printJson, stateOption } from "./common.js";
+import { stateUrlOf } from "../ledger/open-state.js";
+import { cancelSubmittedRun, requeueSubmittedRun } from "../runs/run-control.js";
+
+// `ledgerloop cancel` and `ledgerloop requeue`: run control of the PostgreSQL queue, from any machine.
+
+interface ControlArgs {
+  state?: string;
+  json?: boolean;
+}
+
+function urlOf(args: ControlArgs, what: string): string {
+  const url = stateUrlOf(args);
+  if (!url) throw new CliError(`${what} needs the PostgreSQL state the workers use: --state postgres://… or LEDGERLOOP_STATE_URL`, 2, "CONFIG_INVALID");
+  return url;
+}
+
+export async function handleCancel(thread: string, args: ControlArgs): Promise<void> {
+  const r = await cancelSubmittedRun(urlOf(args, "cancel"), thread);
+  if (args.json) printJson(r);
+  else if (r.state === "cancelled") log(`cancelled run ${thread} (it was ${r.was}); \`ledgerloop requeue ${thread}\` continues it`);
+  else log(`asked worker ${r.worker} to cancel run ${thread}: it stops at the next step boundary`);
+}
+
+export async function handleRequeue(thread: string, args: ControlArgs): Promise<void> {
+  const r = await requeueSubmittedRun(urlOf(args, "requeue"), thread);
+  if (args.json) printJson(r);
+  else log(`queued run ${thread} again (job ${r.jobId}; it was ${r.was}); a worker continues it from its last checkpoint`);
+}
+
+export function registerRunControl(program: Command): void {
+  const cancel = program
+    .command("cancel")
+    .description("cancel a run of the PostgreSQL queue: a queued one at once, a running one at its next step boundary")
+    .argument("<thread>", "the run's thread id")
+    .option("--json", "print what was done as JSON");
+  stateOption(cancel).action(async (thread: string, opts: ControlArgs) => handleCancel(thread, opts));
+  const requeue = program
+    .command("requeue")
+    .description("queue a failed, paused or cancelled run of the PostgreSQL queue again; a worker continues it from its last checkpoint")
+    .argument("<thread>", "the run's thread id")
+    .option("--json", "print the new job as JSON");
+  stateOption(requeue).action(async (thread: string, opts: ControlArgs) => handleRequeue(thread, opts));
+}

@@ -1,0 +1,45 @@
+import os from "node:os";
+import type { CancelResult } from "../queue/run-control.js";
+import type { RunLeaseState } from "../queue/run-leases.js";
+
+// `ledgerloop cancel` and `requeue` against a PostgreSQL state: each opens the state and the queue
+// for one call (queue/run-control.ts) and closes them again.
+
+/** Who asked, as the run's note says it. */
+function asker(): string {
+  let user = "unknown";
+  try {
+    user = os.userInfo().username;
+  } catch {
+    // No passwd entry (a container): the host still says where it came from.
+  }
+  return `${user}@${os.hostname()}`;
+}
+
+async function withQueue<T>(url: string, fn: (pool: import("pg").Pool, boss: import("pg-boss")) => Promise<T>): Promise<T> {
+  const [{ openPgState }, { startQueue }] = await Promise.all([import("../ledger/pg-db.js"), import("../queue/run-queue.js")]);
+  const state = await openPgState(url);
+  try {
+    const boss = await startQueue(url);
+    try {
+      return await fn(state.pool, boss);
+    } finally {
+      await boss.stop({ graceful: false, wait: true }).catch(() => {});
+    }
+  } finally {
+    await state.close();
+  }
+}
+
+/** Cancels a submitted run (queued or stopped: at once; held: its worker stops it at the next step boundary). */
+export async function cancelSubmittedRun(url: string, thread: string): Promise<CancelResult> {
+  const { cancelRun } = await import("../queue/run-control.js");
+  return withQueue(url, (pool, boss) => cancelRun(pool, boss, thread, asker()));
+}
+
+/** Queues a failed, paused or cancelled run again; a worker continues it from its last checkpoint. */
+export async function requeueSubmittedRun(url: string, thread: string): Promise<{ thread: string; jobId: string; was: RunLeaseState }> {
+  const { requeueStoppedRun } = await import("../queue/run-control.js");
+  const r = await withQueue(url, (pool, boss) => requeueStoppedRun(pool, boss, thread, asker()));
+  return { thread, jobId: r.jobId, was: r.was.state };
+}
