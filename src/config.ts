@@ -13,6 +13,7 @@ import { PriceTable } from "./economics/prices.js";
 import { ConfigError, errorMessage } from "./errors.js";
 import { configFingerprint } from "./ledger/governing.js";
 import { resolvePolicy, withAllowed, type SandboxPolicy } from "./sandbox/policy.js";
+import { BUILTIN_TOOL_NAMES, TOOL_RISKS } from "./tool-catalogue.js";
 
 export const CONFIG_FILE = "ledgerloop.config.json";
 
@@ -79,31 +80,8 @@ export const SandboxConfig = z.strictObject({
 });
 export type SandboxConfig = z.infer<typeof SandboxConfig>;
 
-/**
- * Names of the built-in tools (agent/tools/index.ts; a test keeps the two lists equal): a project tool may
- * not take one, and `mcp__` is kept for tools from MCP servers.
- */
-export const BUILTIN_TOOL_NAMES = [
-  "read_file",
-  "write_file",
-  "edit_file",
-  "list_files",
-  "search_code",
-  "run_command",
-  "run_tests",
-  "start_process",
-  "process_status",
-  "process_output",
-  "stop_process",
-  "update_plan",
-  "record_decision",
-  "git_commit",
-  "finish",
-] as const;
-
-/** What a tool may affect; decides its permissions (a `network` tool needs --allow-network). */
-export const ToolRisk = z.enum(["read", "write", "exec", "network"]);
-export type ToolRisk = z.infer<typeof ToolRisk>;
+/** A tool's risk as the config names it (the type, `ToolRisk`, is the catalogue's: tool-catalogue.ts). */
+export const ToolRisk = z.enum(TOOL_RISKS);
 
 /** Why a JSON schema cannot describe a tool's arguments, or null when it can. */
 export function toolInputSchemaProblem(schema: Record<string, unknown>): string | null {
@@ -122,6 +100,7 @@ export const ProjectToolConfig = z.strictObject({
     .string()
     .regex(/^[a-z][a-z0-9_]{0,63}$/, "use lowercase letters, digits and `_`, starting with a letter (at most 64)")
     .refine((n) => !n.startsWith("mcp__"), "names starting with `mcp__` are kept for tools from MCP servers")
+    // The registry of the agent (agent/tools/index.ts) offers exactly the catalogue's names.
     .refine((n) => !(BUILTIN_TOOL_NAMES as readonly string[]).includes(n), { error: (i) => `"${String(i.input)}" is a built-in tool; choose another name` }),
   /** What the model reads: what the tool does, when to use it, what it returns. */
   description: z.string().trim().min(1, "describe the tool for the model"),

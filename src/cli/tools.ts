@@ -2,6 +2,8 @@ import type { Command } from "commander";
 import { resolveWorkspace } from "../workspace/location.js";
 import { printJson } from "./common.js";
 import type { WorkspaceArgs } from "../ledger/open-state.js";
+import type { ToolSource } from "../agent/tools/index.js";
+import type { ToolApproval, ToolRisk } from "../tool-catalogue.js";
 
 export interface ToolsArgs extends WorkspaceArgs {
   allowNetwork?: boolean;
@@ -10,9 +12,9 @@ export interface ToolsArgs extends WorkspaceArgs {
 /** One tool as `ledgerloop tools` lists it: what the model sees (name, description, JSON schema), its source and risk. */
 export interface ToolRow {
   name: string;
-  source: "built-in" | "project" | `mcp:${string}`;
-  risk: string;
-  approve: string;
+  source: ToolSource;
+  risk: ToolRisk;
+  approve: ToolApproval;
   /** False for a configured tool a run would not offer (`why` says why). */
   offered: boolean;
   why?: string;
@@ -22,7 +24,7 @@ export interface ToolRow {
 
 /** Every tool a run in the workspace would give the model, as the model sees it, plus configured tools it would not. */
 export async function handleTools(args: ToolsArgs): Promise<ToolRow[]> {
-  const [{ TOOLS, toolSpecs }, { originOf, projectTools, projectTool }, { readConfig }] = await Promise.all([
+  const [{ TOOLS, toolSpecs }, { projectTools, projectTool }, { readConfig }] = await Promise.all([
     import("../agent/tools/index.js"),
     import("../agent/tools/project.js"),
     import("../config.js"),
@@ -33,13 +35,12 @@ export async function handleTools(args: ToolsArgs): Promise<ToolRow[]> {
   const { offered, withheld } = projectTools(config.tools ?? [], { allowNetwork: args.allowNetwork ?? config.sandbox?.network ?? false });
   const rows: ToolRow[] = [...TOOLS, ...offered].map((t) => {
     const spec = toolSpecs([t])[0]!;
-    const o = originOf(t);
-    return { name: t.name, source: o.source, risk: o.risk, approve: o.approve, offered: true, description: spec.description, parameters: spec.parameters };
+    return { name: t.name, source: t.source, risk: t.risk, approve: t.approve, offered: true, description: spec.description, parameters: spec.parameters };
   });
   for (const w of withheld) {
     const t = projectTool(w.config);
     const spec = toolSpecs([t])[0]!;
-    rows.push({ name: t.name, source: "project", risk: w.config.risk, approve: w.config.approve ?? "policy", offered: false, why: w.why, description: spec.description, parameters: spec.parameters });
+    rows.push({ name: t.name, source: t.source, risk: t.risk, approve: t.approve, offered: false, why: w.why, description: spec.description, parameters: spec.parameters });
   }
   if (config.mcpServers && Object.keys(config.mcpServers).length) {
     // The servers are started (through the sandbox, as a run would) to ask them for their tools.
@@ -49,8 +50,7 @@ export async function handleTools(args: ToolsArgs): Promise<ToolRow[]> {
     try {
       const row = (t: (typeof set.offered)[number], why?: string): ToolRow => {
         const spec = toolSpecs([t])[0]!;
-        const o = originOf(t);
-        return { name: t.name, source: o.source, risk: o.risk, approve: o.approve, offered: !why, ...(why ? { why } : {}), description: spec.description, parameters: spec.parameters };
+        return { name: t.name, source: t.source, risk: t.risk, approve: t.approve, offered: !why, ...(why ? { why } : {}), description: spec.description, parameters: spec.parameters };
       };
       rows.push(...set.offered.map((t) => row(t)), ...set.withheld.map((w) => row(w.tool, w.why)));
       for (const p of set.problems) process.stderr.write(`ledgerloop tools: ${p}\n`);

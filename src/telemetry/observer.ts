@@ -18,9 +18,8 @@ import { openRunLog } from "./run-log.js";
  * log or export lets the work go on.
  */
 
-/** How a tool may affect the world (declared on each tool's definition: agent/tools/tool.ts). */
-export type { ToolRisk } from "../config.js";
-import type { ToolRisk } from "../config.js";
+// A tool's risk comes with the call, from the tool's definition (agent/nodes/act.ts): no table here.
+import type { ToolRisk } from "../tool-catalogue.js";
 
 interface NodeScope {
   run: RunObserver;

@@ -2,9 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
-import { BUILTIN_TOOL_NAMES } from "../../src/config.js";
 import { TOOLS } from "../../src/agent/tools/index.js";
-import { originOf } from "../../src/agent/tools/project.js";
 import { cli, cliAsync, jsonLines } from "../helpers/cli.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 
@@ -52,17 +50,8 @@ function events(ws: string, thread: string): Array<{ type: string; payload: Reco
 }
 
 describe("project tools (ledgerloop.config.json → tools)", () => {
-  it("each built-in tool declares its risk once, on its definition, and every reader takes it from there", () => {
-    const risks = Object.fromEntries(TOOLS.map((t) => [t.name, originOf(t).risk]));
-    for (const t of TOOLS) expect(risks[t.name], t.name).toBe(t.risk);
-    // The process tools were shown as exec by a second, incomplete table (telemetry's) before.
-    expect(risks).toMatchObject({ process_status: "read", process_output: "read", start_process: "exec", stop_process: "exec", read_file: "read", run_command: "exec", git_commit: "write" });
-  });
-
-  it("the built-in names a project tool may not take are the registry's", () => {
-    expect([...BUILTIN_TOOL_NAMES].sort()).toEqual(TOOLS.map((t) => t.name).sort());
-  });
-
+  // The built-in tools' facts (names a project tool may not take, risks) are checked against the
+  // registry in tool-facts.test.ts.
   it("a scripted run calls one: its JSON arguments arrive on stdin and in the environment; bad arguments are feedback", async () => {
     const ws = workspace();
     const t = script([

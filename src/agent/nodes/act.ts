@@ -13,7 +13,7 @@ import type { LedgerEvent, PayloadOf, TaskStateValue } from "../../state.js";
 import { treeSummary } from "../../workspace/snapshot.js";
 import { getTool, type ToolContext } from "../tools/index.js";
 import { mcpVerdict } from "../tools/mcp.js";
-import { adjustVerdict, originOf } from "../tools/project.js";
+import { adjustVerdict } from "../tools/project.js";
 import { branchWriter, type NodeDeps, type NodeFn } from "./deps.js";
 import { restoreProcesses } from "./restore-processes.js";
 
@@ -261,7 +261,7 @@ export function createActNode(deps: NodeDeps): NodeFn {
         `feedback/${id}`,
         "environment_feedback",
         async () => {
-          const p = await observeToolCall({ tool: action.payload.tool, actionId: id, ...(tool ? { risk: originOf(tool).risk } : {}) }, () =>
+          const p = await observeToolCall({ tool: action.payload.tool, actionId: id, ...(tool ? { risk: tool.risk } : {}) }, () =>
             execute(rt, action, w.key(`start/${id}`), config.signal, checked, approved),
           );
           // PostgreSQL state: the files as this action left them, before its feedback is recorded,

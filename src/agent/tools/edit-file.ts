@@ -3,6 +3,7 @@ import { confined } from "../../workspace/confined.js";
 import { z } from "zod";
 import { resolveInWorkspace } from "../../workspace/paths.js";
 import { replaceFile } from "../../workspace/replace-file.js";
+import { builtinTool } from "../../tool-catalogue.js";
 import { defineTool, toolError } from "./tool.js";
 
 export const EditFileArgs = z
@@ -33,8 +34,7 @@ const lineOf = (text: string, index: number) => text.slice(0, index).split("\n")
 
 /** Replaces one exact occurrence of a text in a file. */
 export const editFileTool = defineTool({
-  name: "edit_file",
-  risk: "write",
+  ...builtinTool("edit_file"),
   description:
     "Replace an exact piece of text in a file. oldText must match the file exactly (whitespace and " +
     "indentation included, no line-number prefixes) and occur exactly once; include surrounding lines to " +

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { builtinTool } from "../../tool-catalogue.js";
 import { defineTool } from "./tool.js";
 
 export const FinishArgs = z
@@ -10,8 +11,7 @@ export type FinishArgs = z.infer<typeof FinishArgs>;
 
 /** Ends the task. */
 export const finishTool = defineTool({
-  name: "finish",
-  risk: "write",
+  ...builtinTool("finish"),
   description:
     "Finish the task when the goal is met and verified (tests pass). The summary goes into the run's report. " +
     "Do not call other tools in the same turn.",

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { hostGit, isRepo, locateRepo, userIdentity, type HostRepo } from "../../workspace/host-git.js";
 import { resolveInWorkspace } from "../../workspace/paths.js";
+import { builtinTool } from "../../tool-catalogue.js";
 import { defineTool, toolError } from "./tool.js";
 
 export const GitCommitArgs = z
@@ -28,8 +29,7 @@ async function git(repo: HostRepo, cwd: string, args: string[], config: Array<[s
  * host, with hooks off.
  */
 export const gitCommitTool = defineTool({
-  name: "git_commit",
-  risk: "write",
+  ...builtinTool("git_commit"),
   description:
     "Stage changes and commit them to the workspace's git repository (hooks are not run). Use this instead of " +
     "`git add`/`git commit` in run_command: the repository is read-only to commands. Without `paths` every " +

@@ -15,32 +15,42 @@ import { startProcessTool } from "./start-process.js";
 import { stopProcessTool } from "./stop-process.js";
 import { registerTool, type RegisteredTool } from "./tool.js";
 import { updatePlanTool } from "./update-plan.js";
+import { BUILTIN_TOOL_NAMES, type BuiltinToolName } from "../../tool-catalogue.js";
 import { writeFileTool } from "./write-file.js";
 
-export type { BoundCall, CommandContext, RegisteredTool, ToolContext, ToolDefinition, ToolResult, ToolEffect, CodeSearcher } from "./tool.js";
+export type { BoundCall, CommandContext, RegisteredTool, ToolContext, ToolDefinition, ToolResult, ToolEffect, ToolSource, CodeSearcher } from "./tool.js";
 
 /**
- * Every tool the agent can call, in the order the model is shown them. Names and arguments are a
- * public contract. A new tool: one file exporting `defineTool({...})`, one `registerTool(...)` line
- * here, and its accept/reject cases and spec snapshot in test/tools/schemas.test.ts.
+ * The built-in tools by name. The catalogue (tool-catalogue.ts) declares each one's name and risk
+ * once; the compiler holds this table to it (every catalogued name, each with the definition of
+ * that name). A new tool: its line in the catalogue, one file exporting
+ * `defineTool({ ...builtinTool(name), ... })`, its line here, and its accept/reject cases and spec
+ * snapshot in test/tools/schemas.test.ts.
  */
-export const TOOLS: readonly RegisteredTool[] = [
-  registerTool(readFileTool),
-  registerTool(writeFileTool),
-  registerTool(editFileTool),
-  registerTool(listFilesTool),
-  registerTool(searchCodeTool),
-  registerTool(runCommandTool),
-  registerTool(runTestsTool),
-  registerTool(startProcessTool),
-  registerTool(processStatusTool),
-  registerTool(processOutputTool),
-  registerTool(stopProcessTool),
-  registerTool(updatePlanTool),
-  registerTool(recordDecisionTool),
-  registerTool(gitCommitTool),
-  registerTool(finishTool),
-];
+const BUILTIN: { readonly [N in BuiltinToolName]: RegisteredTool & { readonly name: N } } = {
+  read_file: registerTool(readFileTool),
+  write_file: registerTool(writeFileTool),
+  edit_file: registerTool(editFileTool),
+  list_files: registerTool(listFilesTool),
+  search_code: registerTool(searchCodeTool),
+  run_command: registerTool(runCommandTool),
+  run_tests: registerTool(runTestsTool),
+  start_process: registerTool(startProcessTool),
+  process_status: registerTool(processStatusTool),
+  process_output: registerTool(processOutputTool),
+  stop_process: registerTool(stopProcessTool),
+  update_plan: registerTool(updatePlanTool),
+  record_decision: registerTool(recordDecisionTool),
+  git_commit: registerTool(gitCommitTool),
+  finish: registerTool(finishTool),
+};
+
+/**
+ * Every built-in tool, in the order the model is shown them (the catalogue's): the registry that
+ * `ledgerloop tools`, the policy, config validation and telemetry read. Names and arguments are a
+ * public contract.
+ */
+export const TOOLS: readonly RegisteredTool[] = BUILTIN_TOOL_NAMES.map((name) => BUILTIN[name]);
 
 const BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));
 

@@ -2,6 +2,7 @@ import fs from "node:fs/promises";
 import { z } from "zod";
 import { walkFiles } from "../../workspace/files.js";
 import { resolveInWorkspace } from "../../workspace/paths.js";
+import { builtinTool } from "../../tool-catalogue.js";
 import { defineTool, toolError } from "./tool.js";
 
 const LIMIT = 500;
@@ -16,8 +17,7 @@ export type ListFilesArgs = z.infer<typeof ListFilesArgs>;
 
 /** Lists files under a directory, honouring .gitignore. */
 export const listFilesTool = defineTool({
-  name: "list_files",
-  risk: "read",
+  ...builtinTool("list_files"),
   description:
     `List files in the workspace (recursively, honouring .gitignore; at most ${LIMIT}). ` +
     "Paths are relative to the workspace root. A glob without a slash matches file names at any depth.",

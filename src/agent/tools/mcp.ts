@@ -1,12 +1,12 @@
 import { z } from "zod";
-import { readConfig, toolInputSchemaProblem, type McpServerConfig, type ToolRisk } from "../../config.js";
+import { readConfig, toolInputSchemaProblem, type McpServerConfig } from "../../config.js";
 import { McpConnection, remoteServer, type McpToolInfo } from "../../mcp/client.js";
 import type { PolicyVerdict } from "../../sandbox/policy.js";
 import type { Sandbox } from "../../sandbox/port.js";
 import type { LedgerEvent } from "../../state.js";
 import type { Ledger } from "../../ledger/port.js";
-import { BUILTIN_TOOL_NAMES } from "../../config.js";
-import { registerOrigin } from "./project.js";
+import type { ToolRisk } from "../../tool-catalogue.js";
+import { TOOLS } from "./index.js";
 import { defineTool, registerTool, toolError, type RegisteredTool, type ToolResult } from "./tool.js";
 
 /** Names the model may call (OpenAI-compatible function names). */
@@ -59,6 +59,8 @@ function mcpTool(conn: McpConnection, info: McpToolInfo, policy: McpPolicy, sche
     description: `${info.description?.trim() || `Tool ${info.name}`} (from the MCP server "${conn.name}", risk ${policy.risk})`,
     schema,
     risk: policy.risk,
+    approve: policy.approve,
+    source: `mcp:${conn.name}`,
     idempotent: policy.risk === "read",
     // What an approval request shows (see act.ts): the call, not a command line.
     async command(args) {
@@ -73,17 +75,18 @@ function mcpTool(conn: McpConnection, info: McpToolInfo, policy: McpPolicy, sche
     },
   }));
   POLICIES.set(tool, policy);
-  registerOrigin(tool, { source: `mcp:${conn.name}`, risk: policy.risk, approve: policy.approve });
   return tool;
 }
 
 /** A tool of a server that did not start: every call reads why (the names come from the config's `tools`). */
 function unavailableTool(conn: McpConnection, toolName: string, policy: McpPolicy, why: string): RegisteredTool {
-  const tool = registerTool(defineTool({
+  return registerTool(defineTool({
     name: mcpToolName(conn.name, toolName),
     description: `Tool ${toolName} of the MCP server "${conn.name}", which is not available: ${why}`,
     schema: z.looseObject({}),
     risk: policy.risk,
+    approve: policy.approve,
+    source: `mcp:${conn.name}`,
     idempotent: true,
     async run() {
       // Perhaps it starts now (a transient failure): then the call goes through.
@@ -95,8 +98,6 @@ function unavailableTool(conn: McpConnection, toolName: string, policy: McpPolic
       return resultOf(toolName, await conn.call(toolName, {}));
     },
   }));
-  registerOrigin(tool, { source: `mcp:${conn.name}`, risk: policy.risk, approve: policy.approve });
-  return tool;
 }
 
 /** The MCP tools of one workspace's config: offered ones, withheld ones (and why), problems, per-server status. */
@@ -118,7 +119,7 @@ export async function loadMcpTools(
   servers: Record<string, McpServerConfig>,
   opts: { sandbox: Sandbox; workspace: string; allowNetwork: boolean; taken?: Iterable<string> },
 ): Promise<McpToolSet> {
-  const taken = new Set<string>([...BUILTIN_TOOL_NAMES, ...(opts.taken ?? [])]);
+  const taken = new Set<string>([...TOOLS.map((t) => t.name), ...(opts.taken ?? [])]);
   const set: McpToolSet = {
     offered: [],
     withheld: [],
@@ -218,12 +219,14 @@ async function recordedTools(rec: { ledger: Ledger; head: string }): Promise<Reg
   // Tools the recording called but never got a result from (paused, invalid) still exist for the model.
   for (const a of actions.values()) if (a.payload.tool.startsWith("mcp__") && !queues.has(a.payload.tool)) queues.set(a.payload.tool, []);
   return [...queues].map(([name, q]) => {
-    const tool = registerTool(defineTool({
+    return registerTool(defineTool({
       name,
       description: `${name} (answered from the recorded run: no MCP server is started in a replay)`,
       schema: z.looseObject({}),
       // A replay reads the recording and starts nothing.
       risk: "read",
+      approve: "allow",
+      source: `mcp:${name.split("__")[1]}`,
       idempotent: true,
       async run() {
         const fb = q.shift();
@@ -232,8 +235,6 @@ async function recordedTools(rec: { ledger: Ledger; head: string }): Promise<Reg
         return { status: p.status === "ok" ? "ok" : "error", output: p.output, errorClass: p.errorClass ?? null };
       },
     }));
-    registerOrigin(tool, { source: `mcp:${name.split("__")[1]}`, risk: "read", approve: "allow" });
-    return tool;
   });
 }
 

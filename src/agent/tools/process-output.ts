@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { builtinTool } from "../../tool-catalogue.js";
 import { defineTool, toolError } from "./tool.js";
 
 export const ProcessOutputArgs = z
@@ -11,8 +12,7 @@ export const ProcessOutputArgs = z
 
 /** The output of a background process (stdout and stderr interleaved, the newest lines kept). */
 export const processOutputTool = defineTool({
-  name: "process_output",
-  risk: "read",
+  ...builtinTool("process_output"),
   description:
     "Read the output (stdout and stderr together) of a background process started with start_process: the newest " +
     "lines (tail, default 50), optionally only those matching grep (a regular expression). Only the newest 500 lines " +

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { describeExit } from "../../sandbox/processes.js";
+import { builtinTool } from "../../tool-catalogue.js";
 import { defineTool, toolError } from "./tool.js";
 
 export const ProcessNameArgs = z
@@ -8,8 +9,7 @@ export const ProcessNameArgs = z
 
 /** Whether a background process runs, its ports and last output. */
 export const processStatusTool = defineTool({
-  name: "process_status",
-  risk: "read",
+  ...builtinTool("process_status"),
   description:
     "Show a background process started with start_process: running, exited on its own (exit code) or stopped; its pid, " +
     "the TCP ports it listens on, and its last output lines.",

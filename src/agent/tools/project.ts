@@ -1,32 +1,8 @@
 import { z } from "zod";
-import { readConfig, type ProjectToolConfig, type ToolRisk } from "../../config.js";
+import { readConfig, type ProjectToolConfig } from "../../config.js";
 import type { PolicyVerdict } from "../../sandbox/policy.js";
 import { commandResult, runToolCommand } from "./command.js";
 import { defineTool, registerTool, type RegisteredTool } from "./tool.js";
-
-/** Where a tool the model gets comes from, and what it may do. */
-export interface ToolOrigin {
-  source: "built-in" | "project" | `mcp:${string}`;
-  risk: ToolRisk;
-  approve: "allow" | "ask" | "deny" | "policy";
-}
-
-const ORIGINS = new WeakMap<RegisteredTool, ToolOrigin>();
-
-/** Records where a tool made elsewhere (agent/tools/mcp.ts) comes from, so originOf and telemetry know it. */
-export function registerOrigin(tool: RegisteredTool, origin: ToolOrigin): void {
-  ORIGINS.set(tool, origin);
-}
-
-/** The origin of a tool made here (project tools); undefined for the built-in ones. */
-export function projectOrigin(tool: RegisteredTool): ToolOrigin | undefined {
-  return ORIGINS.get(tool);
-}
-
-/** Where a tool comes from and its risk: a project tool's as configured, a built-in one's from its definition. */
-export function originOf(tool: RegisteredTool): ToolOrigin {
-  return ORIGINS.get(tool) ?? { source: "built-in", risk: tool.risk, approve: "policy" };
-}
 
 /** Environment variable that carries the JSON arguments (they arrive on stdin too). */
 export const TOOL_INPUT_ENV = "LEDGERLOOP_TOOL_INPUT";
@@ -55,13 +31,15 @@ export function projectCommandLine(command: string): string {
 export function projectTool(cfg: ProjectToolConfig): RegisteredTool {
   const schema = z.fromJSONSchema((cfg.input ?? { type: "object", properties: {}, additionalProperties: false }) as Parameters<typeof z.fromJSONSchema>[0]);
   const line = projectCommandLine(cfg.command);
-  const tool = registerTool(
+  return registerTool(
     defineTool({
     name: cfg.name,
     description: cfg.description,
     schema,
     // Only a read-only command may run again after a crash interrupted it.
     risk: cfg.risk,
+    approve: cfg.approve ?? "policy",
+    source: "project",
     idempotent: cfg.risk === "read",
     async command() {
       return line;
@@ -76,8 +54,6 @@ export function projectTool(cfg: ProjectToolConfig): RegisteredTool {
     },
     }),
   );
-  ORIGINS.set(tool, { source: "project", risk: cfg.risk, approve: cfg.approve ?? "policy" });
-  return tool;
 }
 
 /**
@@ -100,10 +76,9 @@ export function projectTools(configs: readonly ProjectToolConfig[], opts: { allo
  * first, "allow" runs what the policy would ask about (a policy denial stays a denial).
  */
 export function adjustVerdict(tool: RegisteredTool | undefined, v: PolicyVerdict): PolicyVerdict {
-  const origin = tool && ORIGINS.get(tool);
-  if (!origin) return v;
-  if (origin.approve === "ask" && v.decision === "allow") return { ...v, decision: "ask", rule: "tool.approve", reason: `the project tool ${tool.name} is configured with approve "ask"` };
-  if (origin.approve === "allow" && v.decision === "ask") return { ...v, decision: "allow", rule: "tool.approve", reason: `the project tool ${tool.name} is configured with approve "allow"` };
+  if (!tool || tool.source !== "project") return v;
+  if (tool.approve === "ask" && v.decision === "allow") return { ...v, decision: "ask", rule: "tool.approve", reason: `the project tool ${tool.name} is configured with approve "ask"` };
+  if (tool.approve === "allow" && v.decision === "ask") return { ...v, decision: "allow", rule: "tool.approve", reason: `the project tool ${tool.name} is configured with approve "allow"` };
   return v;
 }
 

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { confined } from "../../workspace/confined.js";
 import { resolveInWorkspace } from "../../workspace/paths.js";
+import { builtinTool } from "../../tool-catalogue.js";
 import { defineTool, toolError } from "./tool.js";
 
 const MAX_LINES = 2000;
@@ -21,8 +22,7 @@ export type ReadFileArgs = z.infer<typeof ReadFileArgs>;
 
 /** Reads a text file, with line numbers, optionally a line range. */
 export const readFileTool = defineTool({
-  name: "read_file",
-  risk: "read",
+  ...builtinTool("read_file"),
   description:
     "Read a text file from the workspace. Returns the lines prefixed with their line numbers (`  12| code`). " +
     `Use startLine/endLine for a range; without them at most ${MAX_LINES} lines are returned. ` +

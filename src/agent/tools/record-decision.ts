@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { builtinTool } from "../../tool-catalogue.js";
 import { defineTool } from "./tool.js";
 
 export const RecordDecisionArgs = z
@@ -10,8 +11,7 @@ export type RecordDecisionArgs = z.infer<typeof RecordDecisionArgs>;
 
 /** Pins an architecture or design decision so it stays in every later prompt. */
 export const recordDecisionTool = defineTool({
-  name: "record_decision",
-  risk: "write",
+  ...builtinTool("record_decision"),
   description:
     "Record a design or architecture decision (with its reason). Recorded decisions are pinned: they are shown " +
     "in every later step of the run, however long it gets.",

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { commandResult, runToolCommand } from "./command.js";
+import { builtinTool } from "../../tool-catalogue.js";
 import { defineTool } from "./tool.js";
 
 export const MAX_COMMAND_TIMEOUT_MS = 30 * 60 * 1000;
@@ -20,8 +21,7 @@ export type RunCommandArgs = z.infer<typeof RunCommandArgs>;
 
 /** Runs a shell command in the sandbox. */
 export const runCommandTool = defineTool({
-  name: "run_command",
-  risk: "exec",
+  ...builtinTool("run_command"),
   description:
     "Run a shell command in the workspace root (bash, sandboxed, no network by default). Returns the exit code, " +
     "stdout and stderr (long output is cut in the middle), files the command created/modified/deleted, parsed " +

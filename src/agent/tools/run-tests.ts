@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { commandResult, runToolCommand } from "./command.js";
 import { detectTestCommand } from "../../workspace/test-command.js";
+import { builtinTool } from "../../tool-catalogue.js";
 import { defineTool, toolError } from "./tool.js";
 
 export const RunTestsArgs = z
@@ -17,8 +18,7 @@ export type RunTestsArgs = z.infer<typeof RunTestsArgs>;
 
 /** Runs the workspace's test suite and parses the results. */
 export const runTestsTool = defineTool({
-  name: "run_tests",
-  risk: "exec",
+  ...builtinTool("run_tests"),
   description:
     "Run the workspace's tests (command detected from package.json / pytest / go / cargo config unless given). " +
     "Returns passed/failed/skipped counts, the names of failing tests, and the output. A run with failing tests " +

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { builtinTool } from "../../tool-catalogue.js";
 import { defineTool } from "./tool.js";
 
 export const SearchCodeArgs = z
@@ -11,8 +12,7 @@ export type SearchCodeArgs = z.infer<typeof SearchCodeArgs>;
 
 /** Searches the workspace's code. */
 export const searchCodeTool = defineTool({
-  name: "search_code",
-  risk: "read",
+  ...builtinTool("search_code"),
   description:
     "Search the workspace's code by identifiers, words or path fragments (`user role` also finds UserRole and " +
     "user_role). Returns the best matching file ranges with a preview; read them with read_file.",

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { evaluatePolicy, type PolicyContext } from "../../sandbox/policy.js";
 import { describeExit, DEFAULT_READY_TIMEOUT_MS } from "../../sandbox/processes.js";
 import type { ProcessEventPayload } from "../../events.js";
+import { builtinTool } from "../../tool-catalogue.js";
 import { defineTool, toolError, type ToolContext, type ToolEffect } from "./tool.js";
 
 export const MAX_READY_TIMEOUT_MS = 10 * 60 * 1000;
@@ -40,8 +41,7 @@ const event = (e: ProcessEventPayload): ToolEffect => ({ kind: "process", event:
 
 /** Starts a long-lived process in the run's sandbox and waits until it is ready. */
 export const startProcessTool = defineTool({
-  name: "start_process",
-  risk: "exec",
+  ...builtinTool("start_process"),
   description:
     "Start a long-running process in the background (a server, a database, a watcher) in the run's sandbox, and wait " +
     "until it is ready: readyPort (TCP port listening) and/or readyPattern (an output line matches); without either, " +

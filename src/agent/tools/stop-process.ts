@@ -1,11 +1,11 @@
 import { describeExit } from "../../sandbox/processes.js";
 import { ProcessNameArgs } from "./process-status.js";
+import { builtinTool } from "../../tool-catalogue.js";
 import { defineTool, toolError } from "./tool.js";
 
 /** Stops a background process (SIGTERM, SIGKILL after 2 s). */
 export const stopProcessTool = defineTool({
-  name: "stop_process",
-  risk: "exec",
+  ...builtinTool("stop_process"),
   description: "Stop a background process started with start_process (SIGTERM, then SIGKILL after 2 s), with everything it started. Returns its last output.",
   schema: ProcessNameArgs,
   // Stopping a stopped process changes nothing.

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { ToolRisk } from "../../config.js";
+import type { ToolApproval, ToolRisk } from "../../tool-catalogue.js";
 import type { CodeSearcher } from "../../retrieval/port.js";
 import type { PolicyVerdict, SandboxPolicy } from "../../sandbox/policy.js";
 import type { ProcessInfo, Sandbox } from "../../sandbox/port.js";
@@ -72,14 +72,21 @@ export interface ToolResult {
   effects?: ToolEffect[];
 }
 
+/** Where a tool the model gets comes from: built in, the project's config (`tools`), or an MCP server. */
+export type ToolSource = "built-in" | "project" | `mcp:${string}`;
+
 export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   name: string;
   /**
    * What a call may affect: read, write (the workspace or the run's records), exec (runs commands),
    * network. Decides permissions (a network tool needs --allow-network); `ledgerloop tools`, the
-   * policy and the trace spans all read it here.
+   * policy and the trace spans all read it here (a built-in tool's comes from tool-catalogue.ts).
    */
   risk: ToolRisk;
+  /** Who decides whether a call runs (default "policy"); act.ts and `ledgerloop tools` read it here. */
+  approve?: ToolApproval;
+  /** Default "built-in". */
+  source?: ToolSource;
   /** Model-facing: what the tool does, when to use it, and what it returns. */
   description: string;
   schema: S;
@@ -101,8 +108,8 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   run(args: z.infer<S>, ctx: ToolContext): Promise<ToolResult>;
 }
 
-/** Identity helper that keeps the schema's type on `run`. */
-export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): ToolDefinition<S> {
+/** Identity helper that keeps the schema's type on `run` (and the name's literal type, which the registry checks). */
+export function defineTool<S extends z.ZodType, N extends string = string>(def: ToolDefinition<S> & { name: N }): ToolDefinition<S> & { name: N } {
   return def;
 }
 
@@ -122,6 +129,8 @@ export interface BoundCall {
 export interface RegisteredTool {
   readonly name: string;
   readonly risk: ToolRisk;
+  readonly approve: ToolApproval;
+  readonly source: ToolSource;
   readonly description: string;
   readonly schema: z.ZodType;
   readonly idempotent: boolean;
@@ -136,10 +145,12 @@ export interface RegisteredTool {
 }
 
 /** Puts a tool definition in registry form (tools/index.ts lists them). */
-export function registerTool<S extends z.ZodType>(def: ToolDefinition<S>): RegisteredTool {
+export function registerTool<S extends z.ZodType, N extends string = string>(def: ToolDefinition<S> & { name: N }): RegisteredTool & { readonly name: N } {
   return {
     name: def.name,
     risk: def.risk,
+    approve: def.approve ?? "policy",
+    source: def.source ?? "built-in",
     description: def.description,
     schema: def.schema,
     idempotent: def.idempotent,

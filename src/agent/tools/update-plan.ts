@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { Subtask, SubtaskStatus } from "../../events.js";
+import { builtinTool } from "../../tool-catalogue.js";
 import { defineTool } from "./tool.js";
 
 export const UpdatePlanArgs = z
@@ -24,8 +25,7 @@ export type UpdatePlanArgs = z.infer<typeof UpdatePlanArgs>;
 
 /** Replaces the plan (subtasks and their statuses). */
 export const updatePlanTool = defineTool({
-  name: "update_plan",
-  risk: "write",
+  ...builtinTool("update_plan"),
   description:
     "Replace the task plan: the full list of subtasks with status pending, in_progress, completed or blocked. " +
     "Mark a subtask completed only once there is evidence (e.g. its tests pass). Marking one blocked triggers a replan.",

@@ -2,6 +2,7 @@ import { confined } from "../../workspace/confined.js";
 import { z } from "zod";
 import { resolveInWorkspace } from "../../workspace/paths.js";
 import { replaceFile } from "../../workspace/replace-file.js";
+import { builtinTool } from "../../tool-catalogue.js";
 import { defineTool, toolError } from "./tool.js";
 
 export const WriteFileArgs = z
@@ -14,8 +15,7 @@ export type WriteFileArgs = z.infer<typeof WriteFileArgs>;
 
 /** Creates or overwrites a file with the given content. */
 export const writeFileTool = defineTool({
-  name: "write_file",
-  risk: "write",
+  ...builtinTool("write_file"),
   description:
     "Create a file, or replace a file's whole content. Parent directories are created. " +
     "For a small change to an existing file prefer edit_file.",
