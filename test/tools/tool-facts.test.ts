@@ -3,13 +3,13 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { getTool, TOOLS, toolSpecs } from "../../src/agent/tools/index.js";
 import { adjustVerdict, projectTool } from "../../src/agent/tools/project.js";
-import { handleTools } from "../../src/cli/tools.js";
+import { handleTools, withToolsTable } from "../../src/cli/tools.js";
 import { parseConfig } from "../../src/config.js";
 import type { PolicyVerdict } from "../../src/sandbox/policy.js";
 import { runLogFile } from "../../src/telemetry/run-log.js";
 import { BUILTIN_TOOL_NAMES } from "../../src/tool-catalogue.js";
 import { jsonLines } from "../helpers/cli.js";
-import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
+import { cleanupTemp, REPO, tempWorkspace } from "../helpers/workspace.js";
 
 afterAll(() => cleanupTemp());
 
@@ -52,6 +52,12 @@ describe("a tool's facts are declared once, on its definition, and every reader 
       }),
     );
     expect(rows.at(-1)).toMatchObject({ source: "project", approve: "ask" });
+  });
+
+  it("docs/commands.md's table of the built-in tools is what `npm run docs` makes from the registry", async () => {
+    const committed = fs.readFileSync(path.join(REPO, "docs/commands.md"), "utf8");
+    expect(committed, "run `npm run docs` and commit docs/commands.md").toBe(await withToolsTable(committed));
+    for (const t of TOOLS) expect(committed).toContain(`| \`${t.name}\` | ${t.risk} |`);
   });
 
   it("the approval check reads a tool's approve from its definition", () => {
