@@ -89,8 +89,8 @@ function targetOf(from: string, specifier: string, known: Set<string>): string |
   return null;
 }
 
-/** Every group of files that import each other in a loop (strongly connected, 2+ files), each sorted. */
-export function importCycles(files: SourceFile[]): string[][] {
+/** Each file's relative imports, as the files they name (unknown targets and self-imports left out). */
+function fileEdges(files: SourceFile[]): Map<string, string[]> {
   const known = new Set(files.map((f) => f.path));
   const edges = new Map<string, string[]>();
   for (const f of files) {
@@ -100,6 +100,38 @@ export function importCycles(files: SourceFile[]): string[][] {
       .filter((t): t is string => t !== null && t !== f.path);
     edges.set(f.path, [...new Set(to)]);
   }
+  return edges;
+}
+
+/** Every group of files that import each other in a loop (strongly connected, 2+ files), each sorted. */
+export function importCycles(files: SourceFile[]): string[][] {
+  return loopsOf(fileEdges(files));
+}
+
+/** The unit of the core a file belongs to: its folder right under src/ (`src/ledger/`), or itself when it sits in src/. */
+export function coreUnitOf(rel: string): string {
+  const parts = rel.split("/");
+  return parts.length > 2 ? `${parts[0]}/${parts[1]}/` : rel;
+}
+
+/**
+ * Every group of the core's units (folders under src/, and its loose files) that import each other
+ * in a loop, each sorted: no file cycle needs to exist for two folders to depend on each other.
+ */
+export function coreFolderCycles(files: SourceFile[]): string[][] {
+  const edges = new Map<string, Set<string>>();
+  for (const [from, targets] of fileEdges(files)) {
+    if (ringOf(from) !== "core") continue;
+    const u = coreUnitOf(from);
+    const set = edges.get(u) ?? new Set<string>();
+    edges.set(u, set);
+    for (const t of targets) if (ringOf(t) === "core" && coreUnitOf(t) !== u) set.add(coreUnitOf(t));
+  }
+  return loopsOf(new Map([...edges].map(([u, s]) => [u, [...s]])));
+}
+
+/** The strongly connected groups (2+ nodes) of a graph, each sorted. */
+function loopsOf(edges: Map<string, string[]>): string[][] {
   // Tarjan's algorithm, iteratively (the code base is deep enough to matter for recursion).
   let index = 0;
   const idx = new Map<string, number>();
@@ -116,7 +148,7 @@ export function importCycles(files: SourceFile[]): string[][] {
     onStack.add(start);
     while (work.length) {
       const top = work.at(-1)!;
-      const next = edges.get(top.v)![top.i++];
+      const next = edges.get(top.v)?.[top.i++];
       if (next !== undefined) {
         if (!idx.has(next)) {
           idx.set(next, index);
