@@ -3,7 +3,7 @@ import { ChatOpenAI } from "@langchain/openai";
 import { ModelError, errorMessage } from "../errors.js";
 import { withoutKey } from "../secrets.js";
 import { cutOff, splitReasoning, toLangChain, toolCallsOf } from "./langchain.js";
-import type { ChatMessage, ChatModel, ModelRequest, ModelResponse } from "./port.js";
+import type { ChatModel, ModelRequest, ModelResponse } from "./port.js";
 import { DEFAULT_RETRY, RetriesExhausted, classifyFault, withRetries, type RetryPolicy } from "./retry.js";
 
 export interface OpenAIModelOptions {

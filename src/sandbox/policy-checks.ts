@@ -1,4 +1,3 @@
-import path from "node:path";
 import type { CommandPart, Redirection, ShellWord } from "./policy-parts.js";
 import type { PathClass, WriteKind } from "./policy-paths.js";
 import { writeTargets } from "./programs/registry.js";

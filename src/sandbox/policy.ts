@@ -46,7 +46,7 @@ import { envFindings, isWorkspaceRoot, readFindings, redirectFindings, writeFind
 import { PathJudge } from "./policy-paths.js";
 import { DEFAULT_POLICY, type PolicyRule, type SandboxPolicy } from "./policy-settings.js";
 import { inlineFindings, interpreterFindings } from "./policy-interpreters.js";
-import { normalizeProgram, programDecision, programFindings, writeTargets } from "./programs/registry.js";
+import { normalizeProgram, programDecision, programFindings } from "./programs/registry.js";
 import type { CheckEnv, Finding, PolicyDecision } from "./programs/types.js";
 
 export { parseCommandLine } from "./policy-parts.js";

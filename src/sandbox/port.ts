@@ -1,6 +1,6 @@
 import type { BackgroundProcess } from "./background.js";
 import type { ServerProcess } from "./server-process.js";
-import type { LimitName, Limits } from "./limits.js";
+import type { Limits } from "./limits.js";
 
 /** Where and how a command runs. */
 export interface ExecRequest {
