@@ -42,6 +42,14 @@ export function createModel(spec: string, opts: ModelFactoryOptions = {}): ChatM
       onRetry: opts.onRetry,
     });
   }
+  if (kind === "langchain") {
+    // The name a LangChain model instance was recorded under (see langchain.ts): no command line
+    // can rebuild the instance, so say how to give it again.
+    throw new ModelError(
+      "MODEL_UNKNOWN",
+      `the run was started with a LangChain model instance (${spec}), which cannot be rebuilt from the command line: resume it from your script with openAgent({ ..., model: <the instance> }).resume(thread), or give a model here with --model openai:<name>`,
+    );
+  }
   throw new ModelError(
     "MODEL_UNKNOWN",
     `unknown model "${spec}": use openai:<model-name> (OPENAI_BASE_URL for other OpenAI-compatible servers) or scripted:<trajectory.json>`,

@@ -6,6 +6,7 @@ import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ModelError } from "../../src/errors.js";
 import { createModel } from "../../src/models/factory.js";
+import { chatModelFromInstance } from "../../src/models/langchain.js";
 import type { ChatMessage, ChatModel, ModelRequest, ToolSpecLike } from "../../src/models/port.js";
 import { deadBaseURL, startOpenAIStub, type OpenAIStub } from "../helpers/openai-stub.js";
 
@@ -316,6 +317,18 @@ describe("createModel", () => {
       expect(err.name).toBe("ModelError");
       expect(err.message).toContain(spec);
     }
+  });
+
+  it("a run made with a LangChain model instance says how to give the model again, not 'unknown model'", async () => {
+    const { ChatOpenAI } = await import("@langchain/openai");
+    // The name openAgent records for the instance: what `ledgerloop resume` later reads back.
+    const recorded = chatModelFromInstance(new ChatOpenAI({ model: "gpt-4o-mini", apiKey: "x" })).name;
+    expect(recorded).toBe("langchain:ChatOpenAI:gpt-4o-mini");
+    const err = thrown(() => createModel(recorded, { env: {} }));
+    expect(err.code).toBe("MODEL_UNKNOWN");
+    expect(err.message).toContain("openAgent(");
+    expect(err.message).toContain("--model");
+    expect(err.message).not.toMatch(/^unknown model/);
   });
 
   it("builds a scripted model named by the resolved file", () => {
