@@ -4,6 +4,9 @@ import path from "node:path";
 import { REPO } from "./workspace.js";
 
 const STAMP = path.join(REPO, "dist", ".built");
+// `npm run build` (and `npm ci`'s prepare) empties dist/ and leaves no stamp: then the compiled CLI's
+// own time says how fresh the build is.
+const MAIN = path.join(REPO, "dist", "src", "cli", "main.js");
 const LOCK = path.join(REPO, ".build-lock");
 const SOURCES = ["src", "package.json", "tsconfig.json", "tsconfig.build.json"];
 
@@ -27,7 +30,8 @@ function sleep(ms: number): void {
  * need the build may run in parallel: a lock directory lets one build while the others wait.
  */
 export function ensureBuilt(): void {
-  const fresh = () => fs.existsSync(STAMP) && fs.statSync(STAMP).mtimeMs >= newestSource();
+  const builtAt = () => (fs.existsSync(STAMP) ? fs.statSync(STAMP).mtimeMs : fs.existsSync(MAIN) ? fs.statSync(MAIN).mtimeMs : 0);
+  const fresh = () => builtAt() >= newestSource();
   if (fresh()) return;
   for (let waited = 0; ; waited += 500) {
     try {

@@ -1,10 +1,16 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import { ensureBuilt } from "./build.js";
 import { REPO, tempWorkspace } from "./workspace.js";
 
-/** The CLI run from its sources (tsx), so tests need no build; test/package/ runs the built bin. */
-export const BIN = path.join(REPO, "test/helpers/ledgerloop-dev.mjs");
+// The CLI as users run it: the published bin over the compiled dist/, rebuilt first when a source
+// is newer (ensureBuilt; `npm ci` builds it). Starting it through tsx cost ~0.8 s more CPU per
+// start, and the suite starts the CLI several hundred times.
+ensureBuilt();
+
+/** The published bin, run by the CLI tests as a real child process. */
+export const BIN = path.join(REPO, "bin/ledgerloop.js");
 
 export interface CliResult {
   code: number | null;

@@ -163,7 +163,7 @@ describe("OpenTelemetry export of a run (OTLP/HTTP)", () => {
     expect(r.status, r.stderr).toBe(0);
     const loaded = fs.readFileSync(trace, "utf8");
     // The tracer works: the run's own modules and pino are in it.
-    expect(loaded).toMatch(/src\/telemetry\/observer\.ts/);
+    expect(loaded).toMatch(/src\/telemetry\/observer\.(ts|js)/);
     expect(loaded).toMatch(/node_modules\/pino\//);
     expect(loaded).not.toMatch(/@opentelemetry\//);
     expect((received["/v1/traces"] ?? []).length).toBe(before);

@@ -181,16 +181,25 @@ while True:
     return spawn("python3", ["-c", py], { stdio: "ignore" });
   }
 
+  /** Waits until the swap loop runs (python starts slowly on a loaded machine): its link exists. */
+  async function swapping(dir: string): Promise<void> {
+    for (let waited = 0; waited < 30_000; waited += 20) {
+      if (fs.existsSync(path.join(ws, `${dir}.link`)) || fs.existsSync(path.join(ws, `${dir}.real`))) return;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    throw new Error("the swap loop did not start within 30 s");
+  }
+
   it("a read never returns a file outside the workspace (swapped for a symlink to /)", async () => {
     const hostname = fs.readFileSync("/etc/hostname", "utf8");
     fs.mkdirSync(path.join(ws, "d/etc"), { recursive: true });
     fs.writeFileSync(path.join(ws, "d/etc/hostname"), "INSIDE");
     swapper = swapLoop("d", "/");
-    await new Promise((r) => setTimeout(r, 100));
+    await swapping("d");
     const c = confined(ws);
     let inside = 0;
     let refused = 0;
-    const deadline = Date.now() + 3000;
+    const deadline = Date.now() + 15_000;
     while (Date.now() < deadline && (refused < 20 || inside < 20)) {
       try {
         const got = c.readFile("d/etc/hostname").toString();
@@ -211,10 +220,10 @@ while True:
   it("a write never lands outside (the parent swapped for a symlink to a host directory)", async () => {
     fs.mkdirSync(path.join(ws, "cache"));
     swapper = swapLoop("cache", outside);
-    await new Promise((r) => setTimeout(r, 100));
+    await swapping("cache");
     const c = confined(ws);
     let written = 0;
-    const deadline = Date.now() + 3000;
+    const deadline = Date.now() + 15_000;
     while (Date.now() < deadline && written < 200) {
       try {
         c.writeFile(`cache/f${written}`, "x", { mkdirs: true });
