@@ -1,7 +1,7 @@
 import PgBoss from "pg-boss";
 import pg from "pg";
 import { z } from "zod";
-import { ConfigError, StateStoreError, errorMessage, threadDeleted } from "../errors.js";
+import { ConfigError, StateStoreError, threadDeleted } from "../errors.js";
 import { asPgStateError, inTransaction, parsePgUrl } from "../ledger/pg-db.js";
 import { defaultRedactor } from "../secrets.js";
 import { RunSettings } from "../settings.js";

@@ -1,4 +1,3 @@
-import fs from "node:fs";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
 import pg from "pg";

@@ -26,7 +26,7 @@ describe("chunkLines", () => {
     // No method is split across chunks.
     for (let i = 0; i < 6; i++) expect(chunks.filter((c) => c.symbols.includes(`m${i}`))).toHaveLength(1);
     // Each chunk starts at the class or at a method's doc comment, never between comment and method.
-    for (const c of chunks) expect(lines[c.startLine - 1]).toMatch(/^(export class Big \{|  \/\*\* m\d \*\/)$/);
+    for (const c of chunks) expect(lines[c.startLine - 1]).toMatch(/^(export class Big \{| {2}\/\*\* m\d \*\/)$/);
   });
 
   it("cuts files without symbols at blank lines into 40-80 line pieces", () => {

@@ -78,8 +78,8 @@ describe("the run log of a real CLI run", () => {
   it("ledgerloop logs prints it readable, as JSON, or from a level on", () => {
     const r = cli(["logs", thread, "-w", ws]);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO  run_start/m);
-    expect(r.stdout).toMatch(/WARN  tool_run +run_tests error \(test_failure\).*exitCode=1/m);
+    expect(r.stdout).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO {2}run_start/m);
+    expect(r.stdout).toMatch(/WARN {2}tool_run +run_tests error \(test_failure\).*exitCode=1/m);
     const j = cli(["logs", thread, "-w", ws, "--json"]);
     expect(jsonLines(j.stdout)).toHaveLength(readLog(runLogFile(path.join(ws, ".ledgerloop"), thread)).length);
     const w = cli(["logs", thread, "-w", ws, "--json", "--level", "warn"]);
