@@ -13,6 +13,7 @@ import { createSandbox } from "../sandbox/executor.js";
 import { ProcessManager } from "../sandbox/processes.js";
 import { RunSettings } from "../settings.js";
 import type { ToolCallRecord } from "../state.js";
+import { pushFault, stepFault } from "./faults.js";
 import { chatModelOf } from "./models.js";
 import { evalRunSettings, timeLimitSignal, type AgentOutcome, type AgentRunInput } from "./run-ledgerloop.js";
 
@@ -56,6 +57,8 @@ export async function runPlainAgent(input: AgentRunInput): Promise<AgentOutcome>
   const price = priceOf(model.name, config.prices);
   const spend: Spend = { calls: 0, inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costUsd: 0 };
   const specs = toolSpecs(TOOLS);
+  const faults: string[] = [];
+  const faultCount = { n: 0 };
 
   const agent = async (state: PlainState) => {
     if (state.steps >= settings.maxSteps) return { ended: "max_steps" };
@@ -75,13 +78,18 @@ export async function runPlainAgent(input: AgentRunInput): Promise<AgentOutcome>
     for (const c of callsOf(last)) {
       const v = validateToolCall(c.name, c.args, c.argsText);
       let content: string;
-      if (!v.ok) content = v.error;
-      else {
+      if (!v.ok) {
+        content = v.error;
+        pushFault(faults, stepFault(state.steps, { tool: c.name, status: "rejected", output: content }), faultCount);
+      } else {
         const bound = v.tool.bind(v.args);
         try {
-          content = bound.ok ? (await bound.call.run(ctx)).output : "invalid arguments";
+          const result = bound.ok ? await bound.call.run(ctx) : { status: "rejected" as const, output: "invalid arguments" };
+          content = result.output;
+          pushFault(faults, stepFault(state.steps, { tool: c.name, ...result }), faultCount);
         } catch (err) {
           content = `error: ${errorMessage(err)}`;
+          pushFault(faults, stepFault(state.steps, { tool: c.name, status: "error", output: content }), faultCount);
         }
         if (c.name === "finish") finished = true;
       }
@@ -101,9 +109,9 @@ export async function runPlainAgent(input: AgentRunInput): Promise<AgentOutcome>
       { messages: [new SystemMessage(SYSTEM), new HumanMessage(input.task.goal)] },
       { recursionLimit: settings.maxSteps * 2 + 10, signal },
     );
-    return { status: final.ended ?? "max_steps", steps: final.steps, spend };
+    return { status: final.ended ?? "max_steps", steps: final.steps, spend, faults };
   } catch (err) {
-    return { status: signal.aborted ? "interrupted" : "failed", steps: spend.calls, spend, error: errorMessage(err) };
+    return { status: signal.aborted ? "interrupted" : "failed", steps: spend.calls, spend, faults, error: errorMessage(err) };
   } finally {
     await processes.stopAll().catch(() => {});
     await sandbox.closeSession?.().catch(() => null);

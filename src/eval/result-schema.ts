@@ -19,4 +19,5 @@ export const EvalResultSchema = z.object({
   hiddenExit: z.number().nullable(),
   hiddenOutput: z.string(),
   error: z.string().optional(),
+  faults: z.array(z.string()).optional(),
 });

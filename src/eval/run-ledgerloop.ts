@@ -1,6 +1,7 @@
 import type { LedgerEvent } from "../events.js";
 import { spendOf, type Spend } from "../economics/spend.js";
 import { createRuntime } from "../runtime.js";
+import { ledgerFaults } from "./faults.js";
 import { driveRun } from "../runs/drive.js";
 import { assertNewThread, newThreadId, startThread } from "../runs/start.js";
 import type { RunSettingsInput } from "../settings.js";
@@ -15,6 +16,8 @@ export interface AgentOutcome {
   spend: Spend;
   thread?: string;
   error?: string;
+  /** Steps that were refused, rejected or failed as tools (faults.ts). */
+  faults?: string[];
 }
 
 /** Where and how one agent runs one task. */
@@ -65,7 +68,8 @@ export async function runLedgerloop(input: AgentRunInput): Promise<AgentOutcome>
     await assertNewThread(rt, thread);
     const r = await driveRun(rt, thread, input.task.goal, { signal: timeLimitSignal(input.task, input.signal), origin: "script" });
     const calls = (await rt.ledger.list(thread, { types: ["model_call"] })) as LedgerEvent<"model_call">[];
-    return { status: r.status, steps: r.steps, spend: spendOf(calls), thread, ...(r.error ? { error: r.error } : {}) };
+    const faults = await ledgerFaults(rt.ledger, thread);
+    return { status: r.status, steps: r.steps, spend: spendOf(calls), thread, faults, ...(r.error ? { error: r.error } : {}) };
   } finally {
     await rt.close();
   }

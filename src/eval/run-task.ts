@@ -34,6 +34,8 @@ export interface EvalResult {
   /** The tail of the hidden tests' output, for a reader who wants to know why. */
   hiddenOutput: string;
   error?: string;
+  /** Steps refused, rejected or failed as tools (faults.ts); an oracle run with any is not solved. */
+  faults?: string[];
 }
 
 /** One task run to do. */
@@ -93,10 +95,14 @@ export async function runTask(spec: TaskRunSpec): Promise<EvalResult> {
     await sandbox.closeSession?.().catch(() => null);
   }
   const s = outcome.spend;
-  const error = [outcome.error, hiddenError].filter(Boolean).join("; ");
+  const faults = outcome.faults ?? [];
+  // The oracle is the proof that a task can be solved as written: one whose steps are refused
+  // proves nothing, even when the hidden tests pass.
+  const brokenOracle = spec.modelSpec === "oracle" && faults.length > 0 ? `the oracle trajectory has ${faults.length} faulty step(s), first: ${faults[0]}` : undefined;
+  const error = [outcome.error, hiddenError, brokenOracle].filter(Boolean).join("; ");
   return {
     ...base,
-    solved: hidden?.exitCode === 0 && !hidden.timedOut,
+    solved: hidden?.exitCode === 0 && !hidden.timedOut && !brokenOracle,
     status: outcome.status,
     steps: outcome.steps,
     modelCalls: s.calls,
@@ -109,6 +115,7 @@ export async function runTask(spec: TaskRunSpec): Promise<EvalResult> {
     hiddenExit: hidden?.exitCode ?? null,
     hiddenOutput: hidden ? tail(hidden) : "",
     ...(error ? { error } : {}),
+    ...(faults.length ? { faults } : {}),
   };
 }
 

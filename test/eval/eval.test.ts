@@ -59,6 +59,8 @@ describe("ledgerloop eval on the shipped suite", () => {
     console.log(`oracle: ${r.results.length} task(s) in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     expect(r.results.map((x) => [x.task, x.solved, x.status])).toEqual(tasks.map((t) => [t.id, true, "finished"]));
     for (const x of r.results) expect(x.steps, x.task).toBeGreaterThanOrEqual(15);
+    // No oracle step is refused by the policy or fails as a tool (a failing test run is fine).
+    for (const x of r.results) expect(x.faults, x.task).toBeUndefined();
     expect(fs.readFileSync(r.reportFile, "utf8")).toContain(`| ledgerloop | ${tasks.length}/${tasks.length} (100%) |`);
     for (const t of tasks) {
       const state = path.join(out, "work", `${t.id}.ledgerloop.1`, "state");
