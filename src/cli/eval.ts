@@ -19,6 +19,16 @@ interface EvalArgs extends Pick<RunArgs, "approve" | "sandbox" | "allowNetwork" 
   task?: string[];
   retrieval?: "hybrid" | "lexical";
   vectors?: "chroma" | "off";
+  killEvery?: number;
+  seed?: number;
+}
+
+function secondsOption(flag: string) {
+  return (v: string): number => {
+    const n = Number(v);
+    if (!Number.isFinite(n) || n <= 0) throw new CliError(`${flag} must be a number of seconds above 0, got "${v}"`, 2, "CONFIG_INVALID");
+    return n;
+  };
 }
 
 function choice<T extends string>(flag: string, values: readonly T[]) {
@@ -41,6 +51,8 @@ export function registerEval(program: Command): void {
     .option("--out <dir>", "where results (one JSON per run), the runs' folders and report.md go (default: a new temp folder)")
     .option("--resume", "continue the eval in --out: runs that have a result are not run again")
     .option("--task <id...>", "only these tasks")
+    .option("--kill-every <seconds>", "SIGKILL each ledgerloop run's process at random moments about this far apart and resume it from its checkpoint; reports kills and whether effects were doubled or lost", secondsOption("--kill-every"))
+    .option("--seed <n>", "seeds the moments of --kill-every (default 1)", intOption("--seed"))
     .option("--json", "print the results and totals as one JSON object on stdout");
   // The run settings a task run takes, generated from their declarations as `run`'s are
   // (--max-steps overrides every task's own limit).
@@ -50,8 +62,12 @@ export function registerEval(program: Command): void {
     if (args.resume && !args.out) throw new CliError("--resume needs the --out folder of the eval to continue", 2, "CONFIG_INVALID");
     const settings = await settingsFromFlags(args as unknown as Record<string, unknown>, EVAL_SETTINGS);
     const [{ runEval }, { evalTable, summarize }] = await Promise.all([import("../eval/eval.js"), import("../eval/report.js")]);
+    if (args.seed !== undefined && !args.killEvery) throw new CliError("--seed only seeds --kill-every; pass --kill-every <seconds> too", 2, "CONFIG_INVALID");
     const progress = (r: EvalResult, done: number, total: number) =>
-      log(`[${done}/${total}] ${r.task} (${r.agent}${r.repeat > 1 ? ` #${r.repeat}` : ""}): ${r.solved ? "solved" : "not solved"}, ${r.status}, ${r.steps} step(s), ${(r.wallMs / 1000).toFixed(1)} s`);
+      log(
+        `[${done}/${total}] ${r.task} (${r.agent}${r.repeat > 1 ? ` #${r.repeat}` : ""}): ${r.solved ? "solved" : "not solved"}, ${r.status}, ${r.steps} step(s), ${(r.wallMs / 1000).toFixed(1)} s` +
+          (r.kills !== undefined ? `, killed ${r.kills} time(s)` : ""),
+      );
     const outcome = await withStopSignal((signal) =>
       runEval({
         suiteDir: suite,
@@ -62,6 +78,7 @@ export function registerEval(program: Command): void {
         outDir: args.out,
         resume: args.resume,
         only: args.task,
+        ...(args.killEvery ? { killEverySec: args.killEvery, seed: args.seed } : {}),
         settings,
         signal,
         onResult: progress,

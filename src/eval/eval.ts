@@ -5,6 +5,7 @@ import { CliError } from "../errors.js";
 import { createModel } from "../models/factory.js";
 import type { RunSettingsInput } from "../settings.js";
 import { EvalResultSchema } from "./result-schema.js";
+import { seededRandom, runSeed } from "./killed-run.js";
 import { evalMarkdown } from "./report.js";
 import { resultKey, runTask, type EvalAgent, type EvalResult } from "./run-task.js";
 import { loadSuite, type EvalTask } from "./task.js";
@@ -28,6 +29,10 @@ export interface EvalOptions {
   /** Run settings for every run (sandbox, approve, tool-call format, retrieval…); the task's limits fill the rest. */
   settings?: Partial<RunSettingsInput>;
   signal?: AbortSignal;
+  /** `--kill-every`: the mean seconds between SIGKILLs of each ledgerloop run (resumed after each). */
+  killEverySec?: number;
+  /** Seeds the kill moments (default 1). */
+  seed?: number;
   /** Told of each result as it is stored (progress lines). */
   onResult?: (r: EvalResult, done: number, total: number) => void;
 }
@@ -46,6 +51,8 @@ interface EvalMeta {
   model: string;
   agents: EvalAgent[];
   repeat: number;
+  killEverySec?: number;
+  seed?: number;
 }
 
 /** Runs a suite and writes its results and report into the out folder. */
@@ -58,7 +65,9 @@ export async function runEval(opts: EvalOptions): Promise<EvalOutcome> {
   const agents: EvalAgent[] = opts.baseline === "plain" ? ["ledgerloop", "plain"] : ["ledgerloop"];
   const outDir = path.resolve(opts.outDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "ledgerloop-eval-")));
   const resultsDir = path.join(outDir, "results");
-  const meta: EvalMeta = { suite: path.resolve(opts.suiteDir), model: opts.model, agents, repeat };
+  if (opts.killEverySec !== undefined && !(opts.killEverySec > 0)) throw new CliError(`--kill-every must be a number of seconds above 0, got ${opts.killEverySec}`, 2, "CONFIG_INVALID");
+  const seed = opts.seed ?? 1;
+  const meta: EvalMeta = { suite: path.resolve(opts.suiteDir), model: opts.model, agents, repeat, ...(opts.killEverySec ? { killEverySec: opts.killEverySec, seed } : {}) };
   openOutDir(outDir, meta, opts.resume ?? false);
   const jobs: Array<{ task: EvalTask; agent: EvalAgent; repeat: number; key: string }> = [];
   for (const task of tasks) for (let r = 1; r <= repeat; r++) for (const agent of agents) jobs.push({ task, agent, repeat: r, key: resultKey(task.id, agent, r) });
@@ -82,6 +91,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalOutcome> {
         workDir: path.join(outDir, "work", j.key),
         settings: opts.settings ?? {},
         signal: opts.signal,
+        ...(opts.killEverySec ? { kill: { everySec: opts.killEverySec, random: seededRandom(runSeed(seed, j.key)) } } : {}),
       });
       // A run stopped by the eval's own stop has no result: a resume runs it again.
       if (opts.signal?.aborted) return;

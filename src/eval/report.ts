@@ -1,3 +1,4 @@
+import { effectsOk } from "./effects.js";
 import type { EvalAgent, EvalResult } from "./run-task.js";
 
 // What an eval's results say: per run, and per agent over all runs; as a table for the terminal
@@ -58,7 +59,13 @@ export function evalTable(results: EvalResult[]): string {
   const widths = HEAD.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   const line = (r: string[]) => r.map((c, i) => (i >= 5 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  ").trimEnd();
   const sep = widths.map((w) => "-".repeat(w)).join("  ");
-  return [line(HEAD), sep, ...results.map((r) => line(row(r))), sep, ...summarize(results).map((s) => line(totalRow(s)))].join("\n");
+  const table = [line(HEAD), sep, ...results.map((r) => line(row(r))), sep, ...summarize(results).map((s) => line(totalRow(s)))];
+  const killed = results.filter((r) => r.kills !== undefined);
+  if (killed.length) {
+    table.push("", "killed and resumed (--kill-every):");
+    for (const r of killed) table.push(`  ${r.task}${r.repeat > 1 ? ` #${r.repeat}` : ""}: ${r.kills} kill(s), ${r.solved ? "solved" : "not solved"}, effects ${effectsText(r)}`);
+  }
+  return table.join("\n");
 }
 
 /** The report.md of an eval: totals per agent, each task side by side, then every run. */
@@ -80,6 +87,12 @@ export function evalMarkdown(results: EvalResult[], meta: { suite: string; model
       out.push(md([task, ...cells]));
     }
   }
+  const killed = results.filter((r) => r.kills !== undefined);
+  if (killed.length) {
+    out.push("", "## Killed and resumed (--kill-every)", "", md(["task", "rep", "kills", "solved", "effects", "interrupted commands"]), md(Array(6).fill("---")));
+    for (const r of killed) out.push(md([r.task, String(r.repeat), String(r.kills), r.solved ? "yes" : "no", effectsText(r), String(r.effects?.interrupted ?? "")]));
+    out.push("", "effects: `ok` when the ledger shows every step decided once and every action with exactly one outcome.");
+  }
   out.push("", "## Runs", "", md(HEAD), md(HEAD.map(() => "---")), ...results.map((r) => md(row(r))));
   const failed = results.filter((r) => !r.solved);
   if (failed.length) {
@@ -87,4 +100,17 @@ export function evalMarkdown(results: EvalResult[], meta: { suite: string; model
     for (const r of failed) out.push(`### ${r.task} (${r.agent}, run ${r.repeat}): ${r.status}`, "", ...(r.error ? [`error: ${r.error}`, ""] : []), "```", r.hiddenOutput.slice(-1200) || "(no output)", "```", "");
   }
   return out.join("\n") + "\n";
+}
+
+/** A killed run's effects check in a few words: ok, or what was doubled or lost. */
+export function effectsText(r: EvalResult): string {
+  const e = r.effects;
+  if (!e) return "unknown";
+  if (effectsOk(e)) return "ok";
+  const parts = [
+    e.duplicatedSteps.length ? `step(s) ${e.duplicatedSteps.join(", ")} decided twice` : "",
+    e.duplicatedOutcomes ? `${e.duplicatedOutcomes} action(s) with two outcomes` : "",
+    e.withoutOutcome ? `${e.withoutOutcome} action(s) without outcome` : "",
+  ];
+  return parts.filter(Boolean).join("; ");
 }

@@ -20,4 +20,8 @@ export const EvalResultSchema = z.object({
   hiddenOutput: z.string(),
   error: z.string().optional(),
   faults: z.array(z.string()).optional(),
+  kills: z.number().int().optional(),
+  effects: z
+    .object({ actions: z.number(), duplicatedSteps: z.array(z.number()), duplicatedOutcomes: z.number(), withoutOutcome: z.number(), interrupted: z.number() })
+    .optional(),
 });

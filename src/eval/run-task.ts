@@ -5,6 +5,8 @@ import { createSandbox } from "../sandbox/executor.js";
 import type { ExecResult } from "../sandbox/port.js";
 import { confined } from "../workspace/confined.js";
 import type { RunSettingsInput } from "../settings.js";
+import type { EffectsCheck } from "./effects.js";
+import { runLedgerloopKilled, type KillPlan } from "./killed-run.js";
 import { taskModel } from "./models.js";
 import { runLedgerloop, type AgentOutcome, type AgentRunInput } from "./run-ledgerloop.js";
 import type { EvalTask } from "./task.js";
@@ -36,6 +38,9 @@ export interface EvalResult {
   error?: string;
   /** Steps refused, rejected or failed as tools (faults.ts); an oracle run with any is not solved. */
   faults?: string[];
+  /** `--kill-every`: times the run was killed and resumed, and what its ledger says was doubled or lost. */
+  kills?: number;
+  effects?: EffectsCheck;
 }
 
 /** One task run to do. */
@@ -48,6 +53,8 @@ export interface TaskRunSpec {
   workDir: string;
   settings: Partial<RunSettingsInput>;
   signal?: AbortSignal;
+  /** `--kill-every`: kill the ledgerloop run's process as planned and resume it (the baseline has no checkpoints). */
+  kill?: KillPlan;
 }
 
 /** The name of a run's result in the out folder: task, agent and repetition. */
@@ -80,7 +87,9 @@ export async function runTask(spec: TaskRunSpec): Promise<EvalResult> {
     }
     const input: AgentRunInput = { task, model: taskModel(spec.modelSpec, task), workspace, stateDir, settings: spec.settings, signal: spec.signal };
     // The baseline loads LangGraph's prebuilt pieces only when asked for.
-    outcome = spec.agent === "plain" ? await (await import("./plain-agent.js")).runPlainAgent(input) : await runLedgerloop(input);
+    if (spec.agent === "plain") outcome = await (await import("./plain-agent.js")).runPlainAgent(input);
+    else if (spec.kill) outcome = await runLedgerloopKilled(input, spec.modelSpec, spec.kill);
+    else outcome = await runLedgerloop(input);
   } catch (err) {
     outcome = { status: "failed", steps: 0, spend: empty, error: errorMessage(err) };
   }
@@ -116,6 +125,7 @@ export async function runTask(spec: TaskRunSpec): Promise<EvalResult> {
     hiddenOutput: hidden ? tail(hidden) : "",
     ...(error ? { error } : {}),
     ...(faults.length ? { faults } : {}),
+    ...(spec.kill && spec.agent === "ledgerloop" ? { kills: outcome.kills ?? 0, ...(outcome.effects ? { effects: outcome.effects } : {}) } : {}),
   };
 }
 
