@@ -31,6 +31,7 @@ export const SLOW_TESTS = [
   "test/eval/eval.test.ts",
   "test/eval/faults.test.ts",
   "test/eval/kill.test.ts",
+  "test/eval/repo-task.test.ts",
   "test/graphs/client-time-travel.test.ts",
   "test/graphs/coding-agent.test.ts",
   "test/graphs/context-scenarios.test.ts",

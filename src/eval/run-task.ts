@@ -5,6 +5,7 @@ import { createSandbox } from "../sandbox/executor.js";
 import type { ExecResult } from "../sandbox/port.js";
 import { confined } from "../workspace/confined.js";
 import type { RunSettingsInput } from "../settings.js";
+import { checkoutSource } from "./checkout.js";
 import type { EffectsCheck } from "./effects.js";
 import { runLedgerloopKilled, type KillPlan } from "./killed-run.js";
 import { taskModel } from "./models.js";
@@ -75,12 +76,21 @@ export async function runTask(spec: TaskRunSpec): Promise<EvalResult> {
   const stateDir = path.join(spec.workDir, "state");
   fs.rmSync(spec.workDir, { recursive: true, force: true });
   fs.mkdirSync(stateDir, { recursive: true });
-  fs.cpSync(task.workspaceDir, workspace, { recursive: true });
+  let sourceError: string | undefined;
+  if (task.workspaceDir) fs.cpSync(task.workspaceDir, workspace, { recursive: true });
+  else if (task.source) {
+    // Cloned next to the run, never into the workspace (checkout.ts); the clone's failure is the run's.
+    await checkoutSource(task.source, path.join(spec.workDir, "source"), workspace).catch((err: unknown) => {
+      sourceError = errorMessage(err);
+      fs.mkdirSync(workspace, { recursive: true });
+    });
+  }
   const base = { task: task.id, agent: spec.agent, repeat: spec.repeat, model: spec.modelSpec };
   const sandbox = createSandbox({ level: spec.settings.sandbox ?? "auto", workspace, allowNetwork: false });
   const empty = { calls: 0, inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costUsd: 0 };
   let outcome: AgentOutcome;
   try {
+    if (sourceError) throw new Error(sourceError);
     if (task.setup) {
       const r = await sandbox.exec({ command: task.setup, cwd: workspace, timeoutMs: 300_000 });
       if (r.exitCode !== 0) throw new Error(`the task's setup command failed (exit ${r.exitCode}): ${tail(r)}`);

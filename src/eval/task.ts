@@ -2,10 +2,12 @@ import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { CliError } from "../errors.js";
+import { isRemote, type RepoSource } from "./checkout.js";
 
 // The task format of `ledgerloop eval`: a suite is a folder of task folders, each with task.json,
-// workspace/ (what the agent starts from), hidden/ (tests copied in only after the run ends) and,
-// for the oracle, oracle.json (a scripted trajectory that solves it).
+// workspace/ (what the agent starts from) or a git repository and commit named in task.json
+// (`repo`, `commit`), hidden/ (tests copied in only after the run ends) and, for the oracle,
+// oracle.json (a scripted trajectory that solves it).
 
 /** A suite or task that cannot be run as written. */
 export class EvalSuiteError extends CliError {
@@ -32,14 +34,23 @@ export const TaskSpec = z
     hiddenTest: z.string().min(1).describe("The command that decides `solved` (exit 0), run after hidden/ is copied in."),
     hiddenTestTimeoutSec: z.number().positive().max(3600).default(120),
     limits: TaskLimits.default(() => TaskLimits.parse({})),
+    repo: z.string().min(1).optional().describe("Instead of workspace/: a git repository (URL, or a path relative to the task folder) ..."),
+    commit: z
+      .string()
+      .regex(/^[0-9a-f]{7,40}$/i, "a commit id (7 to 40 hex digits): a branch name would not pin the task")
+      .optional()
+      .describe("... and the commit of it the agent starts from."),
   })
-  .strict();
+  .strict()
+  .refine((t) => (t.repo === undefined) === (t.commit === undefined), { message: "repo and commit go together (the repository and the commit the task starts from)", path: ["commit"] });
 export type TaskSpec = z.infer<typeof TaskSpec>;
 
 /** A task as loaded: its spec and where its parts are. */
 export interface EvalTask extends TaskSpec {
   dir: string;
-  workspaceDir: string;
+  /** The folder the workspace is copied from, or null when it is a commit of a repository. */
+  workspaceDir: string | null;
+  source: RepoSource | null;
   hiddenDir: string;
   /** The task's own oracle trajectory, when it has one. */
   oracleFile: string | null;
@@ -64,12 +75,14 @@ export function loadTask(dir: string): EvalTask {
   if (spec.id !== path.basename(dir)) throw new EvalSuiteError(`task ${file}: id "${spec.id}" must match its folder name "${path.basename(dir)}"`);
   const workspaceDir = path.join(dir, "workspace");
   const hiddenDir = path.join(dir, "hidden");
-  for (const [name, p] of [["workspace", workspaceDir], ["hidden", hiddenDir]] as const) {
-    if (!fs.statSync(p, { throwIfNoEntry: false })?.isDirectory()) throw new EvalSuiteError(`task ${dir}: the ${name}/ folder is missing`);
-  }
+  const hasWorkspace = fs.statSync(workspaceDir, { throwIfNoEntry: false })?.isDirectory() ?? false;
+  if (spec.repo && hasWorkspace) throw new EvalSuiteError(`task ${dir}: give either a workspace/ folder or repo and commit in task.json, not both`);
+  if (!spec.repo && !hasWorkspace) throw new EvalSuiteError(`task ${dir}: the workspace/ folder is missing (or name a git repository and commit in task.json: "repo", "commit")`);
+  if (!fs.statSync(hiddenDir, { throwIfNoEntry: false })?.isDirectory()) throw new EvalSuiteError(`task ${dir}: the hidden/ folder is missing`);
   if (fs.readdirSync(hiddenDir).length === 0) throw new EvalSuiteError(`task ${dir}: hidden/ is empty (the hidden tests decide whether the task is solved)`);
   const oracle = path.join(dir, "oracle.json");
-  return { ...spec, dir, workspaceDir, hiddenDir, oracleFile: fs.existsSync(oracle) ? oracle : null };
+  const source = spec.repo && spec.commit ? { repo: isRemote(spec.repo) ? spec.repo : path.resolve(dir, spec.repo), commit: spec.commit } : null;
+  return { ...spec, dir, workspaceDir: source ? null : workspaceDir, source, hiddenDir, oracleFile: fs.existsSync(oracle) ? oracle : null };
 }
 
 /** Every task of a suite folder (its subfolders), sorted by id; `only` keeps the named ones. */

@@ -75,7 +75,7 @@ describe("ledgerloop eval on the shipped suite", () => {
         expect(fs.existsSync(path.join(out, "work", `${t.id}.ledgerloop.1`, "workspace", f)), f).toBe(true);
         // Lines of the hidden tests that the run could not have written itself (not in the task's
         // workspace, not in its oracle), searched as they are and as JSON strings carry them.
-        const known = `${filesText(t.workspaceDir)}\n${fs.readFileSync(t.oracleFile!, "utf8")}`;
+        const known = `${filesText(t.workspaceDir!)}\n${fs.readFileSync(t.oracleFile!, "utf8")}`;
         const own = fs
           .readFileSync(p, "utf8")
           .split("\n")
