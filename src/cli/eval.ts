@@ -21,6 +21,7 @@ interface EvalArgs extends Pick<RunArgs, "approve" | "sandbox" | "allowNetwork" 
   vectors?: "chroma" | "off";
   killEvery?: number;
   seed?: number;
+  format?: "suite" | "swe-bench";
 }
 
 function secondsOption(flag: string) {
@@ -43,7 +44,8 @@ export function registerEval(program: Command): void {
   const cmd = program
     .command("eval")
     .description("run a suite of tasks with a model and score them with their hidden tests (optionally against a plain LangGraph agent)")
-    .argument("<suite>", "a folder of task folders (task.json, workspace/, hidden/), e.g. eval/suite")
+    .argument("<suite>", "a folder of task folders (task.json, workspace/ or repo+commit, hidden/), e.g. eval/suite; with --format swe-bench a task list (JSON/JSONL)")
+    .option("--format <kind>", "suite (default), or swe-bench: SUITE is a SWE-bench-style task list; writes predictions.jsonl for the official harness", choice("--format", ["suite", "swe-bench"] as const))
     .option("-m, --model <spec>", "what `run --model` takes, or oracle (each task's oracle.json) or nothing (a model that never calls a tool)")
     .option("--baseline <kind>", "also run each task with this baseline: plain (a plain LangGraph agent, same model, tools, sandbox and limits)", choice("--baseline", ["plain"] as const))
     .option("--repeat <k>", "run each task k times", intOption("--repeat"))
@@ -71,6 +73,7 @@ export function registerEval(program: Command): void {
     const outcome = await withStopSignal((signal) =>
       runEval({
         suiteDir: suite,
+        ...(args.format ? { format: args.format } : {}),
         model,
         ...(args.baseline ? { baseline: args.baseline } : {}),
         repeat: args.repeat,
@@ -84,10 +87,12 @@ export function registerEval(program: Command): void {
         onResult: progress,
       }),
     );
-    if (args.json) printJson({ outDir: outcome.outDir, report: outcome.reportFile, resumed: outcome.resumed, summary: summarize(outcome.results), results: outcome.results });
+    const predictions = outcome.predictionFiles ?? {};
+    if (args.json) printJson({ outDir: outcome.outDir, report: outcome.reportFile, ...(outcome.predictionFiles ? { predictions } : {}), resumed: outcome.resumed, summary: summarize(outcome.results), results: outcome.results });
     else {
       process.stdout.write(evalTable(outcome.results) + "\n");
       log(`report: ${outcome.reportFile}${outcome.resumed ? ` (${outcome.resumed} result(s) from an earlier run of this eval)` : ""}`);
+      for (const [agent, file] of Object.entries(predictions)) log(`predictions (${agent}): ${file}`);
     }
   });
 }

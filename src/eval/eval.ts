@@ -8,6 +8,7 @@ import { EvalResultSchema } from "./result-schema.js";
 import { seededRandom, runSeed } from "./killed-run.js";
 import { evalMarkdown } from "./report.js";
 import { resultKey, runTask, type EvalAgent, type EvalResult } from "./run-task.js";
+import { sweBenchTasks, type Prediction } from "./swe-bench.js";
 import { loadSuite, type EvalTask } from "./task.js";
 
 // `ledgerloop eval`: every task of a suite, K times, by ledgerloop (and the plain baseline), N at a
@@ -15,7 +16,10 @@ import { loadSuite, type EvalTask } from "./task.js";
 // interrupted eval resumed with `resume` runs only what has no result yet.
 
 export interface EvalOptions {
+  /** A suite folder, or with `format: "swe-bench"` a task list file (JSON or JSONL). */
   suiteDir: string;
+  /** `swe-bench`: the suite is a SWE-bench-style task list; predictions.jsonl is written. */
+  format?: "suite" | "swe-bench";
   /** What `run --model` takes, or `oracle` / `nothing` (models.ts). */
   model: string;
   baseline?: "plain";
@@ -40,6 +44,8 @@ export interface EvalOptions {
 export interface EvalOutcome {
   outDir: string;
   reportFile: string;
+  /** `--format swe-bench`: the predictions file per agent (ledgerloop, and plain with the baseline). */
+  predictionFiles?: Partial<Record<EvalAgent, string>>;
   results: EvalResult[];
   /** Results that were already in the out folder and not run again. */
   resumed: number;
@@ -51,14 +57,17 @@ interface EvalMeta {
   model: string;
   agents: EvalAgent[];
   repeat: number;
+  format?: "swe-bench";
   killEverySec?: number;
   seed?: number;
 }
 
 /** Runs a suite and writes its results and report into the out folder. */
 export async function runEval(opts: EvalOptions): Promise<EvalOutcome> {
-  const tasks = loadSuite(opts.suiteDir, opts.only);
+  const swe = opts.format === "swe-bench";
+  const tasks: EvalTask[] = swe ? onlyOf(sweBenchTasks(opts.suiteDir), opts.only, opts.suiteDir) : loadSuite(opts.suiteDir, opts.only);
   const repeat = opts.repeat ?? 1;
+  if (swe && repeat > 1) throw new CliError("--format swe-bench writes one prediction per instance: --repeat must be 1", 2, "CONFIG_INVALID");
   // A model spec that cannot work fails here, once, not as a failed run of every task.
   if (opts.model !== "oracle" && opts.model !== "nothing") createModel(opts.model);
   if (opts.model === "oracle") for (const t of tasks) if (!t.oracleFile) throw new CliError(`task ${t.dir}: --model oracle needs an oracle.json trajectory in the task folder`, 2, "EVAL_SUITE_INVALID");
@@ -67,7 +76,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalOutcome> {
   const resultsDir = path.join(outDir, "results");
   if (opts.killEverySec !== undefined && !(opts.killEverySec > 0)) throw new CliError(`--kill-every must be a number of seconds above 0, got ${opts.killEverySec}`, 2, "CONFIG_INVALID");
   const seed = opts.seed ?? 1;
-  const meta: EvalMeta = { suite: path.resolve(opts.suiteDir), model: opts.model, agents, repeat, ...(opts.killEverySec ? { killEverySec: opts.killEverySec, seed } : {}) };
+  const meta: EvalMeta = { suite: path.resolve(opts.suiteDir), model: opts.model, agents, repeat, ...(swe ? { format: "swe-bench" } : {}), ...(opts.killEverySec ? { killEverySec: opts.killEverySec, seed } : {}) };
   openOutDir(outDir, meta, opts.resume ?? false);
   const jobs: Array<{ task: EvalTask; agent: EvalAgent; repeat: number; key: string }> = [];
   for (const task of tasks) for (let r = 1; r <= repeat; r++) for (const agent of agents) jobs.push({ task, agent, repeat: r, key: resultKey(task.id, agent, r) });
@@ -104,7 +113,8 @@ export async function runEval(opts: EvalOptions): Promise<EvalOutcome> {
   const ordered = jobs.map((j) => results.get(j.key)).filter((r): r is EvalResult => r !== undefined);
   const reportFile = path.join(outDir, "report.md");
   fs.writeFileSync(reportFile, evalMarkdown(ordered, { suite: meta.suite, model: opts.model, complete: ordered.length === jobs.length }));
-  return { outDir, reportFile, results: ordered, resumed };
+  const predictionFiles = swe ? writePredictions(outDir, tasks, ordered, opts.model) : undefined;
+  return { outDir, reportFile, results: ordered, resumed, ...(predictionFiles ? { predictionFiles } : {}) };
 }
 
 /** Makes the out folder, or checks that the one given holds this very eval when resuming. */
@@ -137,4 +147,30 @@ function writeJsonAtomic(file: string, value: unknown): void {
   const tmp = `${file}.${process.pid}.tmp`;
   fs.writeFileSync(tmp, JSON.stringify(value, null, 2) + "\n");
   fs.renameSync(tmp, file);
+}
+
+/** Writes predictions.jsonl (ledgerloop) and predictions.plain.jsonl (the baseline) in the official harness's format. */
+function writePredictions(outDir: string, tasks: EvalTask[], results: EvalResult[], model: string): Partial<Record<EvalAgent, string>> {
+  const files: Partial<Record<EvalAgent, string>> = {};
+  for (const agent of [...new Set(results.map((r) => r.agent))]) {
+    const lines = results
+      .filter((r) => r.agent === agent)
+      .map((r): Prediction => {
+        const t = tasks.find((x) => x.id === r.task) as (EvalTask & { instanceId?: string }) | undefined;
+        // The agent that made the patch is part of the name, so the two runs' scores are told apart.
+        return { instance_id: t?.instanceId ?? r.task, model_name_or_path: `${agent === "plain" ? "plain-langgraph" : "ledgerloop"}:${model}`, model_patch: r.patch ?? "" };
+      });
+    const file = path.join(outDir, agent === "ledgerloop" ? "predictions.jsonl" : `predictions.${agent}.jsonl`);
+    fs.writeFileSync(file, lines.map((l) => JSON.stringify(l)).join("\n") + (lines.length ? "\n" : ""));
+    files[agent] = file;
+  }
+  return files;
+}
+
+/** The instances named by --task (their file names or instance ids), or all. */
+function onlyOf<T extends EvalTask & { instanceId: string }>(tasks: T[], only: string[] | undefined, file: string): T[] {
+  if (!only?.length) return tasks;
+  const unknown = only.filter((id) => !tasks.some((t) => t.id === id || t.instanceId === id));
+  if (unknown.length) throw new CliError(`task list ${file} has no instance ${unknown.map((u) => `"${u}"`).join(", ")}`, 2, "EVAL_SUITE_INVALID");
+  return tasks.filter((t) => only.includes(t.id) || only.includes(t.instanceId));
 }

@@ -21,6 +21,8 @@ export const EvalResultSchema = z.object({
   error: z.string().optional(),
   faults: z.array(z.string()).optional(),
   kills: z.number().int().optional(),
+  patch: z.string().optional(),
+  patchExcluded: z.array(z.string()).optional(),
   effects: z
     .object({ actions: z.number(), duplicatedSteps: z.array(z.number()), duplicatedOutcomes: z.number(), withoutOutcome: z.number(), interrupted: z.number() })
     .optional(),

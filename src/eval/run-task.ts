@@ -5,7 +5,9 @@ import { createSandbox } from "../sandbox/executor.js";
 import type { ExecResult } from "../sandbox/port.js";
 import { confined } from "../workspace/confined.js";
 import type { RunSettingsInput } from "../settings.js";
+import type { HostRepo } from "../workspace/host-git.js";
 import { checkoutSource } from "./checkout.js";
+import { predictionPatch } from "./swe-bench.js";
 import type { EffectsCheck } from "./effects.js";
 import { runLedgerloopKilled, type KillPlan } from "./killed-run.js";
 import { taskModel } from "./models.js";
@@ -39,6 +41,9 @@ export interface EvalResult {
   error?: string;
   /** Steps refused, rejected or failed as tools (faults.ts); an oracle run with any is not solved. */
   faults?: string[];
+  /** `--format swe-bench`: the workspace's diff against the base commit, and the added files left out of it. */
+  patch?: string;
+  patchExcluded?: string[];
   /** `--kill-every`: times the run was killed and resumed, and what its ledger says was doubled or lost. */
   kills?: number;
   effects?: EffectsCheck;
@@ -77,12 +82,14 @@ export async function runTask(spec: TaskRunSpec): Promise<EvalResult> {
   fs.rmSync(spec.workDir, { recursive: true, force: true });
   fs.mkdirSync(stateDir, { recursive: true });
   let sourceError: string | undefined;
+  let pinned: HostRepo | null = null;
   if (task.workspaceDir) fs.cpSync(task.workspaceDir, workspace, { recursive: true });
   else if (task.source) {
     // Cloned next to the run, never into the workspace (checkout.ts); the clone's failure is the run's.
-    await checkoutSource(task.source, path.join(spec.workDir, "source"), workspace).catch((err: unknown) => {
+    pinned = await checkoutSource(task.source, path.join(spec.workDir, "source"), workspace).catch((err: unknown) => {
       sourceError = errorMessage(err);
       fs.mkdirSync(workspace, { recursive: true });
+      return null;
     });
   }
   const base = { task: task.id, agent: spec.agent, repeat: spec.repeat, model: spec.modelSpec };
@@ -105,11 +112,16 @@ export async function runTask(spec: TaskRunSpec): Promise<EvalResult> {
   }
   let hidden: ExecResult | null = null;
   let hiddenError: string | undefined;
+  let prediction: { patch: string; excluded: string[] } | undefined;
   try {
-    copyHidden(task.hiddenDir, workspace);
-    hidden = await sandbox.exec({ command: task.hiddenTest, cwd: workspace, timeoutMs: task.hiddenTestTimeoutSec * 1000 });
+    // The diff first: the hidden tests are not the agent's work.
+    if (pinned && task.source && !task.hiddenDir) prediction = await predictionPatch(pinned, task.source.commit, workspace);
+    if (task.hiddenDir && task.hiddenTest) {
+      copyHidden(task.hiddenDir, workspace);
+      hidden = await sandbox.exec({ command: task.hiddenTest, cwd: workspace, timeoutMs: task.hiddenTestTimeoutSec * 1000 });
+    }
   } catch (err) {
-    hiddenError = `hidden tests could not run: ${errorMessage(err)}`;
+    hiddenError = prediction || !task.hiddenDir ? `the workspace's diff could not be taken: ${errorMessage(err)}` : `hidden tests could not run: ${errorMessage(err)}`;
   } finally {
     await sandbox.closeSession?.().catch(() => null);
   }
@@ -135,6 +147,7 @@ export async function runTask(spec: TaskRunSpec): Promise<EvalResult> {
     hiddenOutput: hidden ? tail(hidden) : "",
     ...(error ? { error } : {}),
     ...(faults.length ? { faults } : {}),
+    ...(prediction ? { patch: prediction.patch, patchExcluded: prediction.excluded } : {}),
     ...(spec.kill && spec.agent === "ledgerloop" ? { kills: outcome.kills ?? 0, ...(outcome.effects ? { effects: outcome.effects } : {}) } : {}),
   };
 }

@@ -46,12 +46,14 @@ export const TaskSpec = z
 export type TaskSpec = z.infer<typeof TaskSpec>;
 
 /** A task as loaded: its spec and where its parts are. */
-export interface EvalTask extends TaskSpec {
+export interface EvalTask extends Omit<TaskSpec, "hiddenTest" | "repo" | "commit"> {
+  /** Null for tasks scored elsewhere (SWE-bench instances: the official harness). */
+  hiddenTest: string | null;
   dir: string;
   /** The folder the workspace is copied from, or null when it is a commit of a repository. */
   workspaceDir: string | null;
   source: RepoSource | null;
-  hiddenDir: string;
+  hiddenDir: string | null;
   /** The task's own oracle trajectory, when it has one. */
   oracleFile: string | null;
 }

@@ -68,8 +68,8 @@ describe("ledgerloop eval on the shipped suite", () => {
       // The search finds what the run did see (its goal is in the ledger) ...
       expect(text, t.id).toContain(t.goal.slice(0, 60));
       // ... and none of the hidden tests, which are in the workspace now (copied after the run).
-      for (const f of fs.readdirSync(t.hiddenDir, { recursive: true }) as string[]) {
-        const p = path.join(t.hiddenDir, f);
+      for (const f of fs.readdirSync(t.hiddenDir!, { recursive: true }) as string[]) {
+        const p = path.join(t.hiddenDir!, f);
         // An empty __init__.py says nothing a run could leak.
         if (!fs.statSync(p).isFile() || fs.statSync(p).size === 0) continue;
         expect(fs.existsSync(path.join(out, "work", `${t.id}.ledgerloop.1`, "workspace", f)), f).toBe(true);

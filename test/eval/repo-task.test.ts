@@ -4,6 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { runEval } from "../../src/eval/eval.js";
+import { loadSweBench, patchPaths } from "../../src/eval/swe-bench.js";
 import { loadSuite } from "../../src/eval/task.js";
 
 // Tasks whose workspace is a commit of a git repository (task.json `repo` + `commit`): a real
@@ -104,4 +105,53 @@ describe("eval tasks from a git repository and commit", () => {
     const bad = await runEval({ suiteDir: suite, model: "oracle", outDir: tmp("ll-eval-"), settings: { vectors: "off" } });
     expect(bad.results[0]).toMatchObject({ solved: false, status: "failed", error: `commit 0123456789abcdef is not in ${repoDir}` });
   }, 300_000);
+
+  it("--format swe-bench: predictions with the diff against the base commit, without the agent's own test files", async () => {
+    const dir = tmp("ll-swe-");
+    const repoDir = path.join(dir, "sum-repo");
+    const { base } = makeRepo(repoDir);
+    // A helper module the fix imports (goes in), beside the oracle's scratch script and its own test (stay out).
+    const oracle = fixOracle() as { decide: Array<{ tool_calls: Array<{ name: string; args: { path?: string; content?: string } }> }> };
+    oracle.decide.splice(3, 1, { tool_calls: [{ name: "write_file", args: { path: "src/sum.js", content: 'import { first } from "./start.js";\n' + FIX.replace("let i = 1", "let i = first") } }] });
+    oracle.decide.splice(3, 0, { tool_calls: [{ name: "write_file", args: { path: "src/start.js", content: "export const first = 0;\n" } }] });
+    fs.writeFileSync(path.join(dir, "oracle.json"), JSON.stringify(oracle));
+    const list = path.join(dir, "tasks.jsonl");
+    fs.writeFileSync(list, JSON.stringify({ instance_id: "local__sum-1", repo: "sum-repo", base_commit: base, problem_statement: "sum() skips the first item.", version: "1.0" }) + "\n");
+    const out = tmp("ll-eval-");
+    const r = await runEval({ suiteDir: list, format: "swe-bench", model: `scripted:${path.join(dir, "oracle.json")}`, baseline: "plain", outDir: out, settings: { vectors: "off" } });
+    expect(r.results.map((x) => [x.task, x.agent, x.status])).toEqual([["local__sum-1", "ledgerloop", "finished"], ["local__sum-1", "plain", "finished"]]);
+    const preds = (f: string) => fs.readFileSync(f, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { instance_id: string; model_name_or_path: string; model_patch: string });
+    const [ll] = preds(r.predictionFiles!.ledgerloop!);
+    const [plain] = preds(r.predictionFiles!.plain!);
+    expect(ll).toMatchObject({ instance_id: "local__sum-1", model_name_or_path: expect.stringMatching(/^ledgerloop:scripted:/) });
+    expect(plain!.model_name_or_path).toMatch(/^plain-langgraph:scripted:/);
+    expect(plain!.model_patch).toBe(ll!.model_patch);
+    expect(r.results[0]!.patchExcluded).toEqual(["scratch/try.mjs", "test/sum.test.js"]);
+    // The patch applies to the base commit as the official harness applies it, and makes the fix.
+    const check = tmp("ll-apply-");
+    git(check, "clone", "--quiet", repoDir, ".");
+    git(check, "checkout", "--quiet", base);
+    fs.writeFileSync(path.join(check, "p.diff"), ll!.model_patch);
+    git(check, "apply", "--index", "p.diff");
+    expect(git(check, "diff", "--cached", "--name-only").split("\n").sort()).toEqual(["src/start.js", "src/sum.js"]);
+    expect(execFileSync("node", ["--input-type=module", "-e", 'import { sum } from "./src/sum.js"; console.log(sum([4, 5]))'], { cwd: check, encoding: "utf8" }).trim()).toBe("9");
+  }, 300_000);
+
+  it("the task list's errors name the line and the field; the patch rule keeps what the change uses", () => {
+    const dir = tmp("ll-swe-");
+    const f = path.join(dir, "t.jsonl");
+    fs.writeFileSync(f, '{"instance_id": "a", "repo": "o/r", "base_commit": "abcdef1", "problem_statement": "x"}\n\n{"instance_id": "b", "repo": "o/r"}\n');
+    expect(() => loadSweBench(f)).toThrow(`task list ${f}: line 3: "base_commit" is missing or not a non-empty string`);
+    fs.writeFileSync(f, '[{"instance_id": "a", "repo": "o/r", "base_commit": "main", "problem_statement": "x"}]');
+    expect(() => loadSweBench(f)).toThrow(/item 0: base_commit "main" is not a commit id/);
+    const ws = tmp("ll-ws-");
+    fs.mkdirSync(path.join(ws, "pkg"));
+    fs.writeFileSync(path.join(ws, "pkg", "core.py"), "from pkg.util_new import helper\n");
+    fs.writeFileSync(path.join(ws, "pkg", "util_new.py"), "from .deep import x\n");
+    fs.writeFileSync(path.join(ws, "pkg", "deep.py"), "x = 1\n");
+    fs.writeFileSync(path.join(ws, "repro.py"), "import pkg.core\n");
+    const r = patchPaths(ws, { added: ["pkg/util_new.py", "pkg/deep.py", "repro.py", "tests/test_core.py", "pkg/conftest.py"], modified: ["pkg/core.py"], deleted: ["old.py"] });
+    expect(r.include).toEqual(["old.py", "pkg/core.py", "pkg/deep.py", "pkg/util_new.py"]);
+    expect(r.excluded).toEqual(["pkg/conftest.py", "repro.py", "tests/test_core.py"]);
+  });
 });
