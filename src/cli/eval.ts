@@ -1,3 +1,4 @@
+import path from "node:path";
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import type { EvalResult } from "../eval/run-task.js";
@@ -88,10 +89,10 @@ export function registerEval(program: Command): void {
       }),
     );
     const predictions = outcome.predictionFiles ?? {};
-    if (args.json) printJson({ outDir: outcome.outDir, report: outcome.reportFile, ...(outcome.predictionFiles ? { predictions } : {}), resumed: outcome.resumed, summary: summarize(outcome.results), results: outcome.results });
+    if (args.json) printJson({ outDir: outcome.outDir, report: outcome.reportFile, html: outcome.htmlFile, ...(outcome.predictionFiles ? { predictions } : {}), resumed: outcome.resumed, summary: summarize(outcome.results), results: outcome.results });
     else {
       process.stdout.write(evalTable(outcome.results) + "\n");
-      log(`report: ${outcome.reportFile}${outcome.resumed ? ` (${outcome.resumed} result(s) from an earlier run of this eval)` : ""}`);
+      log(`report: ${outcome.reportFile} and ${path.basename(outcome.htmlFile)}${outcome.resumed ? ` (${outcome.resumed} result(s) from an earlier run of this eval)` : ""}`);
       for (const [agent, file] of Object.entries(predictions)) log(`predictions (${agent}): ${file}`);
     }
   });

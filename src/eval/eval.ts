@@ -6,6 +6,7 @@ import { createModel } from "../models/factory.js";
 import type { RunSettingsInput } from "../settings.js";
 import { EvalResultSchema } from "./result-schema.js";
 import { seededRandom, runSeed } from "./killed-run.js";
+import { evalHtml } from "./report-html.js";
 import { evalMarkdown } from "./report.js";
 import { resultKey, runTask, type EvalAgent, type EvalResult } from "./run-task.js";
 import { sweBenchTasks, type Prediction } from "./swe-bench.js";
@@ -44,6 +45,8 @@ export interface EvalOptions {
 export interface EvalOutcome {
   outDir: string;
   reportFile: string;
+  /** report.html: the report with charts of the solved rate and the cost per task. */
+  htmlFile: string;
   /** `--format swe-bench`: the predictions file per agent (ledgerloop, and plain with the baseline). */
   predictionFiles?: Partial<Record<EvalAgent, string>>;
   results: EvalResult[];
@@ -112,9 +115,12 @@ export async function runEval(opts: EvalOptions): Promise<EvalOutcome> {
   await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.concurrency ?? 1, todo.length || 1)) }, worker));
   const ordered = jobs.map((j) => results.get(j.key)).filter((r): r is EvalResult => r !== undefined);
   const reportFile = path.join(outDir, "report.md");
-  fs.writeFileSync(reportFile, evalMarkdown(ordered, { suite: meta.suite, model: opts.model, complete: ordered.length === jobs.length }));
+  const reportMeta = { suite: meta.suite, model: opts.model, complete: ordered.length === jobs.length };
+  fs.writeFileSync(reportFile, evalMarkdown(ordered, reportMeta));
+  const htmlFile = path.join(outDir, "report.html");
+  fs.writeFileSync(htmlFile, evalHtml(ordered, reportMeta));
   const predictionFiles = swe ? writePredictions(outDir, tasks, ordered, opts.model) : undefined;
-  return { outDir, reportFile, results: ordered, resumed, ...(predictionFiles ? { predictionFiles } : {}) };
+  return { outDir, reportFile, htmlFile, results: ordered, resumed, ...(predictionFiles ? { predictionFiles } : {}) };
 }
 
 /** Makes the out folder, or checks that the one given holds this very eval when resuming. */

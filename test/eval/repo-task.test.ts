@@ -100,6 +100,9 @@ describe("eval tasks from a git repository and commit", () => {
     expect(fs.existsSync(path.join(ws, "LATER.md"))).toBe(false);
     expect(fs.existsSync(path.join(ws, ".git"))).toBe(false);
     expect(fs.readFileSync(path.join(ws, "src", "sum.js"), "utf8")).toBe(FIX);
+    // Beside report.md, report.html with the charts (report-html.test.ts checks their content).
+    expect(r.htmlFile).toBe(path.join(out, "report.html"));
+    expect(fs.readFileSync(r.htmlFile, "utf8")).toMatch(/<svg[^>]*aria-label="solved rate per task"[\s\S]*data-task="fix-sum" data-agent="ledgerloop" data-value="1"/);
     // A commit the repository does not have fails that run with a clear error, not the eval.
     fs.writeFileSync(path.join(dir, "task.json"), JSON.stringify({ ...JSON.parse(fs.readFileSync(path.join(dir, "task.json"), "utf8")), commit: "0123456789abcdef" }));
     const bad = await runEval({ suiteDir: suite, model: "oracle", outDir: tmp("ll-eval-"), settings: { vectors: "off" } });
