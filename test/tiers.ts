@@ -48,6 +48,7 @@ export const SLOW_TESTS = [
   "test/models/prose.test.ts",
   "test/package/pack.test.ts",
   "test/package/scripts.test.ts",
+  "test/queue/fleet.test.ts",
   "test/queue/run-control.test.ts",
   "test/queue/run-queue.test.ts",
   "test/queue/worker-faults.test.ts",

@@ -173,8 +173,11 @@ export async function handleDoctor(args: { workspace?: string; model?: string; e
         });
         // The run queue (pg-boss's tables, read with plain SQL): absent until the first worker starts.
         await check("queue", async () => {
-          const { describeQueue, queueStatus } = await import("../queue/status.js");
-          return describeQueue(await queueStatus(pool));
+          const { describeQueue, fleetIdleWithWork, queueStatus } = await import("../queue/status.js");
+          const q = await queueStatus(pool);
+          // A dead fleet with work waiting is a problem to report, not an "ok" line.
+          if (fleetIdleWithWork(q)) throw new Error(describeQueue(q));
+          return describeQueue(q);
         });
       }
     } finally {

@@ -32,6 +32,7 @@ import { registerThreads } from "./threads.js";
 import { registerTools } from "./tools.js";
 import { registerWeb } from "./web.js";
 import { registerWorker } from "./worker.js";
+import { registerWorkers } from "./workers.js";
 
 /** The `ledgerloop` command line. */
 export function buildProgram(): Command {
@@ -45,6 +46,7 @@ export function buildProgram(): Command {
   registerResume(program);
   registerSubmit(program);
   registerWorker(program);
+  registerWorkers(program);
   registerRunControl(program);
   registerDemo(program);
   registerEval(program);

@@ -1,7 +1,7 @@
 import os from "node:os";
 import path from "node:path";
 import type { Command } from "commander";
-import { CliError, errorMessage } from "../errors.js";
+import { CliError, StateStoreError, errorMessage } from "../errors.js";
 import { intOption, log, stateOption } from "./common.js";
 import { stateUrlOf } from "../ledger/open-state.js";
 import { isStateUnavailable } from "../ledger/state-unavailable.js";
@@ -56,6 +56,7 @@ export async function handleWorker(args: WorkerArgs): Promise<void> {
   });
   await w.start();
   let signals = 0;
+  let retired: string | undefined;
   await new Promise<void>((resolve) => {
     const onSignal = (sig: NodeJS.Signals) => {
       if (++signals > 1) process.exit(sig === "SIGINT" ? 130 : 143);
@@ -73,6 +74,11 @@ export async function handleWorker(args: WorkerArgs): Promise<void> {
       t.unref();
       void w.stop().then(resolve, resolve);
     };
+    // A newer ledgerloop migrated the database: this one finished its runs; it exits rather than idle on.
+    void w.retired.then((reason) => {
+      retired = reason;
+      stopBounded();
+    });
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
     if (args.exitWhenIdle !== undefined) {
@@ -88,6 +94,7 @@ export async function handleWorker(args: WorkerArgs): Promise<void> {
       }, 500);
     }
   });
+  if (retired) throw new StateStoreError("STATE_DB_NEWER", `worker ${w.id} retired: ${retired}`);
 }
 
 export function registerWorker(program: Command): void {

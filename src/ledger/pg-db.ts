@@ -211,6 +211,25 @@ export const PG_MIGRATIONS: string[] = [
   ALTER TABLE ll_run_leases ADD COLUMN cancel_requested TEXT;
   ALTER TABLE ll_run_leases ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
   `,
+  // 10: the fleet (queue/fleet.ts): each worker registers and renews its row, so \`ledgerloop workers\`
+  // and doctor can tell a live fleet from a dead one. Which runs a worker holds stays in ll_run_leases.
+  `
+  CREATE TABLE ll_workers (
+    id TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    slots INTEGER NOT NULL,
+    version TEXT NOT NULL,
+    schema_version INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    note TEXT,
+    started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    heartbeat_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    expires_at TIMESTAMPTZ NOT NULL,
+    stopped_at TIMESTAMPTZ
+  );
+  CREATE INDEX ll_workers_heartbeat ON ll_workers (heartbeat_at);
+  `,
 ];
 
 /** The schema version this build writes and understands. */
@@ -230,6 +249,8 @@ export interface OpenPgStateOptions {
    * refuses any write, whatever the code above it does. Only with `migrate: false`.
    */
   readOnly?: boolean;
+  /** Open a database of a newer schema too (read-only readers of tables that every version keeps, e.g. the fleet's). */
+  allowNewer?: boolean;
   /**
    * More setup to run under the same migration lock (PostgresSaver.setup(): its CREATE TABLE IF NOT
    * EXISTS races when several workers start at once).
@@ -349,7 +370,7 @@ export async function openPgState(url: string, opts: OpenPgStateOptions = {}): P
           await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]).catch(() => {});
         }
       }
-      checkNotNewer(version, url);
+      if (!(opts.allowNewer && opts.readOnly && opts.migrate === false)) checkNotNewer(version, url);
     } finally {
       client.release();
     }

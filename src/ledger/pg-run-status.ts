@@ -67,7 +67,7 @@ export async function listRunsPg(pool: pg.Pool, opts: { thread?: string } = {}):
   const byThread = new Map(out.map((s) => [s.thread, s]));
   const now = Date.now();
   for (const l of leases) {
-    const queue = { state: l.state, worker: l.worker, takeovers: l.takeovers, heartbeatAt: l.heartbeatAt, note: l.note };
+    const queue = { state: l.state, worker: l.worker, takeovers: l.takeovers, heartbeatAt: l.heartbeatAt, expiresAt: l.expiresAt, note: l.note };
     let s = byThread.get(l.thread);
     if (!s) {
       const sub = (await pool.query<{ task: string; submitted_at: string }>("SELECT task, submitted_at FROM ll_submissions WHERE thread_id = $1", [l.thread])).rows[0];

@@ -70,7 +70,7 @@ export interface RunSummary {
   /** Highest decide step with a prompt recorded. */
   steps: number | null;
   /** A run submitted to the queue (PostgreSQL state only): which worker holds it, how often it moved. */
-  queue?: { state: string; worker: string | null; takeovers: number; heartbeatAt: string | null; note: string | null };
+  queue?: { state: string; worker: string | null; takeovers: number; heartbeatAt: string | null; expiresAt: string | null; note: string | null };
 }
 
 const hasTable = (db: Database.Database, name: string) => Boolean(db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name));

@@ -8,6 +8,7 @@ import type { PgState } from "../ledger/pg-db.js";
 import type { Runtime } from "../runtime.js";
 import type { DriveResult } from "./drive.js";
 import { StateHealth } from "./state-health.js";
+import { WorkerPresence } from "./worker-presence.js";
 import { sleep, withTimeout } from "./timers.js";
 
 // The queue worker (`ledgerloop worker`): takes runs from the queue (src/queue/) and drives them,
@@ -49,6 +50,12 @@ export class RunWorker {
   private boss?: PgBoss;
   private reaper?: NodeJS.Timeout;
   private stopping = false;
+  /** Why this worker takes no new jobs though it was not told to stop (a newer schema), or null. */
+  private retiring: string | null = null;
+  private presence?: WorkerPresence;
+  /** Resolves with the reason once a retiring worker's runs have all ended (the CLI then exits). */
+  readonly retired: Promise<string>;
+  private resolveRetired!: (reason: string) => void;
   private readonly health: StateHealth;
   /** The slots' loops, and what wakes a sleeping slot on stop. */
   private slots: Promise<void>[] = [];
@@ -74,6 +81,7 @@ export class RunWorker {
   ) {
     this.ttlMs = opts.leaseMs;
     this.health = new StateHealth(() => this.state!.pool.query("SELECT 1"), (line) => this.say(line));
+    this.retired = new Promise((r) => (this.resolveRetired = r));
   }
 
   private say(line: string): void {
@@ -87,6 +95,21 @@ export class RunWorker {
     try {
       this.boss = await startQueue(this.url, { supervise: true, onError: (err) => this.health.noteFailure(err, "queue") || this.say(`queue: ${errorMessage(err)}`) });
     } catch (err) {
+      await this.state.close();
+      throw err;
+    }
+    this.presence = new WorkerPresence(() => this.state!.pool, {
+      id: this.id,
+      slots: this.opts.concurrency,
+      ttlMs: this.ttlMs,
+      health: this.health,
+      say: (line) => this.say(line),
+      onNewerSchema: (reason) => this.retire(reason),
+    });
+    try {
+      await this.presence.start();
+    } catch (err) {
+      await this.boss.stop({ graceful: false, wait: false }).catch(() => {});
       await this.state.close();
       throw err;
     }
@@ -111,9 +134,9 @@ export class RunWorker {
    * worker stops. No job fetched while the database is down; pg-boss's fetch says "none" on errors.
    */
   private async slot(queue: string): Promise<void> {
-    while (!this.stopping) {
+    while (!this.stopping && !this.retiring) {
       await this.health.ready(this.wake.signal);
-      if (this.stopping) break;
+      if (this.stopping || this.retiring) break;
       const [job] = await this.boss!.fetch<unknown>(queue, { batchSize: 1 });
       if (!job) {
         await sleep(this.opts.pollSeconds * 1000, this.wake.signal);
@@ -139,25 +162,9 @@ export class RunWorker {
 
   /** Hands over runs whose holder stopped renewing its lease (a dead worker, or one cut off from the database). */
   private async reap(): Promise<void> {
-    if (this.stopping || this.health.down || !this.state || !this.boss) return;
-    const [{ expiredRunLeases, requeueRun }, { enqueueOn, RUN_QUEUE }] = await Promise.all([import("../queue/run-leases.js"), import("../queue/run-queue.js")]);
-    for (const thread of await expiredRunLeases(this.state.pool)) {
-      const client = await this.state.pool.connect();
-      try {
-        const r = await requeueRun(client, {
-          thread,
-          guard: "expired",
-          note: `handed over by ${this.id}: the lease of its holder expired`,
-          enqueue: (c, o) => enqueueOn(this.boss!, c, { thread }, o),
-        });
-        if (!r) continue;
-        this.say(`${thread}: the lease of ${r.previous.worker} expired; queued again (job ${r.jobId})`);
-        // The dead holder's job, for the record: it will never complete.
-        if (r.previous.jobId) await this.boss.fail(RUN_QUEUE, r.previous.jobId, { reason: `worker ${r.previous.worker} stopped renewing its lease; the run was queued again as job ${r.jobId}` }).catch(() => {});
-      } finally {
-        client.release();
-      }
-    }
+    if (this.stopping || this.retiring || this.health.down || !this.state || !this.boss) return;
+    const { reapExpiredRuns } = await import("./worker-reaper.js");
+    await reapExpiredRuns(this.state.pool, this.boss, this.id, (line) => this.say(line));
   }
 
   /** One job: take the run's lease, materialise its files, drive it, and say where it stands. */
@@ -358,6 +365,16 @@ export class RunWorker {
     return o;
   }
 
+  /** No new jobs from now on; the runs being driven go on to their end, then `retired` resolves. */
+  private retire(reason: string): void {
+    if (this.retiring || this.stopping) return;
+    this.retiring = reason;
+    this.say(reason);
+    clearInterval(this.reaper);
+    this.wake.abort();
+    void Promise.all(this.slots).then(() => this.resolveRetired(reason));
+  }
+
   /**
    * Graceful stop: no new jobs; each run finishes its current step and goes back to the queue. After
    * the grace period the steps still running are cut off (their commands killed, reported interrupted).
@@ -385,6 +402,7 @@ export class RunWorker {
     }
     await Promise.all(this.slots);
     phase("runs handed back");
+    await this.presence?.stop("stopped");
     await this.boss?.stop({ graceful: true, wait: true, timeout: 5_000 }).catch(() => {});
     phase("queue stopped");
     await withTimeout(this.state?.close() ?? Promise.resolve(), 5_000).catch((e) => this.say(`stop: closing the state pool: ${errorMessage(e)}`));
