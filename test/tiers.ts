@@ -51,6 +51,7 @@ export const SLOW_TESTS = [
   "test/queue/fleet.test.ts",
   "test/queue/run-control.test.ts",
   "test/queue/run-queue.test.ts",
+  "test/queue/submit-check.test.ts",
   "test/queue/worker-faults.test.ts",
   "test/queue/worker-load.test.ts",
   "test/queue/worker.test.ts",

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
-import { CliError } from "../errors.js";
+import { CliError, ConfigError } from "../errors.js";
+import type { NewSubmission } from "../queue/run-queue.js";
 import { intOption, log, printJson, stateOption } from "./common.js";
 import { stateUrlOf } from "../ledger/open-state.js";
 import { newThreadId } from "../runs/start.js";
@@ -16,43 +17,36 @@ export interface SubmitArgs extends Pick<RunArgs, "thread" | "model" | "summaryM
   retrieval?: "hybrid" | "lexical";
   vectors?: "chroma" | "off";
   priority?: number;
+  tasks?: string;
+  check?: boolean;
   json?: boolean;
 }
 
-export async function handleSubmit(task: string, args: SubmitArgs): Promise<{ thread: string; jobId: string }> {
+export async function handleSubmit(task: string | undefined, args: SubmitArgs): Promise<Array<{ thread: string; jobId: string }>> {
   const url = stateUrlOf(args);
   if (!url) throw new CliError("submit needs the PostgreSQL state the workers use: --state postgres://… or LEDGERLOOP_STATE_URL", 2, "CONFIG_INVALID");
-  if (Boolean(args.repo) === Boolean(args.workspace)) throw new CliError("give exactly one of --repo <git url or path> and --workspace <dir every worker can reach>", 2, "CONFIG_INVALID");
-  if (args.ref && !args.repo) throw new CliError("--ref goes with --repo", 2, "CONFIG_INVALID");
-  const model = args.model ?? process.env.LEDGERLOOP_MODEL;
-  if (!model) throw new CliError("no model given: pass --model (the workers build it with their own environment) or set LEDGERLOOP_MODEL", 2, "CONFIG_INVALID");
-  const [{ SubmittedSettings, startQueue, submitRun }, { openPgState }] = await Promise.all([import("../queue/run-queue.js"), import("../ledger/pg-db.js")]);
+  if (Boolean(task) === Boolean(args.tasks)) throw new CliError("give a task, or --tasks FILE for many, not both", 2, "CONFIG_INVALID");
+  if (args.tasks && args.thread) throw new CliError("--thread names one run: give each task its own \"thread\" in the --tasks file", 2, "CONFIG_INVALID");
   const sandboxed = await sandboxSettings(args, { withoutApprove: true });
-  const settings = SubmittedSettings.safeParse({
-    model,
-    ...(args.summaryModel ? { summaryModel: args.summaryModel } : {}),
-    ...(args.maxSteps ? { maxSteps: args.maxSteps } : {}),
-    ...(args.budget ? { budgetTokens: args.budget } : {}),
-    ...(args.retrieval ? { retrieval: args.retrieval } : {}),
-    ...(args.vectors ? { vectors: args.vectors } : {}),
-    // Nobody is at a worker's terminal: a command needing approval pauses the run unless told otherwise.
-    approve: args.approve ?? "deny",
-    ...sandboxed,
-  });
-  if (!settings.success) {
-    const i = settings.error.issues[0]!;
-    throw new CliError(`invalid setting ${i.path.join(".")}: ${i.message}`, 2, "CONFIG_INVALID");
+  const { batchFromFile, buildSubmission } = await import("../queue/submit-build.js");
+  let runs: NewSubmission[];
+  try {
+    runs = args.tasks ? await batchFromFile(args.tasks, args, sandboxed, newThreadId) : [await buildSubmission(task!, args, sandboxed, { newThread: newThreadId })];
+  } catch (err) {
+    if (err instanceof ConfigError) throw new CliError(err.message, 2, "CONFIG_INVALID");
+    throw err;
   }
-  const source = args.repo ? { kind: "repo" as const, repo: args.repo, ...(args.ref ? { ref: args.ref } : {}) } : { kind: "workspace" as const, path: args.workspace! };
-  const thread = args.thread ?? newThreadId();
+  const [{ startQueue, submitRuns }, { openPgState }] = await Promise.all([import("../queue/run-queue.js"), import("../ledger/pg-db.js")]);
   const state = await openPgState(url);
   try {
     const boss = await startQueue(url);
     try {
-      const { jobId } = await submitRun(state.pool, boss, { thread, task, source, settings: settings.data }, { priority: args.priority });
-      if (args.json) printJson({ thread, jobId, state: state.location });
-      else log(`queued run ${thread} (job ${jobId}) in ${state.location}; follow it with \`ledgerloop threads --state …\``);
-      return { thread, jobId };
+      const queued = await submitRuns(state.pool, boss, runs);
+      for (const q of queued) {
+        if (args.json) printJson({ thread: q.thread, jobId: q.jobId, state: state.location });
+        else log(`queued run ${q.thread} (job ${q.jobId}) in ${state.location}; follow it with \`ledgerloop threads --state …\``);
+      }
+      return queued;
     } finally {
       await boss.stop({ graceful: false, wait: true }).catch(() => {});
     }
@@ -65,7 +59,8 @@ export function registerSubmit(program: Command): void {
   const cmd = program
     .command("submit")
     .description("queue a run for the workers of a PostgreSQL state (see `ledgerloop worker`)")
-    .argument("<task>", "what the agent should do")
+    .argument("[task]", "what the agent should do (or --tasks FILE)")
+    .option("--tasks <file>", "queue many runs at once: JSON lines or a JSON array of {task, thread?, repo?, ref?, workspace?, model?, summaryModel?, maxSteps?, budget?, priority?}; all or none are queued")
     .option("--repo <git url or path>", "workers clone this repository for the run")
     .option("--ref <ref>", "branch, tag or commit of --repo (default: its HEAD); pinned to a commit when the run starts")
     .option("--workspace <dir>", "a directory every worker can read and write (a shared volume), used as it is")
@@ -86,9 +81,10 @@ export function registerSubmit(program: Command): void {
       if (!/^-?\d+$/.test(v)) throw new CliError(`--priority must be a whole number, got "${v}"`, 2, "CONFIG_INVALID");
       return Number(v);
     })
+    .option("--no-check", "do not check the workspace, repository and ref from this machine (only the workers reach them)")
     .option("--json", "print the thread and job id as JSON");
   sandboxOptions(cmd);
-  stateOption(cmd).action(async (task: string, opts: SubmitArgs) => {
+  stateOption(cmd).action(async (task: string | undefined, opts: SubmitArgs) => {
     await handleSubmit(task, opts);
   });
 }

@@ -5,7 +5,6 @@ import { ConfigError, StateStoreError, threadDeleted } from "../errors.js";
 import { asPgStateError, inTransaction, parsePgUrl } from "../ledger/pg-db.js";
 import { defaultRedactor } from "../secrets.js";
 import { RunSettings } from "../settings.js";
-import { requeueRun } from "./run-leases.js";
 import { QUEUE_SCHEMA, RUN_QUEUE } from "./status.js";
 
 // The run queue: pg-boss (a well-kept job queue on PostgreSQL, https://github.com/timgit/pg-boss)
@@ -105,47 +104,72 @@ export function enqueueOn(boss: PgBoss, client: pg.PoolClient, job: RunJob, opts
 /** A thread id a submission may use: it names directories on workers. */
 const THREAD_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
+/** A run to submit, with the priority its jobs are queued with. */
+export type NewSubmission = Omit<Submission, "submittedAt" | "commit"> & { priority?: number };
+
+/** Checks what a submission says by itself (no database): the first problem as a ConfigError. */
+function checkSubmission(s: NewSubmission): void {
+  if (s.priority !== undefined && !Number.isInteger(s.priority)) throw new ConfigError(`invalid priority ${s.priority}: a whole number, higher runs first`);
+  if (!THREAD_ID.test(s.thread)) throw new ConfigError(`invalid thread id "${s.thread}": letters, digits, '.', '_' and '-' only, at most 128`);
+  if (!s.task.trim()) throw new ConfigError("the task must not be empty");
+  if (s.source.kind === "repo") refuseCredentials(s.source.repo);
+}
+
+/** Refuses a repository URL that carries a password or token. */
+export function refuseCredentials(repo: string): void {
+  if (defaultRedactor.redact(repo) === repo) return;
+  // Every reader of the shared database would see it, and the ledger could not redact it later.
+  throw new ConfigError(
+    `the repository URL carries a password or token (${defaultRedactor.redact(repo)}), which would be stored in the shared database: ` +
+      "give the workers the credential instead (a git credential helper or ~/.git-credentials on each worker machine, or GIT_ASKPASS) and submit the URL without it",
+  );
+}
+
 /**
  * Records a run and queues its first job, in one transaction: a submission is either fully queued
  * or not at all. Fails when the thread id is taken (by a submitted run or any run of the database).
  */
 export async function submitRun(pool: pg.Pool, boss: PgBoss, s: Omit<Submission, "submittedAt" | "commit">, opts: { priority?: number } = {}): Promise<{ jobId: string }> {
-  if (opts.priority !== undefined && !Number.isInteger(opts.priority)) throw new ConfigError(`invalid priority ${opts.priority}: a whole number, higher runs first`);
-  if (!THREAD_ID.test(s.thread)) throw new ConfigError(`invalid thread id "${s.thread}": letters, digits, '.', '_' and '-' only, at most 128`);
-  if (!s.task.trim()) throw new ConfigError("the task must not be empty");
-  if (s.source.kind === "repo" && defaultRedactor.redact(s.source.repo) !== s.source.repo) {
-    // Every reader of the shared database would see it, and the ledger could not redact it later.
-    throw new ConfigError(
-      `the repository URL carries a password or token (${defaultRedactor.redact(s.source.repo)}), which would be stored in the shared database: ` +
-        "give the workers the credential instead (a git credential helper or ~/.git-credentials on each worker machine, or GIT_ASKPASS) and submit the URL without it",
-    );
+  const [r] = await submitRuns(pool, boss, [{ ...s, priority: opts.priority }]);
+  return { jobId: r!.jobId };
+}
+
+/**
+ * Records many runs and queues their first jobs in one transaction on one connection: all of them
+ * or none (a taken or repeated thread id fails the whole batch, naming it).
+ */
+export async function submitRuns(pool: pg.Pool, boss: PgBoss, runs: NewSubmission[]): Promise<Array<{ thread: string; jobId: string }>> {
+  runs.forEach(checkSubmission);
+  const seen = new Set<string>();
+  for (const s of runs) {
+    if (seen.has(s.thread)) throw new ConfigError(`thread "${s.thread}" is given twice in the batch`);
+    seen.add(s.thread);
   }
-  await inTransaction(pool, async (client) => {
-    const taken = await client.query(
-      "SELECT 1 FROM ll_submissions WHERE thread_id = $1 UNION ALL SELECT 1 FROM ll_runs WHERE thread_id = $1 UNION ALL SELECT 1 FROM ll_events WHERE thread_id = $1 LIMIT 1",
-      [s.thread],
-    );
-    if (taken.rowCount) throw new ConfigError(`thread "${s.thread}" already exists in the state database; pick another --thread`);
-    if ((await client.query("SELECT 1 FROM ll_deleted_runs WHERE thread_id = $1", [s.thread])).rowCount) throw threadDeleted(s.thread);
-    await client.query("INSERT INTO ll_submissions (thread_id, task, source, settings, submitted_at) VALUES ($1, $2, $3, $4, $5)", [
-      s.thread,
-      // Redacted as the ledger redacts a run's goal: the task is shown to every reader of the database.
-      defaultRedactor.redact(s.task),
-      JSON.stringify(s.source),
-      JSON.stringify(s.settings),
-      new Date().toISOString(),
-    ]);
-    await client.query("INSERT INTO ll_run_leases (thread_id, state, note, priority) VALUES ($1, 'queued', 'submitted', $2)", [s.thread, opts.priority ?? 0]);
+  return inTransaction(pool, async (client) => {
+    const out: Array<{ thread: string; jobId: string }> = [];
+    for (const s of runs) {
+      const taken = await client.query(
+        "SELECT 1 FROM ll_submissions WHERE thread_id = $1 UNION ALL SELECT 1 FROM ll_runs WHERE thread_id = $1 UNION ALL SELECT 1 FROM ll_events WHERE thread_id = $1 LIMIT 1",
+        [s.thread],
+      );
+      if (taken.rowCount) throw new ConfigError(`thread "${s.thread}" already exists in the state database; pick another --thread`);
+      if ((await client.query("SELECT 1 FROM ll_deleted_runs WHERE thread_id = $1", [s.thread])).rowCount) throw threadDeleted(s.thread);
+      await client.query("INSERT INTO ll_submissions (thread_id, task, source, settings, submitted_at) VALUES ($1, $2, $3, $4, $5)", [
+        s.thread,
+        // Redacted as the ledger redacts a run's goal: the task is shown to every reader of the database.
+        defaultRedactor.redact(s.task),
+        JSON.stringify(s.source),
+        JSON.stringify(s.settings),
+        new Date().toISOString(),
+      ]);
+      // The first job, sent on the same client: the row and its job commit together.
+      const jobId = await enqueueOn(boss, client, { thread: s.thread }, { priority: s.priority ?? 0 });
+      if (!jobId) throw new StateStoreError("STATE_DB_UNREADABLE", `the queue refused a job for run ${s.thread}`);
+      await client.query("INSERT INTO ll_run_leases (thread_id, state, note, priority, job_id) VALUES ($1, 'queued', 'submitted', $2, $3)", [s.thread, s.priority ?? 0, jobId]);
+      out.push({ thread: s.thread, jobId });
+    }
+    return out;
   });
-  const client = await pool.connect();
-  try {
-    // The first job, with the row it belongs to (requeueRun's transaction).
-    const r = await requeueRun(client, { thread: s.thread, guard: "any", note: "submitted", enqueue: (c, o) => enqueueOn(boss, c, { thread: s.thread }, o) });
-    if (!r) throw new StateStoreError("STATE_DB_UNREADABLE", `run ${s.thread} was recorded but could not be queued; submit it again with another thread id`);
-    return { jobId: r.jobId };
-  } finally {
-    client.release();
-  }
 }
 
 /** A submitted run, or null. A row that no longer parses is an error naming the thread. */

@@ -73,7 +73,7 @@ describePg("ledgerloop submit / worker", () => {
     const scratch = tempWorkspace();
     const traj = writeTrajectory(scratch, 2);
     const token = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789";
-    const sub = await cliAsync(["submit", `gone; call it with OPENAI_API_KEY=${token}`, "--repo", path.join(scratch, "no-such-repo"), "--state", db.url, "--model", `scripted:${traj}`, "--thread", "gone", "--json"]);
+    const sub = await cliAsync(["submit", `gone; call it with OPENAI_API_KEY=${token}`, "--repo", path.join(scratch, "no-such-repo"), "--no-check", "--state", db.url, "--model", `scripted:${traj}`, "--thread", "gone", "--json"]);
     expect(sub.code, sub.stderr).toBe(0);
     const boss = await startQueue(db.url);
     const badId = await boss.send(RUN_QUEUE, { thread: 42, extra: true });
@@ -112,7 +112,7 @@ describePg("ledgerloop submit / worker", () => {
     const scratch = tempWorkspace();
     const traj = writeTrajectory(scratch, 2);
     const later = path.join(scratch, "repo-later");
-    const sub = await cliAsync(["submit", "later", "--repo", later, "--state", db.url, "--model", `scripted:${traj}`, "--retrieval", "lexical", "--thread", "later", "--json"]);
+    const sub = await cliAsync(["submit", "later", "--repo", later, "--no-check", "--state", db.url, "--model", `scripted:${traj}`, "--retrieval", "lexical", "--thread", "later", "--json"]);
     expect(sub.code, sub.stderr).toBe(0);
     const c = new pg.Client({ connectionString: db.url });
     await c.connect();

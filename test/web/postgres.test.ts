@@ -10,7 +10,7 @@ import { acquireRunLease } from "../../src/queue/run-leases.js";
 import { startViewer, type Viewer } from "../../src/web/server.js";
 import { createTestDatabase, describePg, TEST_PG_URL, useTestDatabase } from "../helpers/postgres.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
-import { exitOf, spawnWorker, until } from "../queue/queue-fixtures.js";
+import { exitOf, spawnWorker, until, writeTrajectory } from "../queue/queue-fixtures.js";
 import { fullRun, smallWorkspace } from "./fixtures.js";
 
 // The run viewer on a PostgreSQL state (`ledgerloop web --state postgres://…`): every run of the
@@ -39,9 +39,10 @@ describePg("run viewer on a PostgreSQL state", () => {
     const { workspace, scripts } = smallWorkspace();
     ran = await fullRun(workspace, scripts, db.url);
     // Two submitted runs no worker has run a step of: one waiting, one a worker has just taken.
-    const submit = { state: db.url, workspace, model: "scripted:/nowhere.json", maxSteps: 7 };
+    // submit checks the model file exists; no worker runs these, so any trajectory will do.
+    const submit = { state: db.url, workspace, model: `scripted:${writeTrajectory(tempWorkspace(), 1)}`, maxSteps: 7 };
     await handleSubmit("Wait for a worker", { ...submit, thread: QUEUED, json: true });
-    const { jobId } = await handleSubmit("Be taken by worker-a", { ...submit, thread: HELD, json: true });
+    const [{ jobId }] = (await handleSubmit("Be taken by worker-a", { ...submit, thread: HELD, json: true })) as [{ thread: string; jobId: string }];
     const st = await openPgState(db.url, { migrate: false });
     try {
       expect(await acquireRunLease(st.pool, { thread: HELD, worker: "worker-a", jobId, ttlMs: 600_000 })).toMatchObject({ ok: true });
@@ -117,7 +118,7 @@ describePg("run viewer on a PostgreSQL state", () => {
   it("shows a queued run as its submission: task, settings, the queue's state, and no steps yet", async () => {
     const { status, body } = await get(viewer, tp(QUEUED));
     expect(status).toBe(200);
-    expect(body).toMatchObject({ thread: QUEUED, status: "queued", goal: "Wait for a worker", steps: 0, events: 0, maxSteps: 7, model: "scripted:/nowhere.json", checkpointId: null });
+    expect(body).toMatchObject({ thread: QUEUED, status: "queued", goal: "Wait for a worker", steps: 0, events: 0, maxSteps: 7, model: expect.stringMatching(/^scripted:.*trajectory-1\.json$/), checkpointId: null });
     expect(body.queue).toMatchObject({ state: "queued", worker: null });
     expect((await get(viewer, tp(HELD))).body.queue).toMatchObject({ state: "held", worker: "worker-a" });
     expect((await get(viewer, `${tp(QUEUED)}/steps`)).body).toMatchObject({ steps: [], total: 0 });
