@@ -261,12 +261,13 @@ export interface ReplayResult {
  * What replay compares of a tool result: outcome, tests, files changed and the output with what
  * varies between two honest runs taken out (the workspace path, durations, wall-clock times).
  */
-export function comparable(e: LedgerEvent<"environment_feedback">, ws: string): Record<string, unknown> {
+export function comparable(e: LedgerEvent<"environment_feedback">, ws: string | string[]): Record<string, unknown> {
   const p = e.payload;
+  // Longest first: one workspace path may be a prefix of another.
+  const paths = [...new Set(typeof ws === "string" ? [ws] : ws)].filter(Boolean).sort((a, b) => b.length - a.length);
   const norm = (s: string | undefined) =>
-    (s ?? "")
-      .split(ws)
-      .join("WS")
+    paths
+      .reduce((out, w) => out.split(w).join("WS"), s ?? "")
       .replace(/\(\d+\.\d\d s, sandbox/g, "(T s, sandbox")
       .replace(/duration_ms:? [\d.]+/g, "duration_ms T")
       // Wall-clock times a command printed (ISO 8601, `date`, log prefixes) differ on every run.
@@ -349,6 +350,7 @@ export async function replay(rt: Runtime, thread: string, opts: { from?: string;
   // by it: comparing them would only compare a copy (whose output still names the original
   // workspace, which the replay side's normalisation does not know) with itself.
   const startHead = valuesOf(start).ledgerHead;
+  const recordedWorkspaces = [(await rt.runs.get(thread))?.settings.workspace ?? "", rt.workspace];
   const copied = startHead ? new Set((await feedbackBySlot(rt, startHead)).keys()) : new Set<string>();
   for (const slot of slots) {
     const step = Number(slot.split("/")[0]);
@@ -360,7 +362,9 @@ export async function replay(rt: Runtime, thread: string, opts: { from?: string;
       divergences.push({ step, tool: (r ?? p)!.payload.tool, field: r ? "missing in replay" : "not in the recording", recorded: r?.payload.tool ?? null, replayed: p?.payload.tool ?? null });
       continue;
     }
-    const a = comparable(r, rt.workspace);
+    // The recording names the workspace it ran in (its registered one; on a queue, a worker's
+    // clone), not the one this command was started in: a run made elsewhere would diverge everywhere.
+    const a = comparable(r, recordedWorkspaces);
     const b = comparable(p, dest.workspace);
     for (const k of Object.keys(a)) {
       if (JSON.stringify(a[k]) !== JSON.stringify(b[k])) divergences.push({ step, tool: r.payload.tool, field: k, recorded: a[k], replayed: b[k] });

@@ -227,6 +227,21 @@ describe("replay and gc", () => {
     );
   });
 
+  it("strips the recorded run's workspace path, not the replaying command's (a run made elsewhere)", async () => {
+    const ws = tempWorkspace(undefined, { "n.txt": "1\n" });
+    const a = await testAgent(ws, { decide: [call("run_command", { command: "pwd; ls \"$PWD\"" }), call("finish", { summary: "x" })] });
+    agents.push(a);
+    await a.run("where");
+    // The same state opened from another directory: as a replay started on another machine, or of a worker's run.
+    const elsewhere = await createRuntime({ ...a.rt.settings, workspace: tempWorkspace(), stateDir: a.rt.stateDir }, { model: a.model });
+    extra.push(elsewhere);
+    const r = await replay(elsewhere, "t1", { workspace: scratch() });
+    extra.push(r.runtime);
+    expect(r.divergences).toEqual([]);
+    const [rec] = (await a.rt.ledger.list("t1", { types: ["environment_feedback"] })).map((e) => String((e.payload as { output?: string }).output));
+    expect(rec).toContain(fs.realpathSync(ws));
+  });
+
   it("reports the step where a replay diverges from the recording", async () => {
     // Outside the workspace and outside /tmp (commands get a private /tmp under bwrap).
     const outside = fs.mkdtempSync("/var/tmp/ll-clock-");
