@@ -24,6 +24,7 @@ export interface WorkerArgs {
   /** On SIGTERM/SIGINT, how long a run's current step may go on before it is cut off (default 20). */
   stopGraceSeconds?: number;
   verbose?: boolean;
+  keepDirs?: boolean;
   json?: boolean;
 }
 
@@ -40,6 +41,7 @@ export async function handleWorker(args: WorkerArgs): Promise<void> {
     pollSeconds: args.pollSeconds ?? 2,
     stopGraceMs,
     verbose: args.verbose,
+    keepDirs: args.keepDirs,
     onOutcome: args.json ? (o) => process.stdout.write(JSON.stringify(o) + "\n") : undefined,
     log,
   });
@@ -107,6 +109,7 @@ export function registerWorker(program: Command): void {
     .option("--poll-seconds <n>", "how often an idle slot asks the queue (default 2)", intOption("--poll-seconds"))
     .option("--exit-when-idle <seconds>", "exit once nothing has been held or queued for this long", intOption("--exit-when-idle"))
     .option("--stop-grace-seconds <n>", "on SIGTERM/SIGINT, how long a run's current step (its command) may go on before it is cut off (default 20)", intOption("--stop-grace-seconds"))
+    .option("--keep-dirs", "keep each run's clone under --dir after the run ended (default: removed)")
     .option("--verbose", "print every run's progress lines")
     .option("--json", "print one JSON line per job outcome on stdout");
   stateOption(cmd).action(async (opts: WorkerArgs) => handleWorker(opts));

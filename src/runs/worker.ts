@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import fs from "node:fs";
 import os from "node:os";
 import type PgBoss from "pg-boss";
 import { LedgerloopError, errorMessage } from "../errors.js";
@@ -74,6 +75,8 @@ export class RunWorker {
       pollSeconds: number;
       stopGraceMs?: number;
       verbose?: boolean;
+      /** Keep each run's clone under `dir` once the run ended here (default: removed). */
+      keepDirs?: boolean;
       onOutcome?: (o: JobOutcome) => void;
       /** Where the worker's lines go (the CLI: stderr, redacted). */
       log: (line: string) => void;
@@ -232,6 +235,8 @@ export class RunWorker {
         .catch((err) => this.health.noteFailure(err, `${thread}: renewing its lease`));
     }, Math.max(200, Math.floor(this.ttlMs / 3)));
     let rt: Runtime | undefined;
+    /** The run's clone, removed once the run ended here (a clone is ~34 MB, most of it the vector index). */
+    let clone: string | undefined;
     let resolveDone!: () => void;
     this.active.set(thread, { ac, drain, done: new Promise<void>((r) => (resolveDone = r)) });
     try {
@@ -298,6 +303,7 @@ export class RunWorker {
       if (cancelled && result.status === "interrupted") {
         await this.endLease(thread, token, "cancelled", `${cancelled}; stopped after step ${result.steps} on ${this.id}`);
         this.say(`${thread}: cancelled after ${result.steps} step(s)`);
+        if (sub.source.kind === "repo") clone = files.dir;
         return this.record({ thread, outcome: "cancelled", status: result.status, steps: result.steps, detail: cancelled });
       }
       if (this.stopping && result.status === "interrupted") {
@@ -307,6 +313,8 @@ export class RunWorker {
       }
       await this.endLease(thread, token, leaseStateFor(result.status), `${result.status} after ${result.steps} step(s) on ${this.id}${result.error ? `: ${result.error}` : ""}`);
       this.say(`${thread}: ${result.status} after ${result.steps} step(s)${result.error ? ` (${result.error})` : ""}`);
+      // Only a run that ended here: one handed back may be cloned again into the same path by a worker sharing --dir.
+      if (sub.source.kind === "repo") clone = files.dir;
       return this.record({ thread, outcome: "ran", status: result.status, steps: result.steps, resumed });
     } catch (err) {
       if (isStateUnavailable(err)) {
@@ -328,6 +336,7 @@ export class RunWorker {
       // Bounded: a stuck close (a sandbox session, a process that ignores its signals) must not
       // keep a stopping worker from exiting; whatever it left is cleaned by the next holder.
       if (rt) await withTimeout(rt.close(), 15_000).catch((e) => this.say(`${thread}: closing its runtime: ${errorMessage(e)}`));
+      if (clone && !this.opts.keepDirs) await fs.promises.rm(clone, { recursive: true, force: true }).catch((e) => this.say(`${thread}: removing its clone: ${errorMessage(e)}`));
       this.active.delete(thread);
       this.lastBusy = Date.now();
       resolveDone();

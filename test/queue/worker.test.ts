@@ -55,7 +55,7 @@ describePg("ledgerloop submit / worker", () => {
     const queued = await cliAsync(["threads", "--state", db.url, "--json"]);
     expect(jsonLines(queued.stdout)).toEqual([expect.objectContaining({ thread: "r1", status: "queued", events: 0, queue: expect.objectContaining({ state: "queued", worker: null }) })]);
 
-    const w = spawnWorker(db.url, path.join(scratch, "w"));
+    const w = spawnWorker(db.url, path.join(scratch, "w"), ["--keep-dirs"]);
     expect(await exitOf(w), w.err()).toEqual({ code: 0, signal: null });
     expect(jsonLines(w.out())).toEqual([{ thread: "r1", outcome: "ran", status: "finished", steps: 5, resumed: false }]);
     const threads = jsonLines<{ thread: string; status: string; origin: string; queue: { state: string; note: string } }>((await cliAsync(["threads", "--state", db.url, "--json"])).stdout);
@@ -123,6 +123,9 @@ describePg("ledgerloop submit / worker", () => {
       fs.cpSync(gitRepo({ "README.md": "later\n" }), later, { recursive: true });
       expect(await exitOf(w), w.err()).toEqual({ code: 0, signal: null });
       expect(jsonLines<{ outcome: string; status?: string }>(w.out()).map((o) => [o.outcome, o.status])).toEqual([["handed_over", undefined], ["ran", "finished"]]);
+      // The run ended here: its clone is removed (no --keep-dirs).
+      expect(fs.existsSync(path.join(scratch, "w", "later"))).toBe(false);
+      expect(fs.readdirSync(path.join(scratch, "w"))).toEqual([]);
       // Materialised at last: the earlier release no longer counts.
       expect((await c.query("SELECT state, releases FROM ll_run_leases WHERE thread_id = 'later'")).rows[0]).toEqual({ state: "done", releases: 0 });
     } finally {
@@ -143,7 +146,7 @@ describePg("ledgerloop submit / worker", () => {
       await until(async () => Number((await c.query("SELECT COUNT(*) AS n FROM ll_events WHERE thread_id = 'k1' AND type = 'agent_action'")).rows[0].n) >= 6);
       a.child.kill("SIGKILL");
       await exitOf(a);
-      const b = spawnWorker(db.url, path.join(scratch, "b"));
+      const b = spawnWorker(db.url, path.join(scratch, "b"), ["--keep-dirs"]);
       expect(await exitOf(b), b.err()).toEqual({ code: 0, signal: null });
       expect(jsonLines(b.out())).toEqual([expect.objectContaining({ thread: "k1", outcome: "ran", status: "finished", resumed: true })]);
       const lease = (await c.query("SELECT state, takeovers FROM ll_run_leases WHERE thread_id = 'k1'")).rows[0];
@@ -232,7 +235,7 @@ describePg("ledgerloop submit / worker", () => {
       a.child.kill("SIGKILL");
       await exitOf(a);
       // Worker b has its own directory: nothing of a's clone is visible to it.
-      const b = spawnWorker(db.url, path.join(scratch, "b"));
+      const b = spawnWorker(db.url, path.join(scratch, "b"), ["--keep-dirs"]);
       expect(await exitOf(b), b.err()).toEqual({ code: 0, signal: null });
       expect(jsonLines(b.out())).toEqual([expect.objectContaining({ thread: "k2", outcome: "ran", status: "finished", resumed: true })]);
       const interrupted = new Set(
