@@ -23,6 +23,10 @@ export { getReport } from "./inspect/report.js";
 export type { RunReport } from "./report/report.js";
 export { forkThread, replayThread, rewindThread, type ForkArgs, type ReplayArgs, type RewindArgs } from "./runs/thread-time-travel.js";
 export { deleteThread, type DeleteArgs, type DeleteReport } from "./runs/delete.js";
+// The queue's run control and fleet, for scripts and services holding the state URL (as the CLI's cancel, requeue and workers).
+export { cancelSubmittedRun, requeueSubmittedRun } from "./runs/run-control.js";
+export { listWorkers, type WorkerRow } from "./inspect/workers.js";
+export type { CancelResult } from "./queue/run-control.js";
 export { TimeTravelError, type Divergence, type ForkResult, type ReplayResult, type RewindResult } from "./runs/time-travel.js";
 
 export { CliError, ConfigError, LedgerError, LedgerloopError, ModelError, StateStoreError } from "./errors.js";
