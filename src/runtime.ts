@@ -184,12 +184,20 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   const summarySpec = settings.summaryModel ?? config.summaryModel;
   const summaryAsked = overrides.summaryModel ?? (summarySpec && summarySpec !== settings.model ? createModel(summarySpec, { recordFile: overrides.recordRequestsFile }) : undefined);
   const summaryModel = summaryAsked && settings.toolCallFormat === "text" ? new TextToolCallModel(summaryAsked) : summaryAsked;
-  const sandbox =
-    overrides.sandbox ??
-    // One session per run: commands share a loopback, so a server started in the background by one
-    // is reachable from the next (session.ts).
-    createSandbox({ level: settings.sandbox ?? "auto", workspace, allowNetwork, outputCapBytes: settings.outputCapBytes, session: true });
+  // One session per run: commands share a loopback, so a server started in the background by one
+  // is reachable from the next (session.ts).
+  const ownSandbox = overrides.sandbox ? undefined : createSandbox({ level: settings.sandbox ?? "auto", workspace, allowNetwork, outputCapBytes: settings.outputCapBytes, session: true });
+  const sandbox: Sandbox = overrides.sandbox ?? ownSandbox!;
+  // A level from the probe cache is re-checked while the rest starts; a failure stops the run here.
+  const sandboxChecked = ownSandbox?.verified() ?? Promise.resolve();
+  sandboxChecked.catch(() => {});
   const { counter, profile } = await tokenCounterFor(model.name);
+  try {
+    await sandboxChecked;
+  } catch (err) {
+    await pgBackend?.state.close().catch(() => {});
+    throw err;
+  }
   const budgetTokens = settings.budgetTokens ?? budgetFor(profile);
   const { stateDir, dbPath } = stateLocation(workspace, settings.stateDir);
   const db = openStateDb(dbPath);

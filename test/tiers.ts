@@ -62,6 +62,7 @@ export const SLOW_TESTS = [
   "test/sandbox/attack-git.test.ts",
   "test/sandbox/attack-host-git.test.ts",
   "test/sandbox/attack.test.ts",
+  "test/sandbox/isolation-cache.test.ts",
   "test/sandbox/policy-golden.test.ts",
   "test/sandbox/test-results.test.ts",
   "test/telemetry/langsmith.test.ts",

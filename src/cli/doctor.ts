@@ -28,7 +28,8 @@ export async function handleDoctor(args: { workspace?: string; model?: string; e
     import("../sandbox/executor.js"),
     import("../retrieval/chroma-server.js"),
   ]);
-  const report = detectIsolation();
+  // Doctor probes for real (and refreshes the per-machine probe cache), never reads it.
+  const report = detectIsolation({ refresh: true });
   const sandbox = createSandbox({ level: "auto", workspace, report });
   const checks: DoctorCheck[] = [];
   const check = async (name: string, fn: () => string | Promise<string>) => {

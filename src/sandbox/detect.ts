@@ -6,12 +6,10 @@ import os from "node:os";
 import { LEVELS, planUid, runnerUid, unshareArgv, type IsolationLevel, type Tools } from "./isolation.js";
 import { seccompSupported } from "./seccomp.js";
 import { noneNamespacePrefix } from "./none-pidns.js";
+import { ConfigError } from "../errors.js";
+import { dropProbeCache, probeAsync, probeCacheFile, probeKey, readProbeCache, writeProbeCache, type LevelProbe, type ProbedLevels } from "./isolation-cache.js";
 
-export interface LevelProbe {
-  ok: boolean;
-  /** Why it is (not) usable, one line. */
-  detail: string;
-}
+export type { LevelProbe } from "./isolation-cache.js";
 
 /** What `ledgerloop doctor` prints: the level commands will get, and why. */
 export interface IsolationReport {
@@ -28,6 +26,10 @@ export interface IsolationReport {
   cgroups: CgroupSupport;
   /** How each limit is enforced here, by name. */
   limits: Record<"memory" | "pids" | "cpu" | "file_size" | "timeout" | "output", string>;
+  /** "cache": the levels come from this machine's probe cache (isolation-cache.ts) and are not yet re-checked. */
+  source?: "probe" | "cache";
+  /** The probe cache file of this uid (written after a probe, read before one). */
+  cacheFile?: string;
 }
 
 export { findProgram } from "./find-program.js";
@@ -62,15 +64,20 @@ export function bwrapProbeArgv(tools: Tools, disableUserns: boolean, rootUserns:
 }
 
 let cached: IsolationReport | null = null;
+let probeRounds = 0;
 
-/**
- * Finds the strongest isolation level that works on this machine by running a trivial command
- * under each (once per process; `refresh` probes again). Never throws: a level that fails its
- * probe is reported with the reason.
- */
-export function detectIsolation(opts: { refresh?: boolean } = {}): IsolationReport {
-  if (cached && !opts.refresh) return cached;
-  const tools: Tools = {
+/** How many full probes this process has run (the probe cache is for keeping this at zero). */
+export function isolationProbeCount(): number {
+  return probeRounds;
+}
+
+/** Forgets this process's detection, as a new process would start (tests of the probe cache). */
+export function forgetIsolation(): void {
+  cached = null;
+}
+
+function findTools(): Tools {
+  return {
     sh: findProgram("sh") ?? "/bin/sh",
     // Found through the command's PATH, as at level "none", so messages read "bash: …" everywhere.
     bash: "bash",
@@ -80,7 +87,11 @@ export function detectIsolation(opts: { refresh?: boolean } = {}): IsolationRepo
     ip: findProgram("ip"),
     mount: findProgram("mount"),
   };
-  const root = runnerUid() === 0;
+}
+
+/** Runs every level's probe (bwrap, unshare, the PID namespace at "none"). */
+function probeLevels(tools: Tools, root: boolean): ProbedLevels {
+  probeRounds++;
   const levels = {} as Record<IsolationLevel, LevelProbe>;
 
   // bwrap
@@ -144,6 +155,27 @@ export function detectIsolation(opts: { refresh?: boolean } = {}): IsolationRepo
     ok: true,
     detail: `always available: runs on the host (its files, network and uid), only limits apply; ${noneNs.reason}`,
   };
+  return { levels, bwrapVersion, disableUserns, noneReason: noneNs.reason, noneHasPrefix: noneNs.prefix !== null };
+}
+
+/**
+ * Finds the strongest isolation level that works on this machine by running a trivial command
+ * under each (once per process; `refresh` probes again). A result found before on this machine
+ * (same kernel, tools and uid) is taken from the probe cache unless `refresh`. Never throws: a
+ * level that fails its probe is reported with the reason.
+ */
+export function detectIsolation(opts: { refresh?: boolean; cacheDir?: string } = {}): IsolationReport {
+  if (cached && !opts.refresh) return cached;
+  const tools = findTools();
+  const uid = runnerUid();
+  const root = uid === 0;
+  const cacheFile = probeCacheFile(uid, opts.cacheDir);
+  const key = probeKey(tools, uid);
+  const hit = opts.refresh ? null : readProbeCache(cacheFile, key);
+  const probed = hit ?? probeLevels(tools, root);
+  if (!hit) writeProbeCache(cacheFile, key, probed);
+  const { levels, bwrapVersion, disableUserns } = probed;
+  const noneNs = { reason: probed.noneReason, prefix: probed.noneHasPrefix };
 
   const level = LEVELS.find((l) => levels[l].ok)!;
   const cgroups = detectCgroups();
@@ -168,8 +200,25 @@ export function detectIsolation(opts: { refresh?: boolean } = {}): IsolationRepo
   for (const [k, v] of Object.entries(limits)) reasons.push(`limit ${k}: ${v}`);
   for (const r of cgroups.reasons) reasons.push(r);
 
-  cached = { level, reasons, levels, tools, bwrapVersion, disableUserns, seccomp, cgroups, limits };
+  cached = { level, reasons, levels, tools, bwrapVersion, disableUserns, seccomp, cgroups, limits, source: hit ? "cache" : "probe", cacheFile };
   return cached;
+}
+
+/**
+ * Checks again, without blocking the event loop, a bwrap level that came from the probe cache. A
+ * level that fails now is never traded for a weaker one in passing: the cache entry goes, the
+ * machine is probed afresh (and recorded), and this throws, naming what the next run will get.
+ */
+export async function verifyCachedLevel(report: IsolationReport, level: IsolationLevel): Promise<void> {
+  if (report.source !== "cache" || !report.cacheFile || level !== "bwrap") return;
+  const failure = await probeAsync(bwrapProbeArgv(report.tools, report.disableUserns, runnerUid() === 0));
+  if (failure === null) return;
+  dropProbeCache(report.cacheFile);
+  const fresh = detectIsolation({ refresh: true, cacheDir: path.dirname(report.cacheFile) });
+  throw new ConfigError(
+    `sandbox: bwrap was recorded as working on this machine (${report.cacheFile}) but fails now: ${failure}. ` +
+      `Probed again: ${fresh.level === "bwrap" ? "bwrap works again" : `the strongest level that works is "${fresh.level}"`}; no command ran, start again (ledgerloop doctor shows why)`,
+  );
 }
 
 /**

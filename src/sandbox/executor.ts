@@ -1,7 +1,7 @@
 import os from "node:os";
 import path from "node:path";
 import { ConfigError } from "../errors.js";
-import { bwrapProbeArgv, detectIsolation, findProgram, probeOk, type IsolationReport } from "./detect.js";
+import { bwrapProbeArgv, detectIsolation, findProgram, probeOk, verifyCachedLevel, type IsolationReport } from "./detect.js";
 import {
   bwrapArgv,
   DEFAULT_HIDDEN_HOST,
@@ -91,6 +91,8 @@ export interface ConfiguredSandbox extends Sandbox {
   readonly report: IsolationReport | null;
   /** The uid plan a workspace gets (bwrap/unshare), for `doctor` and tests. */
   uidFor(workspace: string): UidPlan;
+  /** Resolves once the level is known to work in this process; rejects when a cached level fails now (detect.ts). */
+  verified(): Promise<void>;
 }
 
 let seccompFilter: Buffer | null | undefined;
@@ -123,6 +125,10 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
     reasons = ["none: asked for explicitly — commands are not isolated", ...cgroups.reasons];
   } else {
     report ??= detectIsolation();
+    // The cache only vouches for bwrap: a level named explicitly is probed for real.
+    if (want !== "auto" && want !== "bwrap" && report.source === "cache" && report.cacheFile) {
+      report = detectIsolation({ refresh: true, cacheDir: path.dirname(report.cacheFile) });
+    }
     if (want !== "auto" && !report.levels[want].ok) {
       throw new ConfigError(`sandbox level "${want}" is not available here: ${report.levels[want].detail}`);
     }
@@ -198,7 +204,12 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
    * the one place a command, a background process and a server are wrapped. A server stays out of
    * the run's session: it serves every run of the runtime, and a session ends with each pause.
    */
+  let verifying: Promise<void> | null = null;
+  const verified = (): Promise<void> => (verifying ??= report ? verifyCachedLevel(report, level) : Promise.resolve());
+
   const prepare = async (req: Omit<ExecRequest, "timeoutMs"> & Pick<ServerRequest, "ownEnv">, background = false, server = false) => {
+    // No command runs under a level taken from the probe cache before it passed a probe here.
+    await verified();
     const limits = req.limits ? resolveLimits(defaults, req.limits) : defaults;
     const workspace = path.resolve(req.workspace ?? opts.workspace ?? req.cwd);
     const guard = guardOf(workspace);
@@ -276,6 +287,7 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
     reasons,
     report,
     uidFor,
+    verified,
     async startBackground(req: BackgroundRequest): Promise<BackgroundProcess> {
       const { argv, env, cg, fd3, guard, scan, marker, asRoot, workspace } = await prepare(req, true);
       const sweepSetid = asRoot ? backgroundSetid.started(workspace, Date.now()) : null;
