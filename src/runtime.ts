@@ -235,6 +235,8 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
         vectorIndex: settings.vectors === "off" ? "off" : undefined,
         ...(settings.vectorLine ? { vectorLine: settings.vectorLine } : {}),
         onWarning: warn,
+        // Chroma comes up while the run starts; the first search (the first context) waits for it.
+        connectInBackground: true,
         redact: (t) => redactor.redact(t),
         history: settings.history && { perFile: settings.historyPerFile, maxCommits: settings.historyMaxCommits },
       });

@@ -58,6 +58,7 @@ export const SLOW_TESTS = [
   "test/report/report.test.ts",
   "test/retrieval/chroma-server.test.ts",
   "test/retrieval/history.test.ts",
+  "test/retrieval/search-no-server.test.ts",
   "test/retrieval/hybrid-openai.test.ts",
   "test/sandbox/attack-git.test.ts",
   "test/sandbox/attack-host-git.test.ts",

@@ -31,7 +31,8 @@ export async function searchWorkspace(query: string, args: SearchArgs): Promise<
       throw new CliError(`--scope ${scope} needs a ledger, and ${stateDir} has no state database; start a run with \`ledgerloop run\``, 1, "NO_STATE");
     }
   }
-  const opened = await openRetriever(args);
+  // Vectors only from a Chroma server that already runs: one search never starts a server.
+  const opened = await openRetriever(args, undefined, { vectorServer: "running" });
   try {
     // Incremental: only files whose size or mtime changed since the last index are read again.
     await opened.retriever.index();

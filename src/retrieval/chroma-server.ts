@@ -174,7 +174,25 @@ export async function ensureChromaServer(opts: EnsureChromaOptions): Promise<Chr
   } finally {
     unlock();
   }
-  const { record } = server;
+  return serverHandle(stateDir, recordFile, server.record, server.started);
+}
+
+/**
+ * The workspace's embedded server when one already runs and answers (another process started it),
+ * registered for this process as by ensureChromaServer; null when none runs. Never starts one.
+ */
+export async function runningChromaServer(stateDirIn: string): Promise<ChromaServer | null> {
+  const stateDir = path.resolve(stateDirIn);
+  const recordFile = path.join(stateDir, "chroma.server.json");
+  const record = readRecord(recordFile);
+  if (!record || record.status !== "ready" || !isAlive(record.pid) || !isChromaProcess(record.pid, path.join(stateDir, "chroma"))) return null;
+  if (!(await heartbeat(urlOf(record), 1000))) return null;
+  register(stateDir);
+  return serverHandle(stateDir, recordFile, record, false);
+}
+
+/** This process's use of a registered server: released on `release()`, or synchronously at exit. */
+function serverHandle(stateDir: string, recordFile: string, record: ServerRecord, started: boolean): ChromaServer {
   let released = false;
   const onExit = () => {
     // Synchronous last resort when the process exits without close(): stop the server if nobody else uses it.
@@ -188,7 +206,7 @@ export async function ensureChromaServer(opts: EnsureChromaOptions): Promise<Chr
   return {
     url: urlOf(record),
     pid: record.pid,
-    started: server.started,
+    started,
     async release() {
       if (released) return;
       released = true;

@@ -82,6 +82,7 @@ class HybridRetriever implements Retriever {
   private readonly events: EventSync;
   private readonly engine: SearchEngine;
   private lock: Promise<unknown> = Promise.resolve();
+  private connecting: Promise<void> = Promise.resolve();
   private readonly warn: (m: string) => void;
   private readonly warned = new Set<string>();
   private closed = false;
@@ -132,7 +133,10 @@ class HybridRetriever implements Retriever {
     const e = this.embedder as Embedder & { attachCache?: (c: ReturnType<typeof sqliteEmbeddingCache>) => void };
     e.attachCache?.(sqliteEmbeddingCache(() => this.ngram.db));
     if (this.ngram.rebuilt) this.warn(`the search index ${this.indexFile} was unusable (${this.ngram.rebuildReason}); it was moved to index.db.corrupt and is being rebuilt`);
-    await this.vectors.connect();
+    // Every index write and search runs after this (the lock), so none sees a half-made connection.
+    this.connecting = this.vectors.connect();
+    this.lock = this.connecting.catch(() => {});
+    if (!this.opts.connectInBackground) await this.connecting;
   }
 
   private warnOnce(key: string, msg: string): void {
@@ -219,6 +223,7 @@ class HybridRetriever implements Retriever {
   }
 
   async stats(): Promise<RetrieverStats> {
+    await this.connecting.catch(() => {});
     const counts = this.ngram.counts();
     return {
       workspace: this.workspace,

@@ -4,7 +4,7 @@ import { CliError } from "../errors.js";
 import type { Ledger } from "../ledger/port.js";
 import { stderrNote, type WorkspaceArgs } from "../ledger/open-state.js";
 import { resolveWorkspace, stateLocation } from "../workspace/location.js";
-import type { Retriever } from "./hybrid.js";
+import type { Retriever, RetrieverOptions } from "./hybrid.js";
 
 // A workspace's retriever as `index`, `search` and the MCP server open it: index.db beside the
 // state, the ledger of the state database when there is one, and the run's redaction.
@@ -27,7 +27,11 @@ export interface OpenedRetriever {
 }
 
 /** Opens the workspace's retriever (index.db beside the state database), reading its ledger when it exists. */
-export async function openRetriever(args: RetrievalArgs, onWarning: (m: string) => void = (m) => stderrNote(`ledgerloop: warning: ${m}`)): Promise<OpenedRetriever> {
+export async function openRetriever(
+  args: RetrievalArgs,
+  onWarning: (m: string) => void = (m) => stderrNote(`ledgerloop: warning: ${m}`),
+  extra: Pick<RetrieverOptions, "vectorServer"> = {},
+): Promise<OpenedRetriever> {
   const workspace = resolveWorkspace(args.workspace ?? process.cwd());
   const { stateDir, dbPath } = stateLocation(workspace, args.stateDir);
   // The retriever (Chroma client, tree-sitter) loads on use, in parallel with the state database.
@@ -57,6 +61,7 @@ export async function openRetriever(args: RetrievalArgs, onWarning: (m: string) 
       ...(args.modelsDir ? { modelsDir: path.resolve(args.modelsDir) } : {}),
       redact: (t) => redactor.redact(t),
       onWarning,
+      ...extra,
     });
   } catch (err) {
     db?.close();

@@ -177,6 +177,18 @@ export interface RetrieverOptions {
   onWarning?: (message: string) => void;
   /** Time limit for the embedded Chroma server to come up. */
   chromaStartTimeoutMs?: number;
+  /**
+   * "start" (default) starts the workspace's embedded Chroma server when none runs. "running" takes
+   * vectors only from a server that already runs (chromaUrl / CHROMA_URL, or the embedded one of
+   * another process) and otherwise searches the n-gram and path index alone: a one-off search
+   * (`ledgerloop search`) must not pay for starting a server.
+   */
+  vectorServer?: "start" | "running";
+  /**
+   * Connect to the vector store in the background: creating the retriever returns at once, and the
+   * first index or search waits for the connection (a run starts while Chroma comes up).
+   */
+  connectInBackground?: boolean;
   /** How long a failed vector side (store or embedder) waits before it is tried again (default 30 s). */
   vectorRetryMs?: number;
   /** Applied to file text before it is indexed or previewed (the runtime's secret redactor), and to commit messages. */

@@ -1,7 +1,7 @@
 import { errorMessage } from "../errors.js";
 import { MissingPackageError } from "../optional-packages.js";
 import { createChromaIndex } from "./chroma-index.js";
-import { chromaPackageDir, ensureChromaServer, externalChroma } from "./chroma-server.js";
+import { chromaPackageDir, ensureChromaServer, externalChroma, runningChromaServer } from "./chroma-server.js";
 import { repositoryIdentity, sharedCollectionPrefix, DEFAULT_VECTOR_LINE } from "./collection-naming.js";
 import type { Embedder } from "./embedders/port.js";
 import type { NgramIndex } from "./ngram-index.js";
@@ -17,7 +17,7 @@ export interface VectorConnectionOptions {
   embedder: Embedder;
   /** The current index.db (it changes when the index is rebuilt): it remembers which store holds the vectors. */
   index: () => NgramIndex;
-  opts: Pick<RetrieverOptions, "vectorIndex" | "chromaUrl" | "chromaStartTimeoutMs" | "vectorLine" | "vectorRetryMs">;
+  opts: Pick<RetrieverOptions, "vectorIndex" | "chromaUrl" | "chromaStartTimeoutMs" | "vectorLine" | "vectorRetryMs" | "vectorServer">;
   /**
    * The configured embedder could not start: why, its spec, and how to start it again (it puts the
    * new embedder in place of the stand-in `embedder`); null when it started.
@@ -97,7 +97,14 @@ export class VectorConnection {
           const line = opts.vectorLine ?? DEFAULT_VECTOR_LINE;
           store = await createChromaIndex({ server, embedder, namespace: repository.value, shared: { prefix: sharedCollectionPrefix(repository, line), repository, line } });
         } else {
-          const server = await ensureChromaServer({ stateDir: this.o.stateDir, startTimeoutMs: opts.chromaStartTimeoutMs });
+          const server =
+            opts.vectorServer === "running" ? await runningChromaServer(this.o.stateDir) : await ensureChromaServer({ stateDir: this.o.stateDir, startTimeoutMs: opts.chromaStartTimeoutMs });
+          if (!server) {
+            // Not a failure: nothing to reconnect to, and files keep their vectors for the next index.
+            this.state = "off";
+            this.lastError = "no Chroma server is running for this workspace; searched the n-gram and path index only";
+            return;
+          }
           // Keyed by workspace and state dir: two indexes of one workspace never share a collection.
           store = await createChromaIndex({ server, embedder, namespace: `${this.o.workspace}\0${this.o.stateDir}` });
         }
