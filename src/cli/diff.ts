@@ -1,34 +1,12 @@
 import type { Command } from "commander";
-import { CliError } from "../errors.js";
-import { getHistory } from "../inspect/history.js";
 import { printJson, stateOption, workspaceOptions } from "./common.js";
-import type { WorkspaceArgs } from "../ledger/open-state.js";
-import { runtimeForThread } from "../runs/thread-runtime.js";
+import { diffRun, type DiffArgs } from "../runs/diff.js";
 
-export interface DiffArgs extends WorkspaceArgs {
-  /** Default: the run's first checkpoint. */
-  from?: string;
-  /** Default: the run's latest checkpoint. */
-  to?: string;
-  stat?: boolean;
-}
+export type { DiffArgs } from "../runs/diff.js";
 
 /** File changes between two checkpoints of a run. */
 export async function handleDiff(thread: string, args: DiffArgs) {
-  const { diffCheckpoints } = await import("../runs/time-travel.js");
-  let { from, to } = args;
-  if (from === undefined || to === undefined) {
-    const rows = await getHistory(thread, args);
-    if (rows.length === 0) throw new CliError(`run ${thread} has no checkpoints to compare`, 1, "NOT_FOUND");
-    from ??= rows.at(-1)!.checkpointId;
-    to ??= rows[0]!.checkpointId;
-  }
-  const rt = await runtimeForThread(thread, args, { postgres: true });
-  try {
-    return await diffCheckpoints(rt, thread, from, to, { stat: args.stat });
-  } finally {
-    await rt.close();
-  }
+  return diffRun(thread, args);
 }
 
 export function registerDiff(program: Command): void {

@@ -3,20 +3,16 @@ import os from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
-import { CliError, LedgerloopError, threadDeleted } from "../errors.js";
+import { CliError, threadDeleted } from "../errors.js";
 import { copyBranch, remapIds } from "../ledger/copy.js";
 import { ReplayModel } from "../models/replay.js";
 import { answerMcpFromRecording } from "../agent/tools/mcp.js";
 import { createRuntime, type Runtime } from "../runtime.js";
 import type { LedgerEvent, TaskStateValue } from "../state.js";
 import { createCodingAgent, recursionLimitFor } from "../agent/graph.js";
+import { pickCheckpoint, TimeTravelError } from "./time-travel-error.js";
 
-/** A time-travel request that cannot be carried out (unknown checkpoint, foreign edits, …). */
-export class TimeTravelError extends LedgerloopError {
-  constructor(code: "CHECKPOINT_NOT_FOUND" | "CHECKPOINT_AMBIGUOUS" | "FOREIGN_EDITS" | "NO_REVISION", message: string) {
-    super(code, message);
-  }
-}
+export { TimeTravelError } from "./time-travel-error.js";
 
 type Values = TaskStateValue;
 
@@ -29,15 +25,7 @@ export async function checkpointsOf(rt: Runtime, thread: string): Promise<Checkp
 
 /** The checkpoint of a thread named by its id or a unique prefix (6+ characters). */
 export async function resolveCheckpoint(rt: Runtime, thread: string, idOrPrefix: string): Promise<CheckpointTuple> {
-  const all = await checkpointsOf(rt, thread);
-  const exact = all.find((t) => t.checkpoint.id === idOrPrefix);
-  if (exact) return exact;
-  const matches = idOrPrefix.length >= 6 ? all.filter((t) => t.checkpoint.id.startsWith(idOrPrefix)) : [];
-  if (matches.length === 1) return matches[0]!;
-  if (matches.length > 1) {
-    throw new TimeTravelError("CHECKPOINT_AMBIGUOUS", `checkpoint prefix ${idOrPrefix} matches ${matches.length} checkpoints of ${thread}; give more characters`);
-  }
-  throw new TimeTravelError("CHECKPOINT_NOT_FOUND", `no checkpoint ${idOrPrefix} in thread ${thread}; list them with \`ledgerloop history ${thread}\``);
+  return pickCheckpoint(await checkpointsOf(rt, thread), (t) => t.checkpoint.id, thread, idOrPrefix);
 }
 
 const valuesOf = (t: CheckpointTuple) => t.checkpoint.channel_values as unknown as Values;
