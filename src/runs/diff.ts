@@ -56,20 +56,16 @@ export async function diffRun(thread: string, args: DiffArgs): Promise<DiffResul
 }
 
 async function diffThroughRuntime(thread: string, args: DiffArgs): Promise<DiffResult> {
-  const [{ diffCheckpoints }, { getHistory }, { runtimeForThread }] = await Promise.all([
-    import("./time-travel.js"),
-    import("../inspect/history.js"),
-    import("./thread-runtime.js"),
-  ]);
-  let { from, to } = args;
-  if (from === undefined || to === undefined) {
-    const rows = await getHistory(thread, args);
-    if (rows.length === 0) throw new CliError(`run ${thread} has no checkpoints to compare`, 1, "NOT_FOUND");
-    from ??= rows.at(-1)!.checkpointId;
-    to ??= rows[0]!.checkpointId;
-  }
+  const [{ checkpointsOf, diffCheckpoints }, { runtimeForThread }] = await Promise.all([import("./time-travel.js"), import("./thread-runtime.js")]);
   const rt = await runtimeForThread(thread, args, { postgres: true });
   try {
+    let { from, to } = args;
+    if (from === undefined || to === undefined) {
+      const all = await checkpointsOf(rt, thread); // newest first
+      if (all.length === 0) throw new CliError(`run ${thread} has no checkpoints to compare`, 1, "NOT_FOUND");
+      from ??= all.at(-1)!.checkpoint.id;
+      to ??= all[0]!.checkpoint.id;
+    }
     return await diffCheckpoints(rt, thread, from, to, { stat: args.stat });
   } finally {
     await rt.close();
