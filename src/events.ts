@@ -3,8 +3,7 @@ import { z } from "zod";
 // The ledger event schemas and the small enums they share with the graph state. Kept apart from
 // TaskState (which needs LangGraph) so that reading a ledger loads zod and SQLite only.
 
-/** Version of the ledger event payload schemas; bump when a payload changes shape. */
-export const SCHEMA_VERSION = 1;
+export { SCHEMA_VERSION } from "./event-version.js";
 
 export const SubtaskStatus = z.enum(["pending", "in_progress", "completed", "blocked"]);
 export type SubtaskStatus = z.infer<typeof SubtaskStatus>;

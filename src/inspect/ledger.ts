@@ -15,8 +15,9 @@ export interface LedgerArgs extends WorkspaceArgs {
 
 /** A run's ledger events, filtered by type, file, branch or causal chain. */
 export async function getLedgerEvents(thread: string, args: LedgerArgs): Promise<LedgerEvent[]> {
-  const { EVENT_TYPES } = await import("../events.js");
   const types = (args.type ?? []).flatMap((t) => t.split(",")).filter(Boolean);
+  // The type names come from the schemas (zod): loaded only when a --type is given to check.
+  const { EVENT_TYPES } = types.length ? await import("../events.js") : { EVENT_TYPES: [] as EventType[] };
   for (const t of types) {
     if (!EVENT_TYPES.includes(t as EventType)) {
       throw new CliError(`unknown event type "${t}"; known: ${EVENT_TYPES.join(", ")}`, 2, "CONFIG_INVALID");

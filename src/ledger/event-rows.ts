@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { LedgerError } from "../errors.js";
-import { EventBody, SCHEMA_VERSION, type EventType, type LedgerEvent } from "../events.js";
+import type { EventBody as EventBodySchema, EventType, LedgerEvent } from "../events.js";
+import { SCHEMA_VERSION } from "../event-version.js";
 import type { Redactor } from "../secrets.js";
 import type { AppendEvent } from "./port.js";
 
@@ -68,9 +69,22 @@ export function assertSameKeyUse<T extends EventType>(existing: Pick<EventRow, "
   }
 }
 
+// The schemas load on the first append, not with the ledger: commands that only read it (threads,
+// history, ledger) then never load zod.
+let eventBody: typeof EventBodySchema | undefined;
+
+/** Loads the event schemas appends are checked against (the ledgers' `append` does it first). */
+export async function loadEventSchemas(): Promise<void> {
+  eventBody ??= (await import("../events.js")).EventBody;
+}
+
 /** The event's payload, redacted and validated against its type's schema (LEDGER_INVALID_EVENT otherwise). */
 export function checkedPayload<T extends EventType>(redactor: Redactor, event: AppendEvent<T>): Record<string, unknown> {
-  const parsed = EventBody.safeParse({ type: event.type, payload: redactor.redactDeep(event.payload) });
+  if (!eventBody) {
+    // A synchronous append before any asynchronous one: a programming error, never skipped validation.
+    throw new LedgerError("LEDGER_INVALID_EVENT", "the event schemas are not loaded: call `await loadEventSchemas()` (ledger/event-rows.ts) before appendSync, or use append");
+  }
+  const parsed = eventBody.safeParse({ type: event.type, payload: redactor.redactDeep(event.payload) });
   if (!parsed.success) {
     const issues = parsed.error.issues
       .slice(0, 3)

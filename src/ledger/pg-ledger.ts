@@ -8,7 +8,7 @@ import { defaultRedactor, type Redactor } from "../secrets.js";
 import { type EventType, type LedgerEvent } from "../events.js";
 import type { ActionStart, AppendEvent, Ledger, ListQuery, ThreadInfo } from "./port.js";
 import { checkImport, importConflict, sameRows, startOfActions, type LedgerTransfer, type ThreadExport } from "./transfer.js";
-import { assertParentInThread, assertSameKeyUse, checkedPayload, newEventRow, pathsOf, toEvent, type EventRow } from "./event-rows.js";
+import { assertParentInThread, assertSameKeyUse, checkedPayload, loadEventSchemas, newEventRow, pathsOf, toEvent, type EventRow } from "./event-rows.js";
 
 type Row = EventRow;
 
@@ -56,6 +56,7 @@ export class PgLedger implements Ledger, LedgerTransfer {
   }
 
   async append<T extends EventType>(event: AppendEvent<T>): Promise<LedgerEvent<T>> {
+    await loadEventSchemas();
     const stored = await inTransaction(this.pool, (c) => this.appendIn(c, event));
     failpoint("ledger-append");
     return stored;

@@ -4,8 +4,9 @@ import type Database from "better-sqlite3";
 import { LedgerError } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import { defaultRedactor, type Redactor } from "../secrets.js";
-import { SCHEMA_VERSION, type EventType, type LedgerEvent } from "../events.js";
-import { assertParentInThread, assertSameKeyUse, checkedPayload, newEventRow, pathsOf, toEvent, type EventRow } from "./event-rows.js";
+import type { EventType, LedgerEvent } from "../events.js";
+import { SCHEMA_VERSION } from "../event-version.js";
+import { assertParentInThread, assertSameKeyUse, checkedPayload, loadEventSchemas, newEventRow, pathsOf, toEvent, type EventRow } from "./event-rows.js";
 import type { ActionStart, AppendEvent, Ledger, ListQuery, ThreadInfo } from "./port.js";
 import { checkImport, importConflict, sameRows, startOfActions, type LedgerTransfer, type ThreadExport } from "./transfer.js";
 
@@ -135,10 +136,11 @@ export class SqliteLedger implements Ledger, LedgerTransfer {
   }
 
   async append<T extends EventType>(event: AppendEvent<T>): Promise<LedgerEvent<T>> {
+    await loadEventSchemas();
     return this.appendSync(event);
   }
 
-  /** Synchronous append (one SQLite transaction). */
+  /** Synchronous append (one SQLite transaction); the event schemas must be loaded (`append` does it, or loadEventSchemas). */
   appendSync<T extends EventType>(event: AppendEvent<T>): LedgerEvent<T> {
     const run = this.db.transaction((): LedgerEvent<T> => {
       const key = event.idempotencyKey ?? null;

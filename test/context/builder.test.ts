@@ -7,9 +7,13 @@ import { ContextBudgetError } from "../../src/context/budget.js";
 import { buildPrompt, messagesTokens } from "../../src/context/builder.js";
 import { loadTokenCounter, type TokenCounter } from "../../src/context/tokens.js";
 import { SqliteLedger } from "../../src/ledger/sqlite-ledger.js";
+import { loadEventSchemas } from "../../src/ledger/event-rows.js";
 import { openStateDb } from "../../src/ledger/state-db.js";
 import { TaskState, type Subtask, type TaskStateValue } from "../../src/state.js";
 import { toolSpecs } from "../../src/agent/tools/index.js";
+
+// These tests append synchronously (appendSync): the event schemas load first.
+await loadEventSchemas();
 
 let counter: TokenCounter;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ll-ctx-"));

@@ -3,8 +3,12 @@ import os from "node:os";
 import path from "node:path";
 import { describe, it, expect } from "vitest";
 import { SqliteLedger } from "../../src/ledger/sqlite-ledger.js";
+import { loadEventSchemas } from "../../src/ledger/event-rows.js";
 import { openStateDb } from "../../src/ledger/state-db.js";
 import { ledgerConformance } from "./conformance.js";
+
+// These tests append synchronously (appendSync): the event schemas load first.
+await loadEventSchemas();
 
 ledgerConformance("sqlite", {
   async create() {

@@ -61,4 +61,18 @@ describe("what each command loads (built bin)", () => {
     expect(r.packages.has("better-sqlite3")).toBe(true);
     expect([...r.packages].filter((p) => HEAVY.some((h) => p.startsWith(h)))).toEqual([]);
   });
+
+  // Loading zod and building the event schemas cost more than the rest of these commands: only an
+  // append needs them (ledger/event-rows.ts). diff reads the checkpoint tables, without a runtime.
+  it.each([
+    ["threads", () => ["threads", "-w", ws]],
+    ["history", () => ["history", thread, "-w", ws]],
+    ["ledger", () => ["ledger", thread, "-w", ws]],
+    ["diff --stat", () => ["diff", thread, "--stat", "-w", ws]],
+  ])("%s reads the ledger without loading zod", (_name, args) => {
+    const r = packagesLoaded(args());
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.packages.has("zod")).toBe(false);
+    expect([...r.packages].filter((p) => HEAVY.some((h) => p.startsWith(h)))).toEqual([]);
+  });
 });

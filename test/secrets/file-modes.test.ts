@@ -4,10 +4,14 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStateDb } from "../../src/ledger/state-db.js";
 import { SqliteLedger } from "../../src/ledger/sqlite-ledger.js";
+import { loadEventSchemas } from "../../src/ledger/event-rows.js";
 import { NgramIndex } from "../../src/retrieval/ngram-index.js";
 import { writeRunReport } from "../../src/report/write-run-report.js";
 import { testAgent, type TestAgent } from "../helpers/agent.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
+
+// These tests append synchronously (appendSync): the event schemas load first.
+await loadEventSchemas();
 
 const mode = (p: string) => fs.statSync(p).mode & 0o777;
 const dirs: string[] = [];
