@@ -1,7 +1,6 @@
 import path from "node:path";
 import { EmbedderError } from "../errors.js";
 import { createHashedEmbedder } from "./hashed.js";
-import { createOpenAIEmbedder, embeddingsEndpointAnswers } from "./openai.js";
 import type { Embedder } from "./port.js";
 import { createXenovaEmbedder } from "./xenova.js";
 
@@ -33,6 +32,8 @@ export async function createEmbedder(spec: string | undefined, opts: { modelsDir
   if (name.startsWith("openai:")) {
     const model = name.slice("openai:".length);
     if (!model) throw new EmbedderError("EMBEDDER_UNKNOWN", `embedder "${name}" names no model (openai:<model>, e.g. openai:text-embedding-3-small or openai:nomic-embed-text)`);
+    // Loaded when chosen: @langchain/openai and the openai client are most of a search's start-up.
+    const { createOpenAIEmbedder } = await import("./openai.js");
     return createOpenAIEmbedder({ model, ...(opts.signal ? { signal: opts.signal } : {}) });
   }
   throw new EmbedderError("EMBEDDER_UNKNOWN", `unknown embedder "${name}"; use "hashed" (default), "hashed:<dimensions>", "xenova:<model>" or "openai:<model>"`);
@@ -44,5 +45,5 @@ export async function createEmbedder(spec: string | undefined, opts: { modelsDir
  */
 export async function embedderMayStart(spec: string, signal: AbortSignal): Promise<void> {
   const name = spec.trim();
-  if (name.startsWith("openai:")) await embeddingsEndpointAnswers(name.slice("openai:".length), signal);
+  if (name.startsWith("openai:")) await (await import("./openai.js")).embeddingsEndpointAnswers(name.slice("openai:".length), signal);
 }
