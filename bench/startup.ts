@@ -111,15 +111,19 @@ export async function benchStartup(runs = Number(process.env.BENCH_STARTUP_RUNS 
       decide.push(await firstDecideMs(tmp, i));
     }
     const base = median(cpu.get("node -e 0")!);
+    // The machine is shared: the minimum (least disturbed run) is printed beside the median.
+    const min = (xs: number[]) => Math.round(Math.min(...xs));
+    const baseMin = min(cpu.get("node -e 0")!);
     const rows: BenchResult[] = cases.map((c) => {
       const value = median(cpu.get(c.name)!);
-      const name = `${c.name} (CPU, median of ${runs})`;
+      const m = min(cpu.get(c.name)!);
+      const name = `${c.name} (CPU, median of ${runs}; min ${m} ms${c.ratio === undefined ? "" : `, ${(m / baseMin).toFixed(2)}x at min`})`;
       return c.ratio === undefined
         ? { name, value, unit: "ms" }
         : { name, value, unit: "ms", target: `<= ${c.ratio}x node -e 0`, ok: value <= c.ratio * base, baseline: base, baselineName: "node -e 0" };
     });
     const first = median(decide);
-    rows.push({ name: `one-step scripted run: first decide after start (wall, median of ${runs})`, value: first, unit: "ms", target: "<= 1000 ms", ok: first <= 1000 });
+    rows.push({ name: `one-step scripted run: first decide after start (wall, median of ${runs}; min ${min(decide)} ms)`, value: first, unit: "ms", target: "<= 1000 ms", ok: first <= 1000 });
     printTable("startup: whole processes, CPU time as a ratio to node -e 0", rows);
     return rows;
   } finally {
