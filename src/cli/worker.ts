@@ -5,7 +5,6 @@ import { CliError, StateStoreError, errorMessage } from "../errors.js";
 import { intOption, log, stateOption } from "./common.js";
 import { stateUrlOf } from "../ledger/open-state.js";
 import { isStateUnavailable } from "../ledger/state-unavailable.js";
-import { DEFAULT_STOP_GRACE_MS, RunWorker } from "../runs/worker.js";
 
 // `ledgerloop worker`: the command around RunWorker (src/runs/worker.ts): its options, the
 // PostgreSQL URL, signals (SIGTERM/SIGINT stop it gracefully, a second one exits at once) and printing.
@@ -32,6 +31,8 @@ export async function handleWorker(args: WorkerArgs): Promise<void> {
   const url = stateUrlOf(args);
   if (!url) throw new CliError("a worker needs the PostgreSQL state: --state postgres://… or LEDGERLOOP_STATE_URL", 2, "CONFIG_INVALID");
   const leaseMs = (args.leaseSeconds ?? 30) * 1000;
+  // Loaded on use: the worker needs pg and pg-boss, which `--help` must not load.
+  const { DEFAULT_STOP_GRACE_MS, RunWorker } = await import("../runs/worker.js");
   const stopGraceMs = args.stopGraceSeconds !== undefined ? args.stopGraceSeconds * 1000 : DEFAULT_STOP_GRACE_MS;
   const stopBoundMs = stopGraceMs + STOP_BOUND_AFTER_GRACE_MS;
   const w = new RunWorker(url, {

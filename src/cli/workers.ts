@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import { intOption, printJson, stateOption } from "./common.js";
 import { stateUrlOf } from "../ledger/open-state.js";
-import { listWorkers, type WorkerRow } from "../inspect/workers.js";
+import type { WorkerRow } from "../inspect/workers.js";
 
 // `ledgerloop workers`: the fleet of a PostgreSQL state, from its ll_workers rows (queue/fleet.ts).
 
@@ -26,6 +26,8 @@ export async function handleWorkers(args: WorkersArgs): Promise<WorkerRow[]> {
   const url = stateUrlOf(args);
   if (!url) throw new CliError("workers needs the PostgreSQL state the workers use: --state postgres://… or LEDGERLOOP_STATE_URL", 2, "CONFIG_INVALID");
   const recentSeconds = (args.recentMinutes ?? 60) * 60;
+  // Loaded on use: the query needs pg, which `--help` must not load.
+  const { listWorkers } = await import("../inspect/workers.js");
   const rows = await listWorkers(url, { recentSeconds });
   if (args.json) for (const w of rows) printJson(w);
   else if (!rows.length) process.stdout.write(`no live workers, and none stopped or died in the last ${recentSeconds / 60} min\n`);
