@@ -207,16 +207,29 @@ export async function spawnCapped(spec: SpawnSpec): Promise<SpawnOutcome> {
     : undefined;
   const onAbort = () => killAll();
   spec.signal?.addEventListener("abort", onAbort, { once: true });
+  const settle = () => {
+    clearTimeout(timer);
+    clearInterval(watchTimer);
+    if (pid) killAll();
+    clearTimeout(killTimer);
+    spec.signal?.removeEventListener("abort", onAbort);
+  };
   if (pid && spec.onStart) {
-    await spec.onStart({ pid, pgid: pid, procStart: readProcStart(pid) });
+    try {
+      await spec.onStart({ pid, pgid: pid, procStart: readProcStart(pid) });
+    } catch (e) {
+      // The start could not be recorded (the state database went away): a command nobody tracks
+      // must not run on, and its time limit and watch must not outlive it (a watch interval kept a
+      // stopped worker alive).
+      killAll();
+      await exited;
+      settle();
+      throw e;
+    }
   }
 
   await exited;
-  clearTimeout(timer);
-  clearInterval(watchTimer);
-  if (pid) killAll();
-  clearTimeout(killTimer);
-  spec.signal?.removeEventListener("abort", onAbort);
+  settle();
   // A process that left the group (setsid) and escaped killTree may still hold the pipes: do not
   // wait for it forever.
   let drainTimer: NodeJS.Timeout | undefined;

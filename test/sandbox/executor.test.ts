@@ -125,6 +125,34 @@ describe("createLocalSandbox().exec", () => {
     expect(r.stderr).toContain("no-such-binary: command not found");
   });
 
+  it("a start that cannot be recorded stops the command and leaves no timer behind", async () => {
+    // As when the ledger's database is down at the moment a command starts: onStart throws.
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+    const before = timers();
+    let started: ProcessInfo | undefined;
+    let watched = 0;
+    const run = spawnCapped({
+      argv: ["sh", "-c", "sleep 30"],
+      cwd: tmp,
+      env: commandEnv(),
+      timeoutMs: 60_000,
+      outputCapBytes: 1024,
+      watch: { intervalMs: 20, check: () => (watched++, null) },
+      onStart: (p) => {
+        started = p;
+        throw new Error("the state database is unavailable");
+      },
+    });
+    await expect(run).rejects.toThrow("the state database is unavailable");
+    expect(started).toBeDefined();
+    expect(await waitGone(started!.pid)).toBe(true);
+    // Neither the time limit nor the watch interval outlives the command.
+    const seen = watched;
+    await new Promise((r) => setTimeout(r, 200));
+    expect(watched).toBe(seen);
+    expect(timers()).toBeLessThanOrEqual(before);
+  });
+
   it("on timeout kills the whole process group, background children included", async () => {
     const t0 = performance.now();
     const r = await exec("sleep 30 & echo $! > bg.pid; echo started; sleep 30", 500);
@@ -335,7 +363,16 @@ describe("killOrphan", () => {
       await new Promise((r) => setTimeout(r, 20));
     }
     const bg = readPid("bg.pid");
-    expect(fs.readFileSync(`/proc/${bg}/environ`, "utf8").split("\0")).toContain(`LEDGERLOOP_COMMAND=${tag}`);
+    // Read around an exec, environ can be empty for a moment (this failed once under load): poll.
+    const environ = async () => {
+      for (let waited = 0; waited < 2000; waited += 20) {
+        const vars = fs.readFileSync(`/proc/${bg}/environ`, "utf8").split("\0");
+        if (vars.length > 1) return vars;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      return fs.readFileSync(`/proc/${bg}/environ`, "utf8").split("\0");
+    };
+    expect(await environ()).toContain(`LEDGERLOOP_COMMAND=${tag}`);
     // Another tag matches nothing.
     expect(killOrphan({ pid: null, pgid: null, procStart: null }, `${tag}-other`)).toBe(false);
     expect(isGone(bg)).toBe(false);
