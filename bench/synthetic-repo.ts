@@ -10,6 +10,7 @@
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import { seededRandom as rng } from "../src/eval/seeded-random.js";
 
 export interface SyntheticRepoOptions {
   files?: number;
@@ -22,18 +23,6 @@ const NOUNS = ["token", "header", "cookie", "route", "param", "entry", "record",
 const VERBS = ["parse", "resolve", "encode", "decode", "validate", "normalize", "merge", "split", "flush", "load", "store", "render", "match", "format", "compute", "schedule", "retry", "expire", "sign", "verify"];
 const ADJ = ["empty", "nested", "duplicate", "stale", "invalid", "missing", "large", "unicode", "negative", "concurrent", "expired", "partial", "malformed", "trailing", "optional"];
 const TYPES = ["fix", "fix", "fix", "feat", "feat", "perf", "refactor", "docs", "test", "chore"];
-
-/** A small seeded PRNG (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const cap = (s: string) => s[0]!.toUpperCase() + s.slice(1);
 const ing = (v: string) => (v.endsWith("e") ? v.slice(0, -1) : v) + "ing";

@@ -7,6 +7,7 @@ import type { RunSettingsInput } from "../settings.js";
 import { newThreadId } from "../runs/start.js";
 import type { AgentOutcome, AgentRunInput } from "./run-ledgerloop.js";
 import type { EvalTask } from "./task.js";
+export { seededRandom } from "./seeded-random.js";
 
 // `ledgerloop eval --kill-every SECONDS`: the ledgerloop run of a task is driven by a child process
 // (agent-child.ts) that gets a real SIGKILL at random moments, as a crashed machine would, and is
@@ -30,18 +31,6 @@ export interface KillPlan {
   random: () => number;
   /** Kills after which the run is left to end (so a run whose steps outlast the interval still ends). */
   maxKills?: number;
-}
-
-/** A small seeded generator (mulberry32) for the kill moments: fast, and the same on every machine. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** A seed for one task run, from the eval's seed and the run's name: the schedule does not depend on --concurrency. */
