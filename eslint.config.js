@@ -7,7 +7,20 @@ import tseslint from "typescript-eslint";
 const readonly = (names) => Object.fromEntries(names.map((n) => [n, "readonly"]));
 // The globals our plain JavaScript files use: Node scripts (bin, the Chroma host) and the viewer.
 const NODE = readonly(["process", "console", "URL", "Buffer", "setTimeout", "clearTimeout", "setInterval", "clearInterval"]);
-const BROWSER = readonly(["window", "document", "location", "fetch", "Node", "URLSearchParams", "EventSource", "console", "setTimeout", "clearTimeout", "setInterval", "clearInterval"]);
+const BROWSER = readonly([
+  "window",
+  "document",
+  "location",
+  "fetch",
+  "Node",
+  "URLSearchParams",
+  "EventSource",
+  "console",
+  "setTimeout",
+  "clearTimeout",
+  "setInterval",
+  "clearInterval",
+]);
 
 export default tseslint.config(
   { ignores: ["dist/", "node_modules/", "coverage/", "**/.ledgerloop/", "examples/", "eval/", "test/fixtures/"] },

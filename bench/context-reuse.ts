@@ -20,7 +20,10 @@ function workspace(): string {
       Array.from({ length: 40 }, (_, j) => `export function handler${i}_${j}(input) { return input * ${j} + ${i}; }`).join("\n") + "\n",
     );
   }
-  fs.writeFileSync(path.join(ws, "check.js"), "const fs = require('fs');\nif (!fs.existsSync('fixed.js')) { console.error('AssertionError: expected fixed.js at check.js:2'); process.exit(1); }\nconsole.log('ok');\n");
+  fs.writeFileSync(
+    path.join(ws, "check.js"),
+    "const fs = require('fs');\nif (!fs.existsSync('fixed.js')) { console.error('AssertionError: expected fixed.js at check.js:2'); process.exit(1); }\nconsole.log('ok');\n",
+  );
   return ws;
 }
 
@@ -60,7 +63,14 @@ async function runWith(layout: "cache" | "legacy"): Promise<{ reuse: number[]; t
     if (process.env.BENCH_REUSE_DEBUG && layout === "cache") {
       for (const b of built) {
         const vol = b.payload.items.filter((i) => !["system", "tools", "prefix", "goal", "decisions", "memories", "history", "log"].includes(i.section));
-        console.log(b.payload.step, b.payload.tokens, b.payload.prefixReuse?.ratio, b.payload.layout?.built, b.payload.layout?.reason, vol.map((i) => `${i.section}:${i.source}:${i.tokens}`).join(" "));
+        console.log(
+          b.payload.step,
+          b.payload.tokens,
+          b.payload.prefixReuse?.ratio,
+          b.payload.layout?.built,
+          b.payload.layout?.reason,
+          vol.map((i) => `${i.section}:${i.source}:${i.tokens}`).join(" "),
+        );
       }
     }
     return {
@@ -94,7 +104,13 @@ export async function benchPrefixReuse(): Promise<BenchResult[]> {
       baselineName: "legacy layout",
     },
     { name: `  prefix reuse p10`, value: [...cache.reuse].sort((a, b) => a - b)[Math.floor(cache.reuse.length / 10)]! * 100, unit: "%" },
-    { name: `  compactions (prefix rewritten) in ${cache.tokens.length} prompts`, value: cache.compactions, unit: "", baseline: legacy.compactions, baselineName: "legacy" },
+    {
+      name: `  compactions (prefix rewritten) in ${cache.tokens.length} prompts`,
+      value: cache.compactions,
+      unit: "",
+      baseline: legacy.compactions,
+      baselineName: "legacy",
+    },
     {
       name: `  message tokens not served by the prefix cache, whole run`,
       value: cache.uncached,

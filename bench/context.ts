@@ -41,15 +41,39 @@ function synthesize(db: import("better-sqlite3").Database, events: number): { he
   while ((head ? ledger.branchSync(head, { last: 1 })[0]!.seq : 0) < events) {
     step++;
     add("context_built", { step, promptRef: "0".repeat(64), tokens: 9000, budget: 16000, items: [], omitted: [] });
-    const call = add("model_call", { node: "decide", turn: step - 1, model: "bench", content: `step ${step}`, toolCalls: [{ id: `c${step}`, name: "run_command", args: { command: `npm test -- file${step % 60}` } }] });
-    const action = add("agent_action", { tool: "run_command", args: { command: `npm test -- file${step % 60}` }, callId: `c${step}`, step, idempotencyKey: `k${step}`, idempotent: false }, call);
+    const call = add("model_call", {
+      node: "decide",
+      turn: step - 1,
+      model: "bench",
+      content: `step ${step}`,
+      toolCalls: [{ id: `c${step}`, name: "run_command", args: { command: `npm test -- file${step % 60}` } }],
+    });
+    const action = add(
+      "agent_action",
+      { tool: "run_command", args: { command: `npm test -- file${step % 60}` }, callId: `c${step}`, step, idempotencyKey: `k${step}`, idempotent: false },
+      call,
+    );
     const failed = step % 3 === 0;
-    const output = Array.from({ length: 45 }, (_, j) => `${failed ? "FAIL" : "ok"} src/m${step % 6}/file${step % 60}.ts:${j + 1} cache assertion ${j} step ${step}`).join("\n");
-    add("environment_feedback", { tool: "run_command", status: failed ? "error" : "ok", output, durationMs: 12, errorClass: failed ? "test_failure" : null }, action);
+    const output = Array.from(
+      { length: 45 },
+      (_, j) => `${failed ? "FAIL" : "ok"} src/m${step % 6}/file${step % 60}.ts:${j + 1} cache assertion ${j} step ${step}`,
+    ).join("\n");
+    add(
+      "environment_feedback",
+      { tool: "run_command", status: failed ? "error" : "ok", output, durationMs: 12, errorClass: failed ? "test_failure" : null },
+      action,
+    );
     if (step % 25 === 0) add("decision", { text: `Decision at step ${step}: cache entries expire after ${step} seconds.`, step }, action);
     if (step % 40 === 0) {
       const seq = ledger.branchSync(head, { last: 1 })[0]!.seq;
-      add("summary", { fromSeq: lastSummarised, toSeq: seq - 30, eventIds: [], text: `Steps up to ${step - 6}: cache work, ${Math.floor(step / 3)} failing runs fixed.`, tier: "mid", source: "deterministic" });
+      add("summary", {
+        fromSeq: lastSummarised,
+        toSeq: seq - 30,
+        eventIds: [],
+        text: `Steps up to ${step - 6}: cache work, ${Math.floor(step / 3)} failing runs fixed.`,
+        tier: "mid",
+        source: "deterministic",
+      });
       lastSummarised = seq - 29;
     }
   }
@@ -84,7 +108,12 @@ export async function benchContext(sizes = [1_000, 10_000, 50_000]): Promise<Ben
     const { head, steps } = synthesize(db, size);
     const ledger = new SqliteLedger(db);
     const store = new SqliteStore(db);
-    await rememberLessons(store, ["Run the cache tests with npm test -- file<N>.", "Cache keys must include the tenant id."], { threadId: "old", trigger: "end_of_run", eventIds: [], at: "" });
+    await rememberLessons(store, ["Run the cache tests with npm test -- file<N>.", "Cache keys must include the tenant id."], {
+      threadId: "old",
+      trigger: "end_of_run",
+      eventIds: [],
+      at: "",
+    });
     const state = stateFor(head, steps);
     // The default retriever (n-gram index + Chroma) over the workspace and the run's history, as a
     // run has it; indexing (the 10k-50k events included) happens before the timing starts.
@@ -123,7 +152,13 @@ export async function benchContext(sizes = [1_000, 10_000, 50_000]): Promise<Ben
       baselineName: "naive: read+count all history",
     });
     rows.push({ name: `context build p95 at ${size} events`, value: quantile(times, 0.95), unit: "ms" });
-    rows.push({ name: `prompt tokens at ${size} events (budget 16000)`, value: built.tokens, unit: "tok", baseline: naiveTokens, baselineName: "naive: all feedback" });
+    rows.push({
+      name: `prompt tokens at ${size} events (budget 16000)`,
+      value: built.tokens,
+      unit: "tok",
+      baseline: naiveTokens,
+      baselineName: "naive: all feedback",
+    });
     rows.push({
       name: `  tokens per section at ${size}: ${[...bySection].map(([s, n]) => `${s}=${n}`).join(" ")}`,
       value: built.omitted.reduce((n, o) => n + o.tokens, 0),

@@ -29,7 +29,24 @@ export async function benchGcPg(): Promise<BenchResult[]> {
     for (let i = 0; i < runs; i++) {
       const w = fs.mkdtempSync(path.join(os.tmpdir(), "ll-gc-bench-"));
       fs.cpSync(path.join(REPO, "examples/demo/workspace"), w, { recursive: true });
-      execFileSync("node", [bin, "run", DEMO_TASK, "-w", w, "--model", `scripted:${path.join(REPO, "examples/demo/trajectory.json")}`, "--thread", `T${i}`, "--state", db.url, "-q"], { stdio: "ignore" });
+      execFileSync(
+        "node",
+        [
+          bin,
+          "run",
+          DEMO_TASK,
+          "-w",
+          w,
+          "--model",
+          `scripted:${path.join(REPO, "examples/demo/trajectory.json")}`,
+          "--thread",
+          `T${i}`,
+          "--state",
+          db.url,
+          "-q",
+        ],
+        { stdio: "ignore" },
+      );
       fs.rmSync(w, { recursive: true, force: true });
     }
     await c.connect();
@@ -39,7 +56,9 @@ export async function benchGcPg(): Promise<BenchResult[]> {
       return {
         checkpoints: await one("SELECT COUNT(*) AS n FROM checkpoints"),
         values: await one("SELECT COUNT(*) AS n FROM checkpoint_blobs"),
-        bytes: await one("SELECT pg_total_relation_size('checkpoints') + pg_total_relation_size('checkpoint_blobs') + pg_total_relation_size('checkpoint_writes') AS n"),
+        bytes: await one(
+          "SELECT pg_total_relation_size('checkpoints') + pg_total_relation_size('checkpoint_blobs') + pg_total_relation_size('checkpoint_writes') AS n",
+        ),
         events: await one("SELECT COUNT(*) AS n FROM ll_events"),
       };
     };
@@ -49,7 +68,13 @@ export async function benchGcPg(): Promise<BenchResult[]> {
     const gcMs = performance.now() - t;
     const after = await sizes();
     const rows: BenchResult[] = [
-      { name: `checkpoints of ${runs} finished demo runs, after gc --keep-last 4`, value: after.checkpoints, unit: "", baseline: before.checkpoints, baselineName: "before" },
+      {
+        name: `checkpoints of ${runs} finished demo runs, after gc --keep-last 4`,
+        value: after.checkpoints,
+        unit: "",
+        baseline: before.checkpoints,
+        baselineName: "before",
+      },
       { name: "stored channel values (checkpoint_blobs)", value: after.values, unit: "", baseline: before.values, baselineName: "before" },
       { name: "checkpoint tables, bytes after VACUUM FULL", value: after.bytes / 1e6, unit: "MB", baseline: before.bytes / 1e6, baselineName: "before" },
       { name: "ledger events (never pruned)", value: after.events, unit: "", baseline: before.events, baselineName: "before" },

@@ -28,9 +28,7 @@ function makeWorkspace(): string {
 
 /** Bytes of checkpoint + metadata rows, averaged per checkpoint, for checkpoints whose agent step is `step`. */
 function bytesAtStep(db: import("better-sqlite3").Database, thread: string, step: number, stepOf: (cp: Buffer) => number | null): number {
-  const rows = db
-    .prepare("SELECT checkpoint, metadata FROM checkpoints WHERE thread_id = ?")
-    .all(thread) as Array<{ checkpoint: Buffer; metadata: Buffer }>;
+  const rows = db.prepare("SELECT checkpoint, metadata FROM checkpoints WHERE thread_id = ?").all(thread) as Array<{ checkpoint: Buffer; metadata: Buffer }>;
   const sizes = rows.filter((r) => stepOf(r.checkpoint) === step).map((r) => r.checkpoint.length + r.metadata.length);
   return sizes.length ? sizes.reduce((a, b) => a + b, 0) / sizes.length : NaN;
 }
@@ -66,7 +64,10 @@ async function runLedgerloop(steps: number) {
   const bN = bytesAtStep(rt.db, "bench", steps, ledgerloopStep);
   const written = (rt.db.prepare("SELECT SUM(length(checkpoint) + length(metadata)) AS n FROM checkpoints").get() as { n: number }).n;
   await rt.close();
-  const dbBytes = ["state.db", "state.db-wal"].map((f) => path.join(ws, ".ledgerloop", f)).filter(fs.existsSync).reduce((n, f) => n + fs.statSync(f).size, 0);
+  const dbBytes = ["state.db", "state.db-wal"]
+    .map((f) => path.join(ws, ".ledgerloop", f))
+    .filter(fs.existsSync)
+    .reduce((n, f) => n + fs.statSync(f).size, 0);
   fs.rmSync(ws, { recursive: true, force: true });
   return { total, overhead, b10, bN, dbBytes, written };
 }
@@ -87,7 +88,9 @@ class MeasuringPruningSaver extends SqliteSaver {
     if (typeof step === "number") this.sizes.set(step, [...(this.sizes.get(step) ?? []), bytes]);
     const out = await super.put(config, checkpoint, metadata);
     this.db
-      .prepare("DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id NOT IN (SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? ORDER BY checkpoint_id DESC LIMIT 3)")
+      .prepare(
+        "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id NOT IN (SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? ORDER BY checkpoint_id DESC LIMIT 3)",
+      )
       .run(config.configurable?.thread_id, config.configurable?.thread_id);
     return out;
   }
@@ -111,7 +114,10 @@ async function runNaive(steps: number) {
     .addNode("decide", async (s) => {
       stepStart[s.step + 1] = performance.now();
       const id = `call_${s.step}`;
-      return { step: s.step + 1, messages: [new AIMessage({ content: "", tool_calls: [{ id, name: "read_file", args: { path: `mod${s.step % FILES}.ts` } }] })] };
+      return {
+        step: s.step + 1,
+        messages: [new AIMessage({ content: "", tool_calls: [{ id, name: "read_file", args: { path: `mod${s.step % FILES}.ts` } }] })],
+      };
     })
     .addNode("act", async (s) => {
       const last = s.messages.at(-1) as AIMessage;
@@ -141,10 +147,26 @@ export async function benchLoop(steps = Number(process.env.BENCH_LOOP_STEPS ?? 1
   const ll = await runLedgerloop(steps);
   const naive = await runNaive(steps);
   const rows: BenchResult[] = [
-    { name: `loop overhead per step, median (${steps} steps, model+tool time excluded)`, value: median(ll.overhead), unit: "ms", target: "<= 15 ms", ok: median(ll.overhead) <= 15, baseline: median(naive.overhead), baselineName: "naive (messages in state)" },
+    {
+      name: `loop overhead per step, median (${steps} steps, model+tool time excluded)`,
+      value: median(ll.overhead),
+      unit: "ms",
+      target: "<= 15 ms",
+      ok: median(ll.overhead) <= 15,
+      baseline: median(naive.overhead),
+      baselineName: "naive (messages in state)",
+    },
     { name: "checkpoint bytes at step 10", value: ll.b10, unit: "B", baseline: naive.b10, baselineName: "naive" },
     { name: `checkpoint bytes at step ${steps}`, value: ll.bN, unit: "B", baseline: naive.bN, baselineName: "naive" },
-    { name: `growth: bytes at step ${steps} / step 10`, value: ll.bN / ll.b10, unit: "x", target: "<= 1.5", ok: ll.bN / ll.b10 <= 1.5, baseline: naive.bN / naive.b10, baselineName: "naive" },
+    {
+      name: `growth: bytes at step ${steps} / step 10`,
+      value: ll.bN / ll.b10,
+      unit: "x",
+      target: "<= 1.5",
+      ok: ll.bN / ll.b10 <= 1.5,
+      baseline: naive.bN / naive.b10,
+      baselineName: "naive",
+    },
     { name: "checkpoint bytes written over the whole run", value: ll.written / 1e6, unit: "MB", baseline: naive.written / 1e6, baselineName: "naive" },
     { name: "state.db size after the run (ledger + blobs + checkpoints)", value: ll.dbBytes / 1e6, unit: "MB" },
     { name: "wall time of the run", value: ll.total / 1000, unit: "s", baseline: naive.total / 1000, baselineName: "naive" },

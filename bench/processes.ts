@@ -59,7 +59,13 @@ export async function benchProcesses(runs = Number(process.env.BENCH_PROCESSES_R
         if (level !== "none") open.push(tOpen);
         teardown.push(tDown);
       }
-      rows.push({ name: `level ${level}: start_process of a node server, start to ready (port), median of ${runs}`, value: median(ready), unit: "ms", baseline: median(floor), baselineName: "`node -e 0` as a command" });
+      rows.push({
+        name: `level ${level}: start_process of a node server, start to ready (port), median of ${runs}`,
+        value: median(ready),
+        unit: "ms",
+        baseline: median(floor),
+        baselineName: "`node -e 0` as a command",
+      });
       if (open.length) rows.push({ name: `level ${level}: opening the session (first command \`true\`)`, value: median(open), unit: "ms" });
       rows.push({
         name: `level ${level}: ${level === "none" ? "stopping two servers" : "stopping two servers and closing the session"}`,
@@ -88,7 +94,13 @@ export async function benchProcesses(runs = Number(process.env.BENCH_PROCESSES_R
       copyTimes.push(t);
       plainTimes.push(tp);
     }
-    rows.push({ name: "dry-run copy of a 2,000-file workspace (cp --reflink=auto -a + manifest), median", value: median(copyTimes), unit: "ms", baseline: median(plainTimes), baselineName: "fs.cpSync" });
+    rows.push({
+      name: "dry-run copy of a 2,000-file workspace (cp --reflink=auto -a + manifest), median",
+      value: median(copyTimes),
+      unit: "ms",
+      baseline: median(plainTimes),
+      baselineName: "fs.cpSync",
+    });
   } finally {
     fs.rmSync(ws, { recursive: true, force: true });
   }

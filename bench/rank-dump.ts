@@ -17,7 +17,11 @@ export type DumpedInput = Omit<RankCodeInput, "chunksOf" | "cochange"> & {
   /** Co-change neighbours of every candidate file (when history was on). */
   neighbours?: Record<string, ReadonlyArray<{ path: string; share: number }>>;
 };
-export interface Dump { repo: string; heldOut: boolean; queries: Array<{ id: string; answers: string[]; input: DumpedInput }> }
+export interface Dump {
+  repo: string;
+  heldOut: boolean;
+  queries: Array<{ id: string; answers: string[]; input: DumpedInput }>;
+}
 
 const [which, out] = process.argv.slice(2);
 if (!which || !out) throw new Error("usage: tsx bench/rank-dump.ts <set file substring> <out.json>");
@@ -41,8 +45,22 @@ const perQuery = taps.length / set.queries.length;
 if (!Number.isInteger(perQuery)) throw new Error(`unexpected tap count ${taps.length}`);
 fs.writeFileSync(
   out,
-  JSON.stringify({ repo: set.repo, heldOut: !!set.heldOut, queries: set.queries.map((q, i) => ({ id: q.id, answers: q.answers, input: taps[i * perQuery]! })) } satisfies Dump),
+  JSON.stringify({
+    repo: set.repo,
+    heldOut: !!set.heldOut,
+    queries: set.queries.map((q, i) => ({ id: q.id, answers: q.answers, input: taps[i * perQuery]! })),
+  } satisfies Dump),
 );
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
-console.log(`query p50 (with this dump's own lookups, not a latency figure) ${p50(res.queryMs).toFixed(1)} ms (history ${p50(res.historyMs).toFixed(1)} ms, vectors ${p50(res.vectorMs).toFixed(1)} ms)`);
-console.log(file, "hybrid", JSON.stringify(res.variants["hybrid (all sources)"]), "without history", JSON.stringify(res.variants["hybrid without history"]), "bm25", JSON.stringify(res.baseline));
+console.log(
+  `query p50 (with this dump's own lookups, not a latency figure) ${p50(res.queryMs).toFixed(1)} ms (history ${p50(res.historyMs).toFixed(1)} ms, vectors ${p50(res.vectorMs).toFixed(1)} ms)`,
+);
+console.log(
+  file,
+  "hybrid",
+  JSON.stringify(res.variants["hybrid (all sources)"]),
+  "without history",
+  JSON.stringify(res.variants["hybrid without history"]),
+  "bm25",
+  JSON.stringify(res.baseline),
+);

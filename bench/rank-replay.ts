@@ -9,7 +9,12 @@ import fs from "node:fs";
 import { rankCode, type RankCodeInput } from "../src/retrieval/ranking.js";
 import type { Dump } from "./rank-dump.js";
 
-interface M { r1: number; r5: number; r10: number; mrr: number }
+interface M {
+  r1: number;
+  r5: number;
+  r10: number;
+  mrr: number;
+}
 function score(ranked: string[], answers: string[]): M {
   const at = (k: number) => answers.filter((a) => ranked.slice(0, k).includes(a)).length / answers.length;
   const first = ranked.findIndex((p) => answers.includes(p));
@@ -111,7 +116,9 @@ if (process.argv[1]?.endsWith("rank-replay.ts")) {
         const sign = (x: number) => `${x >= 0 ? "+" : ""}${(x * scale).toFixed(d)}`;
         return `${k === "mrr" ? "MRR" : k.replace("r", "recall@")} ${sign(gain)} [${sign(lo)}, ${sign(hi)}]`;
       };
-      console.log(`  pooled over ${perQuery.flat().length} queries of ${dumps.length} sets, vs without history (95 % interval): ${pooled("mrr")}, ${pooled("r10")}, ${pooled("r1")}`);
+      console.log(
+        `  pooled over ${perQuery.flat().length} queries of ${dumps.length} sets, vs without history (95 % interval): ${pooled("mrr")}, ${pooled("r10")}, ${pooled("r1")}`,
+      );
     }
   }
 }

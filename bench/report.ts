@@ -29,8 +29,7 @@ export function printTable(title: string, rows: BenchResult[]): void {
   console.log(`\n== ${title} ==`);
   for (const r of rows) {
     const target = r.target ? `  target ${r.target} ${r.ok === undefined ? "" : r.ok ? "PASS" : "MISS"}` : "";
-    const base =
-      r.baseline !== undefined ? `  | ${r.baselineName ?? "baseline"}: ${fmt(r.baseline)} ${r.unit}  (ratio ${fmt(r.value / r.baseline)})` : "";
+    const base = r.baseline !== undefined ? `  | ${r.baselineName ?? "baseline"}: ${fmt(r.baseline)} ${r.unit}  (ratio ${fmt(r.value / r.baseline)})` : "";
     console.log(`${r.name.padEnd(72)} ${fmt(r.value).padStart(9)} ${r.unit}${target}${base}`);
   }
 }

@@ -172,7 +172,9 @@ class BaselineIndex {
     const words = [...new Set(query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])];
     if (words.length === 0) return [];
     const q = words.map((w) => `"${w}"`).join(" OR ");
-    const rows = this.db.prepare("SELECT path, -bm25(docs) AS score FROM docs WHERE docs MATCH ? ORDER BY bm25(docs) LIMIT ?").all(q, dampTests ? k * 3 : k) as Array<{ path: string; score: number }>;
+    const rows = this.db
+      .prepare("SELECT path, -bm25(docs) AS score FROM docs WHERE docs MATCH ? ORDER BY bm25(docs) LIMIT ?")
+      .all(q, dampTests ? k * 3 : k) as Array<{ path: string; score: number }>;
     if (dampTests) for (const r of rows) if (isTestPath(r.path)) r.score *= 0.8;
     return rows
       .sort((a, b) => b.score - a.score)
@@ -383,7 +385,12 @@ export async function runLocalization(
 /** The localization sets; `filtered` keeps only the files named by BENCH_RETRIEVAL_SETS, if set. */
 function loadSets(filtered = true): LocalizationSet[] {
   const dir = path.join(HERE, "data");
-  const wanted = filtered ? (process.env.BENCH_RETRIEVAL_SETS ?? "").split(",").map((w) => w.trim()).filter(Boolean) : [];
+  const wanted = filtered
+    ? (process.env.BENCH_RETRIEVAL_SETS ?? "")
+        .split(",")
+        .map((w) => w.trim())
+        .filter(Boolean)
+    : [];
   return fs
     .readdirSync(dir)
     .filter((f) => /^localization-.*\.json$/.test(f))
@@ -443,7 +450,13 @@ async function runSpeed(queries: string[], log: (s: string) => void): Promise<Be
       await r.refresh([f]);
       refreshMs.push(performance.now() - t1);
     }
-    rows.push({ name: `re-index after one file changed, p50 of ${refreshMs.length}`, value: median(refreshMs), unit: "ms", target: "<= 200 ms", ok: median(refreshMs) <= 200 });
+    rows.push({
+      name: `re-index after one file changed, p50 of ${refreshMs.length}`,
+      value: median(refreshMs),
+      unit: "ms",
+      target: "<= 200 ms",
+      ok: median(refreshMs) <= 200,
+    });
     rows.push({ name: "re-index after one file changed, max", value: Math.max(...refreshMs), unit: "ms" });
 
     const lat: number[] = [];
@@ -465,7 +478,15 @@ async function runSpeed(queries: string[], log: (s: string) => void): Promise<Be
       await lexical.search(q, 10);
       lexLat.push(performance.now() - t3);
     }
-    rows.push({ name: `query latency p50 (${lat.length} queries, in-process)`, value: median(lat), unit: "ms", target: "<= 50 ms", ok: median(lat) <= 50, baseline: median(lexLat), baselineName: "lexical scan (old search_code)" });
+    rows.push({
+      name: `query latency p50 (${lat.length} queries, in-process)`,
+      value: median(lat),
+      unit: "ms",
+      target: "<= 50 ms",
+      ok: median(lat) <= 50,
+      baseline: median(lexLat),
+      baselineName: "lexical scan (old search_code)",
+    });
     rows.push({ name: "query latency p95", value: quantile(lat, 0.95), unit: "ms", target: "<= 150 ms", ok: quantile(lat, 0.95) <= 150 });
     rows.push({ name: "  query CPU time of this process p50 (Chroma's own CPU not included)", value: median(cpuLat), unit: "ms" });
     rows.push({ name: "  Chroma's share (wait beyond the overlapped n-gram side) p50", value: median(chroma), unit: "ms" });
@@ -504,7 +525,9 @@ async function runHistorySpeed(queries: string[], log: (s: string) => void): Pro
       const fullMs = performance.now() - t0;
       const cpu = process.cpuUsage(c0);
       const st = await r.stats();
-      log(`${label}: ${files} files, ${commits} commits: full index ${(fullMs / 1000).toFixed(1)} s wall (n-gram side ${(ngramMs / 1000).toFixed(1)} s, history until ${(fullMs / 1000).toFixed(1)} s: ${st.history.commits} commits, ${st.history.detail}); this process's CPU ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s; ${rep.indexed} files indexed`);
+      log(
+        `${label}: ${files} files, ${commits} commits: full index ${(fullMs / 1000).toFixed(1)} s wall (n-gram side ${(ngramMs / 1000).toFixed(1)} s, history until ${(fullMs / 1000).toFixed(1)} s: ${st.history.commits} commits, ${st.history.detail}); this process's CPU ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s; ${rep.indexed} files indexed`,
+      );
       const lat: number[] = [];
       const hist: number[] = [];
       const cpuLat: number[] = [];
@@ -517,7 +540,9 @@ async function runHistorySpeed(queries: string[], log: (s: string) => void): Pro
         cpuLat.push((c.user + c.system) / 1000);
         hist.push(r.lastSearchTimings?.historyMs ?? 0);
       }
-      log(`  query p50 ${median(lat).toFixed(1)} ms wall / ${median(cpuLat).toFixed(1)} ms CPU, p95 ${quantile(lat, 0.95).toFixed(1)} ms; history's share p50 ${median(hist).toFixed(1)} ms (${lat.length} queries)`);
+      log(
+        `  query p50 ${median(lat).toFixed(1)} ms wall / ${median(cpuLat).toFixed(1)} ms CPU, p95 ${quantile(lat, 0.95).toFixed(1)} ms; history's share p50 ${median(hist).toFixed(1)} ms (${lat.length} queries)`,
+      );
       await r.close();
     }
   } finally {
@@ -541,13 +566,20 @@ export async function runSyntheticIndexSpeed(log: (s: string) => void, reps = Nu
     const ws = path.join(root, "repo");
     const tm = performance.now();
     const made = makeSyntheticRepo(ws, { files: 2000, commits: 5000 });
-    log(`synthetic repository: ${made.files} files, ${made.commits} commits (${made.bulkCommits} bulk), made in ${((performance.now() - tm) / 1000).toFixed(1)} s`);
+    log(
+      `synthetic repository: ${made.files} files, ${made.commits} commits (${made.bulkCommits} bulk), made in ${((performance.now() - tm) / 1000).toFixed(1)} s`,
+    );
     const redactor = createRedactor(secretValuesFromEnv());
     // The history read alone (it runs beside the files in a full index): git log and storing it.
     const alone: number[] = [];
     for (let i = 0; i < reps; i++) {
       const ngram = NgramIndex.open(path.join(root, `history-${i}`, "index.db"));
-      const h = new HistorySource(ws, () => ngram.db, {}, (t) => redactor.redact(t));
+      const h = new HistorySource(
+        ws,
+        () => ngram.db,
+        {},
+        (t) => redactor.redact(t),
+      );
       const t0 = performance.now();
       await h.sync();
       alone.push(performance.now() - t0);
@@ -564,7 +596,13 @@ export async function runSyntheticIndexSpeed(log: (s: string) => void, reps = Nu
       const cpu: number[] = [];
       const ngram: number[] = [];
       for (let i = 0; i < reps; i++) {
-        const r = await createRetriever({ workspace: ws, stateDir: path.join(root, `state-${label.length}-${i}`), vectorIndex: vectors(), redact: (t) => redactor.redact(t), onWarning: log });
+        const r = await createRetriever({
+          workspace: ws,
+          stateDir: path.join(root, `state-${label.length}-${i}`),
+          vectorIndex: vectors(),
+          redact: (t) => redactor.redact(t),
+          onWarning: log,
+        });
         const c0 = cpuSecondsWithChildren();
         const t0 = performance.now();
         const rep = await r.index();
@@ -573,7 +611,9 @@ export async function runSyntheticIndexSpeed(log: (s: string) => void, reps = Nu
         wall.push(performance.now() - t0);
         cpu.push(cpuSecondsWithChildren() - c0);
         const st = await r.stats();
-        log(`  ${label} #${i + 1}: ${(wall.at(-1)! / 1000).toFixed(1)} s wall, ${cpu.at(-1)!.toFixed(1)} s CPU; files and vectors ${(ngram.at(-1)! / 1000).toFixed(1)} s; ${rep.indexed} files, ${st.chunks} chunks, ${rep.vectorized} vectors; history: ${st.history.commits} commits, ${st.history.detail}`);
+        log(
+          `  ${label} #${i + 1}: ${(wall.at(-1)! / 1000).toFixed(1)} s wall, ${cpu.at(-1)!.toFixed(1)} s CPU; files and vectors ${(ngram.at(-1)! / 1000).toFixed(1)} s; ${rep.indexed} files, ${st.chunks} chunks, ${rep.vectorized} vectors; history: ${st.history.commits} commits, ${st.history.detail}`,
+        );
         if (st.history.commits !== made.commits) log(`  warning: history holds ${st.history.commits} of ${made.commits} commits (${st.history.detail})`);
         await r.close();
         fs.rmSync(path.join(root, `state-${label.length}-${i}`), { recursive: true, force: true });
@@ -585,8 +625,16 @@ export async function runSyntheticIndexSpeed(log: (s: string) => void, reps = Nu
         target: "<= 15 s",
         ok: median(wall) <= 15_000,
       });
-      rows.push({ name: `  CPU (process + git) median; wall range`, value: median(cpu), unit: `s; ${(Math.min(...wall) / 1000).toFixed(1)}-${(Math.max(...wall) / 1000).toFixed(1)} s` });
-      rows.push({ name: `  of which files (n-gram${label.startsWith("hashed") ? " + vectors" : ""}) until index() returns, median`, value: median(ngram) / 1000, unit: "s" });
+      rows.push({
+        name: `  CPU (process + git) median; wall range`,
+        value: median(cpu),
+        unit: `s; ${(Math.min(...wall) / 1000).toFixed(1)}-${(Math.max(...wall) / 1000).toFixed(1)} s`,
+      });
+      rows.push({
+        name: `  of which files (n-gram${label.startsWith("hashed") ? " + vectors" : ""}) until index() returns, median`,
+        value: median(ngram) / 1000,
+        unit: "s",
+      });
     }
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
@@ -622,7 +670,11 @@ export async function benchRetrieval(): Promise<BenchResult[]> {
       },
       { name: `${tag} MRR`, value: h.mrr, unit: "", baseline: out.baseline.mrr, baselineName: "BM25 whole files" },
     );
-    quality.push({ name: `  for comparison: BM25 whole files + the same test-file damping: recall@10 / MRR`, value: out.baselineDamped.r10 * 100, unit: `% / ${out.baselineDamped.mrr.toFixed(3)}` });
+    quality.push({
+      name: `  for comparison: BM25 whole files + the same test-file damping: recall@10 / MRR`,
+      value: out.baselineDamped.r10 * 100,
+      unit: `% / ${out.baselineDamped.mrr.toFixed(3)}`,
+    });
     for (const v of VARIANTS.slice(1)) {
       const m = out.variants[v.name]!;
       quality.push({ name: `  ablation: ${v.name}: recall@10 / MRR`, value: m.r10 * 100, unit: `% / ${m.mrr.toFixed(3)}` });
@@ -659,16 +711,22 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
       embedder = "openai:stub-embed";
       closeStub = () => stub.close();
     }
-    const fmt = (m: Metrics) => `${(m.r1 * 100).toFixed(1).padStart(5)} ${(m.r5 * 100).toFixed(1).padStart(5)} ${(m.r10 * 100).toFixed(1).padStart(5)}  ${m.mrr.toFixed(3)}`;
+    const fmt = (m: Metrics) =>
+      `${(m.r1 * 100).toFixed(1).padStart(5)} ${(m.r5 * 100).toFixed(1).padStart(5)} ${(m.r10 * 100).toFixed(1).padStart(5)}  ${m.mrr.toFixed(3)}`;
     for (const set of loadSets()) {
       const out = await runLocalization(set, { vectorIndex: createMemoryVectorIndex(), ...(embedder ? { embedder } : {}) });
       if (!out) continue;
-      console.log(`\n${setLabel(set)} (${out.queries} queries${embedder ? `, embedder ${embedder}` : ""}); query p50 ${median(out.queryMs).toFixed(1)} ms (CPU ${median(out.queryCpuMs).toFixed(1)} ms), p95 ${quantile(out.queryMs, 0.95).toFixed(1)} ms (n-gram side p50 ${median(out.ngramMs).toFixed(1)}, of which history ${median(out.historyMs).toFixed(1)}; vectors p50 ${median(out.vectorMs).toFixed(1)} ms)`);
+      console.log(
+        `\n${setLabel(set)} (${out.queries} queries${embedder ? `, embedder ${embedder}` : ""}); query p50 ${median(out.queryMs).toFixed(1)} ms (CPU ${median(out.queryCpuMs).toFixed(1)} ms), p95 ${quantile(out.queryMs, 0.95).toFixed(1)} ms (n-gram side p50 ${median(out.ngramMs).toFixed(1)}, of which history ${median(out.historyMs).toFixed(1)}; vectors p50 ${median(out.vectorMs).toFixed(1)} ms)`,
+      );
       console.log(`${"".padEnd(34)}   r@1   r@5  r@10  MRR`);
       console.log(`${"BM25 whole files".padEnd(34)} ${fmt(out.baseline)}`);
       for (const [name, m] of Object.entries(out.variants)) console.log(`${name.padEnd(34)} ${fmt(m)}`);
       console.log(`${"ranges (in the changed lines)".padEnd(34)}   MRR  @5   @10   first range of an answer file`);
-      for (const [name, r] of Object.entries(out.ranges)) console.log(`${name.padEnd(34)} ${r.mrr.toFixed(3)} ${(r.at5 * 100).toFixed(1).padStart(5)} ${(r.at10 * 100).toFixed(1).padStart(5)}  ${(r.first * 100).toFixed(1)} % of ${r.shown}`);
+      for (const [name, r] of Object.entries(out.ranges))
+        console.log(
+          `${name.padEnd(34)} ${r.mrr.toFixed(3)} ${(r.at5 * 100).toFixed(1).padStart(5)} ${(r.at10 * 100).toFixed(1).padStart(5)}  ${(r.first * 100).toFixed(1)} % of ${r.shown}`,
+        );
     }
     await closeStub();
   } else if (process.argv[2] === "--speed-history") {

@@ -97,17 +97,47 @@ export async function benchRevReplica(): Promise<BenchResult[]> {
     }
 
     const rows: BenchResult[] = [
-      { name: `push per step, ${base.stats.files} files, 1 file changed (median of ${STEPS})`, value: median(pushMs), unit: "ms", baseline: median(snapMs), baselineName: "the step's snapshot" },
+      {
+        name: `push per step, ${base.stats.files} files, 1 file changed (median of ${STEPS})`,
+        value: median(pushMs),
+        unit: "ms",
+        baseline: median(snapMs),
+        baselineName: "the step's snapshot",
+      },
       { name: "push per step, 1 file changed, p90", value: quantile(pushMs, 0.9), unit: "ms" },
-      { name: "push per step: CPU time of this process (median; load-independent)", value: median(pushCpu), unit: "ms", target: "<= 10 ms", ok: median(pushCpu) <= 10 },
-      { name: "hashes asked of PostgreSQL per 1-change push (median)", value: median(queried), unit: "hashes", baseline: 1 + full.trees + full.blobs, baselineName: "first push" },
+      {
+        name: "push per step: CPU time of this process (median; load-independent)",
+        value: median(pushCpu),
+        unit: "ms",
+        target: "<= 10 ms",
+        ok: median(pushCpu) <= 10,
+      },
+      {
+        name: "hashes asked of PostgreSQL per 1-change push (median)",
+        value: median(queried),
+        unit: "hashes",
+        baseline: 1 + full.trees + full.blobs,
+        baselineName: "first push",
+      },
       { name: "bytes sent per 1-change push (median; blob + trees)", value: median(sent), unit: "B", baseline: full.bytes, baselineName: "first push" },
       { name: "push of a revision already pushed (median of 10)", value: median(unchanged), unit: "ms" },
-      { name: "push of a 1-change revision by a replica that knows nothing yet", value: freshMs, unit: "ms", baseline: fullMs, baselineName: "first full push" },
+      {
+        name: "push of a 1-change revision by a replica that knows nothing yet",
+        value: freshMs,
+        unit: "ms",
+        baseline: fullMs,
+        baselineName: "first full push",
+      },
       { name: `  (asked ${freshPush.queried} hashes, sent ${freshPush.trees} trees + ${freshPush.blobs} blob)`, value: freshPush.bytes, unit: "B" },
       { name: `first full push (${full.trees} trees, ${full.blobs} blobs)`, value: fullMs, unit: "ms" },
       { name: "pull of a whole revision into an empty store", value: pullFullMs, unit: "ms" },
-      { name: "pull of the next revision (1 file changed) on top (median of 10)", value: median(pullOne), unit: "ms", baseline: pullFullMs, baselineName: "whole revision" },
+      {
+        name: "pull of the next revision (1 file changed) on top (median of 10)",
+        value: median(pullOne),
+        unit: "ms",
+        baseline: pullFullMs,
+        baselineName: "whole revision",
+      },
     ];
     printTable("workspace revisions: PostgreSQL replica", rows);
     return rows;

@@ -45,7 +45,10 @@ export function rel(d: number, f: number): string {
 }
 
 function dbBytes(ws: string): number {
-  return ["state.db", "state.db-wal"].map((f) => path.join(ws, ".ledgerloop", f)).filter((f) => fs.existsSync(f)).reduce((n, f) => n + fs.statSync(f).size, 0);
+  return ["state.db", "state.db-wal"]
+    .map((f) => path.join(ws, ".ledgerloop", f))
+    .filter((f) => fs.existsSync(f))
+    .reduce((n, f) => n + fs.statSync(f).size, 0);
 }
 
 /** Revision and rewind times on a 2,000-file workspace, and bytes stored per revision. */
@@ -139,19 +142,61 @@ export async function benchRevisions(): Promise<BenchResult[]> {
 
     const s = store.stats();
     const rows: BenchResult[] = [
-      { name: `revision, ${first.stats.files} files, 1 file changed (median of ${CHANGE_RUNS})`, value: median(oneChange), unit: "ms", target: "<= 50 ms", ok: median(oneChange) <= 50, baseline: first.stats.ms, baselineName: "first full snapshot" },
+      {
+        name: `revision, ${first.stats.files} files, 1 file changed (median of ${CHANGE_RUNS})`,
+        value: median(oneChange),
+        unit: "ms",
+        target: "<= 50 ms",
+        ok: median(oneChange) <= 50,
+        baseline: first.stats.ms,
+        baselineName: "first full snapshot",
+      },
       { name: "revision, 1 file changed, p90", value: quantile(oneChange, 0.9), unit: "ms" },
       { name: "revision, 1 file changed: CPU time of this process (median; load-independent)", value: median(oneChangeCpu), unit: "ms" },
       { name: "revision, nothing changed (median of 10)", value: median(unchanged), unit: "ms", baseline: first.stats.ms, baselineName: "first full snapshot" },
       { name: "revision, nothing changed: CPU time (median)", value: median(unchangedCpu), unit: "ms" },
-      { name: "second snapshot (re-reads the files the first one could not trust yet)", value: settle.stats.ms, unit: "ms", baseline: first.stats.ms, baselineName: "first full snapshot" },
-      { name: "files read per 1-change revision (median)", value: median(hashed), unit: "files", baseline: first.stats.hashed, baselineName: "first full snapshot" },
+      {
+        name: "second snapshot (re-reads the files the first one could not trust yet)",
+        value: settle.stats.ms,
+        unit: "ms",
+        baseline: first.stats.ms,
+        baselineName: "first full snapshot",
+      },
+      {
+        name: "files read per 1-change revision (median)",
+        value: median(hashed),
+        unit: "files",
+        baseline: first.stats.hashed,
+        baselineName: "first full snapshot",
+      },
       { name: "rewind, 1 file differs (median)", value: median(restore1), unit: "ms", baseline: median(full), baselineName: "full checkout into an empty dir" },
-      { name: "rewind, 200 files differ (median)", value: median(restore200), unit: "ms", baseline: median(full), baselineName: "full checkout into an empty dir" },
-      { name: "bytes stored per revision, 1 file changed (blobs + trees)", value: median(stored), unit: "B", baseline: workspaceBytes, baselineName: "copying the workspace" },
+      {
+        name: "rewind, 200 files differ (median)",
+        value: median(restore200),
+        unit: "ms",
+        baseline: median(full),
+        baselineName: "full checkout into an empty dir",
+      },
+      {
+        name: "bytes stored per revision, 1 file changed (blobs + trees)",
+        value: median(stored),
+        unit: "B",
+        baseline: workspaceBytes,
+        baselineName: "copying the workspace",
+      },
       { name: "state.db growth per revision, 1 file changed (after WAL checkpoint)", value: dbGrowth, unit: "B" },
-      { name: "first full snapshot: bytes stored (blobs + trees, deflate level 1)", value: first.stats.blobBytesWritten + first.stats.treeBytesWritten, unit: "B", baseline: workspaceBytes, baselineName: "raw workspace" },
-      { name: `store after ${s.revisions} revisions: blobs ${s.blobs.count}, trees ${s.trees.count}`, value: (s.blobs.storedBytes + s.trees.bytes) / 1e6, unit: "MB" },
+      {
+        name: "first full snapshot: bytes stored (blobs + trees, deflate level 1)",
+        value: first.stats.blobBytesWritten + first.stats.treeBytesWritten,
+        unit: "B",
+        baseline: workspaceBytes,
+        baselineName: "raw workspace",
+      },
+      {
+        name: `store after ${s.revisions} revisions: blobs ${s.blobs.count}, trees ${s.trees.count}`,
+        value: (s.blobs.storedBytes + s.trees.bytes) / 1e6,
+        unit: "MB",
+      },
     ];
     printTable("workspace revisions", rows);
     return rows;

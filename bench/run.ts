@@ -44,5 +44,7 @@ if (process.env.BENCH_JSON) {
   const fs = await import("node:fs");
   fs.writeFileSync(process.env.BENCH_JSON, JSON.stringify(results, null, 2));
 }
-const missed = Object.values(results).flat().filter((r) => r.ok === false);
+const missed = Object.values(results)
+  .flat()
+  .filter((r) => r.ok === false);
 console.log(missed.length ? `\n${missed.length} target(s) missed` : "\nall targets met");

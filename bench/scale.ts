@@ -41,7 +41,11 @@ function spawnWorker(url: string, dir: string, args: string[]): Worker {
   const childEnv = { ...process.env };
   // What a run would otherwise pick up from the bench's environment instead of its submission.
   for (const k of ["LEDGERLOOP_FAILPOINT", "LEDGERLOOP_MODEL", "LEDGERLOOP_RECORD_REQUESTS", "LEDGERLOOP_STATE_URL"]) delete childEnv[k];
-  const child = spawn(process.execPath, [BIN, "worker", "--state", url, "--dir", dir, "--json", ...args], { cwd: REPO, env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [BIN, "worker", "--state", url, "--dir", dir, "--json", ...args], {
+    cwd: REPO,
+    env: childEnv,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   let err = "";
   const exited = new Promise((resolve) => child.on("exit", resolve));
@@ -144,7 +148,12 @@ export async function throughput(base: string, workers: number, runs: number, st
     const t0 = performance.now();
     try {
       for (let i = 0; i < runs; i++) {
-        await submitRun(state.pool, boss, { thread: `S${i}`, task: "steps", source: { kind: "workspace", path: sources[i]! }, settings: settingsFor(trajectory) });
+        await submitRun(state.pool, boss, {
+          thread: `S${i}`,
+          task: "steps",
+          source: { kind: "workspace", path: sources[i]! },
+          settings: settingsFor(trajectory),
+        });
       }
     } finally {
       await boss.stop({ graceful: false, wait: true });
@@ -200,11 +209,17 @@ export async function takeover(base: string, leaseSeconds: number, pollSeconds: 
     await a.started;
     const boss = await startQueue(db.url);
     try {
-      await submitRun(state.pool, boss, { thread: "T", task: "steps", source: { kind: "workspace", path: runWorkspace(root, 0) }, settings: settingsFor(trajectory) });
+      await submitRun(state.pool, boss, {
+        thread: "T",
+        task: "steps",
+        source: { kind: "workspace", path: runWorkspace(root, 0) },
+        settings: settingsFor(trajectory),
+      });
     } finally {
       await boss.stop({ graceful: false, wait: true });
     }
-    const heldBy = async (pid: number) => (await c.query("SELECT 1 FROM ll_run_leases WHERE thread_id = 'T' AND state = 'held' AND worker LIKE $1", [`%:${pid}:%`])).rowCount || null;
+    const heldBy = async (pid: number) =>
+      (await c.query("SELECT 1 FROM ll_run_leases WHERE thread_id = 'T' AND state = 'held' AND worker LIKE $1", [`%:${pid}:%`])).rowCount || null;
     const actions = async () => Number((await c.query("SELECT COUNT(*) AS n FROM ll_events WHERE thread_id = 'T' AND type = 'agent_action'")).rows[0].n);
     const errs = () => `; stderr:\n${[a, b].map((w) => w?.err().slice(-1500) ?? "").join("\n")}`;
     await until("worker A taking the run", () => heldBy(a!.child.pid!), 100, 120_000, errs);
@@ -235,7 +250,11 @@ export async function takeover(base: string, leaseSeconds: number, pollSeconds: 
       async () => {
         assertAlive([b]);
         if (lease === undefined && (await heldBy(b!.child.pid!))) lease = performance.now() - t0;
-        if (event === undefined && (await c.query("SELECT 1 FROM ll_events WHERE thread_id = 'T' AND seq > $1 AND ts > $2 LIMIT 1", [before, killedAt])).rowCount) event = performance.now() - t0;
+        if (
+          event === undefined &&
+          (await c.query("SELECT 1 FROM ll_events WHERE thread_id = 'T' AND seq > $1 AND ts > $2 LIMIT 1", [before, killedAt])).rowCount
+        )
+          event = performance.now() - t0;
         return lease !== undefined && event !== undefined ? true : null;
       },
       50,
@@ -266,7 +285,10 @@ export async function benchScale(): Promise<BenchResult[]> {
   const pollSeconds = 1;
   const cores = os.availableParallelism();
   console.log(
-    `\nbench scale: ${cores} core(s) on this machine (os.availableParallelism), load average ${os.loadavg().map((x) => x.toFixed(1)).join(" / ")} (1/5/15 min) at the start; ` +
+    `\nbench scale: ${cores} core(s) on this machine (os.availableParallelism), load average ${os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(" / ")} (1/5/15 min) at the start; ` +
       `the workers, this process and PostgreSQL share them, so ${counts.at(-1)} workers cannot run more than ${cores} at once`,
   );
 
@@ -312,8 +334,20 @@ export async function benchScale(): Promise<BenchResult[]> {
   const dflt = { lease: 30, poll: 2 };
   const dfltExpected = dflt.lease * 1000 + (dflt.poll * 1000) / 2 + overhead;
   const takeoverRows: BenchResult[] = [
-    { name: `kill → run's lease re-acquired by the idle worker, p50 of ${reps} (${fmt(lease)} s)`, value: median(lease) / 1000, unit: "s", baseline: expectedLease / 1000, baselineName: "lease + poll/2" },
-    { name: `kill → first new ledger event of the run, p50 of ${reps} (${fmt(event)} s)`, value: median(event) / 1000, unit: "s", baseline: expectedLease / 1000, baselineName: "lease + poll/2" },
+    {
+      name: `kill → run's lease re-acquired by the idle worker, p50 of ${reps} (${fmt(lease)} s)`,
+      value: median(lease) / 1000,
+      unit: "s",
+      baseline: expectedLease / 1000,
+      baselineName: "lease + poll/2",
+    },
+    {
+      name: `kill → first new ledger event of the run, p50 of ${reps} (${fmt(event)} s)`,
+      value: median(event) / 1000,
+      unit: "s",
+      baseline: expectedLease / 1000,
+      baselineName: "lease + poll/2",
+    },
     {
       name: `  derived for the defaults, lease 30 s, poll 2 s (range ${((dflt.lease * 2) / 3 + overhead / 1000).toFixed(0)}–${((dflt.lease * 4) / 3 + dflt.poll + overhead / 1000).toFixed(0)} s)`,
       value: dfltExpected / 1000,
@@ -333,11 +367,26 @@ export async function benchScale(): Promise<BenchResult[]> {
       de.push(t.event);
     }
     takeoverRows.push(
-      { name: `  measured with the defaults: kill → lease re-acquired, p50 of ${dfltReps} (${fmt(dl)} s)`, value: median(dl) / 1000, unit: "s", baseline: dfltExpected / 1000, baselineName: "derived" },
-      { name: `  measured with the defaults: kill → first new ledger event, p50 of ${dfltReps} (${fmt(de)} s)`, value: median(de) / 1000, unit: "s", baseline: dfltExpected / 1000, baselineName: "derived" },
+      {
+        name: `  measured with the defaults: kill → lease re-acquired, p50 of ${dfltReps} (${fmt(dl)} s)`,
+        value: median(dl) / 1000,
+        unit: "s",
+        baseline: dfltExpected / 1000,
+        baselineName: "derived",
+      },
+      {
+        name: `  measured with the defaults: kill → first new ledger event, p50 of ${dfltReps} (${fmt(de)} s)`,
+        value: median(de) / 1000,
+        unit: "s",
+        baseline: dfltExpected / 1000,
+        baselineName: "derived",
+      },
     );
   }
-  printTable(`takeover of a SIGKILLed worker's run (--lease-seconds ${leaseSeconds}: reaper tick ${Math.max(0.5, leaseSeconds / 3).toFixed(1)} s, --poll-seconds ${pollSeconds})`, takeoverRows);
+  printTable(
+    `takeover of a SIGKILLed worker's run (--lease-seconds ${leaseSeconds}: reaper tick ${Math.max(0.5, leaseSeconds / 3).toFixed(1)} s, --poll-seconds ${pollSeconds})`,
+    takeoverRows,
+  );
   return [...rows, ...stateRows, ...takeoverRows];
 }
 

@@ -62,7 +62,9 @@ async function firstDecideMs(tmp: string, round: number): Promise<number> {
   const script = path.join(tmp, "one-step.json");
   fs.writeFileSync(script, JSON.stringify({ decide: [{ tool_calls: [{ name: "finish", args: { summary: "done" } }] }] }));
   const t0 = performance.now();
-  const child = spawn(process.execPath, [BIN, "run", "finish at once", "-w", ws, "--model", `scripted:${script}`, "--max-steps", "1"], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [BIN, "run", "finish at once", "-w", ws, "--model", `scripted:${script}`, "--max-steps", "1"], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   let err = "";
   let at: number | undefined;
@@ -86,7 +88,10 @@ export async function benchStartup(runs = Number(process.env.BENCH_STARTUP_RUNS 
     const thread = (JSON.parse(d.stdout.trim().split("\n")[0]!) as { thread: string }).thread;
     // The whole run's change: its oldest checkpoint to its newest (history lists newest first).
     const h = spawnSync(process.execPath, [BIN, "history", thread, "-w", demo, "--json"], { encoding: "utf8", timeout: 60_000 });
-    const checkpoints = h.stdout.trim().split("\n").map((l) => (JSON.parse(l) as { checkpointId: string }).checkpointId);
+    const checkpoints = h.stdout
+      .trim()
+      .split("\n")
+      .map((l) => (JSON.parse(l) as { checkpointId: string }).checkpointId);
     const big = indexedWorkspace(tmp, Number(process.env.BENCH_STARTUP_FILES ?? 2000));
     const cases: Array<{ name: string; argv: string[]; ratio?: number }> = [
       { name: "node -e 0", argv: ["-e", "0"] },
@@ -97,7 +102,11 @@ export async function benchStartup(runs = Number(process.env.BENCH_STARTUP_RUNS 
       { name: "ledgerloop history (demo run)", argv: [BIN, "history", thread, "-w", demo], ratio: 3 },
       { name: "ledgerloop ledger (demo run)", argv: [BIN, "ledger", thread, "-w", demo], ratio: 3 },
       { name: "ledgerloop search (indexed 2k-file workspace)", argv: [BIN, "search", "parseRecord retry budget", "-w", big], ratio: 4 },
-      { name: "ledgerloop diff --stat (demo run, three files)", argv: [BIN, "diff", thread, "--from", checkpoints.at(-1)!, "--to", checkpoints[0]!, "--stat", "-w", demo], ratio: 4 },
+      {
+        name: "ledgerloop diff --stat (demo run, three files)",
+        argv: [BIN, "diff", thread, "--from", checkpoints.at(-1)!, "--to", checkpoints[0]!, "--stat", "-w", demo],
+        ratio: 4,
+      },
     ];
     const cpu = new Map(cases.map((c) => [c.name, [] as number[]]));
     const decide: number[] = [];
@@ -123,7 +132,13 @@ export async function benchStartup(runs = Number(process.env.BENCH_STARTUP_RUNS 
         : { name, value, unit: "ms", target: `<= ${c.ratio}x node -e 0`, ok: value <= c.ratio * base, baseline: base, baselineName: "node -e 0" };
     });
     const first = median(decide);
-    rows.push({ name: `one-step scripted run: first decide after start (wall, median of ${runs}; min ${min(decide)} ms)`, value: first, unit: "ms", target: "<= 1000 ms", ok: first <= 1000 });
+    rows.push({
+      name: `one-step scripted run: first decide after start (wall, median of ${runs}; min ${min(decide)} ms)`,
+      value: first,
+      unit: "ms",
+      target: "<= 1000 ms",
+      ok: first <= 1000,
+    });
     printTable("startup: whole processes, CPU time as a ratio to node -e 0", rows);
     return rows;
   } finally {

@@ -40,9 +40,28 @@ async function steps(saver: BaseCheckpointSaver, ledger: Ledger): Promise<number
     const t0 = performance.now();
     config = (await saver.put(config as never, cp, { source: "loop", step: i, parents: {} }, versions)) as Record<string, unknown>;
     await saver.putWrites(config as never, [["step", i + 1]], `task-${i}`);
-    const a: LedgerEvent = await ledger.append({ threadId: thread_id, parentId: head, type: "agent_action", payload: { tool: "run_command", args: { command: "npm test" }, callId: `c${i}`, step: i, idempotencyKey: `k${i}`, idempotent: false }, idempotencyKey: `a${i}` });
-    const f: LedgerEvent = await ledger.append({ threadId: thread_id, parentId: a.id, type: "environment_feedback", payload: { tool: "run_command", status: "ok", output, durationMs: 5 }, causedBy: a.id, idempotencyKey: `f${i}` });
-    const d: LedgerEvent = await ledger.append({ threadId: thread_id, parentId: f.id, type: "decision", payload: { text: `step ${i}`, step: i }, idempotencyKey: `d${i}` });
+    const a: LedgerEvent = await ledger.append({
+      threadId: thread_id,
+      parentId: head,
+      type: "agent_action",
+      payload: { tool: "run_command", args: { command: "npm test" }, callId: `c${i}`, step: i, idempotencyKey: `k${i}`, idempotent: false },
+      idempotencyKey: `a${i}`,
+    });
+    const f: LedgerEvent = await ledger.append({
+      threadId: thread_id,
+      parentId: a.id,
+      type: "environment_feedback",
+      payload: { tool: "run_command", status: "ok", output, durationMs: 5 },
+      causedBy: a.id,
+      idempotencyKey: `f${i}`,
+    });
+    const d: LedgerEvent = await ledger.append({
+      threadId: thread_id,
+      parentId: f.id,
+      type: "decision",
+      payload: { text: `step ${i}`, step: i },
+      idempotencyKey: `d${i}`,
+    });
     out.push(performance.now() - t0);
     head = d.id;
   }
@@ -70,8 +89,20 @@ export async function benchState(): Promise<BenchResult[]> {
       await saver.setup();
       const pgSteps = await steps(saver, new PgLedger(st.pool, { redactor }));
       rows.push(
-        { name: "PostgreSQL: checkpoint + 3 ledger events per step, median", value: median(pgSteps), unit: "ms", baseline: median(sqlite), baselineName: "SQLite" },
-        { name: "PostgreSQL: checkpoint + 3 ledger events per step, p95", value: quantile(pgSteps, 0.95), unit: "ms", baseline: quantile(sqlite, 0.95), baselineName: "SQLite" },
+        {
+          name: "PostgreSQL: checkpoint + 3 ledger events per step, median",
+          value: median(pgSteps),
+          unit: "ms",
+          baseline: median(sqlite),
+          baselineName: "SQLite",
+        },
+        {
+          name: "PostgreSQL: checkpoint + 3 ledger events per step, p95",
+          value: quantile(pgSteps, 0.95),
+          unit: "ms",
+          baseline: quantile(sqlite, 0.95),
+          baselineName: "SQLite",
+        },
       );
     } finally {
       await st.pool.query(`DROP SCHEMA ${schema} CASCADE`).catch(() => {});

@@ -18,10 +18,99 @@ export interface SyntheticRepoOptions {
   seed?: number;
 }
 
-const PACKAGES = ["auth", "router", "cache", "http", "parser", "storage", "queue", "metrics", "config", "cli", "render", "schema", "session", "upload", "search", "billing", "mailer", "i18n", "logging", "scheduler"];
-const NOUNS = ["token", "header", "cookie", "route", "param", "entry", "record", "buffer", "stream", "chunk", "request", "response", "payload", "option", "value", "key", "index", "segment", "handler", "policy", "limit", "timeout", "retry", "locale", "template", "column", "message", "job", "batch", "cursor"];
-const VERBS = ["parse", "resolve", "encode", "decode", "validate", "normalize", "merge", "split", "flush", "load", "store", "render", "match", "format", "compute", "schedule", "retry", "expire", "sign", "verify"];
-const ADJ = ["empty", "nested", "duplicate", "stale", "invalid", "missing", "large", "unicode", "negative", "concurrent", "expired", "partial", "malformed", "trailing", "optional"];
+const PACKAGES = [
+  "auth",
+  "router",
+  "cache",
+  "http",
+  "parser",
+  "storage",
+  "queue",
+  "metrics",
+  "config",
+  "cli",
+  "render",
+  "schema",
+  "session",
+  "upload",
+  "search",
+  "billing",
+  "mailer",
+  "i18n",
+  "logging",
+  "scheduler",
+];
+const NOUNS = [
+  "token",
+  "header",
+  "cookie",
+  "route",
+  "param",
+  "entry",
+  "record",
+  "buffer",
+  "stream",
+  "chunk",
+  "request",
+  "response",
+  "payload",
+  "option",
+  "value",
+  "key",
+  "index",
+  "segment",
+  "handler",
+  "policy",
+  "limit",
+  "timeout",
+  "retry",
+  "locale",
+  "template",
+  "column",
+  "message",
+  "job",
+  "batch",
+  "cursor",
+];
+const VERBS = [
+  "parse",
+  "resolve",
+  "encode",
+  "decode",
+  "validate",
+  "normalize",
+  "merge",
+  "split",
+  "flush",
+  "load",
+  "store",
+  "render",
+  "match",
+  "format",
+  "compute",
+  "schedule",
+  "retry",
+  "expire",
+  "sign",
+  "verify",
+];
+const ADJ = [
+  "empty",
+  "nested",
+  "duplicate",
+  "stale",
+  "invalid",
+  "missing",
+  "large",
+  "unicode",
+  "negative",
+  "concurrent",
+  "expired",
+  "partial",
+  "malformed",
+  "trailing",
+  "optional",
+];
 const TYPES = ["fix", "fix", "fix", "feat", "feat", "perf", "refactor", "docs", "test", "chore"];
 
 const cap = (s: string) => s[0]!.toUpperCase() + s.slice(1);
@@ -42,7 +131,11 @@ interface FileSpec {
 
 /** One module's text at a revision: functions and a class named after its words. */
 function moduleText(f: FileSpec, r: () => number): string {
-  const lines: string[] = [`// ${f.pkg}: ${f.verbs[0]} and ${f.verbs[1]} ${plural(f.nouns[0]!)}`, `import { ${f.nouns[1]}Defaults } from "../shared/defaults.js";`, ""];
+  const lines: string[] = [
+    `// ${f.pkg}: ${f.verbs[0]} and ${f.verbs[1]} ${plural(f.nouns[0]!)}`,
+    `import { ${f.nouns[1]}Defaults } from "../shared/defaults.js";`,
+    "",
+  ];
   const fns = 4 + Math.floor(r() * 8);
   for (let i = 0; i < fns; i++) {
     const verb = f.verbs[i % f.verbs.length]!;
@@ -54,7 +147,10 @@ function moduleText(f: FileSpec, r: () => number): string {
       `export function ${name}(${noun}: string, opts: { ${adj}?: boolean } = {}): string {`,
       `  if (!${noun} || opts.${adj}) return ${noun};`,
       `  const parts = ${noun}.split(${JSON.stringify(i % 2 ? "," : "/")}).map((p) => p.trim());`,
-      ...Array.from({ length: 2 + Math.floor(r() * 10) }, (_, j) => `  if (parts.length > ${j + 2}) parts[${j}] = ${f.nouns[1]}Defaults.${f.nouns[0]} + parts[${j}];`),
+      ...Array.from(
+        { length: 2 + Math.floor(r() * 10) },
+        (_, j) => `  if (parts.length > ${j + 2}) parts[${j}] = ${f.nouns[1]}Defaults.${f.nouns[0]} + parts[${j}];`,
+      ),
       `  return parts.join(${JSON.stringify(i % 2 ? "," : "/")});`,
       `}`,
       "",
@@ -75,7 +171,12 @@ function moduleText(f: FileSpec, r: () => number): string {
   );
   if (f.isTest) {
     lines.unshift(`import { describe, expect, it } from "vitest";`);
-    lines.push("", `describe("${f.verbs[0]} ${noun}", () => {`, `  it("keeps an empty ${noun}", () => expect(${f.verbs[0]}${cap(f.nouns[1]!)}("")).toBe(""));`, `});`);
+    lines.push(
+      "",
+      `describe("${f.verbs[0]} ${noun}", () => {`,
+      `  it("keeps an empty ${noun}", () => expect(${f.verbs[0]}${cap(f.nouns[1]!)}("")).toBe(""));`,
+      `});`,
+    );
   }
   return lines.join("\n") + "\n";
 }
@@ -96,7 +197,9 @@ export function makeSyntheticRepo(dir: string, opts: SyntheticRepoOptions = {}):
     const verbs = [pick(VERBS), pick(VERBS), pick(VERBS)];
     const isTest = i % 5 === 4; // every fifth module is the test of the one before it
     const base = isTest ? files[i - 1]! : null;
-    const name = base ? base.path.replace(/^packages\/([^/]+)\/src\//, "packages/$1/test/").replace(/\.ts$/, ".test.ts") : `packages/${pkg}/src/${verbs[0]}-${nouns[0]}-${i}.ts`;
+    const name = base
+      ? base.path.replace(/^packages\/([^/]+)\/src\//, "packages/$1/test/").replace(/\.ts$/, ".test.ts")
+      : `packages/${pkg}/src/${verbs[0]}-${nouns[0]}-${i}.ts`;
     files.push({ path: name, pkg: base?.pkg ?? pkg, nouns: base?.nouns ?? nouns, verbs: base?.verbs ?? verbs, isTest, revision: 0 });
   }
   const byPkg = new Map<string, number[]>();
@@ -104,7 +207,15 @@ export function makeSyntheticRepo(dir: string, opts: SyntheticRepoOptions = {}):
   const pkgNames = [...byPkg.keys()];
 
   fs.mkdirSync(dir, { recursive: true });
-  const env = { ...process.env, GIT_CONFIG_NOSYSTEM: "1", HOME: "/nonexistent", GIT_AUTHOR_NAME: "b", GIT_AUTHOR_EMAIL: "b@example.com", GIT_COMMITTER_NAME: "b", GIT_COMMITTER_EMAIL: "b@example.com" };
+  const env = {
+    ...process.env,
+    GIT_CONFIG_NOSYSTEM: "1",
+    HOME: "/nonexistent",
+    GIT_AUTHOR_NAME: "b",
+    GIT_AUTHOR_EMAIL: "b@example.com",
+    GIT_COMMITTER_NAME: "b",
+    GIT_COMMITTER_EMAIL: "b@example.com",
+  };
   const git = (args: string[], input?: Buffer) => execFileSync("git", args, { cwd: dir, env, maxBuffer: 1 << 30, ...(input ? { input } : {}) });
   git(["init", "-q", "-b", "main"]);
 
@@ -125,7 +236,11 @@ export function makeSyntheticRepo(dir: string, opts: SyntheticRepoOptions = {}):
   };
   // The tree grows over the first commits (a package at a time), then the history changes it.
   const initial = Math.min(PACKAGES.length, nCommits);
-  for (let c = 0; c < initial; c++) commit(`feat(${PACKAGES[c]}): add the ${PACKAGES[c]} package`, files.map((_, i) => i).filter((i) => i % initial === c));
+  for (let c = 0; c < initial; c++)
+    commit(
+      `feat(${PACKAGES[c]}): add the ${PACKAGES[c]} package`,
+      files.map((_, i) => i).filter((i) => i % initial === c),
+    );
   for (let c = initial; c < nCommits; c++) {
     const pkg = pick(pkgNames);
     const members = byPkg.get(pkg)!;
@@ -165,7 +280,10 @@ export function makeSyntheticRepo(dir: string, opts: SyntheticRepoOptions = {}):
                     ? `test(${pkg}): cover ${adj} ${plural(noun)}`
                     : `chore(${pkg}): tidy ${noun} ${verb} code`;
     }
-    const body = r() < 0.3 ? `\n\n${cap(an(adj))} ${noun} reached ${verb}${cap(noun)} and was ${ed(pick(VERBS))} as if it were ${an(pick(NOUNS))}.\nCloses #${1000 + c}.` : "";
+    const body =
+      r() < 0.3
+        ? `\n\n${cap(an(adj))} ${noun} reached ${verb}${cap(noun)} and was ${ed(pick(VERBS))} as if it were ${an(pick(NOUNS))}.\nCloses #${1000 + c}.`
+        : "";
     commit(subject + body + "\n", touched);
   }
   git(["fast-import", "--quiet"], Buffer.from(out.join("\n") + "\n"));

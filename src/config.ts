@@ -30,7 +30,10 @@ const isRegExp = (s: string): boolean => {
 export const PolicyRuleConfig = z
   .strictObject({
     /** Rule id reported with the decision (default `user.deny.<n>` / `user.ask.<n>`). */
-    id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "use letters, digits, `.`, `_` or `-`").optional(),
+    id: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "use letters, digits, `.`, `_` or `-`")
+      .optional(),
     /** Program name(s) or path(s); `*` and `?` are wildcards. */
     program: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]).optional(),
     /** Arguments that must all be present, in any order; `*` and `?` are wildcards. */
@@ -67,7 +70,12 @@ export const PolicyConfig = z.strictObject({
     .optional(),
   /** Workspace-relative paths or globs commands may not write, besides .git/, .ledgerloop/ and this file. */
   protectedPaths: z
-    .array(z.string().min(1).refine((p) => !path.isAbsolute(p) && !p.split("/").includes(".."), "must be a path inside the workspace, relative to it"))
+    .array(
+      z
+        .string()
+        .min(1)
+        .refine((p) => !path.isAbsolute(p) && !p.split("/").includes(".."), "must be a path inside the workspace, relative to it"),
+    )
     .optional(),
 });
 export type PolicyConfig = z.infer<typeof PolicyConfig>;
@@ -85,7 +93,8 @@ export const ToolRisk = z.enum(TOOL_RISKS);
 
 /** Why a JSON schema cannot describe a tool's arguments, or null when it can. */
 export function toolInputSchemaProblem(schema: Record<string, unknown>): string | null {
-  if (schema.type !== "object") return `must be a JSON schema of type "object" (the arguments are one JSON object), got type ${JSON.stringify(schema.type ?? null)}`;
+  if (schema.type !== "object")
+    return `must be a JSON schema of type "object" (the arguments are one JSON object), got type ${JSON.stringify(schema.type ?? null)}`;
   try {
     z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
     return null;
@@ -117,7 +126,12 @@ export const ProjectToolConfig = z.strictObject({
   risk: ToolRisk.default("exec"),
   /** allow: run when the policy allows or asks; ask: always ask first; deny: never offered. Default: the policy decides. */
   approve: z.enum(["allow", "ask", "deny"]).optional(),
-  timeoutMs: z.number().int().min(100).max(30 * 60 * 1000).optional(),
+  timeoutMs: z
+    .number()
+    .int()
+    .min(100)
+    .max(30 * 60 * 1000)
+    .optional(),
 });
 export type ProjectToolConfig = z.infer<typeof ProjectToolConfig>;
 
@@ -137,9 +151,19 @@ const mcpCommon = {
   /** Risk and approval per tool, by the server's own tool name. */
   tools: z.record(z.string().min(1), McpToolConfig).optional(),
   /** How long one call may take before it is a timeout. */
-  timeoutMs: z.number().int().min(100).max(30 * 60 * 1000).optional(),
+  timeoutMs: z
+    .number()
+    .int()
+    .min(100)
+    .max(30 * 60 * 1000)
+    .optional(),
   /** How long starting the server (connecting, listing its tools) may take (default: timeoutMs, at least 60 s). */
-  startTimeoutMs: z.number().int().min(100).max(30 * 60 * 1000).optional(),
+  startTimeoutMs: z
+    .number()
+    .int()
+    .min(100)
+    .max(30 * 60 * 1000)
+    .optional(),
 };
 
 /** An MCP server started as a child process (stdio), through the run's sandbox. */
@@ -149,7 +173,11 @@ export const McpStdioServerConfig = z.strictObject({
   /** Environment of the server, added to the sandbox's scrubbed one. */
   env: z.record(z.string(), z.string()).optional(),
   /** Working directory, relative to the workspace (default: the workspace). */
-  cwd: z.string().min(1).refine((p) => !path.isAbsolute(p) && !p.split("/").includes(".."), "must be a path inside the workspace, relative to it").optional(),
+  cwd: z
+    .string()
+    .min(1)
+    .refine((p) => !path.isAbsolute(p) && !p.split("/").includes(".."), "must be a path inside the workspace, relative to it")
+    .optional(),
   ...mcpCommon,
 });
 export type McpStdioServerConfig = z.infer<typeof McpStdioServerConfig>;
@@ -171,7 +199,10 @@ export const McpServerConfig = z.unknown().transform((value, ctx): McpServerConf
   const r = (http ? McpHttpServerConfig : McpStdioServerConfig).safeParse(value);
   if (r.success) return r.data;
   for (const issue of r.error.issues) {
-    const known = issue.code === "unrecognized_keys" && issue.path.length === 0 ? ` (known for ${http ? "an HTTP" : "a stdio"} server: ${Object.keys((http ? McpHttpServerConfig : McpStdioServerConfig).shape).join(", ")})` : "";
+    const known =
+      issue.code === "unrecognized_keys" && issue.path.length === 0
+        ? ` (known for ${http ? "an HTTP" : "a stdio"} server: ${Object.keys((http ? McpHttpServerConfig : McpStdioServerConfig).shape).join(", ")})`
+        : "";
     ctx.addIssue({ ...issue, message: `${issue.message}${known}` } as Parameters<typeof ctx.addIssue>[0]);
   }
   return z.NEVER;
@@ -203,7 +234,10 @@ export const LedgerloopConfig = z.strictObject({
   /** MCP servers whose tools the model gets as `mcp__<server>__<tool>`. */
   mcpServers: z
     .record(
-      z.string().regex(MCP_SERVER_NAME, "a server name uses letters, digits, `_` or `-` (at most 32), and contains no `__`").refine((n) => !n.includes("__"), "a server name may not contain `__`"),
+      z
+        .string()
+        .regex(MCP_SERVER_NAME, "a server name uses letters, digits, `_` or `-` (at most 32), and contains no `__`")
+        .refine((n) => !n.includes("__"), "a server name may not contain `__`"),
       McpServerConfig,
     )
     .optional(),

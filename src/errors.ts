@@ -62,7 +62,11 @@ export class LedgerError extends LedgerloopError {
 
 /** `ledgerloop migrate` refused or failed: a target holding another run, or a copy that does not match its source. */
 export class MigrationError extends LedgerloopError {
-  constructor(code: "MIGRATE_TARGET_CONFLICT" | "MIGRATE_MISMATCH" | "MIGRATE_NO_STATE" | "MIGRATE_UNKNOWN_THREAD" | "MIGRATE_SAME_STATE" | "MIGRATE_RUN_ACTIVE", message: string, options?: { cause?: unknown }) {
+  constructor(
+    code: "MIGRATE_TARGET_CONFLICT" | "MIGRATE_MISMATCH" | "MIGRATE_NO_STATE" | "MIGRATE_UNKNOWN_THREAD" | "MIGRATE_SAME_STATE" | "MIGRATE_RUN_ACTIVE",
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super(code, message, options);
   }
 }
@@ -145,7 +149,11 @@ export function nativeModuleError(err: unknown): NativeModuleError | null {
     const abi = /NODE_MODULE_VERSION (\d+)[\s\S]*?requires\s+NODE_MODULE_VERSION (\d+)/.exec(msg);
     reason = abi
       ? `it was built for another Node.js (NODE_MODULE_VERSION ${abi[1]}; node ${process.versions.node} needs ${abi[2]})`
-      : msg.split("\n").map((l) => l.trim()).filter(Boolean).join(" ");
+      : msg
+          .split("\n")
+          .map((l) => l.trim())
+          .filter(Boolean)
+          .join(" ");
   } else return null;
   const where = packageRoot("better-sqlite3");
   return new NativeModuleError(

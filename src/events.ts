@@ -236,10 +236,7 @@ export const ModelCallPayload = z.object({
   /** What the model reasoned before answering, where the provider returns it (capped); never sent back to the model. */
   reasoning: z.string().optional(),
   toolCalls: z.array(ToolCallRecord),
-  usage: z
-    .object({ inputTokens: z.number().int(), outputTokens: z.number().int(), cachedInputTokens: z.number().int() })
-    .partial()
-    .optional(),
+  usage: z.object({ inputTokens: z.number().int(), outputTokens: z.number().int(), cachedInputTokens: z.number().int() }).partial().optional(),
   durationMs: z.number().optional(),
   /** USD at the run's price table (0 for a model without a price). */
   costUsd: z.number().optional(),
@@ -288,8 +285,7 @@ export const RunStatusPayload = z.object({
   reason: z.string().optional(),
 });
 
-const ev = <T extends string, P extends z.ZodType>(type: T, payload: P) =>
-  z.object({ type: z.literal(type), payload });
+const ev = <T extends string, P extends z.ZodType>(type: T, payload: P) => z.object({ type: z.literal(type), payload });
 
 /** Every ledger event type with its payload schema. */
 export const EventBody = z.discriminatedUnion("type", [
@@ -327,5 +323,4 @@ export const LedgerEventEnvelope = z.object({
 });
 
 /** A stored ledger event: envelope plus a typed body. */
-export type LedgerEvent<T extends EventType = EventType> = z.infer<typeof LedgerEventEnvelope> &
-  Extract<EventBody, { type: T }>;
+export type LedgerEvent<T extends EventType = EventType> = z.infer<typeof LedgerEventEnvelope> & Extract<EventBody, { type: T }>;

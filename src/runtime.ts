@@ -182,11 +182,15 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   // --summary-model / the run context first, then the config file; same spec as the main model, same
   // checks (a missing key is named now, not at the first plan).
   const summarySpec = settings.summaryModel ?? config.summaryModel;
-  const summaryAsked = overrides.summaryModel ?? (summarySpec && summarySpec !== settings.model ? createModel(summarySpec, { recordFile: overrides.recordRequestsFile }) : undefined);
+  const summaryAsked =
+    overrides.summaryModel ??
+    (summarySpec && summarySpec !== settings.model ? createModel(summarySpec, { recordFile: overrides.recordRequestsFile }) : undefined);
   const summaryModel = summaryAsked && settings.toolCallFormat === "text" ? new TextToolCallModel(summaryAsked) : summaryAsked;
   // One session per run: commands share a loopback, so a server started in the background by one
   // is reachable from the next (session.ts).
-  const ownSandbox = overrides.sandbox ? undefined : createSandbox({ level: settings.sandbox ?? "auto", workspace, allowNetwork, outputCapBytes: settings.outputCapBytes, session: true });
+  const ownSandbox = overrides.sandbox
+    ? undefined
+    : createSandbox({ level: settings.sandbox ?? "auto", workspace, allowNetwork, outputCapBytes: settings.outputCapBytes, session: true });
   const sandbox: Sandbox = overrides.sandbox ?? ownSandbox!;
   // A level from the probe cache is re-checked while the rest starts; a failure stops the run here.
   const sandboxChecked = ownSandbox?.verified() ?? Promise.resolve();
@@ -250,7 +254,11 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   const replica = pgBackend?.revisionReplica;
   const revisions: RevisionStore = new RevisionStore(db, workspace, {
     blobsDir: path.join(stateDir, "blobs"),
-    ...(replica && { afterSnapshot: async (r) => { await replica.push(revisions, r.revId); } }),
+    ...(replica && {
+      afterSnapshot: async (r) => {
+        await replica.push(revisions, r.revId);
+      },
+    }),
   });
   return {
     settings: { ...settings, workspace, stateDir, budgetTokens, ...(summaryModel ? { summaryModel: summaryModel.name } : {}) },
@@ -336,4 +344,3 @@ async function openPostgresBackend(url: string, redactor: Redactor, fence?: { th
     revisionReplica: new PgRevisionReplica(state.pool),
   };
 }
-

@@ -10,7 +10,6 @@ import { redactBase64 } from "./secrets/base64.js";
 import { isPlaceholderValue, isSecretField, redactKeyValues } from "./secrets/key-value.js";
 import { FORMAT_RULES } from "./secrets/rules.js";
 
-
 /** Environment variable names that look like they hold credentials. */
 export const SECRET_NAME = /(KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|PRIVATE|SESSION|COOKIE|CERT)/i;
 
@@ -162,11 +161,15 @@ export function createRedactor(secrets: Iterable<string> = []): Redactor {
       const json = parseJson(text);
       if (json === undefined) return redactor.redact(text);
       let changed = false;
-      const out = walk(json.value, (s) => {
-        const r = redactor.redact(s);
-        if (r !== s) changed = true;
-        return r;
-      }, () => (changed = true));
+      const out = walk(
+        json.value,
+        (s) => {
+          const r = redactor.redact(s);
+          if (r !== s) changed = true;
+          return r;
+        },
+        () => (changed = true),
+      );
       return changed ? JSON.stringify(out) : text;
     },
     addSecrets(more: Iterable<string>) {

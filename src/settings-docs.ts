@@ -98,11 +98,20 @@ export function settingFlagSpecsSource(): string {
     if (flagOf(key) === null) continue;
     const { base, def } = unwrap(field);
     const description = field.description ?? base.description ?? "";
-    const shownDef = def === undefined || (Array.isArray(def) && def.length === 0) || description.includes("default") ? "" : ` (default: ${JSON.stringify(def)})`;
+    const shownDef =
+      def === undefined || (Array.isArray(def) && def.length === 0) || description.includes("default") ? "" : ` (default: ${JSON.stringify(def)})`;
     const help = `${description.replace(/\.$/, "")}${shownDef}`;
     const kind = base instanceof z.ZodBoolean ? "boolean" : base instanceof z.ZodArray ? "list" : "value";
     const arg =
-      kind === "boolean" ? "" : kind === "list" ? "<value...>" : base instanceof z.ZodEnum ? `<${(base.options as string[]).join("|")}>` : base instanceof z.ZodNumber ? "<n>" : "<value>";
+      kind === "boolean"
+        ? ""
+        : kind === "list"
+          ? "<value...>"
+          : base instanceof z.ZodEnum
+            ? `<${(base.options as string[]).join("|")}>`
+            : base instanceof z.ZodNumber
+              ? "<n>"
+              : "<value>";
     specs.push({ key, arg, kind, help });
   }
   return [

@@ -24,15 +24,24 @@ const perRun = {
     .string()
     .min(1)
     .optional()
-    .describe("A cheaper model for plan, summarize and reflect (openai:<name> or scripted:<trajectory.json>); decide stays on `model` (default: `model` for all)."),
+    .describe(
+      "A cheaper model for plan, summarize and reflect (openai:<name> or scripted:<trajectory.json>); decide stays on `model` (default: `model` for all).",
+    ),
   maxSteps: z.number().int().positive().max(100_000).default(50).describe("Stop after this many decide steps."),
   toolCallFormat: z
     .enum(["native", "text"])
     .default("native")
-    .describe("native: the provider's tool-calling API; text: tools described in the prompt and calls parsed from the answer (<tool_call> JSON, fenced JSON), for models served without tool calling."),
+    .describe(
+      "native: the provider's tool-calling API; text: tools described in the prompt and calls parsed from the answer (<tool_call> JSON, fenced JSON), for models served without tool calling.",
+    ),
   // At least 1000: the fixed part of every prompt is more than that (the 11 tool schemas alone are
   // ~1,500 tokens), so a smaller budget could only fail every step (ContextBudgetError).
-  budgetTokens: z.number().int().min(1000).optional().describe("Prompt budget in tokens, at least 1000 (default: the model's context window minus its reserved output)."),
+  budgetTokens: z
+    .number()
+    .int()
+    .min(1000)
+    .optional()
+    .describe("Prompt budget in tokens, at least 1000 (default: the model's context window minus its reserved output)."),
   failureStreakLimit: z.number().int().positive().default(3).describe("Consecutive failed steps that trigger a reflection."),
   proseStreakLimit: z
     .number()
@@ -45,7 +54,9 @@ const perRun = {
     .int()
     .positive()
     .default(3)
-    .describe("Steps in a row with the same calls and the same results after which the model is told and a reflection runs; twice as many stop the run as no_progress."),
+    .describe(
+      "Steps in a row with the same calls and the same results after which the model is told and a reflection runs; twice as many stop the run as no_progress.",
+    ),
   summarizeThresholdTokens: z.number().int().positive().default(8_000).describe("Unsummarised history (tokens) that triggers the summarize node."),
   sandbox: z.enum(["auto", "bwrap", "unshare", "none"]).optional().describe("Isolation of commands: the strongest available (auto), or a level by name."),
   approve: z
@@ -60,13 +71,25 @@ const perRun = {
     .min(1)
     .default("hashed")
     .describe('Embedder of the vector side: "hashed" (offline, no model), "xenova:<model>", or "openai:<model>" (an OpenAI-compatible /v1/embeddings).'),
-  history: z.boolean().default(true).describe("The workspace's git history as a search source (commit messages, co-change); off for a non-git workspace anyway."),
+  history: z
+    .boolean()
+    .default(true)
+    .describe("The workspace's git history as a search source (commit messages, co-change); off for a non-git workspace anyway."),
   promptLayout: z
     .enum(["cache", "legacy"])
     .default("cache")
     .describe('Decide prompt layout: "cache" (stable prefix, append-only turn log, volatile part last, for provider prompt caches) or "legacy".'),
-  maxCostUsd: z.number().positive().optional().describe("Stop the run (status budget_exhausted, resumable) once its model calls have cost this many USD at the price table."),
-  maxTokens: z.number().int().positive().optional().describe("Stop the run (status budget_exhausted, resumable) once its model calls have used this many tokens (input + output)."),
+  maxCostUsd: z
+    .number()
+    .positive()
+    .optional()
+    .describe("Stop the run (status budget_exhausted, resumable) once its model calls have cost this many USD at the price table."),
+  maxTokens: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe("Stop the run (status budget_exhausted, resumable) once its model calls have used this many tokens (input + output)."),
 };
 
 /** Settings only the process that starts a run sets (flags, config, openAgent options); not in the graph context. */
@@ -74,16 +97,26 @@ const processOnly = {
   recentTurns: z.number().int().min(1).max(100).default(6).describe("Turns shown in full in the prompt."),
   commandTimeoutMs: z.number().int().min(100).default(120_000).describe("Timeout of one command, in ms."),
   testTimeoutMs: z.number().int().min(100).default(300_000).describe("Timeout of one test run, in ms."),
-  outputCapBytes: z.number().int().min(1024).default(16 * 1024).describe("Command output kept per stream, in bytes."),
+  outputCapBytes: z
+    .number()
+    .int()
+    .min(1024)
+    .default(16 * 1024)
+    .describe("Command output kept per stream, in bytes."),
   historyPerFile: z.number().int().min(1).max(1000).default(40).describe("History: newest commits remembered per file."),
   historyMaxCommits: z.number().int().min(1).max(1_000_000).default(20_000).describe("History: commits read at most (newest first)."),
-  allow: z.array(z.string().min(1)).default(() => []).describe("Extra allowed commands (program, or program and leading arguments)."),
+  allow: z
+    .array(z.string().min(1))
+    .default(() => [])
+    .describe("Extra allowed commands (program, or program and leading arguments)."),
   vectorLine: z
     .string()
     .min(1)
     .max(200)
     .optional()
-    .describe('Shared Chroma (CHROMA_URL): the revision line whose vectors stay apart from other lines of the repository, e.g. the thread\'s fork root (default "main").'),
+    .describe(
+      'Shared Chroma (CHROMA_URL): the revision line whose vectors stay apart from other lines of the repository, e.g. the thread\'s fork root (default "main").',
+    ),
 };
 
 /**

@@ -83,7 +83,9 @@ export type TaskStateUpdate = Partial<TaskStateValue>;
 export const TaskInput = z.object({
   goal: taskStateFields.goal.describe("What the agent should do in the workspace (run settings go in the context)."),
   ledgerHead: taskStateFields.ledgerHead.optional().describe("Leave empty: set by time travel (ledgerloop rewind) to continue a ledger branch."),
-  workspaceRev: taskStateFields.workspaceRev.optional().describe("Leave empty: set by time travel (ledgerloop rewind) to the workspace revision to continue from."),
+  workspaceRev: taskStateFields.workspaceRev
+    .optional()
+    .describe("Leave empty: set by time travel (ledgerloop rewind) to the workspace revision to continue from."),
 });
 export type TaskInput = z.infer<typeof TaskInput>;
 

@@ -22,7 +22,12 @@ export interface LocalizationQuery {
 }
 
 /** The time window a set built with --before was taken from. */
-export interface SetWindow { before: string; beforeCommit?: string; from: string; to: string }
+export interface SetWindow {
+  before: string;
+  beforeCommit?: string;
+  from: string;
+  to: string;
+}
 
 export interface LocalizationSet {
   repo: string;
@@ -108,7 +113,12 @@ export function buildSet(gitDir: string, repo: string, lang: "ts" | "py", count:
     if (!hash || !parents || parents.includes(" ")) continue;
     if (cutoff && !(Date.parse(date ?? "") < cutoffMs)) continue;
     if (/typo|spelling|codespell|docstring|\[docs?\]|readme|changelog/i.test(subject ?? "")) continue;
-    if (/^(v?\d+\.\d+|release|bump|chore\(deps|chore: ?(release|format|lint)|merge|revert|format|lint|typo|ci[:(]|build\(deps|docs?[:(]|test[:(]|style[:(])/i.test(subject ?? "")) continue;
+    if (
+      /^(v?\d+\.\d+|release|bump|chore\(deps|chore: ?(release|format|lint)|merge|revert|format|lint|typo|ci[:(]|build\(deps|docs?[:(]|test[:(]|style[:(])/i.test(
+        subject ?? "",
+      )
+    )
+      continue;
     const status = git(gitDir, ["diff-tree", "--no-commit-id", "-r", "--name-status", "--no-renames", parents, hash])
       .trim()
       .split("\n")

@@ -139,4 +139,6 @@ function stopWithHost(): void {
  * The graph for LangGraph Studio / the LangGraph dev server (`langgraph.json`). The server's default
  * recursion limit (25 supersteps) would stop a run after about four steps; this one allows 300.
  */
-export const graph = createCodingAgent({ resolve: serverResolve, checkpointer: false, origin: "server" }).withConfig({ recursionLimit: recursionLimitFor(300) });
+export const graph = createCodingAgent({ resolve: serverResolve, checkpointer: false, origin: "server" }).withConfig({
+  recursionLimit: recursionLimitFor(300),
+});

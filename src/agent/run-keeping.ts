@@ -37,7 +37,12 @@ async function noteRunner(rt: Runtime, thread: string): Promise<void> {
  * and a node that throws leaves a `run_status` (failed, or interrupted when the run was stopped)
  * in the ledger, so every reader shows why the run ended.
  */
-export function keepRun(node: string, fn: NodeFn, deps: NodeDeps, rerun?: (rt: Runtime, state: TaskStateValue, config: LangGraphRunnableConfig) => Promise<boolean>): NodeFn {
+export function keepRun(
+  node: string,
+  fn: NodeFn,
+  deps: NodeDeps,
+  rerun?: (rt: Runtime, state: TaskStateValue, config: LangGraphRunnableConfig) => Promise<boolean>,
+): NodeFn {
   const kept = keepRunInner(node, fn, deps, rerun);
   // Every node is logged and traced here (src/telemetry): one place for every entry point.
   return async (state, config) => {
@@ -46,12 +51,22 @@ export function keepRun(node: string, fn: NodeFn, deps: NodeDeps, rerun?: (rt: R
     // The run's project tools are offered beside the built-in ones in every node (tools/index.ts).
     // MCP servers start on the first node of a runtime and stop when it closes (agent/tools/mcp.ts).
     const project = projectToolsOf(rt);
-    const mcp = await mcpToolsOf(rt, project.map((t) => t.name));
-    return withRunTools(mcp.length ? [...project, ...mcp] : project, () => observeNode(rt, thread ? String(thread) : undefined, node, state, () => kept(state, config)));
+    const mcp = await mcpToolsOf(
+      rt,
+      project.map((t) => t.name),
+    );
+    return withRunTools(mcp.length ? [...project, ...mcp] : project, () =>
+      observeNode(rt, thread ? String(thread) : undefined, node, state, () => kept(state, config)),
+    );
   };
 }
 
-function keepRunInner(node: string, fn: NodeFn, deps: NodeDeps, rerun?: (rt: Runtime, state: TaskStateValue, config: LangGraphRunnableConfig) => Promise<boolean>): NodeFn {
+function keepRunInner(
+  node: string,
+  fn: NodeFn,
+  deps: NodeDeps,
+  rerun?: (rt: Runtime, state: TaskStateValue, config: LangGraphRunnableConfig) => Promise<boolean>,
+): NodeFn {
   return async (state, config) => {
     const rt = await deps.resolve(config);
     let current = state;
@@ -76,7 +91,14 @@ function keepRunInner(node: string, fn: NodeFn, deps: NodeDeps, rerun?: (rt: Run
       const stopped = config.signal?.aborted === true || err instanceof RunStoppedError || (rt.backend === "postgres" && isStateUnavailable(err));
       // A model that stays rate-limited or unreachable pauses the run: it is resumable, not failed.
       const code = err instanceof ModelError ? err.code : null;
-      const paused = code === "MODEL_RATE_LIMITED" ? "rate_limited" : code === "BUDGET_EXHAUSTED" ? "budget_exhausted" : code === "MODEL_UNAVAILABLE" || code === "MODEL_UNREACHABLE" ? "model_unavailable" : null;
+      const paused =
+        code === "MODEL_RATE_LIMITED"
+          ? "rate_limited"
+          : code === "BUDGET_EXHAUSTED"
+            ? "budget_exhausted"
+            : code === "MODEL_UNAVAILABLE" || code === "MODEL_UNREACHABLE"
+              ? "model_unavailable"
+              : null;
       await rt.ledger
         .append({
           threadId: threadIdOf(config),

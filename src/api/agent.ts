@@ -70,7 +70,10 @@ export interface Agent {
    * PostgreSQL state, a run whose database goes away waits up to `reconnectMs` (default 60,000) for
    * it and resumes from its last checkpoint on its own (0: it pauses as `state_unavailable` at once).
    */
-  run(goal: string, opts?: { thread?: string; signal?: AbortSignal; ask?: (req: ApprovalRequest) => Promise<boolean>; reconnectMs?: number }): Promise<AgentRunResult>;
+  run(
+    goal: string,
+    opts?: { thread?: string; signal?: AbortSignal; ask?: (req: ApprovalRequest) => Promise<boolean>; reconnectMs?: number },
+  ): Promise<AgentRunResult>;
   /** Continues a thread from its last checkpoint, answering a pending approval if given (`reconnectMs` as for run). */
   resume(thread: string, opts?: { decision?: "approve" | "reject"; signal?: AbortSignal; reconnectMs?: number }): Promise<AgentRunResult>;
   /** Closes the state database and any Chroma server this agent started. */
@@ -81,9 +84,11 @@ const API_ONLY = new Set(["onProgress", "onWarning", "dryRun"]);
 
 /** Validates the options with the one settings schema; the first problem names its field. */
 function validate(options: OpenAgentOptions): { settings: RunSettingsInput; model: ChatModel | undefined } {
-  if (typeof options !== "object" || options === null) throw new InvalidOptionError("(options)", "openAgent needs an options object with at least workspace and model");
+  if (typeof options !== "object" || options === null)
+    throw new InvalidOptionError("(options)", "openAgent needs an options object with at least workspace and model");
   const { model, ...rest } = options;
-  if (model === undefined) throw new InvalidOptionError("model", "invalid setting model: give a model string (openai:<name>, scripted:<file>) or a LangChain chat model");
+  if (model === undefined)
+    throw new InvalidOptionError("model", "invalid setting model: give a model string (openai:<name>, scripted:<file>) or a LangChain chat model");
   let instance: ChatModel | undefined;
   try {
     instance = typeof model === "string" ? undefined : chatModelFromInstance(model);
@@ -120,7 +125,8 @@ export async function openAgent(options: OpenAgentOptions): Promise<Agent> {
   const graph = createCodingAgent({ runtime }).withConfig({ recursionLimit: recursionLimitFor(runtime.settings.maxSteps) }) as CodingAgentGraph;
   // A lost PostgreSQL state: waited for, its lines to onWarning (see Agent.run).
   const reconnecting = (ms: number | undefined) => {
-    if (ms !== undefined && (!Number.isFinite(ms) || ms < 0)) throw new InvalidOptionError("reconnectMs", "invalid option reconnectMs: expected a number of milliseconds, 0 or more");
+    if (ms !== undefined && (!Number.isFinite(ms) || ms < 0))
+      throw new InvalidOptionError("reconnectMs", "invalid option reconnectMs: expected a number of milliseconds, 0 or more");
     return { reconnectMs: ms ?? 60_000, ...(options.onWarning ? { say: options.onWarning } : {}) };
   };
   const finish = async (r: DriveResult): Promise<AgentRunResult> => {

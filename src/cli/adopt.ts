@@ -31,7 +31,12 @@ export function registerAdopt(program: Command): void {
   ).action(async (opts: WorkspaceArgs) => {
     const r = await handleAdopt(opts);
     if (opts.json) return printJson(r);
-    const said = { adopted: "adopted: its runs now continue here, separately from the original", moved: "adopted (the workspace had been moved)", same: "already its own: nothing to do", created: "recorded" }[r.outcome];
+    const said = {
+      adopted: "adopted: its runs now continue here, separately from the original",
+      moved: "adopted (the workspace had been moved)",
+      same: "already its own: nothing to do",
+      created: "recorded",
+    }[r.outcome];
     log(`${r.workspace}: ${said}`);
   });
 }

@@ -14,7 +14,11 @@ export function printDryRun(d: DryRunOutcome, thread: string): void {
   log(`commands it ran (${d.commands.length}):`);
   for (const c of d.commands) log(`  [${c.status}${c.exitCode !== null ? ` ${c.exitCode}` : ""}] ${c.tool}: ${c.command}`);
   const n = d.changes.created.length + d.changes.modified.length + d.changes.deleted.length;
-  log(n ? `changes it would apply (${d.changes.created.length} created, ${d.changes.modified.length} modified, ${d.changes.deleted.length} deleted):` : "no file changes to apply");
+  log(
+    n
+      ? `changes it would apply (${d.changes.created.length} created, ${d.changes.modified.length} modified, ${d.changes.deleted.length} deleted):`
+      : "no file changes to apply",
+  );
   if (d.diff) process.stdout.write(d.diff);
   if (n) log(`apply with: ledgerloop apply ${thread} -w ${d.workspace}`);
 }

@@ -7,7 +7,10 @@ import { defaultRedactor } from "../secrets.js";
 
 /** Adds --state to a command that can keep its durable state in PostgreSQL. */
 export function stateOption(cmd: Command): Command {
-  return cmd.option("--state <url>", "keep the ledger, checkpoints, lessons and run registry in PostgreSQL: postgres://user[:password]@host[:port]/db (default: $LEDGERLOOP_STATE_URL)");
+  return cmd.option(
+    "--state <url>",
+    "keep the ledger, checkpoints, lessons and run registry in PostgreSQL: postgres://user[:password]@host[:port]/db (default: $LEDGERLOOP_STATE_URL)",
+  );
 }
 
 /** Adds --reconnect-seconds to a command that drives a run (run, resume). */
@@ -51,7 +54,9 @@ export function printJson(value: unknown): void {
 
 /** Exit code of `run`/`resume` for a run's outcome (documented in the README). */
 export function exitCodeForStatus(status: string): number {
-  return ({ finished: 0, budget_exhausted: 3, rate_limited: 4, model_unavailable: 5, state_unavailable: 6, no_progress: 7 } as Record<string, number>)[status] ?? 1;
+  return (
+    ({ finished: 0, budget_exhausted: 3, rate_limited: 4, model_unavailable: 5, state_unavailable: 6, no_progress: 7 } as Record<string, number>)[status] ?? 1
+  );
 }
 
 /** Exit code for an error reaching the top level. */

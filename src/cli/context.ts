@@ -5,7 +5,10 @@ import { intOption, printJson, stateOption, workspaceOptions } from "./common.js
 
 function table(rows: ContextItem[]): string {
   return rows
-    .map((i) => `  ${i.section.padEnd(10)} ${String(i.tokens).padStart(6)}  ${i.source}${i.score !== undefined ? `  score ${i.score.toFixed(2)}` : ""}${i.note ? `  (${i.note})` : ""}`)
+    .map(
+      (i) =>
+        `  ${i.section.padEnd(10)} ${String(i.tokens).padStart(6)}  ${i.source}${i.score !== undefined ? `  score ${i.score.toFixed(2)}` : ""}${i.note ? `  (${i.note})` : ""}`,
+    )
     .join("\n");
 }
 
@@ -25,7 +28,9 @@ export function registerContext(program: Command): void {
     const out: string[] = [`step ${r.step}: ${r.tokens} of ${r.budget} tokens (event ${r.eventId})`];
     if (r.prefixReuse) {
       const how = r.layout ? `${r.layout.built}${r.layout.built === "compaction" ? ` (${r.layout.reason})` : ""}` : "";
-      out.push(`prefix reuse: ${r.prefixReuse.reusedTokens} of ${r.prefixReuse.tokens} message tokens as the previous prompt (${(r.prefixReuse.ratio * 100).toFixed(1)}%)${how ? `; ${how}` : ""}`);
+      out.push(
+        `prefix reuse: ${r.prefixReuse.reusedTokens} of ${r.prefixReuse.tokens} message tokens as the previous prompt (${(r.prefixReuse.ratio * 100).toFixed(1)}%)${how ? `; ${how}` : ""}`,
+      );
     }
     out.push("included:", table(r.items));
     out.push(r.omitted.length ? `left out (${r.omitted.reduce((n, i) => n + i.tokens, 0)} tokens):\n${table(r.omitted)}` : "left out: nothing");

@@ -9,7 +9,11 @@ export function registerDelete(program: Command): void {
         .command("delete <thread>")
         .description("delete one run whole (ledger, checkpoints, prompts, run log, report, indexed events); without --yes, only say what would go")
         .option("--yes", "delete it (otherwise nothing is written)")
-        .option("--stale-hours <n>", "delete a run whose runner is on a host this machine cannot check once it has recorded nothing for this long (default: refuse)", intOption("--stale-hours"))
+        .option(
+          "--stale-hours <n>",
+          "delete a run whose runner is on a host this machine cannot check once it has recorded nothing for this long (default: refuse)",
+          intOption("--stale-hours"),
+        )
         .option("--json", "one JSON object"),
     ),
   ).action(async (thread: string, opts: DeleteArgs) => {
@@ -26,6 +30,9 @@ export function registerDelete(program: Command): void {
     if (r.checkpointsElsewhere) log(`  ${r.checkpointsElsewhere}`);
     const s = r.sweep;
     if (s && "skipped" in s) log(`  workspace revisions not swept: ${s.skipped}`);
-    else if (s) log(`  ${s.revisionsDeleted} workspace revision(s) no run names any more removed; ${(s.bytesBefore / 1e6).toFixed(2)} MB → ${(s.bytesAfter / 1e6).toFixed(2)} MB`);
+    else if (s)
+      log(
+        `  ${s.revisionsDeleted} workspace revision(s) no run names any more removed; ${(s.bytesBefore / 1e6).toFixed(2)} MB → ${(s.bytesAfter / 1e6).toFixed(2)} MB`,
+      );
   });
 }

@@ -17,7 +17,7 @@ function packageRoot(): string {
 }
 export const DEMO_DIR = path.join(packageRoot(), "examples", "demo");
 export const DEMO_TASK =
-  "Give the users and orders services a GET /health endpoint answering {status: \"ok\", service: <name>}, " +
+  'Give the users and orders services a GET /health endpoint answering {status: "ok", service: <name>}, ' +
   "and implement collectHealth in dashboard/aggregate.js so the dashboard aggregates them (overall ok/degraded). " +
   "All tests must pass.";
 
@@ -61,7 +61,8 @@ export async function handleDemo(args: DemoArgs): Promise<DriveResult> {
     log(`  ${ll} history ${result.thread} -w ${runtime.workspace} --step 4        # the checkpoint before step 4 acted`);
     log(`  ${ll} diff ${result.thread} -w ${runtime.workspace} --stat             # what the run changed`);
     log(`  ${ll} replay ${result.thread} -w ${runtime.workspace}                  # re-run it from the ledger, no model calls`);
-    if (ll !== "ledgerloop") log(`(to type just \`ledgerloop\`: \`npm link\` in ${path.dirname(path.dirname(ll.slice("node ".length)))}, or \`npm i -g\` of its packed tarball)`);
+    if (ll !== "ledgerloop")
+      log(`(to type just \`ledgerloop\`: \`npm link\` in ${path.dirname(path.dirname(ll.slice("node ".length)))}, or \`npm i -g\` of its packed tarball)`);
   }
   return result;
 }

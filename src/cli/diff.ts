@@ -24,6 +24,6 @@ export function registerDiff(program: Command): void {
     const r = await handleDiff(thread, opts);
     if (opts.json) return printJson(r);
     const { formatStat } = await import("../workspace/revisions.js");
-    process.stdout.write("stat" in r && r.stat ? formatStat(r.stat) + "\n" : ("diff" in r ? r.diff : ""));
+    process.stdout.write("stat" in r && r.stat ? formatStat(r.stat) + "\n" : "diff" in r ? r.diff : "");
   });
 }

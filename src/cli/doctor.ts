@@ -20,7 +20,14 @@ export interface DoctorReport {
 /** What this machine gives a run: isolation level and why, and the parts the runtime needs. */
 export async function handleDoctor(args: { workspace?: string; model?: string; embedder?: string; state?: string }): Promise<DoctorReport> {
   const workspace = path.resolve(args.workspace ?? process.cwd());
-  const [{ default: Database }, { CONFIG_FILE, loadConfig }, { probeEndpoint }, { detectIsolation }, { createSandbox }, { chromaCli, chromaHostScript, probeChroma }] = await Promise.all([
+  const [
+    { default: Database },
+    { CONFIG_FILE, loadConfig },
+    { probeEndpoint },
+    { detectIsolation },
+    { createSandbox },
+    { chromaCli, chromaHostScript, probeChroma },
+  ] = await Promise.all([
     import("better-sqlite3"),
     import("../config.js"),
     import("../models/probe.js"),
@@ -75,11 +82,13 @@ export async function handleDoctor(args: { workspace?: string; model?: string; e
       cli = chromaCli();
     } catch (err) {
       // An optional package: without it search uses the n-gram index, symbols and git history.
-      if (err instanceof MissingPackageError) return `chromadb is not installed: vector search is off (optional; \`${installCommand(["chromadb"])}\` turns it on)`;
+      if (err instanceof MissingPackageError)
+        return `chromadb is not installed: vector search is off (optional; \`${installCommand(["chromadb"])}\` turns it on)`;
       throw err;
     }
     if (!fs.existsSync(cli)) throw new Error(`the chromadb package's bundled server is missing (${cli}): reinstall ledgerloop`);
-    if (!fs.existsSync(chromaHostScript())) throw new Error(`ledgerloop's Chroma host script is missing (${chromaHostScript()}): rebuild (npm run build) or reinstall ledgerloop`);
+    if (!fs.existsSync(chromaHostScript()))
+      throw new Error(`ledgerloop's Chroma host script is missing (${chromaHostScript()}): rebuild (npm run build) or reinstall ledgerloop`);
     return "bundled server available (started per state dir on first search)";
   });
   await check("config", () => {

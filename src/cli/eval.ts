@@ -45,16 +45,31 @@ export function registerEval(program: Command): void {
   const cmd = program
     .command("eval")
     .description("run a suite of tasks with a model and score them with their hidden tests (optionally against a plain LangGraph agent)")
-    .argument("<suite>", "a folder of task folders (task.json, workspace/ or repo+commit, hidden/), e.g. eval/suite; with --format swe-bench a task list (JSON/JSONL)")
-    .option("--format <kind>", "suite (default), or swe-bench: SUITE is a SWE-bench-style task list; writes predictions.jsonl for the official harness", choice("--format", ["suite", "swe-bench"] as const))
+    .argument(
+      "<suite>",
+      "a folder of task folders (task.json, workspace/ or repo+commit, hidden/), e.g. eval/suite; with --format swe-bench a task list (JSON/JSONL)",
+    )
+    .option(
+      "--format <kind>",
+      "suite (default), or swe-bench: SUITE is a SWE-bench-style task list; writes predictions.jsonl for the official harness",
+      choice("--format", ["suite", "swe-bench"] as const),
+    )
     .option("-m, --model <spec>", "what `run --model` takes, or oracle (each task's oracle.json) or nothing (a model that never calls a tool)")
-    .option("--baseline <kind>", "also run each task with this baseline: plain (a plain LangGraph agent, same model, tools, sandbox and limits)", choice("--baseline", ["plain"] as const))
+    .option(
+      "--baseline <kind>",
+      "also run each task with this baseline: plain (a plain LangGraph agent, same model, tools, sandbox and limits)",
+      choice("--baseline", ["plain"] as const),
+    )
     .option("--repeat <k>", "run each task k times", intOption("--repeat"))
     .option("--concurrency <n>", "tasks run at the same time", intOption("--concurrency"))
     .option("--out <dir>", "where results (one JSON per run), the runs' folders and report.md go (default: a new temp folder)")
     .option("--resume", "continue the eval in --out: runs that have a result are not run again")
     .option("--task <id...>", "only these tasks")
-    .option("--kill-every <seconds>", "SIGKILL each ledgerloop run's process at random moments about this far apart and resume it from its checkpoint; reports kills and whether effects were doubled or lost", secondsOption("--kill-every"))
+    .option(
+      "--kill-every <seconds>",
+      "SIGKILL each ledgerloop run's process at random moments about this far apart and resume it from its checkpoint; reports kills and whether effects were doubled or lost",
+      secondsOption("--kill-every"),
+    )
     .option("--seed <n>", "seeds the moments of --kill-every (default 1)", intOption("--seed"))
     .option("--json", "print the results and totals as one JSON object on stdout");
   // The run settings a task run takes, generated from their declarations as `run`'s are
@@ -89,10 +104,21 @@ export function registerEval(program: Command): void {
       }),
     );
     const predictions = outcome.predictionFiles ?? {};
-    if (args.json) printJson({ outDir: outcome.outDir, report: outcome.reportFile, html: outcome.htmlFile, ...(outcome.predictionFiles ? { predictions } : {}), resumed: outcome.resumed, summary: summarize(outcome.results), results: outcome.results });
+    if (args.json)
+      printJson({
+        outDir: outcome.outDir,
+        report: outcome.reportFile,
+        html: outcome.htmlFile,
+        ...(outcome.predictionFiles ? { predictions } : {}),
+        resumed: outcome.resumed,
+        summary: summarize(outcome.results),
+        results: outcome.results,
+      });
     else {
       process.stdout.write(evalTable(outcome.results) + "\n");
-      log(`report: ${outcome.reportFile} and ${path.basename(outcome.htmlFile)}${outcome.resumed ? ` (${outcome.resumed} result(s) from an earlier run of this eval)` : ""}`);
+      log(
+        `report: ${outcome.reportFile} and ${path.basename(outcome.htmlFile)}${outcome.resumed ? ` (${outcome.resumed} result(s) from an earlier run of this eval)` : ""}`,
+      );
       for (const [agent, file] of Object.entries(predictions)) log(`predictions (${agent}): ${file}`);
     }
   });

@@ -54,8 +54,16 @@ export function registerGc(program: Command): void {
         .command("gc")
         .description("prune old checkpoints and unreferenced workspace blobs; branch heads stay resumable and runs replayable")
         .option("--keep-last <n>", "keep this many checkpoints back from each branch head (default: all)", intOption("--keep-last"))
-        .option("--grace-minutes <n>", "with --state: keep revisions pushed this recently even if nothing names them yet (default 60)", wholeNumberOption("--grace-minutes", "minutes"))
-        .option("--stale-hours <n>", "with --state: prune a run whose runner is on another host and that recorded nothing for this long, as a stopped one (default: leave it whole)", intOption("--stale-hours"))
+        .option(
+          "--grace-minutes <n>",
+          "with --state: keep revisions pushed this recently even if nothing names them yet (default 60)",
+          wholeNumberOption("--grace-minutes", "minutes"),
+        )
+        .option(
+          "--stale-hours <n>",
+          "with --state: prune a run whose runner is on another host and that recorded nothing for this long, as a stopped one (default: leave it whole)",
+          intOption("--stale-hours"),
+        )
         .option("--json", "one JSON object"),
     ),
   ).action(async (opts: GcArgs & { json?: boolean }) => {
@@ -68,11 +76,16 @@ export function registerGc(program: Command): void {
         `gc: ${r.checkpointsDeleted} checkpoint(s) removed (${r.checkpointBlobsDeleted} stored value(s), ${r.writesDeleted} pending write(s)); ${r.heads} branch head(s) kept; ` +
           `revisions: ${p.revisionsDeleted} removed, ${p.revisionsKept} kept, ${p.treesDeleted} tree(s) and ${p.blobsDeleted} blob(s) removed, ${(p.bytesFreed / 1e6).toFixed(2)} MB freed`,
       );
-      for (const s of r.skipped) log(`  left whole: ${s.thread} (${s.status}: it may be running${s.status === "unknown" ? "; --stale-hours prunes it once it has been silent that long" : ""})`);
+      for (const s of r.skipped)
+        log(
+          `  left whole: ${s.thread} (${s.status}: it may be running${s.status === "unknown" ? "; --stale-hours prunes it once it has been silent that long" : ""})`,
+        );
       return;
     }
-    if (opts.graceMinutes !== undefined) throw new CliError("--grace-minutes applies to a PostgreSQL state (--state); a local gc has no pushes to wait for", 2, "CONFIG_INVALID");
-    if (opts.staleHours !== undefined) throw new CliError("--stale-hours applies to a PostgreSQL state (--state); a local gc runs while no run writes the workspace", 2, "CONFIG_INVALID");
+    if (opts.graceMinutes !== undefined)
+      throw new CliError("--grace-minutes applies to a PostgreSQL state (--state); a local gc has no pushes to wait for", 2, "CONFIG_INVALID");
+    if (opts.staleHours !== undefined)
+      throw new CliError("--stale-hours applies to a PostgreSQL state (--state); a local gc runs while no run writes the workspace", 2, "CONFIG_INVALID");
     const r = await handleGc(opts);
     if (opts.json) return printJson(r);
     log(

@@ -22,7 +22,16 @@ export async function handleIndex(args: RetrievalArgs, onProgress?: (p: IndexPro
     // The history is read beside the files; `index` reports once it is in too (bounded by its time budget).
     await opened.retriever.whenIdle();
     const st = await opened.retriever.stats();
-    return { workspace: opened.workspace, indexFile: st.indexFile, ...report, chunks: st.chunks, symbols: st.symbols, events: st.events, vector: st.vector, history: st.history };
+    return {
+      workspace: opened.workspace,
+      indexFile: st.indexFile,
+      ...report,
+      chunks: st.chunks,
+      symbols: st.symbols,
+      events: st.events,
+      vector: st.vector,
+      history: st.history,
+    };
   } finally {
     await opened.close();
   }
@@ -71,7 +80,9 @@ function describe(s: IndexSummary): string {
       `${s.chunks} chunks, ${s.symbols} symbols, ${s.events} ledger events`,
     `skipped: ${skipped || "none"} (binary = a NUL byte in the first 8 KiB; huge = over 1 MiB)`,
     `vectors: ${s.vector.state}${s.vector.store ? ` in ${s.vector.store}` : ""}, embedder ${s.vector.embedder} (${s.vector.dimensions === null ? "not started" : `${s.vector.dimensions} dims`})${s.vector.error ? ` — ${s.vector.error}` : ""}`,
-    s.history.state === "off" ? `history: off (${s.history.detail})` : `history: ${s.history.state}, ${s.history.commits} commit(s) stored (${s.history.detail})`,
+    s.history.state === "off"
+      ? `history: off (${s.history.detail})`
+      : `history: ${s.history.state}, ${s.history.commits} commit(s) stored (${s.history.detail})`,
     `index: ${s.indexFile}`,
   ];
   if (s.invalidUtf8.count) lines.push(`${s.invalidUtf8.count} file(s) were not valid UTF-8 and were indexed as Latin-1: ${s.invalidUtf8.paths.join(", ")}`);
@@ -83,7 +94,10 @@ export function registerIndex(program: Command): void {
     program
       .command("index")
       .description("build or update the workspace's search index (symbols, n-grams, vectors in Chroma)")
-      .option("--embedder <name>", 'embedder: "hashed" (default, offline), "xenova:<model>" with local model files, or "openai:<model>" (an OpenAI-compatible /v1/embeddings)')
+      .option(
+        "--embedder <name>",
+        'embedder: "hashed" (default, offline), "xenova:<model>" with local model files, or "openai:<model>" (an OpenAI-compatible /v1/embeddings)',
+      )
       .option("--models-dir <dir>", "where xenova: model files are (default <state dir>/models)")
       .option("--json", "print the report as one JSON object"),
   ).action(async (opts: RetrievalArgs) => {

@@ -19,14 +19,18 @@ const QUIET_FIELDS = new Set(["level", "time", "thread", "traceId", "event", "ms
 
 /** Adds --log-level (run logs on stderr too, from that level on) to a command that runs the agent. */
 export function logLevelOption(cmd: Command): Command {
-  return cmd.option("--log-level <level>", `also print the run's JSON log on stderr from this level on (${LOG_LEVELS.join(", ")}; default silent)`, (v: string) => {
-    try {
-      setStderrLogLevel(v);
-    } catch (err) {
-      throw new CliError((err as Error).message, 2, "CONFIG_INVALID");
-    }
-    return v;
-  });
+  return cmd.option(
+    "--log-level <level>",
+    `also print the run's JSON log on stderr from this level on (${LOG_LEVELS.join(", ")}; default silent)`,
+    (v: string) => {
+      try {
+        setStderrLogLevel(v);
+      } catch (err) {
+        throw new CliError((err as Error).message, 2, "CONFIG_INVALID");
+      }
+      return v;
+    },
+  );
 }
 
 /** One log line for a terminal: time, level, event, message, then the other fields as key=value. */
@@ -61,7 +65,8 @@ export async function runLogOf(thread: string, args: LogsArgs): Promise<string> 
  * until `signal` aborts (Ctrl-C). Returns how many lines were printed.
  */
 export async function handleLogs(thread: string, args: LogsArgs, out: (s: string) => void, signal?: AbortSignal): Promise<number> {
-  if (args.level && !(args.level in LEVEL_NUM)) throw new CliError(`--level must be one of ${Object.keys(LEVEL_NUM).join(", ")}, got "${args.level}"`, 2, "CONFIG_INVALID");
+  if (args.level && !(args.level in LEVEL_NUM))
+    throw new CliError(`--level must be one of ${Object.keys(LEVEL_NUM).join(", ")}, got "${args.level}"`, 2, "CONFIG_INVALID");
   const min = args.level ? LEVEL_NUM[args.level]! : 0;
   const file = await runLogOf(thread, args);
   let offset = 0;

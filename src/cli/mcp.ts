@@ -14,7 +14,8 @@ export async function handleMcp(args: McpArgs): Promise<void> {
   const workspace = resolveWorkspace(args.workspace ?? process.cwd());
   const { dbPath } = stateLocation(workspace, args.stateDir);
   // Fail before the handshake: a client shows a server that exits at once with its stderr.
-  if (!fs.existsSync(dbPath)) throw new CliError(`no ledgerloop state in ${workspace} (${dbPath} does not exist); start a run with \`ledgerloop run\``, 1, "NO_STATE");
+  if (!fs.existsSync(dbPath))
+    throw new CliError(`no ledgerloop state in ${workspace} (${dbPath} does not exist); start a run with \`ledgerloop run\``, 1, "NO_STATE");
   // The SDK loads on use only: `--help` and the other commands never pay for it.
   const { serveStdio } = await import("../mcp-server/server.js");
   log(`ledgerloop mcp: serving ${workspace} on stdio (${args.allowWrites ? "record_decision allowed" : "read-only"})`);

@@ -28,10 +28,7 @@ export function registerMemory(program: Command): void {
     }
   });
   const forget = workspaceOptions(
-    memory
-      .command("forget")
-      .description("delete lessons by key (or key prefix)")
-      .argument("<keys...>", "lesson keys as shown by `memory list`"),
+    memory.command("forget").description("delete lessons by key (or key prefix)").argument("<keys...>", "lesson keys as shown by `memory list`"),
   );
   stateOption(forget).action(async (keys: string[], opts: WorkspaceArgs) => {
     const n = await handleMemoryForget(keys, opts);

@@ -23,10 +23,25 @@ export function describeMigration(r: MigrationReport): string {
   const head = ["thread", "result", "runs", "checkpoints", "writes", "events", "action starts", "blobs", "ledger hash", "checkpoint hash"];
   const rows = r.threads.map((t) => {
     const pair = (k: "runs" | "checkpoints" | "writes" | "events" | "actionStarts" | "blobs") => `${t.source[k]}/${t.target[k]}`;
-    return [t.thread, t.result, pair("runs"), pair("checkpoints"), pair("writes"), pair("events"), pair("actionStarts"), pair("blobs"), short(t.target.ledgerHash), short(t.target.checkpointHash)];
+    return [
+      t.thread,
+      t.result,
+      pair("runs"),
+      pair("checkpoints"),
+      pair("writes"),
+      pair("events"),
+      pair("actionStarts"),
+      pair("blobs"),
+      short(t.target.ledgerHash),
+      short(t.target.checkpointHash),
+    ];
   });
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd();
   return [
     `from ${r.from}`,
     `to   ${r.to}`,

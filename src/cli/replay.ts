@@ -12,7 +12,9 @@ export function registerReplay(program: Command): void {
   const cmd = workspaceOptions(
     program
       .command("replay")
-      .description("re-run a thread from a checkpoint with the model responses recorded in its ledger (no model calls), in a scratch copy of the workspace, and report where tool results differ")
+      .description(
+        "re-run a thread from a checkpoint with the model responses recorded in its ledger (no model calls), in a scratch copy of the workspace, and report where tool results differ",
+      )
       .argument("<thread>", "the run id")
       .option("--from <checkpoint>", "start from this checkpoint (default: the first)")
       .option("--into <dir>", "where to put the replay's workspace (default: a new temp directory)")
@@ -23,8 +25,13 @@ export function registerReplay(program: Command): void {
     const r = await replayThread(thread, opts, { progress: progressPrinter(opts.quiet || opts.json) });
     process.exitCode = r.divergences.length ? 1 : 0;
     if (opts.json) return printJson(r);
-    log(`replayed ${thread} as ${r.thread} in ${r.workspace}: ${r.status} after ${r.steps} step(s), ${r.replayedTurns} recorded model responses, 0 model calls`);
+    log(
+      `replayed ${thread} as ${r.thread} in ${r.workspace}: ${r.status} after ${r.steps} step(s), ${r.replayedTurns} recorded model responses, 0 model calls`,
+    );
     if (!r.divergences.length) log("no divergence: every tool result matched the recording");
-    for (const d of r.divergences) log(`divergence at step ${d.step} (${d.tool}), ${d.field}: recorded ${JSON.stringify(d.recorded)?.slice(0, 200)} / replayed ${JSON.stringify(d.replayed)?.slice(0, 200)}`);
+    for (const d of r.divergences)
+      log(
+        `divergence at step ${d.step} (${d.tool}), ${d.field}: recorded ${JSON.stringify(d.recorded)?.slice(0, 200)} / replayed ${JSON.stringify(d.replayed)?.slice(0, 200)}`,
+      );
   });
 }

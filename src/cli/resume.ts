@@ -7,7 +7,8 @@ import type { DriveResult } from "../runs/drive.js";
 import { progressPrinter, reportResult, sandboxOptions, sandboxSettings, warnIfUnisolated, withStopSignal, type RunArgs } from "./run.js";
 import { logLevelOption } from "./logs.js";
 
-export interface ResumeArgs extends WorkspaceArgs, Pick<RunArgs, "sandbox" | "allowNetwork" | "allow" | "maxCost" | "maxTokens" | "summaryModel" | "reconnectSeconds"> {
+export interface ResumeArgs
+  extends WorkspaceArgs, Pick<RunArgs, "sandbox" | "allowNetwork" | "allow" | "maxCost" | "maxTokens" | "summaryModel" | "reconnectSeconds"> {
   model?: string;
   quiet?: boolean;
   /** Answer the approval the run is paused on. */
@@ -24,9 +25,16 @@ export async function handleResume(thread: string, args: ResumeArgs): Promise<Dr
   const { workspace, settings } = await savedRun(thread, args, { postgres: true });
   if (!settings) {
     // Checkpoints without a registered run (made through the library, not the CLI): no settings to resume with.
-    throw new CliError(`unknown thread "${thread}" in ${workspace}: it has checkpoints but no recorded run settings; list runs with \`ledgerloop threads\``, 1, "UNKNOWN_THREAD");
+    throw new CliError(
+      `unknown thread "${thread}" in ${workspace}: it has checkpoints but no recorded run settings; list runs with \`ledgerloop threads\``,
+      1,
+      "UNKNOWN_THREAD",
+    );
   }
-  const [{ createRuntime }, { askOnTerminal, driveRunReconnecting, pendingApproval }] = await Promise.all([import("../runtime.js"), import("../runs/drive.js")]);
+  const [{ createRuntime }, { askOnTerminal, driveRunReconnecting, pendingApproval }] = await Promise.all([
+    import("../runtime.js"),
+    import("../runs/drive.js"),
+  ]);
   const flagged = await sandboxSettings(args, { approveFlag: "--approve-mode" });
   const rt = await createRuntime(
     {
@@ -59,7 +67,9 @@ export async function handleResume(thread: string, args: ResumeArgs): Promise<Dr
     if (!args.quiet && !args.json) log(`resuming ${thread} in ${rt.workspace} with ${rt.model.name} (sandbox: ${rt.sandbox.level})`);
     warnIfUnisolated(rt);
     const ask = rt.settings.approve === "ask" && process.stdin.isTTY && !args.json ? askOnTerminal : undefined;
-    const result = await withStopSignal((signal) => driveRunReconnecting(rt, thread, null, { signal, ask, resume: answer, reconnectMs: reconnectMsOf(args), say: log }));
+    const result = await withStopSignal((signal) =>
+      driveRunReconnecting(rt, thread, null, { signal, ask, resume: answer, reconnectMs: reconnectMsOf(args), say: log }),
+    );
     await reportResult(result, rt, args.json);
     return result;
   } finally {

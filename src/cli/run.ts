@@ -152,7 +152,10 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
   try {
     startThread(rt, task, thread);
     await assertNewThread(rt, thread);
-    if (!args.quiet && !args.json) log(`run ${thread} in ${rt.workspace} with ${rt.model.name}${rt.summaryModel ? ` (plan/summarize/reflect: ${rt.summaryModel.name})` : ""} (sandbox: ${rt.sandbox.level})`);
+    if (!args.quiet && !args.json)
+      log(
+        `run ${thread} in ${rt.workspace} with ${rt.model.name}${rt.summaryModel ? ` (plan/summarize/reflect: ${rt.summaryModel.name})` : ""} (sandbox: ${rt.sandbox.level})`,
+      );
     warnIfUnisolated(rt);
     const ask = rt.settings.approve === "ask" && process.stdin.isTTY && !args.json ? askOnTerminal : undefined;
     const result = await withStopSignal((signal) => driveRunReconnecting(rt, thread, task, { signal, ask, reconnectMs: reconnectMsOf(args), say: log }));

@@ -30,8 +30,12 @@ export function registerSearch(program: Command): void {
     }
     if (out.results.length === 0) process.stdout.write(`no results for "${query}"\n`);
     for (const r of out.results) {
-      if (r.kind === "code") process.stdout.write(`${r.path}:${r.startLine}-${r.endLine}  ${r.score.toFixed(3)}  (${sourcesText(r.sources)})\n${r.preview}\n\n`);
-      else process.stdout.write(`event ${r.eventId} #${r.seq} ${r.type} [${r.threadId}]  ${r.score.toFixed(3)}  (${sourcesText(r.sources)})\n${r.preview.split("\n").slice(0, 4).join("\n")}\n\n`);
+      if (r.kind === "code")
+        process.stdout.write(`${r.path}:${r.startLine}-${r.endLine}  ${r.score.toFixed(3)}  (${sourcesText(r.sources)})\n${r.preview}\n\n`);
+      else
+        process.stdout.write(
+          `event ${r.eventId} #${r.seq} ${r.type} [${r.threadId}]  ${r.score.toFixed(3)}  (${sourcesText(r.sources)})\n${r.preview.split("\n").slice(0, 4).join("\n")}\n\n`,
+        );
     }
   });
 }

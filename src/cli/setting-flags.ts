@@ -32,7 +32,11 @@ function flagFor(key: Key, rename: Partial<Record<Key, string>>): string {
 }
 
 /** Adds one option per setting in `keys`, as the setting's declaration describes it. */
-export function settingOptions(cmd: Command, keys: readonly Key[], opts: { rename?: Partial<Record<Key, string>>; short?: Partial<Record<Key, string>> } = {}): Command {
+export function settingOptions(
+  cmd: Command,
+  keys: readonly Key[],
+  opts: { rename?: Partial<Record<Key, string>>; short?: Partial<Record<Key, string>> } = {},
+): Command {
   for (const key of keys) {
     const spec = SPECS.get(key);
     if (!spec) throw new Error(`setting ${key} has no flag spec: run \`npm run docs\``);
@@ -66,7 +70,11 @@ function expected(z: typeof import("zod").z, base: import("zod").ZodType): strin
  * The settings the generated options of `keys` carry (only those given), each checked by the
  * setting's own schema: a bad value is a one-line usage error (exit 2) naming the flag.
  */
-export async function settingsFromFlags(parsed: Record<string, unknown>, keys: readonly Key[], opts: { rename?: Partial<Record<Key, string>> } = {}): Promise<Partial<RunSettingsInput>> {
+export async function settingsFromFlags(
+  parsed: Record<string, unknown>,
+  keys: readonly Key[],
+  opts: { rename?: Partial<Record<Key, string>> } = {},
+): Promise<Partial<RunSettingsInput>> {
   const [{ z }, { RunSettings }] = await Promise.all([import("zod"), import("../settings.js")]);
   const out: Record<string, unknown> = {};
   for (const key of keys) {

@@ -8,7 +8,10 @@ import { sandboxOptions, sandboxSettings, type RunArgs } from "./run.js";
 
 // `ledgerloop submit`: queues a run for the workers (`ledgerloop worker`) of a PostgreSQL state.
 
-export interface SubmitArgs extends Pick<RunArgs, "thread" | "model" | "summaryModel" | "maxSteps" | "budget" | "sandbox" | "allowNetwork" | "allow" | "maxCost" | "maxTokens"> {
+export interface SubmitArgs extends Pick<
+  RunArgs,
+  "thread" | "model" | "summaryModel" | "maxSteps" | "budget" | "sandbox" | "allowNetwork" | "allow" | "maxCost" | "maxTokens"
+> {
   state?: string;
   repo?: string;
   ref?: string;
@@ -26,12 +29,14 @@ export async function handleSubmit(task: string | undefined, args: SubmitArgs): 
   const url = stateUrlOf(args);
   if (!url) throw new CliError("submit needs the PostgreSQL state the workers use: --state postgres://… or LEDGERLOOP_STATE_URL", 2, "CONFIG_INVALID");
   if (Boolean(task) === Boolean(args.tasks)) throw new CliError("give a task, or --tasks FILE for many, not both", 2, "CONFIG_INVALID");
-  if (args.tasks && args.thread) throw new CliError("--thread names one run: give each task its own \"thread\" in the --tasks file", 2, "CONFIG_INVALID");
+  if (args.tasks && args.thread) throw new CliError('--thread names one run: give each task its own "thread" in the --tasks file', 2, "CONFIG_INVALID");
   const sandboxed = await sandboxSettings(args, { withoutApprove: true });
   const { batchFromFile, buildSubmission } = await import("../queue/submit-build.js");
   let runs: NewSubmission[];
   try {
-    runs = args.tasks ? await batchFromFile(args.tasks, args, sandboxed, newThreadId) : [await buildSubmission(task!, args, sandboxed, { newThread: newThreadId })];
+    runs = args.tasks
+      ? await batchFromFile(args.tasks, args, sandboxed, newThreadId)
+      : [await buildSubmission(task!, args, sandboxed, { newThread: newThreadId })];
   } catch (err) {
     if (err instanceof ConfigError) throw new CliError(err.message, 2, "CONFIG_INVALID");
     throw err;
@@ -60,7 +65,10 @@ export function registerSubmit(program: Command): void {
     .command("submit")
     .description("queue a run for the workers of a PostgreSQL state (see `ledgerloop worker`)")
     .argument("[task]", "what the agent should do (or --tasks FILE)")
-    .option("--tasks <file>", "queue many runs at once: JSON lines or a JSON array of {task, thread?, repo?, ref?, workspace?, model?, summaryModel?, maxSteps?, budget?, priority?}; all or none are queued")
+    .option(
+      "--tasks <file>",
+      "queue many runs at once: JSON lines or a JSON array of {task, thread?, repo?, ref?, workspace?, model?, summaryModel?, maxSteps?, budget?, priority?}; all or none are queued",
+    )
     .option("--repo <git url or path>", "workers clone this repository for the run")
     .option("--ref <ref>", "branch, tag or commit of --repo (default: its HEAD); pinned to a commit when the run starts")
     .option("--workspace <dir>", "a directory every worker can read and write (a shared volume), used as it is")

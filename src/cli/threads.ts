@@ -15,13 +15,17 @@ export function heldBy(worker: string, expiresAt: string | null, now = Date.now(
 export function registerThreads(program: Command): void {
   stateOption(
     workspaceOptions(
-      program.command("threads").description("list the runs recorded in a workspace (CLI, scripts, LangGraph server), newest first").option("--json", "one JSON object per line"),
+      program
+        .command("threads")
+        .description("list the runs recorded in a workspace (CLI, scripts, LangGraph server), newest first")
+        .option("--json", "one JSON object per line"),
     ),
   ).action(async (opts: WorkspaceArgs) => {
     for (const t of await listThreads(opts)) {
       if (opts.json) printJson(t);
       else {
-        const where = t.checkpointsIn === "external" ? (t.origin === "server" ? "  [checkpoints in the LangGraph server]" : "  [checkpoints outside this state db]") : "";
+        const where =
+          t.checkpointsIn === "external" ? (t.origin === "server" ? "  [checkpoints in the LangGraph server]" : "  [checkpoints outside this state db]") : "";
         const held = t.queue?.worker ? `  [${heldBy(t.queue.worker, t.queue.expiresAt)}]` : t.queue?.takeovers ? `  [taken over ${t.queue.takeovers}x]` : "";
         process.stdout.write(
           `${t.thread}  ${t.status.padEnd(17)} ${(t.origin ?? "-").padEnd(6)} ${String(t.events).padStart(5)} events  ${String(t.checkpoints).padStart(5)} checkpoints  ${(t.goal ?? "").slice(0, 60)}${where}${held}\n`,

@@ -15,7 +15,8 @@ export interface WebArgs extends WorkspaceArgs {
 
 function portOption(value: string): number {
   const n = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isInteger(n) || n > 65535) throw new CliError(`--port must be an integer from 0 to 65535, got "${value}"`, 2, "CONFIG_INVALID");
+  if (!/^\d+$/.test(value) || !Number.isInteger(n) || n > 65535)
+    throw new CliError(`--port must be an integer from 0 to 65535, got "${value}"`, 2, "CONFIG_INVALID");
   return n;
 }
 

@@ -113,7 +113,11 @@ export function registerWorker(program: Command): void {
     .option("--lease-seconds <n>", "a run whose worker has not renewed its lease for this long is taken over (default 30)", intOption("--lease-seconds"))
     .option("--poll-seconds <n>", "how often an idle slot asks the queue (default 2)", intOption("--poll-seconds"))
     .option("--exit-when-idle <seconds>", "exit once nothing has been held or queued for this long", intOption("--exit-when-idle"))
-    .option("--stop-grace-seconds <n>", "on SIGTERM/SIGINT, how long a run's current step (its command) may go on before it is cut off (default 20)", intOption("--stop-grace-seconds"))
+    .option(
+      "--stop-grace-seconds <n>",
+      "on SIGTERM/SIGINT, how long a run's current step (its command) may go on before it is cut off (default 20)",
+      intOption("--stop-grace-seconds"),
+    )
     .option("--keep-dirs", "keep each run's clone under --dir after the run ended (default: removed)")
     .option("--verbose", "print every run's progress lines")
     .option("--json", "print one JSON line per job outcome on stdout");

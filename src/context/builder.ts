@@ -194,7 +194,11 @@ async function compact(input: BuildInput, c: Common, kind: "cache" | "legacy", r
   const { counter, state } = input;
   const cache = kind === "cache";
   const budget = new Budget(input.budgetTokens);
-  const { systemTokens, pinned, plan, stat } = fixedPart(input, c, withProcesses(statusText(state, input.maxSteps, c.lastTests, input.repeatLimit), input.processes));
+  const { systemTokens, pinned, plan, stat } = fixedPart(
+    input,
+    c,
+    withProcesses(statusText(state, input.maxSteps, c.lastTests, input.repeatLimit), input.processes),
+  );
   budget.charge({ section: "system", source: "instructions", tokens: systemTokens });
   budget.charge({ section: "tools", source: `${input.tools.length} tool schemas`, tokens: c.toolTokens });
   budget.charge({ section: cache ? "prefix" : "fixed", source: "user message framing", tokens: MESSAGE_OVERHEAD });
@@ -205,13 +209,23 @@ async function compact(input: BuildInput, c: Common, kind: "cache" | "legacy", r
   const turns = turnsOf(c.calls, c.window);
   const needsNudge = turns.length > 0 && turns.at(-1)!.call.payload.toolCalls.length === 0;
   const nudge: ChatMessage = { role: "user", content: NUDGE };
-  if (needsNudge) budget.charge({ section: cache ? "volatile" : "recent", source: "continue-nudge", tokens: cache ? counter.count(NUDGE) + 2 : messagesTokens([nudge], counter) });
+  if (needsNudge)
+    budget.charge({
+      section: cache ? "volatile" : "recent",
+      source: "continue-nudge",
+      tokens: cache ? counter.count(NUDGE) + 2 : messagesTokens([nudge], counter),
+    });
   const chosen: Array<{ turn: Turn; msgs: ChatMessage[] }> = [];
   let dropping = false;
   for (let i = turns.length - 1; i >= 0; i--) {
     const turn = turns[i]!;
     if (dropping) {
-      budget.omit({ section: "recent", source: turnSource(turn), tokens: messagesTokens(turnMessages(turn, OLDER_OUTPUT_CHARS), counter), note: "older than a dropped turn" });
+      budget.omit({
+        section: "recent",
+        source: turnSource(turn),
+        tokens: messagesTokens(turnMessages(turn, OLDER_OUTPUT_CHARS), counter),
+        note: "older than a dropped turn",
+      });
       continue;
     }
     const newest = i === turns.length - 1;
@@ -293,7 +307,14 @@ async function compact(input: BuildInput, c: Common, kind: "cache" | "legacy", r
   return { messages, items: budget.items, omitted: budget.omitted, tokens: actual, layout };
 }
 
-function extrasInput(input: BuildInput, c: Common, budget: Budget, oldestShownSeq: number, shownEvents: Set<string>, seen: (t: string) => boolean): ExtrasInput {
+function extrasInput(
+  input: BuildInput,
+  c: Common,
+  budget: Budget,
+  oldestShownSeq: number,
+  shownEvents: Set<string>,
+  seen: (t: string) => boolean,
+): ExtrasInput {
   return {
     ledger: input.ledger,
     state: input.state,
@@ -356,12 +377,22 @@ async function extend(input: BuildInput, c: Common, prevMessages: ChatMessage[],
   const needsNudge = turns.at(-1)!.call.payload.toolCalls.length === 0;
   const requiredTokens = MESSAGE_OVERHEAD + required.reduce((n, t) => n + counter.count(t) + 2, 0) + (needsNudge ? counter.count(NUDGE) + 2 : 0);
   if (requiredTokens > budget.remaining()) return "budget";
-  budget.charge({ section: "volatile", source: needsNudge ? "message framing, continue-nudge" : "message framing", tokens: requiredTokens - (counter.count(statText) + 2) - (planChanged ? counter.count(planText) + 2 : 0) });
+  budget.charge({
+    section: "volatile",
+    source: needsNudge ? "message framing, continue-nudge" : "message framing",
+    tokens: requiredTokens - (counter.count(statText) + 2) - (planChanged ? counter.count(planText) + 2 : 0),
+  });
   budget.charge({ section: "status", source: "state", tokens: counter.count(statText) + 2 });
   // Unchanged plan and decisions recorded since the compaction are in the log: listed, at no cost.
-  budget.charge({ section: "plan", source: "state.subtasks", tokens: planChanged ? counter.count(planText) + 2 : 0, note: planChanged ? undefined : "unchanged: shown earlier in the log" });
+  budget.charge({
+    section: "plan",
+    source: "state.subtasks",
+    tokens: planChanged ? counter.count(planText) + 2 : 0,
+    note: planChanged ? undefined : "unchanged: shown earlier in the log",
+  });
   const inPrefix = prevItems.find((i) => i.section === "decisions" && i.tokens > 0);
-  if (c.decisions.length && !inPrefix) budget.charge({ section: "decisions", source: `ledger:decision×${c.decisions.length}`, tokens: 0, note: "recorded since the compaction: in the turn log" });
+  if (c.decisions.length && !inPrefix)
+    budget.charge({ section: "decisions", source: `ledger:decision×${c.decisions.length}`, tokens: 0, note: "recorded since the compaction: in the turn log" });
 
   const x = extrasInput(input, c, budget, prev.logFromSeq || Number.MAX_SAFE_INTEGER, new Set(), (t) => logText.includes(t));
   x.written = writtenContents([...log, ...added]);
@@ -385,7 +416,13 @@ async function extend(input: BuildInput, c: Common, prevMessages: ChatMessage[],
   ];
   const { messages, actual } = fitByDroppingExtras(assemble, extras, budget, (m) => messagesTokens(m, counter) + c.toolTokens, input.budgetTokens);
   if (actual > input.budgetTokens) return "budget";
-  const layout: PromptLayout = { ...prev, built: "extension", reason: "append", logFromSeq: prev.logFromSeq || newCalls[0]!.seq, logThroughSeq: newCalls.at(-1)!.seq };
+  const layout: PromptLayout = {
+    ...prev,
+    built: "extension",
+    reason: "append",
+    logFromSeq: prev.logFromSeq || newCalls[0]!.seq,
+    logThroughSeq: newCalls.at(-1)!.seq,
+  };
   return { messages, items: budget.items, omitted: budget.omitted, tokens: actual, layout };
 }
 

@@ -59,7 +59,11 @@ export function writtenContents(messages: ChatMessage[]): Map<string, string> {
 /** The current subtask, the newest error line and the search query made of them. */
 export function workQuery(state: TaskStateValue, lastFailure: LedgerEvent<"environment_feedback"> | undefined) {
   const current = state.subtasks.find((s) => s.status === "in_progress") ?? state.subtasks.find((s) => s.status === "pending");
-  const errorLine = lastFailure?.payload.output.split("\n").find((l) => /error|fail|assert|expected/i.test(l))?.slice(0, 200) ?? "";
+  const errorLine =
+    lastFailure?.payload.output
+      .split("\n")
+      .find((l) => /error|fail|assert|expected/i.test(l))
+      ?.slice(0, 200) ?? "";
   // What the work needs now: the current subtask and the latest error. The focus files are already
   // shown, so they are left out of the query: retrieval should bring the *other* relevant code.
   const query = [current?.description ?? state.goal.slice(0, 300), errorLine].filter(Boolean).join(" ");
@@ -79,7 +83,9 @@ export async function workspaceSection(x: ExtrasInput): Promise<string | null> {
   ].filter(Boolean);
   const text = `# Workspace\n${lines.join("\n")}`;
   if (!lines.length || x.seen(text)) return null;
-  return x.budget.take({ section: "workspace", source: `snapshot:${snaps.at(-1)!.id}`, tokens: x.counter.count(text) + 1 }, SECTION_SHARE.workspace) ? text : null;
+  return x.budget.take({ section: "workspace", source: `snapshot:${snaps.at(-1)!.id}`, tokens: x.counter.count(text) + 1 }, SECTION_SHARE.workspace)
+    ? text
+    : null;
 }
 
 /** The files being worked on, windowed around the touched/failing lines; a file that does not fit is dropped whole. */
@@ -91,7 +97,11 @@ export function focusSection(x: ExtrasInput, shown: Set<string>): string | null 
     if (text === null) continue;
     const rendered = renderWindows(f.path, text, windows(text.split("\n").length, f.lines));
     // The same numbered lines as a read_file result in the log: the model has this content already.
-    const body = rendered.split("\n").slice(1).join("\n").replace(/\n\s*\d+\| $/, "");
+    const body = rendered
+      .split("\n")
+      .slice(1)
+      .join("\n")
+      .replace(/\n\s*\d+\| $/, "");
     if (x.seen(rendered) || (body.length > 0 && x.seen(body)) || x.written?.get(f.path) === text) {
       // Listed at no cost, so the prompt still explains which files it is about.
       x.budget.charge({ section: "focus", source: `file:${f.path}`, tokens: 0, note: `${f.why}; current content already in the turn log` });
@@ -121,7 +131,11 @@ export async function retrievedSection(x: ExtrasInput, query: string, focusShown
         : renderWindows(h.path, current, [[h.startLine, Math.min(h.endLine, h.startLine + 39)]]);
     if (x.seen(body)) continue;
     // A source is a score, or (history) the commit subjects that matched.
-    const note = h.sources ? Object.entries(h.sources).map(([k, v]) => (Array.isArray(v) ? `${k}=${JSON.stringify(v.join(" | ").slice(0, 120))}` : `${k}=${Number(v).toFixed(3)}`)).join(" ") : undefined;
+    const note = h.sources
+      ? Object.entries(h.sources)
+          .map(([k, v]) => (Array.isArray(v) ? `${k}=${JSON.stringify(v.join(" | ").slice(0, 120))}` : `${k}=${Number(v).toFixed(3)}`))
+          .join(" ")
+      : undefined;
     const source = `file:${h.path}#L${h.startLine}-${h.endLine}`;
     if (x.budget.take({ section: "retrieved", source, tokens: x.counter.count(body) + 1, score: h.score, note }, SECTION_SHARE.retrieved)) parts.push(body);
   }
@@ -157,7 +171,8 @@ export async function memoriesSection(x: ExtrasInput, about: string): Promise<st
   const parts: string[] = [];
   for (const l of lessons) {
     const line = `- ${l.text}`;
-    if (x.budget.take({ section: "memories", source: `memory:${l.key}`, tokens: x.counter.count(line) + 1, score: l.score }, SECTION_SHARE.memories)) parts.push(line);
+    if (x.budget.take({ section: "memories", source: `memory:${l.key}`, tokens: x.counter.count(line) + 1, score: l.score }, SECTION_SHARE.memories))
+      parts.push(line);
   }
   return parts.length ? `# Lessons from earlier runs in this workspace\n${parts.join("\n")}` : null;
 }
@@ -171,13 +186,15 @@ export function historySection(x: ExtrasInput): string | null {
   const histParts: string[] = [];
   for (const s of far) {
     const line = `- (far, seq ${s.payload.fromSeq}-${s.payload.toSeq}) ${s.payload.text}`;
-    if (x.budget.take({ section: "history", source: `summary:${s.id}`, tokens: x.counter.count(line) + 1, note: "far" }, SECTION_SHARE.history)) histParts.push(line);
+    if (x.budget.take({ section: "history", source: `summary:${s.id}`, tokens: x.counter.count(line) + 1, note: "far" }, SECTION_SHARE.history))
+      histParts.push(line);
   }
   const midParts: string[] = [];
   for (let i = mid.length - 1; i >= 0; i--) {
     const s = mid[i]!;
     const line = `- (seq ${s.payload.fromSeq}-${s.payload.toSeq}) ${s.payload.text}`;
-    if (x.budget.take({ section: "history", source: `summary:${s.id}`, tokens: x.counter.count(line) + 1, note: "mid" }, SECTION_SHARE.history)) midParts.unshift(line);
+    if (x.budget.take({ section: "history", source: `summary:${s.id}`, tokens: x.counter.count(line) + 1, note: "mid" }, SECTION_SHARE.history))
+      midParts.unshift(line);
   }
   return histParts.length || midParts.length ? `# Earlier history (summarised)\n${[...histParts, ...midParts].join("\n")}` : null;
 }

@@ -45,7 +45,11 @@ export function focusFiles(events: LedgerEvent[], workspace: string): FocusFile[
     if (e.type === "agent_action") {
       const args = e.payload.args as Record<string, unknown> | undefined;
       if (args && typeof args.path === "string" && ["edit_file", "write_file", "read_file"].includes(e.payload.tool)) {
-        pending.set(e.id, { path: args.path, why: e.payload.tool === "read_file" ? "read" : "edited", line: typeof args.startLine === "number" ? args.startLine : undefined });
+        pending.set(e.id, {
+          path: args.path,
+          why: e.payload.tool === "read_file" ? "read" : "edited",
+          line: typeof args.startLine === "number" ? args.startLine : undefined,
+        });
       }
     } else if (e.type === "environment_feedback") {
       const action = e.causedBy ? pending.get(e.causedBy) : undefined;

@@ -99,11 +99,12 @@ export function pinnedSections(state: TaskStateValue, decisions: LedgerEvent<"de
       if (elide && i >= DECISIONS_KEPT_FIRST && i < firstFull) {
         if (i !== DECISIONS_KEPT_FIRST) return [];
         const mid = decisions.slice(DECISIONS_KEPT_FIRST, firstFull);
-        return [`… ${mid.length} decisions of steps ${mid[0]!.payload.step}-${mid.at(-1)!.payload.step} are in the ledger (ledgerloop ledger <thread> --type decision)`];
+        return [
+          `… ${mid.length} decisions of steps ${mid[0]!.payload.step}-${mid.at(-1)!.payload.step} are in the ledger (ledgerloop ledger <thread> --type decision)`,
+        ];
       }
       const newest = decisions.length - i <= 3;
-      const limit =
-        level === 0 ? Infinity : level === 1 ? (i >= firstFull ? Infinity : DECISION_COMPACT_CHARS) : newest ? DECISION_NEWEST_CHARS : 60;
+      const limit = level === 0 ? Infinity : level === 1 ? (i >= firstFull ? Infinity : DECISION_COMPACT_CHARS) : newest ? DECISION_NEWEST_CHARS : 60;
       const text = d.payload.text.length > limit ? `${d.payload.text.slice(0, limit - 1)}…` : d.payload.text;
       return [`${i + 1}. (step ${d.payload.step}) ${text}`];
     });
@@ -118,12 +119,7 @@ export function pinnedSections(state: TaskStateValue, decisions: LedgerEvent<"de
 }
 
 /** Step counter, last test run and failure streak: what changes every step. */
-export function statusText(
-  state: TaskStateValue,
-  maxSteps: number,
-  lastTests: LedgerEvent<"environment_feedback"> | undefined,
-  repeatLimit = 3,
-): string {
+export function statusText(state: TaskStateValue, maxSteps: number, lastTests: LedgerEvent<"environment_feedback"> | undefined, repeatLimit = 3): string {
   const status: string[] = [`Step ${state.step + 1} of at most ${maxSteps}.`];
   if (lastTests?.payload.tests) {
     const t = lastTests.payload.tests;

@@ -32,11 +32,12 @@ const UNKNOWN_MODEL_MARGIN = 1.1;
 
 /** Context window, reserved output and encoding for a model spec such as "openai:gpt-4o-mini". */
 export async function modelProfile(spec: string): Promise<ModelProfile> {
-  const model = spec.replace(/^[a-z]+:/, "").split("/").pop() ?? spec;
-  const models = (await import("gpt-tokenizer/models")) as unknown as Record<
-    string,
-    { context_window?: number; max_output_tokens?: number } | undefined
-  >;
+  const model =
+    spec
+      .replace(/^[a-z]+:/, "")
+      .split("/")
+      .pop() ?? spec;
+  const models = (await import("gpt-tokenizer/models")) as unknown as Record<string, { context_window?: number; max_output_tokens?: number } | undefined>;
   const known = models[model];
   const encoding = /^(gpt-3\.5|gpt-4($|-\d|-turbo|-32k))/.test(model) ? "cl100k_base" : "o200k_base";
   if (known?.context_window) {
@@ -85,7 +86,7 @@ type CountFn = (text: string) => number;
 export function estimateLongPiece(piece: string, countExact: CountFn): number {
   let n = 0;
   let cuts = -1;
-  for (let i = 0; i < piece.length; ) {
+  for (let i = 0; i < piece.length;) {
     let j = Math.min(piece.length, i + PIECE_CHUNK);
     // Never split a surrogate pair: half a code point would be counted as replacement bytes.
     const code = piece.charCodeAt(j - 1);

@@ -96,7 +96,10 @@ export function makeDryCopy(workspace: string, id: string = `dry-${randomBytes(4
   const copy = path.join(dir, "workspace");
   fs.mkdirSync(copy, { recursive: true, mode: 0o700 });
   const t0 = performance.now();
-  const entries = fs.readdirSync(real).filter((n) => !SKIP_TOP.has(n)).map((n) => path.join(real, n));
+  const entries = fs
+    .readdirSync(real)
+    .filter((n) => !SKIP_TOP.has(n))
+    .map((n) => path.join(real, n));
   if (entries.length) {
     const r = spawnSync("cp", ["--reflink=auto", "-a", "--", ...entries, copy], { encoding: "utf8" });
     if (r.status !== 0) {
@@ -124,7 +127,8 @@ export function saveDryRun(run: DryRun): void {
 /** The dry run of a thread; a clear error when there is none. */
 export function loadDryRun(thread: string): DryRun {
   const p = recordPath(thread);
-  if (!fs.existsSync(p)) throw new CliError(`no dry run of thread "${thread}" in ${dryRunRoot()} (start one with \`ledgerloop run --dry-run\`)`, 1, "UNKNOWN_THREAD");
+  if (!fs.existsSync(p))
+    throw new CliError(`no dry run of thread "${thread}" in ${dryRunRoot()} (start one with \`ledgerloop run --dry-run\`)`, 1, "UNKNOWN_THREAD");
   return JSON.parse(fs.readFileSync(p, "utf8")) as DryRun;
 }
 
@@ -164,7 +168,17 @@ export function dryRunDiff(run: DryRun, changes: Changes = dryRunChanges(run)): 
       parts.push(`Binary file ${p} differs\n`);
       continue;
     }
-    parts.push(createTwoFilesPatch(changes.created.includes(p) ? "/dev/null" : `a/${p}`, changes.deleted.includes(p) ? "/dev/null" : `b/${p}`, before, after, undefined, undefined, { context: 3 }));
+    parts.push(
+      createTwoFilesPatch(
+        changes.created.includes(p) ? "/dev/null" : `a/${p}`,
+        changes.deleted.includes(p) ? "/dev/null" : `b/${p}`,
+        before,
+        after,
+        undefined,
+        undefined,
+        { context: 3 },
+      ),
+    );
   }
   return parts.join("");
 }
@@ -196,7 +210,9 @@ export function applyDryRun(run: DryRun): Changes {
 }
 
 /** What a run's ledger says it executed: command lines, in order, with their outcome. */
-export function commandsRun(events: Array<{ type: string; payload: unknown }>): Array<{ tool: string; command: string; status: string; exitCode: number | null }> {
+export function commandsRun(
+  events: Array<{ type: string; payload: unknown }>,
+): Array<{ tool: string; command: string; status: string; exitCode: number | null }> {
   const out: Array<{ tool: string; command: string; status: string; exitCode: number | null }> = [];
   for (const e of events) {
     if (e.type !== "environment_feedback") continue;

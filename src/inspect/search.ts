@@ -40,7 +40,16 @@ export async function searchWorkspace(query: string, args: SearchArgs): Promise<
     return {
       results: hits.map((h): SearchResult =>
         h.kind === "code"
-          ? { kind: "code", path: h.path, startLine: h.startLine, endLine: h.endLine, score: h.score, sources: h.sources, symbols: h.symbols, preview: h.preview }
+          ? {
+              kind: "code",
+              path: h.path,
+              startLine: h.startLine,
+              endLine: h.endLine,
+              score: h.score,
+              sources: h.sources,
+              symbols: h.symbols,
+              preview: h.preview,
+            }
           : { kind: "event", eventId: h.eventId, threadId: h.threadId, seq: h.seq, type: h.type, score: h.score, sources: h.sources, preview: h.preview },
       ),
     };

@@ -10,6 +10,5 @@ import type { Redactor } from "../secrets.js";
 export const checkpointRedaction = {
   checkpoint: (r: Redactor, checkpoint: Checkpoint): Checkpoint => r.redactDeep(checkpoint),
   metadata: (r: Redactor, metadata: CheckpointMetadata): CheckpointMetadata => r.redactDeep(metadata),
-  writes: (r: Redactor, writes: PendingWrite[]): PendingWrite[] =>
-    writes.map(([channel, value]) => [channel, r.redactDeep(value)] as PendingWrite),
+  writes: (r: Redactor, writes: PendingWrite[]): PendingWrite[] => writes.map(([channel, value]) => [channel, r.redactDeep(value)] as PendingWrite),
 };

@@ -119,23 +119,23 @@ export function checkpointRowOf(t: {
  * The state values of a thread's newest checkpoint, read through a saver (PostgreSQL's, or a
  * runtime's); undefined when it has none. The SQLite twin reading the table is latestCheckpoint.
  */
-export async function latestValues<T = Record<string, unknown>>(saver: { getTuple(config: { configurable: { thread_id: string } }): Promise<{ checkpoint: { channel_values: unknown } } | undefined> }, thread: string): Promise<Partial<T> | undefined> {
+export async function latestValues<T = Record<string, unknown>>(
+  saver: { getTuple(config: { configurable: { thread_id: string } }): Promise<{ checkpoint: { channel_values: unknown } } | undefined> },
+  thread: string,
+): Promise<Partial<T> | undefined> {
   return (await saver.getTuple({ configurable: { thread_id: thread } }))?.checkpoint.channel_values as Partial<T> | undefined;
 }
 
 /** Every checkpoint of a thread (root graph only), newest first. */
 export function checkpointHistory(db: Database.Database, thread: string): CheckpointRow[] {
-  const rows = db
-    .prepare(`SELECT ${COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id DESC`)
-    .all(thread) as Row[];
+  const rows = db.prepare(`SELECT ${COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id DESC`).all(thread) as Row[];
   return rows.map(toRow);
 }
 
 /** The newest checkpoint of a thread, or undefined when it has none. */
 export function latestCheckpoint(db: Database.Database, thread: string): CheckpointRow | undefined {
-  const row = db
-    .prepare(`SELECT ${COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1`)
-    .get(thread) as Row | undefined;
+  const row = db.prepare(`SELECT ${COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1`).get(thread) as
+    Row | undefined;
   return row ? toRow(row) : undefined;
 }
 

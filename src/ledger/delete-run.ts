@@ -35,7 +35,9 @@ function ownPrompts(db: Database.Database, thread: string): string[] {
   if (!hasTable(db, "ll_blobs")) return [];
   // context_built and model_call events point at prompts. One pass over each side, not a lookup per ref.
   const refs = (where: string) =>
-    db.prepare(`SELECT DISTINCT json_extract(payload, '$.promptRef') FROM ll_events WHERE ${where} AND json_extract(payload, '$.promptRef') IS NOT NULL`).pluck();
+    db
+      .prepare(`SELECT DISTINCT json_extract(payload, '$.promptRef') FROM ll_events WHERE ${where} AND json_extract(payload, '$.promptRef') IS NOT NULL`)
+      .pluck();
   const shared = new Set(refs("thread_id <> ?").all(thread) as string[]);
   return (refs("thread_id = ?").all(thread) as string[]).filter((r) => !shared.has(r));
 }
@@ -96,7 +98,9 @@ export function deleteRunRecords(db: Database.Database, stateDir: string, thread
       db.prepare("INSERT OR IGNORE INTO ll_deleting (thread_id) VALUES (?)").run(thread);
       if (hasTable(db, "ll_action_starts")) {
         // An attempt's key ends in /start/<action event id> (agent/nodes/act.ts).
-        const ofRun = startOfActions(new Set(db.prepare("SELECT id FROM ll_events WHERE thread_id = ? AND type = 'agent_action'").pluck().all(thread) as string[]));
+        const ofRun = startOfActions(
+          new Set(db.prepare("SELECT id FROM ll_events WHERE thread_id = ? AND type = 'agent_action'").pluck().all(thread) as string[]),
+        );
         const del = db.prepare("DELETE FROM ll_action_starts WHERE action_id = ?");
         for (const id of db.prepare("SELECT action_id FROM ll_action_starts").pluck().all() as string[]) if (ofRun({ actionId: id })) del.run(id);
       }

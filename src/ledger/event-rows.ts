@@ -82,7 +82,10 @@ export async function loadEventSchemas(): Promise<void> {
 export function checkedPayload<T extends EventType>(redactor: Redactor, event: AppendEvent<T>): Record<string, unknown> {
   if (!eventBody) {
     // A synchronous append before any asynchronous one: a programming error, never skipped validation.
-    throw new LedgerError("LEDGER_INVALID_EVENT", "the event schemas are not loaded: call `await loadEventSchemas()` (ledger/event-rows.ts) before appendSync, or use append");
+    throw new LedgerError(
+      "LEDGER_INVALID_EVENT",
+      "the event schemas are not loaded: call `await loadEventSchemas()` (ledger/event-rows.ts) before appendSync, or use append",
+    );
   }
   const parsed = eventBody.safeParse({ type: event.type, payload: redactor.redactDeep(event.payload) });
   if (!parsed.success) {

@@ -1,6 +1,15 @@
 import type { LedgerEvent, Subtask } from "../events.js";
 import type { CheckpointRow } from "./checkpoints.js";
-import { noteCheckpointHome, openExistingState, openPgInspection, requirePgThread, requireThread, stateUrlOf, stderrNote, type WorkspaceArgs } from "./open-state.js";
+import {
+  noteCheckpointHome,
+  openExistingState,
+  openPgInspection,
+  requirePgThread,
+  requireThread,
+  stateUrlOf,
+  stderrNote,
+  type WorkspaceArgs,
+} from "./open-state.js";
 import type { Ledger } from "./port.js";
 import type { RunSummary } from "./run-status.js";
 
@@ -78,7 +87,11 @@ async function openSqlite(args: WorkspaceArgs): Promise<Inspection> {
 }
 
 async function openPostgres(url: string): Promise<Inspection> {
-  const [pg, { checkpointRowOf, latestValues }, { listRunsPg }] = await Promise.all([openPgInspection(url), import("./checkpoints.js"), import("./pg-run-status.js")]);
+  const [pg, { checkpointRowOf, latestValues }, { listRunsPg }] = await Promise.all([
+    openPgInspection(url),
+    import("./checkpoints.js"),
+    import("./pg-run-status.js"),
+  ]);
   const here = (thread: string) => pg.runs.hasCheckpoints(thread);
   return {
     location: pg.location,

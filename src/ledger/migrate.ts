@@ -129,7 +129,9 @@ async function readThread(side: StateSide, thread: string): Promise<ThreadData> 
 
 /** The registry fields that make a run what it is (the runner changes whenever a process takes it up). */
 const sameRun = (a: RunRow | null, b: RunRow | null) =>
-  a === null || b === null ? a === b : a.created_at === b.created_at && a.goal === b.goal && a.settings === b.settings && (a.origin ?? null) === (b.origin ?? null);
+  a === null || b === null
+    ? a === b
+    : a.created_at === b.created_at && a.goal === b.goal && a.settings === b.settings && (a.origin ?? null) === (b.origin ?? null);
 
 /** What differs between two sides' view of a thread, in words (empty when they match). */
 function differences(a: ThreadData, b: ThreadData): string[] {
@@ -153,7 +155,8 @@ const isEmpty = (d: ThreadData) => d.run === null && d.counts.events === 0 && d.
 function interruptedCopy(source: ThreadData, there: ThreadData): boolean {
   if (!source.run || there.run) return false;
   if (there.counts.events && there.counts.ledgerHash !== source.counts.ledgerHash) return false;
-  const link = (t: CheckpointTuple) => `${t.config.configurable?.checkpoint_ns ?? ""}\u0000${t.config.configurable?.checkpoint_id}\u0000${t.parentConfig?.configurable?.checkpoint_id ?? ""}`;
+  const link = (t: CheckpointTuple) =>
+    `${t.config.configurable?.checkpoint_ns ?? ""}\u0000${t.config.configurable?.checkpoint_id}\u0000${t.parentConfig?.configurable?.checkpoint_id ?? ""}`;
   const mine = new Set(source.checkpoints.map(link));
   return there.checkpoints.every((t) => mine.has(link(t)));
 }
@@ -164,7 +167,11 @@ async function copyThread(src: StateSide, dst: StateSide, thread: string, data: 
     const blob = await src.ledger.getBlob(ref);
     if (blob === null) continue;
     const stored = await dst.ledger.putBlob(blob);
-    if (stored !== ref) throw new MigrationError("MIGRATE_MISMATCH", `blob ${ref} of thread "${thread}" was stored as ${stored} on the target (redaction changed it); nothing more was copied`);
+    if (stored !== ref)
+      throw new MigrationError(
+        "MIGRATE_MISMATCH",
+        `blob ${ref} of thread "${thread}" was stored as ${stored} on the target (redaction changed it); nothing more was copied`,
+      );
   }
   await dst.ledger.importThread(thread, data.ledger);
   if (data.checkpoints.length) {
@@ -174,7 +181,12 @@ async function copyThread(src: StateSide, dst: StateSide, thread: string, data: 
       const id = t.config.configurable?.checkpoint_id as string;
       const parent = t.parentConfig?.configurable?.checkpoint_id as string | undefined;
       // Every channel as new: PostgresSaver stores the values of the channels named here only.
-      await saver.put({ configurable: { thread_id: thread, checkpoint_ns: ns, ...(parent ? { checkpoint_id: parent } : {}) } }, t.checkpoint, t.metadata!, t.checkpoint.channel_versions);
+      await saver.put(
+        { configurable: { thread_id: thread, checkpoint_ns: ns, ...(parent ? { checkpoint_id: parent } : {}) } },
+        t.checkpoint,
+        t.metadata!,
+        t.checkpoint.channel_versions,
+      );
       const at = { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: id } };
       // One call per task as the graph made them, special channels (errors, interrupts) apart: the
       // savers number a task's ordinary writes by their position in the call.
@@ -248,7 +260,8 @@ async function copyRevisions(src: StateSide, dst: StateSide, threads: string[]):
     if (from.kind === "store" && to?.kind === "replica") await to.replica.push(from.store, rev);
     else if (from.kind === "replica" && to?.kind === "store") await from.replica.pull(to.store, rev);
     else continue;
-    if (!(await hasRevision(to, rev))) throw new MigrationError("MIGRATE_MISMATCH", `after copying, workspace revision ${rev.slice(0, 12)} is missing on ${dst.location}`);
+    if (!(await hasRevision(to, rev)))
+      throw new MigrationError("MIGRATE_MISMATCH", `after copying, workspace revision ${rev.slice(0, 12)} is missing on ${dst.location}`);
     report.copied++;
   }
   return report;
@@ -269,7 +282,8 @@ export async function migrateState(opts: { from: string; to: string; threads?: s
     const wanted = opts.threads?.length ? [...new Set(opts.threads)] : all;
     const known = new Set(all);
     const unknown = wanted.find((t) => !known.has(t));
-    if (unknown !== undefined) throw new MigrationError("MIGRATE_UNKNOWN_THREAD", `unknown thread "${unknown}" in ${src.location}; list runs with \`ledgerloop threads\``);
+    if (unknown !== undefined)
+      throw new MigrationError("MIGRATE_UNKNOWN_THREAD", `unknown thread "${unknown}" in ${src.location}; list runs with \`ledgerloop threads\``);
     if (!wanted.length) throw new MigrationError("MIGRATE_NO_STATE", `${src.location} holds no runs to migrate`);
     const source = new Map<string, ThreadData>();
     for (const t of wanted) {
@@ -277,7 +291,10 @@ export async function migrateState(opts: { from: string; to: string; threads?: s
       // A run being written would be copied half-way through a step.
       const runner = data.run ? toRecord(data.run).runner : null;
       if (runner && runnerAlive(runner) === true) {
-        throw new MigrationError("MIGRATE_RUN_ACTIVE", `run "${t}" is running (pid ${runner.pid} on ${runner.host}); stop it or let it finish, then migrate (nothing was written)`);
+        throw new MigrationError(
+          "MIGRATE_RUN_ACTIVE",
+          `run "${t}" is running (pid ${runner.pid} on ${runner.host}); stop it or let it finish, then migrate (nothing was written)`,
+        );
       }
       source.set(t, data);
     }

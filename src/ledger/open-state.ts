@@ -159,8 +159,11 @@ export function requireThread(state: OpenedState, threadId: string): void {
 export function whereCheckpointsAre(st: OpenedState, thread: string): string {
   const run = st.runs.get(thread);
   return (
-    checkpointsElsewhere({ thread, origin: run?.origin ?? null, checkpointsIn: st.runs.hasCheckpoints(thread) ? "state-db" : run?.checkpoints === "external" ? "external" : "none" }) ??
-    `the checkpoints of ${thread} are in ${st.dbPath}`
+    checkpointsElsewhere({
+      thread,
+      origin: run?.origin ?? null,
+      checkpointsIn: st.runs.hasCheckpoints(thread) ? "state-db" : run?.checkpoints === "external" ? "external" : "none",
+    }) ?? `the checkpoints of ${thread} are in ${st.dbPath}`
   );
 }
 
@@ -185,4 +188,3 @@ export async function currentHead(st: OpenedState, thread: string): Promise<{ le
   const plan = plans.at(-1) as LedgerEvent<"task_spec" | "plan_update"> | undefined;
   return { ledgerHead: head?.id ?? null, subtasks: plan?.payload.subtasks ?? [], from: "ledger" };
 }
-

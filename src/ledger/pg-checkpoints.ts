@@ -34,7 +34,12 @@ export class RedactingPostgresSaver extends PostgresSaver {
   // newVersions must reach PostgresSaver: it stores only the channels that changed (the validation
   // suite caught a first version of this wrapper that dropped it).
   override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
-    const saved = await super.put(config, checkpointRedaction.checkpoint(this.redactor, checkpoint), checkpointRedaction.metadata(this.redactor, metadata), newVersions);
+    const saved = await super.put(
+      config,
+      checkpointRedaction.checkpoint(this.redactor, checkpoint),
+      checkpointRedaction.metadata(this.redactor, metadata),
+      newVersions,
+    );
     failpoint("checkpoint-put");
     return saved;
   }

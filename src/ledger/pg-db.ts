@@ -277,10 +277,7 @@ export function parsePgUrl(url: string): URL {
   try {
     u = new URL(url.trim());
   } catch {
-    throw new StateStoreError(
-      "STATE_URL_INVALID",
-      `invalid state URL ${redactUrl(url)}: not a URL; expected postgres://user[:password]@host[:port]/database`,
-    );
+    throw new StateStoreError("STATE_URL_INVALID", `invalid state URL ${redactUrl(url)}: not a URL; expected postgres://user[:password]@host[:port]/database`);
   }
   if (!/^postgres(ql)?:$/.test(u.protocol)) {
     throw new StateStoreError("STATE_URL_INVALID", `invalid state URL ${redactUrl(url)}: the scheme must be postgres:// or postgresql://`);
@@ -289,7 +286,10 @@ export function parsePgUrl(url: string): URL {
     throw new StateStoreError("STATE_URL_INVALID", `invalid state URL ${redactUrl(url)}: no host; expected postgres://user[:password]@host[:port]/database`);
   }
   if (u.pathname.replace(/^\//, "") === "") {
-    throw new StateStoreError("STATE_URL_INVALID", `invalid state URL ${redactUrl(url)}: no database name; expected postgres://user[:password]@host[:port]/database`);
+    throw new StateStoreError(
+      "STATE_URL_INVALID",
+      `invalid state URL ${redactUrl(url)}: no database name; expected postgres://user[:password]@host[:port]/database`,
+    );
   }
   return u;
 }
@@ -302,15 +302,29 @@ export function asPgStateError(err: unknown, url: string): StateStoreError {
   const db = decodeURIComponent(u.pathname.slice(1));
   const user = decodeURIComponent(u.username) || "(default user)";
   const code = (err as { code?: string })?.code ?? "";
-  const msg = errorMessage(err).split("\n")[0]!.replace(u.password || "\u0000", "***");
+  const msg = errorMessage(err)
+    .split("\n")[0]!
+    .replace(u.password || "\u0000", "***");
   if (code === "28P01" || code === "28000" || /password authentication failed|no password supplied|SASL/i.test(msg)) {
-    return new StateStoreError("STATE_DB_AUTH", `PostgreSQL at ${where} refused the login of user "${user}" (${msg}); check the user and password in the state URL`, { cause: err });
+    return new StateStoreError(
+      "STATE_DB_AUTH",
+      `PostgreSQL at ${where} refused the login of user "${user}" (${msg}); check the user and password in the state URL`,
+      { cause: err },
+    );
   }
   if (code === "3D000") {
-    return new StateStoreError("STATE_DB_UNREADABLE", `PostgreSQL at ${where} has no database "${db}"; create it (createdb ${db}) or fix the state URL`, { cause: err });
+    return new StateStoreError("STATE_DB_UNREADABLE", `PostgreSQL at ${where} has no database "${db}"; create it (createdb ${db}) or fix the state URL`, {
+      cause: err,
+    });
   }
-  if (["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ECONNRESET"].includes(code) || /timeout|terminated unexpectedly/i.test(msg) || isStateUnavailable(err)) {
-    return new StateStoreError("STATE_DB_UNREACHABLE", `cannot reach PostgreSQL at ${where} (${code || msg}); is the server running and the state URL right?`, { cause: err });
+  if (
+    ["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ECONNRESET"].includes(code) ||
+    /timeout|terminated unexpectedly/i.test(msg) ||
+    isStateUnavailable(err)
+  ) {
+    return new StateStoreError("STATE_DB_UNREACHABLE", `cannot reach PostgreSQL at ${where} (${code || msg}); is the server running and the state URL right?`, {
+      cause: err,
+    });
   }
   return new StateStoreError("STATE_DB_UNREADABLE", `cannot use PostgreSQL state database ${redactUrl(url)}: ${msg}`, { cause: err });
 }
@@ -361,7 +375,9 @@ export async function openPgState(url: string, opts: OpenPgStateOptions = {}): P
               await client.query("COMMIT");
             } catch (err) {
               await client.query("ROLLBACK").catch(() => {});
-              throw new StateStoreError("STATE_DB_UNREADABLE", `migrating ${redactUrl(url)} to schema version ${v} failed: ${errorMessage(err)}`, { cause: err });
+              throw new StateStoreError("STATE_DB_UNREADABLE", `migrating ${redactUrl(url)} to schema version ${v} failed: ${errorMessage(err)}`, {
+                cause: err,
+              });
             }
             version = v;
           }

@@ -66,7 +66,10 @@ export class PgLedger implements Ledger, LedgerTransfer {
     await c.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7))", [event.threadId]);
     if (this.fence && this.fence.thread === event.threadId) {
       // FOR SHARE: a takeover (an UPDATE of the row) waits for this append to commit, or this waits for it.
-      const held = await c.query("SELECT 1 FROM ll_run_leases WHERE thread_id = $1 AND token = $2 AND state = 'held' FOR SHARE", [this.fence.thread, this.fence.token]);
+      const held = await c.query("SELECT 1 FROM ll_run_leases WHERE thread_id = $1 AND token = $2 AND state = 'held' FOR SHARE", [
+        this.fence.thread,
+        this.fence.token,
+      ]);
       if (!held.rowCount) throw new RunLeaseLostError(event.threadId);
     }
     const key = event.idempotencyKey ?? null;
@@ -96,10 +99,11 @@ export class PgLedger implements Ledger, LedgerTransfer {
     );
     const paths = pathsOf(event.type, payload);
     if (paths.length) {
-      await c.query(
-        "INSERT INTO ll_event_files (thread_id, path, event_id) SELECT $1, p, $3 FROM unnest($2::text[]) AS p ON CONFLICT DO NOTHING",
-        [event.threadId, paths, row.id],
-      );
+      await c.query("INSERT INTO ll_event_files (thread_id, path, event_id) SELECT $1, p, $3 FROM unnest($2::text[]) AS p ON CONFLICT DO NOTHING", [
+        event.threadId,
+        paths,
+        row.id,
+      ]);
     }
     return toEvent(row) as LedgerEvent<T>;
   }
@@ -285,10 +289,14 @@ export class PgLedger implements Ledger, LedgerTransfer {
 
   async actionStart(actionId: string): Promise<ActionStart | null> {
     const r = (
-      await this.pool.query<{ action_id: string; started_at: string; pid: number | null; pgid: number | null; proc_start: string | null; guard: string | null }>(
-        "SELECT * FROM ll_action_starts WHERE action_id = $1",
-        [actionId],
-      )
+      await this.pool.query<{
+        action_id: string;
+        started_at: string;
+        pid: number | null;
+        pgid: number | null;
+        proc_start: string | null;
+        guard: string | null;
+      }>("SELECT * FROM ll_action_starts WHERE action_id = $1", [actionId])
     ).rows[0];
     return r ? { actionId: r.action_id, startedAt: r.started_at, pid: r.pid, pgid: r.pgid, procStart: r.proc_start, guard: r.guard } : null;
   }
@@ -309,9 +317,14 @@ export class PgLedger implements Ledger, LedgerTransfer {
     const events = await this.rows("SELECT * FROM ll_events WHERE thread_id = $1 ORDER BY seq", [threadId]);
     const actions = new Set(events.filter((e) => e.type === "agent_action").map((e) => e.id));
     const starts = (
-      await this.pool.query<{ action_id: string; started_at: string; pid: number | null; pgid: number | null; proc_start: string | null; guard: string | null }>(
-        "SELECT * FROM ll_action_starts ORDER BY action_id",
-      )
+      await this.pool.query<{
+        action_id: string;
+        started_at: string;
+        pid: number | null;
+        pgid: number | null;
+        proc_start: string | null;
+        guard: string | null;
+      }>("SELECT * FROM ll_action_starts ORDER BY action_id")
     ).rows.map((r) => ({ actionId: r.action_id, startedAt: r.started_at, pid: r.pid, pgid: r.pgid, procStart: r.proc_start, guard: r.guard }));
     const config = (await this.pool.query<{ config_sha: string }>("SELECT config_sha FROM ll_thread_config WHERE thread_id = $1", [threadId])).rows[0];
     return {
@@ -338,7 +351,11 @@ export class PgLedger implements Ledger, LedgerTransfer {
           );
           const paths = pathsOf(r.type as EventType, JSON.parse(r.payload));
           if (paths.length) {
-            await c.query("INSERT INTO ll_event_files (thread_id, path, event_id) SELECT $1, p, $3 FROM unnest($2::text[]) AS p ON CONFLICT DO NOTHING", [threadId, paths, r.id]);
+            await c.query("INSERT INTO ll_event_files (thread_id, path, event_id) SELECT $1, p, $3 FROM unnest($2::text[]) AS p ON CONFLICT DO NOTHING", [
+              threadId,
+              paths,
+              r.id,
+            ]);
           }
         }
         for (const f of forks) await c.query("INSERT INTO ll_forks (thread_id, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [threadId, f]);
@@ -351,7 +368,8 @@ export class PgLedger implements Ledger, LedgerTransfer {
         );
       }
       // The config the run started under comes with it (a record already here is kept).
-      if (data.configSha) await c.query("INSERT INTO ll_thread_config (thread_id, config_sha) VALUES ($1, $2) ON CONFLICT (thread_id) DO NOTHING", [threadId, data.configSha]);
+      if (data.configSha)
+        await c.query("INSERT INTO ll_thread_config (thread_id, config_sha) VALUES ($1, $2) ON CONFLICT (thread_id) DO NOTHING", [threadId, data.configSha]);
       return result;
     });
   }

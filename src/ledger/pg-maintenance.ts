@@ -79,9 +79,9 @@ async function collect(pool: pg.Pool, opts: PgGcOptions): Promise<PgGcReport> {
   }
   const checkpoints = await tableExists(pool, "checkpoints");
   if (checkpoints) {
-    const rows = (await pool.query<CheckpointLink>("SELECT thread_id, checkpoint_id, parent_checkpoint_id FROM checkpoints WHERE checkpoint_ns = ''")).rows.filter(
-      (r) => !active.has(r.thread_id),
-    );
+    const rows = (
+      await pool.query<CheckpointLink>("SELECT thread_id, checkpoint_id, parent_checkpoint_id FROM checkpoints WHERE checkpoint_ns = ''")
+    ).rows.filter((r) => !active.has(r.thread_id));
     const byThread = new Map<string, CheckpointLink[]>();
     for (const r of rows) {
       const links = byThread.get(r.thread_id);
@@ -95,7 +95,11 @@ async function collect(pool: pg.Pool, opts: PgGcOptions): Promise<PgGcReport> {
       if (plan.drop.length === 0) continue;
       const out = await inTransaction(pool, async (c) => {
         for (const r of plan.reparent) {
-          await c.query("UPDATE checkpoints SET parent_checkpoint_id = $1 WHERE thread_id = $2 AND checkpoint_ns = '' AND checkpoint_id = $3", [r.parent, thread, r.checkpoint_id]);
+          await c.query("UPDATE checkpoints SET parent_checkpoint_id = $1 WHERE thread_id = $2 AND checkpoint_ns = '' AND checkpoint_id = $3", [
+            r.parent,
+            thread,
+            r.checkpoint_id,
+          ]);
         }
         const ids = plan.drop.map((r) => r.checkpoint_id);
         const writes = await c.query("DELETE FROM checkpoint_writes WHERE thread_id = $1 AND checkpoint_ns = '' AND checkpoint_id = ANY($2)", [thread, ids]);
@@ -139,7 +143,10 @@ async function liveRevisions(pool: pg.Pool, active: ReadonlySet<string>, checkpo
       if (r.type === "null" || r.type === "empty" || r.blob === null) continue;
       if (r.type !== "json") {
         // Better no sweep than a sweep that loses a revision some checkpoint needs.
-        throw new StateStoreError("STATE_DB_UNREADABLE", `cannot read a checkpoint's workspace revision stored as "${r.type}"; the revision replica was not swept`);
+        throw new StateStoreError(
+          "STATE_DB_UNREADABLE",
+          `cannot read a checkpoint's workspace revision stored as "${r.type}"; the revision replica was not swept`,
+        );
       }
       add(JSON.parse(r.blob.toString("utf8")));
     }
@@ -177,10 +184,12 @@ export interface PgStorage {
 export async function pgStorage(pool: pg.Pool): Promise<PgStorage> {
   const size = async (tables: string[]) => {
     let n = 0;
-    for (const t of tables) if (await tableExists(pool, t)) n += Number((await pool.query<{ b: string }>("SELECT pg_total_relation_size($1::regclass) AS b", [t])).rows[0]!.b);
+    for (const t of tables)
+      if (await tableExists(pool, t)) n += Number((await pool.query<{ b: string }>("SELECT pg_total_relation_size($1::regclass) AS b", [t])).rows[0]!.b);
     return n;
   };
-  const count = async (table: string) => ((await tableExists(pool, table)) ? Number((await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`)).rows[0]!.n) : 0);
+  const count = async (table: string) =>
+    (await tableExists(pool, table)) ? Number((await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`)).rows[0]!.n) : 0;
   return {
     checkpoints: { count: await count("checkpoints"), bytes: await size(["checkpoints", "checkpoint_blobs", "checkpoint_writes"]) },
     ledger: { events: await count("ll_events"), bytes: await size(["ll_events", "ll_event_files", "ll_blobs"]) },

@@ -17,7 +17,15 @@ export async function listRunsPg(pool: pg.Pool, opts: { thread?: string } = {}):
   // `$1::text IS NULL OR …`: one statement for every run or one.
   const arg = [only ?? null];
   const events = new Map<string, ThreadEvents>();
-  const rows = await pool.query<{ thread_id: string; n: string; first_ts: string; last_ts: string; max_seq: number; goal: string | null; steps: string | null }>(
+  const rows = await pool.query<{
+    thread_id: string;
+    n: string;
+    first_ts: string;
+    last_ts: string;
+    max_seq: number;
+    goal: string | null;
+    steps: string | null;
+  }>(
     `SELECT thread_id, COUNT(*) AS n, MIN(ts) AS first_ts, MAX(ts) AS last_ts, MAX(seq) AS max_seq,
        MAX(CASE WHEN type = 'context_built' THEN (payload::jsonb ->> 'step')::int END) AS steps,
        (SELECT s.payload::jsonb ->> 'goal' FROM ll_events s WHERE s.thread_id = e.thread_id AND s.type = 'task_spec' ORDER BY seq LIMIT 1) AS goal
@@ -25,15 +33,26 @@ export async function listRunsPg(pool: pg.Pool, opts: { thread?: string } = {}):
     arg,
   );
   for (const r of rows.rows) {
-    events.set(r.thread_id, { n: Number(r.n), first: r.first_ts, last: r.last_ts, maxSeq: r.max_seq, goal: r.goal, steps: r.steps === null ? null : Number(r.steps) });
+    events.set(r.thread_id, {
+      n: Number(r.n),
+      first: r.first_ts,
+      last: r.last_ts,
+      maxSeq: r.max_seq,
+      goal: r.goal,
+      steps: r.steps === null ? null : Number(r.steps),
+    });
   }
   // PostgresSaver's tables, absent until a run set them up.
   const local = await tableExists(pool, "checkpoints");
   const counts = new Map<string, number>();
   if (local) {
     for (const r of (
-      await pool.query<{ thread_id: string; n: string }>("SELECT thread_id, COUNT(*) AS n FROM checkpoints WHERE $1::text IS NULL OR thread_id = $1 GROUP BY thread_id", arg)
-    ).rows) counts.set(r.thread_id, Number(r.n));
+      await pool.query<{ thread_id: string; n: string }>(
+        "SELECT thread_id, COUNT(*) AS n FROM checkpoints WHERE $1::text IS NULL OR thread_id = $1 GROUP BY thread_id",
+        arg,
+      )
+    ).rows)
+      counts.set(r.thread_id, Number(r.n));
   }
   const ids = [...new Set([...runs.keys(), ...events.keys(), ...counts.keys()])];
   const out: RunSummary[] = [];
@@ -70,8 +89,20 @@ export async function listRunsPg(pool: pg.Pool, opts: { thread?: string } = {}):
     const queue = { state: l.state, worker: l.worker, takeovers: l.takeovers, heartbeatAt: l.heartbeatAt, expiresAt: l.expiresAt, note: l.note };
     let s = byThread.get(l.thread);
     if (!s) {
-      const sub = (await pool.query<{ task: string; submitted_at: string }>("SELECT task, submitted_at FROM ll_submissions WHERE thread_id = $1", [l.thread])).rows[0];
-      s = { thread: l.thread, goal: sub?.task ?? null, status: "queued", origin: "worker", checkpointsIn: "none", createdAt: sub?.submitted_at ?? null, lastActivity: null, events: 0, checkpoints: 0, steps: null };
+      const sub = (await pool.query<{ task: string; submitted_at: string }>("SELECT task, submitted_at FROM ll_submissions WHERE thread_id = $1", [l.thread]))
+        .rows[0];
+      s = {
+        thread: l.thread,
+        goal: sub?.task ?? null,
+        status: "queued",
+        origin: "worker",
+        checkpointsIn: "none",
+        createdAt: sub?.submitted_at ?? null,
+        lastActivity: null,
+        events: 0,
+        checkpoints: 0,
+        steps: null,
+      };
       out.push(s);
     }
     s.queue = queue;

@@ -1,7 +1,17 @@
 import type pg from "pg";
 import { tableExists } from "./pg-db.js";
 import type { RunSettings } from "../settings.js";
-import { portable, toRecord, type CheckpointHome, type RunOrigin, type RunRecord, type RunRegistryPort, type RunRow, type RunTrace, type RunnerInfo } from "./runs.js";
+import {
+  portable,
+  toRecord,
+  type CheckpointHome,
+  type RunOrigin,
+  type RunRecord,
+  type RunRegistryPort,
+  type RunRow,
+  type RunTrace,
+  type RunnerInfo,
+} from "./runs.js";
 
 /** The run registry on PostgreSQL (table ll_runs of pg-db.ts's migrations; checkpoints are PostgresSaver's). */
 export class PgRunRegistry implements RunRegistryPort {
@@ -16,7 +26,15 @@ export class PgRunRegistry implements RunRegistryPort {
     const r = await this.pool.query(
       `INSERT INTO ll_runs (thread_id, created_at, goal, settings, origin, checkpoints, runner) VALUES ($1, $2, $3, $4, $5, $6, $7)
        ON CONFLICT (thread_id) DO NOTHING`,
-      [threadId, new Date().toISOString(), goal, JSON.stringify(portable(settings)), meta.origin ?? null, meta.checkpoints ?? null, meta.runner ? JSON.stringify(meta.runner) : null],
+      [
+        threadId,
+        new Date().toISOString(),
+        goal,
+        JSON.stringify(portable(settings)),
+        meta.origin ?? null,
+        meta.checkpoints ?? null,
+        meta.runner ? JSON.stringify(meta.runner) : null,
+      ],
     );
     return (r.rowCount ?? 0) > 0;
   }

@@ -119,7 +119,15 @@ export class RunRegistry {
   ): boolean {
     const r = this.db
       .prepare("INSERT OR IGNORE INTO ll_runs (thread_id, created_at, goal, settings, origin, checkpoints, runner) VALUES (?, ?, ?, ?, ?, ?, ?)")
-      .run(threadId, new Date().toISOString(), goal, JSON.stringify(portable(settings)), meta.origin ?? null, meta.checkpoints ?? null, meta.runner ? JSON.stringify(meta.runner) : null);
+      .run(
+        threadId,
+        new Date().toISOString(),
+        goal,
+        JSON.stringify(portable(settings)),
+        meta.origin ?? null,
+        meta.checkpoints ?? null,
+        meta.runner ? JSON.stringify(meta.runner) : null,
+      );
     return r.changes > 0;
   }
 
@@ -201,7 +209,12 @@ export function toRecord(r: RunRow): RunRecord {
  * for its existing callers.
  */
 export interface RunRegistryPort {
-  register(threadId: string, goal: string, settings: RunSettings, meta?: { origin?: RunOrigin; checkpoints?: CheckpointHome; runner?: RunnerInfo }): Promise<boolean>;
+  register(
+    threadId: string,
+    goal: string,
+    settings: RunSettings,
+    meta?: { origin?: RunOrigin; checkpoints?: CheckpointHome; runner?: RunnerInfo },
+  ): Promise<boolean>;
   recordRunner(threadId: string, runner: RunnerInfo): Promise<boolean>;
   get(threadId: string): Promise<RunRecord | null>;
   list(): Promise<RunRecord[]>;

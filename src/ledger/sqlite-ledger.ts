@@ -112,9 +112,7 @@ export class SqliteLedger implements Ledger, LedgerTransfer {
       byKey: db.prepare<[string, string], Row>("SELECT * FROM ll_events WHERE thread_id = ? AND idempotency_key = ?"),
       maxSeq: db.prepare<[string], { m: number | null }>("SELECT MAX(seq) AS m FROM ll_events WHERE thread_id = ?"),
       hasChild: db.prepare<[string], { one: number }>("SELECT 1 AS one FROM ll_events WHERE parent_id = ? LIMIT 1"),
-      hasRoot: db.prepare<[string], { one: number }>(
-        "SELECT 1 AS one FROM ll_events WHERE thread_id = ? AND parent_id IS NULL LIMIT 1",
-      ),
+      hasRoot: db.prepare<[string], { one: number }>("SELECT 1 AS one FROM ll_events WHERE thread_id = ? AND parent_id IS NULL LIMIT 1"),
       hasForks: db.prepare<[string], { one: number }>("SELECT 1 AS one FROM ll_forks WHERE thread_id = ? LIMIT 1"),
       addFork: db.prepare("INSERT OR IGNORE INTO ll_forks (thread_id, event_id) VALUES (?, ?)"),
       insert: db.prepare(
@@ -129,9 +127,10 @@ export class SqliteLedger implements Ledger, LedgerTransfer {
          ON CONFLICT(action_id) DO UPDATE SET pid = excluded.pid, pgid = excluded.pgid,
            proc_start = excluded.proc_start, guard = COALESCE(ll_action_starts.guard, excluded.guard)`,
       ),
-      getStart: db.prepare<[string], { action_id: string; started_at: string; pid: number | null; pgid: number | null; proc_start: string | null; guard: string | null }>(
-        "SELECT * FROM ll_action_starts WHERE action_id = ?",
-      ),
+      getStart: db.prepare<
+        [string],
+        { action_id: string; started_at: string; pid: number | null; pgid: number | null; proc_start: string | null; guard: string | null }
+      >("SELECT * FROM ll_action_starts WHERE action_id = ?"),
     };
   }
 
@@ -239,9 +238,7 @@ export class SqliteLedger implements Ledger, LedgerTransfer {
     const rows: Array<{ id: string; thread_id: string; seq: number }> = [];
     for (let i = 0; i < ids.length; i += 500) {
       const chunk = ids.slice(i, i + 500);
-      rows.push(
-        ...(this.db.prepare(`SELECT id, thread_id, seq FROM ll_events WHERE id IN (${chunk.map(() => "?").join(",")})`).all(...chunk) as typeof rows),
-      );
+      rows.push(...(this.db.prepare(`SELECT id, thread_id, seq FROM ll_events WHERE id IN (${chunk.map(() => "?").join(",")})`).all(...chunk) as typeof rows));
     }
     const candidates = rows.filter((r) => r.thread_id === head.thread_id && r.seq <= head.seq);
     if (!candidates.length) return out;
@@ -286,9 +283,7 @@ export class SqliteLedger implements Ledger, LedgerTransfer {
     const out: LedgerEvent[] = [];
     for (let i = 0; i < eventIds.length; i += 500) {
       const chunk = eventIds.slice(i, i + 500);
-      const rows = this.db
-        .prepare(`SELECT * FROM ll_events WHERE caused_by IN (${chunk.map(() => "?").join(",")}) ORDER BY seq`)
-        .all(...chunk) as Row[];
+      const rows = this.db.prepare(`SELECT * FROM ll_events WHERE caused_by IN (${chunk.map(() => "?").join(",")}) ORDER BY seq`).all(...chunk) as Row[];
       out.push(...rows.map(toEvent));
     }
     return out.sort((a, b) => a.seq - b.seq);
@@ -365,13 +360,13 @@ export class SqliteLedger implements Ledger, LedgerTransfer {
 
   async actionStart(actionId: string): Promise<ActionStart | null> {
     const r = this.stmts.getStart.get(actionId);
-    return r
-      ? { actionId: r.action_id, startedAt: r.started_at, pid: r.pid, pgid: r.pgid, procStart: r.proc_start, guard: r.guard }
-      : null;
+    return r ? { actionId: r.action_id, startedAt: r.started_at, pid: r.pid, pgid: r.pgid, procStart: r.proc_start, guard: r.guard } : null;
   }
 
   async governingConfig(threadId: string, sha: string): Promise<string> {
-    this.db.prepare("INSERT OR IGNORE INTO ll_thread_config (thread_id, config_sha, recorded_at) VALUES (?, ?, ?)").run(threadId, sha, this.now().toISOString());
+    this.db
+      .prepare("INSERT OR IGNORE INTO ll_thread_config (thread_id, config_sha, recorded_at) VALUES (?, ?, ?)")
+      .run(threadId, sha, this.now().toISOString());
     return (this.db.prepare("SELECT config_sha FROM ll_thread_config WHERE thread_id = ?").get(threadId) as { config_sha: string }).config_sha;
   }
 
@@ -394,7 +389,9 @@ export class SqliteLedger implements Ledger, LedgerTransfer {
     const events = this.db.prepare<[string], Row>("SELECT * FROM ll_events WHERE thread_id = ? ORDER BY seq").all(threadId);
     const actions = new Set(events.filter((e) => e.type === "agent_action").map((e) => e.id));
     const starts = this.db
-      .prepare<[], { action_id: string; started_at: string; pid: number | null; pgid: number | null; proc_start: string | null; guard: string | null }>("SELECT * FROM ll_action_starts ORDER BY action_id")
+      .prepare<[], { action_id: string; started_at: string; pid: number | null; pgid: number | null; proc_start: string | null; guard: string | null }>(
+        "SELECT * FROM ll_action_starts ORDER BY action_id",
+      )
       .all()
       .map((r) => ({ actionId: r.action_id, startedAt: r.started_at, pid: r.pid, pgid: r.pgid, procStart: r.proc_start, guard: r.guard }));
     return { events, actionStarts: starts.filter(startOfActions(actions)), configSha: this.recordedConfig(threadId) };
@@ -417,7 +414,10 @@ export class SqliteLedger implements Ledger, LedgerTransfer {
       const put = this.db.prepare("INSERT OR IGNORE INTO ll_action_starts (action_id, started_at, pid, pgid, proc_start, guard) VALUES (?, ?, ?, ?, ?, ?)");
       for (const s of data.actionStarts) put.run(s.actionId, s.startedAt, s.pid, s.pgid, s.procStart, s.guard);
       // The config the run started under comes with it (a record already here is kept).
-      if (data.configSha) this.db.prepare("INSERT OR IGNORE INTO ll_thread_config (thread_id, config_sha, recorded_at) VALUES (?, ?, ?)").run(threadId, data.configSha, this.now().toISOString());
+      if (data.configSha)
+        this.db
+          .prepare("INSERT OR IGNORE INTO ll_thread_config (thread_id, config_sha, recorded_at) VALUES (?, ?, ?)")
+          .run(threadId, data.configSha, this.now().toISOString());
       return result;
     });
     return run.immediate();

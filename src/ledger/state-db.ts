@@ -42,17 +42,18 @@ export function openStateDb(file: string, opts: OpenStateDbOptions = {}): Databa
     db = new Database(file, { readonly: opts.readonly ?? false, fileMustExist: exists });
   } catch (err) {
     // An unbuilt better-sqlite3 fails here first: that is the installation's fault, not the file's.
-    throw nativeModuleError(err) ?? new StateStoreError("STATE_DB_UNREADABLE", `cannot open state database ${file}: ${errorMessage(err)}`, {
-      cause: err,
-    });
+    throw (
+      nativeModuleError(err) ??
+      new StateStoreError("STATE_DB_UNREADABLE", `cannot open state database ${file}: ${errorMessage(err)}`, {
+        cause: err,
+      })
+    );
   }
   try {
     db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
     if (opts.check ?? true) checkIntegrity(db, file);
     const appId = db.pragma("application_id", { simple: true }) as number;
-    const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map(
-      (r) => r.name,
-    );
+    const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((r) => r.name);
     if (appId !== APPLICATION_ID) {
       const foreign = tables.filter((t) => !CHECKPOINTER_TABLES.has(t) && !t.startsWith("sqlite_"));
       if (appId !== 0 || foreign.length > 0) {
@@ -96,7 +97,10 @@ export function checkIntegrity(db: Database.Database, file: string): void {
   if (rows.length === 1 && rows[0] === "ok") return;
   const problems = rows.flatMap((r) => String(r).split("\n")).filter((l) => l.trim() && !/^\*\*\* in database/.test(l));
   const first = problems[0] ?? "no detail";
-  throw new StateStoreError("STATE_DB_CORRUPT", `${file} is damaged (SQLite quick_check: ${first.replace(/\s+/g, " ")}); nothing was written to it; ${recoveryHint(file)}`);
+  throw new StateStoreError(
+    "STATE_DB_CORRUPT",
+    `${file} is damaged (SQLite quick_check: ${first.replace(/\s+/g, " ")}); nothing was written to it; ${recoveryHint(file)}`,
+  );
 }
 
 /** True for an error raised by SQLite itself (better-sqlite3's SqliteError), which never names the file. */

@@ -42,7 +42,10 @@ export function sqliteStateFile(location: string, opts: { mustExist: boolean }):
   if (fs.existsSync(path.join(dir, "state.db"))) return path.join(dir, "state.db");
   if (fs.existsSync(path.join(dir, ".ledgerloop", "state.db"))) return path.join(dir, ".ledgerloop", "state.db");
   if (opts.mustExist) {
-    throw new MigrationError("MIGRATE_NO_STATE", `no ledgerloop state in ${dir} (neither ${path.join(dir, "state.db")} nor ${path.join(dir, ".ledgerloop", "state.db")} exists)`);
+    throw new MigrationError(
+      "MIGRATE_NO_STATE",
+      `no ledgerloop state in ${dir} (neither ${path.join(dir, "state.db")} nor ${path.join(dir, ".ledgerloop", "state.db")} exists)`,
+    );
   }
   // A workspace whose runs kept their state elsewhere still has its .ledgerloop directory.
   if (fs.existsSync(path.join(dir, ".ledgerloop"))) return path.join(dir, ".ledgerloop", "state.db");
@@ -129,15 +132,16 @@ async function openSqliteSide(location: string, opts: { write: boolean }): Promi
 }
 
 async function openPgSide(url: string, opts: { write: boolean }): Promise<StateSide> {
-  const [{ openPgState }, { PgLedger }, { PgRunRegistry }, { PgStore }, { RedactingPostgresSaver }, { PostgresSaver }, { PgRevisionReplica }] = await Promise.all([
-    import("./pg-db.js"),
-    import("./pg-ledger.js"),
-    import("./pg-runs.js"),
-    import("../memory/pg-store.js"),
-    import("./pg-checkpoints.js"),
-    import("@langchain/langgraph-checkpoint-postgres"),
-    import("../workspace/pg-revisions.js"),
-  ]);
+  const [{ openPgState }, { PgLedger }, { PgRunRegistry }, { PgStore }, { RedactingPostgresSaver }, { PostgresSaver }, { PgRevisionReplica }] =
+    await Promise.all([
+      import("./pg-db.js"),
+      import("./pg-ledger.js"),
+      import("./pg-runs.js"),
+      import("../memory/pg-store.js"),
+      import("./pg-checkpoints.js"),
+      import("@langchain/langgraph-checkpoint-postgres"),
+      import("../workspace/pg-revisions.js"),
+    ]);
   let saver: BaseCheckpointSaver | null = null;
   const st = opts.write
     ? await openPgState(url, {

@@ -26,7 +26,19 @@ export interface LedgerTransfer {
   importThread(threadId: string, data: ThreadExport): Promise<"imported" | "identical">;
 }
 
-const FIELDS: Array<keyof EventRow> = ["id", "thread_id", "parent_id", "seq", "type", "ts", "checkpoint_id", "caused_by", "idempotency_key", "schema_version", "payload"];
+const FIELDS: Array<keyof EventRow> = [
+  "id",
+  "thread_id",
+  "parent_id",
+  "seq",
+  "type",
+  "ts",
+  "checkpoint_id",
+  "caused_by",
+  "idempotency_key",
+  "schema_version",
+  "payload",
+];
 
 /** A row with PostgreSQL's bigint-as-string columns as numbers, so rows of both backends compare equal. */
 export function normalRow(r: EventRow): EventRow {

@@ -58,8 +58,7 @@ export function readIdentity(db: Database.Database): WorkspaceIdentity | null {
   const has = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'll_workspace'").get();
   if (!has) return null;
   const r = db.prepare("SELECT * FROM ll_workspace WHERE key = 1").get() as
-    | { id: string; workspace: string; state_dir: string; dev: string; ino: string; created_at: string }
-    | undefined;
+    { id: string; workspace: string; state_dir: string; dev: string; ino: string; created_at: string } | undefined;
   return r ? { id: r.id, workspace: r.workspace, stateDir: r.state_dir, dev: r.dev, ino: r.ino, createdAt: r.created_at } : null;
 }
 

@@ -40,7 +40,12 @@ export async function listDecisions(thread: string, args: WorkspaceArgs): Promis
     const external = ((await st.ledger.list(thread, { types: ["decision"] })) as LedgerEvent<"decision">[]).filter(
       (d) => d.idempotencyKey?.startsWith(MCP_DECISION_KEY) && !onBranch.some((b) => b.id === d.id),
     );
-    const parents = head.ledgerHead ? await st.ledger.onBranch(head.ledgerHead, external.map((d) => d.parentId).filter((p): p is string => !!p)) : new Set<string>();
+    const parents = head.ledgerHead
+      ? await st.ledger.onBranch(
+          head.ledgerHead,
+          external.map((d) => d.parentId).filter((p): p is string => !!p),
+        )
+      : new Set<string>();
     const attached = external.filter((d) => (d.parentId ? parents.has(d.parentId) : !head.ledgerHead));
     return [...onBranch, ...attached].sort((a, b) => a.seq - b.seq).map(row);
   } catch (err) {

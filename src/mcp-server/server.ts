@@ -17,7 +17,8 @@ export const MAX_RESULT_CHARS = 200_000;
 
 function ok(value: unknown): CallToolResult {
   let text = JSON.stringify(value, null, 1);
-  if (text.length > MAX_RESULT_CHARS) text = text.slice(0, MAX_RESULT_CHARS) + `\n… cut at ${MAX_RESULT_CHARS} characters; narrow the query (limit, type, step)`;
+  if (text.length > MAX_RESULT_CHARS)
+    text = text.slice(0, MAX_RESULT_CHARS) + `\n… cut at ${MAX_RESULT_CHARS} characters; narrow the query (limit, type, step)`;
   return { content: [{ type: "text", text }] };
 }
 
@@ -64,7 +65,12 @@ export function createMemoryServer(opts: MemoryServerOptions): McpServer {
     (a) =>
       answer(async () => {
         const { searchWorkspace } = await import("../inspect/search.js");
-        return searchWorkspace(a.query, { ...ws, ...(a.k ? { k: a.k } : {}), ...(a.scope ? { scope: a.scope } : {}), ...(a.thread ? { thread: a.thread } : {}) });
+        return searchWorkspace(a.query, {
+          ...ws,
+          ...(a.k ? { k: a.k } : {}),
+          ...(a.scope ? { scope: a.scope } : {}),
+          ...(a.thread ? { thread: a.thread } : {}),
+        });
       }),
   );
 
@@ -76,7 +82,7 @@ export function createMemoryServer(opts: MemoryServerOptions): McpServer {
         "by a workspace path they touched, by the branch ending at an event, or as the causal chain of an event.",
       inputSchema: {
         thread,
-        types: z.array(z.string()).optional().describe("only these event types, e.g. [\"decision\", \"environment_feedback\"]"),
+        types: z.array(z.string()).optional().describe('only these event types, e.g. ["decision", "environment_feedback"]'),
         file: z.string().optional().describe("only events about this workspace path"),
         head: z.string().optional().describe("only the branch ending at this event id"),
         chain: z.string().optional().describe("the causal chain of this event id (action → feedback → effects)"),
@@ -102,7 +108,8 @@ export function createMemoryServer(opts: MemoryServerOptions): McpServer {
   server.registerTool(
     "context_of_step",
     {
-      description: "What the model saw at a decide step of a run: every piece of the prompt with its source, score and tokens, what was left out, and the messages.",
+      description:
+        "What the model saw at a decide step of a run: every piece of the prompt with its source, score and tokens, what was left out, and the messages.",
       inputSchema: {
         thread,
         step: z.number().int().min(0).optional().describe("the decide step (default: the latest)"),

@@ -164,7 +164,8 @@ export class McpConnection {
     } catch (err) {
       await transport.close().catch(() => {});
       this.transport = null;
-      const tail = transport instanceof SandboxedStdioTransport && transport.stderrTail.trim() ? `; its stderr: ${transport.stderrTail.trim().slice(-500)}` : "";
+      const tail =
+        transport instanceof SandboxedStdioTransport && transport.stderrTail.trim() ? `; its stderr: ${transport.stderrTail.trim().slice(-500)}` : "";
       throw new McpStartError(`MCP server "${this.name}" failed to start: ${errorMessage(err)}${tail}${this.noteText()}`);
     }
     // The SDK's own close handler (on the transport) fails the pending requests; this one forgets the client.
@@ -206,12 +207,21 @@ export class McpConnection {
       if (/timed out|timeout/i.test(msg)) {
         // A hung server is not trusted with the next call: it is stopped and started afresh then.
         await this.close();
-        return { errorClass: "mcp_timeout", message: `MCP server "${this.name}" did not answer ${tool} within ${this.timeoutMs} ms (it was stopped; the next call starts it again)${this.noteText()}` };
+        return {
+          errorClass: "mcp_timeout",
+          message: `MCP server "${this.name}" did not answer ${tool} within ${this.timeoutMs} ms (it was stopped; the next call starts it again)${this.noteText()}`,
+        };
       }
       if (/closed|EPIPE|ECONNRESET|not connected/i.test(msg) || !this.client) {
         this.client = null;
-        const tail = this.transport instanceof SandboxedStdioTransport && this.transport.stderrTail.trim() ? `; its stderr: ${this.transport.stderrTail.trim().slice(-500)}` : "";
-        return { errorClass: "mcp_server_died", message: `MCP server "${this.name}" stopped while running ${tool}: ${msg}${tail} (the next call starts it again)${this.noteText()}` };
+        const tail =
+          this.transport instanceof SandboxedStdioTransport && this.transport.stderrTail.trim()
+            ? `; its stderr: ${this.transport.stderrTail.trim().slice(-500)}`
+            : "";
+        return {
+          errorClass: "mcp_server_died",
+          message: `MCP server "${this.name}" stopped while running ${tool}: ${msg}${tail} (the next call starts it again)${this.noteText()}`,
+        };
       }
       return { errorClass: "mcp_protocol_error", message: `MCP server "${this.name}" refused ${tool}: ${msg}${this.noteText()}` };
     }

@@ -38,11 +38,7 @@ export function lessonKey(text: string): string {
 }
 
 /** Stores lessons, merging duplicates into the existing entry with the new source appended. */
-export async function rememberLessons(
-  store: BaseStore,
-  texts: string[],
-  source: LessonSource,
-): Promise<{ added: number; merged: number }> {
+export async function rememberLessons(store: BaseStore, texts: string[], source: LessonSource): Promise<{ added: number; merged: number }> {
   let added = 0;
   let merged = 0;
   for (const text of [...new Set(texts.map((t) => t.trim()).filter((t) => t.length >= 8))]) {

@@ -113,7 +113,9 @@ export class PgStore extends BaseStore {
   }
 
   private async doList(c: pg.PoolClient, op: ListNamespacesOperation): Promise<string[][]> {
-    const all = (await c.query<{ namespace: string }>("SELECT DISTINCT namespace COLLATE \"C\" AS namespace FROM ll_store ORDER BY 1")).rows.map((r) => nsOf(r.namespace));
+    const all = (await c.query<{ namespace: string }>('SELECT DISTINCT namespace COLLATE "C" AS namespace FROM ll_store ORDER BY 1')).rows.map((r) =>
+      nsOf(r.namespace),
+    );
     return listNamespaces(all, op);
   }
 }

@@ -71,8 +71,7 @@ export class SqliteStore extends BaseStore {
 
   private doGet(op: GetOperation): Item | null {
     const r = this.db.prepare("SELECT * FROM ll_store WHERE namespace = ? AND key = ?").get(nsKey(op.namespace), op.key) as
-      | { namespace: string; key: string; value: string; created_at: string; updated_at: string }
-      | undefined;
+      { namespace: string; key: string; value: string; created_at: string; updated_at: string } | undefined;
     return r ? this.toItem(r) : null;
   }
 
@@ -121,9 +120,7 @@ export class SqliteStore extends BaseStore {
   }
 
   private doList(op: ListNamespacesOperation): string[][] {
-    const all = (this.db.prepare("SELECT DISTINCT namespace FROM ll_store ORDER BY namespace").all() as { namespace: string }[]).map((r) =>
-      nsOf(r.namespace),
-    );
+    const all = (this.db.prepare("SELECT DISTINCT namespace FROM ll_store ORDER BY namespace").all() as { namespace: string }[]).map((r) => nsOf(r.namespace));
     return listNamespaces(all, op);
   }
 }

@@ -81,10 +81,12 @@ export function splitReasoning(msg: AIMessage): { content: string; reasoning?: s
   }
   let content = textOf(msg.content);
   if (content.includes("<think>")) {
-    content = content.replace(THINK, (_m, inner: string) => {
-      if (inner.trim()) parts.push(inner.trim());
-      return "";
-    }).trim();
+    content = content
+      .replace(THINK, (_m, inner: string) => {
+        if (inner.trim()) parts.push(inner.trim());
+        return "";
+      })
+      .trim();
   }
   const reasoning = parts.join("\n\n").slice(0, REASONING_CHARS);
   return reasoning ? { content, reasoning } : { content };
@@ -146,7 +148,13 @@ export class LangChainChatModel implements ChatModel {
     try {
       msg = (await runnable.invoke(toLangChain(req.messages), { signal: req.signal })) as AIMessage;
     } catch (err) {
-      throw new ModelError("MODEL_BAD_RESPONSE", `model ${this.name} failed: ${errorMessage(err).replace(/\s*\n\s*/g, " ").trim()}`, { cause: err });
+      throw new ModelError(
+        "MODEL_BAD_RESPONSE",
+        `model ${this.name} failed: ${errorMessage(err)
+          .replace(/\s*\n\s*/g, " ")
+          .trim()}`,
+        { cause: err },
+      );
     }
     const usage = msg.usage_metadata;
     return {

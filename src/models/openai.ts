@@ -87,7 +87,9 @@ export class OpenAIChatModel implements ChatModel {
     const fault = exhausted ? exhausted.fault : classifyFault(err, signal);
     const raw = errorMessage(err);
     // Some servers echo the key they rejected; LangChain appends a multi-line troubleshooting note.
-    const text = this.redact(raw).replace(/\s*\n\s*/g, " ").trim();
+    const text = this.redact(raw)
+      .replace(/\s*\n\s*/g, " ")
+      .trim();
     const leaks = raw !== this.redact(raw);
     const tries = exhausted ? ` (${exhausted.attempts} attempts)` : "";
     const at = `model ${this.name} at ${this.baseURL}`;

@@ -21,7 +21,11 @@ export const ScriptTurn = z
       .optional(),
     /** The usage a provider would report for this turn (tokens), so cost accounting can be exercised offline; default 0. */
     usage: z
-      .object({ inputTokens: z.number().int().nonnegative(), outputTokens: z.number().int().nonnegative(), cachedInputTokens: z.number().int().nonnegative().optional() })
+      .object({
+        inputTokens: z.number().int().nonnegative(),
+        outputTokens: z.number().int().nonnegative(),
+        cachedInputTokens: z.number().int().nonnegative().optional(),
+      })
       .strict()
       .optional(),
   })

@@ -23,9 +23,7 @@ export function toolsInstruction(tools: ToolSpecLike[]): string {
 
 /** Calls as the text of an assistant turn (how the model itself would have written them). */
 function callsAsText(calls: ToolCallRecord[]): string {
-  return calls
-    .map((c) => `${OPEN}\n${JSON.stringify({ name: c.name, arguments: c.args !== undefined ? c.args : (c.argsText ?? "") })}\n${CLOSE}`)
-    .join("\n");
+  return calls.map((c) => `${OPEN}\n${JSON.stringify({ name: c.name, arguments: c.args !== undefined ? c.args : (c.argsText ?? "") })}\n${CLOSE}`).join("\n");
 }
 
 /** The conversation without tool roles or tool-call fields: what a server without tool support accepts. */

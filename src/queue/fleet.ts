@@ -36,7 +36,9 @@ const KEEP_GONE_HOURS = 24 * 7;
 
 /** Registers (or re-registers) a worker as running, alive for `ttlMs`. */
 export async function registerFleetWorker(db: Sql, w: WorkerIdentity, ttlMs: number): Promise<void> {
-  await db.query(`DELETE FROM ll_workers WHERE heartbeat_at < now() - $1 * interval '1 hour' AND (stopped_at IS NOT NULL OR expires_at < now())`, [KEEP_GONE_HOURS]);
+  await db.query(`DELETE FROM ll_workers WHERE heartbeat_at < now() - $1 * interval '1 hour' AND (stopped_at IS NOT NULL OR expires_at < now())`, [
+    KEEP_GONE_HOURS,
+  ]);
   await db.query(
     `INSERT INTO ll_workers (id, host, pid, slots, version, schema_version, state, expires_at)
      VALUES ($1, $2, $3, $4, $5, $6, 'running', now() + $7 * interval '1 millisecond')
@@ -50,7 +52,13 @@ export async function registerFleetWorker(db: Sql, w: WorkerIdentity, ttlMs: num
  * migration by a newer ledgerloop within one heartbeat. A row removed meanwhile is inserted again
  * by the caller's next registration; here it only reports `registered: false`.
  */
-export async function heartbeatFleetWorker(db: Sql, id: string, ttlMs: number, state: Exclude<WorkerState, "stopped">, note: string | null = null): Promise<{ schemaVersion: number; registered: boolean }> {
+export async function heartbeatFleetWorker(
+  db: Sql,
+  id: string,
+  ttlMs: number,
+  state: Exclude<WorkerState, "stopped">,
+  note: string | null = null,
+): Promise<{ schemaVersion: number; registered: boolean }> {
   const r = await db.query<{ v: number | null; n: string }>(
     `WITH up AS (
        UPDATE ll_workers SET heartbeat_at = now(), expires_at = now() + $2 * interval '1 millisecond', state = $3, note = COALESCE($4, note)

@@ -64,9 +64,10 @@ export async function materialise(source: RunSource, o: { root: string; thread: 
     await git(["clone", "--quiet", "--no-checkout", repo, dir]);
     let commit = o.commit;
     if (!commit) commit = (await git(["rev-parse", "--verify", `${source.ref ?? "HEAD"}^{commit}`], dir)).trim();
-    else await git(["cat-file", "-e", `${commit}^{commit}`], dir).catch(() => {
-      throw new Error(`commit ${commit} (pinned when the run started) is no longer in ${source.repo}`);
-    });
+    else
+      await git(["cat-file", "-e", `${commit}^{commit}`], dir).catch(() => {
+        throw new Error(`commit ${commit} (pinned when the run started) is no longer in ${source.repo}`);
+      });
     if (o.empty) {
       // HEAD and the index at the commit, the work tree empty: the revision written next is then
       // what `git status` compares with the commit.
@@ -78,6 +79,8 @@ export async function materialise(source: RunSource, o: { root: string; thread: 
     return { dir: fs.realpathSync(dir), commit };
   } catch (err) {
     fs.rmSync(dir, { recursive: true, force: true });
-    throw new MaterialiseError(`cannot materialise run ${o.thread} from ${source.repo}${source.ref ? ` at ${source.ref}` : ""}: ${errorMessage(err)}`, { cause: err });
+    throw new MaterialiseError(`cannot materialise run ${o.thread} from ${source.repo}${source.ref ? ` at ${source.ref}` : ""}: ${errorMessage(err)}`, {
+      cause: err,
+    });
   }
 }

@@ -218,6 +218,9 @@ export async function materialisedRun(db: Sql, thread: string, token: string): P
 
 /** Threads whose holder's lease expired (the reaper's candidates). */
 export async function expiredRunLeases(db: Sql, limit = 20): Promise<string[]> {
-  const r = await db.query<{ thread_id: string }>("SELECT thread_id FROM ll_run_leases WHERE state = 'held' AND expires_at < now() ORDER BY expires_at LIMIT $1", [limit]);
+  const r = await db.query<{ thread_id: string }>(
+    "SELECT thread_id FROM ll_run_leases WHERE state = 'held' AND expires_at < now() ORDER BY expires_at LIMIT $1",
+    [limit],
+  );
   return r.rows.map((x) => x.thread_id);
 }

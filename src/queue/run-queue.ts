@@ -90,7 +90,12 @@ async function createRunQueue(boss: PgBoss, url: string): Promise<void> {
 }
 
 /** Sends a run job on `client` (inside its transaction). */
-export function enqueueOn(boss: PgBoss, client: pg.PoolClient, job: RunJob, opts: { startAfterSeconds?: number; priority?: number } = {}): Promise<string | null> {
+export function enqueueOn(
+  boss: PgBoss,
+  client: pg.PoolClient,
+  job: RunJob,
+  opts: { startAfterSeconds?: number; priority?: number } = {},
+): Promise<string | null> {
   const db = { executeSql: (text: string, values: unknown[]) => client.query(text, values) };
   return boss.send(RUN_QUEUE, job, {
     db,
@@ -129,7 +134,12 @@ export function refuseCredentials(repo: string): void {
  * Records a run and queues its first job, in one transaction: a submission is either fully queued
  * or not at all. Fails when the thread id is taken (by a submitted run or any run of the database).
  */
-export async function submitRun(pool: pg.Pool, boss: PgBoss, s: Omit<Submission, "submittedAt" | "commit">, opts: { priority?: number } = {}): Promise<{ jobId: string }> {
+export async function submitRun(
+  pool: pg.Pool,
+  boss: PgBoss,
+  s: Omit<Submission, "submittedAt" | "commit">,
+  opts: { priority?: number } = {},
+): Promise<{ jobId: string }> {
   const [r] = await submitRuns(pool, boss, [{ ...s, priority: opts.priority }]);
   return { jobId: r!.jobId };
 }
@@ -165,7 +175,11 @@ export async function submitRuns(pool: pg.Pool, boss: PgBoss, runs: NewSubmissio
       // The first job, sent on the same client: the row and its job commit together.
       const jobId = await enqueueOn(boss, client, { thread: s.thread }, { priority: s.priority ?? 0 });
       if (!jobId) throw new StateStoreError("STATE_DB_UNREADABLE", `the queue refused a job for run ${s.thread}`);
-      await client.query("INSERT INTO ll_run_leases (thread_id, state, note, priority, job_id) VALUES ($1, 'queued', 'submitted', $2, $3)", [s.thread, s.priority ?? 0, jobId]);
+      await client.query("INSERT INTO ll_run_leases (thread_id, state, note, priority, job_id) VALUES ($1, 'queued', 'submitted', $2, $3)", [
+        s.thread,
+        s.priority ?? 0,
+        jobId,
+      ]);
       out.push({ thread: s.thread, jobId });
     }
     return out;

@@ -38,10 +38,10 @@ const TAKEOVER_JOB = `(output ? 'takeover' OR output->>'reason' LIKE '%stopped r
  * but cannot be read.
  */
 export async function queueStatus(pool: pg.Pool | pg.ClientBase, schema = QUEUE_SCHEMA, queue = RUN_QUEUE): Promise<QueueStatus> {
-  const has = await pool.query<{ version: string | null; job: string | null; workers: string | null }>("SELECT to_regclass($1) AS version, to_regclass($2) AS job, to_regclass('ll_workers') AS workers", [
-    `${schema}.version`,
-    `${schema}.job`,
-  ]);
+  const has = await pool.query<{ version: string | null; job: string | null; workers: string | null }>(
+    "SELECT to_regclass($1) AS version, to_regclass($2) AS job, to_regclass('ll_workers') AS workers",
+    [`${schema}.version`, `${schema}.job`],
+  );
   if (!has.rows[0]?.version || !has.rows[0]?.job) return { installed: false };
   const version = Number((await pool.query<{ version: number }>(`SELECT version FROM "${schema}".version LIMIT 1`)).rows[0]?.version ?? 0);
   const counts = await pool.query<{ state: string; n: number }>(

@@ -51,8 +51,14 @@ function settingsOf(args: SubmitFlags, model: string, sandboxed: object) {
  * scripted file), so a run that cannot start is refused here rather than by a worker later.
  * `checkRepo` is shared by a batch, so each repository and ref is asked once.
  */
-export async function buildSubmission(task: string, args: SubmitFlags, sandboxed: object, o: { newThread: () => string; checkRepo?: (s: RunSource) => Promise<RunSource> }): Promise<NewSubmission> {
-  if (Boolean(args.repo) === Boolean(args.workspace)) throw new ConfigError("give exactly one of --repo <git url or path> and --workspace <dir every worker can reach>");
+export async function buildSubmission(
+  task: string,
+  args: SubmitFlags,
+  sandboxed: object,
+  o: { newThread: () => string; checkRepo?: (s: RunSource) => Promise<RunSource> },
+): Promise<NewSubmission> {
+  if (Boolean(args.repo) === Boolean(args.workspace))
+    throw new ConfigError("give exactly one of --repo <git url or path> and --workspace <dir every worker can reach>");
   if (args.ref && !args.repo) throw new ConfigError("--ref goes with --repo");
   const model = args.model ?? process.env.LEDGERLOOP_MODEL;
   if (!model) throw new ConfigError("no model given: pass --model (the workers build it with their own environment) or set LEDGERLOOP_MODEL");
@@ -106,4 +112,3 @@ export async function batchFromFile(file: string, args: SubmitFlags, sandboxed: 
   if (errors.length) throw new ConfigError(`--tasks ${file}: nothing was queued; ${errors.length} task(s) to fix:\n  ${errors.join("\n  ")}`);
   return runs;
 }
-

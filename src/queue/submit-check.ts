@@ -42,10 +42,15 @@ export async function checkSource(source: RunSource, o: { timeoutMs?: number } =
   // git's transports), without fetching anything and without running anything a repository names.
   const refs = await cloneGit(["ls-remote", "--", repo], { network: true, timeoutMs: o.timeoutMs ?? 30_000 });
   if (refs.exitCode !== 0) {
-    const why = refs.timedOut ? `no answer within ${Math.round((o.timeoutMs ?? 30_000) / 1000)} s` : refs.spawnError ?? (gitComplaintOf(refs.stderr) || `git exited with ${refs.exitCode}`);
+    const why = refs.timedOut
+      ? `no answer within ${Math.round((o.timeoutMs ?? 30_000) / 1000)} s`
+      : (refs.spawnError ?? (gitComplaintOf(refs.stderr) || `git exited with ${refs.exitCode}`));
     throw new ConfigError(`--repo ${source.repo} is not reachable from this machine: ${why}`);
   }
-  const names = refs.stdout.split("\n").map((l) => l.split("\t")[1]?.trim()).filter((n): n is string => Boolean(n));
+  const names = refs.stdout
+    .split("\n")
+    .map((l) => l.split("\t")[1]?.trim())
+    .filter((n): n is string => Boolean(n));
   if (!names.includes("HEAD") && !source.ref) throw new ConfigError(`--repo ${source.repo} has no HEAD (an empty repository?); give --ref`);
   if (source.ref && !(await refResolves(repo, remote, source.ref, names))) {
     throw new ConfigError(`--ref ${source.ref} is not a branch, tag or commit of ${source.repo}`);

@@ -60,5 +60,11 @@ function entryOf(where: string, item: unknown): ParsedTask {
   if (r.success) return { where, entry: r.data };
   const i = r.error.issues[0]!;
   const key = i.path.join(".");
-  return { where, error: i.code === "unrecognized_keys" ? `unknown key(s) ${i.keys.join(", ")}: a task sets ${Object.keys(TaskEntry.shape).join(", ")}` : `${key || "(task)"}: ${i.message}` };
+  return {
+    where,
+    error:
+      i.code === "unrecognized_keys"
+        ? `unknown key(s) ${i.keys.join(", ")}: a task sets ${Object.keys(TaskEntry.shape).join(", ")}`
+        : `${key || "(task)"}: ${i.message}`,
+  };
 }

@@ -45,12 +45,29 @@ export interface RunReport {
   tests: ReportTestRun[];
   /** The last test run of the branch, or null when the tests never ran: what the outcome rests on. */
   lastTests: ReportTestRun | null;
-  problems: Array<{ step: number; tool: string; status: string; errorClass: string | null; what: string; stoppedBy?: StoppedBy | null; limit?: CommandLimit | null }>;
+  problems: Array<{
+    step: number;
+    tool: string;
+    status: string;
+    errorClass: string | null;
+    what: string;
+    stoppedBy?: StoppedBy | null;
+    limit?: CommandLimit | null;
+  }>;
   /** The run's shell commands: how many, CPU in all and the largest figures, where cgroups measured them. */
   commands?: CommandTotals;
   approvals: Array<{ command: string; decision: string; by: string; rule: string }>;
   /** Background processes of the run (start_process): how each one ended, as the ledger has it. */
-  processes: Array<{ name: string; command: string; status: string; starts: number; ports: number[]; exitCode: number | null; signal: string | null; reason?: string }>;
+  processes: Array<{
+    name: string;
+    command: string;
+    status: string;
+    starts: number;
+    ports: number[];
+    exitCode: number | null;
+    signal: string | null;
+    reason?: string;
+  }>;
   lessons: string[];
   timeTravel: Array<{ kind: string; toCheckpoint: string }>;
   model_usage: {
@@ -73,7 +90,8 @@ export interface RunReport {
 }
 
 /** The runtime's definition of a test run that counts as evidence (see agent/nodes/observe.ts). */
-const passes = (f: LedgerEvent<"environment_feedback">) => !!f.payload.tests && f.payload.tests.failed === 0 && f.payload.tests.passed > 0 && f.payload.status === "ok";
+const passes = (f: LedgerEvent<"environment_feedback">) =>
+  !!f.payload.tests && f.payload.tests.failed === 0 && f.payload.tests.passed > 0 && f.payload.status === "ok";
 
 /**
  * Whether a completed subtask's evidence holds: a passing test run, or a finish preceded by a
@@ -102,7 +120,13 @@ const of = <T extends LedgerEvent["type"]>(events: LedgerEvent[], type: T) => ev
  * changed (from the run's first to its last workspace revision), how the tests went, what failed
  * along the way, what was learned, and what it cost. Built from the ledger alone.
  */
-export async function buildReport(ledger: Ledger, revisions: RevisionStore | null, thread: string, head: string | null, subtasks: Subtask[]): Promise<RunReport> {
+export async function buildReport(
+  ledger: Ledger,
+  revisions: RevisionStore | null,
+  thread: string,
+  head: string | null,
+  subtasks: Subtask[],
+): Promise<RunReport> {
   const events = await ledger.branch(head);
   const spec = of(events, "task_spec")[0];
   const status = of(events, "run_status").at(-1);
@@ -111,7 +135,10 @@ export async function buildReport(ledger: Ledger, revisions: RevisionStore | nul
   const calls = of(events, "model_call");
   const contexts = of(events, "context_built");
   const snapshots = of(events, "workspace_snapshot");
-  const finish = feedback.flatMap((f) => f.payload.effects ?? []).filter((e) => e.kind === "finish").at(-1);
+  const finish = feedback
+    .flatMap((f) => f.payload.effects ?? [])
+    .filter((e) => e.kind === "finish")
+    .at(-1);
   const first = spec?.payload.revision ?? null;
   const last = snapshots.at(-1)?.payload.revision ?? null;
   let files: FileDiffStat[] = [];
@@ -163,7 +190,16 @@ export async function buildReport(ledger: Ledger, revisions: RevisionStore | nul
       }),
     commands: commandTotals(feedback, stepOf),
     approvals: of(events, "approval").map((a) => ({ command: a.payload.command, decision: a.payload.decision, by: a.payload.by, rule: a.payload.rule })),
-    processes: processHistory(events).map((p) => ({ name: p.name, command: p.command, status: p.status, starts: p.starts, ports: p.ports, exitCode: p.exitCode, signal: p.signal, reason: p.reason })),
+    processes: processHistory(events).map((p) => ({
+      name: p.name,
+      command: p.command,
+      status: p.status,
+      starts: p.starts,
+      ports: p.ports,
+      exitCode: p.exitCode,
+      signal: p.signal,
+      reason: p.reason,
+    })),
     lessons: of(events, "reflection").at(-1)?.payload.lessons ?? [],
     timeTravel: of(events, "time_travel").map((t) => ({ kind: t.payload.kind, toCheckpoint: t.payload.toCheckpoint })),
     model_usage: {
@@ -212,27 +248,55 @@ export function reportMarkdown(r: RunReport): string {
     out.push("## Cost", "");
     if (u.prefixReuseMedian) out.push(`Prefix reuse of decide prompts (median): ${(u.prefixReuseMedian * 100).toFixed(1)}%.`, "");
     out.push("| model | calls | input | cached input | output | USD |", "|---|---|---|---|---|---|");
-    for (const m of u.byModel) out.push(`| ${m.model} | ${m.calls} | ${m.inputTokens} | ${m.cachedInputTokens} | ${m.outputTokens} | ${m.costUsd.toFixed(4)} |`);
+    for (const m of u.byModel)
+      out.push(`| ${m.model} | ${m.calls} | ${m.inputTokens} | ${m.cachedInputTokens} | ${m.outputTokens} | ${m.costUsd.toFixed(4)} |`);
     out.push("");
     if (u.bySubtask?.some((s) => s.subtask !== null)) {
       out.push("| subtask | calls | input | cached input | output | USD |", "|---|---|---|---|---|---|");
-      for (const s of u.bySubtask) out.push(`| ${s.subtask ?? "(no subtask in progress)"} | ${s.calls} | ${s.inputTokens} | ${s.cachedInputTokens} | ${s.outputTokens} | ${s.costUsd.toFixed(4)} |`);
+      for (const s of u.bySubtask)
+        out.push(
+          `| ${s.subtask ?? "(no subtask in progress)"} | ${s.calls} | ${s.inputTokens} | ${s.cachedInputTokens} | ${s.outputTokens} | ${s.costUsd.toFixed(4)} |`,
+        );
       out.push("");
     }
-    const costliest = [...(u.byStep ?? [])].sort((a, b) => b.costUsd - a.costUsd || b.inputTokens + b.outputTokens - (a.inputTokens + a.outputTokens) || a.step - b.step).slice(0, 5);
-    if (costliest.length) out.push(`Costliest steps: ${costliest.map((s) => `step ${s.step} ${(s.inputTokens + s.outputTokens).toLocaleString("en-US")} tok $${s.costUsd.toFixed(4)}`).join("; ")}.`, "");
+    const costliest = [...(u.byStep ?? [])]
+      .sort((a, b) => b.costUsd - a.costUsd || b.inputTokens + b.outputTokens - (a.inputTokens + a.outputTokens) || a.step - b.step)
+      .slice(0, 5);
+    if (costliest.length)
+      out.push(
+        `Costliest steps: ${costliest.map((s) => `step ${s.step} ${(s.inputTokens + s.outputTokens).toLocaleString("en-US")} tok $${s.costUsd.toFixed(4)}`).join("; ")}.`,
+        "",
+      );
   }
   if (r.plan.length) {
     const line = (s: ReportSubtask) =>
-      s.status === "completed" && !s.proven ? `- [?] **${s.id}** ${s.description} — unproven: ${s.proof}` : `- ${mark[s.status]} **${s.id}** ${s.description}${s.proof ? ` (${s.proof})` : ""}`;
+      s.status === "completed" && !s.proven
+        ? `- [?] **${s.id}** ${s.description} — unproven: ${s.proof}`
+        : `- ${mark[s.status]} **${s.id}** ${s.description}${s.proof ? ` (${s.proof})` : ""}`;
     out.push("## Plan", "", ...r.plan.map(line), "");
   }
   if (r.decisions.length) out.push("## Decisions", "", ...r.decisions.map((d) => `- (step ${d.step}) ${d.text}`), "");
   if (r.files.length) out.push("## Files changed", "", "```", formatStat(r.files).trimEnd(), "```", "");
   if (r.tests.length) {
-    out.push("## Test runs", "", ...r.tests.map((t) => `- step ${t.step}: ${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped${t.failedTests.length ? ` (${t.failedTests.join(", ")})` : ""}`), "");
+    out.push(
+      "## Test runs",
+      "",
+      ...r.tests.map(
+        (t) => `- step ${t.step}: ${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped${t.failedTests.length ? ` (${t.failedTests.join(", ")})` : ""}`,
+      ),
+      "",
+    );
   }
-  if (r.problems.length) out.push("## Problems met", "", ...r.problems.map((p) => `- step ${p.step}: ${p.what} → ${p.status}${p.errorClass ? ` (${[p.errorClass, stopWords(p.stoppedBy, p.limit)].filter(Boolean).join(": ")})` : ""}`), "");
+  if (r.problems.length)
+    out.push(
+      "## Problems met",
+      "",
+      ...r.problems.map(
+        (p) =>
+          `- step ${p.step}: ${p.what} → ${p.status}${p.errorClass ? ` (${[p.errorClass, stopWords(p.stoppedBy, p.limit)].filter(Boolean).join(": ")})` : ""}`,
+      ),
+      "",
+    );
   const c = r.commands;
   if (c?.count) {
     const figures = [
@@ -247,8 +311,20 @@ export function reportMarkdown(r: RunReport): string {
   }
   if (r.processes?.length) {
     const end = (p: RunReport["processes"][number]) =>
-      p.status === "running" ? "running when the run stopped (ended with it; a resume restarts it)" : p.status === "stopped" ? "stopped" : `${p.status}${p.signal ? ` (${p.signal})` : p.exitCode !== null ? ` (exit ${p.exitCode})` : ""}${p.reason ? `: ${p.reason}` : ""}`;
-    out.push("## Background processes", "", ...r.processes.map((p) => `- ${p.name}: ${end(p)}${p.ports.length ? `; ports ${p.ports.join(", ")}` : ""}${p.starts > 1 ? `; started ${p.starts}×` : ""} — \`${p.command}\``), "");
+      p.status === "running"
+        ? "running when the run stopped (ended with it; a resume restarts it)"
+        : p.status === "stopped"
+          ? "stopped"
+          : `${p.status}${p.signal ? ` (${p.signal})` : p.exitCode !== null ? ` (exit ${p.exitCode})` : ""}${p.reason ? `: ${p.reason}` : ""}`;
+    out.push(
+      "## Background processes",
+      "",
+      ...r.processes.map(
+        (p) =>
+          `- ${p.name}: ${end(p)}${p.ports.length ? `; ports ${p.ports.join(", ")}` : ""}${p.starts > 1 ? `; started ${p.starts}×` : ""} — \`${p.command}\``,
+      ),
+      "",
+    );
   }
   if (r.approvals.length) out.push("## Approvals", "", ...r.approvals.map((a) => `- ${a.decision} by ${a.by} (${a.rule}): \`${a.command}\``), "");
   if (r.timeTravel.length) out.push("## Time travel", "", ...r.timeTravel.map((t) => `- ${t.kind} to ${t.toCheckpoint}`), "");

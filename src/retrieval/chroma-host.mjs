@@ -27,7 +27,9 @@ if (isMainThread) {
   }
   const idleSeconds = Number(process.env.LEDGERLOOP_CHROMA_IDLE_SECONDS ?? 300);
   if (Number.isFinite(idleSeconds) && idleSeconds > 0) {
-    const watchdog = new Worker(new URL(import.meta.url), { workerData: { dataDir: path.resolve(dataDir), idleMs: idleSeconds * 1000, serverPid: process.pid } });
+    const watchdog = new Worker(new URL(import.meta.url), {
+      workerData: { dataDir: path.resolve(dataDir), idleMs: idleSeconds * 1000, serverPid: process.pid },
+    });
     // The watchdog never keeps the process alive on its own, and a failure of it never stops the server.
     watchdog.unref();
     watchdog.on("error", (err) => fs.writeSync(2, `ledgerloop: the Chroma server's watchdog failed: ${err?.message ?? err}\n`));
@@ -128,11 +130,14 @@ if (isMainThread) {
   };
   // A look costs a directory read and a signal 0 per client: every few seconds is cheap. A failed
   // look (a permission error, say) leaves the server running and is tried again.
-  setInterval(() => {
-    try {
-      check();
-    } catch {
-      // looked at again next time
-    }
-  }, Math.min(5_000, Math.max(200, idleMs / 4)));
+  setInterval(
+    () => {
+      try {
+        check();
+      } catch {
+        // looked at again next time
+      }
+    },
+    Math.min(5_000, Math.max(200, idleMs / 4)),
+  );
 }

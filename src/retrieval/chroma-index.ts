@@ -95,7 +95,9 @@ export async function createChromaIndex(opts: ChromaIndexOptions): Promise<Chrom
           embedder: opts.embedder.id,
           dimensions: opts.embedder.dimensions,
           namespace: opts.namespace.slice(0, 200),
-          ...(opts.shared ? { repository: `${opts.shared.repository.kind}:${opts.shared.repository.value}`.slice(0, 200), line: opts.shared.line.slice(0, 200) } : {}),
+          ...(opts.shared
+            ? { repository: `${opts.shared.repository.kind}:${opts.shared.repository.value}`.slice(0, 200), line: opts.shared.line.slice(0, 200) }
+            : {}),
         },
       }),
     );
@@ -130,14 +132,12 @@ export async function createChromaIndex(opts: ChromaIndexOptions): Promise<Chrom
       const ids = res.ids[0] ?? [];
       const distances = res.distances?.[0] ?? [];
       const metadatas = res.metadatas?.[0] ?? [];
-      return ids.map(
-        (id, i): VectorMatch => ({
-          id,
-          // Chroma's cosine distance is 1 - cosine similarity.
-          similarity: 1 - (distances[i] ?? 1),
-          metadata: (metadatas[i] ?? {}) as VectorMetadata,
-        }),
-      );
+      return ids.map((id, i): VectorMatch => ({
+        id,
+        // Chroma's cosine distance is 1 - cosine similarity.
+        similarity: 1 - (distances[i] ?? 1),
+        metadata: (metadatas[i] ?? {}) as VectorMetadata,
+      }));
     },
     async count(space) {
       const c = await collection(space);

@@ -244,7 +244,10 @@ async function startServer(dataDir: string, stateDir: string, recordFile: string
   // Read by the server's watchdog (chroma-host.mjs), which could only ignore a bad value: refused here.
   const idle = process.env.LEDGERLOOP_CHROMA_IDLE_SECONDS;
   if (idle !== undefined && !/^\s*\d+\s*$/.test(idle)) {
-    throw new VectorStoreError("VECTOR_SERVER_START", `LEDGERLOOP_CHROMA_IDLE_SECONDS must be a whole number of seconds (0: never stop an idle server), not ${JSON.stringify(idle)}`);
+    throw new VectorStoreError(
+      "VECTOR_SERVER_START",
+      `LEDGERLOOP_CHROMA_IDLE_SECONDS must be a whole number of seconds (0: never stop an idle server), not ${JSON.stringify(idle)}`,
+    );
   }
   const logFile = path.join(stateDir, "chroma.log");
   let lastError = "";

@@ -37,7 +37,11 @@ export function normaliseRemoteUrl(url: string): string {
       // a local path: kept as it is
     }
   }
-  return u.replace(/\/+$/, "").replace(/\.git$/i, "").replace(/\/+$/, "").toLowerCase();
+  return u
+    .replace(/\/+$/, "")
+    .replace(/\.git$/i, "")
+    .replace(/\/+$/, "")
+    .toLowerCase();
 }
 
 /**
@@ -51,7 +55,11 @@ export async function repositoryIdentity(workspace: string): Promise<RepositoryI
   const prefix = (await gitOutput(workspace, ["rev-parse", "--show-prefix"]))?.trim().replace(/\/+$/, "") ?? "";
   const sub = prefix ? `:${prefix}` : "";
   if (head.head !== null && !head.shallow) {
-    const roots = (await gitOutput(workspace, ["rev-list", "--max-parents=0", "HEAD"]))?.split("\n").map((l) => l.trim()).filter(Boolean).sort();
+    const roots = (await gitOutput(workspace, ["rev-list", "--max-parents=0", "HEAD"]))
+      ?.split("\n")
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .sort();
     if (roots?.length) return { kind: "git-roots", value: `${roots.join(",")}${sub}` };
   }
   const origin = (await gitOutput(workspace, ["config", "--get", "remote.origin.url"]))?.trim();

@@ -72,7 +72,12 @@ function sha256(buf: Buffer): string {
  * Reads and parses one file when it changed. Returns the prepared file, null when there is nothing
  * to store (unchanged, or skipped and never indexed), or "remove" when a stored file must go.
  */
-export async function prepareFile(ctx: PrepareContext, rel: string, stored: FileRecord | undefined, report: IndexReport): Promise<PreparedFile | null | "remove"> {
+export async function prepareFile(
+  ctx: PrepareContext,
+  rel: string,
+  stored: FileRecord | undefined,
+  report: IndexReport,
+): Promise<PreparedFile | null | "remove"> {
   // Through the confined reader: a file swapped for a link to a host file is never indexed.
   const ws = confined(ctx.workspace);
   let st: fs.Stats;

@@ -205,7 +205,14 @@ export class HistorySource {
     const known = this.meta("history_head");
     if (known === h.head) {
       if (this.status.head === h.head && this.status.state === "ok") return;
-      this.status = { state: "ok", detail: `${h.shallow ? "shallow clone: only the history present is used; " : ""}up to date`, head: h.head, commits: 0, shallow: h.shallow, partial: null };
+      this.status = {
+        state: "ok",
+        detail: `${h.shallow ? "shallow clone: only the history present is used; " : ""}up to date`,
+        head: h.head,
+        commits: 0,
+        shallow: h.shallow,
+        partial: null,
+      };
       return;
     }
     let range = "HEAD";
@@ -214,7 +221,14 @@ export class HistorySource {
       range = `${known}..${h.head}`;
       fresh = false;
     }
-    this.status = { state: "reading", detail: fresh ? "reading the history" : "reading new commits", head: h.head, commits: 0, shallow: h.shallow, partial: null };
+    this.status = {
+      state: "reading",
+      detail: fresh ? "reading the history" : "reading new commits",
+      head: h.head,
+      commits: 0,
+      shallow: h.shallow,
+      partial: null,
+    };
     if (fresh) this.clear(); // first read, or a rewritten history (rebase, force-push, another clone)
     const perPath = new Map<string, number>();
     const touched = new Set<string>();
@@ -265,7 +279,8 @@ export class HistorySource {
             ? `read ${r.read} commit(s); git could not read further (${gitSaid})`
             : `read ${r.read} commits before the time budget (${this.s.timeBudgetMs} ms) ran out`);
     this.status = { state: "ok", detail, head: h.head, commits: 0, shallow: h.shallow, partial: partial ? r.end : null };
-    if (r.end === "error") this.warn(`the git history could not be read past its newest ${r.read} commit(s) (${gitSaid}); searching with the ${r.read} commit(s) read`);
+    if (r.end === "error")
+      this.warn(`the git history could not be read past its newest ${r.read} commit(s) (${gitSaid}); searching with the ${r.read} commit(s) read`);
   }
 
   private clear(): void {
@@ -327,7 +342,13 @@ export class HistorySource {
     if (words.length === 0) return [];
     const db = this.handle();
     const st = this.stmts(db);
-    const matched = st.matched.all(words.map((w) => `"${w}"`).join(" OR "), MATCHED_COMMITS) as Array<{ id: number; ts: number; subject: string; nfiles: number; score: number }>;
+    const matched = st.matched.all(words.map((w) => `"${w}"`).join(" OR "), MATCHED_COMMITS) as Array<{
+      id: number;
+      ts: number;
+      subject: string;
+      nfiles: number;
+      score: number;
+    }>;
     if (matched.length === 0) return [];
     const newest = (st.newest.get() as number | null) ?? 0;
     const byId = new Map(matched.map((m) => [m.id, m]));
@@ -355,7 +376,11 @@ export class HistorySource {
       .slice(0, limit);
   }
 
-  private lendToNeighbours(db: Database.Database, top: Array<[string, { score: number }]>, votes: Map<string, { score: number; why: Array<{ subject: string; w: number }> }>): void {
+  private lendToNeighbours(
+    db: Database.Database,
+    top: Array<[string, { score: number }]>,
+    votes: Map<string, { score: number; why: Array<{ subject: string; w: number }> }>,
+  ): void {
     for (const [path, v] of top) {
       for (const r of this.neighboursIn(db, path)) {
         const lent = HISTORY_TUNING.cochangeShare * v.score * r.share;
@@ -385,7 +410,8 @@ export class HistorySource {
     // fused one), and the next search often for the same files again.
     const st = this.stmts(db);
     const stamp = `${st.changes.get() as number}:${st.dataVersion.get() as number}`;
-    if (this.cochangeMemo?.db !== db || this.cochangeMemo.stamp !== stamp || this.cochangeMemo.lists.size > 4096) this.cochangeMemo = { db, stamp, lists: new Map() };
+    if (this.cochangeMemo?.db !== db || this.cochangeMemo.stamp !== stamp || this.cochangeMemo.lists.size > 4096)
+      this.cochangeMemo = { db, stamp, lists: new Map() };
     const known = this.cochangeMemo.lists.get(path);
     if (known) return known.map((r) => ({ ...r }));
     const n = (st.commitsOf.get(path) as number) || 1;
@@ -405,7 +431,9 @@ function prepareSearch(db: Database.Database) {
        JOIN hist_commits c ON c.id = r.rowid`,
     ),
     newest: db.prepare("SELECT MAX(ts) FROM hist_commits").pluck(),
-    touched: db.prepare(`SELECT h.commit_id AS id, h.path FROM hist_files h JOIN files f ON f.path = h.path WHERE h.commit_id IN (SELECT value FROM json_each(?))`),
+    touched: db.prepare(
+      `SELECT h.commit_id AS id, h.path FROM hist_files h JOIN files f ON f.path = h.path WHERE h.commit_id IN (SELECT value FROM json_each(?))`,
+    ),
     cochange: db.prepare(
       `SELECT o.path, COUNT(*) AS n FROM hist_files h
          JOIN hist_commits c ON c.id = h.commit_id AND c.nfiles <= ${COCHANGE_MAX_FILES}

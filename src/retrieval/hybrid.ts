@@ -17,7 +17,17 @@ import { IgnoreChecker } from "./ignore-check.js";
 import { Indexer } from "./indexer.js";
 import { createLexicalSearcher } from "./lexical.js";
 import { NgramIndex } from "./ngram-index.js";
-import type { CodeHit, IndexProgress, IndexReport, RetrievalHit, Retriever, RetrieverOptions, RetrieverStats, SearchOptions, SearchTimings } from "./retriever-types.js";
+import type {
+  CodeHit,
+  IndexProgress,
+  IndexReport,
+  RetrievalHit,
+  Retriever,
+  RetrieverOptions,
+  RetrieverStats,
+  SearchOptions,
+  SearchTimings,
+} from "./retriever-types.js";
 import { SearchEngine } from "./search.js";
 import { VectorConnection, type VectorConnectionOptions } from "./vector-connection.js";
 
@@ -121,7 +131,17 @@ class HybridRetriever implements Retriever {
       warnOnce,
       syncLedger: () => this.events.syncLedger(),
     });
-    this.engine = new SearchEngine({ workspace, index, vectors: this.vectors, embedder, history: this.history, ledger: opts.ledger, threadId: opts.threadId, redact: opts.redact, warnOnce });
+    this.engine = new SearchEngine({
+      workspace,
+      index,
+      vectors: this.vectors,
+      embedder,
+      history: this.history,
+      ledger: opts.ledger,
+      threadId: opts.threadId,
+      redact: opts.redact,
+      warnOnce,
+    });
   }
 
   private get indexFile(): string {
@@ -132,7 +152,8 @@ class HybridRetriever implements Retriever {
     this.ngram = NgramIndex.open(this.indexFile);
     const e = this.embedder as Embedder & { attachCache?: (c: ReturnType<typeof sqliteEmbeddingCache>) => void };
     e.attachCache?.(sqliteEmbeddingCache(() => this.ngram.db));
-    if (this.ngram.rebuilt) this.warn(`the search index ${this.indexFile} was unusable (${this.ngram.rebuildReason}); it was moved to index.db.corrupt and is being rebuilt`);
+    if (this.ngram.rebuilt)
+      this.warn(`the search index ${this.indexFile} was unusable (${this.ngram.rebuildReason}); it was moved to index.db.corrupt and is being rebuilt`);
     // Every index write and search runs after this (the lock), so none sees a half-made connection.
     this.connecting = this.vectors.connect();
     this.lock = this.connecting.catch(() => {});
@@ -211,7 +232,8 @@ class HybridRetriever implements Retriever {
     const scope = opts.scope ?? "code";
     // Checked again under the lock: an index started earlier (the runtime starts one at once)
     // may finish while this search waits for it, and then there is nothing left to do.
-    if (!this.indexer.indexedOnce) await this.exclusive(() => this.resilient(async () => void (this.indexer.indexedOnce ? undefined : await this.indexer.index({}))));
+    if (!this.indexer.indexedOnce)
+      await this.exclusive(() => this.resilient(async () => void (this.indexer.indexedOnce ? undefined : await this.indexer.index({}))));
     // A search of one thread's history needs only that thread's new events (not a scan of all threads).
     if (scope !== "code" && this.opts.ledger) await this.exclusive(() => this.resilient(() => this.events.syncLedger(opts.threadId)));
     return this.resilient(async () => {

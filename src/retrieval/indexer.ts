@@ -229,7 +229,11 @@ export class Indexer {
         if (!lines) continue;
         if (f.vecHash !== null) stale.push(f.path);
         for (const c of chunks) {
-          items.push({ id: chunkKey(f.path, c.startLine, c.endLine), vector: [], metadata: { path: f.path, start: c.startLine, end: c.endLine, hash: f.hash } });
+          items.push({
+            id: chunkKey(f.path, c.startLine, c.endLine),
+            vector: [],
+            metadata: { path: f.path, start: c.startLine, end: c.endLine, hash: f.hash },
+          });
           texts.push(docText(f.path, c.symbols, lines.slice(c.startLine - 1, c.endLine).join("\n")));
         }
         done.push({ path: f.path, hash: f.hash });

@@ -77,7 +77,9 @@ export class NgramIndex {
       getFile: db.prepare("SELECT id, path, hash, size, mtime_ms AS mtimeMs, lang, lines, vec_hash AS vecHash FROM files WHERE path = ?"),
       // A range on the path's unique index: "a/b/" .. "a/b0" ('0' follows '/') is everything under a/b/.
       pathsBetween: db.prepare("SELECT path FROM files WHERE path >= ? AND path < ?").pluck(),
-      needingVectors: db.prepare("SELECT id, path, hash, size, mtime_ms AS mtimeMs, lang, lines, vec_hash AS vecHash FROM files WHERE vec_hash IS NOT hash ORDER BY id"),
+      needingVectors: db.prepare(
+        "SELECT id, path, hash, size, mtime_ms AS mtimeMs, lang, lines, vec_hash AS vecHash FROM files WHERE vec_hash IS NOT hash ORDER BY id",
+      ),
       needingVectorsOf: db.prepare(
         "SELECT id, path, hash, size, mtime_ms AS mtimeMs, lang, lines, vec_hash AS vecHash FROM files WHERE path IN (SELECT value FROM json_each(?)) AND vec_hash IS NOT hash ORDER BY id",
       ),
@@ -134,7 +136,9 @@ export class NgramIndex {
       chunksOfPaths: db.prepare(
         "SELECT c.id, f.path, c.start_line AS startLine, c.end_line AS endLine, c.symbols FROM files f JOIN chunks c ON c.file_id = f.id WHERE f.path IN (SELECT value FROM json_each(?)) ORDER BY c.file_id, c.start_line, c.id",
       ),
-      eventsByIds: db.prepare("SELECT event_id AS eventId, thread_id AS threadId, seq, type, ts, preview FROM events WHERE event_id IN (SELECT value FROM json_each(?))"),
+      eventsByIds: db.prepare(
+        "SELECT event_id AS eventId, thread_id AS threadId, seq, type, ts, preview FROM events WHERE event_id IN (SELECT value FROM json_each(?))",
+      ),
     };
   }
 
@@ -282,7 +286,10 @@ export class NgramIndex {
     const q = ftsQuery(terms);
     if (!q) return [];
     return this.run(() =>
-      (this.stmts.searchChunks.all(q, limit) as Array<Omit<ChunkRow, "symbols"> & { symbols: string; score: number }>).map((r) => ({ ...toChunkRow(r), score: r.score })),
+      (this.stmts.searchChunks.all(q, limit) as Array<Omit<ChunkRow, "symbols"> & { symbols: string; score: number }>).map((r) => ({
+        ...toChunkRow(r),
+        score: r.score,
+      })),
     );
   }
 
@@ -329,7 +336,11 @@ export class NgramIndex {
   /** Which of these threads have events in the index. */
   indexedThreadsAmong(threadIds: string[]): string[] {
     return this.run(
-      () => this.db.prepare("SELECT DISTINCT thread_id FROM events WHERE thread_id IN (SELECT value FROM json_each(?))").pluck().all(JSON.stringify(threadIds)) as string[],
+      () =>
+        this.db
+          .prepare("SELECT DISTINCT thread_id FROM events WHERE thread_id IN (SELECT value FROM json_each(?))")
+          .pluck()
+          .all(JSON.stringify(threadIds)) as string[],
     );
   }
 

@@ -35,13 +35,14 @@ export async function openRetriever(
   const workspace = resolveWorkspace(args.workspace ?? process.cwd());
   const { stateDir, dbPath } = stateLocation(workspace, args.stateDir);
   // The retriever (Chroma client, tree-sitter) loads on use, in parallel with the state database.
-  const [{ createRetriever }, { EmbedderError }, { SqliteLedger }, { openStateDb }, { createRedactor, secretValuesFromDotenv, secretValuesFromEnv }] = await Promise.all([
-    import("./hybrid.js"),
-    import("./errors.js"),
-    import("../ledger/sqlite-ledger.js"),
-    import("../ledger/state-db.js"),
-    import("../secrets.js"),
-  ]);
+  const [{ createRetriever }, { EmbedderError }, { SqliteLedger }, { openStateDb }, { createRedactor, secretValuesFromDotenv, secretValuesFromEnv }] =
+    await Promise.all([
+      import("./hybrid.js"),
+      import("./errors.js"),
+      import("../ledger/sqlite-ledger.js"),
+      import("../ledger/state-db.js"),
+      import("../secrets.js"),
+    ]);
   // The same redaction as a run's (runtime.ts): index.db is shared with the runs of this workspace,
   // and a file or commit message indexed here must not keep a secret the run's index would hide.
   const redactor = createRedactor([...secretValuesFromEnv(), ...secretValuesFromDotenv(workspace)]);
@@ -79,4 +80,3 @@ export async function openRetriever(
     },
   };
 }
-

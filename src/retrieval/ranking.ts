@@ -150,8 +150,16 @@ export function rankCode(input: RankCodeInput): RankedRange[] {
     { source: "vector", items: vectorList },
   ]);
   // A file lent to only by co-change says which strong hit it changes with.
-  const lentBy = input.cochange && input.cochangeTop && input.cochangeShare ? lendByCoChange(fileFused, input.cochange, input.cochangeTop, input.cochangeShare) : new Map<string, string[]>();
-  for (const [p, lenders] of lentBy) if (!historyOf.has(p)) historyOf.set(p, lenders.slice(0, 3).map((l) => `changes with ${l}`));
+  const lentBy =
+    input.cochange && input.cochangeTop && input.cochangeShare
+      ? lendByCoChange(fileFused, input.cochange, input.cochangeTop, input.cochangeShare)
+      : new Map<string, string[]>();
+  for (const [p, lenders] of lentBy)
+    if (!historyOf.has(p))
+      historyOf.set(
+        p,
+        lenders.slice(0, 3).map((l) => `changes with ${l}`),
+      );
   const bestChunkScore = new Map<string, number>();
   for (const c of chunkFused) {
     const f = fileOfKey(c.key);

@@ -196,4 +196,3 @@ export interface RetrieverOptions {
   /** Bounds of the git-history source, or false to leave history out (default: on in a git workspace). */
   history?: HistorySettings | false;
 }
-

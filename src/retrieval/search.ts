@@ -104,7 +104,12 @@ export class SearchEngine {
     // What the vector side cost beyond the n-gram side it overlapped with.
     timings.vectorMs += performance.now() - tv;
     const tf = performance.now();
-    const vectors = vec.map((m) => ({ path: String(m.metadata.path ?? ""), startLine: Number(m.metadata.start), endLine: Number(m.metadata.end), score: m.similarity }));
+    const vectors = vec.map((m) => ({
+      path: String(m.metadata.path ?? ""),
+      startLine: Number(m.metadata.start),
+      endLine: Number(m.metadata.end),
+      score: m.similarity,
+    }));
     // The ranking asks for the chunks of the files its symbol, vector, path and history hits name
     // (a chunk hit carries its own range): read them in one statement up front. Others it asks for
     // (co-change neighbours, files of chunk hits) are read one by one.
@@ -192,7 +197,17 @@ export class SearchEngine {
     for (const f of ranked) {
       const e = rows.get(f.eventId);
       if (!e) continue;
-      hits.push({ kind: "event", eventId: e.eventId, threadId: e.threadId, seq: e.seq, type: e.type, ts: e.ts, score: f.score, sources: f.sources, preview: e.preview.slice(0, 300) });
+      hits.push({
+        kind: "event",
+        eventId: e.eventId,
+        threadId: e.threadId,
+        seq: e.seq,
+        type: e.type,
+        ts: e.ts,
+        score: f.score,
+        sources: f.sources,
+        preview: e.preview.slice(0, 300),
+      });
     }
     return hits;
   }

@@ -120,7 +120,6 @@ export function queryTerms(query: string): QueryTerm[] {
 
 /** An FTS5 MATCH expression (OR of phrases) for the terms, or null when there is nothing to match. */
 export function ftsQuery(terms: QueryTerm[]): string | null {
-  const phrases = terms
-    .map((t) => `" ${t.text.replace(/"/g, "")}${t.match === "word" ? " " : ""}"`);
+  const phrases = terms.map((t) => `" ${t.text.replace(/"/g, "")}${t.match === "word" ? " " : ""}"`);
   return phrases.length ? phrases.join(" OR ") : null;
 }

@@ -95,10 +95,17 @@ export class VectorConnection {
           const server = await externalChroma(url);
           const repository = await repositoryIdentity(this.o.workspace);
           const line = opts.vectorLine ?? DEFAULT_VECTOR_LINE;
-          store = await createChromaIndex({ server, embedder, namespace: repository.value, shared: { prefix: sharedCollectionPrefix(repository, line), repository, line } });
+          store = await createChromaIndex({
+            server,
+            embedder,
+            namespace: repository.value,
+            shared: { prefix: sharedCollectionPrefix(repository, line), repository, line },
+          });
         } else {
           const server =
-            opts.vectorServer === "running" ? await runningChromaServer(this.o.stateDir) : await ensureChromaServer({ stateDir: this.o.stateDir, startTimeoutMs: opts.chromaStartTimeoutMs });
+            opts.vectorServer === "running"
+              ? await runningChromaServer(this.o.stateDir)
+              : await ensureChromaServer({ stateDir: this.o.stateDir, startTimeoutMs: opts.chromaStartTimeoutMs });
           if (!server) {
             // Not a failure: nothing to reconnect to, and files keep their vectors for the next index.
             this.state = "off";

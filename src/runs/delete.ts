@@ -60,7 +60,10 @@ function unknownThread(thread: string, where: string): CliError {
 }
 
 async function deleteFromSqlite(thread: string, args: DeleteArgs): Promise<DeleteReport> {
-  const [{ deleteRunRecords, runExists, runFootprint }, { listRuns }] = await Promise.all([import("../ledger/delete-run.js"), import("../ledger/run-status.js")]);
+  const [{ deleteRunRecords, runExists, runFootprint }, { listRuns }] = await Promise.all([
+    import("../ledger/delete-run.js"),
+    import("../ledger/run-status.js"),
+  ]);
   const st = await openExistingState(args, { write: true });
   let lease: Lease | undefined;
   try {
@@ -110,7 +113,12 @@ async function deleteFromPg(url: string, thread: string, args: DeleteArgs): Prom
       removeRunFiles(stateDir, thread);
       indexEvents = await forgetIndexedEvents(stateDir, thread);
     }
-    return { ...report, deleted: true, indexEvents, sweep: { skipped: "on PostgreSQL, `ledgerloop gc --state …` sweeps the revisions only the run named from the replica" } };
+    return {
+      ...report,
+      deleted: true,
+      indexEvents,
+      sweep: { skipped: "on PostgreSQL, `ledgerloop gc --state …` sweeps the revisions only the run named from the replica" },
+    };
   } finally {
     await st.close();
   }

@@ -30,7 +30,11 @@ export async function diffRun(thread: string, args: DiffArgs): Promise<DiffResul
   try {
     requireThread(st, thread);
     if (!st.runs.hasCheckpoints(thread)) {
-      throw new CliError(`${whereCheckpointsAre(st, thread)}; this command needs them here (inspect the run with threads, history, ledger, report, context)`, 1, "CHECKPOINTS_ELSEWHERE");
+      throw new CliError(
+        `${whereCheckpointsAre(st, thread)}; this command needs them here (inspect the run with threads, history, ledger, report, context)`,
+        1,
+        "CHECKPOINTS_ELSEWHERE",
+      );
     }
     const rows = checkpointHistory(st.db, thread);
     if (rows.length === 0) throw new CliError(`run ${thread} has no checkpoints to compare`, 1, "NOT_FOUND");

@@ -102,7 +102,10 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
       else if (err instanceof GraphRecursionError) error = `superstep limit reached (${config.recursionLimit})`;
       else if (stateUnavailable(err)) {
         // Classified by the underlying pg error, whichever port raised it.
-      } else if (err instanceof ModelError && (err.code === "MODEL_RATE_LIMITED" || err.code === "MODEL_UNAVAILABLE" || err.code === "MODEL_UNREACHABLE" || err.code === "BUDGET_EXHAUSTED")) {
+      } else if (
+        err instanceof ModelError &&
+        (err.code === "MODEL_RATE_LIMITED" || err.code === "MODEL_UNAVAILABLE" || err.code === "MODEL_UNREACHABLE" || err.code === "BUDGET_EXHAUSTED")
+      ) {
         paused = err.code === "MODEL_RATE_LIMITED" ? "rate_limited" : err.code === "BUDGET_EXHAUSTED" ? "budget_exhausted" : "model_unavailable";
         error = errorMessage(err);
       } else {
@@ -119,7 +122,10 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
       if (stateUnavailable(err)) break;
       throw err;
     }
-    const request = snap.tasks.flatMap((t) => t.interrupts ?? []).map((i) => i.value as ApprovalRequest).find((v) => v?.kind === "approval");
+    const request = snap.tasks
+      .flatMap((t) => t.interrupts ?? [])
+      .map((i) => i.value as ApprovalRequest)
+      .find((v) => v?.kind === "approval");
     pending = request;
     if (!request || !opts.ask) break;
     const ok = await opts.ask(request);
@@ -131,10 +137,12 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
   await rt.processes?.endRun().catch(() => {});
   await rt.sandbox.closeSession?.().catch(() => null);
   // With the database gone the state cannot be read back: the pause is said from what this process saw.
-  const values = unavailable ? { step: lastStep } : await readValues(agent, threadId).catch((err: unknown) => {
-    if (stateUnavailable(err)) return { step: lastStep };
-    throw err;
-  });
+  const values = unavailable
+    ? { step: lastStep }
+    : await readValues(agent, threadId).catch((err: unknown) => {
+        if (stateUnavailable(err)) return { step: lastStep };
+        throw err;
+      });
   let status: DriveResult["status"] = values.status ?? "running";
   if (unavailable) status = "state_unavailable";
   else if (failed) status = "failed";
@@ -182,7 +190,9 @@ export async function driveRunReconnecting(
   let result = await driveRun(rt, threadId, goal, opts);
   for (let n = 0; n < MAX_RECONNECTS && result.status === "state_unavailable" && opts.reconnectMs > 0 && rt.pg && !opts.signal?.aborted; n++) {
     const t0 = Date.now();
-    opts.say?.(`${result.error?.split("; the run is paused")[0] ?? "the state database is unavailable"}; waiting up to ${Math.round(opts.reconnectMs / 1000)} s for it to answer again`);
+    opts.say?.(
+      `${result.error?.split("; the run is paused")[0] ?? "the state database is unavailable"}; waiting up to ${Math.round(opts.reconnectMs / 1000)} s for it to answer again`,
+    );
     if (!(await waitForDatabase(rt.pg.pool, opts.reconnectMs, opts.signal))) break;
     opts.say?.(`the state database answers again after ${((Date.now() - t0) / 1000).toFixed(1)} s; resuming ${threadId} from its last checkpoint`);
     result = await driveRun(rt, threadId, null, { ...opts, resume: undefined });
@@ -215,5 +225,8 @@ async function readValues(agent: ReturnType<typeof createCodingAgent>, threadId:
 /** The approval a thread is paused on, if any. */
 export async function pendingApproval(rt: Runtime, threadId: string): Promise<ApprovalRequest | undefined> {
   const snap = await createCodingAgent({ runtime: rt }).getState({ configurable: { thread_id: threadId } });
-  return snap.tasks.flatMap((t) => t.interrupts ?? []).map((i) => i.value as ApprovalRequest).find((v) => v?.kind === "approval");
+  return snap.tasks
+    .flatMap((t) => t.interrupts ?? [])
+    .map((i) => i.value as ApprovalRequest)
+    .find((v) => v?.kind === "approval");
 }

@@ -41,4 +41,3 @@ export async function finishDryRun(run: DryRun, rt: Runtime): Promise<DryRunOutc
     diff: dryRunDiff(run, changes),
   };
 }
-

@@ -37,4 +37,3 @@ export async function assertNewThread(rt: Runtime, thread: string): Promise<void
 function threadExists(thread: string): CliError {
   return new CliError(`thread "${thread}" already exists; continue it with \`ledgerloop resume ${thread}\``, 1, "THREAD_EXISTS");
 }
-

@@ -1,5 +1,14 @@
 import { CliError } from "../errors.js";
-import { openExistingState, openPgInspection, requirePgThread, requireThread, stderrNote, stateUrlOf, whereCheckpointsAre, type WorkspaceArgs } from "../ledger/open-state.js";
+import {
+  openExistingState,
+  openPgInspection,
+  requirePgThread,
+  requireThread,
+  stderrNote,
+  stateUrlOf,
+  whereCheckpointsAre,
+  type WorkspaceArgs,
+} from "../ledger/open-state.js";
 import type { ProgressEvent, Runtime } from "../runtime.js";
 import type { RunSettings } from "../settings.js";
 import { resolveWorkspace } from "../workspace/location.js";
@@ -38,7 +47,11 @@ export async function savedRun(
     try {
       await requirePgThread(pg, thread);
       if (!(await pg.runs.hasCheckpoints(thread))) {
-        throw new CliError(`${thread} has no checkpoints in ${pg.location}; this command needs them there (inspect the run with threads, history, ledger, report)`, 1, "CHECKPOINTS_ELSEWHERE");
+        throw new CliError(
+          `${thread} has no checkpoints in ${pg.location}; this command needs them there (inspect the run with threads, history, ledger, report)`,
+          1,
+          "CHECKPOINTS_ELSEWHERE",
+        );
       }
       return { workspace, settings: (await pg.runs.get(thread))?.settings };
     } finally {
@@ -50,7 +63,11 @@ export async function savedRun(
     requireThread(st, thread);
     if (!st.runs.hasCheckpoints(thread)) {
       // resume, rewind, fork, diff and replay need the run's checkpoints in this database.
-      throw new CliError(`${whereCheckpointsAre(st, thread)}; this command needs them here (inspect the run with threads, history, ledger, report, context)`, 1, "CHECKPOINTS_ELSEWHERE");
+      throw new CliError(
+        `${whereCheckpointsAre(st, thread)}; this command needs them here (inspect the run with threads, history, ledger, report, context)`,
+        1,
+        "CHECKPOINTS_ELSEWHERE",
+      );
     }
     return { workspace: st.workspace, settings: st.runs.get(thread)?.settings };
   } catch (err) {
@@ -108,10 +125,13 @@ export async function refuseIfQueued(pool: import("pg").Pool, thread: string, co
   const l = await findRunLease(pool, thread);
   if (!l) return;
   if (leaseLive(l)) {
-    throw new CliError(`run ${thread} is being driven by worker ${l.worker}; stop that worker (SIGTERM hands the run back to the queue) before \`${command}\``, 75, "LEASE_HELD");
+    throw new CliError(
+      `run ${thread} is being driven by worker ${l.worker}; stop that worker (SIGTERM hands the run back to the queue) before \`${command}\``,
+      75,
+      "LEASE_HELD",
+    );
   }
   if (l.state === "queued" || l.state === "held") {
     throw new CliError(`run ${thread} is queued for the workers (a worker will take it up); \`${command}\` would race it`, 75, "LEASE_HELD");
   }
 }
-

@@ -14,7 +14,10 @@ export function pickCheckpoint<T>(all: T[], idOf: (t: T) => string, thread: stri
   const matches = idOrPrefix.length >= 6 ? all.filter((t) => idOf(t).startsWith(idOrPrefix)) : [];
   if (matches.length === 1) return matches[0]!;
   if (matches.length > 1) {
-    throw new TimeTravelError("CHECKPOINT_AMBIGUOUS", `checkpoint prefix ${idOrPrefix} matches ${matches.length} checkpoints of ${thread}; give more characters`);
+    throw new TimeTravelError(
+      "CHECKPOINT_AMBIGUOUS",
+      `checkpoint prefix ${idOrPrefix} matches ${matches.length} checkpoints of ${thread}; give more characters`,
+    );
   }
   throw new TimeTravelError("CHECKPOINT_NOT_FOUND", `no checkpoint ${idOrPrefix} in thread ${thread}; list them with \`ledgerloop history ${thread}\``);
 }

@@ -154,7 +154,10 @@ export async function fork(
     // replay into the same directory is refused instead of interleaving.
     dest = opts.runtime
       ? await opts.runtime(dir, newThread)
-      : await createRuntime({ ...rt.settings, workspace: dir, stateDir: undefined, vectorLine: newThread }, { model: rt.model, lease: { command: "fork", thread: newThread } });
+      : await createRuntime(
+          { ...rt.settings, workspace: dir, stateDir: undefined, vectorLine: newThread },
+          { model: rt.model, lease: { command: "fork", thread: newThread } },
+        );
     await rt.revisions.copyTo(revision, dest.workspace, { into: dest.revisions });
   } else {
     await guardForeignEdits(rt, opts.force ?? false, "the fork");
@@ -182,7 +185,10 @@ export async function fork(
   });
   // The checkpoint itself is copied, so the fork's next node is exactly the original's; the state
   // is then pointed at the fork's own copies of the ledger events.
-  await dest.checkpointer.put({ configurable: { thread_id: newThread, checkpoint_ns: "" } }, target.checkpoint, { ...target.metadata, source: "fork" } as never,
+  await dest.checkpointer.put(
+    { configurable: { thread_id: newThread, checkpoint_ns: "" } },
+    target.checkpoint,
+    { ...target.metadata, source: "fork" } as never,
     // Every channel is new to the fork's thread (PostgresSaver stores only the versions named here).
     target.checkpoint.channel_versions,
   );
@@ -201,7 +207,12 @@ export async function fork(
   const saved = await rt.runs.get(thread);
   // The fork is the root of a new revision line: on a shared Chroma its vectors stay apart from the
   // original's (retrieval/collection-naming.ts), and a resume of it keeps that line.
-  await dest.runs.register(newThread, saved?.goal ?? values.goal, { ...(saved?.settings ?? rt.settings), workspace: dest.workspace, stateDir: dest.stateDir, vectorLine: newThread });
+  await dest.runs.register(newThread, saved?.goal ?? values.goal, {
+    ...(saved?.settings ?? rt.settings),
+    workspace: dest.workspace,
+    stateDir: dest.stateDir,
+    vectorLine: newThread,
+  });
   return {
     thread: newThread,
     fromThread: thread,
@@ -309,7 +320,11 @@ export async function replay(rt: Runtime, thread: string, opts: { from?: string;
     // The tools must see what they saw in the recording: same retrieval settings as the original run.
     runtime: async (dir, newThread) => {
       const saved = (await rt.runs.get(thread))?.settings;
-      const retrieval = { retrieval: saved?.retrieval ?? rt.settings.retrieval, vectors: saved?.vectors ?? rt.settings.vectors, embedder: saved?.embedder ?? rt.settings.embedder };
+      const retrieval = {
+        retrieval: saved?.retrieval ?? rt.settings.retrieval,
+        vectors: saved?.vectors ?? rt.settings.vectors,
+        embedder: saved?.embedder ?? rt.settings.embedder,
+      };
       // Its state is the scratch workspace's own SQLite database, also for a run on PostgreSQL: a
       // replay is a check, not a run of the shared database (what it copies is read through the ports).
       return createRuntime(
@@ -347,7 +362,13 @@ export async function replay(rt: Runtime, thread: string, opts: { from?: string;
     const r = recorded.get(slot);
     const p = replayed.get(slot);
     if (!r || !p) {
-      divergences.push({ step, tool: (r ?? p)!.payload.tool, field: r ? "missing in replay" : "not in the recording", recorded: r?.payload.tool ?? null, replayed: p?.payload.tool ?? null });
+      divergences.push({
+        step,
+        tool: (r ?? p)!.payload.tool,
+        field: r ? "missing in replay" : "not in the recording",
+        recorded: r?.payload.tool ?? null,
+        replayed: p?.payload.tool ?? null,
+      });
       continue;
     }
     // The recording names the workspace it ran in (its registered one; on a queue, a worker's

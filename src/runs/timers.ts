@@ -17,5 +17,7 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 /** `p`, or a rejection once `ms` passed without it settling. */
 export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let t: NodeJS.Timeout;
-  return Promise.race([p, new Promise<T>((_, reject) => (t = setTimeout(() => reject(new Error(`did not finish within ${ms} ms`)), ms)))]).finally(() => clearTimeout(t));
+  return Promise.race([p, new Promise<T>((_, reject) => (t = setTimeout(() => reject(new Error(`did not finish within ${ms} ms`)), ms)))]).finally(() =>
+    clearTimeout(t),
+  );
 }

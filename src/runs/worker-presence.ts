@@ -59,6 +59,8 @@ export class WorkerPresence {
   /** Stops the heartbeat and marks the worker stopped (bounded: an unreachable database must not hold up the exit). */
   async stop(note: string): Promise<void> {
     clearInterval(this.timer);
-    await withTimeout(stopFleetWorker(this.pool(), this.o.id, this.retiring ?? note), 3_000).catch((e) => this.o.say(`stop: recording it in the fleet: ${errorMessage(e)}`));
+    await withTimeout(stopFleetWorker(this.pool(), this.o.id, this.retiring ?? note), 3_000).catch((e) =>
+      this.o.say(`stop: recording it in the fleet: ${errorMessage(e)}`),
+    );
   }
 }

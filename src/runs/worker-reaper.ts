@@ -29,7 +29,10 @@ export async function reapExpiredRuns(pool: pg.Pool, boss: PgBoss, reaper: strin
       say(`${thread}: the lease of ${r.previous.worker} expired; queued again (job ${r.jobId})`);
       // The dead holder's job, for the record: it will never complete.
       if (r.previous.jobId) {
-        const output: TakeoverOutput = { takeover: true, reason: `worker ${r.previous.worker} stopped renewing its lease; the run was queued again as job ${r.jobId}` };
+        const output: TakeoverOutput = {
+          takeover: true,
+          reason: `worker ${r.previous.worker} stopped renewing its lease; the run was queued again as job ${r.jobId}`,
+        };
         await boss.fail(RUN_QUEUE, r.previous.jobId, output).catch(() => {});
       }
     } finally {

@@ -83,7 +83,10 @@ export class RunWorker {
     },
   ) {
     this.ttlMs = opts.leaseMs;
-    this.health = new StateHealth(() => this.state!.pool.query("SELECT 1"), (line) => this.say(line));
+    this.health = new StateHealth(
+      () => this.state!.pool.query("SELECT 1"),
+      (line) => this.say(line),
+    );
     this.retired = new Promise((r) => (this.resolveRetired = r));
   }
 
@@ -96,7 +99,10 @@ export class RunWorker {
     // Our tables first (migrations under their lock), then pg-boss's schema.
     this.state = await openPgState(this.url, { max: Math.max(4, this.opts.concurrency + 2) });
     try {
-      this.boss = await startQueue(this.url, { supervise: true, onError: (err) => this.health.noteFailure(err, "queue") || this.say(`queue: ${errorMessage(err)}`) });
+      this.boss = await startQueue(this.url, {
+        supervise: true,
+        onError: (err) => this.health.noteFailure(err, "queue") || this.say(`queue: ${errorMessage(err)}`),
+      });
     } catch (err) {
       await this.state.close();
       throw err;
@@ -154,7 +160,9 @@ export class RunWorker {
       }
       try {
         await this.health.retry(`recording job ${job.id}`, () =>
-          failure === undefined ? this.boss!.complete(queue, job.id, outcome as object) : this.boss!.fail(queue, job.id, { name: (failure as Error)?.name ?? "Error", message: errorMessage(failure) }),
+          failure === undefined
+            ? this.boss!.complete(queue, job.id, outcome as object)
+            : this.boss!.fail(queue, job.id, { name: (failure as Error)?.name ?? "Error", message: errorMessage(failure) }),
         );
       } catch (err) {
         // The job's row only records what happened (the run's own row says where it stands).
@@ -190,7 +198,9 @@ export class RunWorker {
     if (!sub) throw new Error(`run job ${job.id} names thread "${thread}", which was never submitted`);
     // One token for every attempt: an acquire whose commit was lost with its connection is ours on the retry.
     const token = leases.newLeaseToken();
-    const got = await this.health.retry(`${thread}: taking its lease`, () => leases.acquireRunLease(pool, { thread, worker: this.id, jobId: job.id, ttlMs: this.ttlMs, token }));
+    const got = await this.health.retry(`${thread}: taking its lease`, () =>
+      leases.acquireRunLease(pool, { thread, worker: this.id, jobId: job.id, ttlMs: this.ttlMs, token }),
+    );
     if (!got.ok) {
       const l = got.lease;
       const detail = l?.state === "held" ? `held by ${l.worker}` : `already ${l?.state ?? "unknown"}`;
@@ -216,24 +226,27 @@ export class RunWorker {
     const drain = new AbortController();
     let lost = false;
     let cancelled: string | null = null;
-    const beat = setInterval(() => {
-      void leases
-        .heartbeatRunLease(pool, thread, token, this.ttlMs)
-        .then(({ held, cancel }) => {
-          if (!held && !lost) {
-            lost = true;
-            this.say(`${thread}: lost its lease (taken over); stopping without writing`);
-            ac.abort();
-          } else if (held && cancel && !cancelled) {
-            // `ledgerloop cancel`: the step in progress ends as it would, then the run stops.
-            cancelled = cancel;
-            this.say(`${thread}: ${cancel}; stopping at the next step boundary`);
-            drain.abort();
-          }
-        })
-        // The database unreachable for a moment: keep trying; the run itself pauses if it lasts.
-        .catch((err) => this.health.noteFailure(err, `${thread}: renewing its lease`));
-    }, Math.max(200, Math.floor(this.ttlMs / 3)));
+    const beat = setInterval(
+      () => {
+        void leases
+          .heartbeatRunLease(pool, thread, token, this.ttlMs)
+          .then(({ held, cancel }) => {
+            if (!held && !lost) {
+              lost = true;
+              this.say(`${thread}: lost its lease (taken over); stopping without writing`);
+              ac.abort();
+            } else if (held && cancel && !cancelled) {
+              // `ledgerloop cancel`: the step in progress ends as it would, then the run stops.
+              cancelled = cancel;
+              this.say(`${thread}: ${cancel}; stopping at the next step boundary`);
+              drain.abort();
+            }
+          })
+          // The database unreachable for a moment: keep trying; the run itself pauses if it lasts.
+          .catch((err) => this.health.noteFailure(err, `${thread}: renewing its lease`));
+      },
+      Math.max(200, Math.floor(this.ttlMs / 3)),
+    );
     let rt: Runtime | undefined;
     /** The run's clone, removed once the run ended here (a clone is ~34 MB, most of it the vector index). */
     let clone: string | undefined;
@@ -311,7 +324,12 @@ export class RunWorker {
         this.say(`${thread}: stopped at step ${result.steps}; handed back to the queue`);
         return this.record({ thread, outcome: "handed_over", status: result.status, steps: result.steps });
       }
-      await this.endLease(thread, token, leaseStateFor(result.status), `${result.status} after ${result.steps} step(s) on ${this.id}${result.error ? `: ${result.error}` : ""}`);
+      await this.endLease(
+        thread,
+        token,
+        leaseStateFor(result.status),
+        `${result.status} after ${result.steps} step(s) on ${this.id}${result.error ? `: ${result.error}` : ""}`,
+      );
       this.say(`${thread}: ${result.status} after ${result.steps} step(s)${result.error ? ` (${result.error})` : ""}`);
       // Only a run that ended here: one handed back may be cloned again into the same path by a worker sharing --dir.
       if (sub.source.kind === "repo") clone = files.dir;
@@ -336,7 +354,8 @@ export class RunWorker {
       // Bounded: a stuck close (a sandbox session, a process that ignores its signals) must not
       // keep a stopping worker from exiting; whatever it left is cleaned by the next holder.
       if (rt) await withTimeout(rt.close(), 15_000).catch((e) => this.say(`${thread}: closing its runtime: ${errorMessage(e)}`));
-      if (clone && !this.opts.keepDirs) await fs.promises.rm(clone, { recursive: true, force: true }).catch((e) => this.say(`${thread}: removing its clone: ${errorMessage(e)}`));
+      if (clone && !this.opts.keepDirs)
+        await fs.promises.rm(clone, { recursive: true, force: true }).catch((e) => this.say(`${thread}: removing its clone: ${errorMessage(e)}`));
       this.active.delete(thread);
       this.lastBusy = Date.now();
       resolveDone();
@@ -352,7 +371,16 @@ export class RunWorker {
     return this.health.retry(`${thread}: handing it back`, async () => {
       const client = await this.state!.pool.connect();
       try {
-        if (await requeueRun(client, { thread, guard: { token }, note, released, enqueue: (c, o) => enqueueOn(this.boss!, c, { thread }, { ...o, startAfterSeconds }) })) return true;
+        if (
+          await requeueRun(client, {
+            thread,
+            guard: { token },
+            note,
+            released,
+            enqueue: (c, o) => enqueueOn(this.boss!, c, { thread }, { ...o, startAfterSeconds }),
+          })
+        )
+          return true;
         // Not ours any more: back in the queue all the same (an earlier attempt whose answer was
         // lost, or a reaper), or taken over by another worker.
         return (await getRunLease(client, thread))?.state === "queued";

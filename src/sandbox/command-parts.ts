@@ -54,9 +54,7 @@ export interface Redirection {
 
 /** Where a command's standard input comes from. */
 export type StdinSource =
-  | { kind: "pipe"; upstream: string[]; text: string | null }
-  | { kind: "heredoc" | "herestring"; text: string | null }
-  | { kind: "file"; word: ShellWord };
+  { kind: "pipe"; upstream: string[]; text: string | null } | { kind: "heredoc" | "herestring"; text: string | null } | { kind: "file"; word: ShellWord };
 
 export interface CommandPart {
   /** Basename of the program (`rm` for `/usr/bin/rm`); "" for a command of only assignments/redirections. */

@@ -7,7 +7,16 @@ import { LEVELS, planUid, runnerUid, unshareArgv, type IsolationLevel, type Tool
 import { seccompSupported } from "./seccomp.js";
 import { noneNamespacePrefix } from "./none-pidns.js";
 import { ConfigError } from "../errors.js";
-import { dropProbeCache, probeAsync, probeCacheFile, probeKey, readProbeCache, writeProbeCache, type LevelProbe, type ProbedLevels } from "./isolation-cache.js";
+import {
+  dropProbeCache,
+  probeAsync,
+  probeCacheFile,
+  probeKey,
+  readProbeCache,
+  writeProbeCache,
+  type LevelProbe,
+  type ProbedLevels,
+} from "./isolation-cache.js";
 
 export type { LevelProbe } from "./isolation-cache.js";
 
@@ -56,9 +65,29 @@ export function bwrapProbeArgv(tools: Tools, disableUserns: boolean, rootUserns:
   if (disableUserns) a.push("--disable-userns");
   if (rootUserns) a.push("--uid", "65534", "--gid", "65534");
   a.push(
-    "--unshare-pid", "--unshare-ipc", "--unshare-cgroup-try", "--unshare-net", "--die-with-parent", "--new-session",
-    "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run",
-    "--", tools.sh, "-c", "true",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-cgroup-try",
+    "--unshare-net",
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--tmpfs",
+    "/tmp",
+    "--tmpfs",
+    "/run",
+    "--",
+    tools.sh,
+    "-c",
+    "true",
   );
   return a;
 }
@@ -108,9 +137,15 @@ function probeLevels(tools: Tools, root: boolean): ProbedLevels {
     disableUserns = maj! > 0 || min! >= 8;
     const probe = run(bwrapProbeArgv(tools, disableUserns, root));
     if (probe.ok) {
-      levels.bwrap = { ok: true, detail: `${tools.bwrap} (bubblewrap ${bwrapVersion ?? "?"}) works${disableUserns ? "" : "; older than 0.8, so nested user namespaces stay possible"}` };
+      levels.bwrap = {
+        ok: true,
+        detail: `${tools.bwrap} (bubblewrap ${bwrapVersion ?? "?"}) works${disableUserns ? "" : "; older than 0.8, so nested user namespaces stay possible"}`,
+      };
     } else {
-      levels.bwrap = { ok: false, detail: `${tools.bwrap} is installed but cannot build a sandbox here: ${firstLine(probe.out) || "probe failed"} (user namespaces disabled?)` };
+      levels.bwrap = {
+        ok: false,
+        detail: `${tools.bwrap} is installed but cannot build a sandbox here: ${firstLine(probe.out) || "probe failed"} (user namespaces disabled?)`,
+      };
     }
     if (!tools.setpriv && levels.bwrap.ok && root) {
       levels.bwrap.detail += "; setpriv missing, so workspaces of other users run as uid 0 without capabilities";
@@ -147,7 +182,10 @@ function probeLevels(tools: Tools, root: boolean): ProbedLevels {
       fs.rmSync(ws, { recursive: true, force: true });
     }
     levels.unshare = probe.ok
-      ? { ok: true, detail: `${tools.unshare} works (mount, network and PID namespaces: read-only host, private /tmp and /run)${tools.ip ? "" : "; `ip` not found, so loopback stays down"}` }
+      ? {
+          ok: true,
+          detail: `${tools.unshare} works (mount, network and PID namespaces: read-only host, private /tmp and /run)${tools.ip ? "" : "; `ip` not found, so loopback stays down"}`,
+        }
       : { ok: false, detail: `${tools.unshare} cannot build the sandbox here: ${firstLine(probe.out) || "probe failed"}` };
   }
   const noneNs = noneNamespacePrefix(tools.sh);
@@ -196,7 +234,10 @@ export function detectIsolation(opts: { refresh?: boolean; cacheDir?: string } =
   const reasons: string[] = [];
   for (const l of LEVELS) reasons.push(`${l}: ${levels[l].ok ? "available" : "unavailable"} — ${levels[l].detail}`);
   reasons.push(`chosen: ${level}${level === "none" ? " — COMMANDS ARE NOT ISOLATED FROM THIS MACHINE" : " (strongest available)"}`);
-  if (level === "bwrap") reasons.push(seccomp ? "seccomp: set-uid/set-gid file creation refused" : `seccomp: no filter for ${process.arch}; set-uid files can be created in the workspace`);
+  if (level === "bwrap")
+    reasons.push(
+      seccomp ? "seccomp: set-uid/set-gid file creation refused" : `seccomp: no filter for ${process.arch}; set-uid files can be created in the workspace`,
+    );
   for (const [k, v] of Object.entries(limits)) reasons.push(`limit ${k}: ${v}`);
   for (const r of cgroups.reasons) reasons.push(r);
 

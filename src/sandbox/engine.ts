@@ -56,7 +56,18 @@ export interface RunCommandOptions {
 
 /** The result of a command refused before it ran (exit code 126, as a shell reports "cannot execute"). */
 export function deniedResult(isolation: string, rule: string, reason: string): ExecResult {
-  return { exitCode: 126, signal: null, stdout: "", stderr: "", durationMs: 0, timedOut: false, truncated: false, isolation, limit: null, denied: { rule, reason } };
+  return {
+    exitCode: 126,
+    signal: null,
+    stdout: "",
+    stderr: "",
+    durationMs: 0,
+    timedOut: false,
+    truncated: false,
+    isolation,
+    limit: null,
+    denied: { rule, reason },
+  };
 }
 
 /**
@@ -65,7 +76,9 @@ export function deniedResult(isolation: string, rule: string, reason: string): E
  * `run_tests` and `ledgerloop exec` all go through here.
  */
 export async function runCommand(o: RunCommandOptions): Promise<CommandFeedback> {
-  const verdict = o.policy ? (o.verdict ?? evaluatePolicy(o.command, o.policy, { workspace: o.workspace, cwd: o.workspace, level: o.sandbox.level as PolicyContext["level"] })) : null;
+  const verdict = o.policy
+    ? (o.verdict ?? evaluatePolicy(o.command, o.policy, { workspace: o.workspace, cwd: o.workspace, level: o.sandbox.level as PolicyContext["level"] }))
+    : null;
   if (verdict && (verdict.decision === "deny" || (verdict.decision === "ask" && !o.approved))) {
     const reason = verdict.decision === "ask" ? `needs approval, which it did not get: ${verdict.reason}` : verdict.reason;
     const exec = deniedResult(o.sandbox.level, verdict.rule, reason);
@@ -138,14 +151,7 @@ function stoppedBy(r: ExecResult, aborted: boolean): StoppedBy | null {
   return null;
 }
 
-function formatFeedback(
-  command: string,
-  r: ExecResult,
-  files: FileChanges,
-  tests: TestCounts | null,
-  cap: number,
-  aborted = false,
-): string {
+function formatFeedback(command: string, r: ExecResult, files: FileChanges, tests: TestCounts | null, cap: number, aborted = false): string {
   const lines: string[] = [];
   if (r.denied) {
     lines.push(`command refused by policy (rule ${r.denied.rule}): ${r.denied.reason}`);
@@ -154,24 +160,20 @@ function formatFeedback(
   const how = aborted
     ? `was stopped because the run was stopped (${r.signal ? `killed by ${r.signal}` : `exit code ${r.exitCode}`}); it may have done part of its work`
     : r.sessionEnded
-    ? `was killed (${r.signal}) when the run's sandbox session ended, not by anything it did; it may have done part of its work`
-    : r.timedOut
-    ? `timed out after ${r.durationMs} ms and was killed${r.limit && r.limit !== "timeout" ? ` (it had also hit the ${r.limit} limit)` : ""}`
-    : r.limit
-      ? `stopped: ${r.limit} limit exceeded`
-      : r.signal
-        ? `killed by ${r.signal}`
-        : `exit code ${r.exitCode}`;
+      ? `was killed (${r.signal}) when the run's sandbox session ended, not by anything it did; it may have done part of its work`
+      : r.timedOut
+        ? `timed out after ${r.durationMs} ms and was killed${r.limit && r.limit !== "timeout" ? ` (it had also hit the ${r.limit} limit)` : ""}`
+        : r.limit
+          ? `stopped: ${r.limit} limit exceeded`
+          : r.signal
+            ? `killed by ${r.signal}`
+            : `exit code ${r.exitCode}`;
   lines.push(`$ ${command}`, `${how} (${(r.durationMs / 1000).toFixed(2)} s, sandbox: ${r.isolation})`);
   if (tests) {
     const failing = tests.failedTests.length ? `; failing: ${tests.failedTests.slice(0, 10).join(", ")}` : "";
     lines.push(`tests (${tests.framework}): ${tests.passed} passed, ${tests.failed} failed, ${tests.skipped} skipped${failing}`);
   }
-  const changed = [
-    ...files.created.map((f) => `+${f}`),
-    ...files.modified.map((f) => `~${f}`),
-    ...files.deleted.map((f) => `-${f}`),
-  ];
+  const changed = [...files.created.map((f) => `+${f}`), ...files.modified.map((f) => `~${f}`), ...files.deleted.map((f) => `-${f}`)];
   if (changed.length) lines.push(`files changed: ${changed.slice(0, 30).join(" ")}${changed.length > 30 ? " …" : ""}`);
   // The sandbox already kept head and tail within the cap and marked the cut: cutting again would
   // hide how much was lost. capText only guards against a sandbox that returns more than asked.

@@ -54,11 +54,7 @@ const PERMISSION_DENIED = [/\bEACCES\b/, /\bEPERM\b/, /Permission denied/];
 
 // Specifiers quoted in "module not found" messages; a relative or absolute path means a
 // mistyped import of the project's own file, which installing packages will not fix.
-const MISSING_SPECIFIER = [
-  /Cannot find module '([^']+)'/g,
-  /Cannot find module "([^"]+)"/g,
-  /Failed to resolve import "([^"]+)"/g,
-];
+const MISSING_SPECIFIER = [/Cannot find module '([^']+)'/g, /Cannot find module "([^"]+)"/g, /Failed to resolve import "([^"]+)"/g];
 
 const MISSING_PACKAGE = [
   /Cannot find package '[^']+'/,

@@ -18,15 +18,7 @@ import {
   type UidPlan,
   type WrapInput,
 } from "./isolation.js";
-import {
-  CommandCgroups,
-  detectCgroups,
-  resolveLimits,
-  rlimitScript,
-  whichLimit,
-  type CgroupSupport,
-  type Limits,
-} from "./limits.js";
+import { CommandCgroups, detectCgroups, resolveLimits, rlimitScript, whichLimit, type CgroupSupport, type Limits } from "./limits.js";
 import { noneNamespacePrefix } from "./none-pidns.js";
 import type { BackgroundRequest, ExecRequest, ExecResult, Sandbox, ServerRequest } from "./port.js";
 import { COMMAND_TAG_VAR, descendants, processesWithEnv, readProcStart, tasksOfUid } from "./proc.js";
@@ -143,7 +135,10 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
   }
   const noneNs = level === "none" && opts.pidNamespace !== false ? noneNamespacePrefix(tools.sh) : null;
   if (level === "none") {
-    reasons = [...reasons, `none: ${noneNs ? noneNs.reason : "no PID namespace (turned off for this sandbox): a process that leaves the command's process group, cgroups and tree, and drops LEDGERLOOP_COMMAND from its environment, can outlive the command"}`];
+    reasons = [
+      ...reasons,
+      `none: ${noneNs ? noneNs.reason : "no PID namespace (turned off for this sandbox): a process that leaves the command's process group, cgroups and tree, and drops LEDGERLOOP_COMMAND from its environment, can outlive the command"}`,
+    ];
   }
   const defaults = resolveLimits(opts.limits);
   const protectRel = opts.protectedPaths ?? DEFAULT_PROTECTED;
@@ -157,14 +152,25 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
       const key = `${plan.uid}:${plan.gid}`;
       let ok = uidProbeCache.get(key);
       if (ok === undefined && tools.setpriv && report) {
-        ok = probeOk([tools.setpriv, `--reuid=${plan.uid}`, `--regid=${plan.gid}`, "--clear-groups", "--", ...bwrapProbeArgv(tools, report.disableUserns, false)]);
+        ok = probeOk([
+          tools.setpriv,
+          `--reuid=${plan.uid}`,
+          `--regid=${plan.gid}`,
+          "--clear-groups",
+          "--",
+          ...bwrapProbeArgv(tools, report.disableUserns, false),
+        ]);
         uidProbeCache.set(key, ok);
       }
-      if (!ok) plan = { kind: "root-userns", uid: 0, gid: 0, reason: `${plan.reason}, but bwrap cannot run as uid ${plan.uid}: uid 0 without capabilities instead` };
+      if (!ok)
+        plan = { kind: "root-userns", uid: 0, gid: 0, reason: `${plan.reason}, but bwrap cannot run as uid ${plan.uid}: uid 0 without capabilities instead` };
     }
     if (plan.kind === "root-userns") {
       // Only bwrap adds a user namespace; doctor must not claim one at unshare.
-      plan = { ...plan, reason: `${plan.reason}${level === "bwrap" ? " in a user namespace (65534 inside)" : " (no user namespace at this level: the uid stays 0)"}` };
+      plan = {
+        ...plan,
+        reason: `${plan.reason}${level === "bwrap" ? " in a user namespace (65534 inside)" : " (no user namespace at this level: the uid stays 0)"}`,
+      };
     }
     return plan;
   };

@@ -212,7 +212,10 @@ export class WorkspaceGuard {
   protectPaths(): string[] {
     const entries = this.gitEntries();
     // The workspace root itself laid out as a repository cannot be bound read-only: its control files are.
-    const out = gitProtectPaths(this.workspace, entries.filter((e) => e !== this.workspace));
+    const out = gitProtectPaths(
+      this.workspace,
+      entries.filter((e) => e !== this.workspace),
+    );
     if (entries.includes(this.workspace)) {
       for (const f of [...BARE_CONTROL, "hooks", "info"]) if (lstatOrNull(path.join(this.workspace, f))) out.push(path.join(this.workspace, f));
     }
@@ -236,7 +239,8 @@ export class WorkspaceGuard {
         const dir = gitDirOf(e);
         if (dir) for (const [k, v] of controlSnapshot(dir)) this.control.set(k, v);
         // A gitfile's own text decides where git looks.
-        if (dir !== e) this.control.set(e, { root: this.workspace, rel: path.relative(this.workspace, e), was: readKept(this.workspace, path.relative(this.workspace, e)) });
+        if (dir !== e)
+          this.control.set(e, { root: this.workspace, rel: path.relative(this.workspace, e), was: readKept(this.workspace, path.relative(this.workspace, e)) });
       }
     }
   }
@@ -294,7 +298,9 @@ export class WorkspaceGuard {
     }
     if (!sameBytes(readKept(this.workspace, CONFIG_FILE_NAME), this.configBefore)) {
       putBack({ root: this.workspace, rel: CONFIG_FILE_NAME, was: this.configBefore });
-      violations.push(`restored ${CONFIG_FILE_NAME}, which the command ${this.configBefore ? "changed" : "created"}: the run's own configuration is not the agent's to change`);
+      violations.push(
+        `restored ${CONFIG_FILE_NAME}, which the command ${this.configBefore ? "changed" : "created"}: the run's own configuration is not the agent's to change`,
+      );
     }
     if (this.control) {
       const changed: string[] = [];
@@ -316,7 +322,9 @@ export class WorkspaceGuard {
         }
       }
       if (changed.length) {
-        violations.push(`undid changes to git's control files (${changed.slice(0, 8).join(", ")}${changed.length > 8 ? ", …" : ""}): commands may not change what the user's git runs`);
+        violations.push(
+          `undid changes to git's control files (${changed.slice(0, 8).join(", ")}${changed.length > 8 ? ", …" : ""}): commands may not change what the user's git runs`,
+        );
       }
     }
   }
@@ -408,4 +416,3 @@ function sameBytes(a: Buffer | null, b: Buffer | null): boolean {
   if (a === null || b === null) return a === b;
   return a.equals(b);
 }
-

@@ -38,14 +38,28 @@ export function levelPromises(level: IsolationLevel): { enforced: string[]; notE
   const git = "every .git, ledgerloop.config.json and .ledgerloop/ read-only; a new .git is moved away after the command";
   if (level === "bwrap") {
     return {
-      enforced: [files, "private /dev", git, "no network (loopback only)", "PID namespace", "no capabilities, no_new_privs", "user namespace (uid 65534 inside for a root runner), nested ones disabled", "seccomp: no set-uid/set-gid files"],
+      enforced: [
+        files,
+        "private /dev",
+        git,
+        "no network (loopback only)",
+        "PID namespace",
+        "no capabilities, no_new_privs",
+        "user namespace (uid 65534 inside for a root runner), nested ones disabled",
+        "seccomp: no set-uid/set-gid files",
+      ],
       notEnforced: ["reading what the command's uid can read outside the hidden paths"],
     };
   }
   if (level === "unshare") {
     return {
       enforced: [files, git, "no network (loopback only)", "PID namespace", "no capabilities, no_new_privs", "set-uid/set-gid bits cleared after the command"],
-      notEnforced: ["user namespace (a root runner's command stays uid 0, without capabilities)", "private /dev (read-only instead)", "seccomp filter", "reading what the command's uid can read outside the hidden paths"],
+      notEnforced: [
+        "user namespace (a root runner's command stays uid 0, without capabilities)",
+        "private /dev (read-only instead)",
+        "seccomp filter",
+        "reading what the command's uid can read outside the hidden paths",
+      ],
     };
   }
   return {
@@ -77,9 +91,17 @@ export const DEFAULT_HIDDEN_IN_HOME = [...CREDENTIAL_PATHS_IN_HOME];
  * root-owned workspace the command runs as uid 0 (without capabilities, but still their owner).
  */
 export const DEFAULT_HIDDEN_HOST = [
-  "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d",
-  "/etc/security/opasswd", "/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key",
-  "/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_dsa_key",
+  "/etc/shadow",
+  "/etc/shadow-",
+  "/etc/gshadow",
+  "/etc/gshadow-",
+  "/etc/sudoers",
+  "/etc/sudoers.d",
+  "/etc/security/opasswd",
+  "/etc/ssh/ssh_host_rsa_key",
+  "/etc/ssh/ssh_host_ecdsa_key",
+  "/etc/ssh/ssh_host_ed25519_key",
+  "/etc/ssh/ssh_host_dsa_key",
 ];
 
 /** Existing paths to hide, given home directories and names relative to them (or absolute). */
@@ -406,9 +428,9 @@ const UNSHARE_INNER = [
   '    hidefile) "$mnt" --bind /dev/null "$a" || fail "cannot hide $a";;',
   '    robind) "$mnt" --bind -o ro "$a" "$a" || fail "cannot protect $a";;',
   '    *) fail "unknown operation $op";;',
-  '  esac',
-  'done',
-  'shift',
+  "  esac",
+  "done",
+  "shift",
   // The working directory was entered before the mounts: enter it again to be on the new ones.
   'cd "$cwd" || fail "cannot enter $cwd"',
   // Not exec: this shell stays PID 1 of the namespace. The kernel does not deliver default-action
@@ -432,8 +454,7 @@ export function unshareMountOps(i: WrapInput, mounts: HostMount[] = hostMounts()
   rw.forEach((p, n) => ops.push(["stage", p, `w${n}`]));
   ops.push(["tmpfs", "/tmp", "1777"]);
   if (isDir("/dev/shm")) ops.push(["tmpfs", "/dev/shm", "1777"]);
-  const skip = (mp: string) =>
-    under(mp, "/proc") || under(mp, "/dev/pts") || PRIVATE_DIRS.some((d) => under(mp, d)) || rw.some((w) => under(mp, w));
+  const skip = (mp: string) => under(mp, "/proc") || under(mp, "/dev/pts") || PRIVATE_DIRS.some((d) => under(mp, d)) || rw.some((w) => under(mp, w));
   const seen = new Set<string>();
   for (const m of mounts) {
     if (skip(m.mountPoint) || seen.has(m.mountPoint)) continue;

@@ -117,9 +117,7 @@ export function detectCgroups(refresh = false): CgroupSupport {
     const mount = path.join(CGROUP_ROOT, c);
     if (isV2Only || !fs.existsSync(path.join(mount, "cgroup.procs"))) {
       reasons.push(
-        isV2Only
-          ? `cgroup ${c}: only cgroup v2 is mounted, which ledgerloop does not drive yet`
-          : `cgroup ${c}: no cgroup v1 ${c} hierarchy at ${mount}`,
+        isV2Only ? `cgroup ${c}: only cgroup v2 is mounted, which ledgerloop does not drive yet` : `cgroup ${c}: no cgroup v1 ${c} hierarchy at ${mount}`,
       );
       continue;
     }

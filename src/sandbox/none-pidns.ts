@@ -36,7 +36,10 @@ export function noneNamespacePrefix(sh: string): { prefix: string[] | null; reas
   const probe = spawnSync(prefix[0]!, [...prefix.slice(1), sh, "-c", "exit 7"], { encoding: "utf8", timeout: 10_000 });
   cached =
     probe.status === 7
-      ? { prefix, reason: "each command runs in its own PID namespace: every process it starts ends with it (not ones a host service such as cron starts for it)" }
+      ? {
+          prefix,
+          reason: "each command runs in its own PID namespace: every process it starts ends with it (not ones a host service such as cron starts for it)",
+        }
       : {
           prefix: null,
           reason: `no PID namespace for commands (${(probe.stderr || probe.error?.message || `exit ${probe.status}`).trim().split("\n")[0]}): a process that leaves the command's process group, cgroups and tree, and drops LEDGERLOOP_COMMAND from its environment, can outlive the command`,

@@ -11,8 +11,10 @@ import { finding as fd, q, type Finding, type RuleEnv } from "./programs/types.j
 export type CheckContext = Pick<RuleEnv, "judge" | "allowNetwork">;
 
 /** Environment variables that make programs load or run other code. */
-const ENV_DENY = /^(LD_[A-Z_]+|BASH_ENV|ENV|CDPATH|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|BASH_FUNC_.*|BASH_LOADABLES_PATH|GIT_CONFIG.*|GIT_EXEC_PATH|GIT_SSH|GIT_SSH_COMMAND|GIT_EXTERNAL_DIFF|GIT_PROXY_COMMAND|GIT_ASKPASS|SSH_ASKPASS|GIT_TEMPLATE_DIR|GIT_DIR|GIT_WORK_TREE|GIT_INDEX_FILE|GIT_OBJECT_DIRECTORY|GIT_ALTERNATE_OBJECT_DIRECTORIES|GIT_NAMESPACE|PERL5OPT|PERL5LIB|PERLLIB|RUBYOPT|PYTHONSTARTUP|PYTHONINSPECT|LESSOPEN|LESSCLOSE|MANPAGER|BROWSER|DYLD_[A-Z_]+)$/;
-const ENV_ASK = /^(PATH|PAGER|GIT_PAGER|EDITOR|VISUAL|GIT_EDITOR|GIT_SEQUENCE_EDITOR|npm_config_(script_shell|userconfig|globalconfig|prefix|git|node_options)|NPM_CONFIG_(SCRIPT_SHELL|USERCONFIG|GLOBALCONFIG|PREFIX|GIT|NODE_OPTIONS))$/;
+const ENV_DENY =
+  /^(LD_[A-Z_]+|BASH_ENV|ENV|CDPATH|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|BASH_FUNC_.*|BASH_LOADABLES_PATH|GIT_CONFIG.*|GIT_EXEC_PATH|GIT_SSH|GIT_SSH_COMMAND|GIT_EXTERNAL_DIFF|GIT_PROXY_COMMAND|GIT_ASKPASS|SSH_ASKPASS|GIT_TEMPLATE_DIR|GIT_DIR|GIT_WORK_TREE|GIT_INDEX_FILE|GIT_OBJECT_DIRECTORY|GIT_ALTERNATE_OBJECT_DIRECTORIES|GIT_NAMESPACE|PERL5OPT|PERL5LIB|PERLLIB|RUBYOPT|PYTHONSTARTUP|PYTHONINSPECT|LESSOPEN|LESSCLOSE|MANPAGER|BROWSER|DYLD_[A-Z_]+)$/;
+const ENV_ASK =
+  /^(PATH|PAGER|GIT_PAGER|EDITOR|VISUAL|GIT_EDITOR|GIT_SEQUENCE_EDITOR|npm_config_(script_shell|userconfig|globalconfig|prefix|git|node_options)|NPM_CONFIG_(SCRIPT_SHELL|USERCONFIG|GLOBALCONFIG|PREFIX|GIT|NODE_OPTIONS))$/;
 
 /** Findings for environment variables a part sets or exports that change what programs load or run. */
 export function envFindings(p: CommandPart): Finding[] {
@@ -25,12 +27,15 @@ export function envFindings(p: CommandPart): Finding[] {
       if (m) names.push(m[1]!);
     }
     if (["declare", "typeset", "local"].includes(p.program) && p.argv.some((a) => /^-[a-zA-Z]*n/.test(a))) {
-      out.push(fd("ask", "env.path", `${q(p.text)} declares a name reference, through which later assignments change other variables; assign variables directly`));
+      out.push(
+        fd("ask", "env.path", `${q(p.text)} declares a name reference, through which later assignments change other variables; assign variables directly`),
+      );
     }
   }
   for (const n of names) {
     if (ENV_DENY.test(n)) {
-      const what = n === "CDPATH" ? "sends `cd` to directories outside the workspace" : "makes programs load or run other code (libraries, hooks, pagers, ssh commands)";
+      const what =
+        n === "CDPATH" ? "sends `cd` to directories outside the workspace" : "makes programs load or run other code (libraries, hooks, pagers, ssh commands)";
       out.push(fd("deny", "env.sensitive", `setting ${n} ${what}; run the command without it`));
     } else if (ENV_ASK.test(n)) {
       out.push(fd("ask", "env.path", `setting ${n} changes which program a name runs; call programs by their path or name instead, or ask the user`));
@@ -56,7 +61,13 @@ export function writeFindings(env: CheckContext, p: CommandPart): Finding[] {
         const landing = landingWord(t.word, s);
         if (!landing) {
           if (isWorkspaceRoot(env, t.word, cwd)) {
-            out.push(fd("ask", "write.unknown-target", `${q(p.text)} copies a path computed at run time (${q(s.raw)}) into the workspace root, where it could replace .git/; write the source path literally`));
+            out.push(
+              fd(
+                "ask",
+                "write.unknown-target",
+                `${q(p.text)} copies a path computed at run time (${q(s.raw)}) into the workspace root, where it could replace .git/; write the source path literally`,
+              ),
+            );
           }
           continue;
         }
@@ -124,9 +135,17 @@ function pathFinding(env: CheckContext, text: string, word: ShellWord, cls: Path
       return fd("ask", "write.ambiguous", `${q(text)} ${verb} paths matched at run time: ${cls.why}; it needs the user's approval`);
     case "unknown":
       if (rm && kind.recursive) {
-        return fd("deny", "rm.unknown-target", `${q(text)} deletes recursively a path computed at run time (${cls.why}); if it is empty or wrong this deletes outside the workspace. Write the paths literally`);
+        return fd(
+          "deny",
+          "rm.unknown-target",
+          `${q(text)} deletes recursively a path computed at run time (${cls.why}); if it is empty or wrong this deletes outside the workspace. Write the paths literally`,
+        );
       }
-      return fd("ask", "write.unknown-target", `${q(text)} ${verb} a path computed at run time (${cls.why}), which cannot be checked; write the path literally, or it needs the user's approval`);
+      return fd(
+        "ask",
+        "write.unknown-target",
+        `${q(text)} ${verb} a path computed at run time (${cls.why}), which cannot be checked; write the path literally, or it needs the user's approval`,
+      );
   }
 }
 
@@ -135,10 +154,11 @@ function secretOf(env: CheckContext, w: ShellWord, cwds: string[] | null): strin
   if (/\/proc\/[^/\s]+\/environ/.test(w.text)) return "a process's environment";
   const texts: string[] = [];
   const braces = w.candidates ? null : braceFallback(w.text, env.judge.home);
-  if (braces) for (const b of braces.startsWith("/") ? ["/"] : (cwds ?? [])) {
-    const s = env.judge.secretGlob(b, braces);
-    if (s) return s;
-  }
+  if (braces)
+    for (const b of braces.startsWith("/") ? ["/"] : (cwds ?? [])) {
+      const s = env.judge.secretGlob(b, braces);
+      if (s) return s;
+    }
   for (const c of w.candidates ?? []) {
     if (c.glob) {
       // Judged by what the pattern can match, not skipped: `~/.aw?/credentials` is ~/.aws/credentials.
@@ -185,7 +205,14 @@ function landingWord(dest: ShellWord, source: ShellWord): ShellWord | null {
   if (cands.length > 64) return null;
   const base = (source.text.replace(/\/+$/, "").split("/").pop() ?? source.text) || source.text;
   const join = (d: string) => `${d.replace(/\/+$/, "")}/${base}`;
-  return { raw: join(dest.raw), text: join(dest.text), literal: dest.literal && source.literal, glob: dest.glob || source.glob, candidates: cands, substitutions: [] };
+  return {
+    raw: join(dest.raw),
+    text: join(dest.text),
+    literal: dest.literal && source.literal,
+    glob: dest.glob || source.glob,
+    candidates: cands,
+    substitutions: [],
+  };
 }
 
 /**
@@ -196,7 +223,7 @@ function landingWord(dest: ShellWord, source: ShellWord): ShellWord | null {
 function braceFallback(text: string, home: string): string | null {
   if (!/\{[^}]*(,|\.\.)[^}]*\}/.test(text) || /[$`]/.test(text)) return null;
   let out = text.replace(/^~(?=\/|$)/, home);
-  for (let prev = ""; prev !== out; ) {
+  for (let prev = ""; prev !== out;) {
     prev = out;
     out = out.replace(/\{([^{}]*)\}/g, (_m, inner: string) => (inner.includes("/") ? "*/**/*" : "*"));
   }

@@ -33,7 +33,8 @@ export function inlineExecReason(code: string, kind: InterpreterKind | "awk"): s
 }
 
 /** Calls that hand a string to a shell or run a program, per language. */
-const SHELL_OUT = /\b(os\s*\.\s*(system|popen|exec\w*|spawn\w*|posix_spawn\w*)|subprocess|pty\s*\.\s*spawn|commands\s*\.\s*getoutput|child_process|exec(Sync|FileSync|File)?\s*\(|spawn(Sync)?\s*\(|system\s*\(|popen|shell_exec|passthru|proc_open|IO\s*\.\s*popen|Open3|Kernel\s*\.\s*(system|exec|spawn)|Deno\s*\.\s*(run|Command)|Bun\s*\.\s*spawn|getline|\$\()/;
+const SHELL_OUT =
+  /\b(os\s*\.\s*(system|popen|exec\w*|spawn\w*|posix_spawn\w*)|subprocess|pty\s*\.\s*spawn|commands\s*\.\s*getoutput|child_process|exec(Sync|FileSync|File)?\s*\(|spawn(Sync)?\s*\(|system\s*\(|popen|shell_exec|passthru|proc_open|IO\s*\.\s*popen|Open3|Kernel\s*\.\s*(system|exec|spawn)|Deno\s*\.\s*(run|Command)|Bun\s*\.\s*spawn|getline|\$\()/;
 
 /** String literals of inline code, plus lists of string literals joined as one command line. */
 export function codeStrings(code: string): string[] {

@@ -22,7 +22,13 @@ export function interpreterFindings(p: CommandPart, env: RuleEnv): Finding[] {
   if (call.script && !call.stdin) {
     const dl = download(call.script.substitutions);
     if (dl) {
-      out.push(finding("deny", "pipe.download-to-interpreter", `${q(p.text)} runs code downloaded by \`${dl}\` without saving or reviewing it; download to a file in the workspace first and inspect it`));
+      out.push(
+        finding(
+          "deny",
+          "pipe.download-to-interpreter",
+          `${q(p.text)} runs code downloaded by \`${dl}\` without saving or reviewing it; download to a file in the workspace first and inspect it`,
+        ),
+      );
     } else if (kind === "shell" || isSource) {
       out.push(...scriptLocation(p, call.script, env));
     }
@@ -32,9 +38,21 @@ export function interpreterFindings(p: CommandPart, env: RuleEnv): Finding[] {
     if (input?.kind === "pipe") {
       const dl = download(input.upstream);
       if (dl) {
-        out.push(finding("deny", "pipe.download-to-interpreter", `${q(p.text)} runs what \`${dl}\` downloads straight in \`${name}\`; download to a file in the workspace first and inspect it`));
+        out.push(
+          finding(
+            "deny",
+            "pipe.download-to-interpreter",
+            `${q(p.text)} runs what \`${dl}\` downloads straight in \`${name}\`; download to a file in the workspace first and inspect it`,
+          ),
+        );
       } else if ((kind === "shell" || isSource) && input.text === null) {
-        out.push(finding("ask", "shell.stdin", `${q(p.text)} runs shell code that arrives through a pipe (from ${input.upstream.map((u) => `\`${u}\``).join(", ") || "another command"}), which the policy cannot see; run the commands directly`));
+        out.push(
+          finding(
+            "ask",
+            "shell.stdin",
+            `${q(p.text)} runs shell code that arrives through a pipe (from ${input.upstream.map((u) => `\`${u}\``).join(", ") || "another command"}), which the policy cannot see; run the commands directly`,
+          ),
+        );
       } else if (kind && kind !== "shell" && input.text) {
         out.push(...inlineFindings(p, kind, input.text, env));
       }
@@ -50,7 +68,14 @@ export function interpreterFindings(p: CommandPart, env: RuleEnv): Finding[] {
     for (const c of call.inline) {
       out.push(...inlineFindings(p, kind, c.text, env));
       // Expansions inside the code (`-c "$CODE"`, `-e "x='$V'"`) can inject any code at run time.
-      if (!c.literal) out.push(finding("ask", "interp.inline-exec", `the inline ${kind} code of ${q(p.text)} is partly computed at run time (${q(c.raw)}), so the policy cannot check it; write the code out literally`));
+      if (!c.literal)
+        out.push(
+          finding(
+            "ask",
+            "interp.inline-exec",
+            `the inline ${kind} code of ${q(p.text)} is partly computed at run time (${q(c.raw)}), so the policy cannot check it; write the code out literally`,
+          ),
+        );
     }
   }
   return out;
@@ -59,7 +84,9 @@ export function interpreterFindings(p: CommandPart, env: RuleEnv): Finding[] {
 function scriptLocation(p: CommandPart, script: ShellWord, env: RuleEnv): Finding[] {
   if (script.candidates && script.candidates.every((c) => !c.glob)) {
     if (script.candidates.some((c) => c.text.startsWith("/dev/fd/") || c.text === "/dev/stdin")) {
-      return [finding("ask", "shell.stdin", `${q(p.text)} runs shell code produced by another command, which the policy cannot see; run the commands directly`)];
+      return [
+        finding("ask", "shell.stdin", `${q(p.text)} runs shell code produced by another command, which the policy cannot see; run the commands directly`),
+      ];
     }
     const ok = script.candidates.every((c) => {
       const bases = c.text.startsWith("/") ? ["/"] : p.cwd;
@@ -67,7 +94,13 @@ function scriptLocation(p: CommandPart, script: ShellWord, env: RuleEnv): Findin
     });
     if (ok) return [];
   }
-  return [finding("ask", "shell.script", `${q(p.text)} runs the script ${q(script.raw)} from outside the workspace (or from a path computed at run time); it needs the user's approval`)];
+  return [
+    finding(
+      "ask",
+      "shell.script",
+      `${q(p.text)} runs the script ${q(script.raw)} from outside the workspace (or from a path computed at run time); it needs the user's approval`,
+    ),
+  ];
 }
 
 export function inlineFindings(p: CommandPart, kind: InterpreterKind | "awk", code: string, env: RuleEnv): Finding[] {
@@ -87,6 +120,13 @@ export function inlineFindings(p: CommandPart, kind: InterpreterKind | "awk", co
   }
   // No literal names a refused command, but what the code runs may be built at run time.
   const why = inlineExecReason(code, kind);
-  if (why) return [finding("ask", "interp.inline-exec", `the inline ${kind} code of ${q(p.text)} ${why}; the policy cannot check which, so it needs the user's approval (run the commands directly instead)`)];
+  if (why)
+    return [
+      finding(
+        "ask",
+        "interp.inline-exec",
+        `the inline ${kind} code of ${q(p.text)} ${why}; the policy cannot check which, so it needs the user's approval (run the commands directly instead)`,
+      ),
+    ];
   return [];
 }

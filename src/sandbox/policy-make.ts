@@ -34,14 +34,21 @@ export function makeFindings(p: CommandPart, judge: MakeJudge): Finding[] {
   const get = (...keys: string[]) => keys.flatMap((k) => o.values.get(k) ?? []);
 
   const inline = get("E", "eval");
-  if (inline.length) out.push(ask(`${q(p.text)} gives make makefile text on the command line (${q(inline[0]!.raw)}), whose recipes run commands the policy cannot check; put the rules in a Makefile in the workspace`));
+  if (inline.length)
+    out.push(
+      ask(
+        `${q(p.text)} gives make makefile text on the command line (${q(inline[0]!.raw)}), whose recipes run commands the policy cannot check; put the rules in a Makefile in the workspace`,
+      ),
+    );
 
   for (const a of p.assignments) {
     if (a.name === "MAKEFILES" && a.value.text.trim() !== "") {
       out.push(ask(`${q(p.text)} makes make read other makefiles first (MAKEFILES=${a.value.raw}), whose recipes the policy cannot check`));
     }
     if (/^(GNU)?MAKEFLAGS$|^MFLAGS$/.test(a.name) && makeflagsReadCode(a.value.text)) {
-      out.push(ask(`${q(p.text)} passes make options through ${a.name} that read makefiles or makefile text (${q(a.value.raw)}), which the policy cannot check`));
+      out.push(
+        ask(`${q(p.text)} passes make options through ${a.name} that read makefiles or makefile text (${q(a.value.raw)}), which the policy cannot check`),
+      );
     }
   }
 
@@ -62,7 +69,11 @@ export function makeFindings(p: CommandPart, judge: MakeJudge): Finding[] {
 
   for (const f of get("f", "file", "makefile")) {
     if (f.literal && STDIN.test(f.text)) {
-      out.push(ask(`${q(p.text)} reads its makefile from standard input (${q(f.raw)}), whose recipes the policy cannot see; put the rules in a Makefile in the workspace`));
+      out.push(
+        ask(
+          `${q(p.text)} reads its makefile from standard input (${q(f.raw)}), whose recipes the policy cannot see; put the rules in a Makefile in the workspace`,
+        ),
+      );
       continue;
     }
     const at = placeAll(f, bases, judge);

@@ -31,8 +31,17 @@ import { specFor } from "./programs/registry.js";
 import type { FollowApi } from "./programs/types.js";
 import { copy, type Cx, literalOutput, MAX_CWDS, setVar, type State, stdinOf } from "./walk-state.js";
 
-
-export type { Assignment, CommandPart, ParseOptions, ParseProblem, ParsedCommandLine, PathCandidate, Redirection, ShellWord, StdinSource } from "./command-parts.js";
+export type {
+  Assignment,
+  CommandPart,
+  ParseOptions,
+  ParseProblem,
+  ParsedCommandLine,
+  PathCandidate,
+  Redirection,
+  ShellWord,
+  StdinSource,
+} from "./command-parts.js";
 export { SHELLS } from "./command-parts.js";
 
 const MAX_INPUT = 100_000;
@@ -79,7 +88,10 @@ class Walker extends ShellWalker {
         setVar(st, a.name, a.value);
         this.noteLatent(a, "an assignment");
       }
-      this.emit({ program: "", path: null, argv: [], words: [], assignments: assigns, cwd: st.cwds, via: cx.via, stdin, text: node.text, wrapper: false }, redirs);
+      this.emit(
+        { program: "", path: null, argv: [], words: [], assignments: assigns, cwd: st.cwds, via: cx.via, stdin, text: node.text, wrapper: false },
+        redirs,
+      );
       return st;
     }
     for (const a of assigns) this.noteLatent(a, "an assignment");
@@ -103,10 +115,7 @@ class Walker extends ShellWalker {
     if (/\$\(|`|\$\{/.test(a.value.text) || /\$\(|`/.test(a.value.raw)) this.latent.push({ text: a.value.text, where: `${where} to ${a.name}` });
   }
 
-  private emit(
-    p: Omit<CommandPart, "redirects">,
-    redirs: Array<Omit<Redirection, "part">>,
-  ): CommandPart {
+  private emit(p: Omit<CommandPart, "redirects">, redirs: Array<Omit<Redirection, "part">>): CommandPart {
     const index = this.parts.length;
     const redirects = redirs.map((r) => ({ ...r, part: index }));
     const part: CommandPart = { ...p, redirects };
@@ -119,14 +128,7 @@ class Walker extends ShellWalker {
    * Emits one command given as expanded words, then follows it: the command a wrapper runs, the code
    * a shell or `eval` runs, and its effect on the working directory and variables.
    */
-  private run(
-    words: ShellWord[],
-    assigns: Assignment[],
-    redirs: Array<Omit<Redirection, "part">>,
-    st: State,
-    cx: Cx,
-    text: string,
-  ): State {
+  private run(words: ShellWord[], assigns: Assignment[], redirs: Array<Omit<Redirection, "part">>, st: State, cx: Cx, text: string): State {
     const head = words[0]!;
     if (!head.literal || head.glob) {
       const why = head.glob
@@ -134,11 +136,7 @@ class Walker extends ShellWalker {
         : head.substitutions.length
           ? "the program name is the output of a command"
           : "the program name comes from a variable or expansion";
-      this.problem(
-        "parse.dynamic-program",
-        `\`${head.raw}\`: ${why}, so the policy cannot tell what would run; write the program name literally`,
-        text,
-      );
+      this.problem("parse.dynamic-program", `\`${head.raw}\`: ${why}, so the policy cannot tell what would run; write the program name literally`, text);
       for (const r of redirs) this.redirects.push({ ...r, part: null });
       return st;
     }
@@ -186,7 +184,11 @@ class Walker extends ShellWalker {
       if (!args.every((w) => w.literal)) {
         const subs = args.flatMap((w) => w.substitutions);
         const from = subs.length ? ` (it includes the output of \`${subs.join("`, `")}\`)` : "";
-        this.problem("parse.dynamic-code", `the code given to \`eval\` is computed at run time${from}, so it cannot be checked; write the commands out literally`, text);
+        this.problem(
+          "parse.dynamic-code",
+          `the code given to \`eval\` is computed at run time${from}, so it cannot be checked; write the commands out literally`,
+          text,
+        );
         return st;
       }
       part.wrapper = true;
@@ -287,7 +289,8 @@ class Walker extends ShellWalker {
           if (m[2]) st.vars.delete(m[1]!);
           else setVar(st, m[1]!, value);
           if (/\$\(|`|\$\{/.test(w.text)) this.latent.push({ text: w.text.slice(m[0].length), where: `\`${program} ${m[1]}\`` });
-          if (m[1] === "IFS") this.problem("parse.ifs", "assigning IFS changes how every later word is split, which the policy cannot follow; do not set IFS", w.text);
+          if (m[1] === "IFS")
+            this.problem("parse.ifs", "assigning IFS changes how every later word is split, which the policy cannot follow; do not set IFS", w.text);
         }
         return st;
       case "unset":

@@ -21,12 +21,52 @@ const SAFE_DEVICES = new Set(["/dev/null", "/dev/zero", "/dev/stdout", "/dev/std
 
 /** Files that git and ledgerloop keep in their protected directories, used to tell whether a `-name` filter can reach them. */
 const KNOWN_PROTECTED_NAMES = [
-  ".git", "hooks", "config", "HEAD", "index", "packed-refs", "description", "ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD",
-  "COMMIT_EDITMSG", "info", "exclude", "objects", "refs", "logs", "pack", "x.pack", "x.idx", "x.rev", "x.lock", "x.keep",
-  "applypatch-msg", "commit-msg", "post-update", "pre-applypatch", "pre-commit", "pre-merge-commit", "pre-push",
-  "pre-rebase", "pre-receive", "prepare-commit-msg", "push-to-checkout", "update", "post-checkout", "post-commit",
-  "post-merge", "post-rewrite", "fsmonitor-watchman", "pre-commit.sample", ".ledgerloop", "state.db", "state.db-wal",
-  "state.db-shm", "state.db-journal", "ledgerloop.config.json",
+  ".git",
+  "hooks",
+  "config",
+  "HEAD",
+  "index",
+  "packed-refs",
+  "description",
+  "ORIG_HEAD",
+  "FETCH_HEAD",
+  "MERGE_HEAD",
+  "COMMIT_EDITMSG",
+  "info",
+  "exclude",
+  "objects",
+  "refs",
+  "logs",
+  "pack",
+  "x.pack",
+  "x.idx",
+  "x.rev",
+  "x.lock",
+  "x.keep",
+  "applypatch-msg",
+  "commit-msg",
+  "post-update",
+  "pre-applypatch",
+  "pre-commit",
+  "pre-merge-commit",
+  "pre-push",
+  "pre-rebase",
+  "pre-receive",
+  "prepare-commit-msg",
+  "push-to-checkout",
+  "update",
+  "post-checkout",
+  "post-commit",
+  "post-merge",
+  "post-rewrite",
+  "fsmonitor-watchman",
+  "pre-commit.sample",
+  ".ledgerloop",
+  "state.db",
+  "state.db-wal",
+  "state.db-shm",
+  "state.db-journal",
+  "ledgerloop.config.json",
 ];
 
 export interface WriteKind {
@@ -137,7 +177,8 @@ export class PathJudge {
     if (kind.recursive || kind.delete) {
       if (rel === "") return { rel: ".", what: "the whole workspace, including .git/ and .ledgerloop/" };
       for (const p of this.extraProtected) {
-        if (!/[*?[{]/.test(p.pattern) && p.pattern.startsWith(`${rel}/`) && kind.recursive) return { rel, what: `a directory holding the protected path ${p.pattern}` };
+        if (!/[*?[{]/.test(p.pattern) && p.pattern.startsWith(`${rel}/`) && kind.recursive)
+          return { rel, what: `a directory holding the protected path ${p.pattern}` };
       }
     }
     return null;
@@ -227,7 +268,12 @@ export class PathJudge {
       const reaches = rest.includes("**") || rest.length >= below.length || kind.recursive || kind.delete;
       if (reaches) {
         const p = this.protectedWhy(root, kind)!;
-        return { kind: "protected", path: `${dir}/${rest.join("/")}`, rel: `${rel ? `${rel}/` : ""}${rest.join("/")}`, what: `${p.what}, which the pattern can match` };
+        return {
+          kind: "protected",
+          path: `${dir}/${rest.join("/")}`,
+          rel: `${rel ? `${rel}/` : ""}${rest.join("/")}`,
+          what: `${p.what}, which the pattern can match`,
+        };
       }
     }
     if (rest.some((s) => picomatch.isMatch(".git", s, { dot: false }))) {
@@ -321,10 +367,27 @@ export class PathJudge {
   /** Directories programs are normally installed in (system and per-user tool directories). */
   isSystemBin(abs: string): boolean {
     const dir = path.dirname(abs);
-    if (["/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin", "/opt/homebrew/bin", "/snap/bin", "/usr/local/go/bin", "/usr/lib/go/bin"].includes(dir)) return true;
+    if (
+      [
+        "/bin",
+        "/usr/bin",
+        "/usr/local/bin",
+        "/sbin",
+        "/usr/sbin",
+        "/usr/local/sbin",
+        "/opt/homebrew/bin",
+        "/snap/bin",
+        "/usr/local/go/bin",
+        "/usr/lib/go/bin",
+      ].includes(dir)
+    )
+      return true;
     const rel = dir.startsWith(`${this.home}/`) ? dir.slice(this.home.length + 1) : null;
     if (rel === null) return false;
-    return [".cargo/bin", "go/bin", ".local/bin", ".bun/bin", ".deno/bin", ".volta/bin", ".pyenv/shims", ".rbenv/shims", ".yarn/bin"].includes(rel) || /^\.nvm\/versions\/node\/[^/]+\/bin$/.test(rel);
+    return (
+      [".cargo/bin", "go/bin", ".local/bin", ".bun/bin", ".deno/bin", ".volta/bin", ".pyenv/shims", ".rbenv/shims", ".yarn/bin"].includes(rel) ||
+      /^\.nvm\/versions\/node\/[^/]+\/bin$/.test(rel)
+    );
   }
 
   /** Reads that expose credentials: ~/.ssh, ~/.aws, … (of this or any user's home) and /proc/<pid>/environ. */
@@ -353,7 +416,13 @@ export class PathJudge {
     const segs = pattern.split("/").filter((s) => s !== "");
     const firstGlob = segs.findIndex((s) => /(^|[^\\])[*?[]/.test(s));
     const rest = firstGlob < 0 ? [] : segs.slice(firstGlob);
-    const dir = this.physical(pattern.startsWith("/") ? "/" : base, `${pattern.startsWith("/") ? "/" : ""}${segs.slice(0, firstGlob < 0 ? segs.length : firstGlob).map(unescapePm).join("/")}`);
+    const dir = this.physical(
+      pattern.startsWith("/") ? "/" : base,
+      `${pattern.startsWith("/") ? "/" : ""}${segs
+        .slice(0, firstGlob < 0 ? segs.length : firstGlob)
+        .map(unescapePm)
+        .join("/")}`,
+    );
     if (!this.isInside(dir)) {
       this.secretPatternsCache ??= secretPatterns(this.home, CREDENTIAL_PATHS_IN_HOME);
       const hit = secretPatternHit(dir, rest, this.secretPatternsCache);
@@ -366,7 +435,6 @@ export class PathJudge {
     return null;
   }
 }
-
 
 function pickWorse(a: PathClass, b: PathClass): PathClass {
   return SEVERITY[b.kind] > SEVERITY[a.kind] ? b : a;

@@ -25,7 +25,14 @@ const MAX_EXPANDED = 2000;
 
 /** A glob as segment matchers: `dir` (a real path, matched literally) followed by the pattern segments `rest`. */
 export function globSegments(dir: string, rest: readonly string[]): GlobSeg[] {
-  const lit = dir.split("/").filter((s) => s !== "").map((s): GlobSeg => (name: string) => name === s);
+  const lit = dir
+    .split("/")
+    .filter((s) => s !== "")
+    .map(
+      (s): GlobSeg =>
+        (name: string) =>
+          name === s,
+    );
   return [
     ...lit,
     ...rest.map((s): GlobSeg => {

@@ -16,7 +16,16 @@ import {
   type WordNode,
   parseShell,
 } from "./shell-parse.js";
-import { type CommandPart, dynamicWord, literalWord, type ParseProblem, type PathCandidate, type Redirection, type ShellWord, type StdinSource } from "./command-parts.js";
+import {
+  type CommandPart,
+  dynamicWord,
+  literalWord,
+  type ParseProblem,
+  type PathCandidate,
+  type Redirection,
+  type ShellWord,
+  type StdinSource,
+} from "./command-parts.js";
 import { braceExpand, wordOf } from "./shell-expand.js";
 import { copy, type Cx, forgetAssigned, literalOutput, MAX_CANDIDATES, merge, type State, stdinOf, unionCwds } from "./walk-state.js";
 
@@ -52,11 +61,7 @@ export abstract class ShellWalker {
     } catch (err) {
       const where = what ? ` in the code given to ${what}` : "";
       if (err instanceof ShellUnsupportedError) {
-        this.problem(
-          "parse.unsupported",
-          `${err.message}${where} cannot be checked by the command policy; write the commands out directly`,
-          src.slice(0, 120),
-        );
+        this.problem("parse.unsupported", `${err.message}${where} cannot be checked by the command policy; write the commands out directly`, src.slice(0, 120));
       } else if (err instanceof ShellSyntaxError) {
         this.problem("parse.error", `bash syntax error${where}: ${err.message}; fix the quoting or split the command`, src.slice(0, 120));
       } else throw err;
@@ -181,7 +186,10 @@ export abstract class ShellWalker {
   protected expand(w: WordNode, st: State, cx: Cx, opts: { assignment?: boolean } = {}): ShellWord[] {
     const before = this.parts.length;
     this.substitutions(w.toks, st, cx);
-    const substitutions = this.parts.slice(before).map((p) => p.program).filter(Boolean);
+    const substitutions = this.parts
+      .slice(before)
+      .map((p) => p.program)
+      .filter(Boolean);
     const alts = opts.assignment ? [w.toks] : braceExpand(w.toks);
     if (!alts) return [{ ...dynamicWord(w.raw), substitutions }];
     return alts.map((toks) => ({ ...wordOf(toks, w.raw, st, this.home), substitutions }));

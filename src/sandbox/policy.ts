@@ -92,7 +92,6 @@ export interface PolicyVerdict {
   parts: PartVerdict[];
 }
 
-
 /** Evaluates a command line against a policy. Pure except for reading the file system to resolve symlinks. */
 export function evaluatePolicy(cmd: string, policy: Readonly<SandboxPolicy> = DEFAULT_POLICY, ctx: PolicyContext): PolicyVerdict {
   const judge = new PathJudge({
@@ -121,7 +120,13 @@ const fd = (decision: PolicyDecision, rule: string, reason: string): Finding => 
 
 /** Compiles a user wildcard (`*`, `?`) to an anchored regular expression. */
 function wildcard(pattern: string): RegExp {
-  return new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".")}$`, "s");
+  return new RegExp(
+    `^${pattern
+      .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+      .replace(/\*/g, ".*")
+      .replace(/\?/g, ".")}$`,
+    "s",
+  );
 }
 
 class Evaluator implements CheckEnv {
@@ -297,7 +302,11 @@ class Evaluator implements CheckEnv {
           : fd("ask", "workspace.program", `${q(p.path)} is a program inside the workspace; this policy asks before running those`);
       }
       if (!where.every((w) => this.judge.isSystemBin(w))) {
-        return fd("ask", "program.location", `${q(p.path)} runs a program from ${path.dirname(where[0]!)}, not from a system directory; call it by name or from the workspace`);
+        return fd(
+          "ask",
+          "program.location",
+          `${q(p.path)} runs a program from ${path.dirname(where[0]!)}, not from a system directory; call it by name or from the workspace`,
+        );
       }
     }
     return named ?? this.unknownProgram(p);

@@ -73,8 +73,19 @@ export class ProcessManager {
 
   /** Starts a process and waits until it is ready (port listening, output matched) or fails. */
   async start(spec: StartSpec): Promise<StartOutcome> {
-    const fail = (code: StartFailure, reason: string, lines: string[] = [], exit?: ProcessExit | null): StartOutcome => ({ ok: false, name: spec.name, code, reason, lines, exit });
-    if (!NAME_RE.test(spec.name)) return fail("invalid", `process name "${spec.name.slice(0, 80)}" is not valid: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`);
+    const fail = (code: StartFailure, reason: string, lines: string[] = [], exit?: ProcessExit | null): StartOutcome => ({
+      ok: false,
+      name: spec.name,
+      code,
+      reason,
+      lines,
+      exit,
+    });
+    if (!NAME_RE.test(spec.name))
+      return fail(
+        "invalid",
+        `process name "${spec.name.slice(0, 80)}" is not valid: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`,
+      );
     let pattern: RegExp | null = null;
     if (spec.readyPattern !== undefined) {
       try {
@@ -85,11 +96,17 @@ export class ProcessManager {
     }
     const existing = this.entries.get(spec.name);
     if (existing?.proc.running) {
-      return fail("duplicate", `a process named "${spec.name}" is already running (pid ${existing.proc.pid}, started by: ${existing.spec.command.slice(0, 200)}); stop_process it first or choose another name`);
+      return fail(
+        "duplicate",
+        `a process named "${spec.name}" is already running (pid ${existing.proc.pid}, started by: ${existing.spec.command.slice(0, 200)}); stop_process it first or choose another name`,
+      );
     }
     const running = this.list().filter((p) => p.status === "running");
     if (running.length >= this.maxProcesses) {
-      return fail("cap", `at most ${this.maxProcesses} background processes may run at once in a run; running: ${running.map((p) => p.name).join(", ")}. Stop one with stop_process first`);
+      return fail(
+        "cap",
+        `at most ${this.maxProcesses} background processes may run at once in a run; running: ${running.map((p) => p.name).join(", ")}. Stop one with stop_process first`,
+      );
     }
     if (!this.sandbox.startBackground) return fail("unsupported", `this sandbox (${this.sandbox.level}) cannot run background processes`);
     const t0 = performance.now();
@@ -140,7 +157,9 @@ export class ProcessManager {
       if (outcome.why === "timeout") {
         const exit = await proc.stop();
         entry.stopped = true;
-        const what = [spec.readyPort !== undefined && `port ${spec.readyPort} listening`, pattern && `output matching /${spec.readyPattern}/`].filter(Boolean).join(" and ");
+        const what = [spec.readyPort !== undefined && `port ${spec.readyPort} listening`, pattern && `output matching /${spec.readyPattern}/`]
+          .filter(Boolean)
+          .join(" and ");
         return fail("ready_timeout", `"${spec.name}" was not ready after ${timeoutMs} ms (waited for ${what}); it was stopped`, proc.output.snapshot(40), exit);
       }
       entry.exitReported = true;
@@ -220,7 +239,10 @@ export class ProcessManager {
     }
     const notes = takeNotes ? this.notes.splice(0) : [...this.notes];
     if (!lines.length && !notes.length) return null;
-    const level = this.sandbox.level === "none" ? " (sandbox none: on the host's loopback, reachable from outside the run)" : " (the run's own loopback: reachable from your commands as 127.0.0.1)";
+    const level =
+      this.sandbox.level === "none"
+        ? " (sandbox none: on the host's loopback, reachable from outside the run)"
+        : " (the run's own loopback: reachable from your commands as 127.0.0.1)";
     return [`# Background processes${level}`, ...notes, ...lines].join("\n");
   }
 

@@ -69,7 +69,9 @@ export function serverSpec(p: PreparedServer): ServerSpec {
     afterCall: (since) => {
       const cleared = p.asRoot ? clearNewSetid(p.workspace, since) : [];
       const notes = cleared.length
-        ? [`cleared the set-uid/set-gid bits of ${cleared.slice(0, 10).join(", ")}${cleared.length > 10 ? ` and ${cleared.length - 10} more` : ""} (a server running as root may not leave privileged programs behind)`]
+        ? [
+            `cleared the set-uid/set-gid bits of ${cleared.slice(0, 10).join(", ")}${cleared.length > 10 ? ` and ${cleared.length - 10} more` : ""} (a server running as root may not leave privileged programs behind)`,
+          ]
         : [];
       return [...notes, ...p.guard.after().violations];
     },

@@ -72,13 +72,25 @@ export class SandboxSession {
     const setpriv = tools.setpriv ?? findProgram("setpriv");
     const nsenter = tools.nsenter ?? findProgram("nsenter");
     if (!unshare || !setpriv || !nsenter) {
-      throw new ConfigError(`a sandbox session needs unshare, setpriv and nsenter (util-linux); missing: ${[!unshare && "unshare", !setpriv && "setpriv", !nsenter && "nsenter"].filter(Boolean).join(", ")}`);
+      throw new ConfigError(
+        `a sandbox session needs unshare, setpriv and nsenter (util-linux); missing: ${[!unshare && "unshare", !setpriv && "setpriv", !nsenter && "nsenter"].filter(Boolean).join(", ")}`,
+      );
     }
     const user = opts.user ?? (process.getuid?.() ?? 0) !== 0;
     const argv = [setpriv, "--pdeathsig", "SIGKILL", "--", unshare];
     if (user) argv.push("--user", "--map-root-user");
     if (opts.net) argv.push("--net");
-    argv.push("--pid", "--fork", "--kill-child", "--", tools.sh, "-c", HOLDER_SCRIPT, "ledgerloop-session", opts.net ? (tools.ip ?? findProgram("ip") ?? "") : "");
+    argv.push(
+      "--pid",
+      "--fork",
+      "--kill-child",
+      "--",
+      tools.sh,
+      "-c",
+      HOLDER_SCRIPT,
+      "ledgerloop-session",
+      opts.net ? (tools.ip ?? findProgram("ip") ?? "") : "",
+    );
     const child = spawn(argv[0]!, argv.slice(1), { stdio: ["pipe", "pipe", "pipe"], detached: true, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } });
     // The runner must not wait for its session to exit, and the pipe must not keep it alive.
     child.unref();

@@ -31,7 +31,7 @@ export function clearNewSetid(workspace: string, sinceMs: number): string[] {
   const ws = confined(workspace, { links: "never" });
   const prefix = Buffer.from(workspace.endsWith("/") ? workspace : `${workspace}/`);
   const cleared: string[] = [];
-  for (let start = 0; start < out.length; ) {
+  for (let start = 0; start < out.length;) {
     let end = out.indexOf(0, start);
     if (end < 0) end = out.length;
     const file = out.subarray(start, end);

@@ -64,7 +64,6 @@ export abstract class Lexer {
     return toks;
   }
 
-
   // ---- words ----
 
   /** Reads one word at the current position, or null when a metacharacter is there. */
@@ -332,7 +331,21 @@ export abstract class Lexer {
       }
       const e = this.at();
       this.pos++;
-      const simple: Record<string, string> = { a: "\x07", b: "\b", e: "\x1b", E: "\x1b", f: "\f", n: "\n", r: "\r", t: "\t", v: "\v", "\\": "\\", "'": "'", '"': '"', "?": "?" };
+      const simple: Record<string, string> = {
+        a: "\x07",
+        b: "\b",
+        e: "\x1b",
+        E: "\x1b",
+        f: "\f",
+        n: "\n",
+        r: "\r",
+        t: "\t",
+        v: "\v",
+        "\\": "\\",
+        "'": "'",
+        '"': '"',
+        "?": "?",
+      };
       if (e in simple) {
         out += simple[e];
       } else if (/[0-7]/.test(e)) {
@@ -353,8 +366,7 @@ export abstract class Lexer {
         out += `\\${e}`;
       }
     }
-}
-
+  }
 }
 
 /** The command lists nested in a sequence of tokens (command and process substitutions, and those inside `${…}` and `$((…))`). */

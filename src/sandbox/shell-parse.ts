@@ -30,9 +30,7 @@ import { SimpleCommandParser } from "./shell-simple.js";
 export * from "./shell-ast.js";
 export { nestedOf } from "./shell-lex.js";
 
-const RESERVED =
-  /(\[\[|\]\]|\{|\}|!|if|then|else|elif|fi|do|done|case|esac|while|until|for|select|in|function|coproc|time)(?=$|[ \t\n;&|()<>])/y;
-
+const RESERVED = /(\[\[|\]\]|\{|\}|!|if|then|else|elif|fi|do|done|case|esac|while|until|for|select|in|function|coproc|time)(?=$|[ \t\n;&|()<>])/y;
 
 /** Parses a whole command line into a list of and-or items, or throws ShellSyntaxError/ShellUnsupportedError. */
 export function parseShell(src: string, depth = 0): ListNode {

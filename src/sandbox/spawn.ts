@@ -73,16 +73,35 @@ export function killOrphan(info: { pid: number | null; pgid: number | null; proc
   return killed || (tag !== undefined && sweptCommand(tag));
 }
 
-
 /**
  * Variables a command inherits from the runner. Everything else is left out: the runner's own
  * environment may carry credentials under innocent names, and test-runner variables
  * (NODE_TEST_CONTEXT, VITEST_*) change how the agent's own test commands behave.
  */
 export const ENV_ALLOW = [
-  "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "CI",
-  "GOPATH", "GOCACHE", "GOMODCACHE", "GOFLAGS", "CARGO_HOME", "RUSTUP_HOME", "VIRTUAL_ENV", "PYTHONPATH",
-  "JAVA_HOME", "npm_config_cache", "PNPM_HOME", "COREPACK_HOME",
+  "PATH",
+  "HOME",
+  "USER",
+  "LOGNAME",
+  "SHELL",
+  "LANG",
+  "LANGUAGE",
+  "TERM",
+  "TZ",
+  "TMPDIR",
+  "CI",
+  "GOPATH",
+  "GOCACHE",
+  "GOMODCACHE",
+  "GOFLAGS",
+  "CARGO_HOME",
+  "RUSTUP_HOME",
+  "VIRTUAL_ENV",
+  "PYTHONPATH",
+  "JAVA_HOME",
+  "npm_config_cache",
+  "PNPM_HOME",
+  "COREPACK_HOME",
 ];
 const ENV_ALLOW_PREFIX = ["LC_"];
 

@@ -42,10 +42,7 @@ export function parseTestOutput(output: string): TestResults | null {
   if (candidates.length === 0) return null;
   // Two runners in one output (say `pytest && vitest run`): the one that failed is what the
   // model has to act on; otherwise the later summary is usually the outer, final one.
-  candidates.sort(
-    (a, b) =>
-      Number(b.results.failed > 0) - Number(a.results.failed > 0) || b.lastSummaryAt - a.lastSummaryAt,
-  );
+  candidates.sort((a, b) => Number(b.results.failed > 0) - Number(a.results.failed > 0) || b.lastSummaryAt - a.lastSummaryAt);
   const best = candidates[0]!.results;
   return { ...best, failedTests: uniqueCapped(best.failedTests) };
 }
@@ -360,8 +357,7 @@ const parseGo: Parser = (lines) => {
 
 // --- cargo test ------------------------------------------------------------------------------
 
-const CARGO_SUMMARY =
-  /^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored; (\d+) measured; (\d+) filtered out/;
+const CARGO_SUMMARY = /^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored; (\d+) measured; (\d+) filtered out/;
 const CARGO_FAILED = /^test (.+?) \.\.\. FAILED\s*$/;
 
 const parseCargo: Parser = (lines) => {

@@ -58,7 +58,12 @@ export function forgetAssigned(list: ListNode, st: State): void {
       for (const a of c.assigns) st.vars.delete(a.name);
       const first = c.words[0]?.raw;
       if (first === "cd" || first === "pushd" || first === "popd") st.cwds = null;
-      if (first && ["export", "declare", "typeset", "local", "readonly", "read", "unset", "mapfile", "readarray", "printf", "getopts", "eval", "source", "."].includes(first)) {
+      if (
+        first &&
+        ["export", "declare", "typeset", "local", "readonly", "read", "unset", "mapfile", "readarray", "printf", "getopts", "eval", "source", "."].includes(
+          first,
+        )
+      ) {
         // Names are words after the builtin; be conservative and forget them all.
         for (const w of c.words.slice(1)) {
           const m = /^([A-Za-z_][A-Za-z0-9_]*)/.exec(w.raw);
@@ -124,7 +129,10 @@ export function literalOutput(p: CommandPart): string | null {
     let args = p.words.slice(1);
     if (p.program === "echo") while (args[0]?.literal && /^-[neE]+$/.test(args[0].text)) args = args.slice(1);
     if (!args.every((w) => w.literal)) return null;
-    return args.map((w) => w.text).join(" ").replace(/\\n/g, "\n");
+    return args
+      .map((w) => w.text)
+      .join(" ")
+      .replace(/\\n/g, "\n");
   }
   if (p.program === "cat" && p.words.length === 1 && p.stdin && (p.stdin.kind === "heredoc" || p.stdin.kind === "herestring")) {
     return p.stdin.text;

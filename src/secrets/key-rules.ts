@@ -24,7 +24,12 @@ export const KEY_RULES: FormatRule[] = [
   { id: "putty-key", re: rx(b`(Private-Lines: *\d+)(${MORE_LINES})`), keywords: ["Private-Lines"], group: 2, accept: (s) => s.length > 0 },
   { id: "age-key", re: /AGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}/g, keywords: ["AGE-SECRET-KEY-1"] },
   // minisign and signify secret keys: a comment line, then the key on the next.
-  { id: "signing-key", re: rx(b`(untrusted comment: [^\n]{0,100}secret key\r?\n${GUTTER}[ \t]*)([A-Za-z0-9+/]{40,}={0,2})`), keywords: ["untrusted comment:"], group: 2 },
+  {
+    id: "signing-key",
+    re: rx(b`(untrusted comment: [^\n]{0,100}secret key\r?\n${GUTTER}[ \t]*)([A-Za-z0-9+/]{40,}={0,2})`),
+    keywords: ["untrusted comment:"],
+    group: 2,
+  },
   // An OpenSSH key body: base64 of "openssh-key-v1", then its further lines.
   { id: "private-key", re: rx(b`b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/]{0,100}={0,2}${MORE_LINES}`), keywords: ["b3BlbnNzaC1rZXktdjE"] },
   // A DER private key in base64 (PKCS#1, PKCS#8, SEC1): a SEQUENCE whose first element is the
@@ -38,11 +43,12 @@ export const KEY_RULES: FormatRule[] = [
   // says what it is (a certificate, a public key) is public and stays.
   {
     id: "key-body",
-    re: rx(b`(?:(-----BEGIN [A-Z0-9 ]{1,40}-----[ \t]*\r?\n)|(?<![^\n]))((?:${WRAPPED}\r?\n){2,}${WRAPPED}(?:\r?\n${GUTTER}[ \t]*[A-Za-z0-9+/]{1,69}={0,2}(?=\r?\n|$))?)`),
+    re: rx(
+      b`(?:(-----BEGIN [A-Z0-9 ]{1,40}-----[ \t]*\r?\n)|(?<![^\n]))((?:${WRAPPED}\r?\n){2,}${WRAPPED}(?:\r?\n${GUTTER}[ \t]*[A-Za-z0-9+/]{1,69}={0,2}(?=\r?\n|$))?)`,
+    ),
     group: 2,
     accept: (_secret, pre) => !pre,
   },
   // The 1Password account secret key.
   { id: "onepassword", re: rx(b`\bA3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}${END}`), keywords: ["A3-"] },
 ];
-

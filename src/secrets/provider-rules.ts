@@ -11,7 +11,11 @@ const UUID = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-
 
 const CLOUD: FormatRule[] = [
   { id: "aws", re: /\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b/g, keywords: ["A3T", "AKIA", "ASIA", "ABIA", "ACCA"] },
-  { id: "aws-bedrock", re: /\b(?:ABSK[A-Za-z0-9+/]{109,269}={0,2}|bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t[A-Za-z0-9+/=%&_-]{20,2000})/g, keywords: ["ABSK", "bedrock-api-key-"] },
+  {
+    id: "aws-bedrock",
+    re: /\b(?:ABSK[A-Za-z0-9+/]{109,269}={0,2}|bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t[A-Za-z0-9+/=%&_-]{20,2000})/g,
+    keywords: ["ABSK", "bedrock-api-key-"],
+  },
   { id: "gcp-api-key", re: rx(b`\bAIza[0-9A-Za-z_-]{35}${END}`), keywords: ["AIza"] },
   { id: "gcp-oauth", re: rx(b`\b(?:GOCSPX-[A-Za-z0-9_-]{28}|ya29\.[0-9A-Za-z_-]{20,})${END}`), keywords: ["GOCSPX-", "ya29."] },
   // Azure storage / service bus connection strings and SAS signatures: keep the field name.
@@ -91,7 +95,11 @@ const CHAT_AND_PAYMENTS: FormatRule[] = [
   { id: "slack-webhook", re: /\bhooks\.slack\.com\/(?:services|workflows|triggers)\/[A-Za-z0-9+/_-]{20,}/g, keywords: ["hooks.slack.com"] },
   { id: "teams-webhook", re: /\bwebhook\.office\.com\/webhookb2\/[A-Za-z0-9@/_-]{40,400}/g, keywords: ["webhook.office.com"] },
   { id: "zapier-webhook", re: /\bhooks\.zapier\.com\/hooks\/catch\/\d{1,12}\/[A-Za-z0-9]{4,}/g, keywords: ["hooks.zapier.com"] },
-  { id: "stripe", re: rx(b`\b(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,}${END}|\bwhsec_[A-Za-z0-9]{20,}`), keywords: ["k_live_", "k_test_", "k_prod_", "whsec_"] },
+  {
+    id: "stripe",
+    re: rx(b`\b(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,}${END}|\bwhsec_[A-Za-z0-9]{20,}`),
+    keywords: ["k_live_", "k_test_", "k_prod_", "whsec_"],
+  },
   { id: "twilio", re: rx(b`\bSK[0-9a-fA-F]{32}${END}`), keywords: ["SK"] },
   { id: "sendgrid", re: rx(b`\bSG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}${END}`), keywords: ["SG."] },
   { id: "sendinblue", re: rx(b`\bx(?:keysib|smtpsib)-[a-f0-9]{64}-[A-Za-z0-9]{16}${END}`), keywords: ["xkeysib-", "xsmtpsib-"] },
@@ -118,7 +126,11 @@ const SAAS: FormatRule[] = [
   { id: "doppler", re: /\bdp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}/g, keywords: ["dp."] },
   { id: "databricks", re: rx(b`\bdapi[a-f0-9]{32}(?:-\d)?${END}`), keywords: ["dapi"] },
   // Grafana's legacy API key is base64 of {"k":"…: before the JWT rule, which would take its eyJ.
-  { id: "grafana", re: /\b(?:glc_[A-Za-z0-9+/]{32,}={0,2}|glsa_[A-Za-z0-9]{32}_[a-fA-F0-9]{8}|eyJrIjoi[A-Za-z0-9]{70,400}={0,3})/g, keywords: ["glc_", "glsa_", "eyJrIjoi"] },
+  {
+    id: "grafana",
+    re: /\b(?:glc_[A-Za-z0-9+/]{32,}={0,2}|glsa_[A-Za-z0-9]{32}_[a-fA-F0-9]{8}|eyJrIjoi[A-Za-z0-9]{70,400}={0,3})/g,
+    keywords: ["glc_", "glsa_", "eyJrIjoi"],
+  },
   { id: "sentry", re: /\bsntr(?:ys|yu)_[A-Za-z0-9+/=_-]{40,}/g, keywords: ["sntry"] },
   { id: "linear", re: rx(b`\blin_api_[A-Za-z0-9]{40}${END}`), keywords: ["lin_api_"] },
   { id: "postman", re: /\bPMAK-[a-f0-9]{24}-[a-f0-9]{34}/g, keywords: ["PMAK-"] },
@@ -142,7 +154,11 @@ const SAAS: FormatRule[] = [
   { id: "maxmind", re: rx(b`\b[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk${END}`), keywords: ["_mmk"] },
   { id: "settlemint", re: rx(b`\bsm_(?:aat|pat|sat)_[A-Za-z0-9]{16}${END}`), keywords: ["sm_aat_", "sm_pat_", "sm_sat_"] },
   { id: "intra42", re: rx(b`\bs-s4t2(?:ud|af)-[a-f0-9]{64}${END}`), keywords: ["s-s4t2"] },
-  { id: "authress", re: /\b(?:sc|ext|scauth|authress)_[a-z0-9]{5,30}\.[a-z0-9]{4,6}\.acc[_-][a-z0-9-]{10,32}\.[a-z0-9+/_=-]{30,120}/g, keywords: [".acc_", ".acc-"] },
+  {
+    id: "authress",
+    re: /\b(?:sc|ext|scauth|authress)_[a-z0-9]{5,30}\.[a-z0-9]{4,6}\.acc[_-][a-z0-9-]{10,32}\.[a-z0-9+/_=-]{30,120}/g,
+    keywords: [".acc_", ".acc-"],
+  },
   { id: "dropbox", re: rx(b`\bsl\.(?:u\.)?[A-Za-z0-9_-]{130,}`), keywords: ["sl."] },
 ];
 

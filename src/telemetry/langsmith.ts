@@ -34,7 +34,10 @@ export function checkLangSmith(warn: (message: string) => void, env: NodeJS.Proc
       return true;
     } catch (err) {
       for (const k of TRACING_VARS) if (env[k] !== undefined) env[k] = "false";
-      const why = (err as Error).name === "TimeoutError" ? `no answer in ${timeoutMs} ms` : ((err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message);
+      const why =
+        (err as Error).name === "TimeoutError"
+          ? `no answer in ${timeoutMs} ms`
+          : ((err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message);
       warn(`LangSmith tracing is on but ${endpoint} cannot be reached (${why}): tracing is off for this run`);
       return false;
     }

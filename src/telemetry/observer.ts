@@ -95,7 +95,11 @@ export class RunObserver {
   /** Runs a graph node as a span, logging its start, end, duration and outcome and the subtasks it started or ended. */
   async node<T>(node: string, state: StateView, fn: () => Promise<T>): Promise<T> {
     const subtask = state.subtasks.find((s) => s.status === "in_progress")?.id ?? null;
-    const span = this.spanUnder(this.root, `node ${node}`, { "ledgerloop.node": node, "ledgerloop.step": state.step, ...(subtask ? { "ledgerloop.subtask": subtask } : {}) });
+    const span = this.spanUnder(this.root, `node ${node}`, {
+      "ledgerloop.node": node,
+      "ledgerloop.step": state.step,
+      ...(subtask ? { "ledgerloop.subtask": subtask } : {}),
+    });
     const started = performance.now();
     this.log.debug({ event: "node_start", node, step: state.step, subtask }, `${node} started`);
     let outcome: "ok" | "paused" | "error" = "ok";
@@ -175,7 +179,19 @@ export class RunObserver {
     const started = performance.now();
     const onRetry = (r: { attempt: number; delayMs: number; fault: { kind: string; status?: number } }) => {
       retries = r.attempt;
-      this.warn("model_retry", { node: info.node, turn: info.turn, model: info.model, attempt: r.attempt, delayMs: r.delayMs, fault: r.fault.kind, httpStatus: r.fault.status ?? null }, `model call retry ${r.attempt} in ${r.delayMs} ms (${r.fault.kind})`);
+      this.warn(
+        "model_retry",
+        {
+          node: info.node,
+          turn: info.turn,
+          model: info.model,
+          attempt: r.attempt,
+          delayMs: r.delayMs,
+          fault: r.fault.kind,
+          httpStatus: r.fault.status ?? null,
+        },
+        `model call retry ${r.attempt} in ${r.delayMs} ms (${r.fault.kind})`,
+      );
       this.otel?.metrics.modelRetries.add(1, { model: info.model, fault: r.fault.kind });
     };
     try {
@@ -191,7 +207,16 @@ export class RunObserver {
       const durationMs = Math.round(performance.now() - started);
       this.info(
         "model_call",
-        { ...info, step: s.step, inputTokens: u.inputTokens ?? 0, cachedInputTokens: u.cachedInputTokens ?? 0, outputTokens: u.outputTokens ?? 0, costUsd, retries, durationMs },
+        {
+          ...info,
+          step: s.step,
+          inputTokens: u.inputTokens ?? 0,
+          cachedInputTokens: u.cachedInputTokens ?? 0,
+          outputTokens: u.outputTokens ?? 0,
+          costUsd,
+          retries,
+          durationMs,
+        },
         `${info.node} model call: ${u.inputTokens ?? 0} in, ${u.outputTokens ?? 0} out`,
       );
       span?.setAttributes({
@@ -212,7 +237,11 @@ export class RunObserver {
       }
       return r;
     } catch (err) {
-      this.warn("model_error", { ...info, step: s.step, retries, errorClass: (err as { code?: string })?.code ?? (err as Error)?.name ?? "Error" }, errorMessage(err));
+      this.warn(
+        "model_error",
+        { ...info, step: s.step, retries, errorClass: (err as { code?: string })?.code ?? (err as Error)?.name ?? "Error" },
+        errorMessage(err),
+      );
       span?.setAttribute("ledgerloop.retries", retries);
       span?.recordException(err as Error);
       span?.setStatus({ code: 2, message: this.rt.redactor.redact(errorMessage(err)).slice(0, 500) });
@@ -223,7 +252,11 @@ export class RunObserver {
   }
 
   /** Logs a tool run (exit code, duration, error class, risk) and records it as a child span of the node. */
-  async toolCall(s: NodeScope, info: { tool: string; actionId: string; risk?: ToolRisk }, fn: () => Promise<PayloadOf<"environment_feedback">>): Promise<PayloadOf<"environment_feedback">> {
+  async toolCall(
+    s: NodeScope,
+    info: { tool: string; actionId: string; risk?: ToolRisk },
+    fn: () => Promise<PayloadOf<"environment_feedback">>,
+  ): Promise<PayloadOf<"environment_feedback">> {
     // A name no tool has (the model made it up) counts as exec, the most guarded local level.
     const risk = info.risk ?? "exec";
     const span = this.spanUnder(s.span, `tool ${info.tool}`, {
@@ -243,7 +276,18 @@ export class RunObserver {
         ...(fb.usage?.cpuMs != null ? { cpuMs: fb.usage.cpuMs } : {}),
         ...(fb.usage?.memoryPeakBytes != null ? { memoryPeakBytes: fb.usage.memoryPeakBytes } : {}),
       };
-      const fields = { tool: info.tool, actionId: info.actionId, step: s.step, subtask: s.subtask, risk, status: fb.status, exitCode: fb.exitCode ?? null, durationMs: fb.durationMs, errorClass, ...command };
+      const fields = {
+        tool: info.tool,
+        actionId: info.actionId,
+        step: s.step,
+        subtask: s.subtask,
+        risk,
+        status: fb.status,
+        exitCode: fb.exitCode ?? null,
+        durationMs: fb.durationMs,
+        errorClass,
+        ...command,
+      };
       if (fb.status === "ok") this.info("tool_run", fields, `${info.tool} ok`);
       else this.warn("tool_run", fields, `${info.tool} ${fb.status}${errorClass ? ` (${errorClass})` : ""}`);
       span?.setAttributes({
@@ -302,7 +346,11 @@ async function createObserver(rt: Runtime, thread: string): Promise<RunObserver>
     }
   }
   const obs = new RunObserver(rt, thread, trace, logger, file, otel, root, registry, stored !== null, earlier);
-  obs.info("run_start", { model: rt.model.name, workspace: rt.workspace, pid: process.pid, resumed: stored !== null || earlier.length > 0, otel: otel !== null }, `run ${thread} in process ${process.pid}`);
+  obs.info(
+    "run_start",
+    { model: rt.model.name, workspace: rt.workspace, pid: process.pid, resumed: stored !== null || earlier.length > 0, otel: otel !== null },
+    `run ${thread} in process ${process.pid}`,
+  );
   return obs;
 }
 
@@ -337,7 +385,10 @@ export function observeModelCall<R extends ModelAnswer>(
 }
 
 /** Wraps a tool's execution in the node running now. */
-export function observeToolCall(info: { tool: string; actionId: string; risk?: ToolRisk }, fn: () => Promise<PayloadOf<"environment_feedback">>): Promise<PayloadOf<"environment_feedback">> {
+export function observeToolCall(
+  info: { tool: string; actionId: string; risk?: ToolRisk },
+  fn: () => Promise<PayloadOf<"environment_feedback">>,
+): Promise<PayloadOf<"environment_feedback">> {
   const s = scope.getStore();
   return s ? s.run.toolCall(s, info, fn) : fn();
 }

@@ -50,17 +50,23 @@ const hex = (bytes: number) => randomBytes(bytes).toString("hex");
 /** The process's tracer and meter providers, exporting OTLP over HTTP (JSON) to the configured endpoint; built once. */
 export function startOtel(): Promise<Otel> {
   started ??= (async () => {
-    const [api, { TracerProvider, BatchSpanProcessor }, { MeterProvider, PeriodicExportingMetricReader }, { resourceFromAttributes }, { OTLPTraceExporter }, { OTLPMetricExporter }] =
-      await importOptional(OTEL_SDK, "OpenTelemetry export (OTEL_EXPORTER_OTLP_ENDPOINT is set)", () =>
-        Promise.all([
-          import("@opentelemetry/api"),
-          import("@opentelemetry/sdk-trace"),
-          import("@opentelemetry/sdk-metrics"),
-          import("@opentelemetry/resources"),
-          import("@opentelemetry/exporter-trace-otlp-http"),
-          import("@opentelemetry/exporter-metrics-otlp-http"),
-        ]),
-      );
+    const [
+      api,
+      { TracerProvider, BatchSpanProcessor },
+      { MeterProvider, PeriodicExportingMetricReader },
+      { resourceFromAttributes },
+      { OTLPTraceExporter },
+      { OTLPMetricExporter },
+    ] = await importOptional(OTEL_SDK, "OpenTelemetry export (OTEL_EXPORTER_OTLP_ENDPOINT is set)", () =>
+      Promise.all([
+        import("@opentelemetry/api"),
+        import("@opentelemetry/sdk-trace"),
+        import("@opentelemetry/sdk-metrics"),
+        import("@opentelemetry/resources"),
+        import("@opentelemetry/exporter-trace-otlp-http"),
+        import("@opentelemetry/exporter-metrics-otlp-http"),
+      ]),
+    );
     const resource = resourceFromAttributes({ "service.name": process.env.OTEL_SERVICE_NAME?.trim() || "ledgerloop", "process.pid": process.pid });
     // Each preset id is used once, whichever of the two the SDK asks for first.
     let presetTrace: string | undefined;

@@ -150,9 +150,7 @@ export async function threadDetail(st: ReadOnlyState, thread: string): Promise<T
   const settings = run?.settings ?? {};
   const spec = of(events, "task_spec")[0];
   const planEvent = events.filter((e) => e.type === "plan_update" || e.type === "task_spec").at(-1) as
-    | LedgerEvent<"plan_update">
-    | LedgerEvent<"task_spec">
-    | undefined;
+    LedgerEvent<"plan_update"> | LedgerEvent<"task_spec"> | undefined;
   const feedback = of(events, "environment_feedback");
   const actions = new Map(of(events, "agent_action").map((a) => [a.id, a]));
   const calls = of(events, "model_call");
@@ -163,7 +161,10 @@ export async function threadDetail(st: ReadOnlyState, thread: string): Promise<T
     const c = f.payload.filesChanged;
     if (c) for (const p of [...c.created, ...c.modified, ...c.deleted]) files.add(p);
   }
-  const finish = feedback.flatMap((f) => f.payload.effects ?? []).filter((e) => e.kind === "finish").at(-1);
+  const finish = feedback
+    .flatMap((f) => f.payload.effects ?? [])
+    .filter((e) => e.kind === "finish")
+    .at(-1);
   const last = events.at(-1);
   const seq = await st.seqStats(thread);
   const forked = st.ledger ? await st.forked(thread) : false;
@@ -189,9 +190,7 @@ export async function threadDetail(st: ReadOnlyState, thread: string): Promise<T
     approve: typeof settings.approve === "string" ? settings.approve : null,
     plan: latest.values.subtasks?.length ? latest.values.subtasks : (planEvent?.payload.subtasks ?? []),
     decisions: of(events, "decision").map((d) => ({ id: d.id, seq: d.seq, step: d.payload.step, text: d.payload.text })),
-    lastTests: testsFb?.payload.tests
-      ? { ...testsFb.payload.tests, step: actions.get(testsFb.causedBy ?? "")?.payload.step ?? null, seq: testsFb.seq }
-      : null,
+    lastTests: testsFb?.payload.tests ? { ...testsFb.payload.tests, step: actions.get(testsFb.causedBy ?? "")?.payload.step ?? null, seq: testsFb.seq } : null,
     lastPrompt: prompt ? { step: prompt.payload.step, tokens: prompt.payload.tokens, budget: prompt.payload.budget } : null,
     usage: usageOf(calls),
     filesTouched: [...files].sort(),
@@ -218,7 +217,10 @@ export interface EventsPage {
 /** Validates a comma-separated list of event types. */
 export function parseTypes(raw: string | null): EventType[] {
   if (!raw) return [];
-  const types = raw.split(",").map((t) => t.trim()).filter(Boolean);
+  const types = raw
+    .split(",")
+    .map((t) => t.trim())
+    .filter(Boolean);
   for (const t of types) {
     if (!EVENT_TYPES.includes(t as EventType)) throw new HttpError(400, `unknown event type "${t}"; known: ${EVENT_TYPES.join(", ")}`);
   }
@@ -267,7 +269,9 @@ export async function threadContext(st: ReadOnlyState, thread: string, step: num
     const steps = built.map((e) => e.payload.step);
     throw new HttpError(
       404,
-      steps.length ? `run ${thread} has no prompt for step ${step}; steps with prompts: ${Math.min(...steps)}-${Math.max(...steps)}` : `run ${thread} has no prompt recorded yet`,
+      steps.length
+        ? `run ${thread} has no prompt for step ${step}; steps with prompts: ${Math.min(...steps)}-${Math.max(...steps)}`
+        : `run ${thread} has no prompt recorded yet`,
     );
   }
   const blob = await st.ledger!.getBlob(pick.payload.promptRef);

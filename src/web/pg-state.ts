@@ -31,23 +31,28 @@ export async function pgSource(url: string): Promise<StateSource> {
     hasThread: async (thread) =>
       Boolean(
         (await st.runs.get(thread)) ||
-          (await st.runs.hasCheckpoints(thread)) ||
-          (await q("SELECT 1 FROM ll_events WHERE thread_id = $1 LIMIT 1", [thread])).rowCount ||
-          (queue && (await q("SELECT 1 FROM ll_submissions WHERE thread_id = $1", [thread])).rowCount),
+        (await st.runs.hasCheckpoints(thread)) ||
+        (await q("SELECT 1 FROM ll_events WHERE thread_id = $1 LIMIT 1", [thread])).rowCount ||
+        (queue && (await q("SELECT 1 FROM ll_submissions WHERE thread_id = $1", [thread])).rowCount),
       ),
     runInfo: async (thread): Promise<RunInfo | null> => {
       const r = await st.runs.get(thread);
       if (r) return { goal: r.goal, createdAt: r.createdAt, settings: r.settings as unknown as Record<string, unknown> };
       // A run no worker has started yet is only its submission: its task, and the settings it was submitted with.
       if (!queue) return null;
-      const s = (await q<{ task: string; settings: string; submitted_at: string }>("SELECT task, settings, submitted_at FROM ll_submissions WHERE thread_id = $1", [thread])).rows[0];
+      const s = (
+        await q<{ task: string; settings: string; submitted_at: string }>("SELECT task, settings, submitted_at FROM ll_submissions WHERE thread_id = $1", [
+          thread,
+        ])
+      ).rows[0];
       return s ? { goal: s.task, createdAt: s.submitted_at, settings: parseSettings(s.settings) } : null;
     },
     seqStats: async (thread) => {
       const r = (await q<{ m: number | null; n: string }>("SELECT MAX(seq) AS m, COUNT(*) AS n FROM ll_events WHERE thread_id = $1", [thread])).rows[0];
       return { maxSeq: r?.m ?? 0, count: Number(r?.n ?? 0) };
     },
-    headEvent: async (thread) => (await q<{ id: string }>("SELECT id FROM ll_events WHERE thread_id = $1 ORDER BY seq DESC LIMIT 1", [thread])).rows[0]?.id ?? null,
+    headEvent: async (thread) =>
+      (await q<{ id: string }>("SELECT id FROM ll_events WHERE thread_id = $1 ORDER BY seq DESC LIMIT 1", [thread])).rows[0]?.id ?? null,
     forked: async (thread) => Boolean((await q("SELECT 1 FROM ll_forks WHERE thread_id = $1 LIMIT 1", [thread])).rowCount),
     // The pool outlives the request.
     close: () => {},

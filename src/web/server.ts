@@ -113,7 +113,10 @@ function loadAssets(): Map<string, { body: Buffer; type: string }> {
   const out = new Map<string, { body: Buffer; type: string }>();
   for (const [route, a] of Object.entries(ASSETS)) out.set(route, { body: fs.readFileSync(dir + a.file), type: a.type });
   // Read once at start into a fixed table: a request never names a file on disk.
-  for (const f of fs.readdirSync(dir + MODULE_DIR).filter((n) => n.endsWith(".js")).sort()) {
+  for (const f of fs
+    .readdirSync(dir + MODULE_DIR)
+    .filter((n) => n.endsWith(".js"))
+    .sort()) {
     out.set(`/${MODULE_DIR}/${f}`, { body: fs.readFileSync(`${dir}${MODULE_DIR}/${f}`), type: "text/javascript; charset=utf-8" });
   }
   return out;
@@ -147,8 +150,7 @@ export async function startViewer(opts: ViewerOptions): Promise<Viewer> {
     res.writeHead(status, { ...SECURITY_HEADERS, "content-type": type, "content-length": String(Buffer.byteLength(body)), ...extra });
     res.end(body);
   };
-  const sendJson = (res: http.ServerResponse, status: number, value: unknown) =>
-    send(res, status, JSON.stringify(value), "application/json; charset=utf-8");
+  const sendJson = (res: http.ServerResponse, status: number, value: unknown) => send(res, status, JSON.stringify(value), "application/json; charset=utf-8");
 
   async function withState<T>(thread: string, fn: (st: ReadOnlyState) => Promise<T> | T): Promise<T> {
     const st = await source.open();
@@ -249,9 +251,12 @@ export async function startViewer(opts: ViewerOptions): Promise<Viewer> {
   await new Promise<void>((resolve, reject) => {
     server.once("error", (err: NodeJS.ErrnoException) => {
       const where = `${host}:${opts.port ?? 0}`;
-      if (err.code === "EADDRINUSE") reject(new LedgerloopError("PORT_IN_USE", `${where} is already in use; pick another --port (0 picks a free one)`, { cause: err }));
-      else if (err.code === "EADDRNOTAVAIL" || err.code === "ENOTFOUND") reject(new LedgerloopError("HOST_UNAVAILABLE", `cannot listen on ${where}: no such local address`, { cause: err }));
-      else if (err.code === "EACCES") reject(new LedgerloopError("PORT_DENIED", `not allowed to listen on ${where} (ports below 1024 need privileges)`, { cause: err }));
+      if (err.code === "EADDRINUSE")
+        reject(new LedgerloopError("PORT_IN_USE", `${where} is already in use; pick another --port (0 picks a free one)`, { cause: err }));
+      else if (err.code === "EADDRNOTAVAIL" || err.code === "ENOTFOUND")
+        reject(new LedgerloopError("HOST_UNAVAILABLE", `cannot listen on ${where}: no such local address`, { cause: err }));
+      else if (err.code === "EACCES")
+        reject(new LedgerloopError("PORT_DENIED", `not allowed to listen on ${where} (ports below 1024 need privileges)`, { cause: err }));
       else reject(err);
     });
     server.listen(opts.port ?? 0, host, () => {

@@ -33,9 +33,7 @@ export function openReadOnly(dbPath: string): ReadOnlyState | null {
   const db = openStateDb(dbPath, { create: false, readonly: true, busyTimeoutMs: 250, check });
   if (check) checkedVersions.set(dbPath, version);
   try {
-    const tables = new Set(
-      (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((r) => r.name),
-    );
+    const tables = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((r) => r.name));
     const ledger = tables.has("ll_events") && tables.has("ll_blobs");
     // Its setup() only runs CREATE TABLE IF NOT EXISTS, a no-op on existing tables, so it is safe read-only.
     const checkpointer = tables.has("checkpoints") && tables.has("writes") ? new SqliteSaver(db) : null;
@@ -48,8 +46,8 @@ export function openReadOnly(dbPath: string): ReadOnlyState | null {
       hasThread: async (thread) =>
         Boolean(
           (ledger && db.prepare("SELECT 1 FROM ll_events WHERE thread_id = ? LIMIT 1").get(thread)) ||
-            (checkpointer && db.prepare("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1").get(thread)) ||
-            run(thread),
+          (checkpointer && db.prepare("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1").get(thread)) ||
+          run(thread),
         ),
       runInfo: async (thread) => {
         const r = run(thread);
@@ -61,7 +59,9 @@ export function openReadOnly(dbPath: string): ReadOnlyState | null {
         return { maxSeq: r?.m ?? 0, count: r?.n ?? 0 };
       },
       headEvent: async (thread) =>
-        ledger ? (db.prepare<[string], { id: string }>("SELECT id FROM ll_events WHERE thread_id = ? ORDER BY seq DESC LIMIT 1").get(thread)?.id ?? null) : null,
+        ledger
+          ? (db.prepare<[string], { id: string }>("SELECT id FROM ll_events WHERE thread_id = ? ORDER BY seq DESC LIMIT 1").get(thread)?.id ?? null)
+          : null,
       forked: async (thread) => ledger && Boolean(db.prepare("SELECT 1 FROM ll_forks WHERE thread_id = ? LIMIT 1").get(thread)),
       close: () => db.close(),
     };
@@ -94,4 +94,3 @@ function fileVersion(dbPath: string): string {
     })
     .join("/");
 }
-

@@ -89,7 +89,6 @@ export function emptyDir(dir: number): void {
   }
 }
 
-
 /**
  * The regular file at `p` (a path ledgerloop itself chose, whose last name the agent may control),
  * or null: the last name is not followed when it is a symlink, a FIFO or device is never opened

@@ -286,18 +286,23 @@ export class ConfinedDir {
 
   /** Creates `rel` and its missing parents as real directories; a symlink among them is refused. */
   mkdirp(rel: RelPath, mode = 0o777): void {
-    this.with(rel, "parent", (w) => {
-      if (!w.name) return;
-      const dir = w.dirs.at(-1)!;
-      try {
-        fs.mkdirSync(proc(dir, w.name), { mode });
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw errnoAt(err, rel);
-        const st = this.fstatAt(dir, w.name);
-        if (st?.isSymbolicLink()) throw new PathEscapeError(`Path ${shown(rel)} is a symlink, not a directory; it is not followed here.`);
-        if (!st?.isDirectory()) throw errnoAt(err, rel);
-      }
-    }, mode);
+    this.with(
+      rel,
+      "parent",
+      (w) => {
+        if (!w.name) return;
+        const dir = w.dirs.at(-1)!;
+        try {
+          fs.mkdirSync(proc(dir, w.name), { mode });
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw errnoAt(err, rel);
+          const st = this.fstatAt(dir, w.name);
+          if (st?.isSymbolicLink()) throw new PathEscapeError(`Path ${shown(rel)} is a symlink, not a directory; it is not followed here.`);
+          if (!st?.isDirectory()) throw errnoAt(err, rel);
+        }
+      },
+      mode,
+    );
   }
 
   /** The target of the symlink at `rel` (the link itself, not followed), as bytes. */

@@ -142,7 +142,7 @@ export async function hashFile(workspace: string, rel: string): Promise<string> 
   const fd = confined(workspace).openRead(rel);
   try {
     const buf = Buffer.allocUnsafe(256 * 1024);
-    for (let n; (n = readSync(fd, buf, 0, buf.length, null)) > 0; ) hash.update(buf.subarray(0, n));
+    for (let n; (n = readSync(fd, buf, 0, buf.length, null)) > 0;) hash.update(buf.subarray(0, n));
   } finally {
     closeSync(fd);
   }

@@ -308,6 +308,9 @@ export async function userIdentity(): Promise<{ name: string; email: string } | 
 
 /** The line of git's stderr that says why it stopped (its `fatal:` line, else the last one), at most 300 characters. */
 export function gitComplaintOf(stderr: string): string {
-  const lines = stderr.split("\n").map((l) => l.trim()).filter(Boolean);
+  const lines = stderr
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean);
   return (lines.findLast((l) => l.startsWith("fatal:")) ?? lines.at(-1) ?? "").slice(0, 300);
 }

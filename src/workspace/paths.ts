@@ -33,8 +33,7 @@ export function resolveInWorkspace(workspace: string, p: string, opts: ResolveOp
   if (rel === undefined) {
     if (!path.isAbsolute(p)) {
       throw new PathEscapeError(
-        `Path ${shown} leads outside the workspace (${workspace}) through "..". ` +
-          `Use a path relative to the workspace root that stays inside it.`,
+        `Path ${shown} leads outside the workspace (${workspace}) through "..". ` + `Use a path relative to the workspace root that stays inside it.`,
       );
     }
     // The model may have been shown the workspace through a symlinked spelling (macOS /var → /private/var),
@@ -42,10 +41,7 @@ export function resolveInWorkspace(workspace: string, p: string, opts: ResolveOp
     const real = realLocation(abs, p);
     const realRel = relativeInside(workspace, real);
     if (realRel === undefined) {
-      throw new PathEscapeError(
-        `Path ${shown} is an absolute path outside the workspace (${workspace}). ` +
-          `Use a path relative to the workspace root.`,
-      );
+      throw new PathEscapeError(`Path ${shown} is an absolute path outside the workspace (${workspace}). ` + `Use a path relative to the workspace root.`);
     }
     abs = real;
     rel = realRel;
@@ -55,8 +51,7 @@ export function resolveInWorkspace(workspace: string, p: string, opts: ResolveOp
   const realRel = relativeInside(workspace, real);
   if (realRel === undefined) {
     throw new PathEscapeError(
-      `Path ${shown} goes through a symlink that leads outside the workspace (to ${real}). ` +
-        `Only files inside the workspace can be used.`,
+      `Path ${shown} goes through a symlink that leads outside the workspace (to ${real}). ` + `Only files inside the workspace can be used.`,
     );
   }
 
@@ -95,14 +90,11 @@ export function assertNotRuntimeState(rel: string): void {
   const segments = rel.toLowerCase().split(/[\\/]+/);
   if (segments.includes(".git")) {
     throw new PathEscapeError(
-      `Path ${JSON.stringify(rel)} is inside .git/, git's own data, which tools may not write. ` +
-        `Change the repository through git commands instead.`,
+      `Path ${JSON.stringify(rel)} is inside .git/, git's own data, which tools may not write. ` + `Change the repository through git commands instead.`,
     );
   }
   if (segments[0] === ".ledgerloop" || (segments[0] === "." && segments[1] === ".ledgerloop")) {
-    throw new PathEscapeError(
-      `Path ${JSON.stringify(rel)} is inside .ledgerloop/, the runtime's state directory, which tools may not write.`,
-    );
+    throw new PathEscapeError(`Path ${JSON.stringify(rel)} is inside .ledgerloop/, the runtime's state directory, which tools may not write.`);
   }
 }
 
@@ -127,7 +119,10 @@ function realLocation(abs: string, shownPath: string): string {
   // realpath fails for a path still to be created, and would not tell where a dangling symlink points
   // (writing through `link -> /outside/new` creates /outside/new), so the rest is walked link by link.
   const root = path.parse(abs).root;
-  const pending = abs.slice(root.length).split(path.sep).filter((s) => s !== "" && s !== ".");
+  const pending = abs
+    .slice(root.length)
+    .split(path.sep)
+    .filter((s) => s !== "" && s !== ".");
   let current = root;
   let hops = 0;
   while (pending.length > 0) {
@@ -149,9 +144,7 @@ function realLocation(abs: string, shownPath: string): string {
       continue;
     }
     if (++hops > MAX_SYMLINK_HOPS) {
-      throw new PathEscapeError(
-        `Path ${JSON.stringify(shownPath)} cannot be checked: too many levels of symlinks (a symlink loop?).`,
-      );
+      throw new PathEscapeError(`Path ${JSON.stringify(shownPath)} cannot be checked: too many levels of symlinks (a symlink loop?).`);
     }
     const target = fs.readlinkSync(next);
     if (path.isAbsolute(target)) current = path.parse(target).root;

@@ -93,7 +93,10 @@ export class PgRevisionReplica {
       const out = await this.pushAttempt(store, revId, generation);
       if (out) return out;
       if (attempt >= PUSH_ATTEMPTS) {
-        throw new StateStoreError("STATE_DB_UNREADABLE", `pushing workspace revision ${revId} to PostgreSQL failed: the revision store was garbage-collected during each of ${PUSH_ATTEMPTS} attempts`);
+        throw new StateStoreError(
+          "STATE_DB_UNREADABLE",
+          `pushing workspace revision ${revId} to PostgreSQL failed: the revision store was garbage-collected during each of ${PUSH_ATTEMPTS} attempts`,
+        );
       }
     }
   }
@@ -157,14 +160,21 @@ export class PgRevisionReplica {
     let batchBytes = 0;
     const flush = async () => {
       if (batch.length === 0) return;
-      const written = await this.insert(this.pool, "ll_rev_blobs (hash, size, codec, data)", batch.map((b) => [b.hash, b.size, b.codec, b.data]));
+      const written = await this.insert(
+        this.pool,
+        "ll_rev_blobs (hash, size, codec, data)",
+        batch.map((b) => [b.hash, b.size, b.codec, b.data]),
+      );
       for (const b of batch) {
         if (written.has(b.hash)) {
           out.blobs++;
           out.bytes += b.data.length;
         }
       }
-      this.know(this.knownBlobs, batch.map((b) => b.hash));
+      this.know(
+        this.knownBlobs,
+        batch.map((b) => b.hash),
+      );
       batch = [];
       batchBytes = 0;
     };
@@ -193,10 +203,13 @@ export class PgRevisionReplica {
           }
         }
       }
-      await c.query(
-        "INSERT INTO ll_rev_revisions (rev_id, created_at, label, files, bytes) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-        [info.revId, info.createdAt, info.label, info.files, info.bytes],
-      );
+      await c.query("INSERT INTO ll_rev_revisions (rev_id, created_at, label, files, bytes) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING", [
+        info.revId,
+        info.createdAt,
+        info.label,
+        info.files,
+        info.bytes,
+      ]);
       return true;
     });
     if (!committed) return null;
@@ -241,7 +254,10 @@ export class PgRevisionReplica {
       for (let i = 0; i < need.length; i += ASK_BATCH) {
         const ask = need.slice(i, i + ASK_BATCH);
         const got = new Map(
-          (await this.pool.query<{ hash: string; data: Buffer }>("SELECT hash, data FROM ll_rev_trees WHERE hash = ANY($1)", [ask])).rows.map((r) => [r.hash, r.data]),
+          (await this.pool.query<{ hash: string; data: Buffer }>("SELECT hash, data FROM ll_rev_trees WHERE hash = ANY($1)", [ask])).rows.map((r) => [
+            r.hash,
+            r.data,
+          ]),
         );
         for (const h of ask) {
           const data = got.get(h);
@@ -388,7 +404,9 @@ export async function sweepReplica(pool: pg.Pool, live: ReadonlySet<string>, opt
         const need = [...new Set(level)].filter((h) => !seen.has(h));
         const next: string[] = [];
         for (let i = 0; i < need.length; i += ASK_BATCH) {
-          const rows = (await c.query<{ hash: string; data: Buffer }>("SELECT hash, data FROM ll_rev_trees WHERE hash = ANY($1)", [need.slice(i, i + ASK_BATCH)])).rows;
+          const rows = (
+            await c.query<{ hash: string; data: Buffer }>("SELECT hash, data FROM ll_rev_trees WHERE hash = ANY($1)", [need.slice(i, i + ASK_BATCH)])
+          ).rows;
           for (const r of rows) {
             for (const e of decodeTree(r.data, r.hash)) {
               if (e.kind === "tree") next.push(e.hash);
@@ -424,7 +442,19 @@ export async function sweepReplica(pool: pg.Pool, live: ReadonlySet<string>, opt
   );
 }
 
-const CONNECTION_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ECONNRESET", "57P01", "57P03", "08000", "08003", "08006"]);
+const CONNECTION_CODES = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ECONNRESET",
+  "57P01",
+  "57P03",
+  "08000",
+  "08003",
+  "08006",
+]);
 
 /**
  * Runs a replica operation; a failure of PostgreSQL itself (no server, a lost connection, a missing
@@ -440,6 +470,10 @@ async function guarded<T>(what: string, fn: () => Promise<T>): Promise<T> {
     const msg = errorMessage(err).split("\n")[0]!;
     const lost = CONNECTION_CODES.has(code) || /terminated unexpectedly|Connection terminated|timeout/i.test(msg);
     const detail = [code, msg].filter(Boolean).join(": ");
-    throw new StateStoreError(lost ? "STATE_DB_UNREACHABLE" : "STATE_DB_UNREADABLE", `${what} failed: ${lost ? "cannot reach the server" : "the database refused it"} (${detail})`, { cause: err });
+    throw new StateStoreError(
+      lost ? "STATE_DB_UNREACHABLE" : "STATE_DB_UNREADABLE",
+      `${what} failed: ${lost ? "cannot reach the server" : "the database refused it"} (${detail})`,
+      { cause: err },
+    );
   }
 }

@@ -43,7 +43,10 @@ function removeStaleTemps(ws: ConfinedDir, target: Buffer): void {
   const prefix = tempPrefix(target.subarray(slash + 1));
   let names: Buffer[];
   try {
-    names = ws.readdir(dir).map((e) => e.name).filter((n) => n.subarray(0, prefix.length).equals(prefix));
+    names = ws
+      .readdir(dir)
+      .map((e) => e.name)
+      .filter((n) => n.subarray(0, prefix.length).equals(prefix));
   } catch {
     return;
   }

@@ -87,9 +87,7 @@ export class BlobStore {
       has: db.prepare<[string], { one: number }>("SELECT 1 AS one FROM ll_rev_blobs WHERE hash = ?"),
       get: db.prepare<[string], BlobRow>("SELECT size, codec, in_file, data FROM ll_rev_blobs WHERE hash = ?"),
       where: db.prepare<[string], { in_file: number }>("SELECT in_file FROM ll_rev_blobs WHERE hash = ?"),
-      put: db.prepare(
-        "INSERT OR IGNORE INTO ll_rev_blobs (hash, size, stored, codec, in_file, data) VALUES (?, ?, ?, ?, ?, ?)",
-      ),
+      put: db.prepare("INSERT OR IGNORE INTO ll_rev_blobs (hash, size, stored, codec, in_file, data) VALUES (?, ?, ?, ?, ?, ?)"),
     };
   }
 
@@ -166,11 +164,9 @@ export class BlobStore {
       try {
         stored = fs.readFileSync(this.filePath(hash));
       } catch (err) {
-        throw new RevisionError(
-          "REV_BLOB_MISSING",
-          `blob ${hash}${about} is missing: cannot read ${this.filePath(hash)} (${errorMessage(err)})`,
-          { cause: err },
-        );
+        throw new RevisionError("REV_BLOB_MISSING", `blob ${hash}${about} is missing: cannot read ${this.filePath(hash)} (${errorMessage(err)})`, {
+          cause: err,
+        });
       }
     } else {
       stored = row.data ?? Buffer.alloc(0);
@@ -195,10 +191,7 @@ export function decodeBlob(blob: PreparedBlob, what?: string): Buffer {
     throw new RevisionError("REV_BLOB_CORRUPT", `blob ${blob.hash}${about} is corrupt: ${errorMessage(err)}`, { cause: err });
   }
   if (raw.length !== blob.size || sha256(raw) !== blob.hash) {
-    throw new RevisionError(
-      "REV_BLOB_CORRUPT",
-      `blob ${blob.hash}${about} is corrupt: its content no longer hashes to its name`,
-    );
+    throw new RevisionError("REV_BLOB_CORRUPT", `blob ${blob.hash}${about} is corrupt: its content no longer hashes to its name`);
   }
   return raw;
 }

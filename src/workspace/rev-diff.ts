@@ -136,11 +136,17 @@ export function formatStat(stats: FileDiffStat[]): string {
   const names = stats.map((s) => (s.oldPath ? `${s.oldPath} => ${s.path}` : s.path));
   const width = Math.max(...names.map((n) => n.length));
   const lines = stats.map((s, i) => {
-    const what = s.large ? "large file" : s.binary ? "Bin" : `${s.added + s.removed} ${"+".repeat(Math.min(s.added, 40))}${"-".repeat(Math.min(s.removed, 40))}`;
+    const what = s.large
+      ? "large file"
+      : s.binary
+        ? "Bin"
+        : `${s.added + s.removed} ${"+".repeat(Math.min(s.added, 40))}${"-".repeat(Math.min(s.removed, 40))}`;
     return ` ${names[i]!.padEnd(width)} | ${what}`;
   });
   const added = stats.reduce((n, s) => n + s.added, 0);
   const removed = stats.reduce((n, s) => n + s.removed, 0);
-  lines.push(` ${stats.length} file${stats.length === 1 ? "" : "s"} changed, ${added} insertion${added === 1 ? "" : "s"}(+), ${removed} deletion${removed === 1 ? "" : "s"}(-)`);
+  lines.push(
+    ` ${stats.length} file${stats.length === 1 ? "" : "s"} changed, ${added} insertion${added === 1 ? "" : "s"}(+), ${removed} deletion${removed === 1 ? "" : "s"}(-)`,
+  );
   return lines.join("\n") + "\n";
 }

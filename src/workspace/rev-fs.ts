@@ -12,11 +12,7 @@ import type { FlatEntry } from "./rev-tree.js";
 // workspace is the agent's, and a directory swapped for a symlink must not lead a restore out.
 
 /** What {@link readEntry} found. */
-export type ReadResult =
-  | { kind: "file" | "symlink"; content: Buffer; st: Stats; stable: boolean }
-  | { kind: "large"; st: Stats }
-  | "vanished"
-  | "unreadable";
+export type ReadResult = { kind: "file" | "symlink"; content: Buffer; st: Stats; stable: boolean } | { kind: "large"; st: Stats } | "vanished" | "unreadable";
 
 /**
  * Reads a file or a link's target, through the confined reader with no symlink followed at all (not
@@ -153,11 +149,9 @@ export function writeEntry(ws: ConfinedDir, rel: string, e: FlatEntry, data: Buf
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === "EISDIR" || code === "ENOTEMPTY" || code === "EEXIST") {
-      throw new RevisionError(
-        "REV_RESTORE_CONFLICT",
-        `cannot restore ${rel}: a directory is in its place (holding ignored files?); move it away and retry`,
-        { cause: err },
-      );
+      throw new RevisionError("REV_RESTORE_CONFLICT", `cannot restore ${rel}: a directory is in its place (holding ignored files?); move it away and retry`, {
+        cause: err,
+      });
     }
     throw new RevisionError("REV_RESTORE_CONFLICT", `cannot restore ${rel}: ${errorMessage(err)}`, { cause: err });
   }

@@ -23,42 +23,44 @@ export interface GcInput {
  */
 export function gcRevisions(db: Database.Database, o: GcInput, liveRevIds: Set<string>): GcResult {
   const freedFiles: string[] = [];
-  const result = db.transaction((): GcResult => {
-    const all = new Set((db.prepare("SELECT rev_id FROM ll_rev_revisions").all() as { rev_id: string }[]).map((r) => r.rev_id));
-    const heads = new Set((db.prepare("SELECT rev_id FROM ll_rev_heads").all() as { rev_id: string }[]).map((r) => r.rev_id));
-    const unknownLive = [...liveRevIds].filter((id) => !all.has(id)).sort();
-    const keptHeads = [...heads].filter((id) => !liveRevIds.has(id) && all.has(id)).sort();
-    const keep = new Set([...all].filter((id) => liveRevIds.has(id) || heads.has(id)));
-    const delRev = db.prepare("DELETE FROM ll_rev_revisions WHERE rev_id = ?");
-    let revisionsDeleted = 0;
-    for (const id of all) if (!keep.has(id)) revisionsDeleted += delRev.run(id).changes;
+  const result = db
+    .transaction((): GcResult => {
+      const all = new Set((db.prepare("SELECT rev_id FROM ll_rev_revisions").all() as { rev_id: string }[]).map((r) => r.rev_id));
+      const heads = new Set((db.prepare("SELECT rev_id FROM ll_rev_heads").all() as { rev_id: string }[]).map((r) => r.rev_id));
+      const unknownLive = [...liveRevIds].filter((id) => !all.has(id)).sort();
+      const keptHeads = [...heads].filter((id) => !liveRevIds.has(id) && all.has(id)).sort();
+      const keep = new Set([...all].filter((id) => liveRevIds.has(id) || heads.has(id)));
+      const delRev = db.prepare("DELETE FROM ll_rev_revisions WHERE rev_id = ?");
+      let revisionsDeleted = 0;
+      for (const id of all) if (!keep.has(id)) revisionsDeleted += delRev.run(id).changes;
 
-    const liveTrees = new Set<string>();
-    const liveBlobs = new Set<string>();
-    o.clearTreeCache();
-    for (const id of keep) collectTrees(o.loadTree, id, liveTrees, liveBlobs);
+      const liveTrees = new Set<string>();
+      const liveBlobs = new Set<string>();
+      o.clearTreeCache();
+      for (const id of keep) collectTrees(o.loadTree, id, liveTrees, liveBlobs);
 
-    let bytesReclaimed = 0;
-    let treesDeleted = 0;
-    let blobsDeleted = 0;
-    const delTree = db.prepare("DELETE FROM ll_rev_trees WHERE hash = ?");
-    for (const t of db.prepare("SELECT hash, length(data) AS n FROM ll_rev_trees").all() as { hash: string; n: number }[]) {
-      if (liveTrees.has(t.hash)) continue;
-      delTree.run(t.hash);
-      treesDeleted++;
-      bytesReclaimed += t.n;
-    }
-    const delBlob = db.prepare("DELETE FROM ll_rev_blobs WHERE hash = ?");
-    const rows = db.prepare("SELECT hash, stored, in_file FROM ll_rev_blobs").all() as { hash: string; stored: number; in_file: number }[];
-    for (const b of rows) {
-      if (liveBlobs.has(b.hash)) continue;
-      delBlob.run(b.hash);
-      blobsDeleted++;
-      bytesReclaimed += b.stored;
-      if (b.in_file) freedFiles.push(o.blobs.filePath(b.hash));
-    }
-    return { revisionsDeleted, treesDeleted, blobsDeleted, bytesReclaimed, keptHeads, unknownLive };
-  }).immediate();
+      let bytesReclaimed = 0;
+      let treesDeleted = 0;
+      let blobsDeleted = 0;
+      const delTree = db.prepare("DELETE FROM ll_rev_trees WHERE hash = ?");
+      for (const t of db.prepare("SELECT hash, length(data) AS n FROM ll_rev_trees").all() as { hash: string; n: number }[]) {
+        if (liveTrees.has(t.hash)) continue;
+        delTree.run(t.hash);
+        treesDeleted++;
+        bytesReclaimed += t.n;
+      }
+      const delBlob = db.prepare("DELETE FROM ll_rev_blobs WHERE hash = ?");
+      const rows = db.prepare("SELECT hash, stored, in_file FROM ll_rev_blobs").all() as { hash: string; stored: number; in_file: number }[];
+      for (const b of rows) {
+        if (liveBlobs.has(b.hash)) continue;
+        delBlob.run(b.hash);
+        blobsDeleted++;
+        bytesReclaimed += b.stored;
+        if (b.in_file) freedFiles.push(o.blobs.filePath(b.hash));
+      }
+      return { revisionsDeleted, treesDeleted, blobsDeleted, bytesReclaimed, keptHeads, unknownLive };
+    })
+    .immediate();
   o.clearTreeCache();
   // A file goes only while, under the write lock, no row names it: a snapshot may have stored the
   // same content again since the rows were deleted. A crash before this leaves strays, swept below.

@@ -31,7 +31,13 @@ const byPath = (a: SkippedPath, b: SkippedPath) => (a.path < b.path ? -1 : a.pat
 /** What makes the scanned workspace the revision `target`; large and unreadable files are skipped, never touched. */
 export function planRestore(target: Map<string, FlatEntry>, scan: ScanResult): RestorePlan {
   const cur = scan.now;
-  const plan: RestorePlan = { created: [], modified: [], deleted: [], skipped: scan.unreadable.map((p) => ({ path: p, reason: "unreadable" as const })), writes: [] };
+  const plan: RestorePlan = {
+    created: [],
+    modified: [],
+    deleted: [],
+    skipped: scan.unreadable.map((p) => ({ path: p, reason: "unreadable" as const })),
+    writes: [],
+  };
   const unreadable = new Set(scan.unreadable);
   for (const [rel, c] of cur) {
     if (target.has(rel)) continue;

@@ -89,22 +89,14 @@ export function prepareRevisionStatements(db: Database.Database): RevisionStatem
     getRev: db.prepare<[string], { rev_id: string; created_at: string; label: string | null; files: number; bytes: number }>(
       "SELECT rev_id, created_at, label, files, bytes FROM ll_rev_revisions WHERE rev_id = ?",
     ),
-    byPrefix: db.prepare<[string, string], { rev_id: string }>(
-      "SELECT rev_id FROM ll_rev_revisions WHERE rev_id >= ? AND rev_id < ? ORDER BY rev_id LIMIT 2",
-    ),
-    putRev: db.prepare(
-      "INSERT OR IGNORE INTO ll_rev_revisions (rev_id, created_at, label, files, bytes) VALUES (?, ?, ?, ?, ?)",
-    ),
-    getHead: db.prepare<[string], { rev_id: string; gen: number; updated_at: string }>(
-      "SELECT rev_id, gen, updated_at FROM ll_rev_heads WHERE workspace = ?",
-    ),
+    byPrefix: db.prepare<[string, string], { rev_id: string }>("SELECT rev_id FROM ll_rev_revisions WHERE rev_id >= ? AND rev_id < ? ORDER BY rev_id LIMIT 2"),
+    putRev: db.prepare("INSERT OR IGNORE INTO ll_rev_revisions (rev_id, created_at, label, files, bytes) VALUES (?, ?, ?, ?, ?)"),
+    getHead: db.prepare<[string], { rev_id: string; gen: number; updated_at: string }>("SELECT rev_id, gen, updated_at FROM ll_rev_heads WHERE workspace = ?"),
     putHead: db.prepare(
       `INSERT INTO ll_rev_heads (workspace, rev_id, gen, updated_at) VALUES (?, ?, 1, ?)
        ON CONFLICT(workspace) DO UPDATE SET rev_id = excluded.rev_id, gen = ll_rev_heads.gen + 1, updated_at = excluded.updated_at`,
     ),
-    statRows: db.prepare<[string], StatRow>(
-      "SELECT path, kind, mode, size, mtime, ctime, ino, hash, trusted FROM ll_rev_stat WHERE workspace = ?",
-    ),
+    statRows: db.prepare<[string], StatRow>("SELECT path, kind, mode, size, mtime, ctime, ino, hash, trusted FROM ll_rev_stat WHERE workspace = ?"),
     putStat: db.prepare(
       `INSERT INTO ll_rev_stat (workspace, path, kind, mode, size, mtime, ctime, ino, hash, trusted)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)

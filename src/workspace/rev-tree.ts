@@ -69,8 +69,7 @@ export function encodeTree(entries: TreeEntry[]): Buffer {
 
 /** Decodes a tree object, refusing anything malformed (names that could leave their directory included). */
 export function decodeTree(buf: Buffer, hash: string): TreeEntry[] {
-  const bad = (why: string) =>
-    new RevisionError("REV_TREE_CORRUPT", `tree object ${hash} is corrupt (${why}); the revisions using it cannot be read`);
+  const bad = (why: string) => new RevisionError("REV_TREE_CORRUPT", `tree object ${hash} is corrupt (${why}); the revisions using it cannot be read`);
   if (buf.length < MAGIC.length || !buf.subarray(0, MAGIC.length).equals(MAGIC)) throw bad("bad header");
   const out: TreeEntry[] = [];
   let o = MAGIC.length;

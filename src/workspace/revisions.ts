@@ -42,7 +42,6 @@ export type { PreparedBlob } from "./rev-blobs.js";
 export * from "./rev-types.js";
 export { renameWorkspaceRevisions } from "./rev-schema.js";
 
-
 /** Restore reads and verifies every blob before touching the workspace; up to this much is kept for the writes. */
 const RESTORE_PRELOAD_BYTES = 256 * 1024 * 1024;
 
@@ -141,28 +140,30 @@ export class RevisionStore {
     let reused = root === baseRev;
 
     if (root !== baseRev || cacheDirty) {
-      this.db.transaction(() => {
-        const head = this.stmts.getHead.get(this.workspace);
-        const stale = (head?.gen ?? 0) !== baseGen;
-        // Blobs this scan found already stored, or hashed from a stale cache, may have been collected
-        // meanwhile; every row the new revision needs is checked under the write lock.
-        const mustExist = stale ? new Set([...scan.now.values()].map((e) => e.hash)) : scan.fresh;
-        for (const e of scan.now.values()) {
-          if (e.kind !== "large" && mustExist.has(e.hash) && !this.blobs.present(e.hash)) throw new BlobVanished(e.hash);
-        }
-        if (root !== head?.rev_id) {
-          for (const [hash, buf] of trees) {
-            if (this.stmts.putTree.run(hash, buf).changes > 0) {
-              treesWritten++;
-              treeBytesWritten += buf.length;
-            }
+      this.db
+        .transaction(() => {
+          const head = this.stmts.getHead.get(this.workspace);
+          const stale = (head?.gen ?? 0) !== baseGen;
+          // Blobs this scan found already stored, or hashed from a stale cache, may have been collected
+          // meanwhile; every row the new revision needs is checked under the write lock.
+          const mustExist = stale ? new Set([...scan.now.values()].map((e) => e.hash)) : scan.fresh;
+          for (const e of scan.now.values()) {
+            if (e.kind !== "large" && mustExist.has(e.hash) && !this.blobs.present(e.hash)) throw new BlobVanished(e.hash);
           }
-          const r = this.stmts.putRev.run(root, new Date().toISOString(), opts.label ?? null, files.size, bytes);
-          reused = r.changes === 0;
-        }
-        this.writeCache(stale ? null : base, scan.now);
-        this.stmts.putHead.run(this.workspace, root, new Date().toISOString());
-      }).immediate();
+          if (root !== head?.rev_id) {
+            for (const [hash, buf] of trees) {
+              if (this.stmts.putTree.run(hash, buf).changes > 0) {
+                treesWritten++;
+                treeBytesWritten += buf.length;
+              }
+            }
+            const r = this.stmts.putRev.run(root, new Date().toISOString(), opts.label ?? null, files.size, bytes);
+            reused = r.changes === 0;
+          }
+          this.writeCache(stale ? null : base, scan.now);
+          this.stmts.putHead.run(this.workspace, root, new Date().toISOString());
+        })
+        .immediate();
       this.cache = scan.now;
       this.cacheGen = this.stmts.getHead.get(this.workspace)!.gen;
     } else {
@@ -259,11 +260,13 @@ export class RevisionStore {
       const c = written.get(rel) ?? cur.get(rel);
       if (c && c.hash === t.hash && c.kind === t.kind) next.set(rel, c);
     }
-    this.db.transaction(() => {
-      const head = this.stmts.getHead.get(this.workspace);
-      this.writeCache((head?.gen ?? 0) === this.cacheGen && this.cache ? this.cache : null, next);
-      this.stmts.putHead.run(this.workspace, revId, new Date().toISOString());
-    }).immediate();
+    this.db
+      .transaction(() => {
+        const head = this.stmts.getHead.get(this.workspace);
+        this.writeCache((head?.gen ?? 0) === this.cacheGen && this.cache ? this.cache : null, next);
+        this.stmts.putHead.run(this.workspace, revId, new Date().toISOString());
+      })
+      .immediate();
     this.cache = next;
     this.cacheGen = this.stmts.getHead.get(this.workspace)!.gen;
     return result();
@@ -366,11 +369,13 @@ export class RevisionStore {
   importObjects(info: RevisionInfo, trees: ReadonlyMap<string, Buffer>, from?: string): void {
     const about = from ? ` (${from})` : "";
     const decoded = decodeCopiedTrees(trees, about);
-    this.db.transaction(() => {
-      checkCopyComplete(info, decoded, { tree: (h) => this.hasTree(h), blob: (h) => this.blobs.present(h) }, about);
-      for (const [hash, data] of trees) this.stmts.putTree.run(hash, data);
-      this.stmts.putRev.run(info.revId, info.createdAt, info.label, info.files, info.bytes);
-    }).immediate();
+    this.db
+      .transaction(() => {
+        checkCopyComplete(info, decoded, { tree: (h) => this.hasTree(h), blob: (h) => this.blobs.present(h) }, about);
+        for (const [hash, data] of trees) this.stmts.putTree.run(hash, data);
+        this.stmts.putRev.run(info.revId, info.createdAt, info.label, info.files, info.bytes);
+      })
+      .immediate();
   }
 
   /** The full id of a revision given its id or a unique prefix (at least 6 hex digits). */

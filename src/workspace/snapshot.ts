@@ -17,7 +17,9 @@ export function treeSummary(files: Iterable<string>, maxEntries = 40): string {
 function read(workspace: string, rel: string): string | null {
   try {
     // The agent's files: a manifest swapped for a link to a host file is not read.
-    return confined(workspace).readFile(rel, { maxBytes: 512 * 1024 }).toString("utf8");
+    return confined(workspace)
+      .readFile(rel, { maxBytes: 512 * 1024 })
+      .toString("utf8");
   } catch {
     return null;
   }

@@ -92,7 +92,9 @@ async function hasPythonTests(dir: string, depth: number): Promise<boolean> {
 /** A manifest's text, read through the confined reader (a link to a host file is not read), or null. */
 function readText(workspace: string, rel: string): string | null {
   try {
-    return confined(workspace).readFile(rel, { maxBytes: 4 * 1024 * 1024 }).toString("utf8");
+    return confined(workspace)
+      .readFile(rel, { maxBytes: 4 * 1024 * 1024 })
+      .toString("utf8");
   } catch {
     return null;
   }

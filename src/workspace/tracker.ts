@@ -90,7 +90,11 @@ export class WorkspaceTracker {
  * has one, else a walk now), `run`, then one walk after, which the tracker keeps for the step's
  * revision. Without a tracker, both walks are made here.
  */
-export async function trackCommand<T>(workspace: string, tracker: WorkspaceTracker | undefined, run: () => Promise<T>): Promise<{ result: T; changes: FileChanges }> {
+export async function trackCommand<T>(
+  workspace: string,
+  tracker: WorkspaceTracker | undefined,
+  run: () => Promise<T>,
+): Promise<{ result: T; changes: FileChanges }> {
   const before = tracker ? await tracker.current() : { ...(await statWalk(workspace)), reused: false };
   const startedAt = Date.now();
   let result: T;

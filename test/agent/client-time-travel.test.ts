@@ -40,7 +40,8 @@ const cfg = (thread: string, checkpoint?: string) => ({
   durability: "sync" as const,
 });
 
-const revisionTree = (rt: Runtime, rev: string) => Object.fromEntries([...rt.revisions.files(rev).keys()].map((f) => [f, rt.revisions.readFile(rev, f).toString("utf8")]));
+const revisionTree = (rt: Runtime, rev: string) =>
+  Object.fromEntries([...rt.revisions.files(rev).keys()].map((f) => [f, rt.revisions.readFile(rev, f).toString("utf8")]));
 
 describe("time travel from a script (the graph API alone)", () => {
   it("invoke with an early checkpoint_id of the demo restores that checkpoint's files before the next action and continues its ledger branch", async () => {
@@ -78,7 +79,9 @@ describe("time travel from a script (the graph API alone)", () => {
     const at = branch.indexOf(travel[0]!);
     expect(branch.slice(0, at).map((e) => e.id)).toEqual(own.map((e) => e.id));
     expect(branch.slice(at + 1).every((e) => e.seq > before)).toBe(true);
-    const stepFour = branch.slice(at + 1).find((e): e is LedgerEvent<"environment_feedback"> => e.type === "environment_feedback" && e.payload.tool === "edit_file");
+    const stepFour = branch
+      .slice(at + 1)
+      .find((e): e is LedgerEvent<"environment_feedback"> => e.type === "environment_feedback" && e.payload.tool === "edit_file");
     expect(stepFour?.payload.status).toBe("ok");
     expect(readTree(ws)).toEqual(final);
     // The registry knows the run, started by a script, with its checkpoints in the state database.
@@ -127,7 +130,7 @@ describe("time travel from a script (the graph API alone)", () => {
     expect(rt.revisions.readFile(travel.payload.savedRevision!, "a.txt").toString("utf8")).toBe("a user's edit\n");
     expect(rt.revisions.files(travel.payload.savedRevision!).has("seen.txt")).toBe(false);
     // Ledger: the fork's branch holds none of the abandoned future (the first run's step 3 and after).
-    const abandoned = firstRunEvents.filter((e) => e.seq > (firstRunEvents.find((x) => x.id === (target.values as TaskStateValue).ledgerHead)!.seq));
+    const abandoned = firstRunEvents.filter((e) => e.seq > firstRunEvents.find((x) => x.id === (target.values as TaskStateValue).ledgerHead)!.seq);
     const onFork = new Set(branch.map((e) => e.id));
     expect(abandoned.length).toBeGreaterThan(3);
     expect(abandoned.some((e) => onFork.has(e.id))).toBe(false);

@@ -22,8 +22,7 @@ async function agentFor(workspace: string, t: Trajectory, settings = {}) {
   return a;
 }
 
-const of = <T extends LedgerEvent["type"]>(events: LedgerEvent[], type: T) =>
-  events.filter((e): e is LedgerEvent<T> => e.type === type);
+const of = <T extends LedgerEvent["type"]>(events: LedgerEvent[], type: T) => events.filter((e): e is LedgerEvent<T> => e.type === type);
 
 describe("the demo trajectory, in process", () => {
   it("finishes, leaves a workspace whose tests pass, and a complete causal ledger", async () => {
@@ -99,9 +98,7 @@ describe("the demo trajectory, in process", () => {
     expect(built).toHaveLength(10);
     const blob = await a.rt.ledger.getBlob(built[6]!.payload.promptRef);
     expect(JSON.parse(blob!)).toEqual(msgs);
-    expect(built[6]!.payload.items.map((i) => i.section)).toEqual(
-      expect.arrayContaining(["system", "tools", "goal", "plan", "decisions", "status", "recent"]),
-    );
+    expect(built[6]!.payload.items.map((i) => i.section)).toEqual(expect.arrayContaining(["system", "tools", "goal", "plan", "decisions", "status", "recent"]));
   });
 
   it("keeps checkpoints small: the state does not grow with the run", async () => {
@@ -173,7 +170,12 @@ describe("arguments sent as text", () => {
     const ws = tempWorkspace(undefined, { "a.txt": "hello\n" });
     const a = await agentFor(ws, {
       decide: [
-        { tool_calls: [{ name: "read_file", args: '{"path":"a.txt"}' }, { name: "list_files", args: "" }] },
+        {
+          tool_calls: [
+            { name: "read_file", args: '{"path":"a.txt"}' },
+            { name: "list_files", args: "" },
+          ],
+        },
         { tool_calls: [{ name: "finish", args: { summary: "ok" } }] },
       ],
     });

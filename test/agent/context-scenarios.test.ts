@@ -30,7 +30,14 @@ describe("the model does not forget", () => {
     const reads = Array.from({ length: 198 }, (_, i) => call("read_file", { path: `src/mod${i % 20}.ts` }));
     const a = await testAgent(
       ws,
-      { decide: [call("list_files", {}), call("record_decision", { text: "All timestamps are stored as UTC ISO strings (decision ZULU-7)." }), ...reads, finish] },
+      {
+        decide: [
+          call("list_files", {}),
+          call("record_decision", { text: "All timestamps are stored as UTC ISO strings (decision ZULU-7)." }),
+          ...reads,
+          finish,
+        ],
+      },
       { maxSteps: 210, budgetTokens: 9000, summarizeThresholdTokens: 3000 },
     );
     agents.push(a);
@@ -79,12 +86,17 @@ describe("the model does not forget", () => {
     agents.push(a);
     await a.run("fix the cache");
     const events = await a.events();
-    const first = events.find((e): e is LedgerEvent<"environment_feedback"> => e.type === "environment_feedback" && e.payload.output.includes("cache key collision"))!;
+    const first = events.find(
+      (e): e is LedgerEvent<"environment_feedback"> => e.type === "environment_feedback" && e.payload.output.includes("cache key collision"),
+    )!;
     const summary = events.find((e): e is LedgerEvent<"summary"> => e.type === "summary" && e.payload.eventIds.includes(first.id))!;
     expect(summary).toBeDefined();
     // Step 15 follows the second failure: the first one is long out of the recent window and summarised...
     const p = a.decidePrompt(15);
-    const recentToolText = p.filter((m) => m.role === "tool").map((m) => m.content).join("\n");
+    const recentToolText = p
+      .filter((m) => m.role === "tool")
+      .map((m) => m.content)
+      .join("\n");
     expect(recentToolText).not.toContain("cache key collision");
     // ...and comes back, expanded from its summary, because the current error matches it.
     const built = events.filter((e): e is LedgerEvent<"context_built"> => e.type === "context_built" && e.payload.step === 15)[0]!;
@@ -100,15 +112,11 @@ describe("long-term memory", () => {
     const ws = tempWorkspace(undefined, {
       "package.json": JSON.stringify({ name: "w", type: "module", scripts: { test: "node --test" } }),
       "sum.js": "export const sum = (a, b) => a - b;\n",
-      "sum.test.js": "import { test } from 'node:test';\nimport assert from 'node:assert';\nimport { sum } from './sum.js';\ntest('sum adds', () => assert.equal(sum(2, 3), 5));\n",
+      "sum.test.js":
+        "import { test } from 'node:test';\nimport assert from 'node:assert';\nimport { sum } from './sum.js';\ntest('sum adds', () => assert.equal(sum(2, 3), 5));\n",
     });
     const run1 = await testAgent(ws, {
-      decide: [
-        call("run_tests", {}),
-        call("edit_file", { path: "sum.js", oldText: "a - b", newText: "a + b" }),
-        call("run_tests", {}),
-        finish,
-      ],
+      decide: [call("run_tests", {}), call("edit_file", { path: "sum.js", oldText: "a - b", newText: "a + b" }), call("run_tests", {}), finish],
     });
     agents.push(run1);
     expect((await run1.run("fix sum", "run-1")).status).toBe("finished");

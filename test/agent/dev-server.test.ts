@@ -105,7 +105,10 @@ beforeAll(async () => {
     server.stderr!.setEncoding("utf8").on("data", (d: string) => (serverLog = (serverLog + d).slice(-20_000)));
     await until("the dev server to answer", 300_000, async () => {
       if (server!.exitCode !== null) throw new Error(`the dev server exited (${server!.exitCode}):\n${serverLog}`);
-      const ok = await fetch(`${url}/ok`).then((r) => r.ok, () => false);
+      const ok = await fetch(`${url}/ok`).then(
+        (r) => r.ok,
+        () => false,
+      );
       return ok ? true : undefined;
     });
   });
@@ -211,7 +214,9 @@ describe("the real LangGraph dev server, driven with the SDK", () => {
     expect(request).toMatchObject({ kind: "approval", command: expect.stringContaining("curl") });
     // The CLI sees the pause from the ledger alone (the checkpoints are the server's). Run without
     // blocking this process: a blocked event loop misses the server closing idle keep-alive sockets.
-    expect(jsonLines((await cliAsync(["threads", "-w", askWs, "--json"])).stdout)).toEqual([expect.objectContaining({ thread: askThread, status: "awaiting_approval", origin: "server" })]);
+    expect(jsonLines((await cliAsync(["threads", "-w", askWs, "--json"])).stdout)).toEqual([
+      expect.objectContaining({ thread: askThread, status: "awaiting_approval", origin: "server" }),
+    ]);
     const resumed = await timed("approve and run to finished", () =>
       client.runs.wait(askThread, "coding-agent", { command: { resume: { decision: "approve" } }, context: askCtx }),
     );
@@ -239,7 +244,9 @@ describe("the real LangGraph dev server, driven with the SDK", () => {
       await until("the dev server's processes and its Chroma server to exit", 60_000, () =>
         groupPids(pgid).length === 0 && processesMentioning(chromaDir).length === 0 ? true : undefined,
       ).catch((err: Error) => {
-        throw new Error(`${err.message}; left: ${JSON.stringify([...groupPids(pgid), ...processesMentioning(chromaDir).map((p) => p.cmd)])}\n${serverLog.slice(-3000)}`);
+        throw new Error(
+          `${err.message}; left: ${JSON.stringify([...groupPids(pgid), ...processesMentioning(chromaDir).map((p) => p.cmd)])}\n${serverLog.slice(-3000)}`,
+        );
       });
     });
     expect(started.filter((pid) => fs.existsSync(`/proc/${pid}`) && !/\) Z /.test(fs.readFileSync(`/proc/${pid}/stat`, "utf8")))).toEqual([]);

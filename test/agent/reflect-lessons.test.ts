@@ -7,20 +7,45 @@ import type { LedgerEvent, PayloadOf } from "../../src/state.js";
 let seq = 0;
 function event<T extends "agent_action" | "environment_feedback">(type: T, payload: PayloadOf<T>, causedBy: string | null = null): LedgerEvent {
   seq++;
-  return { id: `e${seq}`, threadId: "t", parentId: seq > 1 ? `e${seq - 1}` : null, seq, ts: new Date(seq * 1000).toISOString(), checkpointId: null, causedBy, idempotencyKey: null, schemaVersion: 1, type, payload } as LedgerEvent;
+  return {
+    id: `e${seq}`,
+    threadId: "t",
+    parentId: seq > 1 ? `e${seq - 1}` : null,
+    seq,
+    ts: new Date(seq * 1000).toISOString(),
+    checkpointId: null,
+    causedBy,
+    idempotencyKey: null,
+    schemaVersion: 1,
+    type,
+    payload,
+  } as LedgerEvent;
 }
 
 /** An action and its feedback: a shell command that failed as `fb` says. */
 function failedCommand(command: string, fb: Partial<PayloadOf<"environment_feedback">>): LedgerEvent[] {
   const action = event("agent_action", { tool: "run_command", args: { command }, step: seq + 1, callId: `c${seq}` } as PayloadOf<"agent_action">);
-  return [action, event("environment_feedback", { tool: "run_command", status: "error", output: `$ ${command}\nexit code 137`, durationMs: 900, command, ...fb }, action.id)];
+  return [
+    action,
+    event("environment_feedback", { tool: "run_command", status: "error", output: `$ ${command}\nexit code 137`, durationMs: 900, command, ...fb }, action.id),
+  ];
 }
 
 describe("lessons from the ledger", () => {
   it("name the limit that stopped a failed command, with the memory it had reached or the CPU it had used", () => {
     const events = [
-      ...failedCommand("node build.js", { errorClass: "resource_limit", stoppedBy: "limit", limit: "memory", usage: { cpuMs: 2100, memoryPeakBytes: 2048 * 1024 * 1024 } }),
-      ...failedCommand("python solve.py", { errorClass: "resource_limit", stoppedBy: "limit", limit: "cpu", usage: { cpuMs: 120_400, memoryPeakBytes: 50 * 1024 * 1024 } }),
+      ...failedCommand("node build.js", {
+        errorClass: "resource_limit",
+        stoppedBy: "limit",
+        limit: "memory",
+        usage: { cpuMs: 2100, memoryPeakBytes: 2048 * 1024 * 1024 },
+      }),
+      ...failedCommand("python solve.py", {
+        errorClass: "resource_limit",
+        stoppedBy: "limit",
+        limit: "cpu",
+        usage: { cpuMs: 120_400, memoryPeakBytes: 50 * 1024 * 1024 },
+      }),
       ...failedCommand("sleep 99", { errorClass: "timeout", stoppedBy: "limit", limit: "timeout", usage: { cpuMs: 3, memoryPeakBytes: 1 << 20 } }),
     ];
     const { lessons, from } = deterministicLessons(events);

@@ -24,9 +24,7 @@ describe("the graph langgraph.json exports for LangGraph Studio", () => {
     const [file, exportName] = spec.split(":") as [string, string];
     const mod = (loaded = (await import(path.join(REPO, file))) as Record<string, unknown>);
     const graph = mod[exportName] as CompiledStateGraph<Record<string, unknown>, Record<string, unknown>, string>;
-    expect(Object.keys(graph.getGraph().nodes)).toEqual(
-      expect.arrayContaining(["plan", "context", "decide", "act", "observe", "reflect", "summarize"]),
-    );
+    expect(Object.keys(graph.getGraph().nodes)).toEqual(expect.arrayContaining(["plan", "context", "decide", "act", "observe", "reflect", "summarize"]));
     graph.checkpointer = new MemorySaver();
 
     const ws = tempWorkspace(DEMO_WORKSPACE);
@@ -90,7 +88,10 @@ describe("the graph langgraph.json exports for LangGraph Studio", () => {
       }),
     );
     const askWs = tempWorkspace(undefined, { "README.md": "x\n" });
-    const ask = { configurable: { thread_id: "studio-ask" }, context: { workspace: askWs, model: `scripted:${traj}`, sandbox: "none", vectors: "off", approve: "ask" } };
+    const ask = {
+      configurable: { thread_id: "studio-ask" },
+      context: { workspace: askWs, model: `scripted:${traj}`, sandbox: "none", vectors: "off", approve: "ask" },
+    };
     const paused = (await graph.invoke({ goal: "ask first" }, ask)) as { __interrupt__?: Array<{ value: { kind: string; command: string } }> };
     expect(paused.__interrupt__?.[0]?.value).toMatchObject({ kind: "approval", command: expect.stringContaining("curl") });
     const resumed = (await graph.invoke(new Command({ resume: { decision: "approve" } }), ask)) as { status: string };
@@ -105,6 +106,8 @@ describe("the graph langgraph.json exports for LangGraph Studio", () => {
     }
 
     // A context value that is not a setting is refused before anything runs.
-    await expect(graph.invoke({ goal: "demo" }, { configurable: { thread_id: "studio-3" }, context: { workspace: ws, sandbox: "docker" } })).rejects.toThrow(/sandbox/);
+    await expect(graph.invoke({ goal: "demo" }, { configurable: { thread_id: "studio-3" }, context: { workspace: ws, sandbox: "docker" } })).rejects.toThrow(
+      /sandbox/,
+    );
   }, 120_000);
 });

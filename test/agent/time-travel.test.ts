@@ -121,7 +121,9 @@ describe("rewind", () => {
     fs.writeFileSync(path.join(ws, "notes.md"), "mine\n");
     const start = (await checkpointsOf(a.rt, "t1")).at(-1)!;
     await expect(rewind(a.rt, "t1", start.checkpoint.id)).rejects.toThrow(TimeTravelError);
-    await expect(rewind(a.rt, "t1", start.checkpoint.id)).rejects.toThrow(/edits made outside the run since its last revision \((?=.*~a\.txt)(?=.*\+notes\.md).*--force/);
+    await expect(rewind(a.rt, "t1", start.checkpoint.id)).rejects.toThrow(
+      /edits made outside the run since its last revision \((?=.*~a\.txt)(?=.*\+notes\.md).*--force/,
+    );
     expect(fs.readFileSync(path.join(ws, "a.txt"), "utf8")).toBe("hand edit\n");
     const r = await rewind(a.rt, "t1", start.checkpoint.id, { force: true });
     expect(readTree(ws)).toEqual(FILES);
@@ -149,7 +151,12 @@ describe("fork", () => {
     // The fork gets its own workspace and its own script from the fork point on.
     const forkModel = new ScriptedModel({
       // Turns 0 and 1 were taken before the fork point; the fork answers from turn 2 on.
-      decide: [call("list_files", {}), call("list_files", {}), call("run_command", { command: "echo fork > only-fork.txt" }), call("finish", { summary: "fork done" })],
+      decide: [
+        call("list_files", {}),
+        call("list_files", {}),
+        call("run_command", { command: "echo fork > only-fork.txt" }),
+        call("finish", { summary: "fork done" }),
+      ],
     });
     const f = await fork(a.rt, "t1", at.checkpoint.id, {
       newThread: "t1-fork",
@@ -177,7 +184,8 @@ describe("fork", () => {
     expect(forkBranch.slice(0, fp).map((e) => e.type)).toEqual(origBranch.slice(0, fp).map((e) => e.type));
     expect(forkBranch.every((e) => e.threadId === "t1-fork")).toBe(true);
     // ...and after it, each branch has only its own actions.
-    const cmds = (es: LedgerEvent[]) => es.filter((e) => e.type === "agent_action").map((e) => (e.payload as { args: { command?: string } }).args.command ?? "");
+    const cmds = (es: LedgerEvent[]) =>
+      es.filter((e) => e.type === "agent_action").map((e) => (e.payload as { args: { command?: string } }).args.command ?? "");
     expect(cmds(forkBranch)).toContain("echo fork > only-fork.txt");
     expect(cmds(forkBranch)).not.toContain("rm b.txt");
     expect(cmds(origBranch)).toContain("rm b.txt");
@@ -229,7 +237,7 @@ describe("replay and gc", () => {
 
   it("strips the recorded run's workspace path, not the replaying command's (a run made elsewhere)", async () => {
     const ws = tempWorkspace(undefined, { "n.txt": "1\n" });
-    const a = await testAgent(ws, { decide: [call("run_command", { command: "pwd; ls \"$PWD\"" }), call("finish", { summary: "x" })] });
+    const a = await testAgent(ws, { decide: [call("run_command", { command: 'pwd; ls "$PWD"' }), call("finish", { summary: "x" })] });
     agents.push(a);
     await a.run("where");
     // The same state opened from another directory: as a replay started on another machine, or of a worker's run.

@@ -14,7 +14,6 @@ afterAll(async () => {
   cleanupTemp();
 });
 
-
 const demo = (ws: string, extra: Record<string, unknown> = {}) =>
   openAgent({ workspace: ws, model: `scripted:${DEMO_TRAJECTORY}`, retrieval: "lexical", maxSteps: 30, ...extra });
 
@@ -38,7 +37,10 @@ describePg("openAgent with stateUrl: the demo on PostgreSQL", () => {
     const byType = Object.fromEntries(events.map((e) => [e.type, Number(e.n)]));
     expect(byType).toMatchObject({ task_spec: 1 });
     expect(byType.agent_action).toBeGreaterThan(5);
-    const last = await pgQuery<{ payload: string }>(db.url, "SELECT payload FROM ll_events WHERE thread_id = 'pg-demo' AND type = 'run_status' ORDER BY seq DESC LIMIT 1");
+    const last = await pgQuery<{ payload: string }>(
+      db.url,
+      "SELECT payload FROM ll_events WHERE thread_id = 'pg-demo' AND type = 'run_status' ORDER BY seq DESC LIMIT 1",
+    );
     expect(JSON.parse(last[0]!.payload)).toMatchObject({ status: "finished" });
     const cps = await pgQuery<{ n: string }>(db.url, "SELECT count(*) AS n FROM checkpoints WHERE thread_id = 'pg-demo'");
     expect(Number(cps[0]!.n)).toBeGreaterThan(20);

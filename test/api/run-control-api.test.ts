@@ -11,7 +11,13 @@ describePg("the package API controls queued runs and lists the fleet", () => {
   const db = useTestDatabase("api_control");
 
   it("cancel and requeue from a script act on the queue's rows; the fleet is empty before any worker", async () => {
-    await handleSubmit("t", { state: db.url, workspace: tempWorkspace(), model: `scripted:${writeTrajectory(tempWorkspace(), 1)}`, thread: "api1", json: true });
+    await handleSubmit("t", {
+      state: db.url,
+      workspace: tempWorkspace(),
+      model: `scripted:${writeTrajectory(tempWorkspace(), 1)}`,
+      thread: "api1",
+      json: true,
+    });
     expect(await cancelSubmittedRun(db.url, "api1")).toEqual({ thread: "api1", state: "cancelled", was: "queued" });
     expect((await pgQuery<{ state: string }>(db.url, "SELECT state FROM ll_run_leases WHERE thread_id = 'api1'"))[0]!.state).toBe("cancelled");
     await expect(cancelSubmittedRun(db.url, "api1")).rejects.toThrow('run "api1" is cancelled already; nothing to cancel');

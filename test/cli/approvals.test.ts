@@ -11,7 +11,11 @@ import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 const call = (name: string, args: Record<string, unknown>) => ({ tool_calls: [{ name, args }] });
 // `frobnicate` is no program the policy knows: it asks. `sudo` is always refused.
 const SCRIPT = {
-  decide: [call("run_command", { command: "echo ran > asked.txt && frobnicate --now" }), call("run_command", { command: "sudo id" }), call("finish", { summary: "done" })],
+  decide: [
+    call("run_command", { command: "echo ran > asked.txt && frobnicate --now" }),
+    call("run_command", { command: "sudo id" }),
+    call("finish", { summary: "done" }),
+  ],
 };
 
 let agents: TestAgent[] = [];
@@ -54,7 +58,12 @@ describe("approvals in the graph", () => {
     expect((await agent.getState(cfg)).values).toMatchObject({ status: "finished" });
     // The model saw both refusals as the results of its calls (in the turn log: the cache layout
     // keeps tool results in place and puts only the volatile status last).
-    expect(a.decidePrompt(2).map((m) => String(m.content)).join("\n")).toMatch(/needs approval/);
+    expect(
+      a
+        .decidePrompt(2)
+        .map((m) => String(m.content))
+        .join("\n"),
+    ).toMatch(/needs approval/);
   });
 
   it("an approval lets the command run, once, and is recorded", async () => {
@@ -76,7 +85,10 @@ describe("approvals in the graph", () => {
   });
 
   it("--approve auto and deny decide without pausing, and say so in the ledger", async () => {
-    for (const [mode, decision] of [["auto", "approved"], ["deny", "rejected"]] as const) {
+    for (const [mode, decision] of [
+      ["auto", "approved"],
+      ["deny", "rejected"],
+    ] as const) {
       const ws = tempWorkspace(undefined, { "a.txt": "a\n" });
       const a = await testAgent(ws, SCRIPT, { approve: mode });
       agents.push(a);
@@ -110,7 +122,9 @@ describe("approvals through the CLI", () => {
       const done = cli(["resume", "P", "-w", ws, answer, "--json", "-q"]);
       expect(done.code, done.stderr).toBe(0);
       expect(JSON.parse(done.stdout)).toMatchObject({ status: "finished" });
-      const events = jsonLines<{ type: string; payload: { decision?: string; by?: string } }>(cli(["ledger", "P", "-w", ws, "--type", "approval", "--json"]).stdout);
+      const events = jsonLines<{ type: string; payload: { decision?: string; by?: string } }>(
+        cli(["ledger", "P", "-w", ws, "--type", "approval", "--json"]).stdout,
+      );
       expect(events.map((e) => e.payload)).toEqual([expect.objectContaining({ decision: answer === "--approve" ? "approved" : "rejected", by: "user" })]);
       expect(fs.existsSync(path.join(ws, "asked.txt"))).toBe(answer === "--approve");
       if (answer === "--approve") {
@@ -125,25 +139,29 @@ describe("approvals through the CLI", () => {
 });
 
 describe("ledgerloop exec", () => {
-  it("mirrors the command's exit code, refuses with 126, and prints the structured feedback", () => {
-    const ws = tempWorkspace(undefined, { "a.txt": "a\n" });
-    const ok = cli(["exec", "-w", ws, "--json", "--", "echo hello; echo oops >&2; exit 3"]);
-    expect(ok.code).toBe(3);
-    const fb = JSON.parse(ok.stdout);
-    expect(fb).toMatchObject({ exitCode: 3, stdout: "hello\n", stderr: "oops\n", errorClass: "unknown", denied: null, stoppedBy: null, limit: null });
-    expect(["bwrap", "unshare", "none"]).toContain(fb.sandbox);
-    const made = JSON.parse(cli(["exec", "-w", ws, "--json", "--", "touch", "new file.txt"]).stdout);
-    expect(made.filesChanged.created).toEqual(["new file.txt"]);
-    const denied = cli(["exec", "-w", ws, "--json", "--", "sudo rm -rf /"]);
-    expect(denied.code).toBe(126);
-    expect(JSON.parse(denied.stdout)).toMatchObject({ errorClass: "policy_denied", denied: { rule: "priv.escalation" } });
-    const asks = cli(["exec", "-w", ws, "--json", "--", "frobnicate"]);
-    expect(asks.code).toBe(126);
-    const yes = cli(["exec", "-w", ws, "--json", "--yes", "--", "frobnicate"]);
-    expect(yes.code).toBe(127);
-    const slow = cli(["exec", "-w", ws, "--json", "--timeout", "500", "--", "sleep 5"]);
-    expect(slow.code).toBe(124);
-    expect(JSON.parse(slow.stdout)).toMatchObject({ timedOut: true, errorClass: "timeout", stoppedBy: "limit", limit: "timeout" });
-    expect(fs.existsSync(path.join(ws, ".ledgerloop"))).toBe(false);
-  }, CLI_TIMEOUT);
+  it(
+    "mirrors the command's exit code, refuses with 126, and prints the structured feedback",
+    () => {
+      const ws = tempWorkspace(undefined, { "a.txt": "a\n" });
+      const ok = cli(["exec", "-w", ws, "--json", "--", "echo hello; echo oops >&2; exit 3"]);
+      expect(ok.code).toBe(3);
+      const fb = JSON.parse(ok.stdout);
+      expect(fb).toMatchObject({ exitCode: 3, stdout: "hello\n", stderr: "oops\n", errorClass: "unknown", denied: null, stoppedBy: null, limit: null });
+      expect(["bwrap", "unshare", "none"]).toContain(fb.sandbox);
+      const made = JSON.parse(cli(["exec", "-w", ws, "--json", "--", "touch", "new file.txt"]).stdout);
+      expect(made.filesChanged.created).toEqual(["new file.txt"]);
+      const denied = cli(["exec", "-w", ws, "--json", "--", "sudo rm -rf /"]);
+      expect(denied.code).toBe(126);
+      expect(JSON.parse(denied.stdout)).toMatchObject({ errorClass: "policy_denied", denied: { rule: "priv.escalation" } });
+      const asks = cli(["exec", "-w", ws, "--json", "--", "frobnicate"]);
+      expect(asks.code).toBe(126);
+      const yes = cli(["exec", "-w", ws, "--json", "--yes", "--", "frobnicate"]);
+      expect(yes.code).toBe(127);
+      const slow = cli(["exec", "-w", ws, "--json", "--timeout", "500", "--", "sleep 5"]);
+      expect(slow.code).toBe(124);
+      expect(JSON.parse(slow.stdout)).toMatchObject({ timedOut: true, errorClass: "timeout", stoppedBy: "limit", limit: "timeout" });
+      expect(fs.existsSync(path.join(ws, ".ledgerloop"))).toBe(false);
+    },
+    CLI_TIMEOUT,
+  );
 });

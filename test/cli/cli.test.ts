@@ -28,7 +28,28 @@ describe("ledgerloop demo and the inspection commands", () => {
   it("prints the help", () => {
     const r = cli(["--help"]);
     expect(r.code).toBe(0);
-    for (const c of ["run", "resume", "demo", "history", "ledger", "threads", "context", "memory", "rewind", "fork", "diff", "replay", "gc", "delete", "stats", "index", "search", "exec", "doctor", "report"]) {
+    for (const c of [
+      "run",
+      "resume",
+      "demo",
+      "history",
+      "ledger",
+      "threads",
+      "context",
+      "memory",
+      "rewind",
+      "fork",
+      "diff",
+      "replay",
+      "gc",
+      "delete",
+      "stats",
+      "index",
+      "search",
+      "exec",
+      "doctor",
+      "report",
+    ]) {
       expect(r.stdout).toContain(c);
     }
   });
@@ -294,7 +315,12 @@ describe("secrets stay out of the state", () => {
       traj,
       JSON.stringify({
         decide: [
-          { tool_calls: [{ name: "read_file", args: { path: ".env.local" } }, { name: "run_command", args: { command: "printenv" } }] },
+          {
+            tool_calls: [
+              { name: "read_file", args: { path: ".env.local" } },
+              { name: "run_command", args: { command: "printenv" } },
+            ],
+          },
           { tool_calls: [{ name: "finish", args: { summary: "done" } }] },
         ],
       }),
@@ -307,9 +333,20 @@ describe("secrets stay out of the state", () => {
       const dir = path.join(ws, ".ledgerloop");
       // Ledger, prompts, checkpoints and pending writes, read back from the database...
       const db = new Database(path.join(dir, "state.db"), { readonly: true });
-      const rows = (sql: string) => (db.prepare(sql).all() as Array<Record<string, unknown>>).map((r) => Object.values(r).map((v) => (Buffer.isBuffer(v) ? v.toString("latin1") : String(v))).join(" "));
+      const rows = (sql: string) =>
+        (db.prepare(sql).all() as Array<Record<string, unknown>>).map((r) =>
+          Object.values(r)
+            .map((v) => (Buffer.isBuffer(v) ? v.toString("latin1") : String(v)))
+            .join(" "),
+        );
       const prompts = (db.prepare("SELECT data FROM ll_blobs").all() as Array<{ data: Buffer }>).map((r) => inflateRawSync(r.data).toString("utf8"));
-      const stored = [...rows("SELECT * FROM ll_events"), ...prompts, ...rows("SELECT * FROM checkpoints"), ...rows("SELECT * FROM writes"), ...rows("SELECT * FROM ll_store")];
+      const stored = [
+        ...rows("SELECT * FROM ll_events"),
+        ...prompts,
+        ...rows("SELECT * FROM checkpoints"),
+        ...rows("SELECT * FROM writes"),
+        ...rows("SELECT * FROM ll_store"),
+      ];
       db.close();
       // ...and every byte of the search index and the vector store. (Workspace revisions hold the
       // files verbatim, as git objects would: a secret committed to a workspace file is kept there.)

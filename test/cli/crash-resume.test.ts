@@ -26,7 +26,11 @@ function normalize(events: Ev[], ws: string): unknown[] {
     }
     if (Array.isArray(v)) return v.map(scrub);
     if (v && typeof v === "object") {
-      return Object.fromEntries(Object.entries(v).filter(([k]) => !VOLATILE.has(k)).map(([k, x]) => [k, scrub(x)]));
+      return Object.fromEntries(
+        Object.entries(v)
+          .filter(([k]) => !VOLATILE.has(k))
+          .map(([k, x]) => [k, scrub(x)]),
+      );
     }
     return v;
   };
@@ -62,7 +66,16 @@ describe("a run killed with SIGKILL resumes to the same workspace and the same l
   // Points spread over the run: mid-plan, between a model answer and its actions, between an action
   // and its feedback, right after feedback of the failing test run, between a node's ledger writes
   // and its checkpoint, and late in the run.
-  const points = ["ledger-append:1", "ledger-append:5", "ledger-append:32", "ledger-append:33", "ledger-append:36", "checkpoint-put:9", "checkpoint-put:30", "ledger-append:51"];
+  const points = [
+    "ledger-append:1",
+    "ledger-append:5",
+    "ledger-append:32",
+    "ledger-append:33",
+    "ledger-append:36",
+    "checkpoint-put:9",
+    "checkpoint-put:30",
+    "ledger-append:51",
+  ];
   it.each(points)("killed at %s", (point) => {
     const ws = tempWorkspace(DEMO_WORKSPACE);
     const killed = cli(["run", TASK, "-w", ws, "--model", MODEL, "--thread", "T", "--json", "-q"], {
@@ -88,66 +101,71 @@ describe("a run killed in the middle of a slow command", () => {
     ["while it runs (sandbox auto)", "auto", "running"],
     ["before its process was recorded (sandbox none)", "none", "spawned"],
   ];
-  it.each(cases)("killed %s: not run again, reported interrupted, no process left behind", async (_name, sandbox, when) => {
-    const ws = tempWorkspace(undefined, { "README.md": "x\n" });
-    // Without isolation only resume stops the command: it sleeps long enough that no resume, however
-    // slow on a loaded machine, comes after its natural end, and the processes working in the
-    // workspace show whether it was stopped. A sandboxed one dies with the runner (its working
-    // directory is the sandbox's view), so there the test waits past the command's natural end.
-    const nap = sandbox === "none" ? 90 : 6;
-    const traj = path.join(tempWorkspace(), "traj.json");
-    fs.writeFileSync(
-      traj,
-      JSON.stringify({
-        decide: [
-          { tool_calls: [{ name: "run_command", args: { command: `echo started >> started.log; sleep ${nap}; echo done >> done.log` } }] },
-          { tool_calls: [{ name: "finish", args: { summary: "stop" } }] },
-        ],
-      }),
-    );
-    const requests = path.join(ws, "..", `req-${path.basename(ws)}.jsonl`);
-    try {
-      const args = ["run", "slow", "-w", ws, "--model", `scripted:${traj}`, "--thread", "S", "--json", "-q", "--sandbox", sandbox];
-      const child = cliSpawn(args, when === "spawned" ? { env: { LEDGERLOOP_FAILPOINT: "command-spawned:1" } } : {});
-      const exited = once(child, "exit");
-      const t0 = Date.now();
-      // Generous: on a loaded machine the CLI's start, the index and the plan come first.
-      // "spawned" kills the runner before the command's shell has run a line: only another end counts.
-      while (!fs.existsSync(path.join(ws, "started.log"))) {
-        const ended = child.exitCode !== null || child.signalCode !== null;
-        if (ended && !(when === "spawned" && child.signalCode === "SIGKILL")) throw new Error(`the run ended (${child.exitCode ?? child.signalCode}) before its command started`);
-        if (Date.now() - t0 > 120_000) throw new Error("the command never started");
-        await new Promise((r) => setTimeout(r, 20));
+  it.each(cases)(
+    "killed %s: not run again, reported interrupted, no process left behind",
+    async (_name, sandbox, when) => {
+      const ws = tempWorkspace(undefined, { "README.md": "x\n" });
+      // Without isolation only resume stops the command: it sleeps long enough that no resume, however
+      // slow on a loaded machine, comes after its natural end, and the processes working in the
+      // workspace show whether it was stopped. A sandboxed one dies with the runner (its working
+      // directory is the sandbox's view), so there the test waits past the command's natural end.
+      const nap = sandbox === "none" ? 90 : 6;
+      const traj = path.join(tempWorkspace(), "traj.json");
+      fs.writeFileSync(
+        traj,
+        JSON.stringify({
+          decide: [
+            { tool_calls: [{ name: "run_command", args: { command: `echo started >> started.log; sleep ${nap}; echo done >> done.log` } }] },
+            { tool_calls: [{ name: "finish", args: { summary: "stop" } }] },
+          ],
+        }),
+      );
+      const requests = path.join(ws, "..", `req-${path.basename(ws)}.jsonl`);
+      try {
+        const args = ["run", "slow", "-w", ws, "--model", `scripted:${traj}`, "--thread", "S", "--json", "-q", "--sandbox", sandbox];
+        const child = cliSpawn(args, when === "spawned" ? { env: { LEDGERLOOP_FAILPOINT: "command-spawned:1" } } : {});
+        const exited = once(child, "exit");
+        const t0 = Date.now();
+        // Generous: on a loaded machine the CLI's start, the index and the plan come first.
+        // "spawned" kills the runner before the command's shell has run a line: only another end counts.
+        while (!fs.existsSync(path.join(ws, "started.log"))) {
+          const ended = child.exitCode !== null || child.signalCode !== null;
+          if (ended && !(when === "spawned" && child.signalCode === "SIGKILL"))
+            throw new Error(`the run ended (${child.exitCode ?? child.signalCode}) before its command started`);
+          if (Date.now() - t0 > 120_000) throw new Error("the command never started");
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        const startedAt = Date.now();
+        if (when === "running") child.kill("SIGKILL");
+        const [, signal] = await exited;
+        expect(signal).toBe("SIGKILL");
+        // The runner is gone and its command runs on: what resume has to stop.
+        if (sandbox === "none") expect(processesIn(ws).length).toBeGreaterThan(0);
+        const resumed = cli(["resume", "S", "-w", ws, "--json", "-q"], { env: { LEDGERLOOP_RECORD_REQUESTS: requests } });
+        expect(resumed.code, resumed.stderr).toBe(0);
+        expect(JSON.parse(resumed.stdout)).toMatchObject({ status: "finished" });
+        // Started once (never re-run), and stopped: it can no longer reach its last line.
+        expect(fs.readFileSync(path.join(ws, "started.log"), "utf8")).toBe("started\n");
+        if (sandbox === "none") {
+          expect(await noProcessesLeft(ws), "processes still working in the workspace after resume").toEqual([]);
+        } else {
+          await new Promise((r) => setTimeout(r, Math.max(0, startedAt + (nap + 1) * 1000 - Date.now())));
+        }
+        expect(fs.existsSync(path.join(ws, "done.log"))).toBe(false);
+        const fb = ledgerOf(ws, "S").filter((e) => e.type === "environment_feedback");
+        expect(fb[0]!.payload).toMatchObject({ tool: "run_command", status: "interrupted" });
+        // Who stopped it may vary (this resume, or another runner's sweep of stale cgroups when
+        // tests run side by side); that nothing of it runs on does not.
+        expect(String((fb[0]!.payload as { output: string }).output)).toMatch(/None of its processes is still running\./);
+        // The model's next prompt tells it what happened.
+        const sent = jsonLines<{ node: string; turn: number; messages: Array<{ content: string }> }>(fs.readFileSync(requests, "utf8"));
+        const next = sent.find((r) => r.node === "decide" && r.turn === 1)!;
+        expect(next.messages.map((m) => m.content).join("\n")).toMatch(/was interrupted.*NOT run again/s);
+      } finally {
+        fs.rmSync(traj, { force: true });
+        fs.rmSync(requests, { force: true });
       }
-      const startedAt = Date.now();
-      if (when === "running") child.kill("SIGKILL");
-      const [, signal] = await exited;
-      expect(signal).toBe("SIGKILL");
-      // The runner is gone and its command runs on: what resume has to stop.
-      if (sandbox === "none") expect(processesIn(ws).length).toBeGreaterThan(0);
-      const resumed = cli(["resume", "S", "-w", ws, "--json", "-q"], { env: { LEDGERLOOP_RECORD_REQUESTS: requests } });
-      expect(resumed.code, resumed.stderr).toBe(0);
-      expect(JSON.parse(resumed.stdout)).toMatchObject({ status: "finished" });
-      // Started once (never re-run), and stopped: it can no longer reach its last line.
-      expect(fs.readFileSync(path.join(ws, "started.log"), "utf8")).toBe("started\n");
-      if (sandbox === "none") {
-        expect(await noProcessesLeft(ws), "processes still working in the workspace after resume").toEqual([]);
-      } else {
-        await new Promise((r) => setTimeout(r, Math.max(0, startedAt + (nap + 1) * 1000 - Date.now())));
-      }
-      expect(fs.existsSync(path.join(ws, "done.log"))).toBe(false);
-      const fb = ledgerOf(ws, "S").filter((e) => e.type === "environment_feedback");
-      expect(fb[0]!.payload).toMatchObject({ tool: "run_command", status: "interrupted" });
-      // Who stopped it may vary (this resume, or another runner's sweep of stale cgroups when
-      // tests run side by side); that nothing of it runs on does not.
-      expect(String((fb[0]!.payload as { output: string }).output)).toMatch(/None of its processes is still running\./);
-      // The model's next prompt tells it what happened.
-      const sent = jsonLines<{ node: string; turn: number; messages: Array<{ content: string }> }>(fs.readFileSync(requests, "utf8"));
-      const next = sent.find((r) => r.node === "decide" && r.turn === 1)!;
-      expect(next.messages.map((m) => m.content).join("\n")).toMatch(/was interrupted.*NOT run again/s);
-    } finally {
-      fs.rmSync(traj, { force: true });
-      fs.rmSync(requests, { force: true });
-    }
-  }, 300_000);
+    },
+    300_000,
+  );
 });

@@ -24,14 +24,19 @@ describe("ledgerloop delete", () => {
   let thread: string;
   const fork = "kept-fork";
   /** One value read from a database file of the state directory. */
-  const valueIn = (file: string) => (sql: string, ...args: unknown[]) => {
-    const db = new Database(path.join(stateDir, file), { readonly: true });
-    try {
-      return db.prepare(sql).pluck().get(...args) as number;
-    } finally {
-      db.close();
-    }
-  };
+  const valueIn =
+    (file: string) =>
+    (sql: string, ...args: unknown[]) => {
+      const db = new Database(path.join(stateDir, file), { readonly: true });
+      try {
+        return db
+          .prepare(sql)
+          .pluck()
+          .get(...args) as number;
+      } finally {
+        db.close();
+      }
+    };
   const count = valueIn("state.db");
   const indexCount = valueIn("index.db");
   const eventsOf = (t: string) => count("SELECT COUNT(*) FROM ll_events WHERE thread_id = ?", t);
@@ -114,7 +119,16 @@ describe("ledgerloop delete", () => {
     const reuse = cli(["run", "again", "-w", ws, "--model", `scripted:${DEMO_TRAJECTORY}`, "--thread", thread]);
     expect(reuse.code).toBe(1);
     expect(reuse.stderr).toMatch(new RegExp(`thread "${thread}" was deleted .* not used again`));
-    const forkInto = cli(["fork", fork, "-w", ws, "--at", jsonLines<{ checkpointId: string }>(cli(["history", fork, "-w", ws, "--json"]).stdout).at(-1)!.checkpointId, "--thread", thread]);
+    const forkInto = cli([
+      "fork",
+      fork,
+      "-w",
+      ws,
+      "--at",
+      jsonLines<{ checkpointId: string }>(cli(["history", fork, "-w", ws, "--json"]).stdout).at(-1)!.checkpointId,
+      "--thread",
+      thread,
+    ]);
     expect(forkInto.code).toBe(1);
     expect(forkInto.stderr).toMatch(/was deleted/);
     // The resumed run and this search synced the index: the deleted run's vectors left Chroma.
@@ -144,7 +158,10 @@ describe("ledgerloop delete of a run the LangGraph server checkpointed", () => {
     const ws = tempWorkspace();
     const db = openStateDb(path.join(ws, ".ledgerloop", "state.db"));
     const ledger = new SqliteLedger(db);
-    new RunRegistry(db).register("studio-1", "a goal", { workspace: ws, model: "scripted:x" } as unknown as RunSettings, { origin: "server", checkpoints: "external" });
+    new RunRegistry(db).register("studio-1", "a goal", { workspace: ws, model: "scripted:x" } as unknown as RunSettings, {
+      origin: "server",
+      checkpoints: "external",
+    });
     await ledger.append({ threadId: "studio-1", parentId: null, type: "run_status", payload: { status: "finished", steps: 3 } });
     db.close();
     const r = cli(["delete", "studio-1", "-w", ws, "--yes", "--json"]);
@@ -165,9 +182,13 @@ describePg("ledgerloop delete --state postgres://…", () => {
 
   beforeAll(async () => {
     ws = tempWorkspace(DEMO_WORKSPACE);
-    const r = await cliAsync(["run", DEMO_TASK, "-w", ws, "--model", `scripted:${DEMO_TRAJECTORY}`, "--thread", "T", ...state(), "--json", "-q"], { timeoutMs: 170_000 });
+    const r = await cliAsync(["run", DEMO_TASK, "-w", ws, "--model", `scripted:${DEMO_TRAJECTORY}`, "--thread", "T", ...state(), "--json", "-q"], {
+      timeoutMs: 170_000,
+    });
     expect(r.code, r.stderr).toBe(0);
-    const history = jsonLines<{ checkpointId: string; agentStep: number | null; next: string[] }>((await cliAsync(["history", "T", "-w", ws, ...state(), "--json"])).stdout);
+    const history = jsonLines<{ checkpointId: string; agentStep: number | null; next: string[] }>(
+      (await cliAsync(["history", "T", "-w", ws, ...state(), "--json"])).stdout,
+    );
     const at = history.filter((h) => h.agentStep === 3 && h.next.includes("act")).at(-1)!.checkpointId;
     const f = await cliAsync(["fork", "T", "-w", ws, ...state(), "--at", at, "--thread", "F", "--json"]);
     expect(f.code, f.stderr).toBe(0);

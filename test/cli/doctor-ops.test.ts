@@ -60,7 +60,9 @@ describePg("doctor --state: the run queue", () => {
       const queue = checkOf(after, "queue")!;
       expect(queue.ok).toBe(true);
       // A job failed by hand is a failure, not a takeover (those come from the reaper).
-      expect(queue.detail).toMatch(/^pg-boss schema ll_queue version \d+; queue ledgerloop-runs: 2 queued, 1 active, 1 failed, 0 taken over \(a dead worker's run continued by another\)$/);
+      expect(queue.detail).toMatch(
+        /^pg-boss schema ll_queue version \d+; queue ledgerloop-runs: 2 queued, 1 active, 1 failed, 0 taken over \(a dead worker's run continued by another\)$/,
+      );
     } finally {
       await boss.stop({ graceful: false, wait: true });
     }
@@ -78,7 +80,10 @@ describe("doctor with CHROMA_URL: the shared Chroma server", () => {
     const server = await startTestChroma();
     try {
       const up = await doctorWith({ CHROMA_URL: `${server.url}/` });
-      expect(checkOf(up, "chroma")).toMatchObject({ ok: true, detail: expect.stringMatching(/^Chroma \d+\.\d+\.\d+ at http:\/\/127\.0\.0\.1:\d+ \(CHROMA_URL\): heartbeat ok$/) });
+      expect(checkOf(up, "chroma")).toMatchObject({
+        ok: true,
+        detail: expect.stringMatching(/^Chroma \d+\.\d+\.\d+ at http:\/\/127\.0\.0\.1:\d+ \(CHROMA_URL\): heartbeat ok$/),
+      });
     } finally {
       await server.release();
     }

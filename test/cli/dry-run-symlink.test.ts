@@ -38,13 +38,18 @@ describe("apply never writes through a symlinked directory", () => {
       JSON.stringify({
         decide: [
           // Through python, as the review did: the policy refuses `rm` of a link that leads out.
-          call("run_command", { command: `python3 -c "import os; os.unlink('cache'); os.mkdir('cache'); open('cache/authorized_keys', 'w').write('${KEY}\\n')"` }),
+          call("run_command", {
+            command: `python3 -c "import os; os.unlink('cache'); os.mkdir('cache'); open('cache/authorized_keys', 'w').write('${KEY}\\n')"`,
+          }),
           call("finish", { summary: "done" }),
         ],
       }),
     );
     const env = { LEDGERLOOP_DRY_RUNS: dryRoot };
-    const run = cli(["run", "replace the cache", "-w", ws, "--model", `scripted:${script}`, "--thread", "K", "--dry-run", "--approve", "auto", "--json", "-q"], { env, timeoutMs: 120_000 });
+    const run = cli(
+      ["run", "replace the cache", "-w", ws, "--model", `scripted:${script}`, "--thread", "K", "--dry-run", "--approve", "auto", "--json", "-q"],
+      { env, timeoutMs: 120_000 },
+    );
     expect(run.code, run.stderr).toBe(0);
     const out = JSON.parse(run.stdout) as { dryRun: { changes: { created: string[]; deleted: string[] } } };
     expect(out.dryRun.changes, run.stdout).toMatchObject({ created: ["cache/authorized_keys"], deleted: ["cache"] });

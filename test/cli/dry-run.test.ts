@@ -41,7 +41,13 @@ function dryRun(ws: string, thread: string) {
   expect(r.code, r.stderr).toBe(0);
   return JSON.parse(r.stdout) as {
     status: string;
-    dryRun: { workspace: string; copy: string; changes: { created: string[]; modified: string[]; deleted: string[] }; commands: Array<{ tool: string; command: string }>; diff: string };
+    dryRun: {
+      workspace: string;
+      copy: string;
+      changes: { created: string[]; modified: string[]; deleted: string[] };
+      commands: Array<{ tool: string; command: string }>;
+      diff: string;
+    };
   };
 }
 
@@ -55,7 +61,11 @@ describe("ledgerloop run --dry-run and apply", () => {
     expect(fs.existsSync(path.join(ws, ".ledgerloop"))).toBe(false);
     expect(out.dryRun.workspace).toBe(ws);
     expect(out.dryRun.copy.startsWith(dryRoot)).toBe(true);
-    expect(out.dryRun.changes).toEqual({ created: [], modified: ["dashboard/aggregate.js", "services/orders/server.js", "services/users/server.js"], deleted: [] });
+    expect(out.dryRun.changes).toEqual({
+      created: [],
+      modified: ["dashboard/aggregate.js", "services/orders/server.js", "services/users/server.js"],
+      deleted: [],
+    });
     expect(out.dryRun.diff).toContain("+++ b/services/orders/server.js");
     expect(out.dryRun.diff).toContain('+    if (req.method === "GET" && req.url === "/health") {');
     expect(out.dryRun.commands.map((c) => c.tool)).toEqual(["run_tests", "run_command", "run_tests"]);

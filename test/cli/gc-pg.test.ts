@@ -46,65 +46,88 @@ describePg("gc on a PostgreSQL state", () => {
 
   beforeAll(async () => {
     ws = tempWorkspace(DEMO_WORKSPACE);
-    const r = await cliAsync(["run", DEMO_TASK, "-w", ws, "--model", `scripted:${DEMO_TRAJECTORY}`, "--thread", "T", ...state(), "--json", "-q"], { timeoutMs: 170_000 });
+    const r = await cliAsync(["run", DEMO_TASK, "-w", ws, "--model", `scripted:${DEMO_TRAJECTORY}`, "--thread", "T", ...state(), "--json", "-q"], {
+      timeoutMs: 170_000,
+    });
     expect(r.code, r.stderr).toBe(0);
     finalTree = readTree(ws);
     before = await historyOf("T", ws);
     // A: a fork of T from before its first edit, which a worker holds right now (a live lease): gc
     // must not touch it. (It names only the revision T started from, so T's middle ones can go.)
-    const f = await cliAsync(["fork", "T", "-w", ws, ...state(), "--at", before.at(-3)!.checkpointId, "--into", path.join(tempWorkspace(), "a"), "--thread", "A", "--json"]);
+    const f = await cliAsync([
+      "fork",
+      "T",
+      "-w",
+      ws,
+      ...state(),
+      "--at",
+      before.at(-3)!.checkpointId,
+      "--into",
+      path.join(tempWorkspace(), "a"),
+      "--thread",
+      "A",
+      "--json",
+    ]);
     expect(f.code, f.stderr).toBe(0);
     await pgQuery(db.url, "INSERT INTO ll_submissions (thread_id, task, source, settings, submitted_at) VALUES ('A', 'held', '{}', '{}', now()::text)");
-    await pgQuery(db.url, "INSERT INTO ll_run_leases (thread_id, state, worker, token, heartbeat_at, expires_at) VALUES ('A', 'held', 'w-1', 'tok', now(), now() + interval '1 hour')");
+    await pgQuery(
+      db.url,
+      "INSERT INTO ll_run_leases (thread_id, state, worker, token, heartbeat_at, expires_at) VALUES ('A', 'held', 'w-1', 'tok', now(), now() + interval '1 hour')",
+    );
   }, 200_000);
 
   it("keeps each branch head with its last N checkpoints, every kept checkpoint loads with the same values, and a held run is left whole", async () => {
     expect(before.length).toBeGreaterThan(20);
     const saver = new PostgresSaver(new pg.Pool({ connectionString: db.url, max: 2 }));
     try {
-    const valuesOf = async (id: string) => (await saver.getTuple({ configurable: { thread_id: "T", checkpoint_ns: "", checkpoint_id: id } }))?.checkpoint.channel_values;
-    const keptIds = [...before.slice(0, 4).map((h) => h.checkpointId), before.at(-1)!.checkpointId];
-    const valuesBefore = await Promise.all(keptIds.map(valuesOf));
-    const blobsBefore = await count(db.url, "SELECT COUNT(*) AS n FROM checkpoint_blobs WHERE thread_id = 'T'");
-    const heldBefore = await count(db.url, "SELECT COUNT(*) AS n FROM checkpoints WHERE thread_id = 'A'");
-    const revsBefore = await count(db.url, "SELECT COUNT(*) AS n FROM ll_rev_revisions");
+      const valuesOf = async (id: string) =>
+        (await saver.getTuple({ configurable: { thread_id: "T", checkpoint_ns: "", checkpoint_id: id } }))?.checkpoint.channel_values;
+      const keptIds = [...before.slice(0, 4).map((h) => h.checkpointId), before.at(-1)!.checkpointId];
+      const valuesBefore = await Promise.all(keptIds.map(valuesOf));
+      const blobsBefore = await count(db.url, "SELECT COUNT(*) AS n FROM checkpoint_blobs WHERE thread_id = 'T'");
+      const heldBefore = await count(db.url, "SELECT COUNT(*) AS n FROM checkpoints WHERE thread_id = 'A'");
+      const revsBefore = await count(db.url, "SELECT COUNT(*) AS n FROM ll_rev_revisions");
 
-    const storage = async () => {
-      const d = await cliAsync(["doctor", ...state(), "--json"]);
-      return (JSON.parse(d.stdout) as { checks: Array<{ name: string; ok: boolean; detail: string }> }).checks.find((c) => c.name === "storage")!;
-    };
-    const total = await count(db.url, "SELECT COUNT(*) AS n FROM checkpoints");
-    const events = await count(db.url, "SELECT COUNT(*) AS n FROM ll_events");
-    expect((await storage()).detail).toMatch(new RegExp(`^${total} checkpoint\\(s\\), [\\d.]+ MB; ${events} ledger event\\(s\\), [\\d.]+ MB; ${revsBefore} workspace revision\\(s\\)`));
+      const storage = async () => {
+        const d = await cliAsync(["doctor", ...state(), "--json"]);
+        return (JSON.parse(d.stdout) as { checks: Array<{ name: string; ok: boolean; detail: string }> }).checks.find((c) => c.name === "storage")!;
+      };
+      const total = await count(db.url, "SELECT COUNT(*) AS n FROM checkpoints");
+      const events = await count(db.url, "SELECT COUNT(*) AS n FROM ll_events");
+      expect((await storage()).detail).toMatch(
+        new RegExp(`^${total} checkpoint\\(s\\), [\\d.]+ MB; ${events} ledger event\\(s\\), [\\d.]+ MB; ${revsBefore} workspace revision\\(s\\)`),
+      );
 
-    const r = await cliAsync(["gc", ...state(), "--keep-last", "4", "--grace-minutes", "0", "--json"]);
-    expect(r.code, r.stderr).toBe(0);
-    const rep = JSON.parse(r.stdout) as Report;
-    expect(rep.skipped).toEqual([{ thread: "A", status: "running" }]);
-    // T: its head and the 3 before it, plus its first checkpoint.
-    expect(rep.checkpointsDeleted).toBe(before.length - 5);
-    const after = await historyOf("T", ws);
-    expect(after.map((h) => h.checkpointId)).toEqual(keptIds);
-    // Still one chain: the oldest kept ones point at the root now.
-    for (let i = 0; i + 1 < after.length; i++) expect(after[i]!.parentCheckpointId).toBe(after[i + 1]!.checkpointId);
-    expect(after[0]).toMatchObject({ status: "finished", next: [] });
-    // Every kept checkpoint's channel values (stored as shared blobs) are all still there.
-    expect(await Promise.all(keptIds.map(valuesOf))).toEqual(valuesBefore);
-    expect(rep.checkpointBlobsDeleted).toBeGreaterThan(0);
-    expect(await count(db.url, "SELECT COUNT(*) AS n FROM checkpoint_blobs WHERE thread_id = 'T'")).toBe(blobsBefore - rep.checkpointBlobsDeleted);
-    expect(await count(db.url, "SELECT COUNT(*) AS n FROM checkpoints WHERE thread_id = 'A'")).toBe(heldBefore);
-    // The ledger is never pruned.
-    const ledger = await cliAsync(["ledger", "T", "-w", ws, ...state(), "--json"]);
-    expect(jsonLines(ledger.stdout).length).toBeGreaterThan(before.length / 2);
-    // Revisions of dropped steps went; what is left is exactly what the sweep says it kept.
-    // The demo's 4 revisions: the start (named by both runs' task_spec), two edits in between, and
-    // the end (T's kept checkpoints). The two in between go.
-    expect(revsBefore).toBe(4);
-    expect(rep.replica.revisionsDeleted).toBe(2);
-    expect(await count(db.url, "SELECT COUNT(*) AS n FROM ll_rev_revisions")).toBe(revsBefore - rep.replica.revisionsDeleted);
-    expect(rep.replica.revisionsKept).toBe(revsBefore - rep.replica.revisionsDeleted);
-    // doctor --state shows what is left.
-    expect((await storage()).detail).toMatch(new RegExp(`^${total - rep.checkpointsDeleted} checkpoint\\(s\\), [\\d.]+ MB; ${events} ledger event\\(s\\), [\\d.]+ MB; 2 workspace revision\\(s\\)`));
+      const r = await cliAsync(["gc", ...state(), "--keep-last", "4", "--grace-minutes", "0", "--json"]);
+      expect(r.code, r.stderr).toBe(0);
+      const rep = JSON.parse(r.stdout) as Report;
+      expect(rep.skipped).toEqual([{ thread: "A", status: "running" }]);
+      // T: its head and the 3 before it, plus its first checkpoint.
+      expect(rep.checkpointsDeleted).toBe(before.length - 5);
+      const after = await historyOf("T", ws);
+      expect(after.map((h) => h.checkpointId)).toEqual(keptIds);
+      // Still one chain: the oldest kept ones point at the root now.
+      for (let i = 0; i + 1 < after.length; i++) expect(after[i]!.parentCheckpointId).toBe(after[i + 1]!.checkpointId);
+      expect(after[0]).toMatchObject({ status: "finished", next: [] });
+      // Every kept checkpoint's channel values (stored as shared blobs) are all still there.
+      expect(await Promise.all(keptIds.map(valuesOf))).toEqual(valuesBefore);
+      expect(rep.checkpointBlobsDeleted).toBeGreaterThan(0);
+      expect(await count(db.url, "SELECT COUNT(*) AS n FROM checkpoint_blobs WHERE thread_id = 'T'")).toBe(blobsBefore - rep.checkpointBlobsDeleted);
+      expect(await count(db.url, "SELECT COUNT(*) AS n FROM checkpoints WHERE thread_id = 'A'")).toBe(heldBefore);
+      // The ledger is never pruned.
+      const ledger = await cliAsync(["ledger", "T", "-w", ws, ...state(), "--json"]);
+      expect(jsonLines(ledger.stdout).length).toBeGreaterThan(before.length / 2);
+      // Revisions of dropped steps went; what is left is exactly what the sweep says it kept.
+      // The demo's 4 revisions: the start (named by both runs' task_spec), two edits in between, and
+      // the end (T's kept checkpoints). The two in between go.
+      expect(revsBefore).toBe(4);
+      expect(rep.replica.revisionsDeleted).toBe(2);
+      expect(await count(db.url, "SELECT COUNT(*) AS n FROM ll_rev_revisions")).toBe(revsBefore - rep.replica.revisionsDeleted);
+      expect(rep.replica.revisionsKept).toBe(revsBefore - rep.replica.revisionsDeleted);
+      // doctor --state shows what is left.
+      expect((await storage()).detail).toMatch(
+        new RegExp(`^${total - rep.checkpointsDeleted} checkpoint\\(s\\), [\\d.]+ MB; ${events} ledger event\\(s\\), [\\d.]+ MB; 2 workspace revision\\(s\\)`),
+      );
     } finally {
       await saver.end();
     }

@@ -58,7 +58,11 @@ describe("one writer per workspace and per run", () => {
     const second = cli(["run", "two", "-w", ws, "--model", model, "--thread", "B", "--json", "-q", "--sandbox", "none"]);
     expect(second.code, second.stderr).toBe(75);
     expect(second.stdout).toBe("");
-    expect(second.stderr).toMatch(new RegExp(`^ledgerloop: workspace ${ws} is in use by run of A \\(pid ${first.pid} on host ${os.hostname()}, heartbeat \\d+ s ago\\); wait for it or stop it\\n$`));
+    expect(second.stderr).toMatch(
+      new RegExp(
+        `^ledgerloop: workspace ${ws} is in use by run of A \\(pid ${first.pid} on host ${os.hostname()}, heartbeat \\d+ s ago\\); wait for it or stop it\\n$`,
+      ),
+    );
     release();
     const a = await firstDone;
     expect(a.code, a.stderr).toBe(0);
@@ -103,7 +107,10 @@ describe("one writer per workspace and per run", () => {
     await Promise.race([...both, new Promise((r) => setTimeout(r, 90_000))]);
     release();
     const results = (await Promise.all(both)).sort((x, y) => (x.code ?? 0) - (y.code ?? 0));
-    expect(results.map((r) => r.code), results.map((r) => r.stderr).join("\n")).toEqual([0, 75]);
+    expect(
+      results.map((r) => r.code),
+      results.map((r) => r.stderr).join("\n"),
+    ).toEqual([0, 75]);
     expect(JSON.parse(results[0]!.stdout)).toMatchObject({ thread: "T", status: "finished" });
     expect(results[1]!.stderr).toMatch(/^ledgerloop: run T is in use by resume of T /);
     expect(results[1]!.stderr).toMatch(HOLDER);
@@ -134,7 +141,9 @@ describe("one writer per workspace and per run", () => {
     const refused = cli(["resume", "T", "-w", ws, "--json", "-q"]);
     expect(refused.code).toBe(75);
     expect(refused.stderr).toMatch(
-      new RegExp(`^ledgerloop: workspace ${ws} is in use by resume of T \\(pid 4242 on host build-box-7, heartbeat \\d+ s ago\\); wait for it, or until its lease expires in \\d+ s or stop it\\n$`),
+      new RegExp(
+        `^ledgerloop: workspace ${ws} is in use by resume of T \\(pid 4242 on host build-box-7, heartbeat \\d+ s ago\\); wait for it, or until its lease expires in \\d+ s or stop it\\n$`,
+      ),
     );
     plant(-1_000);
     const resumed = cli(["resume", "T", "-w", ws, "--json", "-q"]);

@@ -49,7 +49,6 @@ function fileDigest(stateDir: string): string {
   return h.digest("hex");
 }
 
-
 async function closedPort(): Promise<number> {
   return new Promise((resolve) => {
     const s = net.createServer().listen(0, "127.0.0.1", () => {
@@ -98,14 +97,21 @@ describePg("ledgerloop migrate", () => {
       // Every workspace revision the run names is now in PostgreSQL's replica too (a worker elsewhere can materialise it).
       expect(first.revisions.named).toBeGreaterThanOrEqual(1);
       expect(first.revisions).toMatchObject({ copied: first.revisions.named, present: 0, absent: [] });
-      const named = (await pgQuery<{ rev: string }>(db.url, "SELECT DISTINCT payload::jsonb ->> 'revision' AS rev FROM ll_events WHERE thread_id = 'T' AND payload::jsonb ->> 'revision' IS NOT NULL")).map((r) => r.rev);
+      const named = (
+        await pgQuery<{ rev: string }>(
+          db.url,
+          "SELECT DISTINCT payload::jsonb ->> 'revision' AS rev FROM ll_events WHERE thread_id = 'T' AND payload::jsonb ->> 'revision' IS NOT NULL",
+        )
+      ).map((r) => r.rev);
       const inPg = new Set((await pgQuery<{ rev_id: string }>(db.url, "SELECT rev_id FROM ll_rev_revisions")).map((r) => r.rev_id));
       expect(named.filter((r) => !inPg.has(r))).toEqual([]);
       expect(fileDigest(stateDir)).toBe(before);
 
       // The rows themselves, read back from PostgreSQL: ids, parents, seq and keys kept.
       expect(await pgQuery(db.url, "SELECT id, parent_id, seq, idempotency_key FROM ll_events WHERE thread_id = 'T' ORDER BY seq")).toEqual(localEvents);
-      expect(await pgQuery(db.url, "SELECT checkpoint_id, parent_checkpoint_id FROM checkpoints WHERE thread_id = 'T' ORDER BY checkpoint_id")).toEqual(localCheckpoints);
+      expect(await pgQuery(db.url, "SELECT checkpoint_id, parent_checkpoint_id FROM checkpoints WHERE thread_id = 'T' ORDER BY checkpoint_id")).toEqual(
+        localCheckpoints,
+      );
 
       const again = await cliAsync(["migrate", "--from", ws, "--to", db.url], { timeoutMs: TIMEOUT });
       expect(again.code, again.stderr).toBe(0);
@@ -113,7 +119,10 @@ describePg("ledgerloop migrate", () => {
       expect(again.stderr).toMatch(/already migrated/);
       expect(fileDigest(stateDir)).toBe(before);
 
-      oneLineError(await cliAsync(["resume", "nope", "-w", ws, "--state", db.url, "-q"]), /^ledgerloop: unknown thread "nope" in postgres:\/\/postgres:\*\*\*@/);
+      oneLineError(
+        await cliAsync(["resume", "nope", "-w", ws, "--state", db.url, "-q"]),
+        /^ledgerloop: unknown thread "nope" in postgres:\/\/postgres:\*\*\*@/,
+      );
       const resumed = await cliAsync(["resume", "T", "-w", ws, "--state", db.url, "--json", "-q"], { timeoutMs: TIMEOUT });
       expect(resumed.code, resumed.stderr).toBe(0);
       expect(JSON.parse(resumed.stdout.trim().split("\n").at(-1)!)).toMatchObject({ thread: "T", status: "finished", steps: 10 });
@@ -151,7 +160,11 @@ describePg("ledgerloop migrate", () => {
         const all = jsonLines<{ checkpointId: string }>((await cliAsync(["history", "R", "-w", fresh, "--json"])).stdout).map((c) => c.checkpointId);
         const diff = await cliAsync(["diff", "R", "-w", fresh, "--from", all.at(-1)!, "--to", all[0]!, "--stat", "--json"]);
         expect(diff.code, diff.stderr).toBe(0);
-        expect((JSON.parse(diff.stdout) as { stat: Array<{ path: string }> }).stat.map((f) => f.path).sort()).toEqual(["dashboard/aggregate.js", "services/orders/server.js", "services/users/server.js"]);
+        expect((JSON.parse(diff.stdout) as { stat: Array<{ path: string }> }).stat.map((f) => f.path).sort()).toEqual([
+          "dashboard/aggregate.js",
+          "services/orders/server.js",
+          "services/users/server.js",
+        ]);
         // Rewinding to the newest checkpoint writes the run's final files from the migrated revisions
         // (--force: this workspace's own files were never recorded here, so they are saved first).
         const rewind = await cliAsync(["rewind", "R", "-w", fresh, "--to", all[0]!, "--force", "--json"]);
@@ -170,7 +183,10 @@ describePg("ledgerloop migrate", () => {
       const ws = tempWorkspace(DEMO_WORKSPACE);
       await killedRun(ws, "P", db.url);
       const pgEvents = await pgQuery<{ id: string }>(db.url, "SELECT id, parent_id, seq FROM ll_events WHERE thread_id = 'P' ORDER BY seq");
-      const pgCheckpoints = await pgQuery<{ checkpoint_id: string }>(db.url, "SELECT checkpoint_id FROM checkpoints WHERE thread_id = 'P' AND checkpoint_ns = '' ORDER BY checkpoint_id DESC");
+      const pgCheckpoints = await pgQuery<{ checkpoint_id: string }>(
+        db.url,
+        "SELECT checkpoint_id FROM checkpoints WHERE thread_id = 'P' AND checkpoint_ns = '' ORDER BY checkpoint_id DESC",
+      );
 
       const r = report(await cliAsync(["migrate", "--from", db.url, "--to", path.join(ws, ".ledgerloop"), "--thread", "P", "--json"], { timeoutMs: TIMEOUT }));
       expect(r.threads.map((t) => [t.thread, t.result])).toEqual([["P", "migrated"]]);
@@ -188,7 +204,9 @@ describePg("ledgerloop migrate", () => {
       expect(history.code, history.stderr).toBe(0);
       expect(jsonLines<{ checkpointId: string }>(history.stdout).map((c) => c.checkpointId)).toEqual(pgCheckpoints.map((c) => c.checkpoint_id));
       const ledger = await cliAsync(["ledger", "P", "-w", ws, "--json"]);
-      expect(jsonLines<{ id: string; parentId: string | null; seq: number }>(ledger.stdout).map((e) => ({ id: e.id, parent_id: e.parentId, seq: e.seq }))).toEqual(pgEvents);
+      expect(
+        jsonLines<{ id: string; parentId: string | null; seq: number }>(ledger.stdout).map((e) => ({ id: e.id, parent_id: e.parentId, seq: e.seq })),
+      ).toEqual(pgEvents);
 
       const resumed = await cliAsync(["resume", "P", "-w", ws, "--json", "-q"], { timeoutMs: TIMEOUT });
       expect(resumed.code, resumed.stderr).toBe(0);
@@ -199,7 +217,11 @@ describePg("ledgerloop migrate", () => {
       expect(all.slice(-pgCheckpoints.length)).toEqual(pgCheckpoints.map((c) => c.checkpoint_id));
       const diff = await cliAsync(["diff", "P", "-w", ws, "--from", all.at(-1)!, "--to", all[0]!, "--stat", "--json"]);
       expect(diff.code, diff.stderr).toBe(0);
-      expect((JSON.parse(diff.stdout) as { stat: Array<{ path: string }> }).stat.map((f) => f.path).sort()).toEqual(["dashboard/aggregate.js", "services/orders/server.js", "services/users/server.js"]);
+      expect((JSON.parse(diff.stdout) as { stat: Array<{ path: string }> }).stat.map((f) => f.path).sort()).toEqual([
+        "dashboard/aggregate.js",
+        "services/orders/server.js",
+        "services/users/server.js",
+      ]);
       const rewind = await cliAsync(["rewind", "P", "-w", ws, "--to", pgCheckpoints[0]!.checkpoint_id, "--json"]);
       expect(rewind.code, rewind.stderr).toBe(0);
       expect(JSON.parse(rewind.stdout)).toMatchObject({ thread: "P", toCheckpoint: pgCheckpoints[0]!.checkpoint_id });
@@ -217,7 +239,10 @@ describePg("ledgerloop migrate", () => {
       try {
         const ws = tempWorkspace(DEMO_WORKSPACE);
         await killedRun(ws, "H");
-        const killed = await cliAsync(["migrate", "--from", ws, "--to", target.url], { env: { LEDGERLOOP_FAILPOINT: "migrate-checkpoint:5" }, timeoutMs: TIMEOUT });
+        const killed = await cliAsync(["migrate", "--from", ws, "--to", target.url], {
+          env: { LEDGERLOOP_FAILPOINT: "migrate-checkpoint:5" },
+          timeoutMs: TIMEOUT,
+        });
         expect(killed.signal, killed.stderr).toBe("SIGKILL");
         const count = async (sql: string) => (await pgQuery<{ n: number }>(target.url, sql))[0]!.n;
         expect(await count("SELECT count(*)::int AS n FROM checkpoints WHERE thread_id = 'H'")).toBe(5);
@@ -227,7 +252,9 @@ describePg("ledgerloop migrate", () => {
         expect(done.threads).toEqual([expect.objectContaining({ thread: "H", result: "migrated" })]);
         expect(done.threads[0]!.target).toEqual(done.threads[0]!.source);
         expect(await count("SELECT count(*)::int AS n FROM checkpoints WHERE thread_id = 'H'")).toBe(done.threads[0]!.source.checkpoints);
-        expect(report(await cliAsync(["migrate", "--from", ws, "--to", target.url, "--json"], { timeoutMs: TIMEOUT })).threads[0]!.result).toBe("already migrated");
+        expect(report(await cliAsync(["migrate", "--from", ws, "--to", target.url, "--json"], { timeoutMs: TIMEOUT })).threads[0]!.result).toBe(
+          "already migrated",
+        );
       } finally {
         await target.drop();
       }
@@ -235,43 +262,65 @@ describePg("ledgerloop migrate", () => {
     TIMEOUT,
   );
 
-  it("bad input is one line, a non-zero exit code, and nothing written", async () => {
-    const target = await createTestDatabase("migrate_empty");
-    try {
-      const tables = async () => (await pgQuery<{ n: number }>(target.url, "SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'"))[0]!.n;
+  it(
+    "bad input is one line, a non-zero exit code, and nothing written",
+    async () => {
+      const target = await createTestDatabase("migrate_empty");
+      try {
+        const tables = async () => (await pgQuery<{ n: number }>(target.url, "SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'"))[0]!.n;
 
-      // A --from with no state: an empty directory, and a PostgreSQL database without ledgerloop tables.
-      const empty = tempWorkspace();
-      const newDir = path.join(tempWorkspace(), "new-state");
-      oneLineError(await cliAsync(["migrate", "--from", empty, "--to", target.url]), /^ledgerloop: no ledgerloop state in .* \(neither .*state\.db nor .*\.ledgerloop\/state\.db exists\)$/);
-      oneLineError(await cliAsync(["migrate", "--from", target.url, "--to", newDir]), /^ledgerloop: no ledgerloop state in postgres:\/\/postgres:\*\*\*@.*\(no ledgerloop tables\)$/);
-      expect(fs.existsSync(newDir)).toBe(false);
+        // A --from with no state: an empty directory, and a PostgreSQL database without ledgerloop tables.
+        const empty = tempWorkspace();
+        const newDir = path.join(tempWorkspace(), "new-state");
+        oneLineError(
+          await cliAsync(["migrate", "--from", empty, "--to", target.url]),
+          /^ledgerloop: no ledgerloop state in .* \(neither .*state\.db nor .*\.ledgerloop\/state\.db exists\)$/,
+        );
+        oneLineError(
+          await cliAsync(["migrate", "--from", target.url, "--to", newDir]),
+          /^ledgerloop: no ledgerloop state in postgres:\/\/postgres:\*\*\*@.*\(no ledgerloop tables\)$/,
+        );
+        expect(fs.existsSync(newDir)).toBe(false);
 
-      oneLineError(await cliAsync(["migrate", "--from", "postgres://not a url/x", "--to", newDir]), /^ledgerloop: invalid state URL postgres:\/\/not a url\/x: not a URL/);
-      expect(fs.existsSync(newDir)).toBe(false);
+        oneLineError(
+          await cliAsync(["migrate", "--from", "postgres://not a url/x", "--to", newDir]),
+          /^ledgerloop: invalid state URL postgres:\/\/not a url\/x: not a URL/,
+        );
+        expect(fs.existsSync(newDir)).toBe(false);
 
-      // An unreachable server, as source and as target.
-      const port = await closedPort();
-      const gone = `postgres://u:secretpw@127.0.0.1:${port}/db`;
-      oneLineError(await cliAsync(["migrate", "--from", gone, "--to", newDir]), /^ledgerloop: cannot reach PostgreSQL at 127\.0\.0\.1:\d+ \(ECONNREFUSED\)/);
-      expect(fs.existsSync(newDir)).toBe(false);
+        // An unreachable server, as source and as target.
+        const port = await closedPort();
+        const gone = `postgres://u:secretpw@127.0.0.1:${port}/db`;
+        oneLineError(await cliAsync(["migrate", "--from", gone, "--to", newDir]), /^ledgerloop: cannot reach PostgreSQL at 127\.0\.0\.1:\d+ \(ECONNREFUSED\)/);
+        expect(fs.existsSync(newDir)).toBe(false);
 
-      // A thread the source does not have, in SQLite and in PostgreSQL.
-      const killed = tempWorkspace(DEMO_WORKSPACE);
-      await killedRun(killed, "K");
-      oneLineError(await cliAsync(["migrate", "--from", killed, "--to", target.url, "--thread", "K", "--thread", "nope"]), /^ledgerloop: unknown thread "nope" in .*state\.db/);
-      expect(await tables()).toBe(0);
-      const refusedTo = await cliAsync(["migrate", "--from", killed, "--to", gone]);
-      oneLineError(refusedTo, /^ledgerloop: cannot reach PostgreSQL at 127\.0\.0\.1:\d+ \(ECONNREFUSED\)/);
-      expect(refusedTo.stderr).not.toContain("secretpw");
-      expect((await cliAsync(["migrate", "--from", killed, "--to", target.url], { timeoutMs: TIMEOUT })).code).toBe(0);
-      oneLineError(await cliAsync(["migrate", "--from", target.url, "--to", newDir, "--thread", "nope"]), /^ledgerloop: unknown thread "nope" in postgres:\/\/postgres:\*\*\*@/);
-      expect(fs.existsSync(newDir)).toBe(false);
+        // A thread the source does not have, in SQLite and in PostgreSQL.
+        const killed = tempWorkspace(DEMO_WORKSPACE);
+        await killedRun(killed, "K");
+        oneLineError(
+          await cliAsync(["migrate", "--from", killed, "--to", target.url, "--thread", "K", "--thread", "nope"]),
+          /^ledgerloop: unknown thread "nope" in .*state\.db/,
+        );
+        expect(await tables()).toBe(0);
+        const refusedTo = await cliAsync(["migrate", "--from", killed, "--to", gone]);
+        oneLineError(refusedTo, /^ledgerloop: cannot reach PostgreSQL at 127\.0\.0\.1:\d+ \(ECONNREFUSED\)/);
+        expect(refusedTo.stderr).not.toContain("secretpw");
+        expect((await cliAsync(["migrate", "--from", killed, "--to", target.url], { timeoutMs: TIMEOUT })).code).toBe(0);
+        oneLineError(
+          await cliAsync(["migrate", "--from", target.url, "--to", newDir, "--thread", "nope"]),
+          /^ledgerloop: unknown thread "nope" in postgres:\/\/postgres:\*\*\*@/,
+        );
+        expect(fs.existsSync(newDir)).toBe(false);
 
-      // The same state on both sides.
-      oneLineError(await cliAsync(["migrate", "--from", killed, "--to", path.join(killed, ".ledgerloop")]), /^ledgerloop: --from and --to are the same state/);
-    } finally {
-      await target.drop();
-    }
-  }, TIMEOUT);
+        // The same state on both sides.
+        oneLineError(
+          await cliAsync(["migrate", "--from", killed, "--to", path.join(killed, ".ledgerloop")]),
+          /^ledgerloop: --from and --to are the same state/,
+        );
+      } finally {
+        await target.drop();
+      }
+    },
+    TIMEOUT,
+  );
 });

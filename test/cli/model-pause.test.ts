@@ -37,9 +37,17 @@ afterEach(async () => {
   await Promise.all(stubs.map((s) => s.close()));
   stubs = [];
 });
-const env = (url: string, extra: Record<string, string> = {}) => ({ OPENAI_BASE_URL: url, OPENAI_API_KEY: API_KEY, LEDGERLOOP_MODEL_RETRY_BASE_MS: "10", ...extra });
+const env = (url: string, extra: Record<string, string> = {}) => ({
+  OPENAI_BASE_URL: url,
+  OPENAI_API_KEY: API_KEY,
+  LEDGERLOOP_MODEL_RETRY_BASE_MS: "10",
+  ...extra,
+});
 const run = (ws: string, thread: string, url: string, extra: Record<string, string> = {}) =>
-  cliAsync(["run", "Write notes.txt", "-w", ws, "--model", "openai:stub-model", "--thread", thread, "--json", "-q", "--sandbox", "none"], { env: env(url, extra), timeoutMs: 90_000 });
+  cliAsync(["run", "Write notes.txt", "-w", ws, "--model", "openai:stub-model", "--thread", thread, "--json", "-q", "--sandbox", "none"], {
+    env: env(url, extra),
+    timeoutMs: 90_000,
+  });
 
 describe("model faults pause a run; resume goes on without re-running a tool", () => {
   it("503 until the retries run out stops as model_unavailable (exit 5); resume against a healthy server finishes, each tool once", async () => {
@@ -98,10 +106,13 @@ describe("model faults pause a run; resume goes on without re-running a tool", (
     const stub = await stubWith({ failFrom: 99, decide: 0 });
     stubs.push(stub);
     // plan $0.018, decide 1 → $0.036, decide 2 → $0.054: the third decide would start past $0.05.
-    const r = await cliAsync(["run", "Write notes.txt", "-w", ws, "--model", "openai:stub-model", "--thread", "C", "--json", "--sandbox", "none", "--max-cost", "0.05"], {
-      env: env(stub.url),
-      timeoutMs: 90_000,
-    });
+    const r = await cliAsync(
+      ["run", "Write notes.txt", "-w", ws, "--model", "openai:stub-model", "--thread", "C", "--json", "--sandbox", "none", "--max-cost", "0.05"],
+      {
+        env: env(stub.url),
+        timeoutMs: 90_000,
+      },
+    );
     expect(r.code, r.stderr).toBe(3);
     const out = JSON.parse(r.stdout) as { status: string; steps: number; error: string };
     expect(out).toMatchObject({ status: "budget_exhausted", steps: 2 });
@@ -122,7 +133,11 @@ describe("model faults pause a run; resume goes on without re-running a tool", (
     for (const c of calls) expect(c.payload.costUsd).toBeCloseTo(0.018, 10);
 
     const report = JSON.parse(cli(["report", "C", "-w", ws, "--json"]).stdout) as {
-      model_usage: { costUsd: number; bySubtask: Array<{ subtask: string | null; calls: number; costUsd: number }>; byStep: Array<{ step: number; calls: number }> };
+      model_usage: {
+        costUsd: number;
+        bySubtask: Array<{ subtask: string | null; calls: number; costUsd: number }>;
+        byStep: Array<{ step: number; calls: number }>;
+      };
     };
     expect(report.model_usage.costUsd).toBeCloseTo(0.054, 10);
     expect(report.model_usage.bySubtask.map((s) => [s.subtask, s.calls])).toEqual([
@@ -188,7 +203,9 @@ describe("model faults pause a run; resume goes on without re-running a tool", (
     expect(decides).toHaveLength(4);
     const size = (b: StubRequestBody) => JSON.stringify(b.messages).length;
     expect(size(decides[2]!)).toBeLessThan(size(decides[1]!));
-    const built = jsonLines<{ payload: { layout?: { reason: string }; budget: number } }>(cli(["ledger", "C", "-w", ws, "--type", "context_built", "--json"]).stdout);
+    const built = jsonLines<{ payload: { layout?: { reason: string }; budget: number } }>(
+      cli(["ledger", "C", "-w", ws, "--type", "context_built", "--json"]).stdout,
+    );
     const retry = built.find((b) => b.payload.layout?.reason === "context length");
     expect(retry).toBeDefined();
     // The lowered budget holds for the prompts after it.

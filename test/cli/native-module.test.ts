@@ -41,7 +41,10 @@ function unbuiltBetterSqlite(addon?: Buffer): string {
       `  if (specifier === "better-sqlite3") return { url: ${JSON.stringify(entry)}, format: "commonjs", shortCircuit: true };\n` +
       `  return next(specifier, context);\n}\n`,
   );
-  fs.writeFileSync(path.join(dir, "register.mjs"), `import { register } from "node:module";\nregister(${JSON.stringify(pathToFileURL(path.join(dir, "hooks.mjs")).href)});\n`);
+  fs.writeFileSync(
+    path.join(dir, "register.mjs"),
+    `import { register } from "node:module";\nregister(${JSON.stringify(pathToFileURL(path.join(dir, "hooks.mjs")).href)});\n`,
+  );
   return `--import ${pathToFileURL(path.join(dir, "register.mjs")).href}`;
 }
 

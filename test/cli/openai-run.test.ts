@@ -47,10 +47,13 @@ describe("ledgerloop run --model openai:<name> against an OpenAI-compatible serv
   it("runs the whole loop through the HTTP API: plan, tool calls, tool results fed back, finish; the key only in the header", async () => {
     const ws = tempWorkspace(undefined, { "README.md": "# notes project\n" });
     const env = { OPENAI_BASE_URL: stub.url, OPENAI_API_KEY: API_KEY };
-    const r = await cliAsync(["run", "Write notes.txt and check it", "-w", ws, "--model", "openai:stub-model", "--thread", "H", "--json", "-q", "--sandbox", "none"], {
-      env,
-      timeoutMs: 90_000,
-    });
+    const r = await cliAsync(
+      ["run", "Write notes.txt and check it", "-w", ws, "--model", "openai:stub-model", "--thread", "H", "--json", "-q", "--sandbox", "none"],
+      {
+        env,
+        timeoutMs: 90_000,
+      },
+    );
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ thread: "H", status: "finished", steps: 3 });
     expect(fs.readFileSync(path.join(ws, "notes.txt"), "utf8")).toBe("hello from the model\n");
@@ -62,7 +65,23 @@ describe("ledgerloop run --model openai:<name> against an OpenAI-compatible serv
     expect(decides).toHaveLength(3);
     expect(nodeOf(stub.requests[0]!)).toBe("plan");
     expect(decides[0]!.tools!.map((t) => t.function.name).sort()).toEqual(
-      ["edit_file", "finish", "git_commit", "list_files", "process_output", "process_status", "read_file", "record_decision", "run_command", "run_tests", "search_code", "start_process", "stop_process", "update_plan", "write_file"].sort(),
+      [
+        "edit_file",
+        "finish",
+        "git_commit",
+        "list_files",
+        "process_output",
+        "process_status",
+        "read_file",
+        "record_decision",
+        "run_command",
+        "run_tests",
+        "search_code",
+        "start_process",
+        "stop_process",
+        "update_plan",
+        "write_file",
+      ].sort(),
     );
     const text = (b: StubRequestBody) => JSON.stringify(b.messages);
     // The goal and the plan reach the model; each step sees the result of the one before.
@@ -94,7 +113,8 @@ describe("ledgerloop run --model openai:<name> against an OpenAI-compatible serv
     const hang = startOpenAIStub({
       respond: (body) => {
         const node = nodeOf(body);
-        if (node === "plan") return { tool_calls: [call("p1", "update_plan", { subtasks: [{ id: "notes", description: "write notes.txt", status: "in_progress" }] })] };
+        if (node === "plan")
+          return { tool_calls: [call("p1", "update_plan", { subtasks: [{ id: "notes", description: "write notes.txt", status: "in_progress" }] })] };
         if (node === "decide" && decideTurn === 0) {
           decideTurn++;
           return { tool_calls: [call("c1", "write_file", { path: "notes.txt", content: "hello from the model\n" })] };
@@ -104,10 +124,13 @@ describe("ledgerloop run --model openai:<name> against an OpenAI-compatible serv
     });
     const dying = await hang;
     const env = (url: string) => ({ OPENAI_BASE_URL: url, OPENAI_API_KEY: API_KEY, LEDGERLOOP_MODEL_RETRIES: "0" });
-    const running = cliAsync(["run", "Write notes.txt and check it", "-w", ws, "--model", "openai:stub-model", "--thread", "D", "--json", "-q", "--sandbox", "none"], {
-      env: env(dying.url),
-      timeoutMs: 90_000,
-    });
+    const running = cliAsync(
+      ["run", "Write notes.txt and check it", "-w", ws, "--model", "openai:stub-model", "--thread", "D", "--json", "-q", "--sandbox", "none"],
+      {
+        env: env(dying.url),
+        timeoutMs: 90_000,
+      },
+    );
     const t0 = Date.now();
     while (dying.requests.filter((b) => nodeOf(b) === "decide").length < 2) {
       if (Date.now() - t0 > 60_000) throw new Error("the run never asked for its second step");

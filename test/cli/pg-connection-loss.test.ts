@@ -22,7 +22,6 @@ async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
-
 type Row = { id: string; seq: number; type: string; caused_by: string | null; payload: string };
 
 /**
@@ -39,13 +38,33 @@ async function runLosingDatabase(url: string, thread: string, extra: string[]) {
     traj,
     JSON.stringify({
       decide: [
-        { tool_calls: [{ name: "run_command", args: { command: "echo started >> started.log; while [ ! -e go ]; do sleep 0.05; done; echo done >> done.log" } }] },
+        {
+          tool_calls: [
+            { name: "run_command", args: { command: "echo started >> started.log; while [ ! -e go ]; do sleep 0.05; done; echo done >> done.log" } },
+          ],
+        },
         { tool_calls: [{ name: "run_command", args: { command: "echo after >> after.log" } }] },
         { tool_calls: [{ name: "finish", args: { summary: "done" } }] },
       ],
     }),
   );
-  const child = cliSpawn(["run", "slow", "-w", ws, "--model", `scripted:${traj}`, "--thread", thread, "--state", url, "--json", "-q", "--sandbox", "none", ...extra]);
+  const child = cliSpawn([
+    "run",
+    "slow",
+    "-w",
+    ws,
+    "--model",
+    `scripted:${traj}`,
+    "--thread",
+    thread,
+    "--state",
+    url,
+    "--json",
+    "-q",
+    "--sandbox",
+    "none",
+    ...extra,
+  ]);
   const out = { stdout: "", stderr: "" };
   child.stdout!.setEncoding("utf8").on("data", (d: string) => (out.stdout += d));
   child.stderr!.setEncoding("utf8").on("data", (d: string) => (out.stderr += d));
@@ -57,7 +76,8 @@ async function runLosingDatabase(url: string, thread: string, extra: string[]) {
   try {
     const t0 = Date.now();
     while (!fs.existsSync(path.join(ws, "started.log"))) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the run ended (${child.exitCode ?? child.signalCode}) before its command started: ${out.stderr}`);
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw new Error(`the run ended (${child.exitCode ?? child.signalCode}) before its command started: ${out.stderr}`);
       if (Date.now() - t0 > 120_000) throw new Error("the command never started");
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -102,7 +122,9 @@ describePg("PostgreSQL going away during a run", () => {
       const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as { status: string; error: string };
       expect(result.status).toBe("state_unavailable");
       expect(result.error.split("\n")).toHaveLength(1);
-      expect(result.error).toMatch(/^the state database postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/ll_connloss_\w+ is unavailable \(.+\); the run is paused at its last checkpoint: resume it/);
+      expect(result.error).toMatch(
+        /^the state database postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/ll_connloss_\w+ is unavailable \(.+\); the run is paused at its last checkpoint: resume it/,
+      );
       expect(stdout + stderr).not.toContain(password);
       // The command itself ran to its end: the pause came after it, when its feedback was written.
       expect(fs.readFileSync(path.join(ws, "done.log"), "utf8")).toBe("done\n");
@@ -157,7 +179,7 @@ describePg("PostgreSQL away for a few seconds during a run", () => {
     const { ws, child, exited } = run;
     try {
       // The run says it waits (no timer here: the line itself is the cue), then the database is back.
-      for (const t1 = Date.now(); !/waiting up to 120 s for it to answer again/.test(run.out.stderr); ) {
+      for (const t1 = Date.now(); !/waiting up to 120 s for it to answer again/.test(run.out.stderr);) {
         if (child.exitCode !== null) throw new Error(`the run ended instead of waiting: ${run.out.stderr}`);
         if (Date.now() - t1 > 120_000) throw new Error(`the run never said it waits: ${run.out.stderr}`);
         await new Promise((r) => setTimeout(r, 50));
@@ -173,7 +195,11 @@ describePg("PostgreSQL away for a few seconds during a run", () => {
       expect(fs.readFileSync(path.join(ws, "after.log"), "utf8")).toBe("after\n");
       const events = await pgQuery<Row>(db.url, "SELECT id, seq, type, caused_by, payload FROM ll_events WHERE thread_id = 'B' ORDER BY seq");
       expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
-      const statuses = events.filter((e) => e.type === "environment_feedback").map((e) => JSON.parse(e.payload) as { tool: string; status: string }).filter((p) => p.tool === "run_command").map((p) => p.status);
+      const statuses = events
+        .filter((e) => e.type === "environment_feedback")
+        .map((e) => JSON.parse(e.payload) as { tool: string; status: string })
+        .filter((p) => p.tool === "run_command")
+        .map((p) => p.status);
       expect(statuses).toEqual(["interrupted", "ok"]);
     } finally {
       await run.cleanup();
@@ -205,14 +231,19 @@ describePg("each PostgreSQL port reports a lost database as one", () => {
       );
       await admin(async (c) => {
         for (let i = 0; i < 200; i++) {
-          const r = await c.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'SELECT pg_sleep%' AND state = 'active'", [name]);
+          const r = await c.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'SELECT pg_sleep%' AND state = 'active'", [
+            name,
+          ]);
           if (r.rows[0].n > 0) break;
           await new Promise((res) => setTimeout(res, 25));
         }
         await c.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS false`);
         await c.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [name]);
       });
-      const next = await held.query("SELECT 1").then(() => null, (e: unknown) => e);
+      const next = await held.query("SELECT 1").then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(isStateUnavailable(next), String(next)).toBe(true);
       held.release(true);
       held = undefined;
@@ -222,10 +253,22 @@ describePg("each PostgreSQL port reports a lost database as one", () => {
 
       const config = { configurable: { thread_id: "p", checkpoint_ns: "" } };
       const failures = await Promise.all([
-        rt.ledger.append({ threadId: "p", parentId: null, type: "run_status", payload: { status: "interrupted", steps: 0, reason: "x" } } as never).then(() => null, (e: unknown) => e),
-        rt.checkpointer.getTuple(config).then(() => null, (e: unknown) => e),
-        rt.store.get(["lessons"], "k").then(() => null, (e: unknown) => e),
-        Promise.resolve(rt.runs.get("p")).then(() => null, (e: unknown) => e),
+        rt.ledger.append({ threadId: "p", parentId: null, type: "run_status", payload: { status: "interrupted", steps: 0, reason: "x" } } as never).then(
+          () => null,
+          (e: unknown) => e,
+        ),
+        rt.checkpointer.getTuple(config).then(
+          () => null,
+          (e: unknown) => e,
+        ),
+        rt.store.get(["lessons"], "k").then(
+          () => null,
+          (e: unknown) => e,
+        ),
+        Promise.resolve(rt.runs.get("p")).then(
+          () => null,
+          (e: unknown) => e,
+        ),
       ]);
       for (const err of failures) {
         expect(err).not.toBeNull();
@@ -243,7 +286,9 @@ it("classifies a lost database by the underlying error, however it is wrapped", 
   const terminated = Object.assign(new Error("terminating connection due to administrator command"), { code: "57P01" });
   expect(isStateUnavailable(terminated)).toBe(true);
   expect(isStateUnavailable(new Error("checkpoint failed", { cause: new Error("wrapped", { cause: terminated }) }))).toBe(true);
-  expect(isStateUnavailable(new AggregateError([new Error("x"), Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" })]))).toBe(true);
+  expect(
+    isStateUnavailable(new AggregateError([new Error("x"), Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" })])),
+  ).toBe(true);
   expect(isStateUnavailable(new Error("Connection terminated unexpectedly"))).toBe(true);
   expect(isStateUnavailable(Object.assign(new Error('database "x" is not currently accepting connections'), { code: "55000" }))).toBe(true);
   // Not a lost connection: a constraint violation, a syntax error, a plain failure.

@@ -11,7 +11,8 @@ import { describePg, useTestDatabase } from "../helpers/postgres.js";
 
 afterAll(() => cleanupTemp());
 
-const doctorState = (stdout: string) => (JSON.parse(stdout) as { checks: Array<{ name: string; ok: boolean; detail: string }> }).checks.find((c) => c.name === "state");
+const doctorState = (stdout: string) =>
+  (JSON.parse(stdout) as { checks: Array<{ name: string; ok: boolean; detail: string }> }).checks.find((c) => c.name === "state");
 
 describePg("ledgerloop with --state postgres://…", () => {
   const db = useTestDatabase("cli");
@@ -20,10 +21,14 @@ describePg("ledgerloop with --state postgres://…", () => {
     const password = new URL(db.url).password;
     const before = await cliAsync(["doctor", "--state", db.url, "--json"]);
     expect(doctorState(before.stdout)).toMatchObject({ ok: true });
-    expect(doctorState(before.stdout)!.detail).toMatch(/^PostgreSQL 1\d[.\d]* at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/ll_cli_\w+: no ledgerloop tables yet/);
+    expect(doctorState(before.stdout)!.detail).toMatch(
+      /^PostgreSQL 1\d[.\d]* at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/ll_cli_\w+: no ledgerloop tables yet/,
+    );
 
     const ws = tempWorkspace(DEMO_WORKSPACE);
-    const r = await cliAsync(["run", DEMO_TASK, "-w", ws, "--model", `scripted:${DEMO_TRAJECTORY}`, "--thread", "T", "--state", db.url, "--json", "-q"], { timeoutMs: 170_000 });
+    const r = await cliAsync(["run", DEMO_TASK, "-w", ws, "--model", `scripted:${DEMO_TRAJECTORY}`, "--thread", "T", "--state", db.url, "--json", "-q"], {
+      timeoutMs: 170_000,
+    });
     expect(r.stderr).not.toContain(password);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout.trim().split("\n").at(-1)!)).toMatchObject({ thread: "T", status: "finished" });
@@ -45,7 +50,9 @@ describePg("ledgerloop with --state postgres://…", () => {
       cliAsync(["report", "T", "-w", ws, "--json"], { env: { LEDGERLOOP_STATE_URL: db.url } }),
     ]);
     expect(threads.code, threads.stderr).toBe(0);
-    expect(jsonLines(threads.stdout)).toEqual([expect.objectContaining({ thread: "T", status: "finished", origin: "cli", events: n, checkpointsIn: "state-db" })]);
+    expect(jsonLines(threads.stdout)).toEqual([
+      expect.objectContaining({ thread: "T", status: "finished", origin: "cli", events: n, checkpointsIn: "state-db" }),
+    ]);
     expect(ledger.code, ledger.stderr).toBe(0);
     const events = jsonLines<{ type: string; seq: number; payload: { status?: string } }>(ledger.stdout);
     expect(events.map((e) => e.seq)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
@@ -54,7 +61,10 @@ describePg("ledgerloop with --state postgres://…", () => {
     const rep = JSON.parse(report.stdout) as { status: string; files: Array<{ path: string }>; lastTests: { failed: number } | null };
     expect(rep.status).toBe("finished");
     expect(rep.files.map((f) => f.path)).toContain("dashboard/aggregate.js");
-    expect(await cliAsync(["ledger", "nope", "--state", db.url])).toMatchObject({ code: 1, stderr: expect.stringMatching(/unknown thread "nope" in postgres:\/\/postgres:\*\*\*@/) });
+    expect(await cliAsync(["ledger", "nope", "--state", db.url])).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/unknown thread "nope" in postgres:\/\/postgres:\*\*\*@/),
+    });
 
     // context and memory read PostgreSQL too: the newest prompt on the run's branch, and its lessons.
     const [context, memory] = await Promise.all([
@@ -72,11 +82,17 @@ describePg("ledgerloop with --state postgres://…", () => {
     const stored = (await c2.query("SELECT key FROM ll_store WHERE namespace = $1 ORDER BY key", [nsKey(LESSONS_NS)])).rows.map((r) => r.key as string);
     await c2.end();
     expect(stored.length).toBeGreaterThan(0);
-    expect(jsonLines<{ key: string }>(memory.stdout).map((l) => l.key).sort()).toEqual(stored);
+    expect(
+      jsonLines<{ key: string }>(memory.stdout)
+        .map((l) => l.key)
+        .sort(),
+    ).toEqual(stored);
     // The commands about this machine's files say so instead of showing the local file as the state.
     const stats = await cliAsync(["stats", "-w", ws], { env: { LEDGERLOOP_STATE_URL: db.url } });
     expect(stats.code).toBe(2);
-    expect(stats.stderr).toMatch(/reading them from PostgreSQL \(--state \/ LEDGERLOOP_STATE_URL\) is not implemented yet \(.*context, memory.*take --state; logs and stats are about this machine's files\)/);
+    expect(stats.stderr).toMatch(
+      /reading them from PostgreSQL \(--state \/ LEDGERLOOP_STATE_URL\) is not implemented yet \(.*context, memory.*take --state; logs and stats are about this machine's files\)/,
+    );
   });
 
   it("a refused password or an unreachable server is one line before anything runs", async () => {

@@ -21,7 +21,8 @@ const noServicesLeft = (ws: string) => noProcessesLeft(ws, /services\/(api|web)\
 
 type Ev = { type: string; causedBy: string | null; payload: Record<string, unknown> };
 const ledgerOf = (ws: string, thread: string) => jsonLines<Ev>(cli(["ledger", thread, "-w", ws, "--json"]).stdout);
-const feedbackOf = (events: Ev[]) => events.filter((e) => e.type === "environment_feedback").map((e) => e.payload as { tool: string; status: string; output: string });
+const feedbackOf = (events: Ev[]) =>
+  events.filter((e) => e.type === "environment_feedback").map((e) => e.payload as { tool: string; status: string; output: string });
 
 describe(`services example (sandbox ${level})`, () => {
   it("runs straight through: the dashboard reaches both services, they are stopped, nothing is left", async () => {
@@ -32,7 +33,15 @@ describe(`services example (sandbox ${level})`, () => {
     const events = ledgerOf(ws, "S");
     const fb = feedbackOf(events);
     expect(fb.map((f) => `${f.tool}:${f.status}`)).toEqual([
-      "start_process:ok", "start_process:ok", "run_command:ok", "run_command:ok", "process_status:ok", "process_output:ok", "stop_process:ok", "stop_process:ok", "finish:ok",
+      "start_process:ok",
+      "start_process:ok",
+      "run_command:ok",
+      "run_command:ok",
+      "process_status:ok",
+      "process_output:ok",
+      "stop_process:ok",
+      "stop_process:ok",
+      "finish:ok",
     ]);
     expect(fb[2]!.output).toContain("dashboard: all services healthy");
     expect(fb[3]!.output).toContain('{"service":"api","status":"ok"}');

@@ -18,7 +18,10 @@ const PAGE = 4096;
 /** sha256 of every state.db* file of a state dir: what "nothing was written" is checked against. */
 function stateFiles(stateDir: string): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const f of fs.readdirSync(stateDir).filter((n) => n.startsWith("state.db")).sort()) {
+  for (const f of fs
+    .readdirSync(stateDir)
+    .filter((n) => n.startsWith("state.db"))
+    .sort()) {
     const bytes = fs.readFileSync(path.join(stateDir, f));
     // An empty WAL or shared-memory file created by opening is not a write to the database.
     if (bytes.length > 0 && !f.endsWith("-shm")) out[f] = createHash("sha256").update(bytes).digest("hex");
@@ -49,7 +52,7 @@ describe("a state database damaged in the middle", () => {
     thread = JSON.parse(r.stdout).thread;
     const db = new Database(path.join(demo, ".ledgerloop/state.db"));
     db.pragma("wal_checkpoint(TRUNCATE)");
-    checkpoint = (db.prepare("SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? ORDER BY checkpoint_id LIMIT 1 OFFSET 10").pluck().get(thread)) as string;
+    checkpoint = db.prepare("SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? ORDER BY checkpoint_id LIMIT 1 OFFSET 10").pluck().get(thread) as string;
     revTreesPage = db.prepare("SELECT rootpage FROM sqlite_master WHERE name = 'll_rev_trees'").pluck().get() as number;
     pages = db.pragma("page_count", { simple: true }) as number;
     db.close();

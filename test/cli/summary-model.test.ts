@@ -43,7 +43,22 @@ describe("--summary-model", () => {
     const ws = tempWorkspace(undefined, { "README.md": "# notes\n", "ledgerloop.config.json": JSON.stringify(PRICES) });
     const s = await stub();
     const r = await cliAsync(
-      ["run", "Write notes.txt", "-w", ws, "--model", "openai:big-model", "--summary-model", "openai:small-model", "--thread", "S", "--json", "-q", "--sandbox", "none"],
+      [
+        "run",
+        "Write notes.txt",
+        "-w",
+        ws,
+        "--model",
+        "openai:big-model",
+        "--summary-model",
+        "openai:small-model",
+        "--thread",
+        "S",
+        "--json",
+        "-q",
+        "--sandbox",
+        "none",
+      ],
       { env: env(s.url), timeoutMs: 90_000 },
     );
     expect(r.code, r.stderr).toBe(0);
@@ -54,7 +69,9 @@ describe("--summary-model", () => {
     expect(onWire.filter(([n]) => n === "plan")).toHaveLength(1);
     expect(onWire.some(([n]) => n === "other")).toBe(true); // the end-of-run reflection
 
-    const calls = jsonLines<{ payload: { node: string; model: string; costUsd: number } }>(cli(["ledger", "S", "-w", ws, "--json", "--type", "model_call"]).stdout);
+    const calls = jsonLines<{ payload: { node: string; model: string; costUsd: number } }>(
+      cli(["ledger", "S", "-w", ws, "--json", "--type", "model_call"]).stdout,
+    );
     for (const c of calls) expect(c.payload.model).toBe(c.payload.node === "decide" ? "openai:big-model" : "openai:small-model");
 
     const report = JSON.parse(cli(["report", "S", "-w", ws, "--json"]).stdout) as {
@@ -71,7 +88,10 @@ describe("--summary-model", () => {
   }, 180_000);
 
   it("summaryModel in ledgerloop.config.json does the same", async () => {
-    const ws = tempWorkspace(undefined, { "README.md": "# notes\n", "ledgerloop.config.json": JSON.stringify({ ...PRICES, summaryModel: "openai:small-model" }) });
+    const ws = tempWorkspace(undefined, {
+      "README.md": "# notes\n",
+      "ledgerloop.config.json": JSON.stringify({ ...PRICES, summaryModel: "openai:small-model" }),
+    });
     const s = await stub();
     const r = await cliAsync(["run", "Write notes.txt", "-w", ws, "--model", "openai:big-model", "--thread", "K", "--json", "-q", "--sandbox", "none"], {
       env: env(s.url),
@@ -88,7 +108,24 @@ describe("--summary-model", () => {
     const s = await stub();
     // plan (small, $0.0018) + decide 1 (big, $0.018) = $0.0198: the second decide would start past $0.019.
     const r = await cliAsync(
-      ["run", "Write notes.txt", "-w", ws, "--model", "openai:big-model", "--summary-model", "openai:small-model", "--thread", "P", "--json", "-q", "--sandbox", "none", "--max-cost", "0.019"],
+      [
+        "run",
+        "Write notes.txt",
+        "-w",
+        ws,
+        "--model",
+        "openai:big-model",
+        "--summary-model",
+        "openai:small-model",
+        "--thread",
+        "P",
+        "--json",
+        "-q",
+        "--sandbox",
+        "none",
+        "--max-cost",
+        "0.019",
+      ],
       { env: env(s.url), timeoutMs: 90_000 },
     );
     expect(r.code, r.stderr).toBe(3);
@@ -103,9 +140,12 @@ describe("--summary-model", () => {
 
   it("an unknown summary model spec is refused before anything runs", () => {
     const ws = tempWorkspace(undefined, { "README.md": "# notes\n" });
-    const r = cli(["run", "Write notes.txt", "-w", ws, "--model", "openai:big-model", "--summary-model", "claude:whatever", "--json", "-q", "--sandbox", "none"], {
-      env: env("http://127.0.0.1:9"),
-    });
+    const r = cli(
+      ["run", "Write notes.txt", "-w", ws, "--model", "openai:big-model", "--summary-model", "claude:whatever", "--json", "-q", "--sandbox", "none"],
+      {
+        env: env("http://127.0.0.1:9"),
+      },
+    );
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/unknown model "claude:whatever"/);
     expect(jsonLines(cli(["threads", "-w", ws, "--json"]).stdout)).toEqual([]);

@@ -36,7 +36,9 @@ describe("time travel, search and storage through the CLI, on the demo run", () 
     expect(JSON.parse(r.stdout)).toMatchObject({ fromThread: thread, fromCheckpoint: beforeAct(4) });
     // diff without --from/--to is the whole run: the same as from its first checkpoint to its latest.
     const whole = JSON.parse(cli(["diff", thread, "-w", ws, "--stat", "--json"]).stdout);
-    const explicit = JSON.parse(cli(["diff", thread, "-w", ws, "--stat", "--json", "--from", history.at(-1)!.checkpointId, "--to", history[0]!.checkpointId]).stdout);
+    const explicit = JSON.parse(
+      cli(["diff", thread, "-w", ws, "--stat", "--json", "--from", history.at(-1)!.checkpointId, "--to", history[0]!.checkpointId]).stdout,
+    );
     expect(whole.stat.length).toBeGreaterThan(0);
     expect(whole).toEqual(explicit);
     const missing = cli(["history", thread, "-w", ws, "--step", "99"]);
@@ -91,7 +93,9 @@ describe("time travel, search and storage through the CLI, on the demo run", () 
 
   it("rewind restores the files of a checkpoint (search follows them), and resume finishes the run again", () => {
     const hits = (q: string) =>
-      (JSON.parse(cli(["search", q, "-w", ws, "--json"]).stdout).results as Array<{ path: string; preview: string }>).filter((h) => h.path === "dashboard/aggregate.js");
+      (JSON.parse(cli(["search", q, "-w", ws, "--json"]).stdout).results as Array<{ path: string; preview: string }>).filter(
+        (h) => h.path === "dashboard/aggregate.js",
+      );
     // Search answers from what the files hold (n-grams, symbols, paths; no vectors without a running
     // Chroma server): the fork above, run as printed, may have left the workspace at an earlier step.
     const aggregate = () => fs.readFileSync(path.join(ws, "dashboard/aggregate.js"), "utf8");
@@ -100,7 +104,11 @@ describe("time travel, search and storage through the CLI, on the demo run", () 
     expect(r.code, r.stderr).toBe(0);
     expect(fs.readFileSync(path.join(ws, "dashboard/aggregate.js"), "utf8")).toContain("not implemented");
     // The index follows the branch: the implementation the rewind undid is no longer found.
-    expect(hits("AbortSignal timeout probe").map((h) => h.preview).join("\n")).not.toContain("AbortSignal");
+    expect(
+      hits("AbortSignal timeout probe")
+        .map((h) => h.preview)
+        .join("\n"),
+    ).not.toContain("AbortSignal");
     fs.writeFileSync(path.join(ws, "scratch.txt"), "mine\n");
     const refused = cli(["rewind", thread, "-w", ws, "--to", beforeAct(5)]);
     expect(refused.code).toBe(1);

@@ -28,7 +28,9 @@ describePg("time travel from the CLI on a PostgreSQL state", () => {
 
   beforeAll(async () => {
     ws = tempWorkspace(DEMO_WORKSPACE);
-    const r = await cliAsync(["run", DEMO_TASK, "-w", ws, "--model", `scripted:${DEMO_TRAJECTORY}`, "--thread", "T", ...state(), "--json", "-q"], { timeoutMs: 170_000 });
+    const r = await cliAsync(["run", DEMO_TASK, "-w", ws, "--model", `scripted:${DEMO_TRAJECTORY}`, "--thread", "T", ...state(), "--json", "-q"], {
+      timeoutMs: 170_000,
+    });
     expect(r.code, r.stderr).toBe(0);
     finalTree = readTree(ws);
     const h = await cliAsync(["history", "T", "-w", ws, ...state(), "--json"]);
@@ -85,7 +87,9 @@ describePg("time travel from the CLI on a PostgreSQL state", () => {
     // checkpoint of the thread stored under the same versions (RedactingPostgresSaver.getNextVersion).
     expect(after[0]).toMatchObject({ checkpointId: rew.checkpointId, parentCheckpointId: beforeAct(5), next: ["act"] });
     // And the ledger there continues on the target's branch with the time_travel event.
-    const ledger = jsonLines<{ type: string; payload: { kind?: string; toCheckpoint?: string } }>((await cliAsync(["ledger", "T", ...state(), "--json"])).stdout);
+    const ledger = jsonLines<{ type: string; payload: { kind?: string; toCheckpoint?: string } }>(
+      (await cliAsync(["ledger", "T", ...state(), "--json"])).stdout,
+    );
     expect(ledger.at(-1)).toMatchObject({ type: "time_travel", payload: { kind: "rewind", toCheckpoint: beforeAct(5) } });
 
     const resumed = await cliAsync(["resume", "T", "-w", ws, ...state(), "--json", "-q"], { timeoutMs: 170_000 });
@@ -155,8 +159,14 @@ describePg("time travel from the CLI on a PostgreSQL state", () => {
     await c.connect();
     try {
       await c.query("INSERT INTO ll_submissions (thread_id, task, source, settings, submitted_at) VALUES ('T', 'x', '{}', '{}', 'now') ON CONFLICT DO NOTHING");
-      await c.query("INSERT INTO ll_run_leases (thread_id, state, worker, token, expires_at) VALUES ('T', 'held', 'host:42:abc', 'tok', now() + interval '1 hour')");
-      for (const args of [["resume", "T"], ["rewind", "T", "--to", beforeAct(5)], ["fork", "T", "--at", beforeAct(5), "--thread", "H"]]) {
+      await c.query(
+        "INSERT INTO ll_run_leases (thread_id, state, worker, token, expires_at) VALUES ('T', 'held', 'host:42:abc', 'tok', now() + interval '1 hour')",
+      );
+      for (const args of [
+        ["resume", "T"],
+        ["rewind", "T", "--to", beforeAct(5)],
+        ["fork", "T", "--at", beforeAct(5), "--thread", "H"],
+      ]) {
         const r = await cliAsync([...args, "-w", ws, ...state()]);
         expect(r.code, r.stderr).toBe(75);
         expect(r.stderr.trim()).toMatch(new RegExp(`^ledgerloop: run T is being driven by worker host:42:abc; stop that worker .* before \`${args[0]}\`$`));

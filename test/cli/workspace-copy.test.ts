@@ -16,7 +16,10 @@ function hashTree(dir: string): Record<string, string> {
     for (const e of fs.readdirSync(path.join(dir, rel), { withFileTypes: true })) {
       const r = rel ? `${rel}/${e.name}` : e.name;
       if (e.isDirectory()) walk(r);
-      else if (e.isFile()) out[r] = createHash("sha256").update(fs.readFileSync(path.join(dir, r))).digest("hex");
+      else if (e.isFile())
+        out[r] = createHash("sha256")
+          .update(fs.readFileSync(path.join(dir, r)))
+          .digest("hex");
     }
   };
   walk("");

@@ -42,7 +42,11 @@ function synthesize(spec: Spec): { ledger: SqliteLedger; state: TaskStateValue; 
     head = e.id;
     return e;
   };
-  const subtasks: Subtask[] = Array.from({ length: spec.subtasks }, (_, i) => ({ id: `s${i}`, description: `subtask number ${i} `.repeat(3), status: "pending" }));
+  const subtasks: Subtask[] = Array.from({ length: spec.subtasks }, (_, i) => ({
+    id: `s${i}`,
+    description: `subtask number ${i} `.repeat(3),
+    status: "pending",
+  }));
   append("task_spec", { goal: spec.goal, subtasks, source: "deterministic" });
   const decisions: string[] = [];
   spec.turns.forEach((t, i) => {

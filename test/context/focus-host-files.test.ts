@@ -64,14 +64,18 @@ describe("a host file behind a symlink never reaches the prompt nor state.db", (
 
   it("a file read ok and then swapped for a symlink to a host file is not read for the prompt", async () => {
     const ws = tempWorkspace(undefined, { "notes.txt": "my notes\n" });
-    const a = await testAgent(ws, {
-      decide: [
-        call("read_file", { path: "notes.txt" }),
-        call("run_command", { command: `rm notes.txt && ln -s ${hostFile} notes.txt` }),
-        call("list_files", {}),
-        finish,
-      ],
-    }, { approve: "auto" });
+    const a = await testAgent(
+      ws,
+      {
+        decide: [
+          call("read_file", { path: "notes.txt" }),
+          call("run_command", { command: `rm notes.txt && ln -s ${hostFile} notes.txt` }),
+          call("list_files", {}),
+          finish,
+        ],
+      },
+      { approve: "auto" },
+    );
     agents.push(a);
     expect((await a.run("read the notes")).status).toBe("finished");
     expect(fs.lstatSync(path.join(ws, "notes.txt")).isSymbolicLink()).toBe(true);

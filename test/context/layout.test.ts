@@ -61,7 +61,11 @@ async function play(steps: Step[], budget: number, layout: "cache" | "legacy" = 
         toolCalls: s.noTool ? [] : [{ id: `c${i}`, name: "run_command", args: { command: `make t${i}` } }],
       });
       if (!s.noTool) {
-        const action = add("agent_action", { tool: "run_command", args: { command: `make t${i}` }, callId: `c${i}`, step: i + 1, idempotencyKey: `k${i}`, idempotent: false }, call.id);
+        const action = add(
+          "agent_action",
+          { tool: "run_command", args: { command: `make t${i}` }, callId: `c${i}`, step: i + 1, idempotencyKey: `k${i}`, idempotent: false },
+          call.id,
+        );
         const output = Array.from({ length: s.output }, (_, j) => `line ${j} of step ${i}: ${s.ok ? "ok" : "FAIL expected 1 got 2"}`).join("\n");
         add("environment_feedback", { tool: "run_command", status: s.ok ? "ok" : "error", output, durationMs: 1 }, action.id);
         if (s.decision) add("decision", { text: `Decision D${i}: keys carry the tenant id.`, step: i + 1 }, action.id);
@@ -71,7 +75,14 @@ async function play(steps: Step[], budget: number, layout: "cache" | "legacy" = 
       // As the summarize node does: fold what is older than the recent turns.
       const through = (callSeqs.at(-4) ?? 0) - 1;
       if (s.summarize && through > summarisedThrough) {
-        add("summary", { fromSeq: summarisedThrough + 1, toSeq: through, eventIds: [], text: `summary through seq ${through}`, tier: "mid", source: "deterministic" });
+        add("summary", {
+          fromSeq: summarisedThrough + 1,
+          toSeq: through,
+          eventIds: [],
+          text: `summary through seq ${through}`,
+          tier: "mid",
+          source: "deterministic",
+        });
         summarisedThrough = through;
       }
     }
@@ -119,9 +130,23 @@ describe("the cache-friendly layout", () => {
 
   it("a new summary compacts, and the summary moves into the prefix", async () => {
     const quiet = { output: 5, ok: true, decision: false, noTool: false, planChange: false };
-    const steps = [...Array.from({ length: 5 }, () => ({ ...quiet, summarize: false })), { ...quiet, summarize: true }, { ...quiet, summarize: false }, { ...quiet, summarize: false }];
+    const steps = [
+      ...Array.from({ length: 5 }, () => ({ ...quiet, summarize: false })),
+      { ...quiet, summarize: true },
+      { ...quiet, summarize: false },
+      { ...quiet, summarize: false },
+    ];
     const prompts = await play(steps, 20_000);
-    expect(prompts.map((p) => p.layout.built)).toEqual(["compaction", "extension", "extension", "extension", "extension", "extension", "compaction", "extension"]);
+    expect(prompts.map((p) => p.layout.built)).toEqual([
+      "compaction",
+      "extension",
+      "extension",
+      "extension",
+      "extension",
+      "extension",
+      "compaction",
+      "extension",
+    ]);
     expect(prompts[6]!.layout.reason).toBe("summary");
     expect(prompts[6]!.messages[1]!.content).toContain("# Earlier history (summarised)");
     expect(prompts[5]!.messages[1]!.content).not.toContain("# Earlier history");
@@ -129,11 +154,18 @@ describe("the cache-friendly layout", () => {
 
   it("the legacy layout rebuilds the first message every step (the baseline the bench compares with)", async () => {
     const quiet = { output: 30, ok: true, decision: false, summarize: false, noTool: false, planChange: false };
-    const prompts = await play(Array.from({ length: 6 }, () => quiet), 20_000, "legacy");
+    const prompts = await play(
+      Array.from({ length: 6 }, () => quiet),
+      20_000,
+      "legacy",
+    );
     const reuse = prompts.slice(1).map((p, i) => prefixReuse(prompts[i]!.messages, p.messages, counter).ratio);
     expect(prompts.every((p) => p.layout.built === "compaction")).toBe(true);
     expect(Math.max(...reuse)).toBeLessThan(0.6);
-    const cache = await play(Array.from({ length: 6 }, () => quiet), 20_000);
+    const cache = await play(
+      Array.from({ length: 6 }, () => quiet),
+      20_000,
+    );
     const cacheReuse = cache.slice(1).map((p, i) => prefixReuse(cache[i]!.messages, p.messages, counter).ratio);
     // Each step of the same run reuses more in the cache layout, and more the longer the log is.
     cacheReuse.forEach((r, i) => expect(r).toBeGreaterThan(reuse[i]!));

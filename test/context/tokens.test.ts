@@ -89,8 +89,22 @@ describe("token counting", () => {
   it("never counts fewer tokens than the tokenizer for long pieces (the budget stays an upper bound)", () => {
     const r = rng(42);
     const alphabets = [
-      "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "aeiou", "ab", "A", "=-", "!@#$%^&*()", " \t", "\n ",
-      "日本語漢字かなカナ", "абвгдежзий", "é̃ä", "😀🎉", "etaoinshrdlu", "thequickbrownfox", "/\n",
+      "abcdefghijklmnopqrstuvwxyz",
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+      "aeiou",
+      "ab",
+      "A",
+      "=-",
+      "!@#$%^&*()",
+      " \t",
+      "\n ",
+      "日本語漢字かなカナ",
+      "абвгдежзий",
+      "é̃ä",
+      "😀🎉",
+      "etaoinshrdlu",
+      "thequickbrownfox",
+      "/\n",
     ];
     let estimated = 0;
     for (let t = 0; t < 240; t++) {
@@ -98,7 +112,11 @@ describe("token counting", () => {
       const len = MAX_EXACT_PIECE + 1 + Math.floor(r() * 2_000);
       let piece = "";
       while (piece.length < len) piece += chars[Math.floor(r() * chars.length)];
-      if (t % 3 === 0) piece = piece.slice(0, 7).repeat(Math.ceil(len / 7)).slice(0, len);
+      if (t % 3 === 0)
+        piece = piece
+          .slice(0, 7)
+          .repeat(Math.ceil(len / 7))
+          .slice(0, len);
       const text = t % 2 ? `let a = 1;\n${piece}\nlet b = 2;\n` : piece;
       const got = countLinear(text, split, exact);
       const truth = exact(text);

@@ -46,7 +46,13 @@ describe("what a run's commands used", () => {
   });
 
   it("has nothing to name for a run whose commands were never measured", () => {
-    expect(commandTotals([feedback(1, { command: "true", exitCode: 0 })], stepOf)).toEqual({ count: 1, measured: 0, cpuMs: 0, mostCpu: null, highestPeak: null });
+    expect(commandTotals([feedback(1, { command: "true", exitCode: 0 })], stepOf)).toEqual({
+      count: 1,
+      measured: 0,
+      cpuMs: 0,
+      mostCpu: null,
+      highestPeak: null,
+    });
     expect(commandTotals([], stepOf)).toEqual({ count: 0, measured: 0, cpuMs: 0, mostCpu: null, highestPeak: null });
   });
 });

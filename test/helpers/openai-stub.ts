@@ -318,7 +318,8 @@ function handleEmbeddings(o: StubEmbeddingsOptions, req: http.IncomingMessage, r
     return;
   }
   if (fault === "hang") return;
-  if (typeof fault === "number") return sendJson(res, fault, errorBody(`openai-stub: scripted HTTP ${fault}`, fault >= 500 ? "server_error" : "invalid_request_error"));
+  if (typeof fault === "number")
+    return sendJson(res, fault, errorBody(`openai-stub: scripted HTTP ${fault}`, fault >= 500 ? "server_error" : "invalid_request_error"));
   if (fault === "html") {
     res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
     return void res.end("<html><body>Proxy login required</body></html>");

@@ -19,7 +19,9 @@ export interface PgCluster {
 }
 
 function bin(name: string): string | null {
-  for (const d of (process.env.PATH ?? "").split(":").concat(fs.existsSync("/usr/lib/postgresql") ? fs.readdirSync("/usr/lib/postgresql").map((v) => `/usr/lib/postgresql/${v}/bin`) : [])) {
+  for (const d of (process.env.PATH ?? "")
+    .split(":")
+    .concat(fs.existsSync("/usr/lib/postgresql") ? fs.readdirSync("/usr/lib/postgresql").map((v) => `/usr/lib/postgresql/${v}/bin`) : [])) {
     if (fs.existsSync(path.join(d, name))) return path.join(d, name);
   }
   return null;

@@ -44,7 +44,10 @@ async function admin<T>(base: string, fn: (c: pg.Client) => Promise<T>): Promise
  */
 export async function createTestDatabase(label = "t", base = TEST_PG_URL): Promise<{ url: string; name: string; drop(): Promise<void> }> {
   if (!base) throw new Error(PG_SKIP_REASON);
-  const name = `ll_${label.replace(/[^a-z0-9_]/gi, "_").toLowerCase().slice(0, 30)}_${process.pid}_${randomBytes(4).toString("hex")}`;
+  const name = `ll_${label
+    .replace(/[^a-z0-9_]/gi, "_")
+    .toLowerCase()
+    .slice(0, 30)}_${process.pid}_${randomBytes(4).toString("hex")}`;
   await admin(base, (c) => c.query(`CREATE DATABASE "${name}"`));
   return {
     url: withDatabase(base, name),

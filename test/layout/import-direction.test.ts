@@ -51,12 +51,24 @@ describe("import direction: core ← agent/tools ← agent/nodes ← agent ← r
       { path: "src/memory/lessons.ts", text: `const m = await import("../web/server.js");\n` },
       { path: "src/agent/tools/read-file.ts", text: `import "../../state.js";\n\nimport { createActNode } from "../nodes/act.js";\n` },
       { path: "src/agent/nodes/act.ts", text: `import { keepRun } from "../run-keeping.js";\nimport { getTool } from "../tools/index.js";\n` },
-      { path: "src/agent/graph.ts", text: `import { driveRun } from "../runs/drive.js";\nimport { createActNode } from "./nodes/act.js";\nimport { createRuntime } from "../runtime.js";\n` },
+      {
+        path: "src/agent/graph.ts",
+        text: `import { driveRun } from "../runs/drive.js";\nimport { createActNode } from "./nodes/act.js";\nimport { createRuntime } from "../runtime.js";\n`,
+      },
       { path: "src/runs/drive.ts", text: `import { createCodingAgent } from "../agent/graph.js";\nimport { log } from "../cli/common.js";\n` },
       // runs and inspect are siblings: neither imports the other; both import the rings inside.
-      { path: "src/runs/delete.ts", text: `import { listThreads } from "../inspect/threads.js";\nimport { openExistingState } from "../ledger/open-state.js";\n` },
-      { path: "src/inspect/history.ts", text: `import { getStats } from "./stats.js";\nimport type { ForkArgs } from "../runs/thread-time-travel.js";\nconst c = await import("../cli/common.js");\n` },
-      { path: "src/inspect/report.ts", text: `import { createCodingAgent } from "../agent/graph.js";\nimport { openExistingState } from "../ledger/open-state.js";\n` },
+      {
+        path: "src/runs/delete.ts",
+        text: `import { listThreads } from "../inspect/threads.js";\nimport { openExistingState } from "../ledger/open-state.js";\n`,
+      },
+      {
+        path: "src/inspect/history.ts",
+        text: `import { getStats } from "./stats.js";\nimport type { ForkArgs } from "../runs/thread-time-travel.js";\nconst c = await import("../cli/common.js");\n`,
+      },
+      {
+        path: "src/inspect/report.ts",
+        text: `import { createCodingAgent } from "../agent/graph.js";\nimport { openExistingState } from "../ledger/open-state.js";\n`,
+      },
       // eval runs tasks through runs/; runs never reaches out to eval, eval never to the entry points.
       { path: "src/runs/start.ts", text: `import { runEval } from "../eval/eval.js";\n` },
       { path: "src/eval/run-task.ts", text: `import { driveRun } from "../runs/drive.js";\nimport { log } from "../cli/common.js";\n` },
@@ -101,7 +113,10 @@ describe("no import cycles, inside the core's folders too", () => {
       { path: "src/chain1.ts", text: `import "./chain2.js";\n` },
       { path: "src/chain2.ts", text: `import "./a.js";\n` },
     ];
-    expect(importCycles(files).sort()).toEqual([["src/a.ts", "src/b.ts", "src/sub/c.ts"], ["src/x.ts", "src/y.ts"]]);
+    expect(importCycles(files).sort()).toEqual([
+      ["src/a.ts", "src/b.ts", "src/sub/c.ts"],
+      ["src/x.ts", "src/y.ts"],
+    ]);
   });
 
   it("finds a loop between two core folders (and a loose file) that no file cycle shows", () => {
@@ -146,7 +161,10 @@ const KNOWN_CORE_LOOP = [
 describe("loops among the core's folders", () => {
   it("are the known one at most, no larger", () => {
     const loops = coreFolderCycles(sources());
-    expect(loops.filter((l) => l.some((u) => !KNOWN_CORE_LOOP.includes(u))), "a new loop among the core's folders").toEqual([]);
+    expect(
+      loops.filter((l) => l.some((u) => !KNOWN_CORE_LOOP.includes(u))),
+      "a new loop among the core's folders",
+    ).toEqual([]);
     expect(loops.flat().sort(), "the known loop shrank: drop the units that left it from KNOWN_CORE_LOOP").toEqual(KNOWN_CORE_LOOP);
   });
 });

@@ -61,7 +61,26 @@ describe("settings declared once", () => {
       await expect(settingsFromFlags(parsed, RUN_FLAG_SETTINGS), args.join(" ")).rejects.toThrow(re);
     }
     // Good values come out typed, under the settings' own names.
-    await program.parseAsync(["node", "ll", "run", "task", "--budget", "4000", "--vectors", "off", "--allow", "make", "--allow", "just build", "--allow-network"]);
-    expect(await settingsFromFlags(parsed, RUN_FLAG_SETTINGS)).toEqual({ budgetTokens: 4000, vectors: "off", allow: ["make", "just build"], allowNetwork: true });
+    await program.parseAsync([
+      "node",
+      "ll",
+      "run",
+      "task",
+      "--budget",
+      "4000",
+      "--vectors",
+      "off",
+      "--allow",
+      "make",
+      "--allow",
+      "just build",
+      "--allow-network",
+    ]);
+    expect(await settingsFromFlags(parsed, RUN_FLAG_SETTINGS)).toEqual({
+      budgetTokens: 4000,
+      vectors: "off",
+      allow: ["make", "just build"],
+      allowNetwork: true,
+    });
   });
 });

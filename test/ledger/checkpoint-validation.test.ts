@@ -34,7 +34,9 @@ const TOKEN = "ghp_" + "c".repeat(36);
 async function expectRedacted(saver: BaseCheckpointSaver): Promise<void> {
   const thread_id = uuid6(1);
   const cp = { ...emptyCheckpoint(), id: uuid6(1), channel_values: { goal: `deploy with ${TOKEN}` }, channel_versions: { goal: 1 } };
-  const cfg = await saver.put({ configurable: { thread_id, checkpoint_ns: "" } }, cp, { source: "input", step: -1, parents: {}, note: TOKEN } as never, { goal: 1 });
+  const cfg = await saver.put({ configurable: { thread_id, checkpoint_ns: "" } }, cp, { source: "input", step: -1, parents: {}, note: TOKEN } as never, {
+    goal: 1,
+  });
   await saver.putWrites(cfg, [["goal", `again ${TOKEN}`]], "task-1");
   const got = await saver.getTuple(cfg);
   const text = JSON.stringify(got);

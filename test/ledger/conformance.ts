@@ -65,23 +65,19 @@ export function ledgerConformance(name: string, factory: LedgerFactory): void {
     });
 
     it("validates payloads per type and names the bad field", async () => {
-      await expect(
-        ledger.append({ threadId: "t", parentId: null, type: "decision", payload: { text: 5 } as never }),
-      ).rejects.toThrow(/invalid decision event: text/);
-      await expect(
-        ledger.append({ threadId: "t", parentId: null, type: "no_such_type" as never, payload: {} as never }),
-      ).rejects.toBeInstanceOf(LedgerError);
+      await expect(ledger.append({ threadId: "t", parentId: null, type: "decision", payload: { text: 5 } as never })).rejects.toThrow(
+        /invalid decision event: text/,
+      );
+      await expect(ledger.append({ threadId: "t", parentId: null, type: "no_such_type" as never, payload: {} as never })).rejects.toBeInstanceOf(LedgerError);
       expect(await ledger.list("t")).toEqual([]);
     });
 
     it("refuses a parent from another thread or one that does not exist", async () => {
       const [a] = await chain("t1", 1);
-      await expect(
-        ledger.append({ threadId: "t2", parentId: a!.id, type: "decision", payload: { text: "x", step: 0 } }),
-      ).rejects.toThrow(/does not exist in thread t2/);
-      await expect(
-        ledger.append({ threadId: "t1", parentId: "nope", type: "decision", payload: { text: "x", step: 0 } }),
-      ).rejects.toThrow(/does not exist/);
+      await expect(ledger.append({ threadId: "t2", parentId: a!.id, type: "decision", payload: { text: "x", step: 0 } })).rejects.toThrow(
+        /does not exist in thread t2/,
+      );
+      await expect(ledger.append({ threadId: "t1", parentId: "nope", type: "decision", payload: { text: "x", step: 0 } })).rejects.toThrow(/does not exist/);
     });
 
     it("is idempotent on (thread, key): a second append returns the first event", async () => {
@@ -231,8 +227,18 @@ export function ledgerConformance(name: string, factory: LedgerFactory): void {
     it("tells which events lie on a branch, without and with forks", async () => {
       const trunk = await chain("t", 3);
       const all = [...trunk];
-      expect(await ledger.onBranch(trunk[2]!.id, trunk.map((e) => e.id))).toEqual(new Set(trunk.map((e) => e.id)));
-      expect(await ledger.onBranch(trunk[1]!.id, trunk.map((e) => e.id))).toEqual(new Set([trunk[0]!.id, trunk[1]!.id]));
+      expect(
+        await ledger.onBranch(
+          trunk[2]!.id,
+          trunk.map((e) => e.id),
+        ),
+      ).toEqual(new Set(trunk.map((e) => e.id)));
+      expect(
+        await ledger.onBranch(
+          trunk[1]!.id,
+          trunk.map((e) => e.id),
+        ),
+      ).toEqual(new Set([trunk[0]!.id, trunk[1]!.id]));
       const side = await chain("t", 2, trunk[0]!.id); // a fork after the first event
       all.push(...side);
       const ids = all.map((e) => e.id);

@@ -7,8 +7,18 @@ import type { Ledger } from "../../src/ledger/port.js";
  */
 export async function seedRunEvents(ledger: Ledger, thread: string, sharedPrompt: string): Promise<string> {
   const own = await ledger.putBlob(`the prompt only ${thread} saw`);
-  const c = await ledger.append({ threadId: thread, parentId: null, type: "context_built", payload: { step: 1, promptRef: sharedPrompt, tokens: 3, budget: 100, items: [], omitted: [] } });
-  const m = await ledger.append({ threadId: thread, parentId: c.id, type: "model_call", payload: { node: "decide", turn: 1, model: "m", promptRef: own, content: "", toolCalls: [] } });
+  const c = await ledger.append({
+    threadId: thread,
+    parentId: null,
+    type: "context_built",
+    payload: { step: 1, promptRef: sharedPrompt, tokens: 3, budget: 100, items: [], omitted: [] },
+  });
+  const m = await ledger.append({
+    threadId: thread,
+    parentId: c.id,
+    type: "model_call",
+    payload: { node: "decide", turn: 1, model: "m", promptRef: own, content: "", toolCalls: [] },
+  });
   const a = await ledger.append({
     threadId: thread,
     parentId: m.id,

@@ -47,7 +47,11 @@ async function seed(): Promise<Seeded> {
   for (const t of ["A", "B"]) {
     new RunRegistry(db).register(t, `goal of ${t}`, SETTINGS, { origin: "cli" });
     own[t] = await seedRunEvents(ledger, t, shared);
-    const cp = await saver.put({ configurable: { thread_id: t, checkpoint_ns: "" } }, { ...emptyCheckpoint(), id: uuid6(1) }, { source: "input", step: -1, parents: {} });
+    const cp = await saver.put(
+      { configurable: { thread_id: t, checkpoint_ns: "" } },
+      { ...emptyCheckpoint(), id: uuid6(1) },
+      { source: "input", step: -1, parents: {} },
+    );
     await saver.putWrites(cp, [["goal", "x"]], "task-1");
     fs.mkdirSync(path.dirname(runLogFile(dir, t)), { recursive: true });
     fs.writeFileSync(runLogFile(dir, t), "{}\n");
@@ -59,7 +63,11 @@ async function seed(): Promise<Seeded> {
   return { dir, db, ledger, shared, own };
 }
 
-const rows = (db: Database.Database, sql: string, ...args: unknown[]) => db.prepare(sql).pluck().get(...args) as number;
+const rows = (db: Database.Database, sql: string, ...args: unknown[]) =>
+  db
+    .prepare(sql)
+    .pluck()
+    .get(...args) as number;
 
 describe("deleting a run whole (SQLite)", () => {
   it("says what would go without writing, then removes every record of the run and nothing of another", async () => {
@@ -71,7 +79,13 @@ describe("deleting a run whole (SQLite)", () => {
     expect(await s.ledger.deletedThreads()).toEqual([]);
     expect(deleteRunRecords(s.db, s.dir, "B")).toEqual(fp);
     expect(await s.ledger.deletedThreads()).toEqual(["B"]);
-    for (const [table, column] of [["ll_events", "thread_id"], ["checkpoints", "thread_id"], ["writes", "thread_id"], ["ll_runs", "thread_id"], ["ll_deleting", "thread_id"]]) {
+    for (const [table, column] of [
+      ["ll_events", "thread_id"],
+      ["checkpoints", "thread_id"],
+      ["writes", "thread_id"],
+      ["ll_runs", "thread_id"],
+      ["ll_deleting", "thread_id"],
+    ]) {
       expect(rows(s.db, `SELECT COUNT(*) FROM ${table} WHERE ${column} = 'B'`), table).toBe(0);
     }
     expect(rows(s.db, "SELECT COUNT(*) FROM ll_action_starts WHERE action_id LIKE 'task-B/%'")).toBe(0);

@@ -12,7 +12,9 @@ describe("event schemas load on the first append", () => {
   it("refuses appendSync before any append, then validates every append", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ll-lazy-schemas-"));
     const ledger = new SqliteLedger(openStateDb(path.join(dir, "state.db")));
-    expect(() => ledger.appendSync({ threadId: "t", parentId: null, type: "decision", payload: { text: "a", step: 0 } })).toThrow(/event schemas are not loaded/);
+    expect(() => ledger.appendSync({ threadId: "t", parentId: null, type: "decision", payload: { text: "a", step: 0 } })).toThrow(
+      /event schemas are not loaded/,
+    );
     expect(await ledger.list("t")).toEqual([]);
     await expect(ledger.append({ threadId: "t", parentId: null, type: "decision", payload: { text: 1 } as never })).rejects.toThrow(/invalid decision event/);
     const a = await ledger.append({ threadId: "t", parentId: null, type: "decision", payload: { text: "a", step: 0 } });

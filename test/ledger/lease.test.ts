@@ -22,7 +22,11 @@ function freshDb(): { db: Database.Database; file: string } {
 }
 
 /** Puts a lease row as another process would have left it. */
-function plant(db: Database.Database, scope: string, h: { host?: string; bootId?: string; pid: number; start: string | null; heartbeatAt?: number; expiresAt?: number }) {
+function plant(
+  db: Database.Database,
+  scope: string,
+  h: { host?: string; bootId?: string; pid: number; start: string | null; heartbeatAt?: number; expiresAt?: number },
+) {
   const t = Date.now();
   const boot = h.bootId ?? fs.readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
   db.prepare(
@@ -138,4 +142,3 @@ const until = Date.now() + 3000; while (Date.now() < until) {}
     });
   }, 60_000);
 });
-

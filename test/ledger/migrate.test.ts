@@ -42,12 +42,27 @@ async function sqliteSource(opts: { runner?: boolean } = {}): Promise<string> {
   const saver = new RedactingSqliteSaver(db, createRedactor([]));
   const ledger = new SqliteLedger(db);
   new RunRegistry(db).register("N", "a goal", SETTINGS, { origin: "script", ...(opts.runner ? { runner: currentRunner() } : {}) });
-  const c1 = await saver.put({ configurable: { thread_id: "N", checkpoint_ns: "" } }, checkpoint(uuid6(1), { goal: "a goal" }), { source: "input", step: -1, parents: {} });
+  const c1 = await saver.put({ configurable: { thread_id: "N", checkpoint_ns: "" } }, checkpoint(uuid6(1), { goal: "a goal" }), {
+    source: "input",
+    step: -1,
+    parents: {},
+  });
   const c2 = await saver.put(c1, checkpoint(uuid6(2), { goal: "a goal", step: 1 }), { source: "loop", step: 0, parents: {} });
-  await saver.putWrites(c2, [["step", 2], ["goal", "next"]], "task-a");
+  await saver.putWrites(
+    c2,
+    [
+      ["step", 2],
+      ["goal", "next"],
+    ],
+    "task-a",
+  );
   await saver.putWrites(c2, [["__error__", { message: "boom" }]], "task-a");
   await saver.putWrites(c2, [["__interrupt__", [{ value: "approve?" }]]], "task-b");
-  await saver.put({ configurable: { thread_id: "N", checkpoint_ns: "sub:1" } }, checkpoint(uuid6(3), { inner: true }), { source: "loop", step: 0, parents: { "": c2.configurable!.checkpoint_id } });
+  await saver.put({ configurable: { thread_id: "N", checkpoint_ns: "sub:1" } }, checkpoint(uuid6(3), { inner: true }), {
+    source: "loop",
+    step: 0,
+    parents: { "": c2.configurable!.checkpoint_id },
+  });
   const e1 = await ledger.append({ threadId: "N", parentId: null, type: "decision", payload: { text: "one", step: 0 } });
   await ledger.append({ threadId: "N", parentId: e1.id, type: "decision", payload: { text: "two", step: 1 } });
   const store = new SqliteStore(db);
@@ -89,7 +104,9 @@ describePg("migrateState", () => {
       expect((original[1] as { writes: string[] }).writes).toHaveLength(4);
 
       const there = await migrateState({ from: src, to: target.url });
-      expect(there.threads).toEqual([expect.objectContaining({ thread: "N", result: "migrated", source: expect.objectContaining({ checkpoints: 3, writes: 4, events: 2 }) })]);
+      expect(there.threads).toEqual([
+        expect.objectContaining({ thread: "N", result: "migrated", source: expect.objectContaining({ checkpoints: 3, writes: 4, events: 2 }) }),
+      ]);
       expect(there.lessons).toEqual({ source: 3, copied: 3, present: 0, kept: 0, missing: 0 });
       const st = await openPgState(target.url, { migrate: false });
       try {

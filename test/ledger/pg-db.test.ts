@@ -95,7 +95,9 @@ describePg("PostgreSQL state database", () => {
     await first.close();
     const e = await failure(db.url, { schema });
     expect(e.code).toBe("STATE_DB_NEWER");
-    expect(e.message).toMatch(new RegExp(`has schema version ${PG_SCHEMA_VERSION + 1}, newer than this ledgerloop understands \\(${PG_SCHEMA_VERSION}\\); upgrade ledgerloop`));
+    expect(e.message).toMatch(
+      new RegExp(`has schema version ${PG_SCHEMA_VERSION + 1}, newer than this ledgerloop understands \\(${PG_SCHEMA_VERSION}\\); upgrade ledgerloop`),
+    );
     expect(e.message).not.toContain(new URL(db.url).password);
     // Read-only opening (migrate: false) refuses it too.
     expect((await failure(db.url, { schema, migrate: false })).code).toBe("STATE_DB_NEWER");

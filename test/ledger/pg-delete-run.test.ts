@@ -22,7 +22,13 @@ describePg("deleting a run whole (PostgreSQL)", () => {
   const db = useTestDatabase("delrun");
 
   /** Runs A and B, each with its own prompt and one they share, checkpoints with writes, an action start and queue rows; a lesson from B. */
-  async function seed(): Promise<{ st: PgState; ledger: PgLedger; shared: string; own: Record<string, string>; n: (sql: string, ...args: unknown[]) => Promise<number> }> {
+  async function seed(): Promise<{
+    st: PgState;
+    ledger: PgLedger;
+    shared: string;
+    own: Record<string, string>;
+    n: (sql: string, ...args: unknown[]) => Promise<number>;
+  }> {
     const st = await openPgState(db.url, { schema: freshSchema("del") });
     const saver = new RedactingPostgresSaver(st.pool, createRedactor([]), { schema: st.schema });
     await saver.setup();
@@ -42,12 +48,25 @@ describePg("deleting a run whole (PostgreSQL)", () => {
       await st.pool.query("INSERT INTO ll_submissions (thread_id, task, source, settings, submitted_at) VALUES ($1, 'task', '{}', '{}', now()::text)", [t]);
       await st.pool.query("INSERT INTO ll_run_leases (thread_id, state) VALUES ($1, 'done')", [t]);
     }
-    await rememberLessons(new PgStore(st.pool), ["Run the tests before committing"], { threadId: "B", trigger: "done", eventIds: [], at: new Date().toISOString() });
+    await rememberLessons(new PgStore(st.pool), ["Run the tests before committing"], {
+      threadId: "B",
+      trigger: "done",
+      eventIds: [],
+      at: new Date().toISOString(),
+    });
     const n = async (sql: string, ...args: unknown[]) => Number((await st.pool.query<{ n: string }>(sql, args)).rows[0]!.n);
     return { st, ledger, shared, own, n };
   }
 
-  const whole = (thread: string, prompts: number, lessons: number): RunFootprint => ({ thread, events: 3, checkpoints: 1, writes: 1, prompts, registered: true, lessons });
+  const whole = (thread: string, prompts: number, lessons: number): RunFootprint => ({
+    thread,
+    events: 3,
+    checkpoints: 1,
+    writes: 1,
+    prompts,
+    registered: true,
+    lessons,
+  });
 
   it("removes every record of the run in one transaction and nothing of another", async () => {
     const { st, ledger, shared, own, n } = await seed();
@@ -57,7 +76,17 @@ describePg("deleting a run whole (PostgreSQL)", () => {
       expect(await ledger.deletedThreads()).toEqual([]);
       expect(await deletePgRunRecords(st.pool, "B")).toEqual(whole("B", 1, 1));
       expect(await ledger.deletedThreads()).toEqual(["B"]);
-      for (const t of ["ll_events", "ll_event_files", "ll_forks", "checkpoints", "checkpoint_blobs", "checkpoint_writes", "ll_runs", "ll_submissions", "ll_run_leases"]) {
+      for (const t of [
+        "ll_events",
+        "ll_event_files",
+        "ll_forks",
+        "checkpoints",
+        "checkpoint_blobs",
+        "checkpoint_writes",
+        "ll_runs",
+        "ll_submissions",
+        "ll_run_leases",
+      ]) {
         expect(await n(`SELECT count(*) AS n FROM ${t} WHERE thread_id = 'B'`), t).toBe(0);
       }
       expect(await n("SELECT count(*) AS n FROM ll_action_starts WHERE action_id LIKE 'task-B/%'")).toBe(0);

@@ -70,12 +70,17 @@ describe("every entry point registers its run, and threads and the viewer show o
       const ws = tempWorkspace(undefined, { "README.md": "x\n" });
       const traj = path.join(tempWorkspace(), "ask.json");
       fs.writeFileSync(traj, JSON.stringify({ decide: [call("curl --version"), { tool_calls: [{ name: "finish", args: { summary: "done" } }] }] }));
-      const config = { configurable: { thread_id: "srv-1" }, context: { workspace: ws, model: `scripted:${traj}`, sandbox: "none", vectors: "off", approve: "ask" } };
+      const config = {
+        configurable: { thread_id: "srv-1" },
+        context: { workspace: ws, model: `scripted:${traj}`, sandbox: "none", vectors: "off", approve: "ask" },
+      };
       const paused = (await graph.invoke({ goal: "ask first" }, config as never)) as { __interrupt__?: unknown[] };
       expect(paused.__interrupt__).toHaveLength(1);
 
       const rows = jsonLines(cli(["threads", "-w", ws, "--json"]).stdout);
-      expect(rows).toEqual([expect.objectContaining({ thread: "srv-1", status: "awaiting_approval", origin: "server", checkpointsIn: "external", checkpoints: 0 })]);
+      expect(rows).toEqual([
+        expect.objectContaining({ thread: "srv-1", status: "awaiting_approval", origin: "server", checkpointsIn: "external", checkpoints: 0 }),
+      ]);
       const hist = cli(["history", "srv-1", "-w", ws, "--json"]);
       expect(hist.code).toBe(0);
       expect(hist.stderr).toMatch(/kept by the LangGraph server/);

@@ -68,7 +68,12 @@ export function runsConformance(name: string, factory: RunsFactory): void {
     it("knows whether a thread has checkpoints in the same database", async () => {
       await runs.register("t1", "g", settings());
       expect(await runs.hasCheckpoints("t1")).toBe(false);
-      await checkpointer.put({ configurable: { thread_id: "t1", checkpoint_ns: "" } }, { ...emptyCheckpoint(), id: uuid6(1) }, { source: "input", step: -1, parents: {} }, {});
+      await checkpointer.put(
+        { configurable: { thread_id: "t1", checkpoint_ns: "" } },
+        { ...emptyCheckpoint(), id: uuid6(1) },
+        { source: "input", step: -1, parents: {} },
+        {},
+      );
       expect(await runs.hasCheckpoints("t1")).toBe(true);
       expect(await runs.hasCheckpoints("t2")).toBe(false);
     });

@@ -72,7 +72,9 @@ function transferSuite(name: string, source: Maker, target: Maker): void {
         expect(await dst.ledger.actionStart("act:other/start/not-an-event")).toBeNull();
         // Appends go on after the imported seq; a re-run's key finds the imported event.
         expect((await dst.ledger.append({ threadId: "T", parentId: s.a.id, type: "decision", payload: { text: "more", step: 3 } })).seq).toBe(5);
-        expect((await dst.ledger.append({ threadId: "T", parentId: null, type: "decision", payload: { text: "start", step: 0 }, idempotencyKey: "k0" })).id).toBe(s.root.id);
+        expect(
+          (await dst.ledger.append({ threadId: "T", parentId: null, type: "decision", payload: { text: "start", step: 0 }, idempotencyKey: "k0" })).id,
+        ).toBe(s.root.id);
       } finally {
         await src.dispose();
         await dst.dispose();
@@ -92,7 +94,9 @@ function transferSuite(name: string, source: Maker, target: Maker): void {
 
         await dst.ledger.append({ threadId: "U", parentId: null, type: "decision", payload: { text: "other run", step: 0 } });
         const before = await dst.ledger.list("U");
-        const err = await dst.ledger.importThread("U", { events: exported.events.map((e) => ({ ...e, thread_id: "U" })), actionStarts: [], configSha: null }).catch((e: unknown) => e);
+        const err = await dst.ledger
+          .importThread("U", { events: exported.events.map((e) => ({ ...e, thread_id: "U" })), actionStarts: [], configSha: null })
+          .catch((e: unknown) => e);
         expect(err).toBeInstanceOf(LedgerError);
         expect((err as LedgerError).code).toBe("LEDGER_IMPORT_CONFLICT");
         expect((err as Error).message).toMatch(/thread U already has 1 ledger events that are not the 4 being imported/);
@@ -101,7 +105,9 @@ function transferSuite(name: string, source: Maker, target: Maker): void {
         // Rows of another thread, or with a parent that is not an earlier row, are refused.
         await expect(dst.ledger.importThread("V", exported)).rejects.toThrow(/belongs to thread T, not V/);
         const orphan = [{ ...exported.events[1]!, thread_id: "W" }];
-        await expect(dst.ledger.importThread("W", { events: orphan, actionStarts: [], configSha: null })).rejects.toThrow(/is not an earlier event of thread W/);
+        await expect(dst.ledger.importThread("W", { events: orphan, actionStarts: [], configSha: null })).rejects.toThrow(
+          /is not an earlier event of thread W/,
+        );
         expect(await dst.ledger.list("W")).toEqual([]);
       } finally {
         await src.dispose();
@@ -124,7 +130,19 @@ describePg("ledger transfer across backends", () => {
 });
 
 it("ledgerHash depends on every stored field", () => {
-  const row = { id: "e1", thread_id: "T", parent_id: null, seq: 1, type: "decision", ts: "2026-01-01T00:00:00.000Z", checkpoint_id: null, caused_by: null, idempotency_key: null, schema_version: 1, payload: "{}" };
+  const row = {
+    id: "e1",
+    thread_id: "T",
+    parent_id: null,
+    seq: 1,
+    type: "decision",
+    ts: "2026-01-01T00:00:00.000Z",
+    checkpoint_id: null,
+    caused_by: null,
+    idempotency_key: null,
+    schema_version: 1,
+    payload: "{}",
+  };
   const h = ledgerHash([row]);
   expect(ledgerHash([{ ...row, seq: "1" as unknown as number }])).toBe(h);
   for (const change of [{ id: "e2" }, { parent_id: "x" }, { seq: 2 }, { ts: "2026-01-02T00:00:00.000Z" }, { idempotency_key: "k" }, { payload: '{"a":1}' }]) {

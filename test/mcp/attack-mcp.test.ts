@@ -35,7 +35,8 @@ const PROMISES: Record<IsolationLevel, Set<Promise_>> = {
   none: new Set(noneNamespacePrefix("/bin/sh").prefix ? ["pidns"] : []),
 };
 const WHY_NOT: Record<Promise_, string> = {
-  protected: "protected workspace paths are not read-only at this level (.ledgerloop/ is writable; git's control files and the config are restored after the call)",
+  protected:
+    "protected workspace paths are not read-only at this level (.ledgerloop/ is writable; git's control files and the config are restored after the call)",
   pidns: "no PID namespace at this level (the runner is not root)",
 };
 
@@ -115,7 +116,9 @@ describe.each(LEVELS)("level %s", (level) => {
     it("a filter planted in .git/config + .gitattributes never runs in git_commit on the host; the model is told", async () => {
       await start();
       const config = snapshot(".git/config");
-      const planted = fs.readFileSync(path.join(ws, ".git/config"), "utf8") + `[filter "pwn"]\n\tclean = sh -c 'touch ${ws}/PWNED; cat'\n\tsmudge = cat\n\trequired = false\n`;
+      const planted =
+        fs.readFileSync(path.join(ws, ".git/config"), "utf8") +
+        `[filter "pwn"]\n\tclean = sh -c 'touch ${ws}/PWNED; cat'\n\tsmudge = cat\n\trequired = false\n`;
       const r = await use("write", { path: ".git/config", content: planted });
       await use("write", { path: ".gitattributes", content: "* filter=pwn\n" });
       expect(snapshot(".git/config")).toBe(config);
@@ -152,13 +155,16 @@ describe.each(LEVELS)("level %s", (level) => {
       expect(r.output).toMatch(/ledgerloop: moved away sub\/\.git, which the command created/);
     });
 
-    it.skipIf(!isRoot)("a set-uid/set-gid file the server makes is not left so on the host (skipped unless the runner is root: only root's are a risk)", async () => {
-      await start();
-      const r = await use("setuid", { path: "x" });
-      if (fs.existsSync(path.join(ws, "x"))) expect(fs.statSync(path.join(ws, "x")).mode & 0o6000).toBe(0);
-      // bwrap's seccomp filter refuses the chmod; elsewhere the bits are cleared after the call.
-      expect(r.output).toMatch(level === "bwrap" ? /EPERM|operation not permitted/i : /ledgerloop: cleared the set-uid\/set-gid bits of x/);
-    });
+    it.skipIf(!isRoot)(
+      "a set-uid/set-gid file the server makes is not left so on the host (skipped unless the runner is root: only root's are a risk)",
+      async () => {
+        await start();
+        const r = await use("setuid", { path: "x" });
+        if (fs.existsSync(path.join(ws, "x"))) expect(fs.statSync(path.join(ws, "x")).mode & 0o6000).toBe(0);
+        // bwrap's seccomp filter refuses the chmod; elsewhere the bits are cleared after the call.
+        expect(r.output).toMatch(level === "bwrap" ? /EPERM|operation not permitted/i : /ledgerloop: cleared the set-uid\/set-gid bits of x/);
+      },
+    );
 
     when("pidns", "the server runs in a PID namespace of its own, and close() ends it and its setsid daemon before it resolves", async () => {
       await start();
@@ -174,20 +180,25 @@ describe.each(LEVELS)("level %s", (level) => {
       expect(ours(mark)).toEqual([]);
     });
 
-    when("pidns", "a runner killed with SIGKILL leaves no process of the server or its daemon", async () => {
-      const child = spawn(process.execPath, ["--import", "tsx", HOLDER, level, ws, mark], { cwd: REPO, stdio: ["ignore", "pipe", "pipe"] });
-      let out = "";
-      child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-      child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
-      try {
-        expect(await until(() => out.includes("READY"), 60_000), out).toBe(true);
-        expect(out).toContain("READY daemon started");
-        expect(await until(() => ours(`${mark}-daemon`).length > 0, 15_000)).toBe(true);
-        expect(ours(mark).length).toBeGreaterThan(1);
-      } finally {
-        child.kill("SIGKILL");
-      }
-      expect(await until(() => ours(mark).length === 0, 5000), `left: ${ours(mark).join(", ")}`).toBe(true);
-    }, 90_000);
+    when(
+      "pidns",
+      "a runner killed with SIGKILL leaves no process of the server or its daemon",
+      async () => {
+        const child = spawn(process.execPath, ["--import", "tsx", HOLDER, level, ws, mark], { cwd: REPO, stdio: ["ignore", "pipe", "pipe"] });
+        let out = "";
+        child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+        child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+        try {
+          expect(await until(() => out.includes("READY"), 60_000), out).toBe(true);
+          expect(out).toContain("READY daemon started");
+          expect(await until(() => ours(`${mark}-daemon`).length > 0, 15_000)).toBe(true);
+          expect(ours(mark).length).toBeGreaterThan(1);
+        } finally {
+          child.kill("SIGKILL");
+        }
+        expect(await until(() => ours(mark).length === 0, 5000), `left: ${ours(mark).join(", ")}`).toBe(true);
+      },
+      90_000,
+    );
   });
 });

@@ -59,7 +59,8 @@ function mcpWorkspace(extra: Record<string, unknown> = {}): string {
   return ws;
 }
 
-const calls = (ws: string): string[] => (fs.existsSync(path.join(ws, "calls.log")) ? fs.readFileSync(path.join(ws, "calls.log"), "utf8").trim().split("\n").filter(Boolean) : []);
+const calls = (ws: string): string[] =>
+  fs.existsSync(path.join(ws, "calls.log")) ? fs.readFileSync(path.join(ws, "calls.log"), "utf8").trim().split("\n").filter(Boolean) : [];
 const call = (name: string, args: Record<string, unknown>) => ({ tool_calls: [{ name, args }] });
 const fbOf = (es: LedgerEvent[]) => es.filter((e): e is LedgerEvent<"environment_feedback"> => e.type === "environment_feedback");
 
@@ -75,7 +76,9 @@ const cfg = { configurable: { thread_id: "t1" }, durability: "sync" as const, re
 describe("tools from an MCP server in a run", () => {
   it("a read tool runs at once, an exec tool pauses for approval under ask; both are action → feedback pairs", async () => {
     const ws = mcpWorkspace();
-    const script = { decide: [call("mcp__demo__echo", { text: "hello" }), call("mcp__demo__touch", { name: "made.txt" }), call("finish", { summary: "done" })] };
+    const script = {
+      decide: [call("mcp__demo__echo", { text: "hello" }), call("mcp__demo__touch", { name: "made.txt" }), call("finish", { summary: "done" })],
+    };
     const a = await testAgent(ws, script, { approve: "ask" });
     agents.push(a);
     const agent = createCodingAgent({ runtime: a.rt });
@@ -102,7 +105,12 @@ describe("tools from an MCP server in a run", () => {
     expect(approval.payload).toMatchObject({ decision: "approved", by: "user", rule: "mcp.approve" });
     expect(approval.causedBy).toBe(touch!.causedBy);
     // The model read the tool's result.
-    expect(a.decidePrompt(2).map((m) => String(m.content)).join("\n")).toMatch(/echo: hello/);
+    expect(
+      a
+        .decidePrompt(2)
+        .map((m) => String(m.content))
+        .join("\n"),
+    ).toMatch(/echo: hello/);
   }, 120_000);
 
   it("a rejected exec tool never reaches the server; the model reads why", async () => {
@@ -120,7 +128,13 @@ describe("tools from an MCP server in a run", () => {
   it("a server killed mid-call and a hung one are feedback; the server is started again and the run goes on", async () => {
     const ws = mcpWorkspace({ timeoutMs: 3000 });
     const script = {
-      decide: [call("mcp__demo__die", {}), call("mcp__demo__echo", { text: "back" }), call("mcp__demo__hang", {}), call("mcp__demo__echo", { text: "again" }), call("finish", { summary: "done" })],
+      decide: [
+        call("mcp__demo__die", {}),
+        call("mcp__demo__echo", { text: "back" }),
+        call("mcp__demo__hang", {}),
+        call("mcp__demo__echo", { text: "again" }),
+        call("finish", { summary: "done" }),
+      ],
     };
     const a = await testAgent(ws, script, { approve: "auto" });
     agents.push(a);
@@ -195,11 +209,19 @@ describe("through the CLI", () => {
   it("run pauses on the exec tool, resume --approve calls it, and both processes exit", () => {
     const ws = mcpWorkspace();
     const traj = path.join(ws, "..", `mcp-${path.basename(ws)}.json`);
-    fs.writeFileSync(traj, JSON.stringify({ decide: [call("mcp__demo__echo", { text: "cli" }), call("mcp__demo__touch", { name: "cli.txt" }), call("finish", { summary: "done" })] }));
+    fs.writeFileSync(
+      traj,
+      JSON.stringify({
+        decide: [call("mcp__demo__echo", { text: "cli" }), call("mcp__demo__touch", { name: "cli.txt" }), call("finish", { summary: "done" })],
+      }),
+    );
     const first = cli(["run", "task", "-w", ws, "--model", `scripted:${traj}`, "--thread", "M", "--json", "-q"], { timeoutMs: 120_000 });
     expect(first.signal).toBeNull();
     expect(first.code, first.stderr).toBe(1);
-    expect(JSON.parse(first.stdout)).toMatchObject({ status: "awaiting_approval", pending: { kind: "approval", tool: "mcp__demo__touch", rule: "mcp.approve" } });
+    expect(JSON.parse(first.stdout)).toMatchObject({
+      status: "awaiting_approval",
+      pending: { kind: "approval", tool: "mcp__demo__touch", rule: "mcp.approve" },
+    });
     expect(calls(ws)).toEqual(['echo {"text":"cli"}']);
     const done = cli(["resume", "M", "-w", ws, "--approve", "--json", "-q"], { timeoutMs: 120_000 });
     expect(done.code, done.stderr).toBe(0);
@@ -314,7 +336,9 @@ describe("a streamable HTTP server", () => {
       seen.push(String(req.headers["x-team"]));
       const server = new Server({ name: "web", version: "1.0.0" }, { capabilities: { tools: {} } });
       server.setRequestHandler(ListToolsRequestSchema, async () => ({
-        tools: [{ name: "lookup", description: "Looks a word up.", inputSchema: { type: "object", properties: { word: { type: "string" } }, required: ["word"] } }],
+        tools: [
+          { name: "lookup", description: "Looks a word up.", inputSchema: { type: "object", properties: { word: { type: "string" } }, required: ["word"] } },
+        ],
       }));
       server.setRequestHandler(CallToolRequestSchema, async (r) => ({ content: [{ type: "text", text: `${String(r.params.arguments?.word)}: a word` }] }));
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
@@ -377,13 +401,15 @@ describe("bad mcpServers config is refused with the field's path", () => {
     [{ web: { url: "http://127.0.0.1:1/mcp", command: "x" } }, /mcpServers\.web: unknown key "command"/],
     [{ web: { url: "ftp://x" } }, /mcpServers\.web\.url: /],
     [{ fs: { args: [] } }, /mcpServers\.fs\.command: is required/],
-    [{ "a__b": { command: "node" } }, /mcpServers\.a__b/],
+    [{ a__b: { command: "node" } }, /mcpServers\.a__b/],
     [{ fs: { command: "node", cwd: "../out" } }, /mcpServers\.fs\.cwd: must be a path inside the workspace/],
   ])("%j", (servers, message) => {
     expect(bad(servers)).toThrow(message);
   });
 
   it("a project tool may not take an MCP tool's name", () => {
-    expect(() => parseConfig({ tools: [{ name: "mcp__demo__echo", description: "d", command: "true" }] })).toThrow(/tools\[0\]\.name: .*kept for tools from MCP servers/);
+    expect(() => parseConfig({ tools: [{ name: "mcp__demo__echo", description: "d", command: "true" }] })).toThrow(
+      /tools\[0\]\.name: .*kept for tools from MCP servers/,
+    );
   });
 });

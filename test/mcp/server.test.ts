@@ -68,10 +68,16 @@ describe("ledgerloop mcp (stdio) with the SDK's client", () => {
 
   it("ledger_query returns the same events as `ledgerloop ledger --json`, filtered by type and file", async () => {
     const viaCli = jsonLines<{ id: string }>(cli(["ledger", thread, "-w", ws, "--json", "--type", "decision,environment_feedback"]).stdout);
-    const viaMcp = await call<{ total: number; events: Array<{ id: string; type: string }> }>(client, "ledger_query", { thread, types: ["decision", "environment_feedback"] });
+    const viaMcp = await call<{ total: number; events: Array<{ id: string; type: string }> }>(client, "ledger_query", {
+      thread,
+      types: ["decision", "environment_feedback"],
+    });
     expect(viaMcp.events.map((e) => e.id)).toEqual(viaCli.map((e) => e.id));
     expect(viaMcp.events.some((e) => e.type === "decision")).toBe(true);
-    const byFile = await call<{ events: Array<{ type: string; payload: { tool?: string } }> }>(client, "ledger_query", { thread, file: "services/orders/server.js" });
+    const byFile = await call<{ events: Array<{ type: string; payload: { tool?: string } }> }>(client, "ledger_query", {
+      thread,
+      file: "services/orders/server.js",
+    });
     expect(byFile.events.length).toBeGreaterThan(0);
     const last = await call<{ total: number; events: unknown[] }>(client, "ledger_query", { thread, limit: 3 });
     expect(last.events).toHaveLength(3);
@@ -109,7 +115,11 @@ describe("ledgerloop mcp (stdio) with the SDK's client", () => {
     const { client: w } = await connect(["--allow-writes"]);
     expect((await w.listTools()).tools.map((t) => t.name)).toContain("record_decision");
     const secret = "sk-proj-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8s9T0";
-    const first = await call<{ id: string; external: boolean }>(w, "record_decision", { thread, text: `Use a shared health helper (key ${secret})`, key: "k1" });
+    const first = await call<{ id: string; external: boolean }>(w, "record_decision", {
+      thread,
+      text: `Use a shared health helper (key ${secret})`,
+      key: "k1",
+    });
     const again = await call<{ id: string }>(w, "record_decision", { thread, text: `Use a shared health helper (key ${secret})`, key: "k1" });
     expect(again.id).toBe(first.id);
     expect(first.external).toBe(true);

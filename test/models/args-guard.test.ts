@@ -46,7 +46,11 @@ describe("limits on tool-call arguments", () => {
       { id: "a", name: "write_file", argsText: `{"path":"x","content":${deepText}}` },
       { id: "b", name: "write_file", args: { path: "x", content: JSON.parse(deepText) } },
     ]);
-    expect(fromText).toMatchObject({ id: "a", name: "write_file", refused: expect.stringMatching(/^Arguments of write_file refused: .*nested deeper than 64/) });
+    expect(fromText).toMatchObject({
+      id: "a",
+      name: "write_file",
+      refused: expect.stringMatching(/^Arguments of write_file refused: .*nested deeper than 64/),
+    });
     expect(fromText!.argsText!.length).toBeLessThanOrEqual(200);
     expect(fromValue).toMatchObject({ id: "b", argsText: "{object with keys: path, content}", refused: expect.stringMatching(/nested deeper/) });
     expect(fromValue).not.toHaveProperty("args");

@@ -97,7 +97,11 @@ describe("model faults against the stub over HTTP", () => {
 
   it("a context-length error is MODEL_CONTEXT_LENGTH and is not retried as such", async () => {
     stub.enqueue(
-      { status: 400, code: "context_length_exceeded", message: "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens." },
+      {
+        status: 400,
+        code: "context_length_exceeded",
+        message: "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+      },
       { content: "not reached" },
     );
     expect((await failure(model().invoke(REQ))).code).toBe("MODEL_CONTEXT_LENGTH");

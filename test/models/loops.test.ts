@@ -21,7 +21,11 @@ describe("a model that repeats itself", () => {
   it("is told after repeatLimit identical steps, reflects once, and stops as no_progress at twice the limit", async () => {
     const ws = tempWorkspace(undefined, { "notes.txt": "the same every time\n" });
     const same = call("read_file", { path: "notes.txt" });
-    const a = await testAgent(ws, { plan: [plan], decide: Array.from({ length: 12 }, () => same), reflect: [{ content: "stop repeating" }, { content: "x" }] }, { maxSteps: 30, repeatLimit: 2 });
+    const a = await testAgent(
+      ws,
+      { plan: [plan], decide: Array.from({ length: 12 }, () => same), reflect: [{ content: "stop repeating" }, { content: "x" }] },
+      { maxSteps: 30, repeatLimit: 2 },
+    );
     agents.push(a);
     const state = await a.run("read the notes");
     expect(state.status).toBe("no_progress");
@@ -43,7 +47,11 @@ describe("a model that repeats itself", () => {
     const bump = (n: number) => call("write_file", { path: "n.txt", content: `${n}\n` });
     const a = await testAgent(
       ws,
-      { plan: [plan], decide: [read, read, bump(1), read, read, bump(2), read, call("finish", { summary: "done" })], reflect: [{ content: "x" }, { content: "y" }, { content: "z" }] },
+      {
+        plan: [plan],
+        decide: [read, read, bump(1), read, read, bump(2), read, call("finish", { summary: "done" })],
+        reflect: [{ content: "x" }, { content: "y" }, { content: "z" }],
+      },
       { maxSteps: 30, repeatLimit: 3 },
     );
     agents.push(a);

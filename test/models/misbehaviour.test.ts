@@ -21,7 +21,8 @@ beforeEach(async () => {
   stub = await startOpenAIStub({
     respond: (body) => {
       const node = nodeOfRequest(body);
-      if (node === "plan") return { tool_calls: [stubToolCall("p1", "update_plan", { subtasks: [{ id: "s1", description: "do it", status: "in_progress" }] })] };
+      if (node === "plan")
+        return { tool_calls: [stubToolCall("p1", "update_plan", { subtasks: [{ id: "s1", description: "do it", status: "in_progress" }] })] };
       if (node === "decide") return decideReplies.shift() ?? { tool_calls: [stubToolCall("fin", "finish", { summary: "done" })] };
       return { content: "A lesson." };
     },
@@ -31,7 +32,10 @@ beforeEach(async () => {
 });
 afterEach(async () => {
   await stub.close();
-  for (const [k, v] of [["OPENAI_BASE_URL", saved.url], ["OPENAI_API_KEY", saved.key]] as const) {
+  for (const [k, v] of [
+    ["OPENAI_BASE_URL", saved.url],
+    ["OPENAI_API_KEY", saved.key],
+  ] as const) {
     if (v === undefined) delete process.env[k];
     else process.env[k] = v;
   }
@@ -58,7 +62,9 @@ describe("tool calls as real models send them", () => {
     const next = decideBodies()[1]!;
     const results = toolMessages(next);
     expect(new Set(results.map((m) => m.tool_call_id)).size).toBe(2);
-    const assistant = next.messages.find((m) => m.role === "assistant" && Array.isArray(m.tool_calls)) as unknown as { tool_calls: Array<{ id: string; function: { arguments: string } }> };
+    const assistant = next.messages.find((m) => m.role === "assistant" && Array.isArray(m.tool_calls)) as unknown as {
+      tool_calls: Array<{ id: string; function: { arguments: string } }>;
+    };
     for (const call of assistant.tool_calls) {
       const result = results.find((r) => r.tool_call_id === call.id)!;
       expect(result.content).toContain(JSON.parse(call.function.arguments).path === "a.txt" ? "alpha-content" : "beta-content");
@@ -67,10 +73,14 @@ describe("tool calls as real models send them", () => {
 
   it("an answer cut off by the output limit: the model is told it was cut off, nothing half-written runs, the run goes on", async () => {
     const ws = tempWorkspace(undefined, { "a.txt": "a\n" });
-    decideReplies = [{ tool_calls: [{ id: "w1", name: "write_file", arguments: '{"path": "big.txt", "content": "the first part of a long fi' }], finish_reason: "length" }];
+    decideReplies = [
+      { tool_calls: [{ id: "w1", name: "write_file", arguments: '{"path": "big.txt", "content": "the first part of a long fi' }], finish_reason: "length" },
+    ];
     expect((await run(ws)).status).toBe("finished");
     expect(fs.existsSync(path.join(ws, "big.txt"))).toBe(false);
-    const told = toolMessages(decideBodies()[1]!).map((m) => m.content).join("\n");
+    const told = toolMessages(decideBodies()[1]!)
+      .map((m) => m.content)
+      .join("\n");
     expect(told).toMatch(/cut off at the model's output token limit/);
   }, 120_000);
 
@@ -81,10 +91,14 @@ describe("tool calls as real models send them", () => {
       { tool_calls: [{ id: "x2", name: "read_file", arguments: "{path: a.txt" }] },
     ];
     expect((await run(ws)).status).toBe("finished");
-    const first = toolMessages(decideBodies()[1]!).map((m) => m.content).join("\n");
+    const first = toolMessages(decideBodies()[1]!)
+      .map((m) => m.content)
+      .join("\n");
     expect(first).toMatch(/delete_everything/);
     expect(first).toMatch(/unknown tool|no tool|does not exist/i);
-    const second = toolMessages(decideBodies()[2]!).map((m) => m.content).join("\n");
+    const second = toolMessages(decideBodies()[2]!)
+      .map((m) => m.content)
+      .join("\n");
     expect(second).toMatch(/JSON/);
   }, 120_000);
 
@@ -114,7 +128,9 @@ describe("tool calls as real models send them", () => {
     ];
     const res = await run(ws);
     expect(res.status).toBe("finished");
-    const calls = (await getLedgerEvents(res.thread, { workspace: ws })).filter((e) => e.type === "model_call" && (e.payload as { node: string }).node === "decide");
+    const calls = (await getLedgerEvents(res.thread, { workspace: ws })).filter(
+      (e) => e.type === "model_call" && (e.payload as { node: string }).node === "decide",
+    );
     expect(calls.map((e) => (e.payload as { reasoning?: string }).reasoning)).toEqual(["SECRET-PLAN-ALPHA: the file is small", "SECRET-PLAN-BETA: now finish"]);
     expect(calls.map((e) => (e.payload as { content: string }).content)).toEqual(["Reading.", "Done."]);
     expect(JSON.stringify(stub.requests)).not.toMatch(/SECRET-PLAN/);

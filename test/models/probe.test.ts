@@ -47,7 +47,8 @@ describe("probeEndpoint (GET <base>/models before a run)", () => {
     stub = await startOpenAIStub({ models: ["served-model"], requireKey: KEY });
     const env = { OPENAI_BASE_URL: stub.url, OPENAI_API_KEY: KEY };
     const good = await cliAsync(["doctor", "--model", "openai:served-model", "--json"], { env });
-    const endpoint = (out: string) => (JSON.parse(out) as { checks: Array<{ name: string; ok: boolean; detail: string }> }).checks.find((c) => c.name === "endpoint");
+    const endpoint = (out: string) =>
+      (JSON.parse(out) as { checks: Array<{ name: string; ok: boolean; detail: string }> }).checks.find((c) => c.name === "endpoint");
     expect(good.code, good.stdout).toBe(0);
     expect(endpoint(good.stdout)).toMatchObject({ ok: true });
     const bad = await cliAsync(["doctor", "--json"], { env: { ...env, LEDGERLOOP_MODEL: "openai:servd-model" } });

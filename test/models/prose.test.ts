@@ -23,7 +23,8 @@ beforeEach(async () => {
   stub = await startOpenAIStub({
     respond: (body) => {
       const node = nodeOfRequest(body);
-      if (node === "plan") return { tool_calls: [stubToolCall("p1", "update_plan", { subtasks: [{ id: "s1", description: "do it", status: "in_progress" }] })] };
+      if (node === "plan")
+        return { tool_calls: [stubToolCall("p1", "update_plan", { subtasks: [{ id: "s1", description: "do it", status: "in_progress" }] })] };
       if (node === "decide") {
         decideCalls++;
         return decideReplies.shift() ?? { content: "I think the task is basically done, no need for tools." };
@@ -41,7 +42,10 @@ beforeEach(() => {
   process.env.OPENAI_API_KEY = "sk-test-000000";
 });
 afterEach(() => {
-  for (const [k, v] of [["OPENAI_BASE_URL", saved.url], ["OPENAI_API_KEY", saved.key]] as const) {
+  for (const [k, v] of [
+    ["OPENAI_BASE_URL", saved.url],
+    ["OPENAI_API_KEY", saved.key],
+  ] as const) {
     if (v === undefined) delete process.env[k];
     else process.env[k] = v;
   }
@@ -53,10 +57,13 @@ describe("a model that answers in prose", () => {
   it("CLI: the third prose answer in a row stops the run as no_progress (exit 7), recorded once with its reason", async () => {
     const ws = tempWorkspace(undefined, { "a.txt": "a\n" });
     // A streak limit above maxSteps: the step budget is what stops it.
-    const r = await cliAsync(["run", "Do the task", "-w", ws, "--model", "openai:m", "--max-steps", "5", "--thread", "P", "--json", "-q", "--sandbox", "none"], {
-      env: env(),
-      timeoutMs: 120_000,
-    });
+    const r = await cliAsync(
+      ["run", "Do the task", "-w", ws, "--model", "openai:m", "--max-steps", "5", "--thread", "P", "--json", "-q", "--sandbox", "none"],
+      {
+        env: env(),
+        timeoutMs: 120_000,
+      },
+    );
     expect(decideCalls).toBe(3);
     const out = JSON.parse(r.stdout) as { status: string; steps: number };
     expect(out.status).toBe("no_progress");
@@ -105,7 +112,9 @@ describe("a model that answers in prose", () => {
       const again = await agent.resume(first.thread);
       expect(again.status).toBe("finished");
       expect(decideCalls).toBe(5);
-      const statuses = (await getLedgerEvents(first.thread, { workspace: ws })).filter((e) => e.type === "run_status").map((e) => (e.payload as { status: string }).status);
+      const statuses = (await getLedgerEvents(first.thread, { workspace: ws }))
+        .filter((e) => e.type === "run_status")
+        .map((e) => (e.payload as { status: string }).status);
       expect(statuses).toEqual(["no_progress", "finished"]);
     } finally {
       await agent.close();

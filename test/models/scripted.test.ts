@@ -22,11 +22,7 @@ const TRAJECTORY: Trajectory = {
     { content: "decide 0", tool_calls: [{ name: "read_file", args: { path: "a.ts" } }] },
     {
       content: "decide 1",
-      tool_calls: [
-        { name: "read_file", args: "{not json" },
-        { name: "finish", args: { summary: "done" }, id: "mine" },
-        { name: "finish" },
-      ],
+      tool_calls: [{ name: "read_file", args: "{not json" }, { name: "finish", args: { summary: "done" }, id: "mine" }, { name: "finish" }],
     },
     { content: "decide 2" },
   ],
@@ -52,7 +48,11 @@ describe("ScriptedModel", () => {
     expect(d2.content).toBe("decide 2");
     expect(p0.content).toBe("plan 0");
     expect(p0.toolCalls).toEqual([{ id: "call_plan_0_0", name: "update_plan", args: { subtasks: [{ title: "a" }] } }]);
-    expect(d0).toEqual({ content: "decide 0", toolCalls: [{ id: "call_decide_0_0", name: "read_file", args: { path: "a.ts" } }], usage: { inputTokens: 0, outputTokens: 0 } });
+    expect(d0).toEqual({
+      content: "decide 0",
+      toolCalls: [{ id: "call_decide_0_0", name: "read_file", args: { path: "a.ts" } }],
+      usage: { inputTokens: 0, outputTokens: 0 },
+    });
     expect(d0again).toEqual(d0);
     expect(d0.exhausted).toBeUndefined();
   });

@@ -22,15 +22,19 @@ describe("parsing calls written as text", () => {
   });
 
   it("reads fenced JSON naming a tool (with `parameters`), and a bare object answer", () => {
-    expect(parseTextToolCalls('Sure:\n```json\n{"name": "list_files", "parameters": {"glob": "*.ts"}}\n```\n')).toEqual([{ id: "text_call_0", name: "list_files", args: { glob: "*.ts" } }]);
-    expect(parseTextToolCalls('{"name": "finish", "arguments": {"summary": "done"}}')).toEqual([{ id: "text_call_0", name: "finish", args: { summary: "done" } }]);
+    expect(parseTextToolCalls('Sure:\n```json\n{"name": "list_files", "parameters": {"glob": "*.ts"}}\n```\n')).toEqual([
+      { id: "text_call_0", name: "list_files", args: { glob: "*.ts" } },
+    ]);
+    expect(parseTextToolCalls('{"name": "finish", "arguments": {"summary": "done"}}')).toEqual([
+      { id: "text_call_0", name: "finish", args: { summary: "done" } },
+    ]);
   });
 
   it("keeps a broken tagged call (so the model is told), and takes no call from prose or a JSON example without a name", () => {
     expect(parseTextToolCalls('<tool_call>{"name": "write_file", "arguments": {"path": "x", "content": "cut')).toEqual([
       { id: "text_call_0", name: "write_file", argsText: '{"name": "write_file", "arguments": {"path": "x", "content": "cut' },
     ]);
-    expect(parseTextToolCalls("The config looks like {\"port\": 80}. Done.")).toEqual([]);
+    expect(parseTextToolCalls('The config looks like {"port": 80}. Done.')).toEqual([]);
     expect(parseTextToolCalls('```json\n{"port": 80}\n```')).toEqual([]);
   });
 
@@ -39,7 +43,14 @@ describe("parsing calls written as text", () => {
       [
         { role: "system", content: "You are an agent." },
         { role: "user", content: "Go" },
-        { role: "assistant", content: "", toolCalls: [{ id: "c1", name: "read_file", args: { path: "a" } }, { id: "c2", name: "read_file", args: { path: "b" } }] },
+        {
+          role: "assistant",
+          content: "",
+          toolCalls: [
+            { id: "c1", name: "read_file", args: { path: "a" } },
+            { id: "c2", name: "read_file", args: { path: "b" } },
+          ],
+        },
         { role: "tool", toolCallId: "c1", name: "read_file", content: "A" },
         { role: "tool", toolCallId: "c2", name: "read_file", content: "B" },
       ],
@@ -63,11 +74,16 @@ describe("a run with --tool-call-format text against a server without tool calli
         if (body.tools?.length || body.messages.some((m) => m.role === "tool")) return { status: 400, message: "tools are not supported by this server" };
         // Which node asks, from the tools its system prompt lists (plan: update_plan only; reflect: none).
         if (!system.includes("- read_file:")) {
-          if (system.includes("- update_plan:")) return { content: '<tool_call>{"name": "update_plan", "arguments": {"subtasks": [{"id": "w", "description": "write hello.txt", "status": "in_progress"}]}}</tool_call>' };
+          if (system.includes("- update_plan:"))
+            return {
+              content:
+                '<tool_call>{"name": "update_plan", "arguments": {"subtasks": [{"id": "w", "description": "write hello.txt", "status": "in_progress"}]}}</tool_call>',
+            };
           return { content: "A lesson." };
         }
         decide++;
-        if (decide === 1) return { content: 'Writing it.\n<tool_call>\n{"name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\\n"}}\n</tool_call>' };
+        if (decide === 1)
+          return { content: 'Writing it.\n<tool_call>\n{"name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\\n"}}\n</tool_call>' };
         return { content: '```json\n{"name": "finish", "arguments": {"summary": "hello.txt written"}}\n```' };
       },
     });
@@ -76,10 +92,13 @@ describe("a run with --tool-call-format text against a server without tool calli
 
   it("runs to finished: no tools field, no tool role, calls parsed from the text, results sent back as text", async () => {
     const ws = tempWorkspace(undefined, { "README.md": "# x\n" });
-    const r = await cliAsync(["run", "Write hello.txt", "-w", ws, "--model", "openai:plain", "--tool-call-format", "text", "--json", "-q", "--sandbox", "none"], {
-      env: { OPENAI_BASE_URL: stub.url, OPENAI_API_KEY: "sk-test-000000" },
-      timeoutMs: 120_000,
-    });
+    const r = await cliAsync(
+      ["run", "Write hello.txt", "-w", ws, "--model", "openai:plain", "--tool-call-format", "text", "--json", "-q", "--sandbox", "none"],
+      {
+        env: { OPENAI_BASE_URL: stub.url, OPENAI_API_KEY: "sk-test-000000" },
+        timeoutMs: 120_000,
+      },
+    );
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ status: "finished" });
     expect(fs.readFileSync(path.join(ws, "hello.txt"), "utf8")).toBe("hi\n");
@@ -91,7 +110,10 @@ describe("a run with --tool-call-format text against a server without tool calli
   }, 180_000);
 
   it("refuses an unknown format in a sentence naming the flag", async () => {
-    const r = await cliAsync(["run", "x", "-w", tempWorkspace(), "--model", "openai:plain", "--tool-call-format", "xml"], { env: { OPENAI_BASE_URL: stub.url }, timeoutMs: 60_000 });
+    const r = await cliAsync(["run", "x", "-w", tempWorkspace(), "--model", "openai:plain", "--tool-call-format", "xml"], {
+      env: { OPENAI_BASE_URL: stub.url },
+      timeoutMs: 60_000,
+    });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--tool-call-format must be native or text, got "xml"/);
   }, 60_000);

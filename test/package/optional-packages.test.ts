@@ -27,7 +27,9 @@ describe("optional packages", () => {
     const missing = "ledgerloop-no-such-package" as OptionalPackage;
     const err = await importOptional([missing], "the test feature", () => import(missing)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MissingPackageError);
-    expect((err as Error).message).toMatch(/^the test feature needs ledgerloop-no-such-package, which ledgerloop does not install: run `npm install ledgerloop-no-such-package@/);
+    expect((err as Error).message).toMatch(
+      /^the test feature needs ledgerloop-no-such-package, which ledgerloop does not install: run `npm install ledgerloop-no-such-package@/,
+    );
     expect((err as Error).message).not.toContain("\n");
   });
 

@@ -32,7 +32,10 @@ describe("example scripts against the built package", () => {
   it("stream.mjs prints every node's update in order", () => {
     const r = script("stream.mjs");
     expect(r.code, r.stderr).toBe(0);
-    const nodes = r.stdout.split("\n").map((l) => l.split(" ")[0]).filter(Boolean);
+    const nodes = r.stdout
+      .split("\n")
+      .map((l) => l.split(" ")[0])
+      .filter(Boolean);
     expect(nodes.slice(0, 4)).toEqual(["plan", "context", "decide", "act"]);
     expect(nodes.at(-2)).toBe("reflect");
     expect(r.stdout).toMatch(/: finished\n$/);

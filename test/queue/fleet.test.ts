@@ -20,9 +20,25 @@ describePg("the fleet: ledgerloop workers, threads and doctor see live and dead 
     const r = await cliAsync(["doctor", "--state", db.url, "--json"]);
     return (JSON.parse(r.stdout) as { checks: Array<{ name: string; ok: boolean; detail: string }> }).checks.find((c) => c.name === "queue")!;
   };
-  const actions = async (thread: string) => Number((await pgQuery<{ n: string }>(db.url, "SELECT COUNT(*) AS n FROM ll_events WHERE thread_id = $1 AND type = 'agent_action'", [thread]))[0]!.n);
+  const actions = async (thread: string) =>
+    Number((await pgQuery<{ n: string }>(db.url, "SELECT COUNT(*) AS n FROM ll_events WHERE thread_id = $1 AND type = 'agent_action'", [thread]))[0]!.n);
   const submit = (thread: string, model: string, extra: string[] = []) =>
-    cliAsync(["submit", "steps", "--workspace", tempWorkspace(undefined, { "README.md": "x\n" }), "--state", db.url, "--model", model, "--retrieval", "lexical", "--thread", thread, "--json", ...extra]);
+    cliAsync([
+      "submit",
+      "steps",
+      "--workspace",
+      tempWorkspace(undefined, { "README.md": "x\n" }),
+      "--state",
+      db.url,
+      "--model",
+      model,
+      "--retrieval",
+      "lexical",
+      "--thread",
+      thread,
+      "--json",
+      ...extra,
+    ]);
 
   it("a killed worker shows dead with its run marked lease-expired; doctor fails the dead fleet, then counts the takeover apart from failures", async () => {
     const scratch = tempWorkspace();
@@ -32,9 +48,20 @@ describePg("the fleet: ledgerloop workers, threads and doctor see live and dead 
     const w1 = spawnWorker(db.url, path.join(scratch, "w1"));
     await until(async () => (await actions("long")) >= 2);
     const [live] = await workers();
-    expect(live).toMatchObject({ status: "live", pid: w1.child.pid, slots: 1, version: "0.1.0", schemaVersion: PG_SCHEMA_VERSION, runs: [{ thread: "long", leaseExpired: false }] });
+    expect(live).toMatchObject({
+      status: "live",
+      pid: w1.child.pid,
+      slots: 1,
+      version: "0.1.0",
+      schemaVersion: PG_SCHEMA_VERSION,
+      runs: [{ thread: "long", leaseExpired: false }],
+    });
     const text = await cliAsync(["workers", "--state", db.url]);
-    expect(text.stdout).toMatch(new RegExp(`^live +${live!.id.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}  host \\S+  pid ${w1.child.pid}  runs 1/1 \\(long\\)  heartbeat \\d+s ago  ledgerloop 0\\.1\\.0 \\(schema ${PG_SCHEMA_VERSION}\\)\\n$`));
+    expect(text.stdout).toMatch(
+      new RegExp(
+        `^live +${live!.id.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}  host \\S+  pid ${w1.child.pid}  runs 1/1 \\(long\\)  heartbeat \\d+s ago  ledgerloop 0\\.1\\.0 \\(schema ${PG_SCHEMA_VERSION}\\)\\n$`,
+      ),
+    );
 
     w1.child.kill("SIGKILL");
     await exitOf(w1);
@@ -75,9 +102,16 @@ describePg("the fleet: ledgerloop workers, threads and doctor see live and dead 
       await pgQuery(db.url, "INSERT INTO ll_schema_version (version) VALUES ($1)", [PG_SCHEMA_VERSION + 1]);
       const end = await exitOf(w);
       expect(end.code, w.err()).not.toBe(0);
-      expect(w.err()).toMatch(new RegExp(`retired: the state database was migrated to schema version ${PG_SCHEMA_VERSION + 1}, newer than this ledgerloop 0\\.1\\.0 understands \\(${PG_SCHEMA_VERSION}\\)`));
+      expect(w.err()).toMatch(
+        new RegExp(
+          `retired: the state database was migrated to schema version ${PG_SCHEMA_VERSION + 1}, newer than this ledgerloop 0\\.1\\.0 understands \\(${PG_SCHEMA_VERSION}\\)`,
+        ),
+      );
       expect(jsonLines(w.out())).toEqual([expect.objectContaining({ thread: "first", outcome: "ran", status: "finished" })]);
-      const lease = await pgQuery<{ thread_id: string; state: string }>(db.url, "SELECT thread_id, state FROM ll_run_leases WHERE thread_id IN ('first', 'second') ORDER BY thread_id");
+      const lease = await pgQuery<{ thread_id: string; state: string }>(
+        db.url,
+        "SELECT thread_id, state FROM ll_run_leases WHERE thread_id IN ('first', 'second') ORDER BY thread_id",
+      );
       expect(lease).toEqual([
         { thread_id: "first", state: "done" },
         { thread_id: "second", state: "queued" },
@@ -88,7 +122,9 @@ describePg("the fleet: ledgerloop workers, threads and doctor see live and dead 
       const refused = spawnWorker(db.url, path.join(scratch, "w2"));
       const r = await exitOf(refused);
       expect(r.code).not.toBe(0);
-      expect(refused.err()).toMatch(new RegExp(`has schema version ${PG_SCHEMA_VERSION + 1}, newer than this ledgerloop understands \\(${PG_SCHEMA_VERSION}\\); upgrade ledgerloop`));
+      expect(refused.err()).toMatch(
+        new RegExp(`has schema version ${PG_SCHEMA_VERSION + 1}, newer than this ledgerloop understands \\(${PG_SCHEMA_VERSION}\\); upgrade ledgerloop`),
+      );
       expect((await workers()).some((x) => x.pid === refused.child.pid)).toBe(false);
       expect((await pgQuery<{ state: string }>(db.url, "SELECT state FROM ll_run_leases WHERE thread_id = 'second'"))[0]!.state).toBe("queued");
     } finally {

@@ -19,7 +19,12 @@ export function longTrajectory(steps: number): object {
   }
   decide.push({ content: "done", tool_calls: [{ name: "finish", args: { summary: `${steps} steps done` } }] });
   return {
-    plan: [{ content: "one subtask", tool_calls: [{ name: "update_plan", args: { subtasks: [{ id: "work", description: "do the steps", status: "in_progress" }] } }] }],
+    plan: [
+      {
+        content: "one subtask",
+        tool_calls: [{ name: "update_plan", args: { subtasks: [{ id: "work", description: "do the steps", status: "in_progress" }] } }],
+      },
+    ],
     decide,
   };
 }
@@ -39,12 +44,29 @@ export interface WorkerProc {
 }
 
 export function spawnWorker(url: string, dir: string, extra: string[] = []): WorkerProc {
-  const child = cliSpawn(["worker", "--state", url, "--dir", dir, "--lease-seconds", "3", "--poll-seconds", "1", "--exit-when-idle", "4", "--json", "--verbose", ...extra]);
+  const child = cliSpawn([
+    "worker",
+    "--state",
+    url,
+    "--dir",
+    dir,
+    "--lease-seconds",
+    "3",
+    "--poll-seconds",
+    "1",
+    "--exit-when-idle",
+    "4",
+    "--json",
+    "--verbose",
+    ...extra,
+  ]);
   let out = "";
   let err = "";
   child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
   child.stderr!.setEncoding("utf8").on("data", (d: string) => (err += d));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on("exit", (code, signal) => resolve({ code, signal })),
+  );
   return { child, out: () => out, err: () => err, exited };
 }
 

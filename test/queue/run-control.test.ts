@@ -11,7 +11,8 @@ afterAll(() => cleanupTemp());
 
 describePg("ledgerloop cancel / requeue / submit --priority", () => {
   const db = useTestDatabase("control");
-  const lease = async (c: pg.Client, thread: string) => (await c.query("SELECT state, note FROM ll_run_leases WHERE thread_id = $1", [thread])).rows[0] as { state: string; note: string };
+  const lease = async (c: pg.Client, thread: string) =>
+    (await c.query("SELECT state, note FROM ll_run_leases WHERE thread_id = $1", [thread])).rows[0] as { state: string; note: string };
   const statusOf = async (thread: string) =>
     jsonLines<{ thread: string; status: string }>((await cliAsync(["threads", "--state", db.url, "--json"])).stdout).find((t) => t.thread === thread)?.status;
 
@@ -19,8 +20,27 @@ describePg("ledgerloop cancel / requeue / submit --priority", () => {
     const scratch = tempWorkspace();
     const model = `scripted:${writeTrajectory(scratch, 2)}`;
     const submit = (thread: string, extra: string[] = []) =>
-      cliAsync(["submit", "two", "--workspace", tempWorkspace(undefined, { "README.md": "x\n" }), "--state", db.url, "--model", model, "--retrieval", "lexical", "--thread", thread, "--json", ...extra]);
-    for (const [t, extra] of [["low", []], ["gone", []], ["high", ["--priority", "5"]]] as const) {
+      cliAsync([
+        "submit",
+        "two",
+        "--workspace",
+        tempWorkspace(undefined, { "README.md": "x\n" }),
+        "--state",
+        db.url,
+        "--model",
+        model,
+        "--retrieval",
+        "lexical",
+        "--thread",
+        thread,
+        "--json",
+        ...extra,
+      ]);
+    for (const [t, extra] of [
+      ["low", []],
+      ["gone", []],
+      ["high", ["--priority", "5"]],
+    ] as const) {
       const s = await submit(t, [...extra]);
       expect(s.code, s.stderr).toBe(0);
     }
@@ -60,7 +80,21 @@ describePg("ledgerloop cancel / requeue / submit --priority", () => {
     const steps = 24;
     const model = `scripted:${writeTrajectory(scratch, steps)}`;
     const ws = tempWorkspace(undefined, { "README.md": "x\n" });
-    const s = await cliAsync(["submit", "long", "--workspace", ws, "--state", db.url, "--model", model, "--retrieval", "lexical", "--thread", "held", "--json"]);
+    const s = await cliAsync([
+      "submit",
+      "long",
+      "--workspace",
+      ws,
+      "--state",
+      db.url,
+      "--model",
+      model,
+      "--retrieval",
+      "lexical",
+      "--thread",
+      "held",
+      "--json",
+    ]);
     expect(s.code, s.stderr).toBe(0);
     const c = new pg.Client({ connectionString: db.url });
     await c.connect();

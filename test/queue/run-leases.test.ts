@@ -25,7 +25,9 @@ describePg("run leases", () => {
 
   it("one of many workers racing for a queued run gets it; the others see who holds it", async () => {
     const thread = await submitted();
-    const results = await Promise.all(["w1", "w2", "w3", "w4", "w5"].map((worker) => acquireRunLease(st.pool, { thread, worker, jobId: `j-${worker}`, ttlMs: 30_000 })));
+    const results = await Promise.all(
+      ["w1", "w2", "w3", "w4", "w5"].map((worker) => acquireRunLease(st.pool, { thread, worker, jobId: `j-${worker}`, ttlMs: 30_000 })),
+    );
     const won = results.filter((r) => r.ok);
     expect(won).toHaveLength(1);
     const holder = (await getRunLease(st.pool, thread))!;
@@ -37,7 +39,9 @@ describePg("run leases", () => {
     const thread = await submitted();
     const a = await acquireRunLease(st.pool, { thread, worker: "a", jobId: "ja", ttlMs: 30_000 });
     const token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
-    expect(await endRunLease(st.pool, thread, (a as { token: string }).token, "failed", `cannot clone https://x-access-token:${token}@github.com/o/r.git`)).toBe(true);
+    expect(
+      await endRunLease(st.pool, thread, (a as { token: string }).token, "failed", `cannot clone https://x-access-token:${token}@github.com/o/r.git`),
+    ).toBe(true);
     const note = (await getRunLease(st.pool, thread))!.note!;
     expect(note).toMatch(/^cannot clone https:\/\/x-access-token:\[REDACTED/);
     expect(note).not.toContain(token);
@@ -57,7 +61,9 @@ describePg("run leases", () => {
     expect(await getRunLease(st.pool, thread)).toMatchObject({ state: "held", worker: "b", takeovers: 1, note: "took over from a (its lease expired)" });
     expect(await renewRunLease(st.pool, thread, tokenA, 30_000)).toBe(false);
     expect(await endRunLease(st.pool, thread, tokenA, "done", "a thinks it finished")).toBe(false);
-    await expect(fencedA.append({ threadId: thread, parentId: first.id, type: "decision", payload: { text: "late", step: 1 } })).rejects.toThrow(RunLeaseLostError);
+    await expect(fencedA.append({ threadId: thread, parentId: first.id, type: "decision", payload: { text: "late", step: 1 } })).rejects.toThrow(
+      RunLeaseLostError,
+    );
     // Nothing of the refused append was written; b's fenced appends go on from a's last event.
     const fencedB = new PgLedger(st.pool, { fence: { thread, token: (b as { token: string }).token } });
     const next = await fencedB.append({ threadId: thread, parentId: first.id, type: "decision", payload: { text: "by b", step: 1 } });
@@ -92,7 +98,9 @@ describePg("run leases", () => {
     const b = await acquireRunLease(st.pool, { thread, worker: "b", jobId: "new-1", ttlMs: 30_000 });
     const c = await st.pool.connect();
     try {
-      await expect(requeueRun(c, { thread, guard: { token: (b as { token: string }).token }, note: "x", enqueue: async () => null })).rejects.toThrow(/refused a job/);
+      await expect(requeueRun(c, { thread, guard: { token: (b as { token: string }).token }, note: "x", enqueue: async () => null })).rejects.toThrow(
+        /refused a job/,
+      );
     } finally {
       c.release();
     }

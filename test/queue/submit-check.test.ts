@@ -43,16 +43,28 @@ describePg("submit checks what it can before queueing; --tasks queues a batch wh
     const notJson = path.join(scratch, "broken.json");
     fs.writeFileSync(notJson, "{ not json");
     const missing = path.join(scratch, "gone");
-    expect(await failure("x", { workspace: missing, model })).toBe(`--workspace ${missing} does not exist on this machine; give a directory every worker can read and write`);
+    expect(await failure("x", { workspace: missing, model })).toBe(
+      `--workspace ${missing} does not exist on this machine; give a directory every worker can read and write`,
+    );
     expect(await failure("x", { workspace: path.join(ws, "a.txt"), model })).toBe(`--workspace ${path.join(ws, "a.txt")} is not a directory`);
     expect(await failure("x", { repo: missing, model })).toBe(`--repo ${missing} does not exist on this machine`);
-    expect(await failure("x", { repo: "http://127.0.0.1:9/nope.git", model })).toMatch(/^--repo http:\/\/127\.0\.0\.1:9\/nope\.git is not reachable from this machine: fatal: unable to access .*/);
+    expect(await failure("x", { repo: "http://127.0.0.1:9/nope.git", model })).toMatch(
+      /^--repo http:\/\/127\.0\.0\.1:9\/nope\.git is not reachable from this machine: fatal: unable to access .*/,
+    );
     expect(await failure("x", { repo, ref: "no-such-branch", model })).toBe(`--ref no-such-branch is not a branch, tag or commit of ${repo}`);
     expect(await failure("x", { repo, ref: "deadbeefdeadbeef", model })).toBe(`--ref deadbeefdeadbeef is not a branch, tag or commit of ${repo}`);
-    expect(await failure("x", { workspace: ws, model: "claude:opus" })).toBe('--model "claude:opus" is not a model ledgerloop knows: use openai:<model-name> or scripted:<trajectory.json>');
-    expect(await failure("x", { workspace: ws, model: "scripted:nope/t.json" })).toBe(`--model scripted:nope/t.json: the trajectory file ${path.resolve("nope/t.json")} does not exist`);
-    expect(await failure("x", { workspace: ws, model: `scripted:${notJson}` })).toMatch(new RegExp(`^--model scripted:${notJson}: cannot read trajectory ${notJson}: `));
-    expect(await failure("x", { workspace: ws, model, summaryModel: "gpt4" })).toBe('--summary-model "gpt4" is not a model ledgerloop knows: use openai:<model-name> or scripted:<trajectory.json>');
+    expect(await failure("x", { workspace: ws, model: "claude:opus" })).toBe(
+      '--model "claude:opus" is not a model ledgerloop knows: use openai:<model-name> or scripted:<trajectory.json>',
+    );
+    expect(await failure("x", { workspace: ws, model: "scripted:nope/t.json" })).toBe(
+      `--model scripted:nope/t.json: the trajectory file ${path.resolve("nope/t.json")} does not exist`,
+    );
+    expect(await failure("x", { workspace: ws, model: `scripted:${notJson}` })).toMatch(
+      new RegExp(`^--model scripted:${notJson}: cannot read trajectory ${notJson}: `),
+    );
+    expect(await failure("x", { workspace: ws, model, summaryModel: "gpt4" })).toBe(
+      '--summary-model "gpt4" is not a model ledgerloop knows: use openai:<model-name> or scripted:<trajectory.json>',
+    );
     expect(await queued()).toEqual([]);
   });
 
@@ -68,10 +80,18 @@ describePg("submit checks what it can before queueing; --tasks queues a batch wh
     } finally {
       process.chdir(cwd);
     }
-    for (const [thread, ref] of [["branch", "main"], ["tag", "v1"], ["commit", head.slice(0, 12)]] as const) await handleSubmit("r", { state: db.url, repo, ref, model: `scripted:${traj}`, thread });
+    for (const [thread, ref] of [
+      ["branch", "main"],
+      ["tag", "v1"],
+      ["commit", head.slice(0, 12)],
+    ] as const)
+      await handleSubmit("r", { state: db.url, repo, ref, model: `scripted:${traj}`, thread });
     // --no-check: a repository only the workers reach is queued as given (their release-and-retry handles it).
     await handleSubmit("r", { state: db.url, repo: "/only/on/workers", model: `scripted:${traj}`, thread: "unchecked", check: false });
-    const rows = await pgQuery<{ thread_id: string; source: string; settings: string }>(db.url, "SELECT thread_id, source, settings FROM ll_submissions ORDER BY thread_id");
+    const rows = await pgQuery<{ thread_id: string; source: string; settings: string }>(
+      db.url,
+      "SELECT thread_id, source, settings FROM ll_submissions ORDER BY thread_id",
+    );
     const byThread = Object.fromEntries(rows.map((r) => [r.thread_id, { source: JSON.parse(r.source), model: JSON.parse(r.settings).model }]));
     expect(byThread.rel).toEqual({ source: { kind: "workspace", path: ws }, model: `scripted:${traj}` });
     expect(byThread.commit!.source).toEqual({ kind: "repo", repo, ref: head.slice(0, 12) });
@@ -128,8 +148,16 @@ describePg("submit checks what it can before queueing; --tasks queues a batch wh
       ["g3", "workspace", 4, 0, "queued"],
     ]);
     // A batch whose thread is taken already: none of it is queued.
-    fs.writeFileSync(good, JSON.stringify([{ task: "new", thread: "g4" }, { task: "taken", thread: "g1" }]));
-    expect(await failure(undefined, { tasks: good, workspace: ws, model: `scripted:${traj}` })).toBe('thread "g1" already exists in the state database; pick another --thread');
+    fs.writeFileSync(
+      good,
+      JSON.stringify([
+        { task: "new", thread: "g4" },
+        { task: "taken", thread: "g1" },
+      ]),
+    );
+    expect(await failure(undefined, { tasks: good, workspace: ws, model: `scripted:${traj}` })).toBe(
+      'thread "g1" already exists in the state database; pick another --thread',
+    );
     expect(await queued()).not.toContain("g4");
   });
 });

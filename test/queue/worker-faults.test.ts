@@ -26,7 +26,12 @@ async function submitAll(url: string, scratch: string, prefix: string): Promise<
     for (let i = 0; i < RUNS; i++) {
       const ws = tempWorkspace(undefined, { "README.md": "run\n" });
       workspaces.push(ws);
-      await submitRun(state.pool, boss, { thread: `${prefix}${i}`, task: "steps", source: { kind: "workspace", path: ws }, settings: { model, retrieval: "lexical", approve: "deny", sandbox: "none" } as never });
+      await submitRun(state.pool, boss, {
+        thread: `${prefix}${i}`,
+        task: "steps",
+        source: { kind: "workspace", path: ws },
+        settings: { model, retrieval: "lexical", approve: "deny", sandbox: "none" } as never,
+      });
     }
   } finally {
     await boss.stop({ graceful: false, wait: true });
@@ -60,14 +65,26 @@ async function runsMidway(url: string, n: number, actions: number): Promise<void
  * unhandled-rejection net; every run finished, its ledger gap-free, each decision one action with
  * exactly one feedback, and no command run twice (each appends its own key to counter.txt).
  */
-async function expectAllFinishedOnce(url: string, workers: WorkerProc[], workspaces: string[], prefix: string): Promise<{ pauses: number; handedBack: number }> {
+async function expectAllFinishedOnce(
+  url: string,
+  workers: WorkerProc[],
+  workspaces: string[],
+  prefix: string,
+): Promise<{ pauses: number; handedBack: number }> {
   for (const w of workers) expect(await exitOf(w, 600_000), w.err().slice(-3000)).toEqual({ code: 0, signal: null });
   for (const w of workers) expect(w.err()).not.toMatch(/unhandled/);
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
-    const leases = (await c.query("SELECT thread_id, state, note FROM ll_run_leases ORDER BY thread_id")).rows as Array<{ thread_id: string; state: string; note: string }>;
-    expect(leases.filter((l) => l.state !== "done"), JSON.stringify(leases)).toEqual([]);
+    const leases = (await c.query("SELECT thread_id, state, note FROM ll_run_leases ORDER BY thread_id")).rows as Array<{
+      thread_id: string;
+      state: string;
+      note: string;
+    }>;
+    expect(
+      leases.filter((l) => l.state !== "done"),
+      JSON.stringify(leases),
+    ).toEqual([]);
     expect(leases).toHaveLength(RUNS);
     // The note of a run's end says how it ended: finished, not failed.
     for (const l of leases) expect(l.note, l.thread_id).toMatch(/^finished after \d+ step\(s\) on /);
@@ -85,7 +102,10 @@ async function expectAllFinishedOnce(url: string, workers: WorkerProc[], workspa
       expect(new Set(actions.map((a) => a.p.callId)).size).toBe(actions.length);
       expect(actions.filter((a) => a.p.tool === "run_command" || a.p.tool === "write_file")).toHaveLength(STEPS);
       for (const a of actions.filter((x) => x.p.tool === "run_command" || x.p.tool === "write_file")) {
-        expect(events.filter((f) => f.type === "environment_feedback" && f.caused_by === a.id), `${thread} ${a.p.callId}`).toHaveLength(1);
+        expect(
+          events.filter((f) => f.type === "environment_feedback" && f.caused_by === a.id),
+          `${thread} ${a.p.callId}`,
+        ).toHaveLength(1);
       }
       const counter = fs.readFileSync(path.join(workspaces[i]!, "counter.txt"), "utf8").trim().split("\n");
       expect(new Set(counter).size, `${thread}: ${counter.join(",")}`).toBe(counter.length);
@@ -94,7 +114,9 @@ async function expectAllFinishedOnce(url: string, workers: WorkerProc[], workspa
     await c.end();
   }
   const errs = workers.map((w) => w.err()).join("\n");
-  const handedBack = workers.flatMap((w) => jsonLines<{ outcome: string; detail?: string }>(w.out())).filter((o) => o.outcome === "handed_over" && /state database unavailable/.test(o.detail ?? "")).length;
+  const handedBack = workers
+    .flatMap((w) => jsonLines<{ outcome: string; detail?: string }>(w.out()))
+    .filter((o) => o.outcome === "handed_over" && /state database unavailable/.test(o.detail ?? "")).length;
   return { pauses: errs.match(/the state database is unavailable/g)?.length ?? 0, handedBack };
 }
 

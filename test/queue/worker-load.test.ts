@@ -42,7 +42,12 @@ describePg("3 workers, 30 runs, one killed and one stopped", () => {
     for (let i = 0; i < RUNS; i++) {
       const ws = tempWorkspace(undefined, { "README.md": "run\n" });
       workspaces.push(ws);
-      await submitRun(state.pool, boss, { thread: `L${i}`, task: "steps", source: { kind: "workspace", path: ws }, settings: { model, retrieval: "lexical", approve: "deny" } as never });
+      await submitRun(state.pool, boss, {
+        thread: `L${i}`,
+        task: "steps",
+        source: { kind: "workspace", path: ws },
+        settings: { model, retrieval: "lexical", approve: "deny" } as never,
+      });
     }
     await boss.stop({ graceful: false, wait: true });
 
@@ -72,7 +77,11 @@ describePg("3 workers, 30 runs, one killed and one stopped", () => {
       console.error("load: waiting for worker 2");
       expect(await exitOf(workers[2]!, 600_000), workers[2]!.err()).toEqual({ code: 0, signal: null });
 
-      const leases = (await c.query("SELECT thread_id, state, takeovers FROM ll_run_leases ORDER BY thread_id")).rows as Array<{ thread_id: string; state: string; takeovers: number }>;
+      const leases = (await c.query("SELECT thread_id, state, takeovers FROM ll_run_leases ORDER BY thread_id")).rows as Array<{
+        thread_id: string;
+        state: string;
+        takeovers: number;
+      }>;
       expect(leases.filter((l) => l.state === "done")).toHaveLength(RUNS);
       // The killed worker's runs were taken over once each.
       for (const t of killedHeld) expect(leases.find((l) => l.thread_id === t)!.takeovers).toBe(1);
@@ -93,13 +102,18 @@ describePg("3 workers, 30 runs, one killed and one stopped", () => {
         }>;
         // Nothing lost: one gap-free sequence.
         expect(events.map((e) => e.seq)).toEqual(Array.from({ length: events.length }, (_, k) => k + 1));
-        const actions = events.filter((e) => e.type === "agent_action").map((e) => ({ id: e.id, p: JSON.parse(e.payload) as { tool: string; callId: string; args: { command?: string } } }));
+        const actions = events
+          .filter((e) => e.type === "agent_action")
+          .map((e) => ({ id: e.id, p: JSON.parse(e.payload) as { tool: string; callId: string; args: { command?: string } } }));
         // Nothing duplicated: each decision is one action with exactly one feedback.
         expect(new Set(actions.map((a) => a.p.callId)).size).toBe(actions.length);
         expect(actions.filter((a) => a.p.tool !== "finish" && a.p.tool !== "update_plan")).toHaveLength(STEPS);
         const feedback = events.filter((e) => e.type === "environment_feedback");
         for (const a of actions.filter((x) => x.p.tool === "run_command" || x.p.tool === "write_file")) {
-          expect(feedback.filter((f) => f.caused_by === a.id), `${thread} ${a.p.callId}`).toHaveLength(1);
+          expect(
+            feedback.filter((f) => f.caused_by === a.id),
+            `${thread} ${a.p.callId}`,
+          ).toHaveLength(1);
         }
         const interrupted = new Set(
           feedback
@@ -114,7 +128,12 @@ describePg("3 workers, 30 runs, one killed and one stopped", () => {
         expect(new Set(counter).size, thread).toBe(counter.length);
         // An interrupted command may have done its work before its worker died (a shared workspace
         // keeps whatever it wrote), or not: either is right, as long as it was not run again.
-        const expected = { ...reference, "counter.txt": reference["counter.txt"]!.split("\n").filter((l) => !interrupted.has(l) || counter.includes(l)).join("\n") };
+        const expected = {
+          ...reference,
+          "counter.txt": reference["counter.txt"]!.split("\n")
+            .filter((l) => !interrupted.has(l) || counter.includes(l))
+            .join("\n"),
+        };
         expect(tree, thread).toEqual(expected);
       }
       // At most the commands in flight when a worker died or stopped (2 slots each).

@@ -27,7 +27,21 @@ describePg("ledgerloop submit / worker", () => {
     const repo = gitRepo({ "README.md": "hello\n" });
     const scratch = tempWorkspace();
     const traj = writeTrajectory(scratch, 4);
-    const sub = await cliAsync(["submit", "four steps", "--repo", repo, "--state", db.url, "--model", `scripted:${traj}`, "--retrieval", "lexical", "--thread", "r1", "--json"]);
+    const sub = await cliAsync([
+      "submit",
+      "four steps",
+      "--repo",
+      repo,
+      "--state",
+      db.url,
+      "--model",
+      `scripted:${traj}`,
+      "--retrieval",
+      "lexical",
+      "--thread",
+      "r1",
+      "--json",
+    ]);
     expect(sub.code, sub.stderr).toBe(0);
     expect(JSON.parse(sub.stdout)).toMatchObject({ thread: "r1", jobId: expect.any(String) });
 
@@ -53,13 +67,19 @@ describePg("ledgerloop submit / worker", () => {
     expect(bad.every((b) => b.code !== 0)).toBe(true);
 
     const queued = await cliAsync(["threads", "--state", db.url, "--json"]);
-    expect(jsonLines(queued.stdout)).toEqual([expect.objectContaining({ thread: "r1", status: "queued", events: 0, queue: expect.objectContaining({ state: "queued", worker: null }) })]);
+    expect(jsonLines(queued.stdout)).toEqual([
+      expect.objectContaining({ thread: "r1", status: "queued", events: 0, queue: expect.objectContaining({ state: "queued", worker: null }) }),
+    ]);
 
     const w = spawnWorker(db.url, path.join(scratch, "w"), ["--keep-dirs"]);
     expect(await exitOf(w), w.err()).toEqual({ code: 0, signal: null });
     expect(jsonLines(w.out())).toEqual([{ thread: "r1", outcome: "ran", status: "finished", steps: 5, resumed: false }]);
-    const threads = jsonLines<{ thread: string; status: string; origin: string; queue: { state: string; note: string } }>((await cliAsync(["threads", "--state", db.url, "--json"])).stdout);
-    expect(threads).toEqual([expect.objectContaining({ thread: "r1", status: "finished", origin: "worker", queue: expect.objectContaining({ state: "done", worker: null }) })]);
+    const threads = jsonLines<{ thread: string; status: string; origin: string; queue: { state: string; note: string } }>(
+      (await cliAsync(["threads", "--state", db.url, "--json"])).stdout,
+    );
+    expect(threads).toEqual([
+      expect.objectContaining({ thread: "r1", status: "finished", origin: "worker", queue: expect.objectContaining({ state: "done", worker: null }) }),
+    ]);
     expect(threads[0]!.queue.note).toMatch(/^finished after 5 step\(s\) on /);
     // The clone is the worker's own: the repository itself was never written.
     expect(execFileSync("git", ["status", "--porcelain"], { cwd: repo, encoding: "utf8" })).toBe("");
@@ -73,7 +93,20 @@ describePg("ledgerloop submit / worker", () => {
     const scratch = tempWorkspace();
     const traj = writeTrajectory(scratch, 2);
     const token = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789";
-    const sub = await cliAsync(["submit", `gone; call it with OPENAI_API_KEY=${token}`, "--repo", path.join(scratch, "no-such-repo"), "--no-check", "--state", db.url, "--model", `scripted:${traj}`, "--thread", "gone", "--json"]);
+    const sub = await cliAsync([
+      "submit",
+      `gone; call it with OPENAI_API_KEY=${token}`,
+      "--repo",
+      path.join(scratch, "no-such-repo"),
+      "--no-check",
+      "--state",
+      db.url,
+      "--model",
+      `scripted:${traj}`,
+      "--thread",
+      "gone",
+      "--json",
+    ]);
     expect(sub.code, sub.stderr).toBe(0);
     const boss = await startQueue(db.url);
     const badId = await boss.send(RUN_QUEUE, { thread: 42, extra: true });
@@ -102,7 +135,11 @@ describePg("ledgerloop submit / worker", () => {
         { state: "completed", retry_count: 0 },
         { state: "failed", retry_count: 0 },
       ]);
-      expect(jsonLines<{ thread: string; outcome: string; detail?: string }>(w.out()).filter((o) => o.thread === "gone").map((o) => o.outcome)).toEqual(["handed_over", "handed_over", "failed"]);
+      expect(
+        jsonLines<{ thread: string; outcome: string; detail?: string }>(w.out())
+          .filter((o) => o.thread === "gone")
+          .map((o) => o.outcome),
+      ).toEqual(["handed_over", "handed_over", "failed"]);
     } finally {
       await c.end();
     }
@@ -112,7 +149,22 @@ describePg("ledgerloop submit / worker", () => {
     const scratch = tempWorkspace();
     const traj = writeTrajectory(scratch, 2);
     const later = path.join(scratch, "repo-later");
-    const sub = await cliAsync(["submit", "later", "--repo", later, "--no-check", "--state", db.url, "--model", `scripted:${traj}`, "--retrieval", "lexical", "--thread", "later", "--json"]);
+    const sub = await cliAsync([
+      "submit",
+      "later",
+      "--repo",
+      later,
+      "--no-check",
+      "--state",
+      db.url,
+      "--model",
+      `scripted:${traj}`,
+      "--retrieval",
+      "lexical",
+      "--thread",
+      "later",
+      "--json",
+    ]);
     expect(sub.code, sub.stderr).toBe(0);
     const c = new pg.Client({ connectionString: db.url });
     await c.connect();
@@ -122,7 +174,10 @@ describePg("ledgerloop submit / worker", () => {
       await until(async () => (await c.query("SELECT releases FROM ll_run_leases WHERE thread_id = 'later'")).rows[0].releases === 1);
       fs.cpSync(gitRepo({ "README.md": "later\n" }), later, { recursive: true });
       expect(await exitOf(w), w.err()).toEqual({ code: 0, signal: null });
-      expect(jsonLines<{ outcome: string; status?: string }>(w.out()).map((o) => [o.outcome, o.status])).toEqual([["handed_over", undefined], ["ran", "finished"]]);
+      expect(jsonLines<{ outcome: string; status?: string }>(w.out()).map((o) => [o.outcome, o.status])).toEqual([
+        ["handed_over", undefined],
+        ["ran", "finished"],
+      ]);
       // The run ended here: its clone is removed (no --keep-dirs).
       expect(fs.existsSync(path.join(scratch, "w", "later"))).toBe(false);
       expect(fs.readdirSync(path.join(scratch, "w"))).toEqual([]);
@@ -137,7 +192,21 @@ describePg("ledgerloop submit / worker", () => {
     const scratch = tempWorkspace();
     const traj = writeTrajectory(scratch, 24);
     const ws = tempWorkspace(undefined, { "README.md": "shared\n" });
-    const sub = await cliAsync(["submit", "long", "--workspace", ws, "--state", db.url, "--model", `scripted:${traj}`, "--retrieval", "lexical", "--thread", "k1", "--json"]);
+    const sub = await cliAsync([
+      "submit",
+      "long",
+      "--workspace",
+      ws,
+      "--state",
+      db.url,
+      "--model",
+      `scripted:${traj}`,
+      "--retrieval",
+      "lexical",
+      "--thread",
+      "k1",
+      "--json",
+    ]);
     expect(sub.code, sub.stderr).toBe(0);
     const a = spawnWorker(db.url, path.join(scratch, "a"));
     const c = new pg.Client({ connectionString: db.url });
@@ -154,7 +223,9 @@ describePg("ledgerloop submit / worker", () => {
       const counter = fs.readFileSync(path.join(ws, "counter.txt"), "utf8").trim().split("\n");
       expect(new Set(counter).size).toBe(counter.length);
       const feedback = (
-        await c.query("SELECT payload::jsonb->>'status' AS status, payload::jsonb->>'tool' AS tool FROM ll_events WHERE thread_id = 'k1' AND type = 'environment_feedback' ORDER BY seq")
+        await c.query(
+          "SELECT payload::jsonb->>'status' AS status, payload::jsonb->>'tool' AS tool FROM ll_events WHERE thread_id = 'k1' AND type = 'environment_feedback' ORDER BY seq",
+        )
       ).rows as Array<{ status: string; tool: string }>;
       const interrupted = feedback.filter((f) => f.status === "interrupted").length;
       // Every command either ran once or was reported interrupted (not run again).
@@ -184,7 +255,21 @@ describePg("ledgerloop submit / worker", () => {
       const traj = path.join(scratch, `${thread}.json`);
       fs.writeFileSync(traj, JSON.stringify(trajectory(slow)));
       const ws = tempWorkspace(undefined, { "README.md": "x\n" });
-      const sub = await cliAsync(["submit", "two", "--workspace", ws, "--state", db.url, "--model", `scripted:${traj}`, "--retrieval", "lexical", "--thread", thread, "--json"]);
+      const sub = await cliAsync([
+        "submit",
+        "two",
+        "--workspace",
+        ws,
+        "--state",
+        db.url,
+        "--model",
+        `scripted:${traj}`,
+        "--retrieval",
+        "lexical",
+        "--thread",
+        thread,
+        "--json",
+      ]);
       expect(sub.code, sub.stderr).toBe(0);
       const a = spawnWorker(db.url, path.join(scratch, `${thread}-a`), ["--stop-grace-seconds", grace]);
       // Stopped while the slow command runs: the flag is written by the command itself.
@@ -196,18 +281,27 @@ describePg("ledgerloop submit / worker", () => {
       expect(await exitOf(b), b.err()).toEqual({ code: 0, signal: null });
       expect(jsonLines(b.out())).toEqual([expect.objectContaining({ thread, outcome: "ran", status: "finished", resumed: true })]);
       const feedback = (
-        await c.query("SELECT payload::jsonb AS p FROM ll_events WHERE thread_id = $1 AND type = 'environment_feedback' AND payload::jsonb->>'tool' = 'run_command' ORDER BY seq", [thread])
+        await c.query(
+          "SELECT payload::jsonb AS p FROM ll_events WHERE thread_id = $1 AND type = 'environment_feedback' AND payload::jsonb->>'tool' = 'run_command' ORDER BY seq",
+          [thread],
+        )
       ).rows.map((r) => r.p as { status: string; errorClass: string | null; output: string; command: string });
       return { ws, feedback, counter: fs.readFileSync(path.join(ws, "counter.txt"), "utf8") };
     };
     try {
       // Within the grace period: the command ends on its own, ok, and is not run again.
       const drained = await stopMidCommand("g1", "sleep 2 && echo one", "60");
-      expect(drained.feedback.map((f) => [f.status, f.errorClass])).toEqual([["ok", null], ["ok", null]]);
+      expect(drained.feedback.map((f) => [f.status, f.errorClass])).toEqual([
+        ["ok", null],
+        ["ok", null],
+      ]);
       expect(drained.counter).toBe("one\ntwo\n");
       // Past it: the command is killed, and the model reads why (not a bare SIGKILL).
       const cut = await stopMidCommand("g2", "sleep 60 && echo late", "1");
-      expect(cut.feedback.map((f) => [f.status, f.errorClass])).toEqual([["interrupted", "interrupted"], ["ok", null]]);
+      expect(cut.feedback.map((f) => [f.status, f.errorClass])).toEqual([
+        ["interrupted", "interrupted"],
+        ["ok", null],
+      ]);
       expect(cut.feedback[0]!.output).toContain("was stopped because the run was stopped");
       expect(cut.counter).toBe("two\n");
     } finally {
@@ -225,7 +319,21 @@ describePg("ledgerloop submit / worker", () => {
     expect(ref.code, ref.stderr).toBe(0);
     const reference = readTree(alone);
 
-    const sub = await cliAsync(["submit", "long", "--repo", repo, "--state", db.url, "--model", `scripted:${traj}`, "--retrieval", "lexical", "--thread", "k2", "--json"]);
+    const sub = await cliAsync([
+      "submit",
+      "long",
+      "--repo",
+      repo,
+      "--state",
+      db.url,
+      "--model",
+      `scripted:${traj}`,
+      "--retrieval",
+      "lexical",
+      "--thread",
+      "k2",
+      "--json",
+    ]);
     expect(sub.code, sub.stderr).toBe(0);
     const a = spawnWorker(db.url, path.join(scratch, "a"));
     const c = new pg.Client({ connectionString: db.url });
@@ -248,17 +356,26 @@ describePg("ledgerloop submit / worker", () => {
       );
       const clone = path.join(scratch, "b", "k2");
       const tree = Object.fromEntries(Object.entries(readTree(clone)).filter(([k]) => !k.startsWith(".git/")));
-      const expected = { ...reference, "counter.txt": reference["counter.txt"]!.split("\n").filter((l) => !interrupted.has(l)).join("\n") };
+      const expected = {
+        ...reference,
+        "counter.txt": reference["counter.txt"]!.split("\n")
+          .filter((l) => !interrupted.has(l))
+          .join("\n"),
+      };
       expect(tree).toEqual(expected);
       // One trace across both workers: the second found the trace ids the first stored in PostgreSQL.
       const trace = JSON.parse((await c.query("SELECT trace FROM ll_runs WHERE thread_id = 'k2'")).rows[0].trace as string) as { traceId: string };
-      const traceIds = (dir: string) => new Set(jsonLines<{ traceId?: string }>(fs.readFileSync(path.join(dir, ".ledgerloop", "logs", "k2.jsonl"), "utf8")).map((l) => l.traceId));
+      const traceIds = (dir: string) =>
+        new Set(jsonLines<{ traceId?: string }>(fs.readFileSync(path.join(dir, ".ledgerloop", "logs", "k2.jsonl"), "utf8")).map((l) => l.traceId));
       expect(traceIds(path.join(scratch, "a", "k2"))).toEqual(new Set([trace.traceId]));
       expect(traceIds(clone)).toEqual(new Set([trace.traceId]));
       // The clone's git sees the run's work as changes to the pinned commit.
       const pinned = (await c.query("SELECT commit_sha FROM ll_submissions WHERE thread_id = 'k2'")).rows[0].commit_sha as string;
       expect(execFileSync("git", ["rev-parse", "HEAD"], { cwd: clone, encoding: "utf8" }).trim()).toBe(pinned);
-      expect(execFileSync("git", ["status", "--porcelain"], { cwd: clone, encoding: "utf8" }).split("\n").sort().filter(Boolean)).toEqual(["?? counter.txt", "?? out/"]);
+      expect(execFileSync("git", ["status", "--porcelain"], { cwd: clone, encoding: "utf8" }).split("\n").sort().filter(Boolean)).toEqual([
+        "?? counter.txt",
+        "?? out/",
+      ]);
     } finally {
       await c.end();
     }

@@ -38,7 +38,12 @@ describe("the run report says what the evidence says", () => {
     // The first finish after a failing test run is not taken: the model is shown the failures and
     // finishes only by saying so again.
     const a = await testAgent(project(true), {
-      decide: [plan, call("run_tests", {}), call("finish", { summary: "All tests pass." }), call("finish", { summary: "All tests pass; both subtasks are done." })],
+      decide: [
+        plan,
+        call("run_tests", {}),
+        call("finish", { summary: "All tests pass." }),
+        call("finish", { summary: "All tests pass; both subtasks are done." }),
+      ],
     });
     agents.push(a);
     const r = await reportOf(a);
@@ -91,7 +96,9 @@ describe("what stopped a command, and what commands used", () => {
     });
     agents.push(a);
     const r = await reportOf(a);
-    const fb = (await a.events()).filter((e) => e.type === "environment_feedback" && e.payload.tool === "run_command").map((e) => e.payload as Record<string, unknown>);
+    const fb = (await a.events())
+      .filter((e) => e.type === "environment_feedback" && e.payload.tool === "run_command")
+      .map((e) => e.payload as Record<string, unknown>);
     expect(fb).toHaveLength(2);
     expect(fb[0]).toMatchObject({ status: "ok", stoppedBy: null, limit: null });
     expect(fb[1]).toMatchObject({ status: "error", errorClass: "timeout", stoppedBy: "limit", limit: "timeout" });
@@ -102,7 +109,9 @@ describe("what stopped a command, and what commands used", () => {
       expect((fb[0]!.usage as { memoryPeakBytes: number }).memoryPeakBytes).toBeGreaterThan(1024 * 1024);
       expect(r.commands).toMatchObject({ count: 2, measured: 2, mostCpu: { step: 1, command: burn } });
       expect(r.commands!.cpuMs).toBeGreaterThanOrEqual(300);
-      expect(reportMarkdown(r)).toMatch(/## Commands\n\n2 shell commands, \d+\.\d\d s of CPU in all; the most CPU: step 1 `node -e .*` \(\d+\.\d\d s\); the highest memory peak: step \d `.*` \(\d+(\.\d)? MiB\)\./);
+      expect(reportMarkdown(r)).toMatch(
+        /## Commands\n\n2 shell commands, \d+\.\d\d s of CPU in all; the most CPU: step 1 `node -e .*` \(\d+\.\d\d s\); the highest memory peak: step \d `.*` \(\d+(\.\d)? MiB\)\./,
+      );
     } else {
       expect(r.commands).toMatchObject({ count: 2, measured: 0, mostCpu: null });
       expect(reportMarkdown(r)).toContain("2 shell commands, CPU not measured (no cgroups).");

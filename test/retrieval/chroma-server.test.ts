@@ -89,40 +89,44 @@ describe("a process killed while starting the embedded Chroma server", () => {
   it.each([
     ["before the record is written", "chroma-spawned"],
     ["after the record is written, before the server answers", "chroma-recorded"],
-  ])("killed %s: the next process takes the server over, and the last release stops it", async (_when, point) => {
-    const stateDir = tempWorkspace();
-    const dataDir = path.join(stateDir, "chroma");
-    const script = `import { ensureChromaServer } from ${JSON.stringify(path.join(REPO, "src/retrieval/chroma-server.ts"))};
+  ])(
+    "killed %s: the next process takes the server over, and the last release stops it",
+    async (_when, point) => {
+      const stateDir = tempWorkspace();
+      const dataDir = path.join(stateDir, "chroma");
+      const script = `import { ensureChromaServer } from ${JSON.stringify(path.join(REPO, "src/retrieval/chroma-server.ts"))};
 await ensureChromaServer({ stateDir: ${JSON.stringify(stateDir)}, startTimeoutMs: 45_000 });
 console.log("not killed");`;
-    const killed = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
-      cwd: REPO,
-      encoding: "utf8",
-      timeout: 60_000,
-      env: { ...process.env, LEDGERLOOP_FAILPOINT: `${point}:1` },
-    });
-    expect(killed.signal, killed.stderr).toBe("SIGKILL");
-    // The orphan: a server nobody has registered with.
-    const orphans = serversOn(dataDir);
-    expect(orphans).toHaveLength(1);
-    const next = await ensureChromaServer({ stateDir, startTimeoutMs: 45_000 });
-    try {
-      expect(await heartbeat(next.url)).toBe(true);
-      if (point === "chroma-recorded") {
-        // The record named it: adopted once it answered, not replaced.
-        expect(next).toMatchObject({ started: false, pid: orphans[0] });
-      } else {
-        // Nothing named it: stopped before a new one was started on the same data.
-        expect(next.started).toBe(true);
-        expect(alive(orphans[0]!)).toBe(false);
+      const killed = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+        cwd: REPO,
+        encoding: "utf8",
+        timeout: 60_000,
+        env: { ...process.env, LEDGERLOOP_FAILPOINT: `${point}:1` },
+      });
+      expect(killed.signal, killed.stderr).toBe("SIGKILL");
+      // The orphan: a server nobody has registered with.
+      const orphans = serversOn(dataDir);
+      expect(orphans).toHaveLength(1);
+      const next = await ensureChromaServer({ stateDir, startTimeoutMs: 45_000 });
+      try {
+        expect(await heartbeat(next.url)).toBe(true);
+        if (point === "chroma-recorded") {
+          // The record named it: adopted once it answered, not replaced.
+          expect(next).toMatchObject({ started: false, pid: orphans[0] });
+        } else {
+          // Nothing named it: stopped before a new one was started on the same data.
+          expect(next.started).toBe(true);
+          expect(alive(orphans[0]!)).toBe(false);
+        }
+        expect(serversOn(dataDir)).toEqual([next.pid]);
+        expect(JSON.parse(fs.readFileSync(path.join(stateDir, "chroma.server.json"), "utf8"))).toMatchObject({ pid: next.pid, status: "ready" });
+      } finally {
+        await next.release();
       }
-      expect(serversOn(dataDir)).toEqual([next.pid]);
-      expect(JSON.parse(fs.readFileSync(path.join(stateDir, "chroma.server.json"), "utf8"))).toMatchObject({ pid: next.pid, status: "ready" });
-    } finally {
-      await next.release();
-    }
-    expect(serversOn(dataDir)).toEqual([]);
-  }, 180_000);
+      expect(serversOn(dataDir)).toEqual([]);
+    },
+    180_000,
+  );
 });
 
 describe("the embedded Chroma server's watchdog", () => {
@@ -168,7 +172,9 @@ setInterval(() => {}, 1000);`;
     // Killed clients stop nothing themselves: the watchdog does, after 2 s without a live client.
     expect(await exitsWithin(pid, 60_000)).toBe(true);
     expect(fs.existsSync(path.join(stateDir, "chroma.server.json"))).toBe(false);
-    expect(fs.readFileSync(path.join(stateDir, "chroma.log"), "utf8")).toMatch(/stopping the embedded Chroma server on .*: no ledgerloop process has used it for 2 s/);
+    expect(fs.readFileSync(path.join(stateDir, "chroma.log"), "utf8")).toMatch(
+      /stopping the embedded Chroma server on .*: no ledgerloop process has used it for 2 s/,
+    );
     const next = await ensureChromaServer({ stateDir, startTimeoutMs: 45_000 });
     try {
       expect(next.started).toBe(true);

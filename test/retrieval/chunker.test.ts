@@ -61,7 +61,13 @@ describe("chunkLines: properties", () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 400 }), fc.array(sym, { maxLength: 30 }), (n, raw) => {
         const lines = Array.from({ length: n }, (_, i) => (i % 9 === 0 ? "" : i % 7 === 0 ? "  // note" : `code ${i}`));
-        const symbols = raw.map((r, i) => ({ name: `s${i}`, kind: "function" as const, startLine: Math.min(r.a, n), endLine: Math.min(n, r.a + r.len), exported: true }));
+        const symbols = raw.map((r, i) => ({
+          name: `s${i}`,
+          kind: "function" as const,
+          startLine: Math.min(r.a, n),
+          endLine: Math.min(n, r.a + r.len),
+          exported: true,
+        }));
         const chunks = chunkLines(lines, symbols);
         let prev = 0;
         for (const c of chunks) {

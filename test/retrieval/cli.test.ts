@@ -61,8 +61,16 @@ describe("ledgerloop index / search handlers", () => {
     const secret = "plum-orchard-77-velvet";
     fs.writeFileSync(path.join(ws, ".env"), `BILLING_API_KEY=${secret}\n`);
     makeRepo(ws, [
-      { message: "invoice totals: round per line", files: { "src/invoice.ts": "export function total(lines: number[]) {\n  return lines.reduce((a, b) => a + b, 0);\n}\n" } },
-      { message: `invoice totals: sandbox account uses ${secret}`, files: { "src/invoice.ts": `// sandbox key ${secret}\nexport function total(lines: number[]) {\n  return lines.reduce((a, b) => a + Math.round(b), 0);\n}\n` } },
+      {
+        message: "invoice totals: round per line",
+        files: { "src/invoice.ts": "export function total(lines: number[]) {\n  return lines.reduce((a, b) => a + b, 0);\n}\n" },
+      },
+      {
+        message: `invoice totals: sandbox account uses ${secret}`,
+        files: {
+          "src/invoice.ts": `// sandbox key ${secret}\nexport function total(lines: number[]) {\n  return lines.reduce((a, b) => a + Math.round(b), 0);\n}\n`,
+        },
+      },
     ]);
     await handleIndex({ workspace: ws });
     const out = await searchWorkspace("invoice totals sandbox account", { workspace: ws, k: 3 });

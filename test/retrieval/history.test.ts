@@ -41,9 +41,25 @@ const BASE: RepoCommit[] = [
       "src/types.ts": "export interface Opt { dflt?: string }\n",
     },
   },
-  { message: "show default values in help text for flags", files: { "src/render.ts": "export function extraOf(opt: { dflt?: string }) {\n  return opt.dflt ? [`[dflt: ${opt.dflt}]`] : [];\n}\n", "src/types.ts": "export interface Opt { dflt?: string; show?: boolean }\n" } },
-  { message: "columns: pad the last column", files: { "src/table.ts": "export function columns(n: number) {\n  return Array.from({ length: n + 1 }, (_, i) => i);\n}\n" } },
-  { message: "help text: hide default when the option says so", files: { "src/render.ts": "export function extraOf(opt: { dflt?: string; show?: boolean }) {\n  return opt.dflt && opt.show !== false ? [`[dflt: ${opt.dflt}]`] : [];\n}\n", "src/types.ts": "export interface Opt { dflt?: string; show?: boolean; hidden?: boolean }\n" } },
+  {
+    message: "show default values in help text for flags",
+    files: {
+      "src/render.ts": "export function extraOf(opt: { dflt?: string }) {\n  return opt.dflt ? [`[dflt: ${opt.dflt}]`] : [];\n}\n",
+      "src/types.ts": "export interface Opt { dflt?: string; show?: boolean }\n",
+    },
+  },
+  {
+    message: "columns: pad the last column",
+    files: { "src/table.ts": "export function columns(n: number) {\n  return Array.from({ length: n + 1 }, (_, i) => i);\n}\n" },
+  },
+  {
+    message: "help text: hide default when the option says so",
+    files: {
+      "src/render.ts":
+        "export function extraOf(opt: { dflt?: string; show?: boolean }) {\n  return opt.dflt && opt.show !== false ? [`[dflt: ${opt.dflt}]`] : [];\n}\n",
+      "src/types.ts": "export interface Opt { dflt?: string; show?: boolean; hidden?: boolean }\n",
+    },
+  },
 ];
 
 /** A digest of everything under .git (paths, sizes, contents, mtimes): reading history must not change it. */
@@ -97,7 +113,9 @@ describe("history source", () => {
     const ws = tempWorkspace();
     makeRepo(ws, BASE);
     const { r } = await retriever(ws);
-    makeRepo(ws, [{ message: "tokenizer: split on commas as well", files: { "src/parse.ts": "export function tokens(s: string) {\n  return s.split(/[\\s,]+/);\n}\n" } }]);
+    makeRepo(ws, [
+      { message: "tokenizer: split on commas as well", files: { "src/parse.ts": "export function tokens(s: string) {\n  return s.split(/[\\s,]+/);\n}\n" } },
+    ]);
     await r.refresh(["src/parse.ts"]);
     await r.whenIdle();
     let st = await r.stats();
@@ -144,21 +162,24 @@ describe("history source", () => {
   });
 
   const root = process.getuid?.() === 0;
-  it.skipIf(!root)(`${root ? "" : "SKIPPED (needs root to give the repository to another user): "}reads another user's repository, running nothing its config names`, async () => {
-    // git's ownership check (safe.directory) exists so that another user's config cannot run programs
-    // as you; ledgerloop's git pins the repository and neutralises every program key, so it reads on.
-    const ws = tempWorkspace();
-    makeRepo(ws, BASE);
-    const marker = path.join(ws, "..", `fsmonitor-ran-${path.basename(ws)}`);
-    fs.appendFileSync(path.join(ws, ".git", "config"), `[core]\n\tfsmonitor = touch ${marker}\n`);
-    execFileSync("chown", ["-R", "nobody", ws]);
-    try {
-      expect(await describeHistory(ws)).toMatch(/^4 commit\(s\) readable from HEAD/);
-      expect(fs.existsSync(marker)).toBe(false);
-    } finally {
-      execFileSync("chown", ["-R", "root", ws]);
-    }
-  });
+  it.skipIf(!root)(
+    `${root ? "" : "SKIPPED (needs root to give the repository to another user): "}reads another user's repository, running nothing its config names`,
+    async () => {
+      // git's ownership check (safe.directory) exists so that another user's config cannot run programs
+      // as you; ledgerloop's git pins the repository and neutralises every program key, so it reads on.
+      const ws = tempWorkspace();
+      makeRepo(ws, BASE);
+      const marker = path.join(ws, "..", `fsmonitor-ran-${path.basename(ws)}`);
+      fs.appendFileSync(path.join(ws, ".git", "config"), `[core]\n\tfsmonitor = touch ${marker}\n`);
+      execFileSync("chown", ["-R", "nobody", ws]);
+      try {
+        expect(await describeHistory(ws)).toMatch(/^4 commit\(s\) readable from HEAD/);
+        expect(fs.existsSync(marker)).toBe(false);
+      } finally {
+        execFileSync("chown", ["-R", "root", ws]);
+      }
+    },
+  );
 
   it("redacts commit messages before they are stored", async () => {
     const ws = tempWorkspace();
@@ -178,7 +199,10 @@ describe("history source", () => {
   it("redacts a secret-looking token in a commit message when the retriever was given no redactor", async () => {
     const ws = tempWorkspace();
     const token = "ghp_" + "Q7wX2mZ9kLp4Rt8Vb3Nc6Hd1Jf5Gs0Ya2Ue4";
-    makeRepo(ws, [...BASE, { message: `tokenizer: authenticate the release with ${token}\n\nbody: GITHUB_TOKEN=${token}`, files: { "src/parse.ts": "export const x = 2;\n" } }]);
+    makeRepo(ws, [
+      ...BASE,
+      { message: `tokenizer: authenticate the release with ${token}\n\nbody: GITHUB_TOKEN=${token}`, files: { "src/parse.ts": "export const x = 2;\n" } },
+    ]);
     const { r } = await retriever(ws); // no redact option: the history source's own default applies
     const hits = await r.search("authenticate release tokenizer", 3);
     expect(hits[0]?.sources.history?.[0]).toMatch(/^tokenizer: authenticate the release with \[REDACTED\]:github$/);
@@ -195,7 +219,10 @@ describe("history source", () => {
 
   it("keeps the newest commits within the caps, and says the read was capped", async () => {
     const ws = tempWorkspace();
-    const many: RepoCommit[] = Array.from({ length: 300 }, (_, i) => ({ message: `tweak ${i % 7 === 0 ? "parser" : "table"} step ${i}`, files: { [`src/f${i % 10}.ts`]: `export const v = ${i};\n` } }));
+    const many: RepoCommit[] = Array.from({ length: 300 }, (_, i) => ({
+      message: `tweak ${i % 7 === 0 ? "parser" : "table"} step ${i}`,
+      files: { [`src/f${i % 10}.ts`]: `export const v = ${i};\n` },
+    }));
     makeRepo(ws, many);
     const { r } = await retriever(ws, { history: { maxCommits: 50, perFile: 3 } });
     const st = await r.stats();
@@ -213,8 +240,17 @@ describe("history source", () => {
 
   it("stops at the time budget and a search does not wait for the read", async () => {
     const ws = tempWorkspace();
-    makeRepo(ws, Array.from({ length: 3000 }, (_, i) => ({ message: `change number ${i} of the widget`, files: { [`src/w${i % 50}.ts`]: `export const w = ${i};\n` } })));
-    const r = await createRetriever({ workspace: ws, stateDir: path.join(ws, ".ledgerloop"), vectorIndex: "off", onWarning: () => {}, history: { timeBudgetMs: 1 } });
+    makeRepo(
+      ws,
+      Array.from({ length: 3000 }, (_, i) => ({ message: `change number ${i} of the widget`, files: { [`src/w${i % 50}.ts`]: `export const w = ${i};\n` } })),
+    );
+    const r = await createRetriever({
+      workspace: ws,
+      stateDir: path.join(ws, ".ledgerloop"),
+      vectorIndex: "off",
+      onWarning: () => {},
+      history: { timeBudgetMs: 1 },
+    });
     open.push(r);
     await r.index();
     await r.search("widget change", 5); // answers whatever has been read so far
@@ -227,7 +263,10 @@ describe("history source", () => {
 
   it("closes while the history is still being read: the read stops with no error, and the next open reads it all", async () => {
     const ws = tempWorkspace();
-    makeRepo(ws, Array.from({ length: 6000 }, (_, i) => ({ message: `change number ${i} of the widget`, files: { [`src/w${i % 50}.ts`]: `export const w = ${i};\n` } })));
+    makeRepo(
+      ws,
+      Array.from({ length: 6000 }, (_, i) => ({ message: `change number ${i} of the widget`, files: { [`src/w${i % 50}.ts`]: `export const w = ${i};\n` } })),
+    );
     const warnings: string[] = [];
     const first = await createRetriever({ workspace: ws, stateDir: path.join(ws, ".ledgerloop"), vectorIndex: "off", onWarning: (m) => warnings.push(m) });
     await first.index();
@@ -259,15 +298,24 @@ describe("history source", () => {
     expect(await describeHistory(tempWorkspace())).toMatch(/^off: not a git repository/);
     // And the doctor command's report carries that line as its history check.
     const report = await handleDoctor({ workspace: ws });
-    expect(report.checks.find((c) => c.name === "history")).toMatchObject({ ok: true, detail: expect.stringMatching(/^shallow clone: 2 commit\(s\) readable; .*git fetch --unshallow/) });
+    expect(report.checks.find((c) => c.name === "history")).toMatchObject({
+      ok: true,
+      detail: expect.stringMatching(/^shallow clone: 2 commit\(s\) readable; .*git fetch --unshallow/),
+    });
   });
 
   it("keeps the commits it read before a corrupt object, says so once, and reads only new commits after it", async () => {
     const ws = tempWorkspace();
     makeRepo(ws, [
       ...BASE,
-      { message: "columns: number them from one", files: { "src/table.ts": "export function columns(n: number) {\n  return Array.from({ length: n }, (_, i) => i + 1);\n}\n" } },
-      { message: "tokenizer: keep quoted words together", files: { "src/parse.ts": "export function tokens(s: string) {\n  return s.match(/\"[^\"]*\"|\\S+/g) ?? [];\n}\n" } },
+      {
+        message: "columns: number them from one",
+        files: { "src/table.ts": "export function columns(n: number) {\n  return Array.from({ length: n }, (_, i) => i + 1);\n}\n" },
+      },
+      {
+        message: "tokenizer: keep quoted words together",
+        files: { "src/parse.ts": 'export function tokens(s: string) {\n  return s.match(/"[^"]*"|\\S+/g) ?? [];\n}\n' },
+      },
     ]);
     // Loose objects (fast-import wrote a pack), then one older commit's object overwritten: git log
     // dies when it reaches it, as it does on a disk or copy that damaged .git.
@@ -326,7 +374,10 @@ describe("history source", () => {
       expect(h.neighbours("a.ts")).toEqual([{ path: "b.ts", share: 1 }]);
       makeRepo(ws, [pair(4, "c.ts"), pair(5, "c.ts"), pair(6, "c.ts"), pair(7, "c.ts")]);
       await h.sync();
-      expect(h.neighbours("a.ts")).toEqual([{ path: "c.ts", share: 4 / 7 }, { path: "b.ts", share: 3 / 7 }]);
+      expect(h.neighbours("a.ts")).toEqual([
+        { path: "c.ts", share: 4 / 7 },
+        { path: "b.ts", share: 3 / 7 },
+      ]);
       ngram.removeFile("c.ts"); // only files the index knows are neighbours
       expect(h.neighbours("a.ts")).toEqual([{ path: "b.ts", share: 3 / 7 }]);
     } finally {

@@ -28,7 +28,9 @@ afterAll(async () => {
 function files(): Record<string, string> {
   const out: Record<string, string> = {};
   for (let i = 0; i < 150; i++) {
-    out[`src/mod${i}.ts`] = Array.from({ length: 2 }, (_, j) => `export function handler${i}x${j}(req: Request) {\n  return route${i}(req, ${j});\n}\n`).join("\n");
+    out[`src/mod${i}.ts`] = Array.from({ length: 2 }, (_, j) => `export function handler${i}x${j}(req: Request) {\n  return route${i}(req, ${j});\n}\n`).join(
+      "\n",
+    );
   }
   return out;
 }
@@ -40,7 +42,15 @@ async function setup(o: StubEmbeddingsOptions, ws = tempWorkspace(undefined, fil
   process.env.LEDGERLOOP_EMBEDDINGS_BASE_URL = stub.url;
   process.env.LEDGERLOOP_MODEL_RETRIES = "0";
   const warnings: string[] = [];
-  const r = await createRetriever({ workspace: ws, stateDir: path.join(ws, ".ledgerloop"), chromaUrl: chroma.url, embedder: "openai:stub-embed", onWarning: (m) => warnings.push(m), history: false, ...extra });
+  const r = await createRetriever({
+    workspace: ws,
+    stateDir: path.join(ws, ".ledgerloop"),
+    chromaUrl: chroma.url,
+    embedder: "openai:stub-embed",
+    onWarning: (m) => warnings.push(m),
+    history: false,
+    ...extra,
+  });
   open.push(r);
   return { ws, r, log, warnings, stub };
 }
@@ -62,7 +72,14 @@ describe("hybrid retriever with an OpenAI-compatible embeddings endpoint", () =>
     const other = await startTestChroma();
     try {
       log.length = 0;
-      const r2 = await createRetriever({ workspace: ws, stateDir: path.join(ws, ".ledgerloop"), chromaUrl: other.url, embedder: "openai:stub-embed", onWarning: (m) => warnings.push(m), history: false });
+      const r2 = await createRetriever({
+        workspace: ws,
+        stateDir: path.join(ws, ".ledgerloop"),
+        chromaUrl: other.url,
+        embedder: "openai:stub-embed",
+        onWarning: (m) => warnings.push(m),
+        history: false,
+      });
       open.push(r2);
       const rep2 = await r2.index();
       expect(rep2.vectorized).toBe(rep.vectorized);
@@ -123,7 +140,9 @@ describe("hybrid retriever with an OpenAI-compatible embeddings endpoint", () =>
     const { r, warnings } = await setup({ fault: (n) => (n === 1 ? "wrong-dimension" : undefined) });
     const rep = await r.index();
     expect(rep.vectorsMissing).toBe(150);
-    expect(warnings.join("\n")).toMatch(/vector search is unavailable \(embedder openai:stub-embed at \S+: answer 0 has 63 dimensions, the model gave 64 before/);
+    expect(warnings.join("\n")).toMatch(
+      /vector search is unavailable \(embedder openai:stub-embed at \S+: answer 0 has 63 dimensions, the model gave 64 before/,
+    );
     const hits = await r.search("handler3x1", 3);
     expect(hits[0]?.path).toBe("src/mod3.ts");
     expect(hits[0]?.sources.vector).toBeUndefined();

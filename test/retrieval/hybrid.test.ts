@@ -29,7 +29,13 @@ async function setup(files: Record<string, string | Buffer>, opts: Partial<Retri
   const ws = tempWorkspace();
   write(ws, files);
   const warnings: string[] = [];
-  const r = await createRetriever({ workspace: ws, stateDir: path.join(ws, ".ledgerloop"), chromaUrl: chroma.url, onWarning: (m) => warnings.push(m), ...opts });
+  const r = await createRetriever({
+    workspace: ws,
+    stateDir: path.join(ws, ".ledgerloop"),
+    chromaUrl: chroma.url,
+    onWarning: (m) => warnings.push(m),
+    ...opts,
+  });
   open.push(r);
   return { ws, r, warnings };
 }
@@ -83,7 +89,8 @@ describe("hybrid retriever: search", () => {
   });
 
   it("returns symbol-aligned ranges of a long file, deduplicated, at most three per file", async () => {
-    const fnBlock = (name: string) => [`export function ${name}() {`, ...Array.from({ length: 45 }, (_, i) => `  const v${i} = compute(${i});`), "}", ""].join("\n");
+    const fnBlock = (name: string) =>
+      [`export function ${name}() {`, ...Array.from({ length: 45 }, (_, i) => `  const v${i} = compute(${i});`), "}", ""].join("\n");
     const { r } = await setup({ "big.ts": ["parseToken", "renderPage", "saveFile", "loadFile", "openSession"].map(fnBlock).join("\n") });
     const hits = await r.search("renderPage", 10);
     expect(hits[0]!.symbols).toContain("renderPage");
@@ -124,7 +131,11 @@ describe("hybrid retriever: search", () => {
 
 describe("hybrid retriever: incremental", () => {
   it("re-reads only what changed; refresh handles modify, create, delete and rename", async () => {
-    const { ws, r } = await setup({ "a.ts": "export function alphaOne() {}\n", "b.ts": "export function betaTwo() {}\n", "c.ts": "export const gammaThree = 3;\n" });
+    const { ws, r } = await setup({
+      "a.ts": "export function alphaOne() {}\n",
+      "b.ts": "export function betaTwo() {}\n",
+      "c.ts": "export const gammaThree = 3;\n",
+    });
     const first = await r.index();
     expect(first.indexed).toBe(3);
     expect((await r.index()).indexed).toBe(0);
@@ -201,10 +212,27 @@ describe("hybrid retriever: ledger events", () => {
       parentId: a1.id,
       causedBy: a1.id,
       type: "environment_feedback",
-      payload: { tool: "run_tests", status: "error", output: "Error: ECONNREFUSED 127.0.0.1:5432 while connecting to postgres", durationMs: 12, exitCode: 1, errorClass: "connection_refused" },
+      payload: {
+        tool: "run_tests",
+        status: "error",
+        output: "Error: ECONNREFUSED 127.0.0.1:5432 while connecting to postgres",
+        durationMs: 12,
+        exitCode: 1,
+        errorClass: "connection_refused",
+      },
     });
-    const d1 = await ledger.append({ threadId: "t1", parentId: f1.id, type: "decision", payload: { text: "Use SQLite in tests instead of a postgres server", step: 2 } });
-    await ledger.append({ threadId: "t1", parentId: d1.id, type: "reflection", payload: { trigger: "failure_streak", lessons: ["Start the database before running integration tests"], source: "model", fromEvents: [f1.id] } });
+    const d1 = await ledger.append({
+      threadId: "t1",
+      parentId: f1.id,
+      type: "decision",
+      payload: { text: "Use SQLite in tests instead of a postgres server", step: 2 },
+    });
+    await ledger.append({
+      threadId: "t1",
+      parentId: d1.id,
+      type: "reflection",
+      payload: { trigger: "failure_streak", lessons: ["Start the database before running integration tests"], source: "model", fromEvents: [f1.id] },
+    });
     // A fork from the action: a different branch of the same thread.
     const fork = await ledger.append({ threadId: "t1", parentId: a1.id, type: "decision", payload: { text: "Mock postgres with an in-memory fake", step: 2 } });
 
@@ -251,7 +279,11 @@ describe("hybrid retriever: a run deleted whole", () => {
     await ledger.append({ threadId: "kept", parentId: kept.id, type: "decision", payload: { text: "Expire the tariff cache hourly", step: 2 } });
     const gone = await ledger.append({ threadId: "gone", parentId: null, type: "decision", payload: { text: "Store the tariff table in redis", step: 1 } });
     await ledger.append({ threadId: "gone", parentId: gone.id, type: "decision", payload: { text: "Shard redis by tariff region", step: 2 } });
-    const store = await createChromaIndex({ server: await externalChroma(chroma.url), embedder: await createEmbedder("hashed"), namespace: `deleted-run ${ws}` });
+    const store = await createChromaIndex({
+      server: await externalChroma(chroma.url),
+      embedder: await createEmbedder("hashed"),
+      namespace: `deleted-run ${ws}`,
+    });
     const r = await createRetriever({ workspace: ws, stateDir, ledger, vectorIndex: store, chromaUrl: chroma.url });
     open.push(r);
     const threadsOf = async (q: string) => new Set(((await r.searchAll(q, { scope: "events", k: 10 })) as EventHit[]).map((e) => e.threadId));

@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { fuseFiles, isTestPath, lendByCoChange, rankCode, rankEvents, type ChunkRange, type CodeSourceHits, type RankCodeInput } from "../../src/retrieval/ranking.js";
+import {
+  fuseFiles,
+  isTestPath,
+  lendByCoChange,
+  rankCode,
+  rankEvents,
+  type ChunkRange,
+  type CodeSourceHits,
+  type RankCodeInput,
+} from "../../src/retrieval/ranking.js";
 
 // The ranking is pure: these tests hand it source hits and a table of stored chunks, no index, no files.
 
@@ -127,7 +136,10 @@ describe("rankCode: fusion with provenance", () => {
           { path: "lib/token.ts", startLine: 2, score: 1 },
         ],
         vectors: [{ path: "lib/token.ts", startLine: 6, endLine: 15, score: 0.6 }],
-        paths: [{ path: "lib/token.ts", score: 1 }, { path: "src/session.ts", score: 0.5 }],
+        paths: [
+          { path: "lib/token.ts", score: 1 },
+          { path: "src/session.ts", score: 0.5 },
+        ],
       },
       { k: 2 },
     );
@@ -148,18 +160,35 @@ describe("rankCode: history options (re-weighting, strength, re-ranking, co-chan
 
   it("multiplies a history vote by (score / best)^historyScoreExponent, so a weak match moves less than its rank says", () => {
     const flat = fuseFiles([], history, 1, undefined, 0);
-    expect(flat.map((f) => [f.key, f.score])).toEqual([["docs/auth.md", 1 / 61], ["src/session.ts", 1 / 62]]);
+    expect(flat.map((f) => [f.key, f.score])).toEqual([
+      ["docs/auth.md", 1 / 61],
+      ["src/session.ts", 1 / 62],
+    ]);
     const byStrength = fuseFiles([], history, 1, undefined, 0.5);
     // (2/8)^0.5 = 0.5
-    expect(byStrength.map((f) => [f.key, f.score])).toEqual([["docs/auth.md", 1 / 61], ["src/session.ts", 0.5 / 62]]);
+    expect(byStrength.map((f) => [f.key, f.score])).toEqual([
+      ["docs/auth.md", 1 / 61],
+      ["src/session.ts", 0.5 / 62],
+    ]);
     expect(byStrength[0]!.sources).toEqual({ history: 8 });
   });
 
   it("as a re-ranker (historyRerankTop) gives votes only to the other sources' best files, and ranks among those", () => {
-    const lists = [{ source: "bm25" as const, items: [{ key: "src/session.ts", score: 3 }, { key: "src/a.ts", score: 1 }] }];
+    const lists = [
+      {
+        source: "bm25" as const,
+        items: [
+          { key: "src/session.ts", score: 3 },
+          { key: "src/a.ts", score: 1 },
+        ],
+      },
+    ];
     const out = fuseFiles(lists, history, 1, 1, 0);
     // docs/auth.md is not a candidate: no vote; session.ts is then the first history file (1/61).
-    expect(out.map((f) => [f.key, f.score])).toEqual([["src/session.ts", 1 / 61 + 1 / 61], ["src/a.ts", 1 / 62]]);
+    expect(out.map((f) => [f.key, f.score])).toEqual([
+      ["src/session.ts", 1 / 61 + 1 / 61],
+      ["src/a.ts", 1 / 62],
+    ]);
   });
 
   it("weights the other sources' lists by `weights`", () => {
@@ -178,7 +207,14 @@ describe("rankCode: history options (re-weighting, strength, re-ranking, co-chan
     const asked: string[] = [];
     const neighbours = (p: string) => {
       asked.push(p);
-      return p === "src/auth.ts" ? [{ path: "src/session.ts", share: 0.5 }, { path: "src/b.ts", share: 1 }] : p === "src/a.ts" ? [{ path: "src/session.ts", share: 0.25 }] : [];
+      return p === "src/auth.ts"
+        ? [
+            { path: "src/session.ts", share: 0.5 },
+            { path: "src/b.ts", share: 1 },
+          ]
+        : p === "src/a.ts"
+          ? [{ path: "src/session.ts", share: 0.25 }]
+          : [];
     };
     const lenders = lendByCoChange(fused, neighbours, 2, 0.2);
     expect(asked).toEqual(["src/auth.ts", "src/a.ts"]); // only the top 2 lend

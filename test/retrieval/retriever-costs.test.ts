@@ -46,7 +46,13 @@ describe("refresh cost follows what changed, not the workspace", () => {
     for (let i = 0; i < 1500; i++) files[`pkg/d${i % 25}/note${i}.txt`] = `note number ${i}: widget_${i} gadget\n`;
     const ws = tempWorkspace(undefined, files);
     const opened = vi.spyOn(NgramIndex, "open");
-    const r = await createRetriever({ workspace: ws, stateDir: path.join(ws, ".ll-index"), vectorIndex: createMemoryVectorIndex(), history: false, onWarning: () => {} });
+    const r = await createRetriever({
+      workspace: ws,
+      stateDir: path.join(ws, ".ll-index"),
+      vectorIndex: createMemoryVectorIndex(),
+      history: false,
+      onWarning: () => {},
+    });
     open.push(r);
     const index = opened.mock.results[0]!.value as NgramIndex;
     expect((await r.index()).indexed).toBe(1500);
@@ -72,7 +78,8 @@ describe("refresh cost follows what changed, not the workspace", () => {
 
 describe("a search reads each hit's file once", () => {
   it("reads (and redacts) a file once for all of its ranges in the results", async () => {
-    const fnBlock = (name: string) => [`export function ${name}() {`, ...Array.from({ length: 45 }, (_, i) => `  const v${i} = lookupWidget(${i});`), "}", ""].join("\n");
+    const fnBlock = (name: string) =>
+      [`export function ${name}() {`, ...Array.from({ length: 45 }, (_, i) => `  const v${i} = lookupWidget(${i});`), "}", ""].join("\n");
     const ws = tempWorkspace(undefined, {
       "big.ts": ["renderWidget", "saveWidget", "loadWidget", "openWidget"].map(fnBlock).join("\n"),
       "small.ts": "export const widgetCount = 1;\n",
@@ -109,11 +116,23 @@ describe("a context build embeds its query once", () => {
     });
     // Each failing run ends with another error line, so each build asks a new query.
     const a = await testAgent(ws, {
-      decide: [call("run_command", { command: "node check.js first" }), call("run_command", { command: "node check.js second" }), call("finish", { summary: "done" })],
+      decide: [
+        call("run_command", { command: "node check.js first" }),
+        call("run_command", { command: "node check.js second" }),
+        call("finish", { summary: "done" }),
+      ],
     });
     agents.push(a);
     const embedder = countingEmbedder();
-    const r = await createRetriever({ workspace: ws, stateDir: path.join(ws, ".ll-index"), ledger: a.rt.ledger, embedder, vectorIndex: createMemoryVectorIndex(), history: false, onWarning: () => {} });
+    const r = await createRetriever({
+      workspace: ws,
+      stateDir: path.join(ws, ".ll-index"),
+      ledger: a.rt.ledger,
+      embedder,
+      vectorIndex: createMemoryVectorIndex(),
+      history: false,
+      onWarning: () => {},
+    });
     open.push(r);
     const searches: Array<{ query: string; scope: SearchOptions["scope"] }> = [];
     const searchAll = r.searchAll.bind(r);
@@ -127,7 +146,13 @@ describe("a context build embeds its query once", () => {
     const queries = [...new Set(searches.map((s) => s.query))];
     expect(queries).toHaveLength(3);
     // Every build searched code and history with its query ...
-    for (const q of queries) expect(searches.filter((s) => s.query === q).map((s) => s.scope).sort()).toEqual(["code", "events"]);
+    for (const q of queries)
+      expect(
+        searches
+          .filter((s) => s.query === q)
+          .map((s) => s.scope)
+          .sort(),
+      ).toEqual(["code", "events"]);
     // ... and embedded it once.
     expect(embedder.queries).toEqual(queries);
     const code = builds.flatMap((b) => b.payload.items).filter((i) => i.section === "retrieved");
@@ -140,10 +165,17 @@ describe("a context build embeds its query once", () => {
 describe("a search reads its candidates' chunks in one statement", () => {
   it("asks the index once for the chunks of every candidate file, and they are those chunksOf gives one by one", async () => {
     const files: Record<string, string> = {};
-    for (let i = 0; i < 60; i++) files[`src/m${i}.ts`] = `export function widget${i}(gadget: number) {\n  return gadget + ${i};\n}\n\nexport const sprocket${i} = widget${i}(${i});\n`;
+    for (let i = 0; i < 60; i++)
+      files[`src/m${i}.ts`] = `export function widget${i}(gadget: number) {\n  return gadget + ${i};\n}\n\nexport const sprocket${i} = widget${i}(${i});\n`;
     const ws = tempWorkspace(undefined, files);
     const opened = vi.spyOn(NgramIndex, "open");
-    const r = await createRetriever({ workspace: ws, stateDir: path.join(ws, ".ll-index"), vectorIndex: createMemoryVectorIndex(), history: false, onWarning: () => {} });
+    const r = await createRetriever({
+      workspace: ws,
+      stateDir: path.join(ws, ".ll-index"),
+      vectorIndex: createMemoryVectorIndex(),
+      history: false,
+      onWarning: () => {},
+    });
     open.push(r);
     const index = opened.mock.results[0]!.value as NgramIndex;
     await r.index();

@@ -44,7 +44,14 @@ afterAll(async () => {
 async function retriever(workspace: string, vectorLine?: string): Promise<Retriever> {
   const warnings: string[] = [];
   // The state outside the workspace (a worker's own disk), the server shared.
-  const r = await createRetriever({ workspace, stateDir: tempWorkspace(), chromaUrl: chroma.url, history: false, onWarning: (m) => warnings.push(m), ...(vectorLine ? { vectorLine } : {}) });
+  const r = await createRetriever({
+    workspace,
+    stateDir: tempWorkspace(),
+    chromaUrl: chroma.url,
+    history: false,
+    onWarning: (m) => warnings.push(m),
+    ...(vectorLine ? { vectorLine } : {}),
+  });
   open.push(r);
   return r;
 }
@@ -77,7 +84,13 @@ describe("collection names on a shared Chroma: per repository and revision line"
   });
 
   it("normalises remote URLs so that every way of cloning names one repository, without credentials", () => {
-    const same = ["git@github.com:Acme/Shop.git", "ssh://git@github.com/acme/shop", "https://github.com/acme/shop.git", "https://user:token@github.com/acme/shop/", "git://github.com/acme/shop.git"];
+    const same = [
+      "git@github.com:Acme/Shop.git",
+      "ssh://git@github.com/acme/shop",
+      "https://github.com/acme/shop.git",
+      "https://user:token@github.com/acme/shop/",
+      "git://github.com/acme/shop.git",
+    ];
     expect(new Set(same.map(normaliseRemoteUrl))).toEqual(new Set(["github.com/acme/shop"]));
     expect(normaliseRemoteUrl("https://git.example.com:8443/a/b.git")).toBe("git.example.com:8443/a/b");
     expect(normaliseRemoteUrl("https://user:token@github.com/acme/shop")).not.toContain("token");
@@ -137,6 +150,11 @@ describe("collection names on a shared Chroma: per repository and revision line"
     expect(await (await client.getCollection({ name: forkCode! })).count()).toBeGreaterThanOrEqual(3);
     expect(await (await client.getCollection({ name: shared! })).count()).toBe(stored);
     const meta = (await client.getCollection({ name: forkCode! })).metadata as Record<string, unknown>;
-    expect(meta).toMatchObject({ embedder: embedder.id, dimensions: embedder.dimensions, line: "fork-1", repository: expect.stringMatching(/^git-roots:[0-9a-f]{40}$/) });
+    expect(meta).toMatchObject({
+      embedder: embedder.id,
+      dimensions: embedder.dimensions,
+      line: "fork-1",
+      repository: expect.stringMatching(/^git-roots:[0-9a-f]{40}$/),
+    });
   }, 180_000);
 });

@@ -52,7 +52,11 @@ export function vectorIndexConformance(name: string, create: () => Promise<Vecto
     });
 
     it("takes large batches and empty calls", async () => {
-      const items = Array.from({ length: 1500 }, (_, i) => ({ id: `x${i}`, vector: unit(Math.cos(i), Math.sin(i), 1, i % 7), metadata: { path: `f${i % 50}.ts` } }));
+      const items = Array.from({ length: 1500 }, (_, i) => ({
+        id: `x${i}`,
+        vector: unit(Math.cos(i), Math.sin(i), 1, i % 7),
+        metadata: { path: `f${i % 50}.ts` },
+      }));
       await v.upsert("code", items);
       await v.upsert("code", []);
       await v.deleteWhere("code", "path", []);

@@ -35,7 +35,11 @@ describe("memory index query", () => {
   it("returns exactly what a full sort of every item gives: ties at the cut broken by id, short vectors padded with 0", async () => {
     const v = createMemoryVectorIndex();
     // Few distinct similarities, so many ties fall at the k-th place; one stored vector is shorter.
-    const items = Array.from({ length: 200 }, (_, i) => ({ id: `c${(i * 37) % 200}`, vector: [(i % 5) / 4, ((i * 3) % 7) / 6, i % 2, 0.5], metadata: { n: i } }));
+    const items = Array.from({ length: 200 }, (_, i) => ({
+      id: `c${(i * 37) % 200}`,
+      vector: [(i % 5) / 4, ((i * 3) % 7) / 6, i % 2, 0.5],
+      metadata: { n: i },
+    }));
     items.push({ id: "short", vector: [1, 1], metadata: { n: -1 } });
     await v.upsert("code", items);
     const q = [0.3, -0.2, 0.9, 0.1];

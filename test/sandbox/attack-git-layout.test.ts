@@ -26,7 +26,8 @@ let marker: string;
 
 /** The user's git on the host, in the folder `dir` (shell text, so a name need not be UTF-8), as a prompt and a commit run it. */
 function userGitIsSafe(dir: string): boolean {
-  const git = (args: string) => spawnSync("sh", ["-c", `cd ${dir} 2>/dev/null || exit 0; git ${args}`], { cwd: ws, encoding: "utf8", env: { ...process.env, GIT_TERMINAL_PROMPT: "0" } });
+  const git = (args: string) =>
+    spawnSync("sh", ["-c", `cd ${dir} 2>/dev/null || exit 0; git ${args}`], { cwd: ws, encoding: "utf8", env: { ...process.env, GIT_TERMINAL_PROMPT: "0" } });
   git("status --short");
   git("-c user.name=t -c user.email=t@t commit -q --allow-empty -m probe");
   return !fs.existsSync(marker);

@@ -74,7 +74,9 @@ function userGitIsSafe(dirs: string[]): boolean {
 describe.skipIf(!hasGit)("the attack works without the sandbox (so the cases below can fail)", () => {
   it("a commondir written on the host makes the user's git run the planted fsmonitor", () => {
     const script = path.join(ws, "planted/fsmon.sh");
-    spawnSync("sh", ["-c", `${plantScript(script)}; cp -a .git evil; printf '${evilConfig(script)}' > evil/config; echo ../evil > .git/commondir`], { cwd: ws });
+    spawnSync("sh", ["-c", `${plantScript(script)}; cp -a .git evil; printf '${evilConfig(script)}' > evil/config; echo ../evil > .git/commondir`], {
+      cwd: ws,
+    });
     expect(userGitIsSafe([ws])).toBe(false);
   });
 
@@ -105,12 +107,14 @@ describe.each(LEVELS)("level %s", (level) => {
         ["a pre-commit hook", (s) => `${plantScript(".git/hooks/pre-commit")}; ${plantScript(s)}`, ["."]],
         [
           "worktree config switched on",
-          (s) => `${plantScript(s)}; printf '[extensions]\\n\\tworktreeConfig = true\\n' >> .git/config; printf '[core]\\n\\tfsmonitor = ${s}\\n' > .git/config.worktree`,
+          (s) =>
+            `${plantScript(s)}; printf '[extensions]\\n\\tworktreeConfig = true\\n' >> .git/config; printf '[core]\\n\\tfsmonitor = ${s}\\n' > .git/config.worktree`,
           ["."],
         ],
         [
           ".git replaced by a copy with a hook and an fsmonitor",
-          (s) => `${plantScript(s)}; mv .git .git-old; mkdir .git; cp -a .git-old/. .git/; ${plantScript(".git/hooks/pre-commit")}; printf '${evilConfig(s)}' > .git/config`,
+          (s) =>
+            `${plantScript(s)}; mv .git .git-old; mkdir .git; cp -a .git-old/. .git/; ${plantScript(".git/hooks/pre-commit")}; printf '${evilConfig(s)}' > .git/config`,
           ["."],
         ],
         [
@@ -118,13 +122,22 @@ describe.each(LEVELS)("level %s", (level) => {
           (s) => `${plantScript(s)}; git init -q --bare evil.git; printf '${evilConfig(s)}' > evil.git/config; rm -rf .git; echo 'gitdir: evil.git' > .git`,
           ["."],
         ],
-        ["a new repository in a subdirectory", (s) => `${plantScript(s)}; mkdir -p sub && git init -q sub && printf '${evilConfig(s)}' > sub/.git/config`, ["sub"]],
+        [
+          "a new repository in a subdirectory",
+          (s) => `${plantScript(s)}; mkdir -p sub && git init -q sub && printf '${evilConfig(s)}' > sub/.git/config`,
+          ["sub"],
+        ],
         [
           "a gitfile in an ignored subdirectory",
-          (s) => `${plantScript(s)}; echo node_modules/ > .gitignore; git init -q --bare /tmp/e.git 2>/dev/null; mkdir -p node_modules/x evil.git && git init -q --bare evil.git && printf '${evilConfig(s)}' > evil.git/config && echo "gitdir: $PWD/evil.git" > node_modules/x/.git`,
+          (s) =>
+            `${plantScript(s)}; echo node_modules/ > .gitignore; git init -q --bare /tmp/e.git 2>/dev/null; mkdir -p node_modules/x evil.git && git init -q --bare evil.git && printf '${evilConfig(s)}' > evil.git/config && echo "gitdir: $PWD/evil.git" > node_modules/x/.git`,
           ["node_modules/x"],
         ],
-        ["a symlink named .git in a subdirectory", (s) => `${plantScript(s)}; git init -q --bare evil.git && printf '${evilConfig(s)}' > evil.git/config && mkdir -p d && ln -s ../evil.git d/.git`, ["d"]],
+        [
+          "a symlink named .git in a subdirectory",
+          (s) => `${plantScript(s)}; git init -q --bare evil.git && printf '${evilConfig(s)}' > evil.git/config && mkdir -p d && ln -s ../evil.git d/.git`,
+          ["d"],
+        ],
       ];
       for (const [name, attack, dirs] of cases) {
         it(name, async () => {
@@ -203,12 +216,15 @@ describe.each(LEVELS)("level %s", (level) => {
         expect(r.violations?.join("\n")).toMatch(/ledgerloop\.config\.json/);
       });
 
-      it.skipIf(level === "none")(`.ledgerloop/ cannot be written, moved or removed${level === "none" ? " — not promised at level none: only the policy protects it there" : ""}`, async () => {
-        const before = snapshot(path.join(ws, ".ledgerloop/state.db"));
-        await run("python3 -c \"open('.ledgerloop/state.db','w').write('x')\"; mv .ledgerloop .ll-old; rm -rf .ledgerloop; echo x > .ledgerloop/new");
-        expect(snapshot(path.join(ws, ".ledgerloop/state.db"))).toBe(before);
-        expect(fs.existsSync(path.join(ws, ".ledgerloop/new"))).toBe(false);
-      });
+      it.skipIf(level === "none")(
+        `.ledgerloop/ cannot be written, moved or removed${level === "none" ? " — not promised at level none: only the policy protects it there" : ""}`,
+        async () => {
+          const before = snapshot(path.join(ws, ".ledgerloop/state.db"));
+          await run("python3 -c \"open('.ledgerloop/state.db','w').write('x')\"; mv .ledgerloop .ll-old; rm -rf .ledgerloop; echo x > .ledgerloop/new");
+          expect(snapshot(path.join(ws, ".ledgerloop/state.db"))).toBe(before);
+          expect(fs.existsSync(path.join(ws, ".ledgerloop/new"))).toBe(false);
+        },
+      );
     });
   });
 });

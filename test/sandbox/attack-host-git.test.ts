@@ -73,7 +73,12 @@ let marker: string;
 let script: string;
 
 const git = (cwd: string, ...args: string[]) =>
-  spawnSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd, encoding: "utf8", timeout: 20_000, env: { ...process.env, GIT_TERMINAL_PROMPT: "0" } });
+  spawnSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], {
+    cwd,
+    encoding: "utf8",
+    timeout: 20_000,
+    env: { ...process.env, GIT_TERMINAL_PROMPT: "0" },
+  });
 
 /** Config text setting every planted key to the marker script (a `!` alias runs a shell). */
 function evilConfig(extra = ""): string {
@@ -140,7 +145,14 @@ async function driveLedgerloopGit(workspace: string): Promise<string[]> {
   await readLog({ cwd: workspace, range: "HEAD", maxCommits: 50, deadline: Date.now() + 10_000, onBatch: () => {} });
   await describeHistory(workspace);
   await repositoryIdentity(workspace);
-  const ctx = { workspace, sandbox: createLocalSandbox(), searcher: createLexicalSearcher(workspace), commandTimeoutMs: 10_000, testTimeoutMs: 10_000, outputCapBytes: 16_384 };
+  const ctx = {
+    workspace,
+    sandbox: createLocalSandbox(),
+    searcher: createLexicalSearcher(workspace),
+    commandTimeoutMs: 10_000,
+    testTimeoutMs: 10_000,
+    outputCapBytes: 16_384,
+  };
   fs.writeFileSync(path.join(workspace, "new.txt"), `n ${Math.random()}\n`);
   const first = await gitCommitTool.run({ message: "agent commit" }, ctx);
   fs.writeFileSync(path.join(workspace, "new.txt"), `m ${Math.random()}\n`);
@@ -219,7 +231,11 @@ describe.skipIf(!hasGit)(`ledgerloop's own git runs nothing the workspace names$
   it("the CLI's search, index and doctor over a workspace whose root is a planted bare layout run nothing", () => {
     plantBareLayout(ws);
     fs.writeFileSync(path.join(ws, "code.ts"), "export const health = 1;\n");
-    for (const args of [["index", "-w", ws, "--embedder", "hashed"], ["search", "health", "-w", ws], ["doctor", "-w", ws]]) {
+    for (const args of [
+      ["index", "-w", ws, "--embedder", "hashed"],
+      ["search", "health", "-w", ws],
+      ["doctor", "-w", ws],
+    ]) {
       const r = cli(args, { timeoutMs: 120_000 });
       expect(r.signal, `${args[0]}: ${r.stderr}`).toBeNull();
     }
@@ -242,7 +258,14 @@ describe.skipIf(!hasGit)("git_commit takes paths literally and commits only the 
     git(repo, "add", "other/staged.ts");
     const wsPkg = path.join(repo, "pkg");
     fs.writeFileSync(path.join(wsPkg, "mine.ts"), "agent\n");
-    const ctx = { workspace: wsPkg, sandbox: createLocalSandbox(), searcher: createLexicalSearcher(wsPkg), commandTimeoutMs: 10_000, testTimeoutMs: 10_000, outputCapBytes: 16_384 };
+    const ctx = {
+      workspace: wsPkg,
+      sandbox: createLocalSandbox(),
+      searcher: createLexicalSearcher(wsPkg),
+      commandTimeoutMs: 10_000,
+      testTimeoutMs: 10_000,
+      outputCapBytes: 16_384,
+    };
     for (const magic of [":(top)", ":/", ":(top,glob)**"]) {
       const r = await gitCommitTool.run({ message: `magic ${magic}`, paths: [magic] }, ctx);
       expect(r.status, r.output).toBe("error");
@@ -262,6 +285,7 @@ describe("the code's list of program keys covers git's documented ones", () => {
     expect(namesProgram(key)).toBe(true);
   });
   it("and leaves ordinary keys alone", () => {
-    for (const k of ["user.email", "core.autocrlf", "remote.origin.url", "filter.lfs.required", "diff.renames", "core.quotepath"]) expect(namesProgram(k)).toBe(false);
+    for (const k of ["user.email", "core.autocrlf", "remote.origin.url", "filter.lfs.required", "diff.renames", "core.quotepath"])
+      expect(namesProgram(k)).toBe(false);
   });
 });

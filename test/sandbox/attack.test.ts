@@ -394,30 +394,48 @@ describe.each(LEVELS)("level %s", (level) => {
         if (r.usage?.cpuMs != null) expect(r.usage.cpuMs).toBeLessThan(3_000);
       }, 150_000);
 
-      it.skipIf(!cg.cpuacct)(`CPU spread over processes counts as one budget${cg.cpuacct ? "" : " — SKIPPED: no cpuacct cgroup"}`, async () => {
-        const r = await run("for i in 1 2 3; do (while :; do :; done) & done; wait", { limits: { cpuSeconds: 2 }, timeoutMs: 120_000 });
-        expect(r.limit).toBe("cpu");
-        expect(r.timedOut).toBe(false);
-        // CPU time, measured by the cgroup: per-process RLIMIT_CPU alone would let the three use 2 s
-        // each (6 s); one budget stops them near 2 s (plus a polling interval on two cores).
-        expect(r.usage?.cpuMs).toBeGreaterThanOrEqual(1_900);
-        expect(r.usage?.cpuMs).toBeLessThan(4_000);
-      }, 150_000);
+      it.skipIf(!cg.cpuacct)(
+        `CPU spread over processes counts as one budget${cg.cpuacct ? "" : " — SKIPPED: no cpuacct cgroup"}`,
+        async () => {
+          const r = await run("for i in 1 2 3; do (while :; do :; done) & done; wait", { limits: { cpuSeconds: 2 }, timeoutMs: 120_000 });
+          expect(r.limit).toBe("cpu");
+          expect(r.timedOut).toBe(false);
+          // CPU time, measured by the cgroup: per-process RLIMIT_CPU alone would let the three use 2 s
+          // each (6 s); one budget stops them near 2 s (plus a polling interval on two cores).
+          expect(r.usage?.cpuMs).toBeGreaterThanOrEqual(1_900);
+          expect(r.usage?.cpuMs).toBeLessThan(4_000);
+        },
+        150_000,
+      );
 
       const cgEvidence = Boolean(cg.memory && cg.cpuacct);
-      it.skipIf(!cgEvidence)(`a SIGKILL that no limit sent is not reported as a resource limit${cgEvidence ? "" : " — SKIPPED: no memory and cpuacct cgroups to rule the limits out"}`, async () => {
-        const r = await run("echo before; kill -9 $$; echo after");
-        expect(r.stdout).toBe("before\n");
-        expect(r.signal === "SIGKILL" || r.exitCode === 137).toBe(true);
-        expect(r.limit).toBeNull();
-        expect(r.limitsRuledOut).toBe(true);
-        expect(r.stderr).toMatch(/no limit of the sandbox stopped this command \(its cgroups counted no OOM kill and [\d.]+ s of CPU\); the SIGKILL came from outside it/);
-        expect(classifyError({ exitCode: r.exitCode, signal: r.signal, stdout: r.stdout, stderr: r.stderr, limit: r.limit ?? null, limitsRuledOut: r.limitsRuledOut })).toBe("unknown");
-        // The OOM killer's SIGKILL still reads as the memory limit (a memory cgroup exists: see the skip).
-        const hog = await run(`node -e "const a=[];for(;;)a.push(Buffer.alloc(16<<20,1))"`, { limits: { memoryBytes: 128 * 1024 ** 2 } });
-        expect(hog.limit).toBe("memory");
-        expect(hog.limitsRuledOut).toBeUndefined();
-      });
+      it.skipIf(!cgEvidence)(
+        `a SIGKILL that no limit sent is not reported as a resource limit${cgEvidence ? "" : " — SKIPPED: no memory and cpuacct cgroups to rule the limits out"}`,
+        async () => {
+          const r = await run("echo before; kill -9 $$; echo after");
+          expect(r.stdout).toBe("before\n");
+          expect(r.signal === "SIGKILL" || r.exitCode === 137).toBe(true);
+          expect(r.limit).toBeNull();
+          expect(r.limitsRuledOut).toBe(true);
+          expect(r.stderr).toMatch(
+            /no limit of the sandbox stopped this command \(its cgroups counted no OOM kill and [\d.]+ s of CPU\); the SIGKILL came from outside it/,
+          );
+          expect(
+            classifyError({
+              exitCode: r.exitCode,
+              signal: r.signal,
+              stdout: r.stdout,
+              stderr: r.stderr,
+              limit: r.limit ?? null,
+              limitsRuledOut: r.limitsRuledOut,
+            }),
+          ).toBe("unknown");
+          // The OOM killer's SIGKILL still reads as the memory limit (a memory cgroup exists: see the skip).
+          const hog = await run(`node -e "const a=[];for(;;)a.push(Buffer.alloc(16<<20,1))"`, { limits: { memoryBytes: 128 * 1024 ** 2 } });
+          expect(hog.limit).toBe("memory");
+          expect(hog.limitsRuledOut).toBeUndefined();
+        },
+      );
 
       it("an output flood is stopped at the output budget, keeping head and tail", async () => {
         const r = await run("yes flood", { limits: { outputBytes: 4 * 1024 ** 2 }, timeoutMs: 120_000 });
@@ -441,9 +459,12 @@ describe.each(LEVELS)("level %s", (level) => {
       });
 
       it("a setsid/double-forked daemon does not survive the timeout", async () => {
-        const r = await run(`(setsid bash -c 'exec -a ${RUN}-daemon sleep 300' &); nohup bash -c 'exec -a ${RUN}-nohup sleep 300' >/dev/null 2>&1 & sleep 300`, {
-          timeoutMs: 500,
-        });
+        const r = await run(
+          `(setsid bash -c 'exec -a ${RUN}-daemon sleep 300' &); nohup bash -c 'exec -a ${RUN}-nohup sleep 300' >/dev/null 2>&1 & sleep 300`,
+          {
+            timeoutMs: 500,
+          },
+        );
         expect(r.timedOut).toBe(true);
         expect(await waitUnmarked()).toEqual([]);
       });
@@ -507,16 +528,21 @@ describe.each(LEVELS)("level %s", (level) => {
         if (level === "bwrap" || process.getuid?.() === 0) expect(fs.statSync(path.join(ws, "x")).mode & 0o6000).toBe(0);
       });
 
-      it.skipIf(process.getuid?.() !== 0)("a set-uid/set-gid file a command makes as root is not left so on the host (skipped unless the runner is root: only root's are a risk)", async () => {
-        fs.writeFileSync(path.join(ws, "mine"), "x");
-        fs.chmodSync(path.join(ws, "mine"), 0o4755); // the user's own, from before the command
-        await new Promise((r) => setTimeout(r, 100));
-        const r = await run("mkdir -p node_modules/.bin; cp /bin/sh node_modules/.bin/t; chmod u+s node_modules/.bin/t; cp /bin/sh g; chmod g+s g; echo done");
-        expect(r.stdout).toContain("done");
-        for (const f of ["node_modules/.bin/t", "g"]) expect(fs.statSync(path.join(ws, f)).mode & 0o6000, f).toBe(0);
-        expect(fs.statSync(path.join(ws, "mine")).mode & 0o7777).toBe(0o4755);
-        if (level !== "bwrap") expect(r.stderr).toMatch(/cleared the set-uid\/set-gid bits of (node_modules\/\.bin\/t, g|g, node_modules\/\.bin\/t)/);
-      });
+      it.skipIf(process.getuid?.() !== 0)(
+        "a set-uid/set-gid file a command makes as root is not left so on the host (skipped unless the runner is root: only root's are a risk)",
+        async () => {
+          fs.writeFileSync(path.join(ws, "mine"), "x");
+          fs.chmodSync(path.join(ws, "mine"), 0o4755); // the user's own, from before the command
+          await new Promise((r) => setTimeout(r, 100));
+          const r = await run(
+            "mkdir -p node_modules/.bin; cp /bin/sh node_modules/.bin/t; chmod u+s node_modules/.bin/t; cp /bin/sh g; chmod g+s g; echo done",
+          );
+          expect(r.stdout).toContain("done");
+          for (const f of ["node_modules/.bin/t", "g"]) expect(fs.statSync(path.join(ws, f)).mode & 0o6000, f).toBe(0);
+          expect(fs.statSync(path.join(ws, "mine")).mode & 0o7777).toBe(0o4755);
+          if (level !== "bwrap") expect(r.stderr).toMatch(/cleared the set-uid\/set-gid bits of (node_modules\/\.bin\/t, g|g, node_modules\/\.bin\/t)/);
+        },
+      );
 
       when("userns", "a nested user namespace cannot be created to regain capabilities", async () => {
         const r = await run("unshare -Ur id -u 2>&1; echo rc=$?");

@@ -22,9 +22,7 @@ describe("classifyError", () => {
     const noisy = { stdout: "SyntaxError: bad", stderr: "Cannot find module 'x'", tests: failingTests };
     expect(classifyError(failed({ ...noisy, denied: true, timedOut: true, limit: "memory" }))).toBe("policy_denied");
     // A limit that was hit explains a timeout that followed it (a fork bomb stuck at pids.max).
-    expect(classifyError(failed({ ...noisy, exitCode: null, signal: "SIGKILL", timedOut: true, limit: "memory" }))).toBe(
-      "resource_limit",
-    );
+    expect(classifyError(failed({ ...noisy, exitCode: null, signal: "SIGKILL", timedOut: true, limit: "memory" }))).toBe("resource_limit");
     expect(classifyError(failed({ ...noisy, exitCode: null, signal: "SIGKILL", timedOut: true, limit: "timeout" }))).toBe("timeout");
     expect(classifyError(failed({ ...noisy, exitCode: null, signal: "SIGKILL", timedOut: true }))).toBe("timeout");
     expect(classifyError(failed({ ...noisy, exitCode: null, signal: "SIGKILL", limit: "memory" }))).toBe("resource_limit");
@@ -48,11 +46,7 @@ describe("classifyError", () => {
     ["exit 126", { exitCode: 126, stderr: "sh: 1: ./run.sh: Permission denied" }, "permission_denied"],
     ["EACCES", { stderr: "Error: EACCES: permission denied, open '/etc/shadow'" }, "permission_denied"],
     ["node CJS", { stderr: "Error: Cannot find module 'lodash'\nRequire stack:\n- /w/a.js" }, "dependency_missing"],
-    [
-      "node ESM",
-      { stderr: "Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'zod' imported from /w/a.mjs" },
-      "dependency_missing",
-    ],
+    ["node ESM", { stderr: "Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'zod' imported from /w/a.mjs" }, "dependency_missing"],
     ["python", { stderr: "ModuleNotFoundError: No module named 'requests'" }, "dependency_missing"],
     ["npm ls", { stdout: "npm ERR! missing: left-pad@1.3.0, required by demo@1.0.0" }, "dependency_missing"],
     ["go", { stderr: "main.go:4:2: no required module provides package github.com/x/y" }, "dependency_missing"],
@@ -78,7 +72,7 @@ describe("classifyError", () => {
   });
 
   it("ranks a syntax error above the test failures it causes", () => {
-    const stdout = "E     File \"/w/tests/test_a.py\", line 2\nE       def f(:\nE   SyntaxError: invalid syntax";
+    const stdout = 'E     File "/w/tests/test_a.py", line 2\nE       def f(:\nE   SyntaxError: invalid syntax';
     expect(classifyError(failed({ stdout, tests: { ...failingTests, framework: "pytest" } }))).toBe("syntax_error");
   });
 
@@ -159,9 +153,7 @@ describe("classifyError on real processes", () => {
     const result = await execa("sh", ["-c", "./run.sh"], { cwd: dir, reject: false });
     // Even root cannot execute a file with no x bit set, so this holds in any sandbox user.
     expect(result.exitCode).toBe(126);
-    expect(classifyError({ exitCode: result.exitCode ?? null, stdout: result.stdout, stderr: result.stderr })).toBe(
-      "permission_denied",
-    );
+    expect(classifyError({ exitCode: result.exitCode ?? null, stdout: result.stdout, stderr: result.stderr })).toBe("permission_denied");
   });
 
   it("a process killed by SIGKILL", async () => {

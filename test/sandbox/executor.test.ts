@@ -4,14 +4,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCommand } from "../../src/sandbox/engine.js";
 import { DEFAULT_POLICY } from "../../src/sandbox/policy.js";
-import {
-  commandEnv,
-  createLocalSandbox,
-  DEFAULT_OUTPUT_CAP,
-  killOrphan,
-  readProcStart,
-  spawnCapped,
-} from "../../src/sandbox/executor.js";
+import { commandEnv, createLocalSandbox, DEFAULT_OUTPUT_CAP, killOrphan, readProcStart, spawnCapped } from "../../src/sandbox/executor.js";
 import type { ProcessInfo } from "../../src/sandbox/port.js";
 
 let tmp: string;
@@ -429,7 +422,14 @@ describe("runCommand", () => {
 
   it("reports a command killed by the run's own stop as interrupted, with what it had done so far", async () => {
     const ac = new AbortController();
-    const pending = runCommand({ sandbox, workspace: tmp, command: "echo half > half.txt; touch started; sleep 30; echo never > rest.txt", timeoutMs: 60_000, outputCapBytes: 4096, signal: ac.signal });
+    const pending = runCommand({
+      sandbox,
+      workspace: tmp,
+      command: "echo half > half.txt; touch started; sleep 30; echo never > rest.txt",
+      timeoutMs: 60_000,
+      outputCapBytes: 4096,
+      signal: ac.signal,
+    });
     // Stopped once it is under way (the file says so), not by a timer.
     for (let i = 0; i < 2000 && !fs.existsSync(path.join(tmp, "started")); i++) await new Promise((r) => setTimeout(r, 10));
     ac.abort();

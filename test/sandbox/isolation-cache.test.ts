@@ -24,7 +24,13 @@ function wrapper(body: string): string {
 }
 
 const cacheFile = () => path.join(cacheDir, "ledgerloop", `isolation-${process.getuid?.() ?? 0}.json`);
-const versionCalls = () => (fs.existsSync(log) ? fs.readFileSync(log, "utf8").split("\n").filter((l) => l === "--version").length : 0);
+const versionCalls = () =>
+  fs.existsSync(log)
+    ? fs
+        .readFileSync(log, "utf8")
+        .split("\n")
+        .filter((l) => l === "--version").length
+    : 0;
 const detect = () => {
   forgetIsolation(); // as a new process starts
   return detectIsolation({ cacheDir: path.join(cacheDir, "ledgerloop") });
@@ -137,7 +143,11 @@ describe.skipIf(!REAL_BWRAP)("isolation probe cache (needs bubblewrap)", () => {
     const ws = tempWorkspace();
     const env = { ...process.env, PATH: `${binDir}:${oldPath}`, XDG_CACHE_HOME: cacheDir };
     for (let i = 0; i < 2; i++) {
-      const r = spawnSync(process.execPath, [path.join(REPO, "bin/ledgerloop.js"), "exec", "-w", ws, "--json", "echo hi"], { encoding: "utf8", env, timeout: 60_000 });
+      const r = spawnSync(process.execPath, [path.join(REPO, "bin/ledgerloop.js"), "exec", "-w", ws, "--json", "echo hi"], {
+        encoding: "utf8",
+        env,
+        timeout: 60_000,
+      });
       expect(r.status, r.stderr).toBe(0);
       expect(JSON.parse(r.stdout)).toMatchObject({ exitCode: 0, stdout: "hi\n" });
     }

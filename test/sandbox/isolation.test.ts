@@ -102,7 +102,14 @@ describe("limits", () => {
   });
 
   const ev = (e: Partial<LimitEvidence>): LimitEvidence => ({
-    exitCode: 1, signal: null, stderr: "", timedOut: false, stoppedFor: null, oomKills: 0, pidsRefused: 0, ...e,
+    exitCode: 1,
+    signal: null,
+    stderr: "",
+    timedOut: false,
+    stoppedFor: null,
+    oomKills: 0,
+    pidsRefused: 0,
+    ...e,
   });
   it.each([
     [ev({ stoppedFor: "output" }), "output"],
@@ -145,7 +152,13 @@ describe("limits", () => {
 
   it("names a SIGKILL that the cgroups show no limit sent as a stop from outside, through the engine", async () => {
     const cg = detectCgroups().parents;
-    const fb = await runCommand({ sandbox: createSandbox({ level: "none" }), workspace: tmp, command: "echo before; kill -9 $$", timeoutMs: 30_000, outputCapBytes: 4096 });
+    const fb = await runCommand({
+      sandbox: createSandbox({ level: "none" }),
+      workspace: tmp,
+      command: "echo before; kill -9 $$",
+      timeoutMs: 30_000,
+      outputCapBytes: 4096,
+    });
     expect(fb.exec.signal === "SIGKILL" || fb.exec.exitCode === 137).toBe(true);
     if (cg.memory && cg.cpuacct) {
       expect(fb).toMatchObject({ stoppedBy: "outside", errorClass: "unknown" });
@@ -190,8 +203,7 @@ describe("planUid", () => {
 
 describe.skipIf(!has("bwrap"))(`bwrap level${skipWhy("bwrap")}`, () => {
   const sb = () => createSandbox({ level: "bwrap" });
-  const exec = (command: string, extra: Record<string, unknown> = {}) =>
-    sb().exec({ command, cwd: tmp, workspace: tmp, timeoutMs: 20_000, ...extra });
+  const exec = (command: string, extra: Record<string, unknown> = {}) => sb().exec({ command, cwd: tmp, workspace: tmp, timeoutMs: 20_000, ...extra });
 
   it.skipIf(!isRoot)("root's workspace: uid 65534 inside, files root's on the host, no capabilities", async () => {
     const r = await exec("id -u; touch made; grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status");
@@ -300,7 +312,8 @@ describe.skipIf(!has("unshare"))(`unshare level${skipWhy("unshare")}`, () => {
   it("no network but loopback, a new PID namespace, no capabilities", async () => {
     const sb = createSandbox({ level: "unshare" });
     const r = await sb.exec({
-      command: "ip -o link | wc -l; ip -br addr show lo | grep -c 127.0.0.1; ls /proc | grep -c '^[0-9][0-9]*$'; grep -E '^(CapEff|NoNewPrivs):' /proc/self/status",
+      command:
+        "ip -o link | wc -l; ip -br addr show lo | grep -c 127.0.0.1; ls /proc | grep -c '^[0-9][0-9]*$'; grep -E '^(CapEff|NoNewPrivs):' /proc/self/status",
       cwd: tmp,
       workspace: tmp,
       timeoutMs: 10_000,
@@ -317,11 +330,14 @@ describe.skipIf(!has("unshare"))(`unshare level${skipWhy("unshare")}`, () => {
 });
 
 describe("what doctor says a level promises", () => {
-  it.skipIf(!has("unshare") || process.getuid?.() !== 0)("at unshare a root runner's uid plan claims no user namespace (skipped unless root with unshare)", () => {
-    const reason = createSandbox({ level: "unshare" }).uidFor(tmp).reason;
-    expect(reason).not.toMatch(/65534|in a user namespace/);
-    expect(reason).toMatch(/no user namespace at this level/);
-  });
+  it.skipIf(!has("unshare") || process.getuid?.() !== 0)(
+    "at unshare a root runner's uid plan claims no user namespace (skipped unless root with unshare)",
+    () => {
+      const reason = createSandbox({ level: "unshare" }).uidFor(tmp).reason;
+      expect(reason).not.toMatch(/65534|in a user namespace/);
+      expect(reason).toMatch(/no user namespace at this level/);
+    },
+  );
 
   it("lists the user namespace and seccomp as not enforced at unshare, and confinement as not enforced at none", () => {
     expect(levelPromises("unshare").notEnforced.join("\n")).toMatch(/user namespace[\s\S]*seccomp/);

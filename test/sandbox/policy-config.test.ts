@@ -66,7 +66,10 @@ describe("ledgerloop.config.json: loading", () => {
   it("is protected from the commands it configures", () => {
     const ws = tempWorkspace(undefined, { [CONFIG_FILE]: "{}" });
     fs.mkdirSync(path.join(ws, "sub"));
-    const v = evaluatePolicy(`echo '{"sandbox":{"policy":{"allow":["sudo"]}}}' > ../${CONFIG_FILE}`, DEFAULT_POLICY, { workspace: ws, cwd: path.join(ws, "sub") });
+    const v = evaluatePolicy(`echo '{"sandbox":{"policy":{"allow":["sudo"]}}}' > ../${CONFIG_FILE}`, DEFAULT_POLICY, {
+      workspace: ws,
+      cwd: path.join(ws, "sub"),
+    });
     expect(v).toMatchObject({ decision: "deny", rule: "write.protected" });
   });
 });
@@ -81,7 +84,10 @@ describe("ledgerloop.config.json: errors name the bad field", () => {
     [{ sandbox: { policy: { allow: ["npm", ""] } } }, "sandbox.policy.allow[1]:"],
     [{ sandbox: { policy: { deny: [{ program: "rm" }] } } }, "sandbox.policy.deny[0].reason: is required (expected string)"],
     [{ sandbox: { policy: { deny: [{ reason: "x" }] } } }, "sandbox.policy.deny[0]: a rule needs `program` or `pattern` (or both)"],
-    [{ sandbox: { policy: { deny: [{ program: "rm", reason: "x", when: 1 }] } } }, `sandbox.policy.deny[0]: unknown key "when" (known: id, program, args, pattern, reason)`],
+    [
+      { sandbox: { policy: { deny: [{ program: "rm", reason: "x", when: 1 }] } } },
+      `sandbox.policy.deny[0]: unknown key "when" (known: id, program, args, pattern, reason)`,
+    ],
     [{ sandbox: { policy: { ask: [{ pattern: "(", reason: "x" }] } } }, "sandbox.policy.ask[0].pattern: is not a valid regular expression"],
     [{ sandbox: { policy: { ask: [{ id: "has space", program: "x", reason: "x" }] } } }, "sandbox.policy.ask[0].id: use letters, digits"],
     [{ sandbox: { policy: { writablePaths: ["tmp/x"] } } }, "sandbox.policy.writablePaths[0]: must be an absolute path"],

@@ -39,7 +39,10 @@ const NAMED: Record<string, SandboxPolicy> = {
     default: "deny",
     allow: ["terraform plan", "docker", "git push origin main", "./tools/*"],
     deny: [{ id: "no-docker-rm", program: "docker", args: ["rm"], reason: "containers are removed by the user" }],
-    ask: [{ program: "make", args: ["deploy"], reason: "deploying needs a human" }, { pattern: "--force", reason: "forced" }],
+    ask: [
+      { program: "make", args: ["deploy"], reason: "deploying needs a human" },
+      { pattern: "--force", reason: "forced" },
+    ],
     workspacePrograms: "ask",
     protectedPaths: ["secrets/**", "*.pem"],
   }),
@@ -55,7 +58,11 @@ interface Case {
 }
 
 function cases(): Case[] {
-  const recorded: Recorded[] = fs.readFileSync(COMMANDS, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as Recorded);
+  const recorded: Recorded[] = fs
+    .readFileSync(COMMANDS, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Recorded);
   const out: Case[] = [];
   const seen = new Set<string>();
   const add = (c: Case) => {
@@ -110,7 +117,11 @@ afterAll(() => cleanupTemp());
  */
 function serialize(c: Case, v: PolicyVerdict): string {
   // A reason may cut the workspace path short (`…/ll-test-L2x…`): its random name is masked too.
-  const norm = (s: string) => s.split(ws).join("<WS>").replace(/ll-test-[A-Za-z0-9]{1,6}/g, "ll-test-XXXXXX");
+  const norm = (s: string) =>
+    s
+      .split(ws)
+      .join("<WS>")
+      .replace(/ll-test-[A-Za-z0-9]{1,6}/g, "ll-test-XXXXXX");
   const parts = v.parts.map((p) => [norm(p.text), p.program, p.via.map(norm), p.decision, p.rule, norm(p.reason)]);
   const full = JSON.stringify({ c: c.command, k: c.key, d: v.decision, r: v.rule, why: norm(v.reason), parts });
   if (c.key === "default") return full;
@@ -138,7 +149,11 @@ describe("policy golden decisions", () => {
   });
 
   it("covers the corpus, the attack suites and a few hundred generated variants", () => {
-    const recorded = fs.readFileSync(COMMANDS, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as Recorded);
+    const recorded = fs
+      .readFileSync(COMMANDS, "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Recorded);
     const sources = new Set(recorded.map((r) => r.source));
     expect(sources).toEqual(new Set(["evaluatePolicy", "parseCommandLine", "sandbox.exec"]));
     expect(recorded.length).toBeGreaterThan(400);

@@ -68,7 +68,11 @@ describe("parseCommandLine: quoting and expansion", () => {
 
   it("follows variables assigned literal values and for-loop lists", () => {
     const rm = parse(`d=build; rm -rf "$d/out" $HOME/x "$PWD"`).parts.find((p) => p.program === "rm")!;
-    expect(rm.words.slice(2).map((w) => w.candidates)).toEqual([[{ text: "build/out", glob: false }], [{ text: `${HOME}/x`, glob: false }], [{ text: WS, glob: false }]]);
+    expect(rm.words.slice(2).map((w) => w.candidates)).toEqual([
+      [{ text: "build/out", glob: false }],
+      [{ text: `${HOME}/x`, glob: false }],
+      [{ text: WS, glob: false }],
+    ]);
     const sed = parse(`for f in src/*.ts lib/a.ts; do sed -i s/a/b/ "$f"; done`).parts[0]!;
     expect(sed.words[3]!.candidates).toEqual([
       { text: "src/*.ts", glob: true },
@@ -115,9 +119,22 @@ describe("parseCommandLine: substitutions and code strings are commands too", ()
   });
 
   it("unwraps env, command, exec, nohup, nice, timeout, stdbuf, setsid, sudo, xargs, npx and find -exec", () => {
-    const r = parse("env -i X=1 -- a; command -p b; exec -a n c; nohup d & nice -n 5 e; timeout -s KILL 5 f; stdbuf -oL g; setsid h; sudo -u root i; xargs -0 -n1 j; npx -y k; find . -name x -exec l {} \\;");
+    const r = parse(
+      "env -i X=1 -- a; command -p b; exec -a n c; nohup d & nice -n 5 e; timeout -s KILL 5 f; stdbuf -oL g; setsid h; sudo -u root i; xargs -0 -n1 j; npx -y k; find . -name x -exec l {} \\;",
+    );
     expect(r.parts.filter((p) => p.via.length).map((p) => `${p.via.at(-1)}:${p.program}`)).toEqual([
-      "env:a", "command:b", "exec:c", "nohup:d", "nice:e", "timeout:f", "stdbuf:g", "setsid:h", "sudo:i", "xargs:j", "npx:k", "find -exec:l",
+      "env:a",
+      "command:b",
+      "exec:c",
+      "nohup:d",
+      "nice:e",
+      "timeout:f",
+      "stdbuf:g",
+      "setsid:h",
+      "sudo:i",
+      "xargs:j",
+      "npx:k",
+      "find -exec:l",
     ]);
     expect(r.parts.find((p) => p.program === "a")!.assignments.map((a) => a.name)).toEqual(["X"]);
     expect(r.parts.find((p) => p.program === "j")!.words.at(-1)).toMatchObject({ literal: false, candidates: null });
@@ -225,10 +242,13 @@ describe("parseCommandLine: what it cannot follow is a problem, never a pass", (
   it("never throws, whatever the input", () => {
     const alphabet = fc.constantFrom(..."ab $()`'\"\\;&|<>{}[]*?~=#!\n\t-/.0123456789cdefx@%^+,".split(""));
     fc.assert(
-      fc.property(fc.array(alphabet, { maxLength: 60 }).map((a) => a.join("")), (s) => {
-        const r = parseCommandLine(s, { cwd: WS, home: HOME });
-        expect(Array.isArray(r.parts)).toBe(true);
-      }),
+      fc.property(
+        fc.array(alphabet, { maxLength: 60 }).map((a) => a.join("")),
+        (s) => {
+          const r = parseCommandLine(s, { cwd: WS, home: HOME });
+          expect(Array.isArray(r.parts)).toBe(true);
+        },
+      ),
       { numRuns: 3000 },
     );
   });
@@ -241,7 +261,23 @@ describe("oracles for what is valid bash: bash -n, and sh-syntax (mvdan/sh)", ()
     .map((l) => /^(?:allow|deny|ask)\s+\S+\s+(.*)$/.exec(l)?.[1])
     .filter((c): c is string => !!c && c !== "<<<")
     .map((c) => c.replace(/\\n/g, "\n"));
-  const extra = ["ls &&", "(ls", "echo )", "if true; then ls", "{ ls }", "case x in a) ls", "echo 'x", "a | | b", "for x in; do :; done", "[[ a =~ ^(b|c)$ ]] && d", "x=(1 2) y[0]=3 z+=4 cmd", "cat <<-E\n\tx\n\tE", "echo $(( (1+2) * 3 ))", "echo $( (ls) )", "a=$(case x in x) echo;; esac)"];
+  const extra = [
+    "ls &&",
+    "(ls",
+    "echo )",
+    "if true; then ls",
+    "{ ls }",
+    "case x in a) ls",
+    "echo 'x",
+    "a | | b",
+    "for x in; do :; done",
+    "[[ a =~ ^(b|c)$ ]] && d",
+    "x=(1 2) y[0]=3 z+=4 cmd",
+    "cat <<-E\n\tx\n\tE",
+    "echo $(( (1+2) * 3 ))",
+    "echo $( (ls) )",
+    "a=$(case x in x) echo;; esac)",
+  ];
   const ourSyntaxError = (cmd: string) =>
     parseCommandLine(cmd, { cwd: WS, home: HOME }).problems.some((p) => p.rule === "parse.error" && p.reason.startsWith("bash syntax error:"));
 

@@ -55,11 +55,14 @@ describe("evaluatePolicy: combining parts", () => {
   it("never throws and always explains itself", () => {
     const alphabet = fc.constantFrom(..."ab $()`'\"\\;&|<>{}*?~=#!\n-/.rmsudogitcurl".split(""));
     fc.assert(
-      fc.property(fc.array(alphabet, { maxLength: 50 }).map((a) => a.join("")), (s) => {
-        const v = ev(s);
-        expect(["allow", "ask", "deny"]).toContain(v.decision);
-        expect(v.reason.length).toBeGreaterThan(0);
-      }),
+      fc.property(
+        fc.array(alphabet, { maxLength: 50 }).map((a) => a.join("")),
+        (s) => {
+          const v = ev(s);
+          expect(["allow", "ask", "deny"]).toContain(v.decision);
+          expect(v.reason.length).toBeGreaterThan(0);
+        },
+      ),
       { numRuns: 1500 },
     );
   });

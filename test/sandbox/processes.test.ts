@@ -28,7 +28,16 @@ beforeAll(() => {
   );
   sb = createSandbox({ workspace: tmp, session: true });
   pm = new ProcessManager(sb, tmp, 3);
-  ctx = { workspace: tmp, sandbox: sb, searcher: { search: async () => [] }, commandTimeoutMs: 20_000, testTimeoutMs: 20_000, outputCapBytes: 16 * 1024, processes: pm, policy: DEFAULT_POLICY };
+  ctx = {
+    workspace: tmp,
+    sandbox: sb,
+    searcher: { search: async () => [] },
+    commandTimeoutMs: 20_000,
+    testTimeoutMs: 20_000,
+    outputCapBytes: 16 * 1024,
+    processes: pm,
+    policy: DEFAULT_POLICY,
+  };
 });
 
 afterAll(async () => {
@@ -48,7 +57,9 @@ describe(`background process tools (sandbox ${createSandbox().level})`, () => {
   it("starts a server ready on its port, shows status and output, and stops it with a stop event", async () => {
     const r = await start({ command: "node server.js 4201", name: "one", readyPort: 4201, readyPattern: "^listening on", readyTimeoutMs: 20_000 });
     expect(r.status).toBe("ok");
-    expect(r.output).toMatch(/started "one" \(pid \d+, sandbox: \w+, listening on 4201\): ready after \d+ ms — port 4201 listening, output matched: listening on 4201/);
+    expect(r.output).toMatch(
+      /started "one" \(pid \d+, sandbox: \w+, listening on 4201\): ready after \d+ ms — port 4201 listening, output matched: listening on 4201/,
+    );
     expect(r.effects?.map((e) => e.kind === "process" && e.event.kind)).toEqual(["start", "ready"]);
     const st = await processStatusTool.run({ name: "one" }, ctx);
     expect(st.output).toMatch(/one: running \(pid \d+, listening on 4201\)/);
@@ -110,7 +121,8 @@ describe(`background process tools (sandbox ${createSandbox().level})`, () => {
     const r = await start({ command: "echo started; sleep 0.5; echo 'fatal: lost connection'; exit 7", name: "flaky" });
     expect(r.status).toBe("ok");
     const deadline = Date.now() + 10_000;
-    while (pm.get("flaky") && (pm.get("flaky") as { status: string }).status === "running" && Date.now() < deadline) await new Promise((res) => setTimeout(res, 50));
+    while (pm.get("flaky") && (pm.get("flaky") as { status: string }).status === "running" && Date.now() < deadline)
+      await new Promise((res) => setTimeout(res, 50));
     expect(pm.describe()).toMatch(/- flaky: EXITED on its own \(exit code 7\)[\s\S]*fatal: lost connection/);
     const exits = pm.takeExits();
     expect(exits.map((x) => [x.name, x.exit?.exitCode])).toEqual([["flaky", 7]]);
@@ -137,7 +149,10 @@ describe("processHistory", () => {
       ev("6", { kind: "stop", name: "web", command: "w" }),
       ev("7", { kind: "start", name: "web", command: "w2" }),
     ];
-    expect(runningProcesses(events).map((p) => [p.name, p.command, p.startEvent])).toEqual([["api", "a", "1"], ["web", "w2", "7"]]);
+    expect(runningProcesses(events).map((p) => [p.name, p.command, p.startEvent])).toEqual([
+      ["api", "a", "1"],
+      ["web", "w2", "7"],
+    ]);
     expect(processHistory(events).find((p) => p.name === "db")).toMatchObject({ status: "exited", exitCode: 1 });
     expect(processHistory(events).find((p) => p.name === "web")?.starts).toBe(2);
     expect(runningProcesses(events).find((p) => p.name === "api")).toMatchObject({ readyPort: 1, ports: [1] });
@@ -148,14 +163,21 @@ describe("a process that dies on its own, in a run", () => {
   it("is a ledger event caused by its start and shows in the next prompt with exit code and last output", async () => {
     const { testAgent, promptText } = await import("../helpers/agent.js");
     const ws = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "ll-procs-run-")));
-    const agent = await testAgent(ws, {
-      decide: [
-        { content: "start", tool_calls: [{ name: "start_process", args: { name: "worker", command: "echo working; sleep 1; echo 'worker: out of jobs'; exit 4" } }] },
-        { content: "wait", tool_calls: [{ name: "run_command", args: { command: "sleep 2" } }] },
-        { content: "look", tool_calls: [{ name: "record_decision", args: { text: "the worker exits when it has no jobs" } }] },
-        { content: "done", tool_calls: [{ name: "finish", args: { summary: "ok" } }] },
-      ],
-    } as never, { approve: "auto" });
+    const agent = await testAgent(
+      ws,
+      {
+        decide: [
+          {
+            content: "start",
+            tool_calls: [{ name: "start_process", args: { name: "worker", command: "echo working; sleep 1; echo 'worker: out of jobs'; exit 4" } }],
+          },
+          { content: "wait", tool_calls: [{ name: "run_command", args: { command: "sleep 2" } }] },
+          { content: "look", tool_calls: [{ name: "record_decision", args: { text: "the worker exits when it has no jobs" } }] },
+          { content: "done", tool_calls: [{ name: "finish", args: { summary: "ok" } }] },
+        ],
+      } as never,
+      { approve: "auto" },
+    );
     try {
       const state = await agent.run("watch the worker");
       expect(state.status).toBe("finished");

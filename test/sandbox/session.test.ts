@@ -63,7 +63,10 @@ describe.each(levels)("sandbox session at %s", (level) => {
     expect(await until(() => sb.listeningPorts!().has(port), 10_000)).toBe(true);
     // The host's loopback does not have it.
     expect(listeningPorts("self").has(port)).toBe(false);
-    const host = await fetch(`http://127.0.0.1:${port}`).then(() => "reached", () => "unreachable");
+    const host = await fetch(`http://127.0.0.1:${port}`).then(
+      () => "reached",
+      () => "unreachable",
+    );
     expect(host).toBe("unreachable");
     const r = await sb.exec({ command: `node -e 'fetch("http://127.0.0.1:${port}").then(r=>r.text()).then(t=>console.log(t))'`, cwd: tmp, timeoutMs: 20_000 });
     expect(r.stdout.trim()).toBe("up");
@@ -81,7 +84,11 @@ describe.each(levels)("sandbox session at %s", (level) => {
     const port = (host.address() as { port: number }).port;
     try {
       const sb = createSandbox({ level, workspace: tmp, session: true });
-      const r = await sb.exec({ command: `node -e 'fetch("http://127.0.0.1:${port}").then(()=>console.log("reached"),()=>console.log("unreachable"))'`, cwd: tmp, timeoutMs: 20_000 });
+      const r = await sb.exec({
+        command: `node -e 'fetch("http://127.0.0.1:${port}").then(()=>console.log("reached"),()=>console.log("unreachable"))'`,
+        cwd: tmp,
+        timeoutMs: 20_000,
+      });
       expect(r.stdout.trim()).toBe("unreachable");
       await sb.closeSession!();
     } finally {
@@ -92,9 +99,17 @@ describe.each(levels)("sandbox session at %s", (level) => {
   it("without a session each command has its own loopback (the old behaviour)", async () => {
     const port = freePort();
     const sb = createSandbox({ level, workspace: tmp });
-    const r = await sb.exec({ command: `(${server(port, "x")} &) ; for i in $(seq 100); do node -e 'fetch("http://127.0.0.1:${port}").then(r=>r.text()).then(t=>console.log(t),()=>process.exit(1))' && break; sleep 0.1; done`, cwd: tmp, timeoutMs: 20_000 });
+    const r = await sb.exec({
+      command: `(${server(port, "x")} &) ; for i in $(seq 100); do node -e 'fetch("http://127.0.0.1:${port}").then(r=>r.text()).then(t=>console.log(t),()=>process.exit(1))' && break; sleep 0.1; done`,
+      cwd: tmp,
+      timeoutMs: 20_000,
+    });
     expect(r.stdout).toContain("up");
-    const r2 = await sb.exec({ command: `node -e 'fetch("http://127.0.0.1:${port}").then(()=>console.log("reached"),()=>console.log("unreachable"))'`, cwd: tmp, timeoutMs: 20_000 });
+    const r2 = await sb.exec({
+      command: `node -e 'fetch("http://127.0.0.1:${port}").then(()=>console.log("reached"),()=>console.log("unreachable"))'`,
+      cwd: tmp,
+      timeoutMs: 20_000,
+    });
     expect(r2.stdout.trim()).toBe("unreachable");
   }, 60_000);
 

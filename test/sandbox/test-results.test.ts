@@ -95,12 +95,7 @@ describe("parseTestOutput with real node --test output", () => {
 
   it("reads the spec reporter, coloured", async () => {
     const dir = await project(NODE_TESTS);
-    const { output } = await run(
-      process.execPath,
-      ["--test", "--test-reporter=spec", "math.test.mjs"],
-      dir,
-      { FORCE_COLOR: "1" },
-    );
+    const { output } = await run(process.execPath, ["--test", "--test-reporter=spec", "math.test.mjs"], dir, { FORCE_COLOR: "1" });
     expect(output).toContain("\u001b[");
     expect(output).toContain("failing tests:");
     const results = parsed(output);
@@ -127,15 +122,14 @@ test("quick one", () => {});
       "broken.test.mjs": `import "no-such-package-ledgerloop";\n`,
     });
     for (const reporter of ["tap", "spec"]) {
-      const { output } = await run(
-        process.execPath,
-        ["--test", `--test-reporter=${reporter}`, "slow.test.mjs", "broken.test.mjs"],
-        dir,
-      );
+      const { output } = await run(process.execPath, ["--test", `--test-reporter=${reporter}`, "slow.test.mjs", "broken.test.mjs"], dir);
       const results = parsed(output);
       expect(results, reporter).toMatchObject({ framework: "node-test", passed: 1, failed: 2, skipped: 0 });
       expect(results.failedTests, reporter).toContain("slow one");
-      expect(results.failedTests.some((name) => name.endsWith("broken.test.mjs")), reporter).toBe(true);
+      expect(
+        results.failedTests.some((name) => name.endsWith("broken.test.mjs")),
+        reporter,
+      ).toBe(true);
     }
   });
 });
@@ -172,11 +166,7 @@ def test_error(broken):
   // passed: test_adds, test_param[1]; failed: test_fails, test_param[2] + 1 error;
   // skipped: test_skipped + 1 xfailed.
   const expected = { framework: "pytest", passed: 2, failed: 3, skipped: 2 };
-  const expectedNames = [
-    "tests/test_x.py::test_fails",
-    "tests/test_x.py::TestGroup::test_param[2]",
-    "tests/test_x.py::test_error",
-  ];
+  const expectedNames = ["tests/test_x.py::test_fails", "tests/test_x.py::TestGroup::test_param[2]", "tests/test_x.py::test_error"];
 
   it("reads -q output, whose summary has no ==== border", async () => {
     const dir = await project({ "tests/test_x.py": PYTEST_FILE });
@@ -240,11 +230,7 @@ describe.skipIf(!existsSync(vitestBin))("parseTestOutput with real vitest output
     const results = parsed(output);
     // 2 failing tests + 1 failed suite (the file that could not be imported).
     expect(results).toMatchObject({ framework: "vitest", passed: 2, failed: 3, skipped: 2 });
-    expect(results.failedTests).toEqual([
-      "broken.test.mjs",
-      "math.test.mjs > math > fails on purpose",
-      "math.test.mjs > math > inner > deep fail",
-    ]);
+    expect(results.failedTests).toEqual(["broken.test.mjs", "math.test.mjs > math > fails on purpose", "math.test.mjs > math > inner > deep fail"]);
   }, 60_000);
 
   it("reads a passing run", async () => {
@@ -349,9 +335,11 @@ describe("parseTestOutput edge cases", () => {
   });
 
   it("prefers the runner that failed when two ran", () => {
-    const output = "5 passed in 0.10s\n\n running 1 test\ntest x ... FAILED\n\ntest result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n";
+    const output =
+      "5 passed in 0.10s\n\n running 1 test\ntest x ... FAILED\n\ntest result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n";
     expect(parseTestOutput(output)).toMatchObject({ framework: "cargo", failed: 1, failedTests: ["x"] });
-    const reversed = "test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\nFAILED t.py::test_a - boom\n1 failed in 0.10s\n";
+    const reversed =
+      "test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\nFAILED t.py::test_a - boom\n1 failed in 0.10s\n";
     expect(parseTestOutput(reversed)).toMatchObject({ framework: "pytest", failed: 1, failedTests: ["t.py::test_a"] });
   });
 

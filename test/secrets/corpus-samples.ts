@@ -60,7 +60,12 @@ const tok = (name: string, token: string, before = "found ", after = " in the lo
 /** A sample whose text is made around its secret. */
 const ctx = (name: string, secret: string, make: (secret: string) => string, keep: string[]): Sample => ({ name, text: make(secret), secret, keep });
 /** A key (or part of one) between two lines of ordinary text. */
-const keyText = (name: string, key: string, secret: string): Sample => ({ name, text: `key file:\n${key}\nafter the key`, secret, keep: ["key file:", "after the key"] });
+const keyText = (name: string, key: string, secret: string): Sample => ({
+  name,
+  text: `key file:\n${key}\nafter the key`,
+  secret,
+  keep: ["key file:", "after the key"],
+});
 
 const pemBody = r(B64, 64 * 6);
 const sshBody = j("b3BlbnNzaC1rZXktdjE", "AAAAA", r(B64, 70 * 5 - 24));
@@ -76,7 +81,12 @@ export const SAMPLES: Sample[] = [
   tok("GCP API key", j("AI", "za", r(URLSAFE, 35)), 'const key = "', '";'),
   tok("GCP OAuth client secret", j("GOC", "SPX-", r(URLSAFE, 28))),
   tok("GCP OAuth access token", j("ya", "29.", r(URLSAFE, 120))),
-  ctx("Azure storage connection string", r(B64, 86), (v) => `DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=${v}==;EndpointSuffix=core.windows.net`, ["AccountName=acct;AccountKey=", "EndpointSuffix=core.windows.net"]),
+  ctx(
+    "Azure storage connection string",
+    r(B64, 86),
+    (v) => `DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=${v}==;EndpointSuffix=core.windows.net`,
+    ["AccountName=acct;AccountKey=", "EndpointSuffix=core.windows.net"],
+  ),
   ctx("Azure SAS signature", r(ALNUM, 43), (v) => `https://acct.blob.core.windows.net/c/f?sv=2022-11-02&sp=r&sig=${v}%3D`, ["sp=r&sig="]),
   tok("Azure AD client secret", j(r(ALNUM, 3), "8Q~", r(ALNUM, 34))),
   tok("Azure DevOps PAT", j(r(ALNUM, 52), "JQQJ", "99", r(ALNUM, 18), "AZ", "DO", r(ALNUM, 4))),
@@ -166,20 +176,49 @@ export const SAMPLES: Sample[] = [
   tok("HubSpot private app token", j("pat", "-na1-", uuid())),
   tok("Typeform token", j("tf", "p_", r(ALNUM, 59))),
   tok("Dropbox token", j("sl", ".", r(URLSAFE, 140))),
-  tok("1Password secret key", j("A3", "-", r(UPPER + DIGITS, 6), "-", r(UPPER + DIGITS, 11), "-", r(UPPER + DIGITS, 5), "-", r(UPPER + DIGITS, 5), "-", r(UPPER + DIGITS, 5))),
+  tok(
+    "1Password secret key",
+    j("A3", "-", r(UPPER + DIGITS, 6), "-", r(UPPER + DIGITS, 11), "-", r(UPPER + DIGITS, 5), "-", r(UPPER + DIGITS, 5), "-", r(UPPER + DIGITS, 5)),
+  ),
   tok("age secret key", j("AGE-SECRET", "-KEY-1", r("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 58))),
   tok("JWT", j("ey", "JhbGciOiJIUzI1NiJ9.", "ey", "J", r(URLSAFE, 40), ".", r(URLSAFE, 43)), "Authorization: "),
   // Private keys, whole and in pieces.
   keyText("RSA private key", j("-----BEGIN RSA PRIV", "ATE KEY-----\n", lines(pemBody, 64), "\n-----END RSA PRIV", "ATE KEY-----"), pemBody.slice(64, 128)),
-  keyText("OpenSSH private key", j("-----BEGIN OPENSSH PRIV", "ATE KEY-----\n", lines(sshBody, 70), "\n-----END OPENSSH PRIV", "ATE KEY-----"), sshBody.slice(70, 140)),
-  keyText("PGP private key block", j("-----BEGIN PGP PRIV", "ATE KEY BLOCK-----\nVersion: GnuPG v2\n\n", lines(pgpBody, 64), "\n=", r(B64, 4), "\n-----END PGP PRIV", "ATE KEY BLOCK-----"), pgpBody.slice(64, 128)),
-  keyText("encrypted PEM key", j("-----BEGIN RSA PRIV", "ATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,", r(HEX, 32).toUpperCase(), "\n\n", lines(pemBody.slice(0, 192), 64), "\n-----END RSA PRIV", "ATE KEY-----"), pemBody.slice(0, 64)),
+  keyText(
+    "OpenSSH private key",
+    j("-----BEGIN OPENSSH PRIV", "ATE KEY-----\n", lines(sshBody, 70), "\n-----END OPENSSH PRIV", "ATE KEY-----"),
+    sshBody.slice(70, 140),
+  ),
+  keyText(
+    "PGP private key block",
+    j("-----BEGIN PGP PRIV", "ATE KEY BLOCK-----\nVersion: GnuPG v2\n\n", lines(pgpBody, 64), "\n=", r(B64, 4), "\n-----END PGP PRIV", "ATE KEY BLOCK-----"),
+    pgpBody.slice(64, 128),
+  ),
+  keyText(
+    "encrypted PEM key",
+    j(
+      "-----BEGIN RSA PRIV",
+      "ATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,",
+      r(HEX, 32).toUpperCase(),
+      "\n\n",
+      lines(pemBody.slice(0, 192), 64),
+      "\n-----END RSA PRIV",
+      "ATE KEY-----",
+    ),
+    pemBody.slice(0, 64),
+  ),
   keyText("truncated private key", j("-----BEGIN OPENSSH PRIV", "ATE KEY-----\n", lines(sshBody.slice(0, 140), 70), "\n\nmore notes"), sshBody.slice(70, 140)),
   keyText("OpenSSH key body without BEGIN", `tail -n +2 id_ed25519:\n${lines(sshBody, 70)}\ndone`, sshBody.slice(0, 70)),
   keyText("PKCS#8 key body without BEGIN", `PRIVATE_PEM_BODY\n${lines(derBody, 64)}\nok`, derBody.slice(64, 128)),
   keyText("bare wrapped key lines", `pasted:\n${lines(pemBody.slice(64, 320), 64)}\nend`, pemBody.slice(128, 192)),
-  keyText("PuTTY private key", `PuTTY-User-Key-File-3: ssh-rsa\nPrivate-Lines: 3\n${lines(pemBody.slice(0, 192), 64)}\nPrivate-MAC: ${r(HEX, 64)}`, pemBody.slice(64, 128)),
-  ctx("minisign secret key", j("RWRTY0Iy", r(B64, 150)), (v) => `untrusted comment: minisign encrypted secret key\n${v}`, ["untrusted comment: minisign encrypted secret key"]),
+  keyText(
+    "PuTTY private key",
+    `PuTTY-User-Key-File-3: ssh-rsa\nPrivate-Lines: 3\n${lines(pemBody.slice(0, 192), 64)}\nPrivate-MAC: ${r(HEX, 64)}`,
+    pemBody.slice(64, 128),
+  ),
+  ctx("minisign secret key", j("RWRTY0Iy", r(B64, 150)), (v) => `untrusted comment: minisign encrypted secret key\n${v}`, [
+    "untrusted comment: minisign encrypted secret key",
+  ]),
   // Credentials by context.
   ctx("PostgreSQL URL", r(ALNUM, 14), (v) => `DATABASE_URL=postgres://app:${v}@db.internal:5432/app`, ["postgres://app:", "@db.internal:5432/app"]),
   ctx("MongoDB SRV URL", r(ALNUM, 12), (v) => `mongodb+srv://admin:${v}@cluster0.abcde.mongodb.net/test`, ["mongodb+srv://admin:", "@cluster0"]),
@@ -207,4 +246,3 @@ export const SAMPLES: Sample[] = [
   tok("generic *_token (key name + entropy)", r(ALNUM, 32), "service_token: ", "\n"),
   tok("generic *_secret (key name + entropy)", r(ALNUM, 32), 'webhookSecret: "', '",'),
 ];
-

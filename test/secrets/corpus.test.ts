@@ -107,7 +107,9 @@ describe("secret corpus, end to end", () => {
     expect(final.status).toBe("finished");
 
     // Each way in did carry every sample (so that "not stored" proves something).
-    const feedback = (await a.events()).filter((e) => e.type === "environment_feedback").map((e) => e.payload as { tool: string; output: string; status: string });
+    const feedback = (await a.events())
+      .filter((e) => e.type === "environment_feedback")
+      .map((e) => e.payload as { tool: string; output: string; status: string });
     const read = feedback.find((f) => f.tool === "read_file")!;
     const cat = feedback.find((f) => f.tool === "run_command")!;
     const commits = feedback.filter((f) => f.tool === "git_commit");

@@ -17,7 +17,11 @@ const MUST_REDACT: Array<[string, string, string]> = [
   ["AWS secret key (env)", "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"],
   ["AWS secret key (sts json)", `{"SecretAccessKey": "${mix(40)}", "SessionToken": "${mix(60)}"}`, mix(40)],
   ["GCP API key", `const key = "${"AIza" + mix(35)}";`, "AIza" + mix(35)],
-  ["GCP service account private_key", `{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC${mix(40)}\\n-----END PRIVATE KEY-----\\n", "client_email": "x@y.iam.gserviceaccount.com"}`, "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"],
+  [
+    "GCP service account private_key",
+    `{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC${mix(40)}\\n-----END PRIVATE KEY-----\\n", "client_email": "x@y.iam.gserviceaccount.com"}`,
+    "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC",
+  ],
   ["GCP OAuth client secret", `client: ${"GOCSPX-" + mix(28)}`, "GOCSPX-" + mix(28)],
   ["Azure storage connection string", `DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=${mix(86)}==;EndpointSuffix=core.windows.net`, mix(86)],
   ["Azure SAS", `https://acct.blob.core.windows.net/c/f?sv=2022-11-02&sp=r&sig=${mix(40)}%3D`, mix(40)],
@@ -89,9 +93,20 @@ const MUST_REDACT: Array<[string, string, string]> = [
   ["passphrase", "PASSPHRASE='long pass phrase'", "long pass phrase"],
   ["query string", "https://x/api?user=bob&password=pa55word&x=1", "pa55word"],
   // Base64 of a file holding keys, wrapped at 76 columns as `base64` prints it.
-  ["base64 of credentials", b64("[default]\naws_access_key_id = AKIA" + "Z7QW3XK9PLM2NB4V\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n").replace(/(.{76})/g, "$1\n"), b64("[default]\naws_access_key_id").slice(0, 20)],
+  [
+    "base64 of credentials",
+    b64("[default]\naws_access_key_id = AKIA" + "Z7QW3XK9PLM2NB4V\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n").replace(
+      /(.{76})/g,
+      "$1\n",
+    ),
+    b64("[default]\naws_access_key_id").slice(0, 20),
+  ],
   ["base64 of password line", b64("password=hunter2\n"), b64("password=hunter2\n")],
-  ["base64 url-safe of token", Buffer.from("token: " + "ghp_" + mix(36)).toString("base64url"), Buffer.from("token: " + "ghp_" + mix(36)).toString("base64url")],
+  [
+    "base64 url-safe of token",
+    Buffer.from("token: " + "ghp_" + mix(36)).toString("base64url"),
+    Buffer.from("token: " + "ghp_" + mix(36)).toString("base64url"),
+  ],
 ];
 
 /** Text that must come out unchanged. */
@@ -101,8 +116,14 @@ const MUST_KEEP: Array<[string, string]> = [
   ["member access", "const token = config.token;\nconst password = opts.password"],
   ["calls", "password = getpass.getpass(); token = os.environ['TOKEN']; secret = read_secret()"],
   ["kwargs same name", "connect(host=host, password=password, token=token)"],
-  ["placeholders", 'PASSWORD=\nAPI_KEY=""\npassword: null\ntoken: ${GITHUB_TOKEN}\nsecret: "{{ vault_secret }}"\napi_key: <your-api-key>\nTOKEN=$TOKEN\npassword=changeme\npassword: "xxxxxxxx"'],
-  ["names ending in a non-secret word", "SECRET_NAME=my-secret\napi_key_id=123456789\nTOKEN_URL=https://auth.example.com/token\npassword_hint: first pet\ntoken_count=4096"],
+  [
+    "placeholders",
+    'PASSWORD=\nAPI_KEY=""\npassword: null\ntoken: ${GITHUB_TOKEN}\nsecret: "{{ vault_secret }}"\napi_key: <your-api-key>\nTOKEN=$TOKEN\npassword=changeme\npassword: "xxxxxxxx"',
+  ],
+  [
+    "names ending in a non-secret word",
+    "SECRET_NAME=my-secret\napi_key_id=123456789\nTOKEN_URL=https://auth.example.com/token\npassword_hint: first pet\ntoken_count=4096",
+  ],
   ["git SHAs", "commit 3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39\nMerge: 1a2b3c4 5d6e7f8"],
   ["UUIDs", "thread 01234567-89ab-cdef-0123-456789abcdef run 7c9e6679-7425-40de-944b-e07fc1f90ae7"],
   ["base64 of ordinary text", b64("The quick brown fox jumps over the lazy dog, twice over.")],
@@ -121,17 +142,34 @@ const MUST_KEEP: Array<[string, string]> = [
   ["type comparisons", 'if (typeof fields.apiKey === "function") {}'],
   ["env var names and doc placeholders", 'apiKey: "OPENAI_API_KEY",\nexport OPENAI_API_KEY="your-api-key"\nconst MCP_CREDENTIALS_REDACTED = "**REDACTED**";'],
   ["model tokens in a logprobs listing", "{ token: ' la', logprob: 0 }, { token: 'J' }"],
-  ["templates and expressions", "headers: { authorization: `Bearer ${o.apiKey}` }\nconst token = ++state.token;\ntoken: 0,\nsecret: Array<string | null>;\ncredentials: ~/.ssh, ~/.aws"],
+  [
+    "templates and expressions",
+    "headers: { authorization: `Bearer ${o.apiKey}` }\nconst token = ++state.token;\ntoken: 0,\nsecret: Array<string | null>;\ncredentials: ~/.ssh, ~/.aws",
+  ],
   ["URL templates", "`mongodb://${string}:${string}@${string}` and mongodb://username:password@host"],
   // The command-line, .netrc, key-body and key-name rules of issue 32.
-  ["flags that are not passwords", "mysql -u root -p shop\nmysql -P 3306 -h db\nssh -p 2222 host\ndocker run -p 8080:80 img\npsql -p 5432 -U app\ncp -a src dst\ngit commit -a -m wip\nredis-cli --askpass\nsshpass -f pw.txt ssh host\nzip -r a.zip dir\nopenssl rsa -passin env:KEY_PASS\nkeytool -storepass:env STORE_PASS"],
+  [
+    "flags that are not passwords",
+    "mysql -u root -p shop\nmysql -P 3306 -h db\nssh -p 2222 host\ndocker run -p 8080:80 img\npsql -p 5432 -U app\ncp -a src dst\ngit commit -a -m wip\nredis-cli --askpass\nsshpass -f pw.txt ssh host\nzip -r a.zip dir\nopenssl rsa -passin env:KEY_PASS\nkeytool -storepass:env STORE_PASS",
+  ],
   ["prose about default passwords", "The default password is admin123 until you change it; the machine password is in the vault."],
-  ["code naming keys", 'const cacheKey = "user:42:profile";\nsortKey: "created_at_v2",\n<Row key={item.id} />\nprimary_key = "id"\napi_version = "2023-05-15"\nkey: "images/2024/photo-01.png"\naccess_log: /var/log/nginx/access.log\nidempotency_key: "t1:decide:3"\nkeyboard_layout = "us-intl-2"\nkeyEncoder = require_hash.sha256;\n"Unexpected_token_A_constructor_method_accessor_or_property_was_expected_1068": "Unexpected token 1068.",'],
-  ["a certificate and a public key", `-----BEGIN CERTIFICATE-----\n${rep(mix(64, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123456789+/") + "\n", 4)}-----END CERTIFICATE-----\n-----BEGIN PUBLIC KEY-----\n${rep(mix(64, "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA") + "\n", 3)}-----END PUBLIC KEY-----`],
+  [
+    "code naming keys",
+    'const cacheKey = "user:42:profile";\nsortKey: "created_at_v2",\n<Row key={item.id} />\nprimary_key = "id"\napi_version = "2023-05-15"\nkey: "images/2024/photo-01.png"\naccess_log: /var/log/nginx/access.log\nidempotency_key: "t1:decide:3"\nkeyboard_layout = "us-intl-2"\nkeyEncoder = require_hash.sha256;\n"Unexpected_token_A_constructor_method_accessor_or_property_was_expected_1068": "Unexpected token 1068.",',
+  ],
+  [
+    "a certificate and a public key",
+    `-----BEGIN CERTIFICATE-----\n${rep(mix(64, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123456789+/") + "\n", 4)}-----END CERTIFICATE-----\n-----BEGIN PUBLIC KEY-----\n${rep(mix(64, "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA") + "\n", 3)}-----END PUBLIC KEY-----`,
+  ],
   ["an ssh public key", `ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI${mix(43)} alice@laptop`],
   ["sha256 digests, one per line", rep(hex(64) + "\n", 5)],
   ["a data URI image", `<img src="data:image/png;base64,${Buffer.from(Array.from({ length: 300 }, (_, i) => (i * 53) % 256)).toString("base64")}">`],
-  ["76-column base64 of binary", Buffer.from(Array.from({ length: 400 }, (_, i) => (i * 91) % 256)).toString("base64").replace(/(.{76})/g, "$1\n")],
+  [
+    "76-column base64 of binary",
+    Buffer.from(Array.from({ length: 400 }, (_, i) => (i * 91) % 256))
+      .toString("base64")
+      .replace(/(.{76})/g, "$1\n"),
+  ],
 ];
 
 describe("redactor: credential formats and key/value heuristics", () => {
@@ -146,9 +184,7 @@ describe("redactor: credential formats and key/value heuristics", () => {
   });
 
   it("keeps the key of an assignment and the rest of the line", () => {
-    expect(r.redact("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY # prod")).toBe(
-      `aws_secret_access_key = ${REDACTED} # prod`,
-    );
+    expect(r.redact("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY # prod")).toBe(`aws_secret_access_key = ${REDACTED} # prod`);
     expect(r.redact(`{"password": "hunter2", "user": "bob"}`)).toBe(`{"password": "${REDACTED}", "user": "bob"}`);
     expect(r.redact("postgres://app:s3cr3t@db:5432/x")).toBe(`postgres://app:${REDACTED}:url-password@db:5432/x`);
   });

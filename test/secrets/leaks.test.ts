@@ -19,7 +19,9 @@ const PASSWORD = "Tr0ub4dor&3x";
 const PGP_BODY = "lQOYBGXk3vMBCAC7q2WJ9sF1k0pXvO5nH3s8tR6yZ2aQ4mLc1dE7fG9hJ0kL3nP5rT8uW2xY4zA6bC8dE0fG2hJ4kL6";
 const PGP = `-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n${PGP_BODY}\n=Xk3v\n-----END PGP PRIVATE KEY BLOCK-----\n`;
 const CREDS = `[default]\naws_access_key_id = AKIAZ7QW3XK9PLM2NB4V\naws_secret_access_key = ${AWS_SECRET}\n`;
-const CREDS_B64 = Buffer.from(CREDS).toString("base64").replace(/(.{76})/g, "$1\n");
+const CREDS_B64 = Buffer.from(CREDS)
+  .toString("base64")
+  .replace(/(.{76})/g, "$1\n");
 // A .env value under a name no rule knows and of no known format: only the .env seeding hides it.
 const DOTENV_VALUE = "q8Zr2Lw9Xv4Tn7Kp3Jm6";
 
@@ -104,9 +106,7 @@ describe("a run that prints secrets", () => {
 
     const report = fs.readFileSync(await writeRunReport(a.rt, "t1"), "utf8");
     const prompts = JSON.stringify(a.model.requests);
-    const blobs = await Promise.all(
-      (a.rt.db.prepare("SELECT hash FROM ll_blobs").all() as Array<{ hash: string }>).map((r) => a.rt.ledger.getBlob(r.hash)),
-    );
+    const blobs = await Promise.all((a.rt.db.prepare("SELECT hash FROM ll_blobs").all() as Array<{ hash: string }>).map((r) => a.rt.ledger.getBlob(r.hash)));
     await a.close();
     agents = [];
     const db = fs.readFileSync(path.join(ws, ".ledgerloop", "state.db"));

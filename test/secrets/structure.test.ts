@@ -65,10 +65,7 @@ describe("a private key without its END line", () => {
   it("in the goal and in a file read does not stop the run, and is stored nowhere", async () => {
     const ws = tempWorkspace(undefined, { "notes.md": `# deploy\n${LONE}\n` });
     const a = await testAgent(ws, {
-      decide: [
-        { tool_calls: [{ name: "read_file", args: { path: "notes.md" } }] },
-        { tool_calls: [{ name: "finish", args: { summary: "read the notes" } }] },
-      ],
+      decide: [{ tool_calls: [{ name: "read_file", args: { path: "notes.md" } }] }, { tool_calls: [{ name: "finish", args: { summary: "read the notes" } }] }],
     });
     agents.push(a);
     const final = await a.run(`use this key: ${BEGIN}\n${BODY}`);

@@ -13,14 +13,40 @@ describe("the run settings and the graph context derived from them", () => {
     expect(RunContextFromState).toBe(RunContext);
     for (const k of contextKeys) expect(Object.keys(RunSettings.shape)).toContain(k);
     expect(contextKeys).toEqual([
-      "workspace", "stateDir", "stateUrl", "model", "summaryModel", "maxSteps", "toolCallFormat", "budgetTokens", "failureStreakLimit", "proseStreakLimit", "repeatLimit", "summarizeThresholdTokens", "sandbox",
-      "approve", "allowNetwork", "retrieval", "vectors", "embedder", "history", "promptLayout", "maxCostUsd", "maxTokens",
+      "workspace",
+      "stateDir",
+      "stateUrl",
+      "model",
+      "summaryModel",
+      "maxSteps",
+      "toolCallFormat",
+      "budgetTokens",
+      "failureStreakLimit",
+      "proseStreakLimit",
+      "repeatLimit",
+      "summarizeThresholdTokens",
+      "sandbox",
+      "approve",
+      "allowNetwork",
+      "retrieval",
+      "vectors",
+      "embedder",
+      "history",
+      "promptLayout",
+      "maxCostUsd",
+      "maxTokens",
     ]);
   });
 
   it("budgetTokens has one bound, at least 1000, in the settings and the context alike", () => {
     const base = { workspace: "/w" };
-    for (const [v, ok] of [[999, false], [1, false], [1000, true], [120_000, true], [1500.5, false]] as const) {
+    for (const [v, ok] of [
+      [999, false],
+      [1, false],
+      [1000, true],
+      [120_000, true],
+      [1500.5, false],
+    ] as const) {
       expect(RunSettings.safeParse({ ...base, budgetTokens: v }).success, `settings ${v}`).toBe(ok);
       expect(RunContext.safeParse({ budgetTokens: v }).success, `context ${v}`).toBe(ok);
     }

@@ -21,7 +21,12 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-const ENV = { LANGSMITH_API_KEY: "lsv2_pt_test0123456789abcdef", LANGSMITH_PROJECT: "ledgerloop-test", LANGCHAIN_TRACING_V2: undefined, LANGCHAIN_ENDPOINT: undefined };
+const ENV = {
+  LANGSMITH_API_KEY: "lsv2_pt_test0123456789abcdef",
+  LANGSMITH_PROJECT: "ledgerloop-test",
+  LANGCHAIN_TRACING_V2: undefined,
+  LANGCHAIN_ENDPOINT: undefined,
+};
 
 describe("LangSmith tracing", () => {
   it("is off unless the environment turns it on, and then asks nothing", async () => {

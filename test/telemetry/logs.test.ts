@@ -70,7 +70,10 @@ describe("the run log of a real CLI run", () => {
   });
 
   it("--log-level info puts the log lines on stderr too", () => {
-    const onStderr = run.stderr.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as Line);
+    const onStderr = run.stderr
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l) as Line);
     expect(onStderr.some((l) => l.event === "node_end" && l.thread === thread)).toBe(true);
     expect(onStderr.some((l) => l.event === "node_start")).toBe(false); // debug, below info
   });
@@ -128,7 +131,15 @@ describe("the observer itself", () => {
     fs.mkdirSync(stateDir);
     const db = openStateDb(path.join(stateDir, "state.db"));
     const secret = "zq9-very-secret-value-4711";
-    const rt = { db, runs: sqliteRunRegistry(db), dbPath: path.join(stateDir, "state.db"), stateDir, workspace: dir, redactor: createRedactor([secret]), model: { name: "openai:gpt-4o-mini" } } as unknown as Runtime;
+    const rt = {
+      db,
+      runs: sqliteRunRegistry(db),
+      dbPath: path.join(stateDir, "state.db"),
+      stateDir,
+      workspace: dir,
+      redactor: createRedactor([secret]),
+      model: { name: "openai:gpt-4o-mini" },
+    } as unknown as Runtime;
     const state = { step: 3, subtasks: [{ id: "a", description: `do it with ${secret}`, status: "in_progress" as const }] };
     let calls = 0;
     await observeNode(rt, "t1", "decide", state, async () => {
@@ -152,8 +163,19 @@ describe("the observer itself", () => {
     expect(raw).not.toContain(secret);
     const lines = jsonLines<Line>(raw);
     expect(lines.find((l) => l.event === "model_retry")).toMatchObject({ attempt: 1, fault: "unavailable", httpStatus: 503, level: 40 });
-    expect(lines.find((l) => l.event === "model_call")).toMatchObject({ inputTokens: 100, cachedInputTokens: 40, outputTokens: 7, costUsd: 0.25, retries: 1, step: 3 });
-    expect(lines.find((l) => l.event === "subtask_end")).toMatchObject({ subtask: "a", status: "completed", description: expect.stringContaining("[REDACTED]") });
+    expect(lines.find((l) => l.event === "model_call")).toMatchObject({
+      inputTokens: 100,
+      cachedInputTokens: 40,
+      outputTokens: 7,
+      costUsd: 0.25,
+      retries: 1,
+      step: 3,
+    });
+    expect(lines.find((l) => l.event === "subtask_end")).toMatchObject({
+      subtask: "a",
+      status: "completed",
+      description: expect.stringContaining("[REDACTED]"),
+    });
     const err = lines.find((l) => l.event === "node_error")!;
     expect(err).toMatchObject({ node: "act", errorClass: "Error", level: 40 });
     expect(String(err.msg)).toContain("[REDACTED]");
@@ -166,7 +188,15 @@ describe("a stopped command in the run log", () => {
   it("its tool_run line says what stopped it, which limit, and what it used", () => {
     const ws = tempWorkspace(undefined, { "README.md": "x\n" });
     const t = path.join(tempWorkspace(), "t.json");
-    fs.writeFileSync(t, JSON.stringify({ decide: [{ content: "", tool_calls: [{ name: "run_command", args: { command: "sleep 20", timeoutMs: 300 } }] }, { content: "", tool_calls: [{ name: "finish", args: { summary: "ok" } }] }] }));
+    fs.writeFileSync(
+      t,
+      JSON.stringify({
+        decide: [
+          { content: "", tool_calls: [{ name: "run_command", args: { command: "sleep 20", timeoutMs: 300 } }] },
+          { content: "", tool_calls: [{ name: "finish", args: { summary: "ok" } }] },
+        ],
+      }),
+    );
     const r = cli(["run", "Wait", "-w", ws, "--model", `scripted:${t}`, "--json", "-q"], { timeoutMs: 120_000 });
     expect(r.code, r.stderr).toBe(0);
     const thread = (JSON.parse(r.stdout) as { thread: string }).thread;
@@ -185,7 +215,15 @@ describe("secrets stay out of the run log", () => {
     const ws = tempWorkspace(undefined, { "README.md": "x\n" });
     const t = path.join(tempWorkspace(), "t.json");
     // No plan turn: the deterministic plan makes subtasks out of the goal (which the log names).
-    fs.writeFileSync(t, JSON.stringify({ decide: [{ content: "", tool_calls: [{ name: "run_command", args: { command: "exit 3" } }] }, { content: "", tool_calls: [{ name: "finish", args: { summary: "ok" } }] }] }));
+    fs.writeFileSync(
+      t,
+      JSON.stringify({
+        decide: [
+          { content: "", tool_calls: [{ name: "run_command", args: { command: "exit 3" } }] },
+          { content: "", tool_calls: [{ name: "finish", args: { summary: "ok" } }] },
+        ],
+      }),
+    );
     const r = cli(["run", `Deploy with ${token} then report`, "-w", ws, "--model", `scripted:${t}`, "--json", "-q", "--log-level", "debug"], {
       env: { MY_SERVICE_API_KEY: envSecret },
       timeoutMs: 120_000,

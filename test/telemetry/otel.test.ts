@@ -116,31 +116,69 @@ describe("OpenTelemetry export of a run (OTLP/HTTP)", () => {
       expect(["plan", "decide", "reflect", "summarize"]).toContain(m.attrs["ledgerloop.node"]);
     }
     const decideCall = models.find((s) => s.attrs["ledgerloop.node"] === "decide")!;
-    expect(decideCall.attrs).toMatchObject({ "gen_ai.request.model": `scripted:${DEMO_TRAJECTORY}`, "gen_ai.usage.input_tokens": 0, "gen_ai.usage.output_tokens": 0, "ledgerloop.usage.cached_input_tokens": 0, "ledgerloop.cost_usd": 0, "ledgerloop.retries": 0 });
+    expect(decideCall.attrs).toMatchObject({
+      "gen_ai.request.model": `scripted:${DEMO_TRAJECTORY}`,
+      "gen_ai.usage.input_tokens": 0,
+      "gen_ai.usage.output_tokens": 0,
+      "ledgerloop.usage.cached_input_tokens": 0,
+      "ledgerloop.cost_usd": 0,
+      "ledgerloop.retries": 0,
+    });
 
     const tools = spans.filter((s) => s.name.startsWith("tool "));
     expect(tools).toHaveLength(n("environment_feedback"));
     expect(tools.every((s) => byId.get(s.parent!)?.name === "node act")).toBe(true);
     const tests = tools.filter((s) => s.name === "tool run_tests");
-    expect(tests.map((s) => [s.attrs["ledgerloop.tool.exit_code"], s.attrs["ledgerloop.tool.status"], s.attrs["error.type"] ?? null, s.attrs["ledgerloop.tool.risk"], s.status])).toEqual([
+    expect(
+      tests.map((s) => [
+        s.attrs["ledgerloop.tool.exit_code"],
+        s.attrs["ledgerloop.tool.status"],
+        s.attrs["error.type"] ?? null,
+        s.attrs["ledgerloop.tool.risk"],
+        s.status,
+      ]),
+    ).toEqual([
       [1, "error", "test_failure", "exec", 2],
       [0, "ok", null, "exec", 0],
     ]);
     expect(tests.every((s) => typeof s.attrs["ledgerloop.tool.duration_ms"] === "number")).toBe(true);
     // Shell commands carry what their cgroups measured; nothing stopped the demo's (no stop attribute).
     const cg = detectCgroups().parents;
-    if (cg.cpuacct && cg.memory) expect(tests.every((s) => (s.attrs["ledgerloop.command.cpu_ms"] as number) > 0 && (s.attrs["ledgerloop.command.memory_peak_bytes"] as number) > 1 << 20)).toBe(true);
+    if (cg.cpuacct && cg.memory)
+      expect(
+        tests.every((s) => (s.attrs["ledgerloop.command.cpu_ms"] as number) > 0 && (s.attrs["ledgerloop.command.memory_peak_bytes"] as number) > 1 << 20),
+      ).toBe(true);
     expect(tools.some((s) => "ledgerloop.command.stopped_by" in s.attrs || "ledgerloop.command.limit" in s.attrs)).toBe(false);
     expect(tools.find((s) => s.name === "tool read_file")?.attrs["ledgerloop.command.cpu_ms"]).toBeUndefined();
     expect(tools.find((s) => s.name === "tool read_file")?.attrs["ledgerloop.tool.risk"]).toBe("read");
   });
 
   it("exports metrics through the OTel metrics API: model calls, tokens, tool failures by error class, node durations", () => {
-    const posts = (received["/v1/metrics"] ?? []) as Array<{ body: { resourceMetrics: Array<{ resource: { attributes: Array<{ key: string; value: AnyValue }> }; scopeMetrics: Array<{ metrics: Array<{ name: string; sum?: { dataPoints: Array<{ asInt?: number | string; asDouble?: number; attributes: Array<{ key: string; value: AnyValue }> }> } }> }> }> } }>;
+    const posts = (received["/v1/metrics"] ?? []) as Array<{
+      body: {
+        resourceMetrics: Array<{
+          resource: { attributes: Array<{ key: string; value: AnyValue }> };
+          scopeMetrics: Array<{
+            metrics: Array<{
+              name: string;
+              sum?: { dataPoints: Array<{ asInt?: number | string; asDouble?: number; attributes: Array<{ key: string; value: AnyValue }> }> };
+            }>;
+          }>;
+        }>;
+      };
+    }>;
     expect(posts.length).toBeGreaterThan(0);
     const metrics = posts.flatMap((p) => p.body.resourceMetrics.flatMap((r) => r.scopeMetrics.flatMap((s) => s.metrics)));
     const names = new Set(metrics.map((m) => m.name));
-    for (const name of ["ledgerloop.model.calls", "ledgerloop.model.tokens", "ledgerloop.model.cost", "ledgerloop.tool.calls", "ledgerloop.tool.failures", "ledgerloop.node.duration"]) expect(names).toContain(name);
+    for (const name of [
+      "ledgerloop.model.calls",
+      "ledgerloop.model.tokens",
+      "ledgerloop.model.cost",
+      "ledgerloop.tool.calls",
+      "ledgerloop.tool.failures",
+      "ledgerloop.node.duration",
+    ])
+      expect(names).toContain(name);
     const failures = metrics.find((m) => m.name === "ledgerloop.tool.failures")!.sum!.dataPoints;
     const testFailure = failures.find((d) => d.attributes.some((a) => a.key === "error_class" && a.value.stringValue === "test_failure"));
     expect(Number(testFailure?.asInt ?? testFailure?.asDouble)).toBe(1);
@@ -155,11 +193,27 @@ describe("OpenTelemetry export of a run (OTLP/HTTP)", () => {
     fs.writeFileSync(trace, "");
     const env: NodeJS.ProcessEnv = { ...process.env, TRACE_FILE: trace };
     for (const k of Object.keys(env)) if (k.startsWith("OTEL_")) delete env[k];
-    const r = spawnSync(process.execPath, ["--import", path.join(REPO, "test/helpers/trace-imports.mjs"), BIN, "run", DEMO_TASK, "-w", ws2, "--model", `scripted:${DEMO_TRAJECTORY}`, "-q", "--json"], {
-      encoding: "utf8",
-      env,
-      timeout: 180_000,
-    });
+    const r = spawnSync(
+      process.execPath,
+      [
+        "--import",
+        path.join(REPO, "test/helpers/trace-imports.mjs"),
+        BIN,
+        "run",
+        DEMO_TASK,
+        "-w",
+        ws2,
+        "--model",
+        `scripted:${DEMO_TRAJECTORY}`,
+        "-q",
+        "--json",
+      ],
+      {
+        encoding: "utf8",
+        env,
+        timeout: 180_000,
+      },
+    );
     expect(r.status, r.stderr).toBe(0);
     const loaded = fs.readFileSync(trace, "utf8");
     // The tracer works: the run's own modules and pino are in it.
@@ -168,7 +222,10 @@ describe("OpenTelemetry export of a run (OTLP/HTTP)", () => {
     expect(loaded).not.toMatch(/@opentelemetry\//);
     expect((received["/v1/traces"] ?? []).length).toBe(before);
     const t = (JSON.parse(r.stdout) as { thread: string }).thread;
-    expect(jsonLines<{ event: string; otel?: boolean }>(fs.readFileSync(runLogFile(path.join(ws2, ".ledgerloop"), t), "utf8")).find((l) => l.event === "run_start")?.otel).toBe(false);
+    expect(
+      jsonLines<{ event: string; otel?: boolean }>(fs.readFileSync(runLogFile(path.join(ws2, ".ledgerloop"), t), "utf8")).find((l) => l.event === "run_start")
+        ?.otel,
+    ).toBe(false);
   }, 200_000);
 });
 
@@ -186,7 +243,10 @@ describe("a run paused for approval and resumed in another process", () => {
       }),
     );
     const env = { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint };
-    const first = await cliAsync(["run", "try frobnicate", "-w", ws, "--model", `scripted:${script}`, "--approve", "ask", "--json", "-q"], { env, timeoutMs: 120_000 });
+    const first = await cliAsync(["run", "try frobnicate", "-w", ws, "--model", `scripted:${script}`, "--approve", "ask", "--json", "-q"], {
+      env,
+      timeoutMs: 120_000,
+    });
     const paused = JSON.parse(first.stdout) as { thread: string; status: string };
     expect(paused.status, first.stderr).toBe("awaiting_approval");
     const second = await cliAsync(["resume", paused.thread, "-w", ws, "--approve", "--json", "-q"], { env, timeoutMs: 120_000 });
@@ -208,7 +268,9 @@ describe("a run paused for approval and resumed in another process", () => {
     expect(spans.find((s) => s.spanId === ran.parent)?.parent).toBe(roots[1]!.spanId);
     expect(ran.attrs["ledgerloop.tool.exit_code"]).toBe(127);
 
-    const log = jsonLines<{ event: string; reason?: string; traceId: string; pid?: number }>(fs.readFileSync(runLogFile(path.join(ws, ".ledgerloop"), paused.thread), "utf8"));
+    const log = jsonLines<{ event: string; reason?: string; traceId: string; pid?: number }>(
+      fs.readFileSync(runLogFile(path.join(ws, ".ledgerloop"), paused.thread), "utf8"),
+    );
     expect(log.filter((l) => l.event === "pause").map((l) => l.reason)).toEqual(["approval"]);
     expect(log.filter((l) => l.event === "run_start")).toHaveLength(2);
     expect(new Set(log.map((l) => l.traceId))).toEqual(new Set([trace.traceId]));

@@ -79,12 +79,8 @@ describe("read_file", () => {
 
   it("returns a range, clamping endLine to the end of the file", async () => {
     write({ "a.txt": "1\n2\n3\n4\n5\n" });
-    expect(expectOk(await readFileTool.run({ path: "a.txt", startLine: 2, endLine: 3 }, ctx))).toBe(
-      "a.txt (lines 2-3 of 5)\n2| 2\n3| 3",
-    );
-    expect(expectOk(await readFileTool.run({ path: "a.txt", startLine: 4, endLine: 99 }, ctx))).toBe(
-      "a.txt (lines 4-5 of 5)\n4| 4\n5| 5",
-    );
+    expect(expectOk(await readFileTool.run({ path: "a.txt", startLine: 2, endLine: 3 }, ctx))).toBe("a.txt (lines 2-3 of 5)\n2| 2\n3| 3");
+    expect(expectOk(await readFileTool.run({ path: "a.txt", startLine: 4, endLine: 99 }, ctx))).toBe("a.txt (lines 4-5 of 5)\n4| 4\n5| 5");
   });
 
   it("says how to continue when it stops at 2000 lines", async () => {
@@ -164,14 +160,11 @@ describe("write_file", () => {
     expect(read("src/a.ts")).toBe("a");
   });
 
-  it.each([".git/hooks/pre-commit", ".ledgerloop/x", "sub/.git/config", "./.ledgerloop/state.db"])(
-    "refuses to write %s",
-    async (p) => {
-      fs.mkdirSync(path.join(ws, ".git", "hooks"), { recursive: true });
-      await expect(writeFileTool.run({ path: p, content: "#!/bin/sh\necho pwned\n" }, ctx)).rejects.toThrow(PathEscapeError);
-      expect(fs.existsSync(path.join(ws, p))).toBe(false);
-    },
-  );
+  it.each([".git/hooks/pre-commit", ".ledgerloop/x", "sub/.git/config", "./.ledgerloop/state.db"])("refuses to write %s", async (p) => {
+    fs.mkdirSync(path.join(ws, ".git", "hooks"), { recursive: true });
+    await expect(writeFileTool.run({ path: p, content: "#!/bin/sh\necho pwned\n" }, ctx)).rejects.toThrow(PathEscapeError);
+    expect(fs.existsSync(path.join(ws, p))).toBe(false);
+  });
 
   it("refuses a symlink that smuggles a write into .git/", async () => {
     fs.mkdirSync(path.join(ws, ".git", "hooks"), { recursive: true });
@@ -319,14 +312,7 @@ describe("list_files", () => {
 
   it("lists files recursively, sorted, honouring .gitignore and hiding .git/ and .ledgerloop/", async () => {
     const out = expectOk(await listFilesTool.run({}, ctx));
-    expect(out.split("\n")).toEqual([
-      ".gitignore",
-      "README.md",
-      "src/a.test.ts",
-      "src/a.ts",
-      "src/util/b.ts",
-      "[2 gitignored entries not listed]",
-    ]);
+    expect(out.split("\n")).toEqual([".gitignore", "README.md", "src/a.test.ts", "src/a.ts", "src/util/b.ts", "[2 gitignored entries not listed]"]);
   });
 
   it("filters by a glob matching names at any depth", async () => {

@@ -19,7 +19,14 @@ beforeEach(() => {
   tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "ll-git-commit-")));
   ws = path.join(tmp, "repo", "pkg");
   fs.mkdirSync(ws, { recursive: true });
-  ctx = { workspace: ws, sandbox: createLocalSandbox(), searcher: createLexicalSearcher(ws), commandTimeoutMs: 10_000, testTimeoutMs: 10_000, outputCapBytes: 16_384 };
+  ctx = {
+    workspace: ws,
+    sandbox: createLocalSandbox(),
+    searcher: createLexicalSearcher(ws),
+    commandTimeoutMs: 10_000,
+    testTimeoutMs: 10_000,
+    outputCapBytes: 16_384,
+  };
 });
 afterEach(() => fs.rmSync(tmp, { recursive: true, force: true }));
 

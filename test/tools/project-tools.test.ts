@@ -61,7 +61,10 @@ describe("project tools (ledgerloop.config.json → tools)", () => {
       { name: "finish", args: { summary: "counted" } },
     ]);
     const requests = path.join(tempWorkspace(), "requests.jsonl");
-    const r = await cliAsync(["run", "count words", "-w", ws, "--model", `scripted:${t}`, "--json", "-q"], { timeoutMs: 120_000, env: { LEDGERLOOP_RECORD_REQUESTS: requests } });
+    const r = await cliAsync(["run", "count words", "-w", ws, "--model", `scripted:${t}`, "--json", "-q"], {
+      timeoutMs: 120_000,
+      env: { LEDGERLOOP_RECORD_REQUESTS: requests },
+    });
     expect(r.code, r.stderr).toBe(0);
     // The model is offered the built-in tools, then the project's (not the withheld network one).
     const decide = jsonLines<{ node: string; toolNames: string[] }>(fs.readFileSync(requests, "utf8")).find((q) => q.node === "decide")!;
@@ -72,7 +75,14 @@ describe("project tools (ledgerloop.config.json → tools)", () => {
     const feedback = ev.filter((e) => e.type === "environment_feedback").map((e) => e.payload);
     expect(feedback[0]).toMatchObject({ tool: "word_count", status: "ok", exitCode: 0 });
     const got = JSON.parse(String(feedback[0]!.stdout).trim()) as Record<string, unknown>;
-    expect(got).toEqual({ stdin: '{"path":"README.md","verbose":true}', env: '{"path":"README.md","verbose":true}', argPath: "README.md", argVerbose: "true", tool: "word_count", words: 4 });
+    expect(got).toEqual({
+      stdin: '{"path":"README.md","verbose":true}',
+      env: '{"path":"README.md","verbose":true}',
+      argPath: "README.md",
+      argVerbose: "true",
+      tool: "word_count",
+      words: 4,
+    });
     expect(String(feedback[0]!.command)).toContain("node scripts/wc.mjs");
     expect(actions[1]!.invalid).toMatch(/^Invalid arguments for word_count: path: /);
     expect(feedback[1]).toMatchObject({ tool: "word_count", status: "rejected", errorClass: "invalid_call" });
@@ -85,11 +95,16 @@ describe("project tools (ledgerloop.config.json → tools)", () => {
 
   it('approve "ask" pauses the run for approval before the command runs, like an asked command', async () => {
     const ws = workspace();
-    const t = script([{ name: "deploy", args: {} }, { name: "finish", args: { summary: "x" } }]);
+    const t = script([
+      { name: "deploy", args: {} },
+      { name: "finish", args: { summary: "x" } },
+    ]);
     const r = await cliAsync(["run", "deploy", "-w", ws, "--model", `scripted:${t}`, "--approve", "ask", "--json", "-q"], { timeoutMs: 120_000 });
     const out = JSON.parse(r.stdout) as { thread: string; status: string };
     expect(out.status, r.stderr).toBe("awaiting_approval");
-    const approval = events(ws, out.thread).filter((e) => e.type === "run_status").at(-1)!.payload;
+    const approval = events(ws, out.thread)
+      .filter((e) => e.type === "run_status")
+      .at(-1)!.payload;
     expect(approval).toMatchObject({ status: "awaiting_approval" });
     expect(String(approval.reason)).toContain("echo deployed");
     expect(events(ws, out.thread).some((e) => e.type === "environment_feedback")).toBe(false);
@@ -99,7 +114,15 @@ describe("project tools (ledgerloop.config.json → tools)", () => {
     const ws = workspace();
     const r = cli(["tools", "-w", ws, "--json"]);
     expect(r.code, r.stderr).toBe(0);
-    const rows = jsonLines<{ name: string; source: string; risk: string; approve: string; offered: boolean; why?: string; parameters: Record<string, unknown> }>(r.stdout);
+    const rows = jsonLines<{
+      name: string;
+      source: string;
+      risk: string;
+      approve: string;
+      offered: boolean;
+      why?: string;
+      parameters: Record<string, unknown>;
+    }>(r.stdout);
     expect(rows.map((t) => t.name)).toEqual([...TOOLS.map((t) => t.name), "word_count", "deploy", "fetch_docs"]);
     expect(rows.find((t) => t.name === "run_command")).toMatchObject({ source: "built-in", risk: "exec", offered: true });
     expect(rows.find((t) => t.name === "read_file")).toMatchObject({ source: "built-in", risk: "read" });
@@ -115,10 +138,22 @@ describe("project tools (ledgerloop.config.json → tools)", () => {
 
   it.each([
     [[{ name: "read_file", description: "x", command: "true" }], /tools\[0\]\.name: "read_file" is a built-in tool; choose another name/],
-    [[{ name: "a", description: "x", command: "true" }, { name: "a", description: "y", command: "true" }], /tools\[1\]\.name: "a" is already the name of tools\[0\]/],
-    [[{ name: "a", description: "x", command: "true", input: { type: "object", properties: { n: { type: "bogus" } } } }], /tools\[0\]\.input: is not a valid JSON schema: Unsupported type: bogus/],
+    [
+      [
+        { name: "a", description: "x", command: "true" },
+        { name: "a", description: "y", command: "true" },
+      ],
+      /tools\[1\]\.name: "a" is already the name of tools\[0\]/,
+    ],
+    [
+      [{ name: "a", description: "x", command: "true", input: { type: "object", properties: { n: { type: "bogus" } } } }],
+      /tools\[0\]\.input: is not a valid JSON schema: Unsupported type: bogus/,
+    ],
     [[{ name: "a", description: "x", command: "true", risk: "nuclear" }], /tools\[0\]\.risk: Invalid option/],
-    [[{ name: "a", description: "x", command: "true", cmd: "x" }], /tools\[0\]: unknown key "cmd" \(known: name, description, command, input, risk, approve, timeoutMs\)/],
+    [
+      [{ name: "a", description: "x", command: "true", cmd: "x" }],
+      /tools\[0\]: unknown key "cmd" \(known: name, description, command, input, risk, approve, timeoutMs\)/,
+    ],
   ])("bad config %# is refused with the path of the field, before a run starts", (tools, message) => {
     const ws = workspace(tools);
     const r = cli(["tools", "-w", ws]);

@@ -38,7 +38,10 @@ describe("run_tests", () => {
   it("runs exactly the command that was checked (and approved), not a fresh detection", async () => {
     // What the policy saw must be what runs, even if the workspace would now detect another command.
     const command = "node --test --test-name-pattern=adds a.test.js";
-    const r = await runTestsTool.run({}, { ...ctx, checked: { command, verdict: { decision: "allow", rule: "test", reason: "checked by the test", parts: [] } } });
+    const r = await runTestsTool.run(
+      {},
+      { ...ctx, checked: { command, verdict: { decision: "allow", rule: "test", reason: "checked by the test", parts: [] } } },
+    );
     expect(r.command).toBe("node --test --test-name-pattern=adds a.test.js");
     expect(r.tests).toMatchObject({ passed: 1, failed: 0 });
   });

@@ -212,11 +212,7 @@ const REJECTED: Record<string, RejectCase[]> = {
   update_plan: [
     ["an empty list", plan(), ["subtasks:", "expected array to have >=1 items"]],
     ["duplicate ids", plan(st("s1"), st("s1")), ["subtasks: subtask ids must be unique"]],
-    [
-      "a bad status",
-      plan(st("s1", "done")),
-      ["subtasks.0.status:", 'expected one of "pending"|"in_progress"|"completed"|"blocked"'],
-    ],
+    ["a bad status", plan(st("s1", "done")), ["subtasks.0.status:", 'expected one of "pending"|"in_progress"|"completed"|"blocked"']],
     ["an empty id", plan(st("")), ["subtasks.0.id:", "Too small"]],
     ["a missing description", plan({ id: "s1", status: "pending" }), ["subtasks.0.description:"]],
     // `evidence` exists on the stored Subtask but is the runtime's to set, not the model's.

@@ -43,7 +43,11 @@ async function get(v: Viewer, p: string): Promise<{ status: number; body: any; h
 }
 
 /** A raw request, for what fetch will not send (another Host, another method). */
-function raw(v: Viewer, p: string, opts: { method?: string; host?: string } = {}): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
+function raw(
+  v: Viewer,
+  p: string,
+  opts: { method?: string; host?: string } = {},
+): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
   const u = new URL(p, v.url);
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -116,8 +120,17 @@ describe("run viewer API on the demo run", () => {
     expect(s6.actions).toHaveLength(1);
     // A mismatch says how the command ended: the engine's own first lines and the end of stderr.
     const fb6 = s6.actions[0].feedback;
-    const ended = { signal: fb6.signal, output: String(fb6.output?.text ?? "").split("\n").slice(0, 3), stderr: String(fb6.stderr?.text ?? "").slice(-600) };
-    expect(s6.actions[0], `step 6's run_tests: ${JSON.stringify(ended)}`).toMatchObject({ tool: "run_tests", feedback: { status: "error", errorClass: "test_failure", exitCode: 1 } });
+    const ended = {
+      signal: fb6.signal,
+      output: String(fb6.output?.text ?? "")
+        .split("\n")
+        .slice(0, 3),
+      stderr: String(fb6.stderr?.text ?? "").slice(-600),
+    };
+    expect(s6.actions[0], `step 6's run_tests: ${JSON.stringify(ended)}`).toMatchObject({
+      tool: "run_tests",
+      feedback: { status: "error", errorClass: "test_failure", exitCode: 1 },
+    });
     expect(s6.actions[0].feedback.tests).toMatchObject({ passed: 2, failed: 2 });
     expect(s6.actions[0].feedback.tests.failedTests).toEqual(["orders service answers /health", "dashboard aggregates the services' health"]);
     expect(s6.actions[0].feedback.stdout.text).toMatch(/not ok 2 - orders service answers \/health/);
@@ -183,7 +196,9 @@ describe("run viewer API on the demo run", () => {
     expect(body.tokens).toBeLessThanOrEqual(body.budget);
     expect(body.items.length).toBeGreaterThan(5);
     expect(body.sections.map((s: { section: string }) => s.section)).toEqual(expect.arrayContaining(["system", "goal", "plan", "recent"]));
-    expect(body.sections.reduce((n: number, s: { tokens: number }) => n + s.tokens, 0)).toBe(body.items.reduce((n: number, i: { tokens: number }) => n + i.tokens, 0));
+    expect(body.sections.reduce((n: number, s: { tokens: number }) => n + s.tokens, 0)).toBe(
+      body.items.reduce((n: number, i: { tokens: number }) => n + i.tokens, 0),
+    );
     expect(Array.isArray(body.omitted)).toBe(true);
     const prompt = body.messages.map((m: { content: string }) => m.content).join("\n");
     expect(prompt).toContain("orders service answers /health");
@@ -294,7 +309,10 @@ describe("run viewer API on the demo run", () => {
     expect(page.headers.get("x-content-type-options")).toBe("nosniff");
     expect(page.body).toContain('src="/app.js"');
     expect(page.body).not.toMatch(/<script>|\son\w+=/);
-    for (const [p, type] of [["/app.js", /javascript/], ["/style.css", /css/]] as const) {
+    for (const [p, type] of [
+      ["/app.js", /javascript/],
+      ["/style.css", /css/],
+    ] as const) {
       const a = await get(viewer, p);
       expect(a.status).toBe(200);
       expect(a.headers.get("content-type")).toMatch(type);
@@ -331,7 +349,14 @@ describe("run viewer API on the demo run", () => {
     const dbPath = path.join(demo.workspace, ".ledgerloop", "state.db");
     const digest = (f: string) => (fs.existsSync(f) ? createHash("sha256").update(fs.readFileSync(f)).digest("hex") : "absent");
     const before = [digest(dbPath), digest(`${dbPath}-wal`)];
-    for (const p of ["/api/threads", tp(demo.thread), `${tp(demo.thread)}/steps`, `${tp(demo.thread)}/context/3`, `${tp(demo.thread)}/events`, `${tp(demo.thread)}/checkpoints`]) {
+    for (const p of [
+      "/api/threads",
+      tp(demo.thread),
+      `${tp(demo.thread)}/steps`,
+      `${tp(demo.thread)}/context/3`,
+      `${tp(demo.thread)}/events`,
+      `${tp(demo.thread)}/checkpoints`,
+    ]) {
       expect((await get(viewer, p)).status).toBe(200);
     }
     expect([digest(dbPath), digest(`${dbPath}-wal`)]).toEqual(before);
@@ -344,7 +369,14 @@ describe("run viewer API on the demo run", () => {
     writer.prepare("BEGIN IMMEDIATE").run();
     try {
       const t0 = Date.now();
-      for (const p of ["/api/threads", tp(demo.thread), `${tp(demo.thread)}/steps`, `${tp(demo.thread)}/context/3`, `${tp(demo.thread)}/events`, `${tp(demo.thread)}/checkpoints`]) {
+      for (const p of [
+        "/api/threads",
+        tp(demo.thread),
+        `${tp(demo.thread)}/steps`,
+        `${tp(demo.thread)}/context/3`,
+        `${tp(demo.thread)}/events`,
+        `${tp(demo.thread)}/checkpoints`,
+      ]) {
         expect((await get(viewer, p)).status).toBe(200);
       }
       expect(Date.now() - t0).toBeLessThan(5000);
@@ -401,7 +433,10 @@ describe("run viewer API on a run with a background process", () => {
     try {
       const d = (await get(v, tp(thread))).body;
       expect(d.processes).toEqual([expect.objectContaining({ name: "api", command: "node server.js", status: "stopped" })]);
-      const steps = (await get(v, `${tp(thread)}/steps`)).body.steps as Array<{ step: number; after: Array<{ type: string; payload: { kind: string; name: string } }> }>;
+      const steps = (await get(v, `${tp(thread)}/steps`)).body.steps as Array<{
+        step: number;
+        after: Array<{ type: string; payload: { kind: string; name: string } }>;
+      }>;
       const kinds = steps.flatMap((s) => s.after.filter((i) => i.type === "process").map((i) => `${s.step}:${i.payload.kind}:${i.payload.name}`));
       expect(kinds).toEqual(expect.arrayContaining(["1:start:api", "1:ready:api", "3:stop:api"]));
     } finally {

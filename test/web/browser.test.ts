@@ -4,7 +4,20 @@ import type { Browser, Page } from "playwright-core";
 import { detectCgroups } from "../../src/sandbox/limits.js";
 import { startViewer, type Viewer } from "../../src/web/server.js";
 import { cleanupTemp } from "../helpers/workspace.js";
-import { demoRun, HOSTILE_DECISION, HOSTILE_ECHO, HOSTILE_GOAL, hostileRun, longRun, pausedRun, pricedRun, processRun, slowRun, smallWorkspace, stoppedRun } from "./fixtures.js";
+import {
+  demoRun,
+  HOSTILE_DECISION,
+  HOSTILE_ECHO,
+  HOSTILE_GOAL,
+  hostileRun,
+  longRun,
+  pausedRun,
+  pricedRun,
+  processRun,
+  slowRun,
+  smallWorkspace,
+  stoppedRun,
+} from "./fixtures.js";
 
 const CHROMIUM = process.env.LEDGERLOOP_CHROMIUM ?? "/usr/bin/chromium";
 const hasChromium = fs.existsSync(CHROMIUM);
@@ -25,7 +38,16 @@ describe.skipIf(!hasChromium)(`run viewer in Chromium (${CHROMIUM})`, () => {
     const { chromium } = await import("playwright-core");
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-quic", "--disable-sync"],
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        "--disable-quic",
+        "--disable-sync",
+      ],
     });
     const d = await demoRun();
     demo = { ...d, viewer: await startViewer({ workspace: d.workspace }) };
@@ -101,7 +123,8 @@ describe.skipIf(!hasChromium)(`run viewer in Chromium (${CHROMIUM})`, () => {
       expect(await s6.locator(".failing-test").allTextContents()).toEqual(["orders service answers /health", "dashboard aggregates the services' health"]);
       // It ended by itself (no stop named); what it used shows where cgroups measured it.
       expect(await s6.locator(".stopped").count()).toBe(0);
-      if (detectCgroups().parents.cpuacct && detectCgroups().parents.memory) expect(await s6.locator(".usage").textContent()).toMatch(/^cpu \d[\d.]* (ms|s) · [\d.]+ (KiB|MiB) peak$/);
+      if (detectCgroups().parents.cpuacct && detectCgroups().parents.memory)
+        expect(await s6.locator(".usage").textContent()).toMatch(/^cpu \d[\d.]* (ms|s) · [\d.]+ (KiB|MiB) peak$/);
       // Step 7: the sed command and the file it changed; its stdout opens on demand.
       const s7 = page.locator("#step-7");
       expect(await s7.locator(".tool").textContent()).toBe("run_command");
@@ -151,9 +174,11 @@ describe.skipIf(!hasChromium)(`run viewer in Chromium (${CHROMIUM})`, () => {
   /** The step numbers drawn in the timeline, top to bottom. */
   const drawnSteps = (page: Page): Promise<number[]> =>
     page.evaluate(`[...document.querySelectorAll("#timeline > li.step")].map((li) => Number(li.dataset.step))`) as Promise<number[]>;
-  const selectedSteps = (page: Page): Promise<string[]> => page.evaluate(`[...document.querySelectorAll(".step.selected")].map((li) => li.id)`) as Promise<string[]>;
+  const selectedSteps = (page: Page): Promise<string[]> =>
+    page.evaluate(`[...document.querySelectorAll(".step.selected")].map((li) => li.id)`) as Promise<string[]>;
   const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
-  const topOf = (page: Page, sel: string): Promise<number> => page.evaluate(`document.querySelector(${JSON.stringify(sel)}).getBoundingClientRect().top`) as Promise<number>;
+  const topOf = (page: Page, sel: string): Promise<number> =>
+    page.evaluate(`document.querySelector(${JSON.stringify(sel)}).getBoundingClientRect().top`) as Promise<number>;
 
   it("draws a long run's last steps first and loads earlier ones above, keeping the place and the selection", async () => {
     const stepRequests: string[] = [];
@@ -300,7 +325,9 @@ describe.skipIf(!hasChromium)(`run viewer in Chromium (${CHROMIUM})`, () => {
       expect(await page.locator("#step-2 .stopped").count()).toBe(0);
       // The header counts the one command; what it used shows where cgroups measured it.
       const cg = detectCgroups().parents;
-      expect(await page.locator("#thread-header .facts").innerText()).toMatch(cg.cpuacct && cg.memory ? /commands\s+1 · cpu \d[\d.]* (ms|s) · peak [\d.]+ (KiB|MiB) \(step 1\)/i : /commands\s+1(\s|$)/i);
+      expect(await page.locator("#thread-header .facts").innerText()).toMatch(
+        cg.cpuacct && cg.memory ? /commands\s+1 · cpu \d[\d.]* (ms|s) · peak [\d.]+ (KiB|MiB) \(step 1\)/i : /commands\s+1(\s|$)/i,
+      );
     });
   });
 
@@ -310,7 +337,11 @@ describe.skipIf(!hasChromium)(`run viewer in Chromium (${CHROMIUM})`, () => {
       expect(await page.locator("#thread-header .facts").innerText()).toMatch(/processes\s+api stopped/i);
       const titles = await page.locator(".il-process .il-title").allInnerTexts();
       expect(titles.map((t) => t.replace(/\s+\d\d:\d\d:\d\d$/, "").trim())).toEqual(
-        expect.arrayContaining([expect.stringMatching(/^Process api started/), expect.stringMatching(/^Process api ready in \d+ ms/), expect.stringMatching(/^Process api stopped/)]),
+        expect.arrayContaining([
+          expect.stringMatching(/^Process api started/),
+          expect.stringMatching(/^Process api ready in \d+ ms/),
+          expect.stringMatching(/^Process api stopped/),
+        ]),
       );
     });
   });

@@ -55,7 +55,10 @@ export async function pricedRun(workspace: string, scripts: string): Promise<str
       { ...call("finish", { summary: "greeted" }), usage },
     ],
   });
-  fs.writeFileSync(path.join(workspace, "ledgerloop.config.json"), JSON.stringify({ prices: { [`scripted:${file}`]: { input: 1, cachedInput: 0.5, output: 2 } } }));
+  fs.writeFileSync(
+    path.join(workspace, "ledgerloop.config.json"),
+    JSON.stringify({ prices: { [`scripted:${file}`]: { input: 1, cachedInput: 0.5, output: 2 } } }),
+  );
   const { result } = await handleRun("Print a greeting", { workspace, model: `scripted:${file}`, json: true, quiet: true, sandbox: "none" });
   if (result.status !== "finished") throw new Error(`the priced run did not finish: ${JSON.stringify(result)}`);
   return result.thread;
@@ -63,7 +66,10 @@ export async function pricedRun(workspace: string, scripts: string): Promise<str
 
 /** A run that starts a background server, reads its output and stops it (the run's own sandbox session). */
 export async function processRun(workspace: string, scripts: string): Promise<string> {
-  fs.writeFileSync(path.join(workspace, "server.js"), `require("http").createServer((q, s) => s.end("up")).listen(0, "127.0.0.1", function () { console.log("listening on " + this.address().port); });\n`);
+  fs.writeFileSync(
+    path.join(workspace, "server.js"),
+    `require("http").createServer((q, s) => s.end("up")).listen(0, "127.0.0.1", function () { console.log("listening on " + this.address().port); });\n`,
+  );
   const file = writeScript(scripts, "process.json", {
     decide: [
       call("start_process", { name: "api", command: "node server.js", readyPattern: "listening on", readyTimeoutMs: 60000 }),
@@ -92,7 +98,14 @@ export async function pausedRun(workspace: string, scripts: string): Promise<str
   const file = writeScript(scripts, "paused.json", {
     decide: [call("run_command", { command: "frobnicate --now" }), call("finish", { summary: "done" })],
   });
-  const { result } = await handleRun("Frobnicate the widgets", { workspace, model: `scripted:${file}`, json: true, quiet: true, sandbox: "none", approve: "ask" });
+  const { result } = await handleRun("Frobnicate the widgets", {
+    workspace,
+    model: `scripted:${file}`,
+    json: true,
+    quiet: true,
+    sandbox: "none",
+    approve: "ask",
+  });
   if (result.status !== "awaiting_approval") throw new Error(`expected a paused run, got ${JSON.stringify(result)}`);
   return result.thread;
 }
@@ -131,9 +144,18 @@ export function slowRun(workspace: string, scripts: string, seconds: number): Pr
  */
 export async function longRun(workspace: string, scripts: string, steps: number): Promise<string> {
   // Two spellings of the path in turn: identical steps in a row would stop the run as no_progress.
-  const decide = Array.from({ length: steps - 1 }, (_, i) => call("read_file", { path: i % 2 ? "README.md" : "./README.md" }, `Reading the readme, pass ${i + 1}.`));
+  const decide = Array.from({ length: steps - 1 }, (_, i) =>
+    call("read_file", { path: i % 2 ? "README.md" : "./README.md" }, `Reading the readme, pass ${i + 1}.`),
+  );
   const file = writeScript(scripts, "long.json", { decide: [...decide, call("finish", { summary: `read it ${steps - 1} times` })] });
-  const { result } = await handleRun("Read the readme again and again", { workspace, model: `scripted:${file}`, json: true, quiet: true, sandbox: "none", maxSteps: steps + 5 });
+  const { result } = await handleRun("Read the readme again and again", {
+    workspace,
+    model: `scripted:${file}`,
+    json: true,
+    quiet: true,
+    sandbox: "none",
+    maxSteps: steps + 5,
+  });
   if (result.status !== "finished" || result.steps !== steps) throw new Error(`expected a finished run of ${steps} steps, got ${JSON.stringify(result)}`);
   return result.thread;
 }
@@ -144,17 +166,26 @@ export async function longRun(workspace: string, scripts: string, steps: number)
  */
 export async function fullRun(workspace: string, scripts: string, state?: string): Promise<string> {
   const usage = { inputTokens: 1000, outputTokens: 200, cachedInputTokens: 800 };
-  fs.writeFileSync(path.join(workspace, "server.js"), `require("http").createServer((q, s) => s.end("up")).listen(0, "127.0.0.1", function () { console.log("listening on " + this.address().port); });\n`);
+  fs.writeFileSync(
+    path.join(workspace, "server.js"),
+    `require("http").createServer((q, s) => s.end("up")).listen(0, "127.0.0.1", function () { console.log("listening on " + this.address().port); });\n`,
+  );
   const file = writeScript(scripts, "full.json", {
     plan: [{ tool_calls: [{ name: "update_plan", args: { subtasks: [{ id: "serve", description: "serve once", status: "in_progress" }] } }], usage }],
     decide: [
-      { ...call("start_process", { name: "api", command: "node server.js", readyPattern: "listening on", readyTimeoutMs: 60000 }, "Starting the server."), usage },
+      {
+        ...call("start_process", { name: "api", command: "node server.js", readyPattern: "listening on", readyTimeoutMs: 60000 }, "Starting the server."),
+        usage,
+      },
       { ...call("stop_process", { name: "api" }), usage },
       { ...call("run_command", { command: "echo served" }), usage },
       { ...call("finish", { summary: "served once" }), usage },
     ],
   });
-  fs.writeFileSync(path.join(workspace, "ledgerloop.config.json"), JSON.stringify({ prices: { [`scripted:${file}`]: { input: 1, cachedInput: 0.5, output: 2 } } }));
+  fs.writeFileSync(
+    path.join(workspace, "ledgerloop.config.json"),
+    JSON.stringify({ prices: { [`scripted:${file}`]: { input: 1, cachedInput: 0.5, output: 2 } } }),
+  );
   const { result } = await handleRun("Serve once and say so", { workspace, model: `scripted:${file}`, json: true, quiet: true, ...(state ? { state } : {}) });
   if (result.status !== "finished") throw new Error(`the full run did not finish: ${JSON.stringify(result)}`);
   return result.thread;

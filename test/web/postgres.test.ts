@@ -67,7 +67,12 @@ describePg("run viewer on a PostgreSQL state", () => {
     expect(byThread.get(ran)).toMatchObject({ status: "finished", origin: "cli", checkpointsIn: "state-db", steps: 4, goal: "Serve once and say so" });
     expect(byThread.get(ran).events).toBeGreaterThan(20);
     expect(byThread.get(ran).queue).toBeUndefined();
-    expect(byThread.get(QUEUED)).toMatchObject({ status: "queued", goal: "Wait for a worker", events: 0, queue: { state: "queued", worker: null, takeovers: 0 } });
+    expect(byThread.get(QUEUED)).toMatchObject({
+      status: "queued",
+      goal: "Wait for a worker",
+      events: 0,
+      queue: { state: "queued", worker: null, takeovers: 0 },
+    });
     expect(byThread.get(HELD)).toMatchObject({ status: "running", goal: "Be taken by worker-a", queue: { state: "held", worker: "worker-a", takeovers: 0 } });
   });
 
@@ -118,7 +123,16 @@ describePg("run viewer on a PostgreSQL state", () => {
   it("shows a queued run as its submission: task, settings, the queue's state, and no steps yet", async () => {
     const { status, body } = await get(viewer, tp(QUEUED));
     expect(status).toBe(200);
-    expect(body).toMatchObject({ thread: QUEUED, status: "queued", goal: "Wait for a worker", steps: 0, events: 0, maxSteps: 7, model: expect.stringMatching(/^scripted:.*trajectory-1\.json$/), checkpointId: null });
+    expect(body).toMatchObject({
+      thread: QUEUED,
+      status: "queued",
+      goal: "Wait for a worker",
+      steps: 0,
+      events: 0,
+      maxSteps: 7,
+      model: expect.stringMatching(/^scripted:.*trajectory-1\.json$/),
+      checkpointId: null,
+    });
     expect(body.queue).toMatchObject({ state: "queued", worker: null });
     expect((await get(viewer, tp(HELD))).body.queue).toMatchObject({ state: "held", worker: "worker-a" });
     expect((await get(viewer, `${tp(QUEUED)}/steps`)).body).toMatchObject({ steps: [], total: 0 });
@@ -140,7 +154,8 @@ describePg("run viewer on a PostgreSQL state", () => {
     const digest = async () => {
       const tables = (await c.query<{ t: string }>("SELECT tablename AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY 1")).rows.map((r) => r.t);
       const out: Record<string, string> = {};
-      for (const t of tables) out[t] = (await c.query(`SELECT count(*) || ':' || coalesce(md5(string_agg(x::text, '|' ORDER BY x::text)), '') AS d FROM "${t}" x`)).rows[0].d;
+      for (const t of tables)
+        out[t] = (await c.query(`SELECT count(*) || ':' || coalesce(md5(string_agg(x::text, '|' ORDER BY x::text)), '') AS d FROM "${t}" x`)).rows[0].d;
       return out;
     };
     try {
@@ -220,7 +235,15 @@ describePg("run viewer on a PostgreSQL state", () => {
     const ws = tempWorkspace(undefined, { "README.md": "worked on by a worker\n" });
     // A database of its own: the worker would take this file's other queued runs too.
     const own = await createTestDatabase("webworker");
-    await handleSubmit("Work for a worker", { state: own.url, workspace: ws, model: `scripted:${traj}`, retrieval: "lexical", sandbox: "none", thread: "w-run", json: true });
+    await handleSubmit("Work for a worker", {
+      state: own.url,
+      workspace: ws,
+      model: `scripted:${traj}`,
+      retrieval: "lexical",
+      sandbox: "none",
+      thread: "w-run",
+      json: true,
+    });
     const watch = await startViewer({ workspace: process.cwd(), state: own.url });
     const w = spawnWorker(own.url, path.join(scratch, "w"));
     try {
@@ -258,7 +281,9 @@ describePg("run viewer on a PostgreSQL state", () => {
         () => null,
         (e: Error) => e,
       );
-      expect(err?.message).toMatch(/^no ledgerloop state in postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/ll_webempty_\w+ yet; start a run with `ledgerloop run --state …`$/);
+      expect(err?.message).toMatch(
+        /^no ledgerloop state in postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/ll_webempty_\w+ yet; start a run with `ledgerloop run --state …`$/,
+      );
       const c = new pg.Client({ connectionString: empty.url });
       await c.connect();
       try {
@@ -351,7 +376,10 @@ describePg("run viewer on a PostgreSQL state", () => {
     let browser: Browser;
     beforeAll(async () => {
       const { chromium } = await import("playwright-core");
-      browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"] });
+      browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
+      });
     }, 60_000);
     afterAll(async () => {
       await browser?.close();

@@ -82,7 +82,10 @@ async function rows(st: PgState, table: string): Promise<number> {
 }
 
 async function expectRevisionError(p: Promise<unknown>, code: string, ...mention: string[]): Promise<void> {
-  const err = await p.then(() => undefined, (e: unknown) => e);
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(RevisionError);
   expect((err as RevisionError).code).toBe(code);
   for (const m of mention) expect((err as Error).message).toContain(m);
@@ -98,7 +101,10 @@ function manyFiles(root: string, dirs: number, perDir: number): void {
 }
 
 async function expectStateError(p: Promise<unknown>, code: string, pattern: RegExp): Promise<void> {
-  const err = await p.then(() => undefined, (e: unknown) => e);
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(StateStoreError);
   expect((err as StateStoreError).code).toBe(code);
   expect((err as Error).message).toMatch(pattern);
@@ -118,8 +124,16 @@ it("says in one line that PostgreSQL cannot be reached when a push or pull fails
     write(a.ws, { "a.txt": "a\n" });
     const r = await a.store.snapshot();
     const replica = new PgRevisionReplica(pool);
-    await expectStateError(replica.push(a.store, r.revId), "STATE_DB_UNREACHABLE", new RegExp(`^pushing workspace revision ${r.revId} to PostgreSQL failed: cannot reach the server \\(ECONNREFUSED`));
-    await expectStateError(replica.pull(machine("b").store, r.revId), "STATE_DB_UNREACHABLE", new RegExp(`^pulling workspace revision ${r.revId} from PostgreSQL failed`));
+    await expectStateError(
+      replica.push(a.store, r.revId),
+      "STATE_DB_UNREACHABLE",
+      new RegExp(`^pushing workspace revision ${r.revId} to PostgreSQL failed: cannot reach the server \\(ECONNREFUSED`),
+    );
+    await expectStateError(
+      replica.pull(machine("b").store, r.revId),
+      "STATE_DB_UNREACHABLE",
+      new RegExp(`^pulling workspace revision ${r.revId} from PostgreSQL failed`),
+    );
   } finally {
     await pool.end();
   }
@@ -256,7 +270,12 @@ describePg("workspace revisions replicated to PostgreSQL", () => {
     expect(c.store.info(r2.revId)).not.toBeNull();
 
     // A revision pushed within the grace period stays, named or not.
-    expect(await sweepReplica(st.pool, new Set(), { graceMs: 60_000 })).toMatchObject({ revisionsKept: 2, revisionsDeleted: 0, treesDeleted: 0, blobsDeleted: 0 });
+    expect(await sweepReplica(st.pool, new Set(), { graceMs: 60_000 })).toMatchObject({
+      revisionsKept: 2,
+      revisionsDeleted: 0,
+      treesDeleted: 0,
+      blobsDeleted: 0,
+    });
     // So does an old one pushed again (an edit undone brings its files back): its push time is renewed.
     await st.pool.query("UPDATE ll_rev_revisions SET pushed_at = now() - interval '2 hours'");
     expect(await replica.push(a.store, r1.revId)).toMatchObject({ trees: 0, blobs: 0 });
@@ -315,7 +334,12 @@ describePg("workspace revisions replicated to PostgreSQL", () => {
     write(a.ws, { "src/d0/f0.ts": "a\n", "src/d5/f9.ts": "a\n" });
     write(b.ws, { "src/d0/f0.ts": "b\n", "src/d5/f9.ts": "b\n" });
     const [na, nb] = [await a.store.snapshot(), await b.store.snapshot()];
-    await Promise.all([p1.push(a.store, na.revId), p2.push(b.store, nb.revId), new PgRevisionReplica(s2.pool).push(a.store, na.revId), new PgRevisionReplica(s1.pool).push(b.store, nb.revId)]);
+    await Promise.all([
+      p1.push(a.store, na.revId),
+      p2.push(b.store, nb.revId),
+      new PgRevisionReplica(s2.pool).push(a.store, na.revId),
+      new PgRevisionReplica(s1.pool).push(b.store, nb.revId),
+    ]);
     expect(await rows(s1, "ll_rev_revisions")).toBe(3);
     expect(await rows(s1, "ll_rev_blobs")).toBe(1204); // "a\n" and "b\n"
 
@@ -353,14 +377,22 @@ describePg("workspace revisions replicated to PostgreSQL", () => {
 
     // A missing blob, then a damaged tree.
     await st.pool.query("DELETE FROM ll_rev_blobs WHERE hash = $1", [hashOf("d/c.txt")]);
-    await expectRevisionError(replica.pull(machine("b3").store, r.revId), "REV_BLOB_MISSING", `blob ${hashOf("d/c.txt")} of revision ${r.revId} is missing from PostgreSQL`);
+    await expectRevisionError(
+      replica.pull(machine("b3").store, r.revId),
+      "REV_BLOB_MISSING",
+      `blob ${hashOf("d/c.txt")} of revision ${r.revId} is missing from PostgreSQL`,
+    );
     await st.pool.query("UPDATE ll_rev_trees SET data = data || '\\x00'::bytea WHERE hash = $1", [r.revId]);
     await expectRevisionError(replica.pull(machine("b4").store, r.revId), "REV_TREE_CORRUPT", `tree object ${r.revId} in PostgreSQL is corrupt`);
 
     // A database without the replica's tables (not migrated) is named as such.
     const bare = new pg.Pool({ connectionString: db.url, options: `-c search_path=${freshSchema("bare")}` });
     try {
-      await expectStateError(new PgRevisionReplica(bare).push(a.store, r.revId), "STATE_DB_UNREADABLE", /the database refused it \(42P01: relation "ll_rev_revisions" does not exist\)/);
+      await expectStateError(
+        new PgRevisionReplica(bare).push(a.store, r.revId),
+        "STATE_DB_UNREADABLE",
+        /the database refused it \(42P01: relation "ll_rev_revisions" does not exist\)/,
+      );
     } finally {
       await bare.end();
     }

@@ -37,7 +37,10 @@ function write(files: Record<string, string | Buffer>): void {
 const read = (rel: string) => fs.readFileSync(path.join(ws, rel), "utf8");
 
 async function expectRevisionError(p: Promise<unknown>, code: string): Promise<void> {
-  const caught = await p.then(() => undefined, (err: unknown) => err);
+  const caught = await p.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
   expect(caught).toBeInstanceOf(RevisionError);
   expect((caught as RevisionError).code).toBe(code);
 }

@@ -334,7 +334,7 @@ describe("restore", () => {
   });
 
   it("turns a file into a directory and back", async () => {
-    write({ "x": "file" });
+    write({ x: "file" });
     const r1 = await store.snapshot();
     fs.rmSync(path.join(ws, "x"));
     write({ "x/inner.txt": "now a dir" });
@@ -393,7 +393,7 @@ describe("restore", () => {
   });
 
   it("refuses, changing nothing, to put a file where a directory still holds ignored files", async () => {
-    write({ ".gitignore": "*.tmp\n", "x": "file", "other.txt": "1" });
+    write({ ".gitignore": "*.tmp\n", x: "file", "other.txt": "1" });
     const r1 = await store.snapshot();
     fs.rmSync(path.join(ws, "x"));
     write({ "x/a.txt": "a", "x/sub/cache.tmp": "ignored", "other.txt": "2" });
@@ -559,7 +559,11 @@ describe("exportObjects / importObjects", () => {
       expect(into.info(r.revId)).toBeNull();
       const blobs = objs.blobs.map((h) => store.storedBlob(h));
       const damaged = { ...blobs[0]!, data: Buffer.concat([blobs[0]!.data, Buffer.from("x")]) };
-      await expectRevisionError(() => into.importBlobs([damaged, ...blobs.slice(1)], "from a test"), "REV_BLOB_CORRUPT", `blob ${damaged.hash} (from a test) is corrupt`);
+      await expectRevisionError(
+        () => into.importBlobs([damaged, ...blobs.slice(1)], "from a test"),
+        "REV_BLOB_CORRUPT",
+        `blob ${damaged.hash} (from a test) is corrupt`,
+      );
       expect(objs.blobs.filter((h) => into.hasBlob(h))).toEqual([]);
       expect(into.importBlobs(blobs).count).toBe(blobs.length);
       const bad = new Map(objs.trees);

@@ -19,8 +19,7 @@ async function workspace(files: Record<string, string>): Promise<string> {
   return dir;
 }
 
-const pkg = (scripts: Record<string, string>, extra: Record<string, unknown> = {}) =>
-  JSON.stringify({ name: "demo", version: "1.0.0", scripts, ...extra });
+const pkg = (scripts: Record<string, string>, extra: Record<string, unknown> = {}) => JSON.stringify({ name: "demo", version: "1.0.0", scripts, ...extra });
 
 describe("detectTestCommand", () => {
   it("uses npm for a package.json test script", async () => {
@@ -48,7 +47,7 @@ describe("detectTestCommand", () => {
   });
 
   it("skips a malformed package.json without throwing", async () => {
-    const dir = await workspace({ "package.json": '{ "scripts": { "test": "vitest" ', "Cargo.toml": "[package]\nname = \"x\"\n" });
+    const dir = await workspace({ "package.json": '{ "scripts": { "test": "vitest" ', "Cargo.toml": '[package]\nname = "x"\n' });
     expect(await detectTestCommand(dir)).toEqual({ command: "cargo test", source: "Cargo.toml" });
     expect(await detectTestCommand(await workspace({ "package.json": "[1, 2]" }))).toBeNull();
   });
@@ -79,7 +78,7 @@ describe("detectTestCommand", () => {
       "package.json": pkg({ test: "node --test" }),
       "pytest.ini": "[pytest]\n",
       "go.mod": "module example.com/x\n",
-      "Cargo.toml": "[package]\nname = \"x\"\n",
+      "Cargo.toml": '[package]\nname = "x"\n',
     };
     expect((await detectTestCommand(await workspace(all)))?.source).toBe("package.json");
     const { "package.json": _pkg, ...noNode } = all;

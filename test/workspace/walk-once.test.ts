@@ -36,7 +36,12 @@ describe("one walk per step", () => {
       decide: [
         { tool_calls: [{ name: "read_file", args: { path: "src/a.ts" } }] },
         { tool_calls: [{ name: "run_command", args: { command: "echo 'export const c = 3;' > src/c.ts && rm README.md" } }] },
-        { tool_calls: [{ name: "write_file", args: { path: "src/d.ts", content: "export const d = 4;\n" } }, { name: "run_command", args: { command: "echo more >> src/a.ts" } }] },
+        {
+          tool_calls: [
+            { name: "write_file", args: { path: "src/d.ts", content: "export const d = 4;\n" } },
+            { name: "run_command", args: { command: "echo more >> src/a.ts" } },
+          ],
+        },
         { tool_calls: [{ name: "finish", args: { summary: "done" } }] },
       ],
     });

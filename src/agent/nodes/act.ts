@@ -46,7 +46,10 @@ async function execute(
   // decide recorded these arguments after they passed this schema; binding parses them into its type.
   const bound = tool.bind(a.args);
   if (!bound.ok) {
-    const why = bound.issues.slice(0, 3).map((i) => `${i.path.length ? i.path.join(".") : "(arguments)"}: ${i.message}`).join("; ");
+    const why = bound.issues
+      .slice(0, 3)
+      .map((i) => `${i.path.length ? i.path.join(".") : "(arguments)"}: ${i.message}`)
+      .join("; ");
     return { ...base, status: "rejected", output: `Recorded arguments of ${a.tool} no longer match its schema: ${why}.`, errorClass: "invalid_call" };
   }
   const call = bound.call;
@@ -189,7 +192,8 @@ async function approve(rt: Runtime, w: BranchWriter, action: LedgerEvent<"agent_
     // included) sees the run is waiting; the re-run on resume finds it and continues after it.
     const waiting = await w.find<"run_status">(`await/${action.id}`);
     if (waiting) w.head = waiting.id;
-    else await w.append(`await/${action.id}`, "run_status", { status: "awaiting_approval", steps: action.payload.step, reason: command.slice(0, 500) }, action.id);
+    else
+      await w.append(`await/${action.id}`, "run_status", { status: "awaiting_approval", steps: action.payload.step, reason: command.slice(0, 500) }, action.id);
     approved = isApproval(interrupt(request));
     by = "user";
   }
@@ -233,9 +237,20 @@ export function createActNode(deps: NodeDeps): NodeFn {
     if (first && !(await w.find(`feedback/${first}`))) await restoreProcesses(rt, state, w);
     // Background processes that ended on their own since the last step (the model sees them in the context).
     for (const x of rt.processes?.takeExits() ?? []) {
-      await w.append(`process-exit/${x.name}/${x.order}`, "process", {
-        kind: "exit", name: x.name, command: x.command, pid: x.pid, exitCode: x.exit?.exitCode ?? null, signal: x.exit?.signal ?? null, lastLines: x.lastLines,
-      }, x.cause);
+      await w.append(
+        `process-exit/${x.name}/${x.order}`,
+        "process",
+        {
+          kind: "exit",
+          name: x.name,
+          command: x.command,
+          pid: x.pid,
+          exitCode: x.exit?.exitCode ?? null,
+          signal: x.exit?.signal ?? null,
+          lastLines: x.lastLines,
+        },
+        x.cause,
+      );
     }
     // A walk made after this point (by a command of this step) is the one the step's revision reads.
     const walkSeq = rt.revisions.tracker.seq;
@@ -252,7 +267,12 @@ export function createActNode(deps: NodeDeps): NodeFn {
         if (command) {
           // A project tool's `approve` adjusts the policy's verdict (tools/project.ts).
           // An MCP tool has no command line to judge: its configured `approve` decides (agent/tools/mcp.ts).
-          const v = mcpVerdict(tool) ?? adjustVerdict(tool, evaluatePolicy(command, rt.policy, { workspace: rt.workspace, cwd: rt.workspace, level: rt.sandbox.level as PolicyContext["level"] }));
+          const v =
+            mcpVerdict(tool) ??
+            adjustVerdict(
+              tool,
+              evaluatePolicy(command, rt.policy, { workspace: rt.workspace, cwd: rt.workspace, level: rt.sandbox.level as PolicyContext["level"] }),
+            );
           checked = { command, verdict: v };
           if (v.decision === "ask") approved = await approve(rt, w, action, command, v);
         }

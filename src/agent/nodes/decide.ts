@@ -31,7 +31,8 @@ export function createDecideNode(deps: NodeDeps): NodeFn {
     let answer: Awaited<ReturnType<typeof ask>>;
     // After a crash past the retry, the smaller prompt is the one that was answered.
     const retried = await w.find<"context_built">("context-retry");
-    if (retried) answer = await ask(JSON.parse((await rt.ledger.getBlob(retried.payload.promptRef)) ?? "[]") as ChatMessage[], retried.payload.promptRef, "model-retry");
+    if (retried)
+      answer = await ask(JSON.parse((await rt.ledger.getBlob(retried.payload.promptRef)) ?? "[]") as ChatMessage[], retried.payload.promptRef, "model-retry");
     else {
       try {
         answer = await ask(messages, ctx.payload.promptRef);
@@ -39,7 +40,11 @@ export function createDecideNode(deps: NodeDeps): NodeFn {
         if (!(err instanceof ModelError && err.code === "MODEL_CONTEXT_LENGTH")) throw err;
         // The model's window is smaller than the budget assumed: compact to 70% of this prompt, retry once.
         const smaller = await compactForRetry(rt, state, config, ctx, w);
-        rt.progress?.({ node: "decide", step: state.step + 1, text: `prompt over the model's context window: compacted to ${smaller.tokens} tokens, retrying once` });
+        rt.progress?.({
+          node: "decide",
+          step: state.step + 1,
+          text: `prompt over the model's context window: compacted to ${smaller.tokens} tokens, retrying once`,
+        });
         answer = await ask(smaller.messages, smaller.promptRef, "model-retry");
       }
     }
@@ -94,7 +99,15 @@ export function createDecideNode(deps: NodeDeps): NodeFn {
  * nudge in the turn log); `proseStreakLimit` such answers in a row stop the run as `no_progress`,
  * which a resume continues (see resumeStopped in the run driver).
  */
-function noToolCall(rt: Runtime, state: TaskStateValue, step: number, turn: number, head: string | null, content: string, spend: string): Partial<TaskStateValue> {
+function noToolCall(
+  rt: Runtime,
+  state: TaskStateValue,
+  step: number,
+  turn: number,
+  head: string | null,
+  content: string,
+  spend: string,
+): Partial<TaskStateValue> {
   const proseStreak = state.proseStreak + 1;
   const limit = rt.settings.proseStreakLimit;
   const status = step >= rt.settings.maxSteps ? "max_steps" : proseStreak >= limit ? "no_progress" : "running";

@@ -81,9 +81,7 @@ export function createObserveNode(deps: NodeDeps): NodeFn {
     const actions = (await Promise.all(state.pendingActions.map((id) => rt.ledger.get(id)))).filter(Boolean) as LedgerEvent[];
     const fromSeq = Math.min(...actions.map((a) => a.seq), Number.MAX_SAFE_INTEGER);
     const window = actions.length ? await rt.ledger.branch(state.ledgerHead, { afterSeq: fromSeq - 1 }) : [];
-    const feedback = window.filter(
-      (e): e is LedgerEvent<"environment_feedback"> => e.type === "environment_feedback" && pending.has(e.causedBy ?? ""),
-    );
+    const feedback = window.filter((e): e is LedgerEvent<"environment_feedback"> => e.type === "environment_feedback" && pending.has(e.causedBy ?? ""));
     const recentRuns = (await rt.ledger.branch(state.ledgerHead, { types: ["environment_feedback"], last: 40 })) as LedgerEvent<"environment_feedback">[];
     let subtasks: Subtask[] = state.subtasks;
     let status = state.status;

@@ -73,7 +73,9 @@ export function createPlanNode(deps: NodeDeps): NodeFn {
         role: "user",
         content: [
           `# Goal\n${state.goal}`,
-          first ? "" : `# Current plan\n${state.subtasks.map((s) => `- ${s.id} (${s.status}): ${s.description}`).join("\n")}\nSome subtasks are blocked: replan them.`,
+          first
+            ? ""
+            : `# Current plan\n${state.subtasks.map((s) => `- ${s.id} (${s.status}): ${s.description}`).join("\n")}\nSome subtasks are blocked: replan them.`,
           memories.length ? `# Lessons from earlier runs in this workspace\n${memories.map((m) => `- ${m.text}`).join("\n")}` : "",
           `# Workspace files (first ${files.length})\n${files.join("\n")}`,
         ]
@@ -88,7 +90,8 @@ export function createPlanNode(deps: NodeDeps): NodeFn {
     });
     let proposed = event ? parseProposal(response.content, response.toolCalls) : null;
     const source = proposed ? "model" : "deterministic";
-    if (!proposed) proposed = first ? deterministicPlan(state.goal) : state.subtasks.map((s) => (s.status === "blocked" ? { ...s, status: "pending" as const } : s));
+    if (!proposed)
+      proposed = first ? deterministicPlan(state.goal) : state.subtasks.map((s) => (s.status === "blocked" ? { ...s, status: "pending" as const } : s));
     if (!first) {
       // A replan may not silently undo finished work.
       const done = new Map(state.subtasks.filter((s) => s.status === "completed").map((s) => [s.id, s]));

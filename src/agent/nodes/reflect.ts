@@ -37,13 +37,22 @@ export function deterministicLessons(events: LedgerEvent[]): { lessons: string[]
     }
   }
   if (openFailure) {
-    lessons.push(`Unresolved: ${openFailure.payload.tests?.failed ?? "some"} test(s) still failing at the end (${openFailure.payload.tests?.failedTests.slice(0, 3).join(", ")}).`);
+    lessons.push(
+      `Unresolved: ${openFailure.payload.tests?.failed ?? "some"} test(s) still failing at the end (${openFailure.payload.tests?.failedTests.slice(0, 3).join(", ")}).`,
+    );
     from.push(openFailure.id);
   }
   // A kill from outside the sandbox says nothing about the workspace: no lesson in it.
   const errors = feedback.filter((f) => f.payload.status === "error" && !f.payload.tests && f.payload.stoppedBy !== "outside");
   for (const e of errors.slice(-3)) {
-    lessons.push(`${e.payload.tool} failed (${failureOf(e.payload)}): ${e.payload.output.split("\n").find((l) => l.trim())?.slice(0, 160) ?? ""}`);
+    lessons.push(
+      `${e.payload.tool} failed (${failureOf(e.payload)}): ${
+        e.payload.output
+          .split("\n")
+          .find((l) => l.trim())
+          ?.slice(0, 160) ?? ""
+      }`,
+    );
     from.push(e.id);
   }
   return { lessons: [...new Set(lessons)].slice(0, 12), from: [...new Set(from)] };

@@ -26,12 +26,27 @@ export async function restoreProcesses(rt: Runtime, state: TaskStateValue, w: Br
     const spec = { name: p.name, command: p.command, readyPort: p.readyPort, readyPattern: p.readyPattern, readyTimeoutMs: p.readyTimeoutMs };
     const r = await pm.start({ ...spec, cause: p.startEvent });
     if (r.ok) {
-      await w.append(`process-restart/${p.name}/${p.startEvent}`, "process", { kind: "restart", ...spec, pid: r.pid, readyMs: r.readyMs, ports: r.ports }, p.startEvent);
+      await w.append(
+        `process-restart/${p.name}/${p.startEvent}`,
+        "process",
+        { kind: "restart", ...spec, pid: r.pid, readyMs: r.readyMs, ports: r.ports },
+        p.startEvent,
+      );
       notes.push(`- ${p.name}: restarted, ready after ${r.readyMs} ms${r.ports.length ? ` (listening on ${r.ports.join(", ")})` : ""}`);
     } else {
-      await w.append(`process-restart/${p.name}/${p.startEvent}`, "process", {
-        kind: "failed", ...spec, reason: `restart after resume failed: ${r.reason}`, exitCode: r.exit?.exitCode ?? null, signal: r.exit?.signal ?? null, lastLines: r.lines.slice(-20),
-      }, p.startEvent);
+      await w.append(
+        `process-restart/${p.name}/${p.startEvent}`,
+        "process",
+        {
+          kind: "failed",
+          ...spec,
+          reason: `restart after resume failed: ${r.reason}`,
+          exitCode: r.exit?.exitCode ?? null,
+          signal: r.exit?.signal ?? null,
+          lastLines: r.lines.slice(-20),
+        },
+        p.startEvent,
+      );
       notes.push(`- ${p.name}: could NOT be restarted: ${r.reason}`, ...r.lines.slice(-10).map((l) => `    | ${l}`));
     }
     rt.progress?.({ node: "context", step: state.step + 1, text: `background process ${p.name}: ${r.ok ? "restarted" : `restart failed (${r.reason})`}` });

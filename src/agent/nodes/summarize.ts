@@ -41,7 +41,13 @@ export function extractiveSummary(events: LedgerEvent[], maxChars = 2400): strin
       const f = fb.get(e.id)?.payload;
       let outcome = f ? f.status : "no result";
       if (f?.tests) outcome += ` ${f.tests.passed}✓ ${f.tests.failed}✗${f.tests.failedTests.length ? ` (${f.tests.failedTests.slice(0, 3).join(", ")})` : ""}`;
-      else if (f?.errorClass) outcome += ` ${f.errorClass}: ${f.output.split("\n").find((l) => l.trim() && !l.startsWith("$"))?.slice(0, 100) ?? ""}`;
+      else if (f?.errorClass)
+        outcome += ` ${f.errorClass}: ${
+          f.output
+            .split("\n")
+            .find((l) => l.trim() && !l.startsWith("$"))
+            ?.slice(0, 100) ?? ""
+        }`;
       lines.push(`step ${a.step}: ${describeAction(a.tool, a.args)} → ${outcome}`);
     } else if (e.type === "decision") {
       lines.push(`decision: ${e.payload.text}`);
@@ -93,7 +99,9 @@ export function createSummarizeNode(deps: NodeDeps): NodeFn {
     // Far tier: once there are many mid summaries, the oldest are folded into decisions and results only.
     const mids = (await rt.ledger.branch(w.head, { types: ["summary"] })) as LedgerEvent<"summary">[];
     const fars = mids.filter((m) => m.payload.tier === "far");
-    const open = mids.filter((m) => m.payload.tier === "mid" && !fars.some((f) => f.payload.fromSeq <= m.payload.fromSeq && m.payload.toSeq <= f.payload.toSeq));
+    const open = mids.filter(
+      (m) => m.payload.tier === "mid" && !fars.some((f) => f.payload.fromSeq <= m.payload.fromSeq && m.payload.toSeq <= f.payload.toSeq),
+    );
     if (open.length > MID_KEEP) {
       const fold = open.slice(0, FOLD);
       const ids = fold.flatMap((m) => m.payload.eventIds);

@@ -6,7 +6,11 @@ import type { ToolContext, ToolResult } from "./tool.js";
  * carries: sandbox, limits, crash-recovery hooks, and the policy verdict checked before the run
  * (used when it is about this very command line).
  */
-export function runToolCommand(ctx: ToolContext, command: string, opts: { timeoutMs: number; expectTests?: boolean; env?: Record<string, string> }): Promise<CommandFeedback> {
+export function runToolCommand(
+  ctx: ToolContext,
+  command: string,
+  opts: { timeoutMs: number; expectTests?: boolean; env?: Record<string, string> },
+): Promise<CommandFeedback> {
   return runCommand({
     sandbox: ctx.sandbox,
     workspace: ctx.workspace,

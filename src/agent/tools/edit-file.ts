@@ -84,12 +84,18 @@ export const editFileTool = defineTool({
       // Neither the content before nor after the edit: someone else changed the file in between, and
       // applying the edit now could apply it twice (when newText contains oldText).
       if (now !== guard.before) {
-        return toolError(`${p.rel} changed since this edit was first attempted (before the runner restarted); read it again and redo the edit if still needed.`);
+        return toolError(
+          `${p.rel} changed since this edit was first attempted (before the runner restarted); read it again and redo the edit if still needed.`,
+        );
       }
     }
     const at = occurrences(text, args.oldText);
     if (at.length === 0) {
-      const first = args.oldText.split("\n").find((l) => l.trim().length > 0)?.trim() ?? "";
+      const first =
+        args.oldText
+          .split("\n")
+          .find((l) => l.trim().length > 0)
+          ?.trim() ?? "";
       const near = first
         ? text
             .split("\n")
@@ -104,9 +110,7 @@ export const editFileTool = defineTool({
     }
     if (at.length > 1) {
       const lines = at.slice(0, 10).map((i) => lineOf(text, i));
-      return toolError(
-        `oldText occurs ${at.length} times in ${p.rel} (lines ${lines.join(", ")}); include more surrounding text so it matches exactly once.`,
-      );
+      return toolError(`oldText occurs ${at.length} times in ${p.rel} (lines ${lines.join(", ")}); include more surrounding text so it matches exactly once.`);
     }
     const updated = text.slice(0, at[0]) + args.newText + text.slice(at[0]! + args.oldText.length);
     try {

@@ -91,25 +91,25 @@ export function toolSpecs(tools: readonly RegisteredTool[] = allTools()): ToolSp
   return tools.map((t) => {
     const known = SPECS.get(t);
     if (known) return known;
-    const { $schema: _drop, ...parameters } = z.toJSONSchema(t.schema, { io: "input", unrepresentable: "any" }) as Record<
-      string,
-      unknown
-    >;
+    const { $schema: _drop, ...parameters } = z.toJSONSchema(t.schema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
     const spec = { name: t.name, description: t.description, parameters };
     SPECS.set(t, spec);
     return spec;
   });
 }
 
-export type ValidatedCall =
-  | { ok: true; tool: RegisteredTool; args: unknown }
-  | { ok: false; error: string };
+export type ValidatedCall = { ok: true; tool: RegisteredTool; args: unknown } | { ok: false; error: string };
 
 /** Checks a model's tool call: known tool, JSON arguments, schema. Never throws. */
 export function validateToolCall(name: string, args: unknown, argsText?: string, refused?: string): ValidatedCall {
   const tool = getTool(name);
   if (!tool) {
-    return { ok: false, error: `Unknown tool "${name.slice(0, 100)}". Available tools: ${allTools().map((t) => t.name).join(", ")}.` };
+    return {
+      ok: false,
+      error: `Unknown tool "${name.slice(0, 100)}". Available tools: ${allTools()
+        .map((t) => t.name)
+        .join(", ")}.`,
+    };
   }
   // Over-limit arguments (see args-guard.ts) were replaced by a preview: refuse before parsing it.
   if (refused) return { ok: false, error: refused };

@@ -54,50 +54,57 @@ function resultOf(name: string, r: Awaited<ReturnType<McpConnection["call"]>>): 
 
 function mcpTool(conn: McpConnection, info: McpToolInfo, policy: McpPolicy, schema: z.ZodType): RegisteredTool {
   const name = mcpToolName(conn.name, info.name);
-  const tool = registerTool(defineTool({
-    name,
-    description: `${info.description?.trim() || `Tool ${info.name}`} (from the MCP server "${conn.name}", risk ${policy.risk})`,
-    schema,
-    risk: policy.risk,
-    approve: policy.approve,
-    source: `mcp:${conn.name}`,
-    idempotent: policy.risk === "read",
-    // What an approval request shows (see act.ts): the call, not a command line.
-    async command(args) {
-      return `${name} ${JSON.stringify(args ?? {})}`;
-    },
-    async run(args, ctx) {
-      const v = ctx.checked?.verdict;
-      if (v && (v.decision === "deny" || (v.decision === "ask" && !ctx.approved))) {
-        return toolError(v.decision === "ask" ? `${name} needs approval, which it did not get: ${v.reason}` : `${name} is refused: ${v.reason}`, "policy_denied");
-      }
-      return resultOf(name, await conn.call(info.name, (args ?? {}) as Record<string, unknown>, ctx.signal));
-    },
-  }));
+  const tool = registerTool(
+    defineTool({
+      name,
+      description: `${info.description?.trim() || `Tool ${info.name}`} (from the MCP server "${conn.name}", risk ${policy.risk})`,
+      schema,
+      risk: policy.risk,
+      approve: policy.approve,
+      source: `mcp:${conn.name}`,
+      idempotent: policy.risk === "read",
+      // What an approval request shows (see act.ts): the call, not a command line.
+      async command(args) {
+        return `${name} ${JSON.stringify(args ?? {})}`;
+      },
+      async run(args, ctx) {
+        const v = ctx.checked?.verdict;
+        if (v && (v.decision === "deny" || (v.decision === "ask" && !ctx.approved))) {
+          return toolError(
+            v.decision === "ask" ? `${name} needs approval, which it did not get: ${v.reason}` : `${name} is refused: ${v.reason}`,
+            "policy_denied",
+          );
+        }
+        return resultOf(name, await conn.call(info.name, (args ?? {}) as Record<string, unknown>, ctx.signal));
+      },
+    }),
+  );
   POLICIES.set(tool, policy);
   return tool;
 }
 
 /** A tool of a server that did not start: every call reads why (the names come from the config's `tools`). */
 function unavailableTool(conn: McpConnection, toolName: string, policy: McpPolicy, why: string): RegisteredTool {
-  return registerTool(defineTool({
-    name: mcpToolName(conn.name, toolName),
-    description: `Tool ${toolName} of the MCP server "${conn.name}", which is not available: ${why}`,
-    schema: z.looseObject({}),
-    risk: policy.risk,
-    approve: policy.approve,
-    source: `mcp:${conn.name}`,
-    idempotent: true,
-    async run() {
-      // Perhaps it starts now (a transient failure): then the call goes through.
-      try {
-        await conn.connect();
-      } catch {
-        return toolError(why, "mcp_server_unavailable");
-      }
-      return resultOf(toolName, await conn.call(toolName, {}));
-    },
-  }));
+  return registerTool(
+    defineTool({
+      name: mcpToolName(conn.name, toolName),
+      description: `Tool ${toolName} of the MCP server "${conn.name}", which is not available: ${why}`,
+      schema: z.looseObject({}),
+      risk: policy.risk,
+      approve: policy.approve,
+      source: `mcp:${conn.name}`,
+      idempotent: true,
+      async run() {
+        // Perhaps it starts now (a transient failure): then the call goes through.
+        try {
+          await conn.connect();
+        } catch {
+          return toolError(why, "mcp_server_unavailable");
+        }
+        return resultOf(toolName, await conn.call(toolName, {}));
+      },
+    }),
+  );
 }
 
 /** The MCP tools of one workspace's config: offered ones, withheld ones (and why), problems, per-server status. */
@@ -151,7 +158,9 @@ export async function loadMcpTools(
       for (const info of infos) {
         const full = mcpToolName(name, info.name);
         if (!FUNCTION_NAME.test(full)) {
-          set.problems.push(`MCP server "${name}": tool "${info.name.slice(0, 80)}" skipped: ${full.length > 64 ? "its full name is longer than 64 characters" : "its name has characters a model cannot call (letters, digits, _ and - only)"}`);
+          set.problems.push(
+            `MCP server "${name}": tool "${info.name.slice(0, 80)}" skipped: ${full.length > 64 ? "its full name is longer than 64 characters" : "its name has characters a model cannot call (letters, digits, _ and - only)"}`,
+          );
           continue;
         }
         if (taken.has(full)) {
@@ -219,22 +228,24 @@ async function recordedTools(rec: { ledger: Ledger; head: string }): Promise<Reg
   // Tools the recording called but never got a result from (paused, invalid) still exist for the model.
   for (const a of actions.values()) if (a.payload.tool.startsWith("mcp__") && !queues.has(a.payload.tool)) queues.set(a.payload.tool, []);
   return [...queues].map(([name, q]) => {
-    return registerTool(defineTool({
-      name,
-      description: `${name} (answered from the recorded run: no MCP server is started in a replay)`,
-      schema: z.looseObject({}),
-      // A replay reads the recording and starts nothing.
-      risk: "read",
-      approve: "allow",
-      source: `mcp:${name.split("__")[1]}`,
-      idempotent: true,
-      async run() {
-        const fb = q.shift();
-        if (!fb) return toolError(`${name} has no recorded result left to replay`, "replay_missing");
-        const p = fb.payload;
-        return { status: p.status === "ok" ? "ok" : "error", output: p.output, errorClass: p.errorClass ?? null };
-      },
-    }));
+    return registerTool(
+      defineTool({
+        name,
+        description: `${name} (answered from the recorded run: no MCP server is started in a replay)`,
+        schema: z.looseObject({}),
+        // A replay reads the recording and starts nothing.
+        risk: "read",
+        approve: "allow",
+        source: `mcp:${name.split("__")[1]}`,
+        idempotent: true,
+        async run() {
+          const fb = q.shift();
+          if (!fb) return toolError(`${name} has no recorded result left to replay`, "replay_missing");
+          const p = fb.payload;
+          return { status: p.status === "ok" ? "ok" : "error", output: p.output, errorClass: p.errorClass ?? null };
+        },
+      }),
+    );
   });
 }
 

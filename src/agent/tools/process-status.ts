@@ -3,9 +3,7 @@ import { describeExit } from "../../sandbox/processes.js";
 import { builtinTool } from "../../tool-catalogue.js";
 import { defineTool, toolError } from "./tool.js";
 
-export const ProcessNameArgs = z
-  .object({ name: z.string().min(1).max(64).describe("The name start_process gave the process.") })
-  .strict();
+export const ProcessNameArgs = z.object({ name: z.string().min(1).max(64).describe("The name start_process gave the process.") }).strict();
 
 /** Whether a background process runs, its ports and last output. */
 export const processStatusTool = defineTool({

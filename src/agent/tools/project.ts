@@ -33,25 +33,25 @@ export function projectTool(cfg: ProjectToolConfig): RegisteredTool {
   const line = projectCommandLine(cfg.command);
   return registerTool(
     defineTool({
-    name: cfg.name,
-    description: cfg.description,
-    schema,
-    // Only a read-only command may run again after a crash interrupted it.
-    risk: cfg.risk,
-    approve: cfg.approve ?? "policy",
-    source: "project",
-    idempotent: cfg.risk === "read",
-    async command() {
-      return line;
-    },
-    async run(args, ctx) {
-      const json = JSON.stringify(args ?? {});
-      const fb = await runToolCommand(ctx, line, {
-        timeoutMs: cfg.timeoutMs ?? ctx.commandTimeoutMs,
-        env: { ...argEnv((args ?? {}) as Record<string, unknown>), [TOOL_INPUT_ENV]: json, LEDGERLOOP_TOOL_NAME: cfg.name },
-      });
-      return commandResult(fb);
-    },
+      name: cfg.name,
+      description: cfg.description,
+      schema,
+      // Only a read-only command may run again after a crash interrupted it.
+      risk: cfg.risk,
+      approve: cfg.approve ?? "policy",
+      source: "project",
+      idempotent: cfg.risk === "read",
+      async command() {
+        return line;
+      },
+      async run(args, ctx) {
+        const json = JSON.stringify(args ?? {});
+        const fb = await runToolCommand(ctx, line, {
+          timeoutMs: cfg.timeoutMs ?? ctx.commandTimeoutMs,
+          env: { ...argEnv((args ?? {}) as Record<string, unknown>), [TOOL_INPUT_ENV]: json, LEDGERLOOP_TOOL_NAME: cfg.name },
+        });
+        return commandResult(fb);
+      },
     }),
   );
 }
@@ -60,7 +60,10 @@ export function projectTool(cfg: ProjectToolConfig): RegisteredTool {
  * The project tools a run offers: `deny` ones never, `network` ones only when the run may use the
  * network. Returns the offered tools and, for `ledgerloop tools`, why the others are not.
  */
-export function projectTools(configs: readonly ProjectToolConfig[], opts: { allowNetwork: boolean }): { offered: RegisteredTool[]; withheld: Array<{ config: ProjectToolConfig; why: string }> } {
+export function projectTools(
+  configs: readonly ProjectToolConfig[],
+  opts: { allowNetwork: boolean },
+): { offered: RegisteredTool[]; withheld: Array<{ config: ProjectToolConfig; why: string }> } {
   const offered: RegisteredTool[] = [];
   const withheld: Array<{ config: ProjectToolConfig; why: string }> = [];
   for (const c of configs) {
@@ -77,8 +80,10 @@ export function projectTools(configs: readonly ProjectToolConfig[], opts: { allo
  */
 export function adjustVerdict(tool: RegisteredTool | undefined, v: PolicyVerdict): PolicyVerdict {
   if (!tool || tool.source !== "project") return v;
-  if (tool.approve === "ask" && v.decision === "allow") return { ...v, decision: "ask", rule: "tool.approve", reason: `the project tool ${tool.name} is configured with approve "ask"` };
-  if (tool.approve === "allow" && v.decision === "ask") return { ...v, decision: "allow", rule: "tool.approve", reason: `the project tool ${tool.name} is configured with approve "allow"` };
+  if (tool.approve === "ask" && v.decision === "allow")
+    return { ...v, decision: "ask", rule: "tool.approve", reason: `the project tool ${tool.name} is configured with approve "ask"` };
+  if (tool.approve === "allow" && v.decision === "ask")
+    return { ...v, decision: "allow", rule: "tool.approve", reason: `the project tool ${tool.name} is configured with approve "allow"` };
   return v;
 }
 

@@ -8,13 +8,7 @@ export const MAX_COMMAND_TIMEOUT_MS = 30 * 60 * 1000;
 export const RunCommandArgs = z
   .object({
     command: z.string().min(1).max(10_000).describe("A shell command line, run with bash in the workspace root."),
-    timeoutMs: z
-      .number()
-      .int()
-      .min(100)
-      .max(MAX_COMMAND_TIMEOUT_MS)
-      .optional()
-      .describe("Wall-clock limit in milliseconds (default set by the runtime)."),
+    timeoutMs: z.number().int().min(100).max(MAX_COMMAND_TIMEOUT_MS).optional().describe("Wall-clock limit in milliseconds (default set by the runtime)."),
   })
   .strict();
 export type RunCommandArgs = z.infer<typeof RunCommandArgs>;

@@ -35,16 +35,12 @@ export const runTestsTool = defineTool({
     if (!command) {
       const detected = await detectTestCommand(ctx.workspace);
       if (!detected) {
-        return toolError(
-          "No test command found (no package.json test script, pytest config, go.mod or Cargo.toml). Pass `command` explicitly.",
-        );
+        return toolError("No test command found (no package.json test script, pytest config, go.mod or Cargo.toml). Pass `command` explicitly.");
       }
       command = detected.command;
     }
     const fb = await runToolCommand(ctx, command, { timeoutMs: ctx.testTimeoutMs, expectTests: true });
-    const output = fb.tests
-      ? fb.output
-      : `${fb.output}\n(no test summary was recognised in the output; check that this is the right test command)`;
+    const output = fb.tests ? fb.output : `${fb.output}\n(no test summary was recognised in the output; check that this is the right test command)`;
     return commandResult(fb, output);
   },
 });

@@ -22,9 +22,7 @@ export const searchCodeTool = defineTool({
   async run(args, ctx) {
     const hits = await ctx.searcher.search(args.query, args.k ?? 10);
     if (hits.length === 0) return { status: "ok", output: `No matches for "${args.query}".` };
-    const out = hits.map(
-      (h) => `${h.path}:${h.startLine}-${h.endLine} (score ${h.score.toFixed(2)})\n${h.preview}`,
-    );
+    const out = hits.map((h) => `${h.path}:${h.startLine}-${h.endLine} (score ${h.score.toFixed(2)})\n${h.preview}`);
     return { status: "ok", output: out.join("\n\n") };
   },
 });

@@ -30,9 +30,22 @@ export type StartProcessArgs = z.infer<typeof StartProcessArgs>;
 
 /** A free default name from the command's program: `node`, `node-2`, … */
 function defaultName(command: string, ctx: ToolContext): string {
-  const word = command.trim().split(/\s+/).find((w) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(w)) ?? "process";
-  const base = (word.split("/").pop() ?? "process").replace(/[^A-Za-z0-9._-]/g, "").replace(/^[._-]+/, "").slice(0, 40) || "process";
-  const taken = new Set(ctx.processes?.list().filter((p) => p.status === "running").map((p) => p.name));
+  const word =
+    command
+      .trim()
+      .split(/\s+/)
+      .find((w) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(w)) ?? "process";
+  const base =
+    (word.split("/").pop() ?? "process")
+      .replace(/[^A-Za-z0-9._-]/g, "")
+      .replace(/^[._-]+/, "")
+      .slice(0, 40) || "process";
+  const taken = new Set(
+    ctx.processes
+      ?.list()
+      .filter((p) => p.status === "running")
+      .map((p) => p.name),
+  );
   if (!taken.has(base)) return base;
   for (let i = 2; ; i++) if (!taken.has(`${base}-${i}`)) return `${base}-${i}`;
 }
@@ -71,7 +84,12 @@ export const startProcessTool = defineTool({
     const base = { name, command: args.command, readyPort: args.readyPort, readyPattern: args.readyPattern, readyTimeoutMs: args.readyTimeoutMs };
     const lines = (l: string[]) => (l.length ? `\n--- output (last ${l.length} lines) ---\n${l.join("\n")}` : "\n(no output)");
     if (r.ok) {
-      const how = args.readyPort !== undefined || args.readyPattern ? [args.readyPort !== undefined && `port ${args.readyPort} listening`, r.matched && `output matched: ${r.matched.slice(0, 200)}`].filter(Boolean).join(", ") : "still running after a short wait (no ready check given)";
+      const how =
+        args.readyPort !== undefined || args.readyPattern
+          ? [args.readyPort !== undefined && `port ${args.readyPort} listening`, r.matched && `output matched: ${r.matched.slice(0, 200)}`]
+              .filter(Boolean)
+              .join(", ")
+          : "still running after a short wait (no ready check given)";
       return {
         status: "ok",
         output: `started "${name}" (pid ${r.pid}, sandbox: ${ctx.sandbox.level}${r.ports.length ? `, listening on ${r.ports.join(", ")}` : ""}): ready after ${r.readyMs} ms — ${how}${lines(r.lines)}`,
@@ -83,7 +101,10 @@ export const startProcessTool = defineTool({
     if (r.code === "ready_timeout" || r.code === "exited") {
       const exit = r.exit ?? null;
       return {
-        ...toolError(`${r.reason}${exit && r.code === "ready_timeout" ? ` (${describeExit(exit)})` : ""}${lines(r.lines)}`, r.code === "exited" ? "process_exited" : "ready_timeout"),
+        ...toolError(
+          `${r.reason}${exit && r.code === "ready_timeout" ? ` (${describeExit(exit)})` : ""}${lines(r.lines)}`,
+          r.code === "exited" ? "process_exited" : "ready_timeout",
+        ),
         command: args.command,
         sandbox: ctx.sandbox.level,
         exitCode: exit?.exitCode ?? null,

@@ -15,11 +15,20 @@ export const stopProcessTool = defineTool({
     if (typeof r === "string") return toolError(r, "unknown_process");
     const last = r.view.lastLines.slice(-10);
     const out = `${last.length ? `\n--- last output ---\n${last.join("\n")}` : ""}`;
-    if (!r.wasRunning) return { status: "ok", output: `${args.name} was not running (${r.view.status === "stopped" ? "stopped" : "exited on its own"}, ${describeExit(r.exit)})${out}` };
+    if (!r.wasRunning)
+      return {
+        status: "ok",
+        output: `${args.name} was not running (${r.view.status === "stopped" ? "stopped" : "exited on its own"}, ${describeExit(r.exit)})${out}`,
+      };
     return {
       status: "ok",
       output: `stopped ${args.name} (${describeExit(r.exit)})${out}`,
-      effects: [{ kind: "process", event: { kind: "stop", name: args.name, command: r.view.command, pid: r.view.pid, exitCode: r.exit.exitCode, signal: r.exit.signal, lastLines: last } }],
+      effects: [
+        {
+          kind: "process",
+          event: { kind: "stop", name: args.name, command: r.view.command, pid: r.view.pid, exitCode: r.exit.exitCode, signal: r.exit.signal, lastLines: last },
+        },
+      ],
     };
   },
 });

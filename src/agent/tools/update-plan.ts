@@ -9,7 +9,7 @@ export const UpdatePlanArgs = z
       .array(
         z
           .object({
-            id: Subtask.shape.id.describe("Short stable id, e.g. \"s1\" or \"health-a\"."),
+            id: Subtask.shape.id.describe('Short stable id, e.g. "s1" or "health-a".'),
             description: Subtask.shape.description,
             status: SubtaskStatus,
           })

@@ -17,8 +17,7 @@ export type WriteFileArgs = z.infer<typeof WriteFileArgs>;
 export const writeFileTool = defineTool({
   ...builtinTool("write_file"),
   description:
-    "Create a file, or replace a file's whole content. Parent directories are created. " +
-    "For a small change to an existing file prefer edit_file.",
+    "Create a file, or replace a file's whole content. Parent directories are created. " + "For a small change to an existing file prefer edit_file.",
   schema: WriteFileArgs,
   // Writing the same content twice leaves the same file.
   idempotent: true,

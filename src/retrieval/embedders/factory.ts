@@ -25,18 +25,24 @@ export async function createEmbedder(spec: string | undefined, opts: { modelsDir
   if (name.startsWith("xenova:")) {
     const model = name.slice("xenova:".length);
     if (!model) throw new EmbedderError("EMBEDDER_UNKNOWN", `embedder "${name}" names no model (xenova:<model>, e.g. xenova:Xenova/all-MiniLM-L6-v2)`);
-    const modelsDir =
-      opts.modelsDir ?? process.env.LEDGERLOOP_MODELS_DIR ?? (opts.stateDir ? path.join(opts.stateDir, "models") : path.resolve("models"));
+    const modelsDir = opts.modelsDir ?? process.env.LEDGERLOOP_MODELS_DIR ?? (opts.stateDir ? path.join(opts.stateDir, "models") : path.resolve("models"));
     return createXenovaEmbedder({ model, modelsDir });
   }
   if (name.startsWith("openai:")) {
     const model = name.slice("openai:".length);
-    if (!model) throw new EmbedderError("EMBEDDER_UNKNOWN", `embedder "${name}" names no model (openai:<model>, e.g. openai:text-embedding-3-small or openai:nomic-embed-text)`);
+    if (!model)
+      throw new EmbedderError(
+        "EMBEDDER_UNKNOWN",
+        `embedder "${name}" names no model (openai:<model>, e.g. openai:text-embedding-3-small or openai:nomic-embed-text)`,
+      );
     // Loaded when chosen: @langchain/openai and the openai client are most of a search's start-up.
     const { createOpenAIEmbedder } = await import("./openai.js");
     return createOpenAIEmbedder({ model, ...(opts.signal ? { signal: opts.signal } : {}) });
   }
-  throw new EmbedderError("EMBEDDER_UNKNOWN", `unknown embedder "${name}"; use "hashed" (default), "hashed:<dimensions>", "xenova:<model>" or "openai:<model>"`);
+  throw new EmbedderError(
+    "EMBEDDER_UNKNOWN",
+    `unknown embedder "${name}"; use "hashed" (default), "hashed:<dimensions>", "xenova:<model>" or "openai:<model>"`,
+  );
 }
 
 /**

@@ -68,7 +68,9 @@ export async function createOpenAIEmbedder(opts: OpenAIEmbedderOptions): Promise
   const model = opts.model;
   const name = `openai:${model}`;
   const baseURL = opts.baseURL ?? embeddingsBaseURL();
-  const retries = opts.maxRetries ?? (Number(process.env.LEDGERLOOP_MODEL_RETRIES) >= 0 && process.env.LEDGERLOOP_MODEL_RETRIES ? Number(process.env.LEDGERLOOP_MODEL_RETRIES) : 2);
+  const retries =
+    opts.maxRetries ??
+    (Number(process.env.LEDGERLOOP_MODEL_RETRIES) >= 0 && process.env.LEDGERLOOP_MODEL_RETRIES ? Number(process.env.LEDGERLOOP_MODEL_RETRIES) : 2);
   const maxChars = opts.maxChars ?? 8000;
   const apiKey = opts.apiKey ?? embeddingsApiKey();
   const client = new OpenAIEmbeddings({
@@ -84,7 +86,11 @@ export async function createOpenAIEmbedder(opts: OpenAIEmbedderOptions): Promise
     configuration: { baseURL, ...(opts.signal ? { fetch: cancelledBy(opts.signal) } : {}) },
   });
   const fail = (what: string, err?: unknown) =>
-    new EmbedderError("EMBEDDER_FAILED", `embedder ${name} at ${baseURL}: ${what}${err === undefined ? "" : ` (${errorMessage(err)})`}`, err === undefined ? undefined : { cause: err });
+    new EmbedderError(
+      "EMBEDDER_FAILED",
+      `embedder ${name} at ${baseURL}: ${what}${err === undefined ? "" : ` (${errorMessage(err)})`}`,
+      err === undefined ? undefined : { cause: err },
+    );
 
   let probe: number[];
   try {
@@ -92,7 +98,10 @@ export async function createOpenAIEmbedder(opts: OpenAIEmbedderOptions): Promise
   } catch (err) {
     // The client reads an answer without a `data` list (a web page, `{"error": …}` with 200) as a
     // TypeError of its own: say what the endpoint did answer instead.
-    if (notAnEmbeddingsAnswer(err)) throw fail(`the answer is not an embeddings response (${await whatCameBack(baseURL, apiKey, model)}); is the base URL the API root (often ending in /v1)?`);
+    if (notAnEmbeddingsAnswer(err))
+      throw fail(
+        `the answer is not an embeddings response (${await whatCameBack(baseURL, apiKey, model)}); is the base URL the API root (often ending in /v1)?`,
+      );
     throw probeFailure(err, fail, apiKey);
   }
   if (!isVector(probe) || probe.length === 0) throw fail(`the answer is not a vector of numbers (got ${describe(probe)})`);
@@ -103,7 +112,8 @@ export async function createOpenAIEmbedder(opts: OpenAIEmbedderOptions): Promise
   /** Checks and normalizes one answer; a wrong length or a non-number is the model's error, named. */
   const check = (v: unknown, i: number): number[] => {
     if (!isVector(v)) throw fail(`answer ${i} is not a vector of numbers (got ${describe(v)})`);
-    if (v.length !== dims) throw fail(`answer ${i} has ${v.length} dimensions, the model gave ${dims} before: the collection would be mixed, so vectors are not stored`);
+    if (v.length !== dims)
+      throw fail(`answer ${i} has ${v.length} dimensions, the model gave ${dims} before: the collection would be mixed, so vectors are not stored`);
     const n = Math.hypot(...v);
     return n === 0 ? v : v.map((x) => x / n);
   };
@@ -146,7 +156,10 @@ function probeFailure(err: unknown, fail: (what: string, err?: unknown) => Embed
   const f = classifyFault(err);
   const codes = causeCodes(err);
   // Some servers echo the key they refused.
-  const said = `${withoutKey(errorMessage(err), apiKey).replace(/\s*\n\s*/g, " ").trim().slice(0, 200)}${codes ? `: ${codes}` : ""}`;
+  const said = `${withoutKey(errorMessage(err), apiKey)
+    .replace(/\s*\n\s*/g, " ")
+    .trim()
+    .slice(0, 200)}${codes ? `: ${codes}` : ""}`;
   if (f.kind === "unavailable" && f.unreachable)
     return fail(`the endpoint is unreachable (${said}); check LEDGERLOOP_EMBEDDINGS_BASE_URL (or OPENAI_BASE_URL) and that the server is running`);
   if (f.kind === "auth") return fail(`the endpoint refused the request (HTTP ${f.status}: ${said}); check LEDGERLOOP_EMBEDDINGS_API_KEY (or OPENAI_API_KEY)`);
@@ -173,7 +186,12 @@ function notAnEmbeddingsAnswer(err: unknown): boolean {
 }
 
 /** One probe request sent without the client: status, content type and body (for a quick check and for what came back). */
-async function askOnce(baseURL: string, apiKey: string, model: string, signal: AbortSignal): Promise<{ url: string; status: number; type: string; text: string }> {
+async function askOnce(
+  baseURL: string,
+  apiKey: string,
+  model: string,
+  signal: AbortSignal,
+): Promise<{ url: string; status: number; type: string; text: string }> {
   const url = embeddingsURL(baseURL);
   const res = await fetch(url, {
     method: "POST",

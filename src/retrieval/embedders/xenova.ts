@@ -44,9 +44,11 @@ export async function createXenovaEmbedder(opts: XenovaEmbedderOptions): Promise
   const modelsDir = path.resolve(opts.modelsDir);
   const dir = path.join(modelsDir, opts.model);
   // The package first: without it no model files help.
-  const transformers = await importOptional(["@xenova/transformers"], `embedder xenova:${opts.model}`, () => import("@xenova/transformers")).catch((err: unknown) => {
-    throw err instanceof MissingPackageError ? new EmbedderError("EMBEDDER_PACKAGE_MISSING", err.message, { cause: err }) : err;
-  });
+  const transformers = await importOptional(["@xenova/transformers"], `embedder xenova:${opts.model}`, () => import("@xenova/transformers")).catch(
+    (err: unknown) => {
+      throw err instanceof MissingPackageError ? new EmbedderError("EMBEDDER_PACKAGE_MISSING", err.message, { cause: err }) : err;
+    },
+  );
   const missing = missingModelFiles(dir);
   if (missing.length > 0) {
     throw new EmbedderError(

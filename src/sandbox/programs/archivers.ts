@@ -55,7 +55,8 @@ export function tarCall(p: CommandPart): TarCall {
       else if (name === "--file") out.archive = v() ?? null;
       else if (name === "--directory") out.directory = v() ?? null;
       else if (name === "--absolute-names") out.absoluteNames = true;
-      else if (["--to-command", "--use-compress-program", "--rsh-command", "--info-script", "--new-volume-script"].includes(name)) out.runs.push(`${name}=${v()?.text ?? ""}`);
+      else if (["--to-command", "--use-compress-program", "--rsh-command", "--info-script", "--new-volume-script"].includes(name))
+        out.runs.push(`${name}=${v()?.text ?? ""}`);
       else if (name === "--checkpoint-action" && /exec/.test(value ?? w[i + 1]?.text ?? "")) out.runs.push(`${name}=${value ?? ""}`);
       continue;
     }
@@ -91,11 +92,24 @@ const tarSpec: ProgramSpec = {
     const t = tarCall(p);
     if (t.runs.length) out.push(finding("ask", "tar.exec", `${q(p.text)} makes tar run another program (${t.runs.join(", ")}); it needs the user's approval`));
     if (t.mode === "extract") {
-      if (t.absoluteNames) out.push(finding("deny", "tar.absolute-names", `${q(p.text)} extracts members with absolute paths, which can write anywhere; extract without -P/--absolute-names`));
+      if (t.absoluteNames)
+        out.push(
+          finding(
+            "deny",
+            "tar.absolute-names",
+            `${q(p.text)} extracts members with absolute paths, which can write anywhere; extract without -P/--absolute-names`,
+          ),
+        );
       const dir = t.directory ?? null;
       const isRoot = dir ? env.isWorkspaceRoot(dir, p.cwd) : (p.cwd ?? [env.judge.workspace]).some((c) => env.judge.physical("/", c) === env.judge.workspace);
       if (isRoot) {
-        out.push(finding("ask", "tar.extract-protected", `${q(p.text)} extracts into the workspace root, where archive members could replace .git/ or .ledgerloop/; extract into a subdirectory with -C, or it needs the user's approval`));
+        out.push(
+          finding(
+            "ask",
+            "tar.extract-protected",
+            `${q(p.text)} extracts into the workspace root, where archive members could replace .git/ or .ledgerloop/; extract into a subdirectory with -C, or it needs the user's approval`,
+          ),
+        );
       }
     }
     return out;

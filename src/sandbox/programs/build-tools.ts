@@ -22,8 +22,28 @@ function formatter(names: string[], options: OptionTable, when: (p: CommandPart)
 }
 
 const ESLINT_OUTPUT: OptionTable = { short: "o", long: ["output-file", "cache-location"] };
-const ESLINT: OptionTable = { short: "cfo", long: ["config", "format", "output-file", "ext", "rule", "plugin", "parser", "resolve-plugins-relative-to", "rulesdir", "ignore-path", "ignore-pattern", "cache-location", "max-warnings"] };
-const PY_FORMAT: OptionTable = { short: "lt", long: ["config", "line-length", "target-version", "include", "exclude", "extend-exclude", "settings-path", "edition"] };
+const ESLINT: OptionTable = {
+  short: "cfo",
+  long: [
+    "config",
+    "format",
+    "output-file",
+    "ext",
+    "rule",
+    "plugin",
+    "parser",
+    "resolve-plugins-relative-to",
+    "rulesdir",
+    "ignore-path",
+    "ignore-pattern",
+    "cache-location",
+    "max-warnings",
+  ],
+};
+const PY_FORMAT: OptionTable = {
+  short: "lt",
+  long: ["config", "line-length", "target-version", "include", "exclude", "extend-exclude", "settings-path", "edition"],
+};
 const RUFF: OptionTable = { long: ["config", "select", "ignore", "extend-select", "target-version", "line-length", "exclude", "extend-exclude"] };
 const C_OUTPUT: OptionTable = { short: "o" };
 
@@ -42,7 +62,9 @@ export const BUILD_TOOL_SPECS: ProgramSpec[] = [
     decide: ok,
     writes: (p) => [...(p.argv.some((a) => a.startsWith("--fix")) ? each(getopt(p.words, 1, ESLINT).operands) : []), ...outputWrites(p, ESLINT_OUTPUT)],
   },
-  formatter(["prettier"], { long: ["config", "ignore-path", "plugin", "parser", "log-level", "cache-location", "stdin-filepath"] }, (p) => p.argv.some((a) => a === "--write" || a === "-w")),
+  formatter(["prettier"], { long: ["config", "ignore-path", "plugin", "parser", "log-level", "cache-location", "stdin-filepath"] }, (p) =>
+    p.argv.some((a) => a === "--write" || a === "-w"),
+  ),
   { names: ["mocha", "biome", "c8", "nyc"], decide: ok },
   // Python
   withOutputs(["pytest"], { long: ["junitxml", "junit-xml", "basetemp"] }),

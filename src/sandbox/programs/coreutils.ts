@@ -47,7 +47,10 @@ function lnWrites(p: CommandPart): WriteTarget[] {
   const target = val(o, "t", "target-directory")[0];
   const ops = o.operands;
   if (target) return [{ word: target, kind: {}, sources: ops }];
-  if (ops.length === 1) return [{ word: { ...ops[0]!, candidates: ops[0]!.candidates?.map((c) => ({ text: c.text.replace(/.*\//, "") || ".", glob: c.glob })) ?? null }, kind: {} }];
+  if (ops.length === 1)
+    return [
+      { word: { ...ops[0]!, candidates: ops[0]!.candidates?.map((c) => ({ text: c.text.replace(/.*\//, "") || ".", glob: c.glob })) ?? null }, kind: {} },
+    ];
   if (ops.length === 2 && !o.short.has("T") && !hasLong(o, "no-target-directory")) return [{ word: ops[1]!, kind: {}, sources: [ops[0]!] }];
   if (ops.length >= 2) return [{ word: ops[ops.length - 1]!, kind: {}, sources: ops.slice(0, -1) }];
   return [];
@@ -65,7 +68,13 @@ function lnCheck(p: CommandPart, env: CheckEnv): Finding[] {
   const out: Finding[] = [];
   for (const t of targets) {
     if (!t.candidates) {
-      out.push(finding("ask", symbolic ? "ln.symlink-outside" : "ln.hardlink-outside", `${q(p.text)} links to a path computed at run time; it needs the user's approval`));
+      out.push(
+        finding(
+          "ask",
+          symbolic ? "ln.symlink-outside" : "ln.hardlink-outside",
+          `${q(p.text)} links to a path computed at run time; it needs the user's approval`,
+        ),
+      );
       continue;
     }
     for (const c of t.candidates) {
@@ -75,12 +84,26 @@ function lnCheck(p: CommandPart, env: CheckEnv): Finding[] {
         const abs = judge.physical(b, c.text);
         const cls = judge.classifyAbs(abs, {});
         if (cls.kind === "protected") {
-          out.push(finding("deny", symbolic ? "ln.symlink-outside" : "ln.hardlink-outside", `${q(p.text)} links to ${cls.rel} (${cls.what}); a write through the link would change it`));
+          out.push(
+            finding(
+              "deny",
+              symbolic ? "ln.symlink-outside" : "ln.hardlink-outside",
+              `${q(p.text)} links to ${cls.rel} (${cls.what}); a write through the link would change it`,
+            ),
+          );
         } else if (!judge.isInside(abs)) {
           out.push(
             symbolic
-              ? finding("ask", "ln.symlink-outside", `${q(p.text)} creates a symlink to ${abs}, outside the workspace; writes through it would land outside. It needs the user's approval`)
-              : finding("deny", "ln.hardlink-outside", `${q(p.text)} hard-links ${abs}, a file outside the workspace; writes to the link would change it. Copy the file instead`),
+              ? finding(
+                  "ask",
+                  "ln.symlink-outside",
+                  `${q(p.text)} creates a symlink to ${abs}, outside the workspace; writes through it would land outside. It needs the user's approval`,
+                )
+              : finding(
+                  "deny",
+                  "ln.hardlink-outside",
+                  `${q(p.text)} hard-links ${abs}, a file outside the workspace; writes to the link would change it. Copy the file instead`,
+                ),
           );
         }
       }
@@ -128,24 +151,124 @@ function chmodCheck(p: CommandPart): Finding[] {
     const numeric = /^[0-7]{4,}$/.test(m) && (parseInt(m, 8) & 0o6000) !== 0;
     const symbolic = /[+=][rwxXtugo]*s/.test(m);
     if (numeric || symbolic) {
-      return [finding("deny", "chmod.setuid", `${q(p.text)} sets a setuid/setgid bit, which makes a program run with another user's rights; use plain modes like 755 or +x`)];
+      return [
+        finding(
+          "deny",
+          "chmod.setuid",
+          `${q(p.text)} sets a setuid/setgid bit, which makes a program run with another user's rights; use plain modes like 755 or +x`,
+        ),
+      ];
     }
   }
   return [];
 }
 
-const SPLIT: OptionTable = { short: "abCdflnt", long: ["prefix", "suffix-length", "bytes", "line-bytes", "lines", "number", "additional-suffix", "numeric-suffixes", "hex-suffixes", "separator", "suffix-format", "digits"] };
+const SPLIT: OptionTable = {
+  short: "abCdflnt",
+  long: [
+    "prefix",
+    "suffix-length",
+    "bytes",
+    "line-bytes",
+    "lines",
+    "number",
+    "additional-suffix",
+    "numeric-suffixes",
+    "hex-suffixes",
+    "separator",
+    "suffix-format",
+    "digits",
+  ],
+};
 
 /** Read, compute or print only (or write only where a redirection says, judged by path). */
 const READ_ONLY = [
-  "ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "ag", "cut", "tr", "diff", "cmp", "comm", "fd",
-  "basename", "dirname", "realpath", "readlink", "jq", "file", "stat", "du", "df", "date", "nl", "paste", "join", "fold",
-  "fmt", "column", "expand", "unexpand", "rev", "tac", "seq", "shuf", "od", "hexdump", "xxd", "strings", "md5sum",
-  "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "b2sum", "cksum", "base64", "base32", "tree", "less",
-  "more", "which", "whereis", "sleep", "yes", "iconv", "diff3", "sdiff", "envsubst", "numfmt", "tsort", "look", "man",
+  "ls",
+  "cat",
+  "head",
+  "tail",
+  "wc",
+  "grep",
+  "egrep",
+  "fgrep",
+  "rg",
+  "ag",
+  "cut",
+  "tr",
+  "diff",
+  "cmp",
+  "comm",
+  "fd",
+  "basename",
+  "dirname",
+  "realpath",
+  "readlink",
+  "jq",
+  "file",
+  "stat",
+  "du",
+  "df",
+  "date",
+  "nl",
+  "paste",
+  "join",
+  "fold",
+  "fmt",
+  "column",
+  "expand",
+  "unexpand",
+  "rev",
+  "tac",
+  "seq",
+  "shuf",
+  "od",
+  "hexdump",
+  "xxd",
+  "strings",
+  "md5sum",
+  "sha1sum",
+  "sha224sum",
+  "sha256sum",
+  "sha384sum",
+  "sha512sum",
+  "b2sum",
+  "cksum",
+  "base64",
+  "base32",
+  "tree",
+  "less",
+  "more",
+  "which",
+  "whereis",
+  "sleep",
+  "yes",
+  "iconv",
+  "diff3",
+  "sdiff",
+  "envsubst",
+  "numfmt",
+  "tsort",
+  "look",
+  "man",
   // system information
-  "id", "whoami", "groups", "uname", "hostname", "nproc", "free", "uptime", "printenv", "locale", "tty", "ps", "pgrep",
-  "clear", "tput", "getconf", "arch", "lscpu",
+  "id",
+  "whoami",
+  "groups",
+  "uname",
+  "hostname",
+  "nproc",
+  "free",
+  "uptime",
+  "printenv",
+  "locale",
+  "tty",
+  "ps",
+  "pgrep",
+  "clear",
+  "tput",
+  "getconf",
+  "arch",
+  "lscpu",
 ];
 
 export const COREUTILS_SPECS: ProgramSpec[] = [
@@ -196,7 +319,10 @@ export const COREUTILS_SPECS: ProgramSpec[] = [
       for (const x of p.words.slice(1)) {
         if (x.text.startsWith("of=")) {
           const t = x.text.slice(3);
-          out.push({ word: { ...x, text: t, raw: t, candidates: x.candidates?.map((c) => ({ text: c.text.replace(/^of=/, ""), glob: c.glob })) ?? null }, kind: {} });
+          out.push({
+            word: { ...x, text: t, raw: t, candidates: x.candidates?.map((c) => ({ text: c.text.replace(/^of=/, ""), glob: c.glob })) ?? null },
+            kind: {},
+          });
         }
       }
       return out;

@@ -20,10 +20,46 @@ export interface FindAnalysis {
 }
 
 const FIND_ONE_ARG = new Set([
-  "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex", "-newer", "-anewer", "-cnewer", "-perm", "-type",
-  "-xtype", "-user", "-group", "-uid", "-gid", "-size", "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin", "-links",
-  "-inum", "-samefile", "-maxdepth", "-mindepth", "-fstype", "-lname", "-ilname", "-used", "-printf", "-regextype",
-  "-context", "-files0-from", "-newermt", "-newerct", "-newerat", "-newermm",
+  "-path",
+  "-ipath",
+  "-wholename",
+  "-iwholename",
+  "-regex",
+  "-iregex",
+  "-newer",
+  "-anewer",
+  "-cnewer",
+  "-perm",
+  "-type",
+  "-xtype",
+  "-user",
+  "-group",
+  "-uid",
+  "-gid",
+  "-size",
+  "-mtime",
+  "-mmin",
+  "-atime",
+  "-amin",
+  "-ctime",
+  "-cmin",
+  "-links",
+  "-inum",
+  "-samefile",
+  "-maxdepth",
+  "-mindepth",
+  "-fstype",
+  "-lname",
+  "-ilname",
+  "-used",
+  "-printf",
+  "-regextype",
+  "-context",
+  "-files0-from",
+  "-newermt",
+  "-newerct",
+  "-newerat",
+  "-newermm",
 ]);
 
 export function analyzeFind(words: ShellWord[]): FindAnalysis {
@@ -147,7 +183,8 @@ export const FINDUTILS_SPECS: ProgramSpec[] = [
       const fa = analyzeFind(p.words);
       const out: WriteTarget[] = fa.writes.map((word) => ({ word, kind: {}, rm: false }));
       if (fa.delete) {
-        for (const s of fa.starts) out.push({ word: { ...s, candidates: null, below: { bases: s.candidates, names: fa.names } }, kind: { delete: true }, rm: true });
+        for (const s of fa.starts)
+          out.push({ word: { ...s, candidates: null, below: { bases: s.candidates, names: fa.names } }, kind: { delete: true }, rm: true });
       }
       return out;
     },

@@ -20,14 +20,31 @@ export function runCode(api: FollowApi, w: ShellWord | undefined, label: string)
   api.part.wrapper = true;
   if (!w.literal) {
     const from = w.substitutions.length ? ` (it includes the output of \`${w.substitutions.join("`, `")}\`)` : "";
-    api.problem("parse.dynamic-code", `the code given to \`${label}\` is computed at run time${from}, so it cannot be checked; write the commands out literally`);
+    api.problem(
+      "parse.dynamic-code",
+      `the code given to \`${label}\` is computed at run time${from}, so it cannot be checked; write the commands out literally`,
+    );
     return;
   }
   api.code(w.text, label);
 }
 
 /** Options of package runners (npx, uv run, pnpm exec, …) that take a value. */
-const RUNNER_VALUE_OPTIONS = ["-p", "--package", "--with", "--from", "--python", "-w", "--env-file", "--directory", "--project", "--workspace", "--filter", "-F", "-C"];
+const RUNNER_VALUE_OPTIONS = [
+  "-p",
+  "--package",
+  "--with",
+  "--from",
+  "--python",
+  "-w",
+  "--env-file",
+  "--directory",
+  "--project",
+  "--workspace",
+  "--filter",
+  "-F",
+  "-C",
+];
 
 /** A package runner's command (`npx vitest`, `uv run pytest`, `npm exec -- tsc`) or its `-c` code, from `start`. */
 export function runPackageCommand(api: FollowApi, start: number): void {

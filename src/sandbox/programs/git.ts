@@ -9,10 +9,123 @@ import type { CommandPart } from "../command-parts.js";
 import { getopt, val } from "./options.js";
 import { allowed, type Finding, finding, network, type ProgramSpec, q, type RuleEnv } from "./types.js";
 
-const GIT_READ = new Set(["status", "diff", "log", "show", "blame", "annotate", "rev-parse", "ls-files", "ls-tree", "cat-file", "describe", "shortlog", "grep", "merge-base", "name-rev", "rev-list", "show-ref", "for-each-ref", "check-ignore", "check-attr", "check-ref-format", "check-mailmap", "count-objects", "version", "help", "diff-tree", "diff-files", "diff-index", "whatchanged", "var", "range-diff", "show-branch", "cherry", "verify-commit", "verify-tag", "fsck", "archive", "get-tar-commit-id", "column", "stripspace"]);
+const GIT_READ = new Set([
+  "status",
+  "diff",
+  "log",
+  "show",
+  "blame",
+  "annotate",
+  "rev-parse",
+  "ls-files",
+  "ls-tree",
+  "cat-file",
+  "describe",
+  "shortlog",
+  "grep",
+  "merge-base",
+  "name-rev",
+  "rev-list",
+  "show-ref",
+  "for-each-ref",
+  "check-ignore",
+  "check-attr",
+  "check-ref-format",
+  "check-mailmap",
+  "count-objects",
+  "version",
+  "help",
+  "diff-tree",
+  "diff-files",
+  "diff-index",
+  "whatchanged",
+  "var",
+  "range-diff",
+  "show-branch",
+  "cherry",
+  "verify-commit",
+  "verify-tag",
+  "fsck",
+  "archive",
+  "get-tar-commit-id",
+  "column",
+  "stripspace",
+]);
 const GIT_NETWORK = new Set(["fetch", "pull", "clone", "ls-remote", "submodule"]);
-const GIT_WRITE = new Set(["checkout", "switch", "restore", "reset", "merge", "rebase", "cherry-pick", "revert", "rm", "mv", "clean", "am", "apply", "notes", "gc", "prune", "repack", "bisect", "init", "update-index", "update-ref", "symbolic-ref", "filter-branch", "filter-repo", "replace", "commit-tree", "write-tree", "hash-object", "mktag", "mktree", "read-tree", "checkout-index", "sparse-checkout", "maintenance", "lfs", "format-patch", "difftool", "mergetool", "citool", "gui", "pack-refs", "commit-graph", "multi-pack-index", "bundle", "fast-import", "unpack-objects", "merge-file", "merge-tree", "rerere", "backfill"]);
-const BRANCH_LIST_FLAGS = new Set(["-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose", "--list", "-l", "--show-current", "-i", "--ignore-case", "--no-color", "--color", "--column", "--no-column", "--no-abbrev", "-q", "--quiet", "--omit-empty"]);
+const GIT_WRITE = new Set([
+  "checkout",
+  "switch",
+  "restore",
+  "reset",
+  "merge",
+  "rebase",
+  "cherry-pick",
+  "revert",
+  "rm",
+  "mv",
+  "clean",
+  "am",
+  "apply",
+  "notes",
+  "gc",
+  "prune",
+  "repack",
+  "bisect",
+  "init",
+  "update-index",
+  "update-ref",
+  "symbolic-ref",
+  "filter-branch",
+  "filter-repo",
+  "replace",
+  "commit-tree",
+  "write-tree",
+  "hash-object",
+  "mktag",
+  "mktree",
+  "read-tree",
+  "checkout-index",
+  "sparse-checkout",
+  "maintenance",
+  "lfs",
+  "format-patch",
+  "difftool",
+  "mergetool",
+  "citool",
+  "gui",
+  "pack-refs",
+  "commit-graph",
+  "multi-pack-index",
+  "bundle",
+  "fast-import",
+  "unpack-objects",
+  "merge-file",
+  "merge-tree",
+  "rerere",
+  "backfill",
+]);
+const BRANCH_LIST_FLAGS = new Set([
+  "-a",
+  "--all",
+  "-r",
+  "--remotes",
+  "-v",
+  "-vv",
+  "--verbose",
+  "--list",
+  "-l",
+  "--show-current",
+  "-i",
+  "--ignore-case",
+  "--no-color",
+  "--color",
+  "--column",
+  "--no-column",
+  "--no-abbrev",
+  "-q",
+  "--quiet",
+  "--omit-empty",
+]);
 const BRANCH_LIST_VALUE = new Set(["--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "--sort", "--format"]);
 
 function decideGit(p: CommandPart, env: RuleEnv): Finding {
@@ -23,9 +136,14 @@ function decideGit(p: CommandPart, env: RuleEnv): Finding {
     if (!w[i]!.literal) return finding("ask", "git.unknown", `${q(p.text)}: the git options are computed at run time, so what it does cannot be checked`);
     if (!t.startsWith("-")) break;
     if (t === "-c" || t.startsWith("--config-env") || /^-c.+/.test(t)) {
-      return finding("deny", "git.config-override", `${q(p.text)} overrides git configuration on the command line (-c can point core.hooksPath, core.sshCommand, aliases or pagers at any program); run git without -c`);
+      return finding(
+        "deny",
+        "git.config-override",
+        `${q(p.text)} overrides git configuration on the command line (-c can point core.hooksPath, core.sshCommand, aliases or pagers at any program); run git without -c`,
+      );
     }
-    if (t.startsWith("--exec-path=")) return finding("deny", "git.config-override", `${q(p.text)} makes git run its helpers from another directory; run git without --exec-path`);
+    if (t.startsWith("--exec-path="))
+      return finding("deny", "git.config-override", `${q(p.text)} makes git run its helpers from another directory; run git without --exec-path`);
     if (t === "-C" || t.startsWith("--git-dir") || t.startsWith("--work-tree")) {
       const inline = t.includes("=") ? t.slice(t.indexOf("=") + 1) : null;
       const dir = inline !== null ? inline : w[++i]?.text;
@@ -50,18 +168,63 @@ function decideGit(p: CommandPart, env: RuleEnv): Finding {
     case "stage":
     case "commit":
       // .git is read-only to every command (git-guard.ts): the git_commit tool does this on the host.
-      return finding("deny", "git.commit", `${q(`git ${sub}`)} cannot work here: the repository is read-only to commands. Use the git_commit tool, which stages and commits for you`);
+      return finding(
+        "deny",
+        "git.commit",
+        `${q(`git ${sub}`)} cannot work here: the repository is read-only to commands. Use the git_commit tool, which stages and commits for you`,
+      );
     case "push":
     case "send-email":
     case "request-pull":
       if (sub === "request-pull") return readOnly();
       return finding("deny", "git.push", `${q(p.text)} publishes to a remote; pushing is left to the user. Commit locally and report what to push`);
     case "config": {
-      const reads = ["--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "get", "list", "--show-origin", "--show-scope", "--name-only", "--null", "-z", "--type", "--default", "--global", "--local", "--system", "--worktree", "--file", "-f", "--includes", "--no-includes"];
-      const writes = ["--unset", "--unset-all", "--add", "--replace-all", "--rename-section", "--remove-section", "-e", "--edit", "set", "unset", "rename-section", "remove-section", "edit"];
+      const reads = [
+        "--get",
+        "--get-all",
+        "--get-regexp",
+        "--get-urlmatch",
+        "--list",
+        "-l",
+        "get",
+        "list",
+        "--show-origin",
+        "--show-scope",
+        "--name-only",
+        "--null",
+        "-z",
+        "--type",
+        "--default",
+        "--global",
+        "--local",
+        "--system",
+        "--worktree",
+        "--file",
+        "-f",
+        "--includes",
+        "--no-includes",
+      ];
+      const writes = [
+        "--unset",
+        "--unset-all",
+        "--add",
+        "--replace-all",
+        "--rename-section",
+        "--remove-section",
+        "-e",
+        "--edit",
+        "set",
+        "unset",
+        "rename-section",
+        "remove-section",
+        "edit",
+      ];
       const operands = args.filter((a) => !a.startsWith("-"));
       if (args.some((a) => writes.includes(a) || a.startsWith("--edit"))) break;
-      if (args.some((a) => ["--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "get", "list"].includes(a)) || (operands.length === 1 && args.every((a) => !a.startsWith("-") || reads.includes(a)))) {
+      if (
+        args.some((a) => ["--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "get", "list"].includes(a)) ||
+        (operands.length === 1 && args.every((a) => !a.startsWith("-") || reads.includes(a)))
+      ) {
         return readOnly("reads the configuration");
       }
       break;
@@ -88,7 +251,11 @@ function decideGit(p: CommandPart, env: RuleEnv): Finding {
       return readOnly("lists branches");
     }
     case "tag": {
-      if (args.length === 0 || args.some((a) => a === "-l" || a === "--list") || args.every((a) => /^(-n\d*|--(contains|no-contains|points-at|merged|no-merged|sort|format|column|no-column|color)(=.*)?|-i|--ignore-case)$/.test(a))) {
+      if (
+        args.length === 0 ||
+        args.some((a) => a === "-l" || a === "--list") ||
+        args.every((a) => /^(-n\d*|--(contains|no-contains|points-at|merged|no-merged|sort|format|column|no-column|color)(=.*)?|-i|--ignore-case)$/.test(a))
+      ) {
         return readOnly("lists tags");
       }
       return write();
@@ -120,9 +287,17 @@ function decideGit(p: CommandPart, env: RuleEnv): Finding {
         return network(env, "git.network", `${q(p.text)} contacts a remote repository`);
       }
       if (GIT_WRITE.has(sub)) return write();
-      return finding("ask", "git.unknown", `${q(p.text)}: \`git ${sub}\` is not a git command the policy knows (it may be an alias); it needs the user's approval`);
+      return finding(
+        "ask",
+        "git.unknown",
+        `${q(p.text)}: \`git ${sub}\` is not a git command the policy knows (it may be an alias); it needs the user's approval`,
+      );
   }
-  return finding("deny", "git.config", `${q(p.text)} changes git configuration (hooks, pagers, credentials and aliases live there); leave configuration to the user`);
+  return finding(
+    "deny",
+    "git.config",
+    `${q(p.text)} changes git configuration (hooks, pagers, credentials and aliases live there); leave configuration to the user`,
+  );
 }
 
 const GIT_OUTPUT = { short: "o", long: ["output", "output-directory"] };
@@ -135,7 +310,8 @@ export const GIT_SPECS: ProgramSpec[] = [
     writes(p) {
       const o = getopt(p.words, 1, GIT_OUTPUT);
       const sub = o.operands[0]?.text;
-      if (sub === "archive" || sub === "format-patch" || sub === "diff" || sub === "log" || sub === "show") return val(o, "o", "output", "output-directory").map((word) => ({ word, kind: {}, rm: false }));
+      if (sub === "archive" || sub === "format-patch" || sub === "diff" || sub === "log" || sub === "show")
+        return val(o, "o", "output", "output-directory").map((word) => ({ word, kind: {}, rm: false }));
       return [];
     },
   },

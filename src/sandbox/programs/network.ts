@@ -9,7 +9,8 @@ import { finding, network, type ProgramSpec, q, type WriteTarget } from "./types
 import type { ShellWord } from "../command-parts.js";
 
 const netTool: ProgramSpec["decide"] = (p, env) => network(env, "net.tool", `${q(p.text)} uses the network`);
-const remote: ProgramSpec["decide"] = (p) => finding("ask", "net.remote", `${q(p.text)} opens a remote shell or raw connection, which needs the user's approval`);
+const remote: ProgramSpec["decide"] = (p) =>
+  finding("ask", "net.remote", `${q(p.text)} opens a remote shell or raw connection, which needs the user's approval`);
 
 function joinWord(dir: ShellWord, name: string): ShellWord {
   return { ...dir, text: `${dir.text}/${name}`, candidates: dir.candidates?.map((c) => ({ text: `${c.text}/${name}`, glob: c.glob })) ?? null };
@@ -17,7 +18,10 @@ function joinWord(dir: ShellWord, name: string): ShellWord {
 
 const each = (ws: ShellWord[]): WriteTarget[] => ws.map((word) => ({ word, kind: {}, rm: false }));
 
-const CURL = { short: "oDcKdHXuAeEwTxbrzYyCm", long: ["output", "dump-header", "cookie-jar", "trace", "trace-ascii", "stderr", "output-dir", "libcurl", "etag-save", "hsts", "alt-svc"] };
+const CURL = {
+  short: "oDcKdHXuAeEwTxbrzYyCm",
+  long: ["output", "dump-header", "cookie-jar", "trace", "trace-ascii", "stderr", "output-dir", "libcurl", "etag-save", "hsts", "alt-svc"],
+};
 const WGET = { short: "OoaPiBeTtwUY", long: ["output-document", "output-file", "append-output", "directory-prefix", "input-file", "base", "execute"] };
 
 export const NETWORK_SPECS: ProgramSpec[] = [
@@ -30,7 +34,8 @@ export const NETWORK_SPECS: ProgramSpec[] = [
       const o = getopt(p.words, 1, CURL);
       const out = each(val(o, "o", "output", "D", "dump-header", "c", "cookie-jar", "trace", "trace-ascii", "stderr", "libcurl", "etag-save"));
       const dir = val(o, "output-dir")[0];
-      if (o.short.has("O") || hasLong(o, "remote-name", "remote-name-all") || o.short.has("J")) out.push({ word: dir ? joinWord(dir, "file") : literalWord("./download"), kind: {} });
+      if (o.short.has("O") || hasLong(o, "remote-name", "remote-name-all") || o.short.has("J"))
+        out.push({ word: dir ? joinWord(dir, "file") : literalWord("./download"), kind: {} });
       return out;
     },
   },

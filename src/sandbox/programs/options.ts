@@ -121,7 +121,9 @@ export function outputWrites(p: { words: ShellWord[] }, table: OptionTable): Arr
   const o = getopt(p.words, 1, table);
   const out: ShellWord[] = [];
   for (const k of [...(table.short ?? ""), ...(table.long ?? [])]) out.push(...val(o, k));
-  for (const x of p.words) if (x.literal && /^--outputFile\.[a-z-]+=/.test(x.text)) out.push({ ...x, text: x.text.replace(/^[^=]*=/, ""), candidates: [{ text: x.text.replace(/^[^=]*=/, ""), glob: false }] });
+  for (const x of p.words)
+    if (x.literal && /^--outputFile\.[a-z-]+=/.test(x.text))
+      out.push({ ...x, text: x.text.replace(/^[^=]*=/, ""), candidates: [{ text: x.text.replace(/^[^=]*=/, ""), glob: false }] });
   return out.map((word) => ({ word, kind: {}, rm: false }));
 }
 

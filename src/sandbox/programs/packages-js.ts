@@ -12,9 +12,118 @@ import { allowed, type Finding, finding, network, type ProgramSpec, q, type Rule
 
 type Rule = (p: CommandPart, env: RuleEnv) => Finding;
 
-const NPM_INSTALL = new Set(["install", "i", "in", "ins", "inst", "insta", "instal", "isnt", "isnta", "isntal", "isntall", "add", "ci", "clean-install", "ic", "install-clean", "isntall-clean", "install-test", "it", "install-ci-test", "cit", "update", "up", "upgrade", "udpate", "uninstall", "remove", "rm", "r", "un", "unlink", "audit", "outdated", "view", "v", "info", "show", "search", "s", "se", "find", "dedupe", "ddp", "fund", "init", "create", "innit", "doctor", "ping", "repo", "docs", "bugs", "home", "sbom", "rebuild", "rb", "link", "ln", "prune", "shrinkwrap"]);
-const NPM_PUBLISH = new Set(["publish", "unpublish", "deprecate", "undeprecate", "owner", "author", "access", "adduser", "add-user", "login", "logout", "token", "team", "org", "star", "unstar", "dist-tag", "dist-tags", "hook", "profile", "trust"]);
-const NPM_ALLOWED = new Set(["test", "t", "tst", "run", "run-script", "rum", "urn", "start", "stop", "restart", "ls", "list", "ll", "la", "prefix", "root", "bin", "help", "explain", "why", "query", "pack", "exec", "x", "help-search"]);
+const NPM_INSTALL = new Set([
+  "install",
+  "i",
+  "in",
+  "ins",
+  "inst",
+  "insta",
+  "instal",
+  "isnt",
+  "isnta",
+  "isntal",
+  "isntall",
+  "add",
+  "ci",
+  "clean-install",
+  "ic",
+  "install-clean",
+  "isntall-clean",
+  "install-test",
+  "it",
+  "install-ci-test",
+  "cit",
+  "update",
+  "up",
+  "upgrade",
+  "udpate",
+  "uninstall",
+  "remove",
+  "rm",
+  "r",
+  "un",
+  "unlink",
+  "audit",
+  "outdated",
+  "view",
+  "v",
+  "info",
+  "show",
+  "search",
+  "s",
+  "se",
+  "find",
+  "dedupe",
+  "ddp",
+  "fund",
+  "init",
+  "create",
+  "innit",
+  "doctor",
+  "ping",
+  "repo",
+  "docs",
+  "bugs",
+  "home",
+  "sbom",
+  "rebuild",
+  "rb",
+  "link",
+  "ln",
+  "prune",
+  "shrinkwrap",
+]);
+const NPM_PUBLISH = new Set([
+  "publish",
+  "unpublish",
+  "deprecate",
+  "undeprecate",
+  "owner",
+  "author",
+  "access",
+  "adduser",
+  "add-user",
+  "login",
+  "logout",
+  "token",
+  "team",
+  "org",
+  "star",
+  "unstar",
+  "dist-tag",
+  "dist-tags",
+  "hook",
+  "profile",
+  "trust",
+]);
+const NPM_ALLOWED = new Set([
+  "test",
+  "t",
+  "tst",
+  "run",
+  "run-script",
+  "rum",
+  "urn",
+  "start",
+  "stop",
+  "restart",
+  "ls",
+  "list",
+  "ll",
+  "la",
+  "prefix",
+  "root",
+  "bin",
+  "help",
+  "explain",
+  "why",
+  "query",
+  "pack",
+  "exec",
+  "x",
+  "help-search",
+]);
 
 const npmRule: Rule = (p, env) => {
   const sub = subcommand(p.words, 1, ["--prefix", "-w", "--workspace", "-C", "--userconfig", "--cache", "--registry", "--loglevel"]);
@@ -30,17 +139,65 @@ const npmRule: Rule = (p, env) => {
   }
   if (s === "cache") {
     const op = p.words[sub.index + 1]?.text;
-    return op === "ls" || op === "verify" ? allowed(p, "pkg.run") : finding("ask", "pkg.manage", `${q(p.text)} changes npm's cache, which needs the user's approval`);
+    return op === "ls" || op === "verify"
+      ? allowed(p, "pkg.run")
+      : finding("ask", "pkg.manage", `${q(p.text)} changes npm's cache, which needs the user's approval`);
   }
   if (s === "version") {
-    return p.words.length > sub.index + 1 ? finding("ask", "pkg.manage", `${q(p.text)} bumps the version and tags a commit, which needs the user's approval`) : allowed(p, "pkg.run");
+    return p.words.length > sub.index + 1
+      ? finding("ask", "pkg.manage", `${q(p.text)} bumps the version and tags a commit, which needs the user's approval`)
+      : allowed(p, "pkg.run");
   }
-  if (s === "pkg") return p.words[sub.index + 1]?.text === "get" ? allowed(p, "pkg.run") : finding("ask", "pkg.manage", `${q(p.text)} edits package.json fields; use edit_file instead or ask the user`);
+  if (s === "pkg")
+    return p.words[sub.index + 1]?.text === "get"
+      ? allowed(p, "pkg.run")
+      : finding("ask", "pkg.manage", `${q(p.text)} edits package.json fields; use edit_file instead or ask the user`);
   return finding("ask", "pkg.manage", `${q(p.text)}: \`npm ${s}\` is not a subcommand the policy knows; it needs the user's approval`);
 };
 
 /** Tools commonly run with npx that are expected in the workspace's node_modules. */
-const NPX_KNOWN = new Set(["vitest", "jest", "tsc", "tsx", "ts-node", "eslint", "prettier", "biome", "mocha", "vite", "esbuild", "rollup", "webpack", "c8", "nyc", "rimraf", "playwright", "typescript", "next", "nuxt", "astro", "svelte-check", "vue-tsc", "knip", "depcheck", "npm-run-all", "run-s", "run-p", "concurrently", "cross-env", "nodemon", "turbo", "nx", "lerna", "changeset", "tsup", "unbuild", "ava", "tap", "uvu"]);
+const NPX_KNOWN = new Set([
+  "vitest",
+  "jest",
+  "tsc",
+  "tsx",
+  "ts-node",
+  "eslint",
+  "prettier",
+  "biome",
+  "mocha",
+  "vite",
+  "esbuild",
+  "rollup",
+  "webpack",
+  "c8",
+  "nyc",
+  "rimraf",
+  "playwright",
+  "typescript",
+  "next",
+  "nuxt",
+  "astro",
+  "svelte-check",
+  "vue-tsc",
+  "knip",
+  "depcheck",
+  "npm-run-all",
+  "run-s",
+  "run-p",
+  "concurrently",
+  "cross-env",
+  "nodemon",
+  "turbo",
+  "nx",
+  "lerna",
+  "changeset",
+  "tsup",
+  "unbuild",
+  "ava",
+  "tap",
+  "uvu",
+]);
 
 const npxRule: Rule = (p, env) => {
   // npx's own options end at the package name; what follows belongs to the tool.
@@ -66,9 +223,84 @@ const npxRule: Rule = (p, env) => {
 
 function jsManagerRule(manager: "pnpm" | "yarn" | "bun"): Rule {
   const install: Record<string, string[]> = {
-    pnpm: ["install", "i", "add", "update", "up", "upgrade", "remove", "rm", "uninstall", "un", "fetch", "import", "audit", "outdated", "create", "init", "dedupe", "link", "ln", "unlink", "rebuild", "rb", "prune", "patch", "patch-commit", "setup", "env", "self-update", "install-test", "it", "ci", "approve-builds"],
-    yarn: ["install", "add", "up", "upgrade", "upgrade-interactive", "remove", "create", "init", "import", "audit", "outdated", "dedupe", "link", "unlink", "set", "plugin", "info", "search", "generate-lock-entry", "global", "cache", "policies"],
-    bun: ["install", "i", "add", "a", "remove", "rm", "update", "upgrade", "link", "unlink", "create", "init", "c", "pm", "outdated", "audit", "patch", "patch-commit"],
+    pnpm: [
+      "install",
+      "i",
+      "add",
+      "update",
+      "up",
+      "upgrade",
+      "remove",
+      "rm",
+      "uninstall",
+      "un",
+      "fetch",
+      "import",
+      "audit",
+      "outdated",
+      "create",
+      "init",
+      "dedupe",
+      "link",
+      "ln",
+      "unlink",
+      "rebuild",
+      "rb",
+      "prune",
+      "patch",
+      "patch-commit",
+      "setup",
+      "env",
+      "self-update",
+      "install-test",
+      "it",
+      "ci",
+      "approve-builds",
+    ],
+    yarn: [
+      "install",
+      "add",
+      "up",
+      "upgrade",
+      "upgrade-interactive",
+      "remove",
+      "create",
+      "init",
+      "import",
+      "audit",
+      "outdated",
+      "dedupe",
+      "link",
+      "unlink",
+      "set",
+      "plugin",
+      "info",
+      "search",
+      "generate-lock-entry",
+      "global",
+      "cache",
+      "policies",
+    ],
+    bun: [
+      "install",
+      "i",
+      "add",
+      "a",
+      "remove",
+      "rm",
+      "update",
+      "upgrade",
+      "link",
+      "unlink",
+      "create",
+      "init",
+      "c",
+      "pm",
+      "outdated",
+      "audit",
+      "patch",
+      "patch-commit",
+    ],
   };
   const download: Record<string, string[]> = { pnpm: ["dlx"], yarn: ["dlx"], bun: ["x"] };
   return (p, env) => {
@@ -87,7 +319,6 @@ function jsManagerRule(manager: "pnpm" | "yarn" | "bun"): Rule {
     return allowed(p, "pkg.run");
   };
 }
-
 
 export const JS_PACKAGE_SPECS: ProgramSpec[] = [
   { names: ["npm"], decide: npmRule, runs: (api) => runnerSubcommand(api, ["exec", "x"]) },

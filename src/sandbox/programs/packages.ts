@@ -16,26 +16,28 @@ export const PUBLISH = (p: CommandPart, what: string) =>
 const pipRule: Rule = (p, env) => pipSub(p, env, subcommand(p.words, 1, ["--python", "--cache-dir", "--log"])?.word.text ?? null);
 
 export function pipSub(p: CommandPart, env: RuleEnv, s: string | null): Finding {
-  if (s === null || ["list", "show", "freeze", "check", "help", "debug", "inspect", "--version", "-V", "hash", "cache"].includes(s)) return allowed(p, "pkg.run");
+  if (s === null || ["list", "show", "freeze", "check", "help", "debug", "inspect", "--version", "-V", "hash", "cache"].includes(s))
+    return allowed(p, "pkg.run");
   if (["install", "download", "wheel", "uninstall", "index", "search", "lock"].includes(s)) {
     return network(env, "pkg.install", `${q(p.text)} installs or fetches Python packages`);
   }
   return finding("ask", "pkg.manage", `${q(p.text)} changes pip's configuration or the environment, which needs the user's approval`);
 }
 
-
-const pyToolRule = (tool: "uv" | "poetry" | "pipenv" | "pdm"): Rule => (p, env) => {
-  const sub = subcommand(p.words, 1, ["--directory", "--project", "-C", "--python", "-p"]);
-  if (!sub) return allowed(p, "pkg.run");
-  const s = sub.word.text;
-  const next = p.words[sub.index + 1]?.text;
-  if (s === "publish") return PUBLISH(p, "publishes to the package index");
-  if (tool === "uv" && s === "tool" && next === "run") return network(env, "pkg.download-run", `${q(p.text)} downloads a tool and runs it`);
-  if (tool === "uv" && s === "pip") return pipSub(p, env, next ?? null);
-  const installs = ["add", "remove", "sync", "lock", "update", "install", "tool", "python", "self", "source", "upgrade", "uninstall"];
-  if (installs.includes(s)) return network(env, "pkg.install", `${q(p.text)} installs or resolves packages`);
-  return allowed(p, "pkg.run");
-};
+const pyToolRule =
+  (tool: "uv" | "poetry" | "pipenv" | "pdm"): Rule =>
+  (p, env) => {
+    const sub = subcommand(p.words, 1, ["--directory", "--project", "-C", "--python", "-p"]);
+    if (!sub) return allowed(p, "pkg.run");
+    const s = sub.word.text;
+    const next = p.words[sub.index + 1]?.text;
+    if (s === "publish") return PUBLISH(p, "publishes to the package index");
+    if (tool === "uv" && s === "tool" && next === "run") return network(env, "pkg.download-run", `${q(p.text)} downloads a tool and runs it`);
+    if (tool === "uv" && s === "pip") return pipSub(p, env, next ?? null);
+    const installs = ["add", "remove", "sync", "lock", "update", "install", "tool", "python", "self", "source", "upgrade", "uninstall"];
+    if (installs.includes(s)) return network(env, "pkg.install", `${q(p.text)} installs or resolves packages`);
+    return allowed(p, "pkg.run");
+  };
 
 const cargoRule: Rule = (p, env) => {
   const sub = subcommand(p.words, 1, ["--manifest-path", "-Z", "--config", "--color", "-C"]);
@@ -46,8 +48,49 @@ const cargoRule: Rule = (p, env) => {
   if (["install", "uninstall", "add", "remove", "update", "fetch", "search", "vendor", "generate-lockfile", "info"].includes(s)) {
     return network(env, "pkg.install", `${q(p.text)} fetches or changes crates`);
   }
-  const known = ["build", "b", "check", "c", "test", "t", "run", "r", "clippy", "fmt", "doc", "d", "bench", "clean", "tree", "metadata", "new", "init", "version", "help", "--version", "-V", "--help", "-h", "locate-project", "pkgid", "verify-project", "read-manifest", "rustc", "rustdoc", "nextest", "llvm-cov", "expand", "fix", "package", "miri", "report", "config"];
-  return known.includes(s) ? allowed(p) : finding("ask", "program.unknown", `${q(p.text)}: \`cargo ${s}\` runs a cargo plugin the policy does not know; it needs the user's approval`);
+  const known = [
+    "build",
+    "b",
+    "check",
+    "c",
+    "test",
+    "t",
+    "run",
+    "r",
+    "clippy",
+    "fmt",
+    "doc",
+    "d",
+    "bench",
+    "clean",
+    "tree",
+    "metadata",
+    "new",
+    "init",
+    "version",
+    "help",
+    "--version",
+    "-V",
+    "--help",
+    "-h",
+    "locate-project",
+    "pkgid",
+    "verify-project",
+    "read-manifest",
+    "rustc",
+    "rustdoc",
+    "nextest",
+    "llvm-cov",
+    "expand",
+    "fix",
+    "package",
+    "miri",
+    "report",
+    "config",
+  ];
+  return known.includes(s)
+    ? allowed(p)
+    : finding("ask", "program.unknown", `${q(p.text)}: \`cargo ${s}\` runs a cargo plugin the policy does not know; it needs the user's approval`);
 };
 
 const goRule: Rule = (p, env) => {
@@ -83,9 +126,17 @@ const CARGO_OUTPUT = { long: ["target-dir", "out-dir", "artifact-dir"] };
 
 export const PACKAGE_SPECS: ProgramSpec[] = [
   { names: ["pip"], decide: pipRule },
-  { names: ["pipx"], decide: (p, env) => (["list", "--version"].includes(p.argv[1] ?? "") ? allowed(p, "pkg.run") : network(env, "pkg.install", `${q(p.text)} installs Python applications`)) },
+  {
+    names: ["pipx"],
+    decide: (p, env) =>
+      ["list", "--version"].includes(p.argv[1] ?? "") ? allowed(p, "pkg.run") : network(env, "pkg.install", `${q(p.text)} installs Python applications`),
+  },
   { names: ["uv"], decide: pyToolRule("uv"), runs: (api) => runnerSubcommand(api, ["run"]) },
-  { names: ["uvx"], decide: (p, env) => network(env, "pkg.download-run", `${q(p.text)} downloads a tool and runs it`), runs: (api) => runPackageCommand(api, 1) },
+  {
+    names: ["uvx"],
+    decide: (p, env) => network(env, "pkg.download-run", `${q(p.text)} downloads a tool and runs it`),
+    runs: (api) => runPackageCommand(api, 1),
+  },
   { names: ["poetry"], decide: pyToolRule("poetry"), runs: (api) => runnerSubcommand(api, ["run"]) },
   { names: ["pipenv"], decide: pyToolRule("pipenv"), runs: (api) => runnerSubcommand(api, ["run"]) },
   { names: ["pdm"], decide: pyToolRule("pdm"), runs: (api) => runnerSubcommand(api, ["run"]) },

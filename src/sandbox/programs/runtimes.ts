@@ -73,7 +73,12 @@ export function interpreterCall(p: CommandPart, kind: InterpreterKind): Interpre
         if (code) out.inline.push(code);
         continue;
       }
-      if (kind === "node" && value === undefined && ["--require", "--import", "--loader", "--experimental-loader", "--input-type", "--conditions", "--env-file", "--title"].includes(name)) i++;
+      if (
+        kind === "node" &&
+        value === undefined &&
+        ["--require", "--import", "--loader", "--experimental-loader", "--input-type", "--conditions", "--env-file", "--title"].includes(name)
+      )
+        i++;
       if (kind === "shell" && ["--rcfile", "--init-file"].includes(name)) i++;
       continue;
     }

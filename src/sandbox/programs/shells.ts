@@ -56,7 +56,10 @@ function runShell(api: FollowApi): void {
     }
     if (!w.literal) {
       const from = w.substitutions.length ? ` (it includes the output of \`${w.substitutions.join("`, `")}\`)` : "";
-      api.problem("parse.dynamic-code", `the code given to \`${prog} -c\` is computed at run time${from}, so it cannot be checked; write the commands out literally`);
+      api.problem(
+        "parse.dynamic-code",
+        `the code given to \`${prog} -c\` is computed at run time${from}, so it cannot be checked; write the commands out literally`,
+      );
       return;
     }
     api.code(w.text, `${prog} -c`);
@@ -75,7 +78,11 @@ const shoptRule: Rule = (p) => {
   const set = p.argv.includes("-s") || p.argv.some((a) => /^-[a-z]*s/.test(a));
   const bad = p.argv.slice(1).filter((a) => ["expand_aliases", "dotglob", "extdebug", "cdable_vars", "globskipdots"].includes(a));
   if (set && bad.length && !(bad.length === 1 && bad[0] === "globskipdots")) {
-    return finding("deny", "shell.shopt", `${q(p.text)} changes how later commands are expanded (${bad.join(", ")}), which the policy relies on; leave these options alone`);
+    return finding(
+      "deny",
+      "shell.shopt",
+      `${q(p.text)} changes how later commands are expanded (${bad.join(", ")}), which the policy relies on; leave these options alone`,
+    );
   }
   return allowed(p);
 };
@@ -110,15 +117,57 @@ const aliasRule: Rule = (p) =>
 
 /** Rules by program (after normalizeProgram). Programs not here fall back to the lists above, then to the policy default. */
 
-
 const lit = (api: FollowApi, i: number) => (api.words[i]?.literal ? api.words[i]!.text : null);
 
 /** Builtins that only read or change the shell's own state (the walker follows `cd` and variables). */
 const PLAIN_BUILTINS = [
-  "cd", "pushd", "popd", "dirs", "pwd", "echo", "printf", "test", "[", "true", "false", ":", "export", "declare", "typeset",
-  "local", "readonly", "unset", "set", "read", "mapfile", "readarray", "let", "return", "exit", "break", "continue",
-  "shift", "getopts", "wait", "jobs", "fg", "bg", "disown", "umask", "ulimit", "times", "type", "help",
-  "eval", "source", ".", "unalias", "caller", "compgen", "complete", "history",
+  "cd",
+  "pushd",
+  "popd",
+  "dirs",
+  "pwd",
+  "echo",
+  "printf",
+  "test",
+  "[",
+  "true",
+  "false",
+  ":",
+  "export",
+  "declare",
+  "typeset",
+  "local",
+  "readonly",
+  "unset",
+  "set",
+  "read",
+  "mapfile",
+  "readarray",
+  "let",
+  "return",
+  "exit",
+  "break",
+  "continue",
+  "shift",
+  "getopts",
+  "wait",
+  "jobs",
+  "fg",
+  "bg",
+  "disown",
+  "umask",
+  "ulimit",
+  "times",
+  "type",
+  "help",
+  "eval",
+  "source",
+  ".",
+  "unalias",
+  "caller",
+  "compgen",
+  "complete",
+  "history",
 ];
 
 export const SHELL_SPECS: ProgramSpec[] = [

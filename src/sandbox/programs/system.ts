@@ -9,9 +9,16 @@ import { leadingOptions, type OptionTable } from "./options.js";
 import { finding, type FollowApi, type ProgramSpec, q } from "./types.js";
 
 const priv: ProgramSpec["decide"] = (p) =>
-  finding("deny", "priv.escalation", `${q(p.text)}: \`${p.program}\` changes user or privileges, which the sandbox does not allow; run the command without it, on files inside the workspace`);
+  finding(
+    "deny",
+    "priv.escalation",
+    `${q(p.text)}: \`${p.program}\` changes user or privileges, which the sandbox does not allow; run the command without it, on files inside the workspace`,
+  );
 
-const SUDO: OptionTable = { short: "ugCDhprtUTR", long: ["user", "group", "close-from", "chdir", "host", "prompt", "role", "type", "other-user", "command-timeout", "chroot"] };
+const SUDO: OptionTable = {
+  short: "ugCDhprtUTR",
+  long: ["user", "group", "close-from", "chdir", "host", "prompt", "role", "type", "other-user", "command-timeout", "chroot"],
+};
 
 /** su and runuser: `-c CODE`, or (runuser) `-u USER [--] COMMAND`. */
 function suRuns(api: FollowApi): void {
@@ -27,13 +34,80 @@ function suRuns(api: FollowApi): void {
 }
 
 const ADMIN = [
-  "mkfs", "mke2fs", "mkswap", "fdisk", "sfdisk", "cfdisk", "parted", "wipefs", "mount", "umount", "chroot", "nsenter",
-  "unshare", "pivot_root", "switch_root", "setcap", "capsh", "insmod", "rmmod", "modprobe", "sysctl", "systemctl",
-  "service", "shutdown", "reboot", "halt", "poweroff", "init", "telinit", "iptables", "ip6tables", "nft", "ufw",
-  "crontab", "at", "batch", "useradd", "usermod", "userdel", "groupadd", "groupmod", "groupdel", "passwd", "chpasswd",
-  "visudo", "losetup", "dmsetup", "cryptsetup", "swapon", "swapoff", "mknod", "chattr", "debugfs", "kexec", "killall5",
+  "mkfs",
+  "mke2fs",
+  "mkswap",
+  "fdisk",
+  "sfdisk",
+  "cfdisk",
+  "parted",
+  "wipefs",
+  "mount",
+  "umount",
+  "chroot",
+  "nsenter",
+  "unshare",
+  "pivot_root",
+  "switch_root",
+  "setcap",
+  "capsh",
+  "insmod",
+  "rmmod",
+  "modprobe",
+  "sysctl",
+  "systemctl",
+  "service",
+  "shutdown",
+  "reboot",
+  "halt",
+  "poweroff",
+  "init",
+  "telinit",
+  "iptables",
+  "ip6tables",
+  "nft",
+  "ufw",
+  "crontab",
+  "at",
+  "batch",
+  "useradd",
+  "usermod",
+  "userdel",
+  "groupadd",
+  "groupmod",
+  "groupdel",
+  "passwd",
+  "chpasswd",
+  "visudo",
+  "losetup",
+  "dmsetup",
+  "cryptsetup",
+  "swapon",
+  "swapoff",
+  "mknod",
+  "chattr",
+  "debugfs",
+  "kexec",
+  "killall5",
 ];
-const SYSTEM_PACKAGES = ["apt", "apt-get", "aptitude", "dpkg", "yum", "dnf", "rpm", "apk", "brew", "snap", "flatpak", "pacman", "zypper", "port", "nix-env", "emerge"];
+const SYSTEM_PACKAGES = [
+  "apt",
+  "apt-get",
+  "aptitude",
+  "dpkg",
+  "yum",
+  "dnf",
+  "rpm",
+  "apk",
+  "brew",
+  "snap",
+  "flatpak",
+  "pacman",
+  "zypper",
+  "port",
+  "nix-env",
+  "emerge",
+];
 
 export const SYSTEM_SPECS: ProgramSpec[] = [
   {
@@ -53,10 +127,15 @@ export const SYSTEM_SPECS: ProgramSpec[] = [
   {
     names: ADMIN,
     decide: (p) =>
-      finding("deny", "system.admin", `${q(p.text)}: \`${p.program}\` administers the machine (disks, mounts, namespaces, services, users or scheduled jobs), which is outside a coding task`),
+      finding(
+        "deny",
+        "system.admin",
+        `${q(p.text)}: \`${p.program}\` administers the machine (disks, mounts, namespaces, services, users or scheduled jobs), which is outside a coding task`,
+      ),
   },
   {
     names: SYSTEM_PACKAGES,
-    decide: (p) => finding("ask", "pkg.system", `${q(p.text)} changes the system's packages; ask the user to install what is missing, or use a project-local install`),
+    decide: (p) =>
+      finding("ask", "pkg.system", `${q(p.text)} changes the system's packages; ask the user to install what is missing, or use a project-local install`),
   },
 ];

@@ -179,7 +179,9 @@ export const TEXT_SPECS: ProgramSpec[] = [
         const files = val(o, "e", "expression", "f", "file").length ? o.operands : o.operands.slice(1);
         out.push(...each(files));
       }
-      for (const s of sedScripts(p)) for (const file of scanSed(s.text).writes) out.push({ word: { ...s, text: file, raw: file, literal: s.literal, candidates: s.literal ? [{ text: file, glob: false }] : null }, kind: {} });
+      for (const s of sedScripts(p))
+        for (const file of scanSed(s.text).writes)
+          out.push({ word: { ...s, text: file, raw: file, literal: s.literal, candidates: s.literal ? [{ text: file, glob: false }] : null }, kind: {} });
       return out;
     },
     check(p, env) {
@@ -189,11 +191,14 @@ export const TEXT_SPECS: ProgramSpec[] = [
         const r = scanSed(s.text);
         for (const c of r.exec) {
           const d = env.nestedDenials(c, p.cwd);
-          if (d.length) out.push(finding("deny", "interp.inline-denied", `the sed script of ${q(p.text)} runs ${q(c)}, which is refused (${d[0]!.rule}: ${d[0]!.reason})`));
+          if (d.length)
+            out.push(finding("deny", "interp.inline-denied", `the sed script of ${q(p.text)} runs ${q(c)}, which is refused (${d[0]!.rule}: ${d[0]!.reason})`));
         }
         const fallback = r.unknown && /(^|[;\n{}])\s*[0-9$,/!\\]*\s*e(\s|$|;)|\/e\b|\/[gpiImM0-9]*e[gpiImM0-9]*(\s|$|;|})/.test(s.text);
         if (r.exec.length || r.execPatternSpace || fallback) {
-          out.push(finding("ask", "sed.exec", `the sed script of ${q(p.text)} runs shell commands (the \`e\` command or s///e flag); it needs the user's approval`));
+          out.push(
+            finding("ask", "sed.exec", `the sed script of ${q(p.text)} runs shell commands (the \`e\` command or s///e flag); it needs the user's approval`),
+          );
         }
       }
       return out;

@@ -50,7 +50,8 @@ export async function openContext(step) {
   for (const el of document.querySelectorAll(".step")) el.classList.toggle("selected", Number(/** @type {HTMLElement} */ (el).dataset.step) === step);
   // Opened from a link (or a reload): bring the step into view; a click leaves it where it is.
   $(`step-${step}`)?.scrollIntoView({ block: "nearest" });
-  for (const el of document.querySelectorAll(".step .ctx-button")) el.classList.toggle("active", Number(/** @type {HTMLElement} */ (el.closest(".step")).dataset.step) === step);
+  for (const el of document.querySelectorAll(".step .ctx-button"))
+    el.classList.toggle("active", Number(/** @type {HTMLElement} */ (el.closest(".step")).dataset.step) === step);
   const panel = $("panel");
   panel.hidden = false;
   $("layout").classList.add("with-panel");
@@ -99,14 +100,24 @@ function renderContext(panel, ctx) {
     "div",
     { class: "budget-bar", title: `${ctx.tokens} of ${ctx.budget} tokens` },
     ctx.sections.map((s) =>
-      h("span", { class: "budget-seg", title: `${s.section}: ${s.tokens} tokens`, style: { width: `${ctx.budget ? (s.tokens / ctx.budget) * 100 : 0}%`, background: sectionColor(s.section) } }),
+      h("span", {
+        class: "budget-seg",
+        title: `${s.section}: ${s.tokens} tokens`,
+        style: { width: `${ctx.budget ? (s.tokens / ctx.budget) * 100 : 0}%`, background: sectionColor(s.section) },
+      }),
     ),
   );
   panel.append(
     h(
       "div",
       { class: "budget" },
-      h("div", { class: "budget-numbers" }, h("strong", {}, `${ctx.tokens.toLocaleString()} tokens`), h("span", { class: "muted" }, ` of ${ctx.budget.toLocaleString()} (${pct.toFixed(1)}%)`), leftOut ? h("span", { class: "warn" }, ` · ${leftOut.toLocaleString()} left out`) : null),
+      h(
+        "div",
+        { class: "budget-numbers" },
+        h("strong", {}, `${ctx.tokens.toLocaleString()} tokens`),
+        h("span", { class: "muted" }, ` of ${ctx.budget.toLocaleString()} (${pct.toFixed(1)}%)`),
+        leftOut ? h("span", { class: "warn" }, ` · ${leftOut.toLocaleString()} left out`) : null,
+      ),
       bar,
     ),
   );
@@ -135,7 +146,11 @@ function renderContext(panel, ctx) {
             h("span", { class: "section-name" }, s.section),
             h("span", { class: "muted small" }, s.items > 1 ? ` ${s.items} items` : ""),
             h("span", { class: "spacer" }),
-            h("span", { class: "section-share", title: `${((s.tokens / Math.max(1, ctx.tokens)) * 100).toFixed(1)}% of the prompt` }, h("span", { style: { width: `${(s.tokens / Math.max(1, ctx.tokens)) * 100}%`, background: sectionColor(s.section) } })),
+            h(
+              "span",
+              { class: "section-share", title: `${((s.tokens / Math.max(1, ctx.tokens)) * 100).toFixed(1)}% of the prompt` },
+              h("span", { style: { width: `${(s.tokens / Math.max(1, ctx.tokens)) * 100}%`, background: sectionColor(s.section) } }),
+            ),
             h("span", { class: "section-tokens" }, `${s.tokens.toLocaleString()} tok`),
           ),
           h("ul", { class: "items" }, (bySection.get(s.section) || []).map(renderItem)),
@@ -143,9 +158,15 @@ function renderContext(panel, ctx) {
       ),
     ),
     h("h3", {}, "Left out"),
-    ctx.omitted.length ? h("ul", { class: "items omitted" }, ctx.omitted.map(renderItem)) : h("p", { class: "muted small" }, "Nothing: everything considered fit in the budget."),
+    ctx.omitted.length
+      ? h("ul", { class: "items omitted" }, ctx.omitted.map(renderItem))
+      : h("p", { class: "muted small" }, "Nothing: everything considered fit in the budget."),
     h("h3", {}, "Prompt ", h("span", { class: "muted count" }, plural(ctx.messages.length, "message"))),
-    h("div", { class: "messages" }, ctx.messages.map((m, i) => renderMessage(m, i, ctx.messages))),
+    h(
+      "div",
+      { class: "messages" },
+      ctx.messages.map((m, i) => renderMessage(m, i, ctx.messages)),
+    ),
   );
 }
 
@@ -158,7 +179,14 @@ function renderItem(i) {
   return h(
     "li",
     { class: "item" },
-    h("div", { class: "item-line" }, source, h("span", { class: "spacer" }), i.score !== undefined ? h("span", { class: "muted small" }, `score ${Number(i.score).toFixed(2)}`) : null, h("span", { class: "item-tokens" }, `${i.tokens.toLocaleString()}`)),
+    h(
+      "div",
+      { class: "item-line" },
+      source,
+      h("span", { class: "spacer" }),
+      i.score !== undefined ? h("span", { class: "muted small" }, `score ${Number(i.score).toFixed(2)}`) : null,
+      h("span", { class: "item-tokens" }, `${i.tokens.toLocaleString()}`),
+    ),
     i.note ? h("div", { class: "item-note" }, i.note) : null,
   );
 }
@@ -179,7 +207,14 @@ function renderMessage(m, i, all) {
   return h(
     "details",
     { class: ["message", `m-${m.role}`], open },
-    h("summary", {}, h("span", { class: ["role", `r-${m.role}`] }, label), h("span", { class: "msg-preview" }, oneLine(m.content, 90) || (calls ? "" : "(empty)")), calls ? h("span", { class: "msg-calls" }, `→ ${calls.map((c) => c.name).join(", ")}`) : null, h("span", { class: "muted small msg-len" }, `${m.content.length.toLocaleString()} ch`)),
+    h(
+      "summary",
+      {},
+      h("span", { class: ["role", `r-${m.role}`] }, label),
+      h("span", { class: "msg-preview" }, oneLine(m.content, 90) || (calls ? "" : "(empty)")),
+      calls ? h("span", { class: "msg-calls" }, `→ ${calls.map((c) => c.name).join(", ")}`) : null,
+      h("span", { class: "muted small msg-len" }, `${m.content.length.toLocaleString()} ch`),
+    ),
     h("pre", { class: "output message-body" }, m.content),
     calls ? h("pre", { class: "output message-calls" }, calls.map((c) => `${c.name}(${c.argsText ?? JSON.stringify(c.args ?? {})})`).join("\n")) : null,
   );

@@ -75,7 +75,5 @@ export function statusPill(status, extra) {
  */
 export function renderError(container, err) {
   const e = /** @type {{ status?: number; message?: string }} */ (err ?? {});
-  clear(container).append(
-    h("div", { class: "error-box" }, h("strong", {}, e.status === 404 ? "Not found. " : "Could not load. "), e.message || String(err)),
-  );
+  clear(container).append(h("div", { class: "error-box" }, h("strong", {}, e.status === 404 ? "Not found. " : "Could not load. "), e.message || String(err)));
 }

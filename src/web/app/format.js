@@ -64,7 +64,9 @@ export function spend(s) {
  * @param {number} [max]
  */
 export function oneLine(s, max = 160) {
-  const t = String(s ?? "").replace(/\s+/g, " ").trim();
+  const t = String(s ?? "")
+    .replace(/\s+/g, " ")
+    .trim();
   return t.length > max ? `${t.slice(0, max - 1)}…` : t;
 }
 

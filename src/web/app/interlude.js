@@ -26,7 +26,11 @@ export function renderInterlude(interlude) {
       const p = e.payload;
       icon = "◇";
       title = `Plan made (${p.source})`;
-      body = h("ol", { class: "mini-plan" }, (p.subtasks || []).map((s) => h("li", {}, h("span", { class: "mono" }, s.id), ` — ${s.description}`)));
+      body = h(
+        "ol",
+        { class: "mini-plan" },
+        (p.subtasks || []).map((s) => h("li", {}, h("span", { class: "mono" }, s.id), ` — ${s.description}`)),
+      );
       break;
     }
     case "plan_update": {
@@ -45,7 +49,11 @@ export function renderInterlude(interlude) {
     case "reflection":
       icon = "✎";
       title = `Reflection (${String(e.payload.trigger).replace(/_/g, " ")})`;
-      body = h("ul", { class: "lessons" }, (e.payload.lessons || []).map((l) => h("li", {}, l)));
+      body = h(
+        "ul",
+        { class: "lessons" },
+        (e.payload.lessons || []).map((l) => h("li", {}, l)),
+      );
       break;
     case "summary": {
       const p = e.payload;

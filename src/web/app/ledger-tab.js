@@ -9,7 +9,21 @@ import { state } from "./state.js";
 /** @typedef {import("../../events.js").LedgerEvent} LedgerEvent */
 
 /** @type {Array<import("../../events.js").EventType>} */
-const EVENT_TYPES = ["task_spec", "plan_update", "agent_action", "environment_feedback", "workspace_snapshot", "decision", "context_built", "model_call", "reflection", "summary", "run_status", "time_travel", "approval"];
+const EVENT_TYPES = [
+  "task_spec",
+  "plan_update",
+  "agent_action",
+  "environment_feedback",
+  "workspace_snapshot",
+  "decision",
+  "context_built",
+  "model_call",
+  "reflection",
+  "summary",
+  "run_status",
+  "time_travel",
+  "approval",
+];
 
 /** @param {LedgerEvent} e */
 function eventLine(e) {
@@ -123,11 +137,25 @@ export function renderCheckpointsTab(body) {
   getCheckpoints(String(state.threadId))
     .then((r) => {
       clear(body).append(
-        h("p", { class: "muted small" }, `${plural(r.checkpoints.length, "checkpoint")}${r.more ? " (newest shown)" : ""}, newest first. Rewind or fork with `, h("code", {}, "ledgerloop rewind <thread> --to <checkpoint>"), "."),
+        h(
+          "p",
+          { class: "muted small" },
+          `${plural(r.checkpoints.length, "checkpoint")}${r.more ? " (newest shown)" : ""}, newest first. Rewind or fork with `,
+          h("code", {}, "ledgerloop rewind <thread> --to <checkpoint>"),
+          ".",
+        ),
         h(
           "table",
           { class: "ledger checkpoints" },
-          h("thead", {}, h("tr", {}, ["checkpoint", "time", "superstep", "next", "step", "status"].map((c) => h("th", {}, c)))),
+          h(
+            "thead",
+            {},
+            h(
+              "tr",
+              {},
+              ["checkpoint", "time", "superstep", "next", "step", "status"].map((c) => h("th", {}, c)),
+            ),
+          ),
           h(
             "tbody",
             {},
@@ -138,7 +166,13 @@ export function renderCheckpointsTab(body) {
                 h("td", { class: "mono", title: c.checkpointId }, c.checkpointId),
                 h("td", { class: "mono muted" }, clock(c.createdAt)),
                 h("td", { class: "num" }, c.superstep ?? ""),
-                h("td", {}, c.interrupted ? h("span", { class: "pill st-interrupted" }, "awaiting approval") : c.next.join(", ") || h("span", { class: "muted" }, "(end)")),
+                h(
+                  "td",
+                  {},
+                  c.interrupted
+                    ? h("span", { class: "pill st-interrupted" }, "awaiting approval")
+                    : c.next.join(", ") || h("span", { class: "muted" }, "(end)"),
+                ),
                 h("td", { class: "num" }, c.agentStep ?? ""),
                 h("td", {}, c.status ? statusPill(c.status) : ""),
               ),

@@ -21,7 +21,9 @@ const SUBTASK_ICON = { completed: "✓", in_progress: "◐", pending: "○", blo
  */
 function subtaskSpend(d, id) {
   const text = spend(d.usage.bySubtask.find((x) => x.subtask === id));
-  return text ? h("span", { class: "sub-cost muted small mono", title: "tokens and cost of the model calls made while this subtask was in progress" }, text) : null;
+  return text
+    ? h("span", { class: "sub-cost muted small mono", title: "tokens and cost of the model calls made while this subtask was in progress" }, text)
+    : null;
 }
 
 /**
@@ -44,12 +46,23 @@ export function renderHeader(d) {
       ["steps", d.maxSteps ? `${d.steps} of at most ${d.maxSteps}` : String(d.steps)],
       queueText(d.queue) && ["worker", /** @type {string} */ (queueText(d.queue))],
       d.model && ["model", modelName(d.model)],
-      (d.sandbox.level || d.sandbox.requested) && ["sandbox", d.sandbox.level ? d.sandbox.level + (d.sandbox.requested && d.sandbox.requested !== d.sandbox.level ? ` (asked: ${d.sandbox.requested})` : "") : `${d.sandbox.requested} (nothing run yet)`],
-      d.lastTests && ["last tests", `${d.lastTests.passed} passed, ${d.lastTests.failed} failed${d.lastTests.skipped ? `, ${d.lastTests.skipped} skipped` : ""}`],
+      (d.sandbox.level || d.sandbox.requested) && [
+        "sandbox",
+        d.sandbox.level
+          ? d.sandbox.level + (d.sandbox.requested && d.sandbox.requested !== d.sandbox.level ? ` (asked: ${d.sandbox.requested})` : "")
+          : `${d.sandbox.requested} (nothing run yet)`,
+      ],
+      d.lastTests && [
+        "last tests",
+        `${d.lastTests.passed} passed, ${d.lastTests.failed} failed${d.lastTests.skipped ? `, ${d.lastTests.skipped} skipped` : ""}`,
+      ],
       d.lastPrompt && ["last prompt", `${tokens(d.lastPrompt.tokens)} of ${tokens(d.lastPrompt.budget)} tokens`],
       d.processes.length && ["processes", d.processes.map((p) => `${p.name} ${p.status}${p.ports.length ? ` :${p.ports.join(",")}` : ""}`).join(" · ")],
       d.commands.count && ["commands", commandsText(d.commands)],
-      (d.usage.inputTokens || d.usage.costUsd) && ["model spend", `${spend({ tokens: d.usage.inputTokens + d.usage.outputTokens, costUsd: d.usage.costUsd })} in ${plural(d.usage.modelCalls, "call")}`],
+      (d.usage.inputTokens || d.usage.costUsd) && [
+        "model spend",
+        `${spend({ tokens: d.usage.inputTokens + d.usage.outputTokens, costUsd: d.usage.costUsd })} in ${plural(d.usage.modelCalls, "call")}`,
+      ],
       ["ledger", `${plural(d.events, "event")}`],
       d.createdAt && ["started", dateTime(d.createdAt)],
       d.lastActivity && ["last activity", ago(d.lastActivity)],
@@ -64,7 +77,13 @@ export function renderHeader(d) {
       "div",
       { class: "header-top" },
       statusPill(d.status),
-      idle && d.lastActivity ? h("span", { class: "idle-note", title: "No event for a while: the process may have stopped. `ledgerloop resume` continues it." }, `idle ${ago(d.lastActivity).replace(" ago", "")}`) : null,
+      idle && d.lastActivity
+        ? h(
+            "span",
+            { class: "idle-note", title: "No event for a while: the process may have stopped. `ledgerloop resume` continues it." },
+            `idle ${ago(d.lastActivity).replace(" ago", "")}`,
+          )
+        : null,
       h("span", { class: "mono muted small thread-id" }, d.thread),
       d.forked ? h("span", { class: "tag" }, "branched") : null,
     ),
@@ -76,7 +95,17 @@ export function renderHeader(d) {
           h("strong", {}, "Waiting for approval: "),
           h("code", {}, d.awaitingApproval.command || d.awaitingApproval.tool || "a command"),
           d.awaitingApproval.reason ? h("span", { class: "muted" }, ` — ${d.awaitingApproval.reason}`) : null,
-          h("div", { class: "small muted" }, "Answer with: ", h("code", {}, `ledgerloop resume ${d.thread}${state.workspace ? ` ${state.backend === "postgres" ? "--state" : "-w"} ${state.workspace}` : ""} --approve`), " (or --reject)"),
+          h(
+            "div",
+            { class: "small muted" },
+            "Answer with: ",
+            h(
+              "code",
+              {},
+              `ledgerloop resume ${d.thread}${state.workspace ? ` ${state.backend === "postgres" ? "--state" : "-w"} ${state.workspace}` : ""} --approve`,
+            ),
+            " (or --reject)",
+          ),
         )
       : null,
     d.finishSummary ? h("div", { class: "finish-summary" }, h("span", { class: "label" }, "Finished: "), d.finishSummary) : null,
@@ -84,7 +113,12 @@ export function renderHeader(d) {
       "dl",
       { class: "facts" },
       facts.map(([k, v]) =>
-        h("div", { class: ["fact", k === "sandbox" && unisolated && "fact-warn"], title: k === "sandbox" && unisolated ? "commands ran without isolation" : null }, h("dt", {}, k), h("dd", {}, k === "sandbox" && unisolated ? `${v} (not isolated)` : v)),
+        h(
+          "div",
+          { class: ["fact", k === "sandbox" && unisolated && "fact-warn"], title: k === "sandbox" && unisolated ? "commands ran without isolation" : null },
+          h("dt", {}, k),
+          h("dd", {}, k === "sandbox" && unisolated ? `${v} (not isolated)` : v),
+        ),
       ),
     ),
     h(
@@ -145,7 +179,11 @@ function renderTabs() {
     "div",
     { class: "tabs", role: "tablist" },
     tabs.map(([id, label]) =>
-      h("a", { class: ["tab", state.tab === id && "active"], href: `#/t/${enc(String(state.threadId))}${id === "timeline" ? "" : `/${id}`}`, role: "tab" }, label),
+      h(
+        "a",
+        { class: ["tab", state.tab === id && "active"], href: `#/t/${enc(String(state.threadId))}${id === "timeline" ? "" : `/${id}`}`, role: "tab" },
+        label,
+      ),
     ),
   );
 }

@@ -50,7 +50,12 @@ export function renderThreadList() {
         {},
         h(
           "a",
-          { class: ["thread-item", t.thread === state.threadId && "active"], href: `#/t/${enc(t.thread)}`, title: t.goal || t.thread, dataset: { thread: t.thread } },
+          {
+            class: ["thread-item", t.thread === state.threadId && "active"],
+            href: `#/t/${enc(t.thread)}`,
+            title: t.goal || t.thread,
+            dataset: { thread: t.thread },
+          },
           h("div", { class: "thread-item-top" }, statusPill(t.status), h("span", { class: "muted small" }, t.lastActivity ? ago(t.lastActivity) : "")),
           h("div", { class: "thread-goal" }, oneLine(t.goal || "(no goal recorded)", 110)),
           h("div", { class: "thread-meta" }, h("span", { class: "mono" }, t.thread), t.steps !== null ? ` · ${plural(t.steps, "step")}` : ""),
@@ -70,8 +75,24 @@ export function renderHome() {
         { class: "home" },
         h("h1", {}, "No runs yet"),
         state.backend === "postgres"
-          ? h("p", {}, "Start one in this database, e.g. ", h("code", {}, 'ledgerloop run "<task>" --state … --model …'), " or ", h("code", {}, 'ledgerloop submit "<task>" --state …'), "; it appears here.")
-          : h("p", {}, "Start one in this workspace, e.g. ", h("code", {}, 'ledgerloop run "<task>" --model …'), " or ", h("code", {}, "ledgerloop demo"), "; it appears here."),
+          ? h(
+              "p",
+              {},
+              "Start one in this database, e.g. ",
+              h("code", {}, 'ledgerloop run "<task>" --state … --model …'),
+              " or ",
+              h("code", {}, 'ledgerloop submit "<task>" --state …'),
+              "; it appears here.",
+            )
+          : h(
+              "p",
+              {},
+              "Start one in this workspace, e.g. ",
+              h("code", {}, 'ledgerloop run "<task>" --model …'),
+              " or ",
+              h("code", {}, "ledgerloop demo"),
+              "; it appears here.",
+            ),
       ),
     );
     return;

@@ -85,7 +85,10 @@ function insertEarlier(steps) {
   const scroller = $("main");
   const anchor = timeline.querySelector(":scope > li.step");
   const top = anchor ? anchor.getBoundingClientRect().top : 0;
-  const nodes = [...steps].sort((a, b) => a.step - b.step).filter((s) => !$(`step-${s.step}`)).map(renderStep);
+  const nodes = [...steps]
+    .sort((a, b) => a.step - b.step)
+    .filter((s) => !$(`step-${s.step}`))
+    .map(renderStep);
   if (anchor) anchor.before(...nodes);
   else timeline.append(...nodes);
   const control = $("load-earlier");
@@ -124,11 +127,7 @@ export function earlierControl(problem) {
     "li",
     { class: "load-earlier", id: "load-earlier" },
     h("button", { class: "button", type: "button", onclick: () => loadEarlier() }, `Load ${plural(n, "earlier step")}`),
-    h(
-      "span",
-      { class: "muted small" },
-      `${plural(state.steps.size, "step")} of ${state.totalSteps} shown; ${state.earlier} earlier not loaded`,
-    ),
+    h("span", { class: "muted small" }, `${plural(state.steps.size, "step")} of ${state.totalSteps} shown; ${state.earlier} earlier not loaded`),
     problem ? h("span", { class: "warn small" }, problem) : null,
   );
 }
@@ -206,7 +205,13 @@ function outputBlock(key, label, clipped, eventId) {
         `show all ${clipped.fullLength.toLocaleString()} characters`,
       )
     : null;
-  return h("details", { class: "out", dataset: { key: `${eventId}:${key}` } }, h("summary", {}, label, clipped.fullLength ? h("span", { class: "muted" }, " (clipped)") : null), pre, more);
+  return h(
+    "details",
+    { class: "out", dataset: { key: `${eventId}:${key}` } },
+    h("summary", {}, label, clipped.fullLength ? h("span", { class: "muted" }, " (clipped)") : null),
+    pre,
+    more,
+  );
 }
 
 /**
@@ -266,7 +271,20 @@ function renderAction(a) {
     ),
     a.invalid ? h("div", { class: "invalid-note" }, `rejected before running: ${a.invalid}`) : null,
     f && (f.tests || f.filesChanged)
-      ? h("div", { class: "action-facts" }, testsChip(f.tests), f.tests && f.tests.failedTests.length ? h("span", { class: "failing" }, "failing: ", f.tests.failedTests.map((t) => h("span", { class: "failing-test" }, t))) : null, filesChips(f.filesChanged))
+      ? h(
+          "div",
+          { class: "action-facts" },
+          testsChip(f.tests),
+          f.tests && f.tests.failedTests.length
+            ? h(
+                "span",
+                { class: "failing" },
+                "failing: ",
+                f.tests.failedTests.map((t) => h("span", { class: "failing-test" }, t)),
+              )
+            : null,
+          filesChips(f.filesChanged),
+        )
       : null,
     a.approvals.map((p) =>
       h(
@@ -284,7 +302,12 @@ function renderAction(a) {
           outputBlock("stdout", "stdout", f.stdout, f.id),
           outputBlock("stderr", "stderr", f.stderr, f.id),
           a.args && typeof a.args === "object" && Object.keys(a.args).length
-            ? h("details", { class: "out", dataset: { key: `${a.id}:args` } }, h("summary", {}, "arguments"), h("pre", { class: "output" }, JSON.stringify(a.args, null, 2)))
+            ? h(
+                "details",
+                { class: "out", dataset: { key: `${a.id}:args` } },
+                h("summary", {}, "arguments"),
+                h("pre", { class: "output" }, JSON.stringify(a.args, null, 2)),
+              )
             : null,
         )
       : null,
@@ -321,9 +344,18 @@ export function renderStep(s) {
           )
         : null,
     ),
-    s.model && s.model.reasoning ? h("details", { class: "model-reasoning" }, h("summary", { class: "muted small" }, `reasoning · ${s.model.reasoning.length.toLocaleString()} ch`), h("pre", { class: "output" }, s.model.reasoning)) : null,
+    s.model && s.model.reasoning
+      ? h(
+          "details",
+          { class: "model-reasoning" },
+          h("summary", { class: "muted small" }, `reasoning · ${s.model.reasoning.length.toLocaleString()} ch`),
+          h("pre", { class: "output" }, s.model.reasoning),
+        )
+      : null,
     s.model && s.model.content ? h("p", { class: "model-text" }, s.model.content) : null,
-    s.actions.length ? h("ol", { class: "actions" }, s.actions.map(renderAction)) : h("p", { class: "muted small no-actions" }, s.model ? "No tool calls." : "Waiting for the model…"),
+    s.actions.length
+      ? h("ol", { class: "actions" }, s.actions.map(renderAction))
+      : h("p", { class: "muted small no-actions" }, s.model ? "No tool calls." : "Waiting for the model…"),
     s.after.length ? h("div", { class: "interludes" }, s.after.map(renderInterlude)) : null,
   );
   /** @type {HTMLElement} */ (li.querySelector(".step-head")).addEventListener("keydown", (e) => {

@@ -63,7 +63,9 @@ describe("openai embedder", () => {
   it("names the model when the endpoint answers garbage or the wrong dimension", async () => {
     const { s } = await stub({ fault: (n) => (n === 1 ? "garbage" : n === 2 ? "wrong-dimension" : undefined) });
     const e = await createOpenAIEmbedder({ model: "bge-small", baseURL: s.url, maxRetries: 0 });
-    await expect(e.embedDocuments(["a", "b"])).rejects.toThrow(/embedder openai:bge-small at .*answer 0 is not a vector of numbers \(got the string "not a vector"\)/);
+    await expect(e.embedDocuments(["a", "b"])).rejects.toThrow(
+      /embedder openai:bge-small at .*answer 0 is not a vector of numbers \(got the string "not a vector"\)/,
+    );
     await expect(e.embedDocuments(["c"])).rejects.toThrow(/embedder openai:bge-small .*answer 0 has 63 dimensions, the model gave 64 before/);
     await expect(e.embedDocuments(["c"])).resolves.toHaveLength(1);
   });
@@ -131,7 +133,11 @@ describe("openai embedder", () => {
       process.env.LEDGERLOOP_EMBEDDINGS_BASE_URL = s.url;
       process.env.LEDGERLOOP_MODEL_RETRIES = "0";
       const ok = await handleDoctor({ embedder: "openai:nomic-embed-text" });
-      expect(ok.checks.find((c) => c.name === "embedder")).toEqual({ name: "embedder", ok: true, detail: "openai:nomic-embed-text:40: answers with 40-dimensional vectors" });
+      expect(ok.checks.find((c) => c.name === "embedder")).toEqual({
+        name: "embedder",
+        ok: true,
+        detail: "openai:nomic-embed-text:40: answers with 40-dimensional vectors",
+      });
       process.env.LEDGERLOOP_EMBEDDINGS_BASE_URL = await deadBaseURL();
       const bad = await handleDoctor({ embedder: "openai:nomic-embed-text" });
       const c = bad.checks.find((x) => x.name === "embedder")!;

@@ -10,7 +10,15 @@ export interface RepoCommit {
   ts?: number;
 }
 
-const ENV = { ...process.env, GIT_CONFIG_NOSYSTEM: "1", HOME: "/nonexistent", GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@example.com", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@example.com" };
+const ENV = {
+  ...process.env,
+  GIT_CONFIG_NOSYSTEM: "1",
+  HOME: "/nonexistent",
+  GIT_AUTHOR_NAME: "t",
+  GIT_AUTHOR_EMAIL: "t@example.com",
+  GIT_COMMITTER_NAME: "t",
+  GIT_COMMITTER_EMAIL: "t@example.com",
+};
 
 /** Runs git in `dir` with a neutral identity and config; returns stdout. */
 export function git(dir: string, args: string[], input?: string): string {

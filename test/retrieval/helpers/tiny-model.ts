@@ -78,7 +78,15 @@ export function writeTinyModel(modelsDir: string, model = "test/tiny-embed", dim
   );
   fs.writeFileSync(
     path.join(dir, "tokenizer_config.json"),
-    JSON.stringify({ tokenizer_class: "BertTokenizer", do_lower_case: true, model_max_length: 128, pad_token: "[PAD]", unk_token: "[UNK]", cls_token: "[CLS]", sep_token: "[SEP]" }),
+    JSON.stringify({
+      tokenizer_class: "BertTokenizer",
+      do_lower_case: true,
+      model_max_length: 128,
+      pad_token: "[PAD]",
+      unk_token: "[UNK]",
+      cls_token: "[CLS]",
+      sep_token: "[SEP]",
+    }),
   );
   fs.writeFileSync(
     path.join(dir, "config.json"),

@@ -47,7 +47,9 @@ export function writes(cmd: string): string[] {
 
 /** The commands a line runs, as `program (via)` for each part after the first. */
 export function reached(cmd: string): string[] {
-  return parseCommandLine(cmd, { cwd: "/w", home: HOME }).parts.slice(1).map((p) => `${p.program} (${p.via.join(" → ")})`);
+  return parseCommandLine(cmd, { cwd: "/w", home: HOME })
+    .parts.slice(1)
+    .map((p) => `${p.program} (${p.via.join(" → ")})`);
 }
 
 /** The rule ids of parse problems. */

@@ -14,7 +14,7 @@ describe("shells", () => {
     expect(reached("sh -s <<'EOF'\nwhoami\nEOF")).toEqual(["whoami (stdin of sh)"]);
     expect(reached("echo 'sudo id' | bash")).toEqual(["bash ()", "sudo (stdin of bash)", "id (stdin of bash → sudo)"]);
     expect(reached("echo 'id' > s.sh; sh s.sh")).toEqual(["sh ()", "id (script s.sh)"]);
-    expect(problems("bash -c \"$CODE\"")).toEqual(["parse.dynamic-code"]);
+    expect(problems('bash -c "$CODE"')).toEqual(["parse.dynamic-code"]);
     expect(problems("bash -c")).toEqual(["parse.error"]);
   });
 
