@@ -168,3 +168,13 @@ describe("loops among the core's folders", () => {
     expect(loops.flat().sort(), "the known loop shrank: drop the units that left it from KNOWN_CORE_LOOP").toEqual(KNOWN_CORE_LOOP);
   });
 });
+
+describe("file size", () => {
+  it("no source file is longer than 500 lines (one concept per file)", () => {
+    const files = sources();
+    const long = files.map((f) => ({ path: f.path, lines: f.text.split("\n").length })).filter((f) => f.lines > 500);
+    expect(long).toEqual([]);
+    // The count sees the real files: the longest one is well above a trivial size.
+    expect(Math.max(...files.map((f) => f.text.split("\n").length))).toBeGreaterThan(200);
+  });
+});
