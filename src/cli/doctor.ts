@@ -72,19 +72,25 @@ export async function handleDoctor(args: { workspace?: string; model?: string; e
   });
   await check("chroma", async () => {
     // A shared server (every worker's): it must answer now, or vector search degrades on every run.
-    if (process.env.CHROMA_URL?.trim()) {
-      const { url, version } = await probeChroma(process.env.CHROMA_URL.trim());
-      return `Chroma ${version} at ${url} (CHROMA_URL): heartbeat ok`;
-    }
+    const shared = process.env.CHROMA_URL?.trim();
     // Resolved like the retriever resolves it: the package may sit in a parent node_modules when installed.
     let cli: string;
     try {
       cli = chromaCli();
     } catch (err) {
+      if (!(err instanceof MissingPackageError)) throw err;
+      // Asked for by CHROMA_URL, a server no run can use without the client package: a failure, not a note.
+      if (shared)
+        throw new Error(
+          `CHROMA_URL is set but chromadb is not installed, so runs cannot use it and vector search is off: run \`${installCommand(["chromadb"])}\``,
+          { cause: err },
+        );
       // An optional package: without it search uses the n-gram index, symbols and git history.
-      if (err instanceof MissingPackageError)
-        return `chromadb is not installed: vector search is off (optional; \`${installCommand(["chromadb"])}\` turns it on)`;
-      throw err;
+      return `chromadb is not installed: vector search is off (optional; \`${installCommand(["chromadb"])}\` turns it on)`;
+    }
+    if (shared) {
+      const { url, version } = await probeChroma(shared);
+      return `Chroma ${version} at ${url} (CHROMA_URL): heartbeat ok`;
     }
     if (!fs.existsSync(cli)) throw new Error(`the chromadb package's bundled server is missing (${cli}): reinstall ledgerloop`);
     if (!fs.existsSync(chromaHostScript()))
