@@ -32,6 +32,7 @@ export const SLOW_TESTS = [
   "test/eval/faults.test.ts",
   "test/eval/kill.test.ts",
   "test/eval/repo-task.test.ts",
+  "test/eval/test-server-eval.test.ts",
   "test/agent/client-time-travel.test.ts",
   "test/agent/coding-agent.test.ts",
   "test/agent/context-scenarios.test.ts",

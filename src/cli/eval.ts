@@ -54,7 +54,10 @@ export function registerEval(program: Command): void {
       "suite (default), or swe-bench: SUITE is a SWE-bench-style task list; writes predictions.jsonl for the official harness",
       choice("--format", ["suite", "swe-bench"] as const),
     )
-    .option("-m, --model <spec>", "what `run --model` takes, or oracle (each task's oracle.json) or nothing (a model that never calls a tool)")
+    .option(
+      "-m, --model <spec>",
+      "what `run --model` takes, or oracle (each task's oracle.json), nothing (a model that never calls a tool) or test-server[:SEED] (the oracle played over HTTP by a server that misbehaves like real models)",
+    )
     .option(
       "--baseline <kind>",
       "also run each task with this baseline: plain (a plain LangGraph agent, same model, tools, sandbox and limits)",

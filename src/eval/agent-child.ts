@@ -19,9 +19,9 @@ process.on("SIGTERM", () => stop.abort(new Error("stopped")));
 const signal = AbortSignal.any([stop.signal, AbortSignal.timeout(Math.max(1, spec.deadline - Date.now()))]);
 let outcome: AgentOutcome;
 try {
-  const { task, modelSpec, workspace, stateDir, settings } = spec.input;
+  const { task, modelSpec, modelEndpoint, workspace, stateDir, settings } = spec.input;
   outcome = await runLedgerloop(
-    { task, model: taskModel(modelSpec, task), workspace, stateDir, settings },
+    { task, model: taskModel(modelSpec, task, modelEndpoint), workspace, stateDir, settings },
     { thread: spec.thread, resume: spec.resume, signal, killed: spec.resume, onDriving: () => process.stdout.write("driving\n") },
   );
 } catch (err) {

@@ -3,14 +3,17 @@ import os from "node:os";
 import path from "node:path";
 import { CliError } from "../errors.js";
 import { createModel } from "../models/factory.js";
+import { loadTrajectory } from "../models/scripted.js";
 import type { RunSettingsInput } from "../settings.js";
 import { EvalResultSchema } from "./result-schema.js";
-import { seededRandom, runSeed } from "./killed-run.js";
+import { runSeed, seededRandom } from "./seeded-random.js";
 import { evalHtml } from "./report-html.js";
 import { evalMarkdown } from "./report.js";
 import { resultKey, runTask, type EvalAgent, type EvalResult } from "./run-task.js";
 import { sweBenchTasks, type Prediction } from "./swe-bench.js";
 import { loadSuite, type EvalTask } from "./task.js";
+import { testServerSeed } from "./models.js";
+import { startTestServer } from "./test-server.js";
 
 // `ledgerloop eval`: every task of a suite, K times, by ledgerloop (and the plain baseline), N at a
 // time. Each finished run's result is one JSON file in the out folder, written when it ends, so an
@@ -21,7 +24,7 @@ export interface EvalOptions {
   suiteDir: string;
   /** `swe-bench`: the suite is a SWE-bench-style task list; predictions.jsonl is written. */
   format?: "suite" | "swe-bench";
-  /** What `run --model` takes, or `oracle` / `nothing` (models.ts). */
+  /** What `run --model` takes, or `oracle` / `nothing` / `test-server[:SEED]` (models.ts). */
   model: string;
   baseline?: "plain";
   repeat?: number;
@@ -72,8 +75,10 @@ export async function runEval(opts: EvalOptions): Promise<EvalOutcome> {
   const repeat = opts.repeat ?? 1;
   if (swe && repeat > 1) throw new CliError("--format swe-bench writes one prediction per instance: --repeat must be 1", 2, "CONFIG_INVALID");
   // A model spec that cannot work fails here, once, not as a failed run of every task.
-  if (opts.model !== "oracle" && opts.model !== "nothing") createModel(opts.model);
-  if (opts.model === "oracle") for (const t of tasks) if (!t.oracleFile) throw new CliError(`task ${t.dir}: --model oracle needs an oracle.json trajectory in the task folder`, 2, "EVAL_SUITE_INVALID");
+  const serverSeed = testServerSeed(opts.model);
+  if (opts.model !== "oracle" && opts.model !== "nothing" && serverSeed === null) createModel(opts.model);
+  if (opts.model === "oracle" || serverSeed !== null)
+    for (const t of tasks) if (!t.oracleFile) throw new CliError(`task ${t.dir}: --model ${opts.model} needs an oracle.json trajectory in the task folder`, 2, "EVAL_SUITE_INVALID");
   const agents: EvalAgent[] = opts.baseline === "plain" ? ["ledgerloop", "plain"] : ["ledgerloop"];
   const outDir = path.resolve(opts.outDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "ledgerloop-eval-")));
   const resultsDir = path.join(outDir, "results");
@@ -92,6 +97,14 @@ export async function runEval(opts: EvalOptions): Promise<EvalOutcome> {
   const todo = jobs.filter((j) => !results.has(j.key));
   let done = resumed;
   let next = 0;
+  // `test-server`: the model is a real HTTP server on loopback, for this eval only.
+  const server =
+    serverSeed !== null && todo.length
+      ? await startTestServer(
+          tasks.map((t) => ({ id: t.id, goal: t.goal, trajectory: loadTrajectory(t.oracleFile!) })),
+          { seed: serverSeed },
+        )
+      : null;
   const worker = async () => {
     while (next < todo.length && !opts.signal?.aborted) {
       const j = todo[next++]!;
@@ -100,6 +113,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalOutcome> {
         agent: j.agent,
         repeat: j.repeat,
         modelSpec: opts.model,
+        ...(server ? { modelEndpoint: server.url } : {}),
         workDir: path.join(outDir, "work", j.key),
         settings: opts.settings ?? {},
         signal: opts.signal,
@@ -112,7 +126,13 @@ export async function runEval(opts: EvalOptions): Promise<EvalOutcome> {
       opts.onResult?.(r, ++done, jobs.length);
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.concurrency ?? 1, todo.length || 1)) }, worker));
+  try {
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.concurrency ?? 1, todo.length || 1)) }, worker));
+  } finally {
+    await server?.close();
+    // What the model did at each turn (oracle, parallel or which misbehaviour), for a reader of the results.
+    if (server) fs.appendFileSync(path.join(outDir, "test-server.jsonl"), server.played.map((p) => JSON.stringify(p) + "\n").join(""));
+  }
   const ordered = jobs.map((j) => results.get(j.key)).filter((r): r is EvalResult => r !== undefined);
   const reportFile = path.join(outDir, "report.md");
   const reportMeta = { suite: meta.suite, model: opts.model, complete: ordered.length === jobs.length };

@@ -16,7 +16,7 @@ export { seededRandom } from "./seeded-random.js";
 
 /** What a child is told to run: the task run, and whether to start it or resume it. */
 export interface ChildSpec {
-  input: { task: EvalTask; modelSpec: string; workspace: string; stateDir: string; settings: Partial<RunSettingsInput> };
+  input: { task: EvalTask; modelSpec: string; modelEndpoint?: string; workspace: string; stateDir: string; settings: Partial<RunSettingsInput> };
   thread: string;
   resume: boolean;
   /** Epoch ms: the task's time limit, counted from the first start. */
@@ -33,17 +33,10 @@ export interface KillPlan {
   maxKills?: number;
 }
 
-/** A seed for one task run, from the eval's seed and the run's name: the schedule does not depend on --concurrency. */
-export function runSeed(seed: number, key: string): number {
-  let h = seed >>> 0;
-  for (const ch of key) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193) >>> 0;
-  return h;
-}
-
 const DEFAULT_MAX_KILLS = 10;
 
 /** Runs the task with ledgerloop in child processes, killing and resuming as planned; the outcome counts the kills. */
-export async function runLedgerloopKilled(input: AgentRunInput, modelSpec: string, plan: KillPlan): Promise<AgentOutcome> {
+export async function runLedgerloopKilled(input: AgentRunInput, modelSpec: string, plan: KillPlan, modelEndpoint?: string): Promise<AgentOutcome> {
   const dir = path.dirname(input.stateDir);
   const thread = newThreadId();
   const outFile = path.join(dir, "child-outcome.json");
@@ -54,7 +47,7 @@ export async function runLedgerloopKilled(input: AgentRunInput, modelSpec: strin
   let kills = 0;
   let lastError = "";
   for (let attempt = 0; ; attempt++) {
-    const spec: ChildSpec = { input: { task, modelSpec, workspace, stateDir, settings }, thread, resume: attempt > 0, deadline, outFile };
+    const spec: ChildSpec = { input: { task, modelSpec, ...(modelEndpoint ? { modelEndpoint } : {}), workspace, stateDir, settings }, thread, resume: attempt > 0, deadline, outFile };
     fs.writeFileSync(specFile, JSON.stringify(spec));
     const killAfterMs = kills < (plan.maxKills ?? DEFAULT_MAX_KILLS) ? plan.everySec * 1000 * (0.5 + plan.random()) : null;
     const r = await runChild(specFile, killAfterMs, input.signal);

@@ -55,6 +55,8 @@ export interface TaskRunSpec {
   agent: EvalAgent;
   repeat: number;
   modelSpec: string;
+  /** The URL of the server that plays the model, for `test-server` (started by the eval). */
+  modelEndpoint?: string;
   /** A folder of this run's own: workspace/ and state/ are made in it. */
   workDir: string;
   settings: Partial<RunSettingsInput>;
@@ -102,10 +104,10 @@ export async function runTask(spec: TaskRunSpec): Promise<EvalResult> {
       const r = await sandbox.exec({ command: task.setup, cwd: workspace, timeoutMs: 300_000 });
       if (r.exitCode !== 0) throw new Error(`the task's setup command failed (exit ${r.exitCode}): ${tail(r)}`);
     }
-    const input: AgentRunInput = { task, model: taskModel(spec.modelSpec, task), workspace, stateDir, settings: spec.settings, signal: spec.signal };
+    const input: AgentRunInput = { task, model: taskModel(spec.modelSpec, task, spec.modelEndpoint), workspace, stateDir, settings: spec.settings, signal: spec.signal };
     // The baseline loads LangGraph's prebuilt pieces only when asked for.
     if (spec.agent === "plain") outcome = await (await import("./plain-agent.js")).runPlainAgent(input);
-    else if (spec.kill) outcome = await runLedgerloopKilled(input, spec.modelSpec, spec.kill);
+    else if (spec.kill) outcome = await runLedgerloopKilled(input, spec.modelSpec, spec.kill, spec.modelEndpoint);
     else outcome = await runLedgerloop(input);
   } catch (err) {
     outcome = { status: "failed", steps: 0, spend: empty, error: errorMessage(err) };

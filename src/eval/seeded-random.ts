@@ -12,3 +12,10 @@ export function seededRandom(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/** A seed for one task run, from the eval's seed and the run's name: the schedule does not depend on --concurrency. */
+export function runSeed(seed: number, key: string): number {
+  let h = seed >>> 0;
+  for (const ch of key) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193) >>> 0;
+  return h;
+}
