@@ -2,6 +2,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadTrajectory } from "../../src/models/scripted.js";
 import { loadSuite } from "../../src/eval/task.js";
+import { taskModel, testServerSeed } from "../../src/eval/models.js";
 import { startTestServer, type TestServer } from "../../src/eval/test-server.js";
 import { turnPlans, type TurnPlan } from "../../src/eval/test-server-plan.js";
 
@@ -129,6 +130,14 @@ describe("the eval's test server", () => {
     expect(calls(again)).toEqual(calls(again2));
     const turn = TASK.trajectory.decide![firstMisbehaving]!;
     expect(calls(again).map((c) => c[1])).toEqual((turn.tool_calls ?? []).map((c) => c.name));
+  });
+
+  it("--model test-server[:SEED]: the seed is a whole number, and the model exists only with the eval's server", () => {
+    expect([testServerSeed("test-server"), testServerSeed("test-server:7"), testServerSeed("openai:test-server")]).toEqual([1, 7, null]);
+    expect(() => testServerSeed("test-server:two")).toThrow(/seed must be a whole number, as in test-server:2/);
+    const task = loadSuite(SUITE, [TASK.id])[0]!;
+    expect(() => taskModel("test-server", task)).toThrow(/played by the server that ledgerloop eval starts/);
+    expect(taskModel("test-server", task, server.url).instance?.name).toBe("openai:test-server");
   });
 
   it("a request it cannot place gets a 400 that says why", async () => {
