@@ -1,21 +1,15 @@
 import fs from "node:fs";
 import path from "node:path";
 import type Database from "better-sqlite3";
-import type { RunnableConfig } from "@langchain/core/runnables";
-import type { BaseCheckpointSaver, BaseStore, Checkpoint, CheckpointMetadata, PendingWrite } from "@langchain/langgraph-checkpoint";
-import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkpoint";
 import { ConfigError } from "./errors.js";
-import { failpoint } from "./failpoints.js";
 import type { Ledger } from "./ledger/port.js";
-import { SqliteLedger } from "./ledger/sqlite-ledger.js";
 import { acquireLease, threadScope, workspaceScope, type Lease } from "./ledger/lease.js";
-import { checkpointRedaction } from "./ledger/checkpoint-redaction.js";
 import { isPostgresUrl, type PgState } from "./ledger/pg-db.js";
-import { sqliteRunRegistry, type RunRegistryPort } from "./ledger/runs.js";
+import type { RunRegistryPort } from "./ledger/runs.js";
 import { openStateDb } from "./ledger/state-db.js";
 import { claimWorkspace } from "./ledger/workspace-identity.js";
 import { budgetFor, tokenCounterFor, type TokenCounter } from "./context/tokens.js";
-import { SqliteStore } from "./memory/sqlite-store.js";
 import { createModel } from "./models/factory.js";
 import { TextToolCallModel } from "./models/text-tools.js";
 import { checkLangSmith } from "./telemetry/langsmith.js";
@@ -31,12 +25,16 @@ import type { PriceTable } from "./economics/prices.js";
 import type { Sandbox } from "./sandbox/port.js";
 import { createRedactor, secretValuesFromDotenv, secretValuesFromEnv, type Redactor } from "./secrets.js";
 import { RunSettings, type RunSettingsInput } from "./settings.js";
+import { openStatePort } from "./ledger/open-state-port.js";
+import type { StatePort } from "./ledger/state-port.js";
 import type { PgRevisionReplica } from "./workspace/pg-revisions.js";
 import { RevisionStore } from "./workspace/revisions.js";
 import { resolveWorkspace, stateLocation } from "./workspace/location.js";
 
-// Kept exported here for existing callers; light modules import them from workspace/location.ts.
+// Kept exported here for existing callers; light modules import them from workspace/location.ts,
+// the saver from ledger/sqlite-checkpoints.ts.
 export { resolveWorkspace, stateLocation };
+export { RedactingSqliteSaver } from "./ledger/sqlite-checkpoints.js";
 
 /** A line of progress a node reports (the CLI prints these on stderr). */
 export interface ProgressEvent {
@@ -62,8 +60,10 @@ export interface Runtime {
   backend: "sqlite" | "postgres";
   /** The state's location for messages: dbPath, or the PostgreSQL URL without its password. */
   stateLocation: string;
-  /** The open PostgreSQL state (backend "postgres"). */
+  /** The open PostgreSQL state (backend "postgres"): a queue worker's shared one, or the run's own. */
   pg?: PgState;
+  /** The run's durable state (ledger, runs, checkpointer, store, replica) as one port; the fields beside it are its parts. */
+  state: StatePort;
   ledger: Ledger;
   /** The run registry of the backend. */
   runs: RunRegistryPort;
@@ -124,6 +124,11 @@ export interface RuntimeOverrides {
   lease?: { command: string; thread?: string };
   /** A queue worker's holding of the run (PgLedger's `fence`): the ledger refuses appends once it is lost. */
   fence?: { thread: string; token: string };
+  /**
+   * An open PostgreSQL state (the database of `stateUrl`) to build the run's state on: a queue worker
+   * holds one pool for all its runs. The run's close() leaves it open.
+   */
+  sharedPg?: PgState;
   /** See {@link Runtime.stopBetweenSteps}. */
   stopBetweenSteps?: AbortSignal;
   /**
@@ -131,29 +136,6 @@ export interface RuntimeOverrides {
    * say: replay's scratch copy of a PostgreSQL run is its own, and leaves nothing in the shared database.
    */
   localState?: boolean;
-}
-
-/**
- * SqliteSaver that redacts secrets from every checkpoint and pending write before they are stored:
- * a token pasted into a goal must not end up on disk (the same redaction as RedactingPostgresSaver).
- */
-export class RedactingSqliteSaver extends SqliteSaver {
-  constructor(
-    db: Database.Database,
-    private readonly redactor: Redactor,
-  ) {
-    super(db);
-  }
-
-  override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata): Promise<RunnableConfig> {
-    const saved = await super.put(config, checkpointRedaction.checkpoint(this.redactor, checkpoint), checkpointRedaction.metadata(this.redactor, metadata));
-    failpoint("checkpoint-put");
-    return saved;
-  }
-
-  override async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {
-    return super.putWrites(config, checkpointRedaction.writes(this.redactor, writes), taskId);
-  }
 }
 
 /** Validates settings and builds the runtime. The model is built before any file is touched. */
@@ -176,7 +158,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   const redactor = createRedactor([...secretValuesFromEnv(), ...secretValuesFromDotenv(workspace), ...urlPassword(stateUrl)]);
   // PostgreSQL first: a wrong URL, a refused password or a newer schema is a one-line error before
   // any model, sandbox or file is touched.
-  const pgBackend = stateUrl ? await openPostgresBackend(stateUrl, redactor, overrides.fence) : undefined;
+  const opened = await openStatePort({ url: stateUrl, shared: overrides.localState ? undefined : overrides.sharedPg, fence: overrides.fence }, redactor);
   const asked = overrides.model ?? createModel(settings.model, { recordFile: overrides.recordRequestsFile });
   const model = settings.toolCallFormat === "text" ? new TextToolCallModel(asked) : asked;
   // --summary-model / the run context first, then the config file; same spec as the main model, same
@@ -199,7 +181,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   try {
     await sandboxChecked;
   } catch (err) {
-    await pgBackend?.state.close().catch(() => {});
+    await opened.close().catch(() => {});
     throw err;
   }
   const budgetTokens = settings.budgetTokens ?? budgetFor(profile);
@@ -219,14 +201,14 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     }
   } catch (err) {
     db.close();
-    await pgBackend?.state.close().catch(() => {});
+    await opened.close().catch(() => {});
     throw err;
   }
   // Keep the state out of the user's own git history.
   const gi = path.join(stateDir, ".gitignore");
   if (!fs.existsSync(gi)) fs.writeFileSync(gi, "*\n");
-  const ledger: Ledger = pgBackend?.ledger ?? new SqliteLedger(db, { redactor });
-  const checkpointer: BaseCheckpointSaver = pgBackend?.checkpointer ?? new RedactingSqliteSaver(db, redactor);
+  const state = opened.attach(db, dbPath);
+  const { ledger } = state;
   const progress = overrides.progress && ((e: ProgressEvent) => overrides.progress!({ ...e, text: redactor.redact(e.text) }));
   let retriever: Retriever | undefined;
   if (settings.retrieval === "hybrid") {
@@ -251,7 +233,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     }
   }
   const processes = new ProcessManager(sandbox, workspace);
-  const replica = pgBackend?.revisionReplica;
+  const replica = state.revisionReplica;
   const revisions: RevisionStore = new RevisionStore(db, workspace, {
     blobsDir: path.join(stateDir, "blobs"),
     ...(replica && {
@@ -266,12 +248,13 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     stateDir,
     dbPath,
     db,
-    backend: pgBackend ? "postgres" : "sqlite",
-    stateLocation: pgBackend?.state.location ?? dbPath,
-    pg: pgBackend?.state,
+    backend: state.backend,
+    stateLocation: state.location,
+    pg: state.pg,
+    state,
     ledger,
-    runs: pgBackend?.runs ?? sqliteRunRegistry(db),
-    checkpointer,
+    runs: state.runs,
+    checkpointer: state.checkpointer,
     sandbox,
     processes,
     policy,
@@ -281,7 +264,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     searcher: retriever ?? createLexicalSearcher(workspace),
     retriever,
     redactor,
-    store: pgBackend?.store ?? new SqliteStore(db, redactor),
+    store: state.store,
     revisions,
     revisionReplica: replica,
     counter,
@@ -297,7 +280,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
       await sandbox.closeSession?.().catch(() => null);
       lease?.release();
       if (db.open) db.close();
-      await pgBackend?.state.close().catch(() => {});
+      await state.close().catch(() => {});
     },
   };
 }
@@ -311,36 +294,4 @@ function urlPassword(url: string | undefined): string[] {
   } catch {
     return [];
   }
-}
-
-/**
- * The PostgreSQL adapters of the runtime's ports on one pool: the official PostgresSaver (behind
- * the same redaction as the SQLite saver), the ledger, the lessons store, the run registry and the
- * replica of the workspace revisions.
- * Loaded on use, so a SQLite run never loads pg.
- */
-async function openPostgresBackend(url: string, redactor: Redactor, fence?: { thread: string; token: string }) {
-  const [{ openPgState }, { PgLedger }, { RedactingPostgresSaver }, { PgStore }, { PgRunRegistry }, { PgRevisionReplica }] = await Promise.all([
-    import("./ledger/pg-db.js"),
-    import("./ledger/pg-ledger.js"),
-    import("./ledger/pg-checkpoints.js"),
-    import("./memory/pg-store.js"),
-    import("./ledger/pg-runs.js"),
-    import("./workspace/pg-revisions.js"),
-  ]);
-  let checkpointer: InstanceType<typeof RedactingPostgresSaver> | undefined;
-  const state = await openPgState(url, {
-    setup: async (pool) => {
-      checkpointer = new RedactingPostgresSaver(pool, redactor);
-      await checkpointer.setup();
-    },
-  });
-  return {
-    state,
-    ledger: new PgLedger(state.pool, { redactor, fence }),
-    checkpointer: checkpointer!,
-    store: new PgStore(state.pool, redactor),
-    runs: new PgRunRegistry(state.pool),
-    revisionReplica: new PgRevisionReplica(state.pool),
-  };
 }

@@ -94,7 +94,7 @@ async function openSqliteSide(location: string, opts: { write: boolean }): Promi
     let checkpointer: BaseCheckpointSaver | null = null;
     if (opts.write) {
       // The runtime's own saver: what is written is redacted exactly as a run on SQLite writes it.
-      const { RedactingSqliteSaver } = await import("../runtime.js");
+      const { RedactingSqliteSaver } = await import("./sqlite-checkpoints.js");
       checkpointer = new RedactingSqliteSaver(db, defaultRedactor);
     } else if (tables().has("checkpoints") && tables().has("writes")) {
       checkpointer = new SqliteSaver(db);

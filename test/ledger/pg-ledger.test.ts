@@ -2,6 +2,7 @@ import { expect, it } from "vitest";
 import { openPgState } from "../../src/ledger/pg-db.js";
 import { PgLedger } from "../../src/ledger/pg-ledger.js";
 import { describePg, freshSchema, useTestDatabase } from "../helpers/postgres.js";
+import { pgStatePortForTest } from "../helpers/state-port.js";
 import { ledgerConformance } from "./conformance.js";
 
 // The same conformance suite as SQLite's, on a real server: each test gets an empty schema in
@@ -9,10 +10,11 @@ import { ledgerConformance } from "./conformance.js";
 describePg("PostgreSQL ledger", () => {
   const db = useTestDatabase("ledger");
 
+  // The ledger of the state port's PostgreSQL adapter, on a pool shared as a worker shares its own.
   ledgerConformance("postgres", {
     async create() {
-      const st = await openPgState(db.url, { schema: freshSchema("ledger") });
-      return { ledger: new PgLedger(st.pool), dispose: () => st.close() };
+      const { port, dispose } = await pgStatePortForTest(db.url, "ledger");
+      return { ledger: port.ledger, dispose };
     },
   });
 

@@ -5,22 +5,17 @@ import { describe, it, expect } from "vitest";
 import { SqliteLedger } from "../../src/ledger/sqlite-ledger.js";
 import { loadEventSchemas } from "../../src/ledger/event-rows.js";
 import { openStateDb } from "../../src/ledger/state-db.js";
+import { sqliteStatePortForTest } from "../helpers/state-port.js";
 import { ledgerConformance } from "./conformance.js";
 
 // These tests append synchronously (appendSync): the event schemas load first.
 await loadEventSchemas();
 
+// The ledger of the state port's SQLite adapter, as the runtime opens it.
 ledgerConformance("sqlite", {
   async create() {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ll-ledger-"));
-    const db = openStateDb(path.join(dir, "state.db"));
-    return {
-      ledger: new SqliteLedger(db),
-      async dispose() {
-        db.close();
-        fs.rmSync(dir, { recursive: true, force: true });
-      },
-    };
+    const { port, dispose } = await sqliteStatePortForTest("ledger");
+    return { ledger: port.ledger, dispose };
   },
 });
 

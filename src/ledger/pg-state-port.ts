@@ -1,0 +1,47 @@
+import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
+import { openPgState, type OpenPgStateOptions, type PgState } from "./pg-db.js";
+import { RedactingPostgresSaver } from "./pg-checkpoints.js";
+import { PgLedger } from "./pg-ledger.js";
+import { PgRunRegistry } from "./pg-runs.js";
+import { PgStore } from "../memory/pg-store.js";
+import type { Redactor } from "../secrets.js";
+import { PgRevisionReplica } from "../workspace/pg-revisions.js";
+import type { StatePort } from "./state-port.js";
+
+// The PostgreSQL adapter of the state port: every part on one pool. Loaded on use (state-port.ts), so a
+// SQLite run never loads pg.
+
+/**
+ * Opens a PostgreSQL state that runs write: ledgerloop's migrations, then LangGraph's checkpoint
+ * tables, under the one migration lock (PostgresSaver.setup()'s CREATE TABLE IF NOT EXISTS races
+ * when several workers start at once). A worker opens its pool with this once and hands it to each
+ * run's runtime.
+ */
+export function openRunState(url: string, opts: Omit<OpenPgStateOptions, "setup" | "migrate" | "readOnly" | "allowNewer"> = {}): Promise<PgState> {
+  return openPgState(url, {
+    ...opts,
+    setup: (pool) => new PostgresSaver(pool, undefined, { schema: opts.schema ?? "public" }).setup(),
+  });
+}
+
+/**
+ * The ports of one run on an open PostgreSQL state: the official PostgresSaver behind the same
+ * redaction as the SQLite saver, the ledger (fenced by a queue worker's holding of the run), the
+ * lessons store, the run registry and the replica of the workspace revisions. `owned`: close() ends
+ * the pool; a pool shared by a worker's runs is the worker's to end.
+ */
+export function postgresStatePort(state: PgState, redactor: Redactor, opts: { fence?: { thread: string; token: string }; owned: boolean }): StatePort {
+  return {
+    backend: "postgres",
+    location: state.location,
+    pg: state,
+    ledger: new PgLedger(state.pool, { redactor, fence: opts.fence }),
+    runs: new PgRunRegistry(state.pool),
+    checkpointer: new RedactingPostgresSaver(state.pool, redactor, { schema: state.schema }),
+    store: new PgStore(state.pool, redactor),
+    revisionReplica: new PgRevisionReplica(state.pool),
+    close: async () => {
+      if (opts.owned) await state.close();
+    },
+  };
+}
