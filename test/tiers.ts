@@ -55,6 +55,7 @@ export const SLOW_TESTS = [
   "test/queue/submit-check.test.ts",
   "test/queue/worker-faults.test.ts",
   "test/queue/worker-load.test.ts",
+  "test/queue/worker-pool.test.ts",
   "test/queue/worker.test.ts",
   "test/report/report.test.ts",
   "test/retrieval/chroma-server.test.ts",

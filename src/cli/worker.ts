@@ -25,6 +25,21 @@ export interface WorkerArgs {
   verbose?: boolean;
   keepDirs?: boolean;
   json?: boolean;
+  /** Connections of the worker's one PostgreSQL pool, shared by the queue and every run (default: concurrency × 2 + 2). */
+  poolSize?: number;
+}
+
+/** --pool-size: a whole number of at least 2 (creating the queue holds a lock on one connection while it writes on another). */
+export function poolSizeOption(value: string): number {
+  const n = Number(value);
+  if (!/^\s*\d+\s*$/.test(value) || !Number.isSafeInteger(n) || n < 2) {
+    throw new CliError(
+      `--pool-size must be a whole number of at least 2 (the worker's PostgreSQL connections, shared by its queue and runs), got "${value}"`,
+      2,
+      "CONFIG_INVALID",
+    );
+  }
+  return n;
 }
 
 export async function handleWorker(args: WorkerArgs): Promise<void> {
@@ -35,14 +50,19 @@ export async function handleWorker(args: WorkerArgs): Promise<void> {
   const { DEFAULT_STOP_GRACE_MS, RunWorker } = await import("../runs/worker.js");
   const stopGraceMs = args.stopGraceSeconds !== undefined ? args.stopGraceSeconds * 1000 : DEFAULT_STOP_GRACE_MS;
   const stopBoundMs = stopGraceMs + STOP_BOUND_AFTER_GRACE_MS;
+  const concurrency = args.concurrency ?? 1;
+  if (args.poolSize !== undefined && args.poolSize < concurrency + 1) {
+    log(`warning: --pool-size ${args.poolSize} is less than one connection per run plus one (${concurrency + 1}): runs will wait for connections`);
+  }
   const w = new RunWorker(url, {
-    concurrency: args.concurrency ?? 1,
+    concurrency,
     dir: path.resolve(args.dir ?? path.join(os.tmpdir(), "ledgerloop-worker")),
     leaseMs,
     pollSeconds: args.pollSeconds ?? 2,
     stopGraceMs,
     verbose: args.verbose,
     keepDirs: args.keepDirs,
+    ...(args.poolSize !== undefined ? { poolSize: args.poolSize } : {}),
     onOutcome: args.json ? (o) => process.stdout.write(JSON.stringify(o) + "\n") : undefined,
     log,
   });
@@ -118,6 +138,7 @@ export function registerWorker(program: Command): void {
       "on SIGTERM/SIGINT, how long a run's current step (its command) may go on before it is cut off (default 20)",
       intOption("--stop-grace-seconds"),
     )
+    .option("--pool-size <n>", "PostgreSQL connections this worker holds, for its queue and all its runs (default: concurrency × 2 + 2)", poolSizeOption)
     .option("--keep-dirs", "keep each run's clone under --dir after the run ended (default: removed)")
     .option("--verbose", "print every run's progress lines")
     .option("--json", "print one JSON line per job outcome on stdout");

@@ -46,21 +46,29 @@ export interface Submission {
   commit: string | null;
 }
 
-/** Starts pg-boss on the state database (installing or migrating its schema) with the run queue created. */
-export async function startQueue(url: string, opts: { supervise?: boolean; onError?: (err: Error) => void } = {}): Promise<PgBoss> {
+/** Connections pg-boss opens of its own when it is not given a pool (`startQueue` without `pool`). */
+export const QUEUE_OWN_POOL_SIZE = 3;
+
+/**
+ * Starts pg-boss on the state database (installing or migrating its schema) with the run queue created.
+ * With `pool` (a worker's one pool) pg-boss runs every query on it and opens no connection of its own
+ * (its `db` option; stopping it leaves the pool open); without, it opens a pool of QUEUE_OWN_POOL_SIZE.
+ */
+export async function startQueue(url: string, opts: { supervise?: boolean; onError?: (err: Error) => void; pool?: pg.Pool } = {}): Promise<PgBoss> {
+  const pool = opts.pool;
   const boss = new PgBoss({
-    connectionString: parsePgUrl(url).toString(),
+    ...(pool
+      ? { db: { executeSql: (text: string, values: unknown[]) => pool.query(text, values) } }
+      : { connectionString: parsePgUrl(url).toString(), max: QUEUE_OWN_POOL_SIZE, application_name: "ledgerloop-queue" }),
     schema: QUEUE_SCHEMA,
-    max: 3,
     schedule: false,
     supervise: opts.supervise ?? false,
-    application_name: "ledgerloop-queue",
   });
   // Without a listener an EventEmitter throws 'error'; pg-boss reports polling trouble there.
   boss.on("error", (err: Error) => opts.onError?.(err));
   try {
     await boss.start();
-    await createRunQueue(boss, url);
+    await createRunQueue(boss, url, pool);
   } catch (err) {
     await boss.stop({ graceful: false, wait: false }).catch(() => {});
     throw asPgStateError(err, url);
@@ -73,20 +81,44 @@ export async function startQueue(url: string, opts: { supervise?: boolean; onErr
  * schema but not create_queue: two processes creating the same queue at once deadlock (each INSERT
  * of the queue row waits on the other's, while the first one's partition needs a lock on the queue
  * table), which killed workers started together on a new database. A session advisory lock on a
- * connection of our own orders them; the later ones find the row and do nothing.
+ * connection of our own orders them; the later ones find the row and do nothing. On a pool's
+ * connection the lock is released by hand, and a connection that could not release it is discarded.
  */
-async function createRunQueue(boss: PgBoss, url: string): Promise<void> {
+async function createRunQueue(boss: PgBoss, url: string, pool?: pg.Pool): Promise<void> {
   if (await boss.getQueue(RUN_QUEUE)) return;
+  const lockKey = [`ledgerloop.${QUEUE_SCHEMA}.${RUN_QUEUE}`];
+  if (pool) {
+    const c = await pool.connect();
+    let unlocked = false;
+    try {
+      await c.query("SELECT pg_advisory_lock(hashtext($1))", lockKey);
+      try {
+        await createIt(boss);
+      } finally {
+        unlocked = await c.query("SELECT pg_advisory_unlock(hashtext($1))", lockKey).then(
+          () => true,
+          () => false,
+        );
+      }
+    } finally {
+      c.release(!unlocked);
+    }
+    return;
+  }
   const c = new pg.Client({ connectionString: parsePgUrl(url).toString(), connectionTimeoutMillis: 10_000 });
   c.on("error", () => {});
   await c.connect();
   try {
-    await c.query("SELECT pg_advisory_lock(hashtext($1))", [`ledgerloop.${QUEUE_SCHEMA}.${RUN_QUEUE}`]);
-    await boss.createQueue(RUN_QUEUE, { name: RUN_QUEUE, policy: "standard", retryLimit: 0, expireInSeconds: JOB_EXPIRE_SECONDS });
+    await c.query("SELECT pg_advisory_lock(hashtext($1))", lockKey);
+    await createIt(boss);
   } finally {
     // Closing the session releases the lock.
     await c.end().catch(() => {});
   }
+}
+
+function createIt(boss: PgBoss): Promise<void> {
+  return boss.createQueue(RUN_QUEUE, { name: RUN_QUEUE, policy: "standard", retryLimit: 0, expireInSeconds: JOB_EXPIRE_SECONDS });
 }
 
 /** Sends a run job on `client` (inside its transaction). */

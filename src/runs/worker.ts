@@ -75,6 +75,8 @@ export class RunWorker {
       pollSeconds: number;
       stopGraceMs?: number;
       verbose?: boolean;
+      /** Connections of the worker's one pool (default {@link defaultPoolSize}). */
+      poolSize?: number;
       /** Keep each run's clone under `dir` once the run ended here (default: removed). */
       keepDirs?: boolean;
       onOutcome?: (o: JobOutcome) => void;
@@ -90,16 +92,23 @@ export class RunWorker {
     this.retired = new Promise((r) => (this.resolveRetired = r));
   }
 
+  /** The size of the one pool this worker holds. */
+  get poolSize(): number {
+    return this.opts.poolSize ?? defaultPoolSize(this.opts.concurrency);
+  }
+
   private say(line: string): void {
     this.opts.log(`[worker ${this.id}] ${line}`);
   }
 
   async start(): Promise<void> {
-    const [{ openPgState }, { startQueue, RUN_QUEUE }] = await Promise.all([import("../ledger/pg-db.js"), import("../queue/run-queue.js")]);
-    // Our tables first (migrations under their lock), then pg-boss's schema.
-    this.state = await openPgState(this.url, { max: Math.max(4, this.opts.concurrency + 2) });
+    const [{ openRunState }, { startQueue, RUN_QUEUE }] = await Promise.all([import("../ledger/pg-state-port.js"), import("../queue/run-queue.js")]);
+    // Our tables first (migrations under their lock), then pg-boss's schema. One pool for the whole
+    // process: the queue, the leases and every run's state (createRuntime's sharedPg).
+    this.state = await openRunState(this.url, { max: this.poolSize });
     try {
       this.boss = await startQueue(this.url, {
+        pool: this.state.pool,
         supervise: true,
         onError: (err) => this.health.noteFailure(err, "queue") || this.say(`queue: ${errorMessage(err)}`),
       });
@@ -125,7 +134,9 @@ export class RunWorker {
     for (let i = 0; i < this.opts.concurrency; i++) this.slots.push(this.slot(RUN_QUEUE));
     const tick = Math.max(500, Math.floor(this.ttlMs / 3));
     this.reaper = setInterval(() => void this.reap().catch((err) => this.health.noteFailure(err, "reaper") || this.say(`reaper: ${errorMessage(err)}`)), tick);
-    this.say(`started: ${this.opts.concurrency} slot(s), lease ${Math.round(this.ttlMs / 1000)} s, state ${this.state.location}`);
+    this.say(
+      `started: ${this.opts.concurrency} slot(s), ${this.poolSize} connection(s), lease ${Math.round(this.ttlMs / 1000)} s, state ${this.state.location}`,
+    );
   }
 
   /**
@@ -283,6 +294,7 @@ export class RunWorker {
           {
             lease: { command: "worker", thread },
             fence: { thread, token },
+            sharedPg: this.state,
             stopBetweenSteps: drain.signal,
             warn: (m) => this.say(`${thread}: warning: ${m}`),
             ...(this.opts.verbose ? { progress: (e) => this.opts.log(`[${thread} step ${String(e.step).padStart(3)}] ${e.node.padEnd(9)} ${e.text}`) } : {}),
@@ -445,6 +457,14 @@ export class RunWorker {
     await withTimeout(this.state?.close() ?? Promise.resolve(), 5_000).catch((e) => this.say(`stop: closing the state pool: ${errorMessage(e)}`));
     phase("state closed");
   }
+}
+
+/**
+ * The default size of a worker's one pool: two connections a slot (a run's ledger append or checkpoint
+ * beside its revision push or lease renewal) and two for the worker's own queue, leases and heartbeat.
+ */
+export function defaultPoolSize(concurrency: number): number {
+  return concurrency * 2 + 2;
 }
 
 /** How long a stopping worker lets a run's current step go on before cutting it off. */
