@@ -1,12 +1,14 @@
 // ledgerloop's public API (`import … from "ledgerloop"`). The inspection functions are the very
 // handlers the CLI commands call, so a script and `ledgerloop history` cannot disagree.
+// Importing it loads zod and little else: what needs LangGraph or LangChain loaded is either loaded
+// on first use (openAgent, createRuntime, the time-travel functions) or lives under a subpath:
+// `ledgerloop/graph` (createCodingAgent, recursionLimitFor, graph) and `ledgerloop/models`.
 
 export { openAgent, InvalidOptionError, type Agent, type AgentRunResult, type CodingAgentGraph, type OpenAgentOptions } from "./api/agent.js";
-export { createCodingAgent, recursionLimitFor, type CodingAgentOptions } from "./agent/graph.js";
-export { createRuntime, type ProgressEvent, type Runtime, type RuntimeOverrides } from "./runtime.js";
+export { createRuntime } from "./api/runtime.js";
+export type { ProgressEvent, Runtime, RuntimeOverrides } from "./runtime.js";
 export { RunSettings, type RunSettingsInput } from "./settings.js";
-export { createModel } from "./models/factory.js";
-export { LangChainChatModel, chatModelFromInstance, isToolCallingChatModel, type ToolCallingChatModel } from "./models/langchain.js";
+export type { ToolCallingChatModel } from "./models/langchain.js";
 export type { ChatMessage, ChatModel, ModelRequest, ModelResponse } from "./models/port.js";
 export type { ApprovalRequest } from "./agent/nodes/act.js";
 
@@ -27,6 +29,7 @@ export { deleteThread, type DeleteArgs, type DeleteReport } from "./runs/delete.
 export { cancelSubmittedRun, requeueSubmittedRun } from "./runs/run-control.js";
 export { listWorkers, type WorkerRow } from "./inspect/workers.js";
 export type { CancelResult } from "./queue/run-control.js";
-export { TimeTravelError, type Divergence, type ForkResult, type ReplayResult, type RewindResult } from "./runs/time-travel.js";
+export { TimeTravelError } from "./runs/time-travel-error.js";
+export type { Divergence, ForkResult, ReplayResult, RewindResult } from "./runs/time-travel.js";
 
 export { CliError, ConfigError, LedgerError, LedgerloopError, ModelError, StateStoreError } from "./errors.js";

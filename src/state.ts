@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { withLangGraph } from "@langchain/langgraph/zod";
 import { RunStatus, Subtask } from "./events.js";
 
 // The ledger event schemas live in events.ts (zod only); this module adds the graph state.
@@ -63,15 +62,13 @@ const taskStateFields = {
 };
 
 /**
- * Each channel starts at its zod default (LangGraph reads channel defaults from its zod registry,
- * not from `.default()`). A plain zod object rather than StateSchema: with StateSchema the LangGraph
- * server publishes no context schema, so Studio's form would not show the run settings.
+ * The graph state as a plain zod object, so that importing the schemas loads zod only. LangGraph
+ * reads each channel's default from its own registry rather than from `.default()`: the agent
+ * registers them there before it builds the graph (agent/state-channels.ts). Not StateSchema: with
+ * StateSchema the LangGraph server publishes no context schema, so Studio's form would not show the
+ * run settings.
  */
-export const TaskState = z.object(
-  Object.fromEntries(
-    Object.entries(taskStateFields).map(([k, f]) => [k, withLangGraph(f as z.ZodType, { default: () => (f as z.ZodType).parse(undefined) })]),
-  ) as typeof taskStateFields,
-);
+export const TaskState = z.object(taskStateFields);
 export type TaskStateValue = z.infer<typeof TaskState>;
 export type TaskStateUpdate = Partial<TaskStateValue>;
 

@@ -15,6 +15,7 @@ import { createRuntime, type Runtime } from "../runtime.js";
 import { RunContext } from "../settings.js";
 import { TaskInput, TaskOutput, TaskState, type TaskStateValue } from "../state.js";
 import { keepRun } from "./run-keeping.js";
+import { registerStateChannels } from "./state-channels.js";
 import { actRerun } from "./nodes/act.js";
 
 export interface CodingAgentOptions {
@@ -46,6 +47,7 @@ export function createCodingAgent(opts: CodingAgentOptions) {
   const deps: NodeDeps = { resolve, origin: opts.origin ?? "script", checkpoints: own ? "state-db" : "external" };
   // Input: the goal (run settings go in the context); output: how the run ended. The state itself
   // (counters, references) is the run's own and is not what a user fills in.
+  registerStateChannels();
   const builder = new StateGraph(TaskState, { input: TaskInput, output: TaskOutput, context: RunContext })
     .addNode("plan", keepRun("plan", createPlanNode(deps), deps))
     .addNode("context", keepRun("context", createContextNode(deps), deps))

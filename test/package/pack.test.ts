@@ -132,7 +132,10 @@ describe("the packed package", () => {
       path.join(app, "use.ts"),
       `import { getHistory, listThreads, openAgent, TaskState } from "ledgerloop";\n` +
         `import * as graph from "ledgerloop/graph";\n` +
-        `export const parts: unknown[] = [getHistory, listThreads, openAgent, graph];\n` +
+        `import { createCodingAgent, recursionLimitFor } from "ledgerloop/graph";\n` +
+        `import { chatModelFromInstance, createModel, isToolCallingChatModel, LangChainChatModel } from "ledgerloop/models";\n` +
+        `export const parts: unknown[] = [getHistory, listThreads, openAgent, graph, createCodingAgent, recursionLimitFor];\n` +
+        `export const models: unknown[] = [chatModelFromInstance, createModel, isToolCallingChatModel, LangChainChatModel];\n` +
         `export type State = typeof TaskState;\n`,
     );
     const tsc = spawnSync(process.execPath, [path.join(REPO, "node_modules/typescript/bin/tsc"), "-p", app], { cwd: app, encoding: "utf8", timeout: 300_000 });

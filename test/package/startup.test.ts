@@ -22,11 +22,11 @@ beforeAll(() => {
 }, 400_000);
 afterAll(() => cleanupTemp());
 
-/** The npm packages a run of the built bin loaded. */
-function packagesLoaded(args: string[]): { code: number | null; stderr: string; packages: Set<string> } {
+/** The npm packages a run of the built bin (or, with `script`, of `node ...args`) loaded. */
+function packagesLoaded(args: string[], script: string[] = [BIN]): { code: number | null; stderr: string; packages: Set<string> } {
   const trace = path.join(tempWorkspace(), "trace.txt");
   fs.writeFileSync(trace, "");
-  const r = spawnSync(process.execPath, ["--import", path.join(REPO, "test/helpers/trace-imports.mjs"), BIN, ...args], {
+  const r = spawnSync(process.execPath, ["--import", path.join(REPO, "test/helpers/trace-imports.mjs"), ...script, ...args], {
     encoding: "utf8",
     timeout: 60_000,
     env: { ...process.env, TRACE_FILE: trace },
@@ -40,6 +40,31 @@ function packagesLoaded(args: string[]): { code: number | null; stderr: string; 
   );
   return { code: r.status, stderr: r.stderr, packages };
 }
+
+/** `node -e` of an ES module resolving the package by name, as a consumer does (the repository's own exports map). */
+const importing = (code: string) => ["--input-type=module", "-e", code];
+
+describe("what importing the package loads (built)", () => {
+  it('import("ledgerloop") loads zod only: LangGraph, LangChain, SQLite and pg wait for first use', () => {
+    const r = packagesLoaded(
+      importing('const m = await import("ledgerloop"); if (typeof m.openAgent !== "function" || !m.TaskState.shape.goal) process.exit(3);'),
+      [],
+    );
+    expect(r.code, r.stderr).toBe(0);
+    expect([...r.packages]).toEqual(["zod"]);
+  });
+
+  it("the graph and model builders moved to ledgerloop/graph and ledgerloop/models, and are there", () => {
+    const code =
+      'const g = await import("ledgerloop/graph"); const m = await import("ledgerloop/models"); const root = await import("ledgerloop");' +
+      "console.log(JSON.stringify({ graph: [typeof g.createCodingAgent, typeof g.recursionLimitFor, typeof g.graph]," +
+      " models: [typeof m.createModel, typeof m.chatModelFromInstance, typeof m.LangChainChatModel, typeof m.isToolCallingChatModel]," +
+      ' root: ["createCodingAgent", "createModel", "LangChainChatModel"].filter((k) => k in root) }));';
+    const r = spawnSync(process.execPath, importing(code), { cwd: REPO, encoding: "utf8", timeout: 60_000 });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ graph: ["function", "function", "object"], models: ["function", "function", "function", "function"], root: [] });
+  });
+});
 
 describe("what each command loads (built bin)", () => {
   it("--help loads commander and nothing else", () => {
