@@ -1,6 +1,7 @@
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt } from "../helpers/build.js";
 import { jsonLines } from "../helpers/cli.js";
@@ -23,7 +24,7 @@ beforeAll(() => {
 afterAll(() => cleanupTemp());
 
 /** The npm packages a run of the built bin (or, with `script`, of `node ...args`) loaded. */
-function packagesLoaded(args: string[], script: string[] = [BIN]): { code: number | null; stderr: string; packages: Set<string> } {
+function packagesLoaded(args: string[], script: string[] = [BIN]): { code: number | null; stderr: string; packages: Set<string>; own: string[] } {
   const trace = path.join(tempWorkspace(), "trace.txt");
   fs.writeFileSync(trace, "");
   const r = spawnSync(process.execPath, ["--import", path.join(REPO, "test/helpers/trace-imports.mjs"), ...script, ...args], {
@@ -31,14 +32,11 @@ function packagesLoaded(args: string[], script: string[] = [BIN]): { code: numbe
     timeout: 60_000,
     env: { ...process.env, TRACE_FILE: trace },
   });
-  const packages = new Set(
-    fs
-      .readFileSync(trace, "utf8")
-      .split("\n")
-      .map((u) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u)?.[1])
-      .filter((p): p is string => !!p),
-  );
-  return { code: r.status, stderr: r.stderr, packages };
+  const urls = fs.readFileSync(trace, "utf8").split("\n");
+  // Our own modules, as paths in the repository, sorted.
+  const own = [...new Set(urls.filter((u) => u.startsWith("file:") && !u.includes("/node_modules/")).map((u) => path.relative(REPO, fileURLToPath(u))))].sort();
+  const packages = new Set(urls.map((u) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u)?.[1]).filter((p): p is string => !!p));
+  return { code: r.status, stderr: r.stderr, packages, own };
 }
 
 /** `node -e` of an ES module resolving the package by name, as a consumer does (the repository's own exports map). */
@@ -67,10 +65,22 @@ describe("what importing the package loads (built)", () => {
 });
 
 describe("what each command loads (built bin)", () => {
-  it("--help loads commander and nothing else", () => {
+  it("--help loads commander and the command table, no command's module", () => {
     const r = packagesLoaded(["--help"]);
     expect(r.code).toBe(0);
     expect([...r.packages]).toEqual(["commander"]);
+    expect(r.own).toEqual(["bin/ledgerloop.js", "dist/src/cli/command-table.js", "dist/src/cli/main.js"]);
+  });
+
+  it("<command> --help loads that command's module and no other's", () => {
+    const r = packagesLoaded(["history", "--help"]);
+    expect(r.code).toBe(0);
+    expect(r.own.filter((f) => f.startsWith("dist/src/cli/"))).toEqual([
+      "dist/src/cli/command-table.js",
+      "dist/src/cli/common.js",
+      "dist/src/cli/history.js",
+      "dist/src/cli/main.js",
+    ]);
   });
 
   it.each([
