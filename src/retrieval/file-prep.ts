@@ -1,7 +1,8 @@
 // Reading one workspace file for the index: size and binary checks, change detection by size/mtime
 // then content hash, decoding, secret redaction that keeps line numbers, symbols and chunks.
 import { createHash } from "node:crypto";
-import type fs from "node:fs";
+import fs from "node:fs";
+import path from "node:path";
 import { errorMessage } from "../errors.js";
 import { confined } from "../workspace/confined.js";
 import { extractSymbols, type CodeSymbol } from "../symbols/extract.js";
@@ -78,6 +79,13 @@ export async function prepareFile(
   stored: FileRecord | undefined,
   report: IndexReport,
 ): Promise<PreparedFile | null | "remove"> {
+  // The common case on a search is a file that did not change: a plain lstat of a regular file tells
+  // (~25x cheaper than the confined stat, which opens every path component). It only decides that
+  // nothing is read; whatever is read goes through the confined reader below.
+  if (stored && unchangedRegularFile(path.join(ctx.workspace, rel), stored)) {
+    report.unchanged++;
+    return null;
+  }
   // Through the confined reader: a file swapped for a link to a host file is never indexed.
   const ws = confined(ctx.workspace);
   let st: fs.Stats;
@@ -141,6 +149,12 @@ export async function prepareFile(
     chunks,
     symbols: symbols.map((s) => ({ name: s.name, kind: s.kind, container: s.container, startLine: s.startLine, endLine: s.endLine })),
   };
+}
+
+/** True when `abs` is a regular file (not a link) with the size and mtime the index recorded for it. */
+function unchangedRegularFile(abs: string, stored: FileRecord): boolean {
+  const st = fs.lstatSync(abs, { throwIfNoEntry: false });
+  return st !== undefined && st.isFile() && st.size === stored.size && st.mtimeMs === stored.mtimeMs;
 }
 
 function skip(stored: FileRecord | undefined, report: IndexReport, why: keyof SkipCounts): null | "remove" {

@@ -35,20 +35,21 @@ export async function openRetriever(
   const workspace = resolveWorkspace(args.workspace ?? process.cwd());
   const { stateDir, dbPath } = stateLocation(workspace, args.stateDir);
   // The retriever (Chroma client, tree-sitter) loads on use, in parallel with the state database.
-  const [{ createRetriever }, { EmbedderError }, { SqliteLedger }, { openStateDb }, { createRedactor, secretValuesFromDotenv, secretValuesFromEnv }] =
-    await Promise.all([
-      import("./hybrid.js"),
-      import("./errors.js"),
-      import("../ledger/sqlite-ledger.js"),
-      import("../ledger/state-db.js"),
-      import("../secrets.js"),
-    ]);
+  // The ledger's modules only when there is a state database to read (a plain workspace has none).
+  const hasState = fs.existsSync(dbPath);
+  const [{ createRetriever }, { EmbedderError }, stateModules, { createRedactor, secretValuesFromDotenv, secretValuesFromEnv }] = await Promise.all([
+    import("./hybrid.js"),
+    import("./errors.js"),
+    hasState ? Promise.all([import("../ledger/sqlite-ledger.js"), import("../ledger/state-db.js")]) : null,
+    import("../secrets.js"),
+  ]);
   // The same redaction as a run's (runtime.ts): index.db is shared with the runs of this workspace,
   // and a file or commit message indexed here must not keep a secret the run's index would hide.
   const redactor = createRedactor([...secretValuesFromEnv(), ...secretValuesFromDotenv(workspace)]);
-  let db: ReturnType<typeof openStateDb> | undefined;
+  let db: ReturnType<typeof import("../ledger/state-db.js").openStateDb> | undefined;
   let ledger: Ledger | undefined;
-  if (fs.existsSync(dbPath)) {
+  if (stateModules) {
+    const [{ SqliteLedger }, { openStateDb }] = stateModules;
     db = openStateDb(dbPath, { create: false });
     ledger = new SqliteLedger(db);
   }

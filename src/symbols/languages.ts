@@ -1,6 +1,6 @@
 import { createRequire } from "node:module";
 import path from "node:path";
-import { Language, Parser } from "web-tree-sitter";
+import type { Language, Parser } from "web-tree-sitter";
 
 /** Languages we have a tree-sitter grammar for. */
 export type LanguageId = "typescript" | "tsx" | "python";
@@ -32,7 +32,9 @@ export function languageOf(file: string): LanguageId | null {
 }
 
 const require = createRequire(import.meta.url);
-let runtime: Promise<void> | undefined;
+// The runtime (155 KB of JavaScript) loads with the first parse: a search whose files did not
+// change parses nothing and should not pay for it.
+let runtime: Promise<typeof import("web-tree-sitter")> | undefined;
 const languages = new Map<LanguageId, Promise<Language>>();
 const parsers = new Map<LanguageId, Parser>();
 
@@ -49,8 +51,8 @@ export function grammarPath(id: LanguageId): string {
 export async function parserFor(id: LanguageId): Promise<Parser> {
   const cached = parsers.get(id);
   if (cached) return cached;
-  runtime ??= Parser.init();
-  await runtime;
+  runtime ??= import("web-tree-sitter").then(async (ts) => (await ts.Parser.init(), ts));
+  const { Language, Parser } = await runtime;
   let lang = languages.get(id);
   if (!lang) {
     lang = Language.load(grammarPath(id));

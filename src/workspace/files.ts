@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { closeSync, readSync } from "node:fs";
 import type { Stats } from "node:fs";
-import picomatch from "picomatch";
+import { createRequire } from "node:module";
 import { confined } from "./confined.js";
 import { statWalk, walkTree, type StatEntry } from "./walk.js";
 
@@ -149,8 +149,13 @@ export async function hashFile(workspace: string, rel: string): Promise<string> 
   return hash.digest("hex");
 }
 
+// picomatch (a dozen CommonJS files) is loaded by the first glob: most walks (an index refresh, a
+// snapshot) have none.
+const require = createRequire(import.meta.url);
+
 function compileGlob(glob: string | undefined): (rel: string) => boolean {
   if (glob === undefined || glob === "") return () => true;
+  const picomatch = require("picomatch") as typeof import("picomatch");
   return picomatch(glob, { dot: true, basename: !glob.includes("/") });
 }
 
