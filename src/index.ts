@@ -15,19 +15,31 @@ export type { ApprovalRequest } from "./agent/nodes/act.js";
 // The graph state and the ledger event schemas (zod), with their types under the same names.
 export * from "./state.js";
 
-// Typed read access to what the CLI shows, and the time-travel commands.
+// Typed read access to what the CLI shows, the time-travel commands and the queue's run control,
+// each loaded on its first call.
+export {
+  cancelSubmittedRun,
+  deleteThread,
+  forkThread,
+  getContext,
+  getHistory,
+  getLedgerEvents,
+  getReport,
+  listThreads,
+  listWorkers,
+  replayThread,
+  requeueSubmittedRun,
+  rewindThread,
+} from "./api/inspection.js";
 export type { WorkspaceArgs } from "./ledger/open-state.js";
-export { listThreads, type ThreadRow } from "./inspect/threads.js";
-export { getHistory, type HistoryRow } from "./inspect/history.js";
-export { getLedgerEvents, type LedgerArgs } from "./inspect/ledger.js";
-export { getContext, type ContextArgs, type ContextReport } from "./inspect/context.js";
-export { getReport } from "./inspect/report.js";
+export type { ThreadRow } from "./inspect/threads.js";
+export type { HistoryRow } from "./inspect/history.js";
+export type { LedgerArgs } from "./inspect/ledger.js";
+export type { ContextArgs, ContextReport } from "./inspect/context.js";
 export type { RunReport } from "./report/report.js";
-export { forkThread, replayThread, rewindThread, type ForkArgs, type ReplayArgs, type RewindArgs } from "./runs/thread-time-travel.js";
-export { deleteThread, type DeleteArgs, type DeleteReport } from "./runs/delete.js";
-// The queue's run control and fleet, for scripts and services holding the state URL (as the CLI's cancel, requeue and workers).
-export { cancelSubmittedRun, requeueSubmittedRun } from "./runs/run-control.js";
-export { listWorkers, type WorkerRow } from "./inspect/workers.js";
+export type { ForkArgs, ReplayArgs, RewindArgs } from "./runs/thread-time-travel.js";
+export type { DeleteArgs, DeleteReport } from "./runs/delete.js";
+export type { WorkerRow } from "./inspect/workers.js";
 export type { CancelResult } from "./queue/run-control.js";
 export { TimeTravelError } from "./runs/time-travel-error.js";
 export type { Divergence, ForkResult, ReplayResult, RewindResult } from "./runs/time-travel.js";
