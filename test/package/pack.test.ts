@@ -119,6 +119,20 @@ describe("the packed package", () => {
     const doctor = spawnSync(bin, ["doctor", "-w", ws, "--json"], { cwd: out, encoding: "utf8", timeout: 60_000 });
     const chroma = (JSON.parse(doctor.stdout) as { checks: Array<{ name: string; ok: boolean; detail: string }> }).checks.find((c) => c.name === "chroma");
     expect(chroma).toMatchObject({ ok: true, detail: expect.stringContaining("npm install chromadb@3.5.0") });
+    // A shared server asked for without the client package no run could use it with: a failed check, not ok.
+    const doctorShared = spawnSync(bin, ["doctor", "-w", ws, "--json"], {
+      cwd: out,
+      encoding: "utf8",
+      timeout: 60_000,
+      env: { ...process.env, CHROMA_URL: "http://127.0.0.1:9" },
+    });
+    const chromaShared = (JSON.parse(doctorShared.stdout) as { checks: Array<{ name: string; ok: boolean; detail: string }> }).checks.find(
+      (c) => c.name === "chroma",
+    );
+    expect(chromaShared).toMatchObject({
+      ok: false,
+      detail: expect.stringMatching(/^CHROMA_URL is set but chromadb is not installed.*npm install chromadb@3\.5\.0/),
+    });
 
     // The shipped declarations compile in a strict consumer that checks library files too.
     fs.writeFileSync(
