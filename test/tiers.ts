@@ -51,6 +51,7 @@ export const SLOW_TESTS = [
   "test/package/scripts.test.ts",
   "test/queue/fleet.test.ts",
   "test/queue/run-control.test.ts",
+  "test/queue/requeue-from.test.ts",
   "test/queue/run-queue.test.ts",
   "test/queue/submit-check.test.ts",
   "test/queue/worker-faults.test.ts",

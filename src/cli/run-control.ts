@@ -9,6 +9,8 @@ import { cancelSubmittedRun, requeueSubmittedRun } from "../runs/run-control.js"
 interface ControlArgs {
   state?: string;
   json?: boolean;
+  /** requeue --from: the checkpoint to continue from. */
+  from?: string;
 }
 
 function urlOf(args: ControlArgs, what: string): string {
@@ -25,9 +27,10 @@ export async function handleCancel(thread: string, args: ControlArgs): Promise<v
 }
 
 export async function handleRequeue(thread: string, args: ControlArgs): Promise<void> {
-  const r = await requeueSubmittedRun(urlOf(args, "requeue"), thread);
+  const r = await requeueSubmittedRun(urlOf(args, "requeue"), thread, args.from !== undefined ? { from: args.from } : {});
   if (args.json) printJson(r);
-  else log(`queued run ${thread} again (job ${r.jobId}; it was ${r.was}); a worker continues it from its last checkpoint`);
+  else
+    log(`queued run ${thread} again (job ${r.jobId}; it was ${r.was}); a worker continues it from ${r.from ? `checkpoint ${r.from}` : "its last checkpoint"}`);
 }
 
 export function registerRunControl(program: Command): void {
@@ -39,8 +42,9 @@ export function registerRunControl(program: Command): void {
   stateOption(cancel).action(async (thread: string, opts: ControlArgs) => handleCancel(thread, opts));
   const requeue = program
     .command("requeue")
-    .description("queue a failed, paused or cancelled run of the PostgreSQL queue again; a worker continues it from its last checkpoint")
+    .description("queue a failed, paused, cancelled or rewound run of the PostgreSQL queue again; a worker continues it from its last checkpoint")
     .argument("<thread>", "the run's thread id")
+    .option("--from <checkpoint>", "continue from this checkpoint of the run instead (an id or 6+ character prefix, as `history --state` lists them)")
     .option("--json", "print the new job as JSON");
   stateOption(requeue).action(async (thread: string, opts: ControlArgs) => handleRequeue(thread, opts));
 }

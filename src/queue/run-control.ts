@@ -55,15 +55,44 @@ export async function cancelRun(pool: pg.Pool, boss: PgBoss, thread: string, by:
   }
 }
 
-/** Puts a failed, paused or cancelled run back in the queue; its next worker continues it from its last checkpoint. */
-export async function requeueStoppedRun(pool: pg.Pool, boss: PgBoss, thread: string, by: string): Promise<{ thread: string; jobId: string; was: RunLeaseRow }> {
+/**
+ * Whether a run that ended was rewound since (`ledgerloop rewind --state`): its newest event is the
+ * rewind's, so it has steps left to take.
+ */
+async function rewoundSinceItEnded(client: pg.PoolClient, thread: string): Promise<boolean> {
+  const r = await client.query<{ type: string }>("SELECT type FROM ll_events WHERE thread_id = $1 ORDER BY seq DESC LIMIT 1", [thread]);
+  return r.rows[0]?.type === "time_travel";
+}
+
+/**
+ * Puts a failed, paused, cancelled or rewound run back in the queue; its next worker continues it
+ * from its last checkpoint. With `moveTo` (requeue --from), a run that is done may be continued
+ * too: `moveTo` moves its head to the chosen checkpoint with the row locked, and a failure there
+ * queues nothing.
+ */
+export async function requeueStoppedRun(
+  pool: pg.Pool,
+  boss: PgBoss,
+  thread: string,
+  by: string,
+  opts: { moveTo?: { checkpoint: string; move: () => Promise<void> } } = {},
+): Promise<{ thread: string; jobId: string; was: RunLeaseRow; from?: string }> {
   const client = await pool.connect();
   try {
-    const r = await requeueRun(client, { thread, guard: "stopped", note: `queued again by ${by}`, enqueue: (c, o) => enqueueOn(boss, c, { thread }, o) });
-    if (r) return { thread, jobId: r.jobId, was: r.previous };
+    const ended = Boolean(opts.moveTo) || (await rewoundSinceItEnded(client, thread));
+    const note = `queued again by ${by}${opts.moveTo ? ` from checkpoint ${opts.moveTo.checkpoint}` : ""}`;
+    const r = await requeueRun(client, {
+      thread,
+      guard: ended ? "ended" : "stopped",
+      note,
+      prepare: opts.moveTo?.move,
+      enqueue: (c, o) => enqueueOn(boss, c, { thread }, o),
+    });
+    if (r) return { thread, jobId: r.jobId, was: r.previous, ...(opts.moveTo ? { from: opts.moveTo.checkpoint } : {}) };
     const l = (await client.query<{ state: string }>("SELECT state FROM ll_run_leases WHERE thread_id = $1", [thread])).rows[0];
     if (!l) throw unknownRun(thread);
-    throw new ConfigError(`run "${thread}" is ${l.state}; only a failed, paused or cancelled run can be queued again`);
+    const hint = l.state === "done" ? "; give --from <checkpoint> to continue it from an earlier one" : "";
+    throw new ConfigError(`run "${thread}" is ${l.state}; only a failed, paused, cancelled or rewound run can be queued again${hint}`);
   } finally {
     client.release();
   }

@@ -171,12 +171,15 @@ export async function requeueRun(
   client: pg.PoolClient,
   o: {
     thread: string;
-    guard: { token: string } | "expired" | "any" | "stopped";
+    /** `stopped`: paused, failed or cancelled; `ended`: those or done (a run continued from an earlier checkpoint). */
+    guard: { token: string } | "expired" | "any" | "stopped" | "ended";
     note: string;
     /** Sends the run's next job on `client`, with the run's priority. */
     enqueue: (client: pg.PoolClient, o: { priority: number }) => Promise<string | null>;
     /** The holder could not materialise the run's workspace (counted in `releases`). */
     released?: boolean;
+    /** Runs with the row locked, before the job is sent; its failure queues nothing. */
+    prepare?: (previous: RunLeaseRow) => Promise<void>;
   },
 ): Promise<{ jobId: string; previous: RunLeaseRow } | null> {
   await client.query("BEGIN");
@@ -188,13 +191,16 @@ export async function requeueRun(
           ? "state <> 'held' OR expires_at < now()"
           : o.guard === "stopped"
             ? "state IN ('paused', 'failed', 'cancelled')"
-            : "state = 'held' AND token = $2";
+            : o.guard === "ended"
+              ? "state IN ('paused', 'failed', 'cancelled', 'done')"
+              : "state = 'held' AND token = $2";
     const args = typeof o.guard === "object" ? [o.thread, o.guard.token] : [o.thread];
     const cur = await client.query<Row>(`SELECT * FROM ll_run_leases WHERE thread_id = $1 AND (${cond}) FOR UPDATE SKIP LOCKED`, args);
     if (!cur.rowCount) {
       await client.query("ROLLBACK");
       return null;
     }
+    await o.prepare?.(toLease(cur.rows[0]!));
     const jobId = await o.enqueue(client, { priority: cur.rows[0]!.priority ?? 0 });
     if (!jobId) throw new Error(`the queue refused a job for run ${o.thread}`);
     const expired = o.guard === "expired";

@@ -37,9 +37,24 @@ export async function cancelSubmittedRun(url: string, thread: string): Promise<C
   return withQueue(url, (pool, boss) => cancelRun(pool, boss, thread, asker()));
 }
 
-/** Queues a failed, paused or cancelled run again; a worker continues it from its last checkpoint. */
-export async function requeueSubmittedRun(url: string, thread: string): Promise<{ thread: string; jobId: string; was: RunLeaseState }> {
-  const { requeueStoppedRun } = await import("../queue/run-control.js");
-  const r = await withQueue(url, (pool, boss) => requeueStoppedRun(pool, boss, thread, asker()));
-  return { thread, jobId: r.jobId, was: r.was.state };
+/**
+ * Queues a failed, paused, cancelled or rewound run again; a worker continues it from its last
+ * checkpoint, or with `from` from that checkpoint of the run (a run that is done, too).
+ */
+export async function requeueSubmittedRun(
+  url: string,
+  thread: string,
+  opts: { from?: string } = {},
+): Promise<{ thread: string; jobId: string; was: RunLeaseState; from?: string }> {
+  const [{ requeueStoppedRun }, { getRunLease }, { requeuePoint }] = await Promise.all([
+    import("../queue/run-control.js"),
+    import("../queue/run-leases.js"),
+    import("./requeue-from.js"),
+  ]);
+  const r = await withQueue(url, async (pool, boss) => {
+    // An unknown run is said as such before its checkpoint is looked for.
+    const point = opts.from !== undefined && (await getRunLease(pool, thread)) ? await requeuePoint(pool, thread, opts.from) : undefined;
+    return requeueStoppedRun(pool, boss, thread, asker(), point ? { moveTo: point } : {});
+  });
+  return { thread, jobId: r.jobId, was: r.was.state, ...(opts.from !== undefined ? { from: r.from } : {}) };
 }

@@ -16,15 +16,18 @@ export { TimeTravelError } from "./time-travel-error.js";
 
 type Values = TaskStateValue;
 
+/** What time travel on the stored state needs: a runtime has these, and so has a bare PostgreSQL state (requeue --from). */
+export type StatePorts = Pick<Runtime, "checkpointer" | "ledger">;
+
 /** Every checkpoint of a thread, newest first. */
-export async function checkpointsOf(rt: Runtime, thread: string): Promise<CheckpointTuple[]> {
+export async function checkpointsOf(rt: StatePorts, thread: string): Promise<CheckpointTuple[]> {
   const out: CheckpointTuple[] = [];
   for await (const t of rt.checkpointer.list({ configurable: { thread_id: thread } })) out.push(t);
   return out;
 }
 
 /** The checkpoint of a thread named by its id or a unique prefix (6+ characters). */
-export async function resolveCheckpoint(rt: Runtime, thread: string, idOrPrefix: string): Promise<CheckpointTuple> {
+export async function resolveCheckpoint(rt: StatePorts, thread: string, idOrPrefix: string): Promise<CheckpointTuple> {
   return pickCheckpoint(await checkpointsOf(rt, thread), (t) => t.checkpoint.id, thread, idOrPrefix);
 }
 
@@ -34,7 +37,7 @@ const valuesOf = (t: CheckpointTuple) => t.checkpoint.channel_values as unknown 
  * The workspace revision of a checkpoint. Checkpoints before the first plan have none recorded;
  * they get the revision the run started from (recorded in its task_spec).
  */
-export async function revisionOf(rt: Runtime, thread: string, t: CheckpointTuple): Promise<string> {
+export async function revisionOf(rt: StatePorts, thread: string, t: CheckpointTuple): Promise<string> {
   const own = valuesOf(t).workspaceRev;
   if (own) return own;
   const spec = (await rt.ledger.list(thread, { types: ["task_spec"] }))[0] as LedgerEvent<"task_spec"> | undefined;
@@ -91,31 +94,46 @@ export async function rewind(rt: Runtime, thread: string, to: string, opts: { fo
   const restored = await rt.revisions.restore(revision);
   // Search must see the files as they are on the branch the run continues on.
   await rt.retriever?.refresh([...restored.created, ...restored.modified, ...restored.deleted]).catch(() => {});
-  const values = valuesOf(target);
-  const ev = await rt.ledger.append({
-    threadId: thread,
-    parentId: values.ledgerHead ?? null,
-    type: "time_travel",
-    payload: {
-      kind: "rewind",
-      fromThread: thread,
-      fromCheckpoint: latest?.checkpoint.id ?? null,
-      toCheckpoint: target.checkpoint.id,
-      revision,
-      savedRevision: saved,
-    },
-  });
-  const agent = createCodingAgent({ runtime: rt });
-  const cfg = await agent.updateState(target.config, { ledgerHead: ev.id, workspaceRev: revision });
   return {
     thread,
-    checkpointId: String(cfg.configurable?.checkpoint_id),
+    checkpointId: await moveHead(rt, thread, target, latest, revision, saved),
     fromCheckpoint: latest?.checkpoint.id ?? null,
     toCheckpoint: target.checkpoint.id,
     revision,
     savedRevision: saved,
     restored: { created: restored.created, modified: restored.modified, deleted: restored.deleted },
   };
+}
+
+/**
+ * The state side of a rewind: the ledger continues on the target's branch (a `time_travel` event)
+ * and the graph's head becomes a fork of the target. The files are left alone: whoever runs the
+ * thread next is moved to that revision (rewind does it itself; a worker's first node does on requeue --from).
+ * Returns the new head checkpoint's id.
+ */
+export async function moveHead(
+  ports: StatePorts,
+  thread: string,
+  target: CheckpointTuple,
+  latest: CheckpointTuple | null,
+  revision: string,
+  savedRevision: string | null,
+): Promise<string> {
+  const ev = await ports.ledger.append({
+    threadId: thread,
+    parentId: valuesOf(target).ledgerHead ?? null,
+    type: "time_travel",
+    payload: { kind: "rewind", fromThread: thread, fromCheckpoint: latest?.checkpoint.id ?? null, toCheckpoint: target.checkpoint.id, revision, savedRevision },
+  });
+  // updateState runs no node: the graph needs the checkpointer only.
+  const agent = createCodingAgent({
+    checkpointer: ports.checkpointer,
+    resolve: async () => {
+      throw new Error("moving a run's head runs no node");
+    },
+  });
+  const cfg = await agent.updateState(target.config, { ledgerHead: ev.id, workspaceRev: revision });
+  return String(cfg.configurable?.checkpoint_id);
 }
 
 export interface ForkResult {

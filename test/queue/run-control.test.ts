@@ -65,7 +65,9 @@ describePg("ledgerloop cancel / requeue / submit --priority", () => {
     ]);
 
     const done = await cliAsync(["requeue", "low", "--state", db.url]);
-    expect(done.stderr.trim()).toBe('ledgerloop: run "low" is done; only a failed, paused or cancelled run can be queued again');
+    expect(done.stderr.trim()).toBe(
+      'ledgerloop: run "low" is done; only a failed, paused, cancelled or rewound run can be queued again; give --from <checkpoint> to continue it from an earlier one',
+    );
     const requeue = await cliAsync(["requeue", "gone", "--state", db.url, "--json"]);
     expect(requeue.code, requeue.stderr).toBe(0);
     expect(JSON.parse(requeue.stdout)).toEqual({ thread: "gone", jobId: expect.any(String), was: "cancelled" });
