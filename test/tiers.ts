@@ -43,6 +43,7 @@ export const SLOW_TESTS = [
   "test/ledger/run-status.test.ts",
   "test/mcp/attack-mcp.test.ts",
   "test/mcp/client-tools.test.ts",
+  "test/mcp/run-control.test.ts",
   "test/models/args-guard.test.ts",
   "test/models/openai.test.ts",
   "test/models/probe.test.ts",

@@ -3,13 +3,16 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { errorMessage } from "../errors.js";
 import type { WorkspaceArgs } from "../ledger/open-state.js";
+import { registerRunControlTools } from "./run-control.js";
 
 /** Options of `ledgerloop mcp`. */
 export interface MemoryServerOptions {
   workspace: string;
   stateDir?: string;
-  /** record_decision is offered only when true. */
+  /** record_decision, cancel_run and requeue_run are offered only when true. */
   allowWrites?: boolean;
+  /** The PostgreSQL state whose queue cancel_run and requeue_run act on (`--state`). */
+  stateUrl?: string;
 }
 
 /** A tool answer larger than this is cut (an MCP client puts it into a prompt). */
@@ -165,6 +168,7 @@ export function createMemoryServer(opts: MemoryServerOptions): McpServer {
       },
       (a) => answer(async () => (await import("./memory.js")).recordDecision(a.thread, a.text, { ...ws, ...(a.key ? { key: a.key } : {}) })),
     );
+    registerRunControlTools(server, opts.stateUrl, answer);
   }
   return server;
 }

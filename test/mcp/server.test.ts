@@ -134,6 +134,23 @@ describe("ledgerloop mcp (stdio) with the SDK's client", () => {
     expect(r.isError).toBe(true);
   }, 60_000);
 
+  it("cancel_run and requeue_run on a workspace's SQLite state answer that they need --state", async () => {
+    const { client: w } = await connect(["--allow-writes"]);
+    expect((await w.listTools()).tools.map((t) => t.name)).toEqual(expect.arrayContaining(["cancel_run", "requeue_run"]));
+    for (const [name, args] of [
+      ["cancel_run", { thread }],
+      ["requeue_run", { thread, from: "1f0abc" }],
+    ] as const) {
+      const r = (await w.callTool({ name, arguments: args })) as Text;
+      expect(r.isError).toBe(true);
+      expect(r.content[0]!.text).toBe(
+        `${name} works on the PostgreSQL queue the workers use; this server reads a workspace's SQLite state, which has none: start it with \`ledgerloop mcp --state postgres://… --allow-writes\` (or set LEDGERLOOP_STATE_URL)`,
+      );
+    }
+    // The server is still up.
+    expect((await call<Array<{ thread: string }>>(w, "threads", {})).map((t) => t.thread)).toEqual([thread]);
+  }, 60_000);
+
   it("a workspace without state fails before the handshake, saying so", () => {
     const empty = tempWorkspace();
     const r = cli(["mcp", "-w", empty]);
