@@ -73,6 +73,7 @@ export const SLOW_TESTS = [
   "test/telemetry/langsmith.test.ts",
   "test/telemetry/logs.test.ts",
   "test/telemetry/otel.test.ts",
+  "test/telemetry/queue-metrics.test.ts",
   "test/tools/project-tools.test.ts",
   "test/web/postgres.test.ts",
   "test/workspace/pg-revisions.test.ts",

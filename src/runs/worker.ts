@@ -11,6 +11,7 @@ import type { DriveResult } from "./drive.js";
 import { StateHealth } from "./state-health.js";
 import { WorkerPresence } from "./worker-presence.js";
 import { sleep, withTimeout } from "./timers.js";
+import { startQueueMetrics, type QueueMetrics } from "../telemetry/queue-metrics.js";
 
 // The queue worker (`ledgerloop worker`): takes runs from the queue (src/queue/) and drives them,
 // any number of workers on any number of machines against one PostgreSQL state. Per run it holds a
@@ -54,6 +55,7 @@ export class RunWorker {
   /** Why this worker takes no new jobs though it was not told to stop (a newer schema), or null. */
   private retiring: string | null = null;
   private presence?: WorkerPresence;
+  private metrics: QueueMetrics | null = null;
   /** Resolves with the reason once a retiring worker's runs have all ended (the CLI then exits). */
   readonly retired: Promise<string>;
   private resolveRetired!: (reason: string) => void;
@@ -131,6 +133,7 @@ export class RunWorker {
       await this.state.close();
       throw err;
     }
+    this.metrics = await startQueueMetrics({ pool: () => this.state?.pool, activeRuns: () => this.active.size, worker: this.id });
     for (let i = 0; i < this.opts.concurrency; i++) this.slots.push(this.slot(RUN_QUEUE));
     const tick = Math.max(500, Math.floor(this.ttlMs / 3));
     this.reaper = setInterval(() => void this.reap().catch((err) => this.health.noteFailure(err, "reaper") || this.say(`reaper: ${errorMessage(err)}`)), tick);
@@ -186,7 +189,7 @@ export class RunWorker {
   private async reap(): Promise<void> {
     if (this.stopping || this.retiring || this.health.down || !this.state || !this.boss) return;
     const { reapExpiredRuns } = await import("./worker-reaper.js");
-    await reapExpiredRuns(this.state.pool, this.boss, this.id, (line) => this.say(line));
+    this.metrics?.takeovers(await reapExpiredRuns(this.state.pool, this.boss, this.id, (line) => this.say(line)));
   }
 
   /** One job: take the run's lease, materialise its files, drive it, and say where it stands. */
@@ -218,6 +221,7 @@ export class RunWorker {
       return this.record({ thread, outcome: "skipped", detail });
     }
     this.lastBusy = Date.now();
+    if (got.takeover) this.metrics?.takeovers(1);
     const unavailable = async (err: unknown, extra: Partial<JobOutcome> = {}): Promise<JobOutcome> => {
       // Not the run's fault: it goes back to the queue as it stands, whatever step it was at.
       const why = errorMessage(err).split("\n")[0]!;
@@ -410,6 +414,7 @@ export class RunWorker {
 
   private record(o: JobOutcome): JobOutcome {
     this.outcomes.push(o);
+    this.metrics?.outcome(o);
     this.opts.onOutcome?.(o);
     return o;
   }
@@ -452,6 +457,7 @@ export class RunWorker {
     await Promise.all(this.slots);
     phase("runs handed back");
     await this.presence?.stop("stopped");
+    await this.metrics?.stop().catch((e) => this.say(`stop: exporting metrics: ${errorMessage(e)}`));
     await this.boss?.stop({ graceful: true, wait: true, timeout: 5_000 }).catch(() => {});
     phase("queue stopped");
     await withTimeout(this.state?.close() ?? Promise.resolve(), 5_000).catch((e) => this.say(`stop: closing the state pool: ${errorMessage(e)}`));

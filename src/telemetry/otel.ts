@@ -28,6 +28,8 @@ export interface Otel {
   api: typeof Api;
   tracer: Api.Tracer;
   metrics: RunMetrics;
+  /** The process's meter, for instruments of other parts (the queue worker's, queue-metrics.ts). */
+  meter: Api.Meter;
   /** Makes the next root span carry these ids: the run's first process exports the root span the registry names. */
   presetRoot(trace: RunTrace): void;
   /** Exports what is pending (spans ended so far, metrics). */
@@ -89,9 +91,19 @@ export function startOtel(): Promise<Otel> {
       spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter(), scheduledDelayMillis: 2000 })],
     });
     // The metrics endpoint comes from the same variables; without a metrics-specific one, the common one.
+    // The interval is the SDK's standard variable (a long-running worker's gauges are only seen at each export).
+    const asked = Number(process.env.OTEL_METRIC_EXPORT_INTERVAL);
+    const interval = Number.isFinite(asked) && asked >= 100 ? asked : 15_000;
     const meterProvider = new MeterProvider({
       resource,
-      readers: [new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter(), exportIntervalMillis: 15_000 })],
+      // The SDK refuses a timeout longer than the interval.
+      readers: [
+        new PeriodicExportingMetricReader({
+          exporter: new OTLPMetricExporter(),
+          exportIntervalMillis: interval,
+          exportTimeoutMillis: Math.min(interval, 30_000),
+        }),
+      ],
     });
     const meter = meterProvider.getMeter("ledgerloop");
     const metrics: RunMetrics = {
@@ -107,6 +119,7 @@ export function startOtel(): Promise<Otel> {
       api,
       tracer: tracerProvider.getTracer("ledgerloop", "0.1.0"),
       metrics,
+      meter,
       presetRoot(trace) {
         presetTrace = trace.traceId;
         presetSpan = trace.spanId;

@@ -43,23 +43,11 @@ export interface WorkerProc {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export function spawnWorker(url: string, dir: string, extra: string[] = []): WorkerProc {
-  const child = cliSpawn([
-    "worker",
-    "--state",
-    url,
-    "--dir",
-    dir,
-    "--lease-seconds",
-    "3",
-    "--poll-seconds",
-    "1",
-    "--exit-when-idle",
-    "4",
-    "--json",
-    "--verbose",
-    ...extra,
-  ]);
+export function spawnWorker(url: string, dir: string, extra: string[] = [], env: Record<string, string> = {}): WorkerProc {
+  const child = cliSpawn(
+    ["worker", "--state", url, "--dir", dir, "--lease-seconds", "3", "--poll-seconds", "1", "--exit-when-idle", "4", "--json", "--verbose", ...extra],
+    { env },
+  );
   let out = "";
   let err = "";
   child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
