@@ -1,6 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import type { ChildProcess } from "node:child_process";
+import type pg from "pg";
+import { expect } from "vitest";
 import { cliSpawn } from "../helpers/cli.js";
 
 /**
@@ -80,4 +82,47 @@ export async function until<T>(fn: () => Promise<T | null | undefined | false>, 
     if (v) return v;
     await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+/** A ledger row of a queued run, as the invariant checks read it. */
+export interface LedgerRow {
+  id: string;
+  seq: number;
+  type: string;
+  caused_by: string | null;
+  payload: string;
+}
+
+/** A step's action of a `longTrajectory` run, its payload parsed. */
+export interface StepAction {
+  id: string;
+  p: { tool: string; callId: string; args: { command?: string } };
+}
+
+/**
+ * Reads a run's ledger and checks what no fault (a worker killed, stopped or cut off, the database
+ * away) may break: one gap-free sequence (nothing lost), one action per call id, `steps` step
+ * actions (run_command or write_file), each with exactly one feedback (nothing run twice).
+ */
+export async function checkRunLedger(
+  c: pg.Client,
+  thread: string,
+  steps: number,
+): Promise<{ events: LedgerRow[]; actions: StepAction[]; feedback: LedgerRow[] }> {
+  const events = (await c.query<LedgerRow>("SELECT id, seq, type, caused_by, payload FROM ll_events WHERE thread_id = $1 ORDER BY seq", [thread])).rows;
+  expect(
+    events.map((e) => Number(e.seq)),
+    `${thread}: gap-free`,
+  ).toEqual(Array.from({ length: events.length }, (_, k) => k + 1));
+  const actions: StepAction[] = events.filter((e) => e.type === "agent_action").map((e) => ({ id: e.id, p: JSON.parse(e.payload) as StepAction["p"] }));
+  expect(new Set(actions.map((a) => a.p.callId)).size, `${thread}: one action per call id`).toBe(actions.length);
+  const work = actions.filter((a) => a.p.tool === "run_command" || a.p.tool === "write_file");
+  expect(work, `${thread}: step actions`).toHaveLength(steps);
+  const feedback = events.filter((e) => e.type === "environment_feedback");
+  for (const a of work)
+    expect(
+      feedback.filter((f) => f.caused_by === a.id),
+      `${thread} ${a.p.callId}: one feedback`,
+    ).toHaveLength(1);
+  return { events, actions, feedback };
 }

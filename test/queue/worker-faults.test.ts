@@ -7,7 +7,7 @@ import { clusterSkipReason, startCluster, type PgCluster } from "../helpers/pg-c
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 import { openPgState } from "../../src/ledger/pg-db.js";
 import { startQueue, submitRun } from "../../src/queue/run-queue.js";
-import { exitOf, spawnWorker, until, writeTrajectory, type WorkerProc } from "./queue-fixtures.js";
+import { checkRunLedger, exitOf, spawnWorker, until, writeTrajectory, type WorkerProc } from "./queue-fixtures.js";
 
 afterAll(() => cleanupTemp());
 
@@ -90,23 +90,7 @@ async function expectAllFinishedOnce(
     for (const l of leases) expect(l.note, l.thread_id).toMatch(/^finished after \d+ step\(s\) on /);
     for (let i = 0; i < RUNS; i++) {
       const thread = `${prefix}${i}`;
-      const events = (await c.query("SELECT id, seq, type, caused_by, payload FROM ll_events WHERE thread_id = $1 ORDER BY seq", [thread])).rows as Array<{
-        id: string;
-        seq: number;
-        type: string;
-        caused_by: string | null;
-        payload: string;
-      }>;
-      expect(events.map((e) => e.seq)).toEqual(Array.from({ length: events.length }, (_, k) => k + 1));
-      const actions = events.filter((e) => e.type === "agent_action").map((e) => ({ id: e.id, p: JSON.parse(e.payload) as { tool: string; callId: string } }));
-      expect(new Set(actions.map((a) => a.p.callId)).size).toBe(actions.length);
-      expect(actions.filter((a) => a.p.tool === "run_command" || a.p.tool === "write_file")).toHaveLength(STEPS);
-      for (const a of actions.filter((x) => x.p.tool === "run_command" || x.p.tool === "write_file")) {
-        expect(
-          events.filter((f) => f.type === "environment_feedback" && f.caused_by === a.id),
-          `${thread} ${a.p.callId}`,
-        ).toHaveLength(1);
-      }
+      await checkRunLedger(c, thread, STEPS);
       const counter = fs.readFileSync(path.join(workspaces[i]!, "counter.txt"), "utf8").trim().split("\n");
       expect(new Set(counter).size, `${thread}: ${counter.join(",")}`).toBe(counter.length);
     }

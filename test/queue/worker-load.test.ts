@@ -6,7 +6,7 @@ import { describePg, useTestDatabase } from "../helpers/postgres.js";
 import { cleanupTemp, readTree, tempWorkspace } from "../helpers/workspace.js";
 import { openPgState } from "../../src/ledger/pg-db.js";
 import { startQueue, submitRun } from "../../src/queue/run-queue.js";
-import { exitOf, spawnWorker, until, writeTrajectory } from "./queue-fixtures.js";
+import { checkRunLedger, exitOf, spawnWorker, until, writeTrajectory } from "./queue-fixtures.js";
 
 afterAll(() => cleanupTemp());
 
@@ -93,28 +93,8 @@ describePg("3 workers, 18 runs, one killed and one stopped", () => {
       let interruptedTotal = 0;
       for (let i = 0; i < RUNS; i++) {
         const thread = `L${i}`;
-        const events = (await c.query("SELECT id, seq, type, caused_by, payload FROM ll_events WHERE thread_id = $1 ORDER BY seq", [thread])).rows as Array<{
-          id: string;
-          seq: number;
-          type: string;
-          caused_by: string | null;
-          payload: string;
-        }>;
-        // Nothing lost: one gap-free sequence.
-        expect(events.map((e) => e.seq)).toEqual(Array.from({ length: events.length }, (_, k) => k + 1));
-        const actions = events
-          .filter((e) => e.type === "agent_action")
-          .map((e) => ({ id: e.id, p: JSON.parse(e.payload) as { tool: string; callId: string; args: { command?: string } } }));
-        // Nothing duplicated: each decision is one action with exactly one feedback.
-        expect(new Set(actions.map((a) => a.p.callId)).size).toBe(actions.length);
-        expect(actions.filter((a) => a.p.tool !== "finish" && a.p.tool !== "update_plan")).toHaveLength(STEPS);
-        const feedback = events.filter((e) => e.type === "environment_feedback");
-        for (const a of actions.filter((x) => x.p.tool === "run_command" || x.p.tool === "write_file")) {
-          expect(
-            feedback.filter((f) => f.caused_by === a.id),
-            `${thread} ${a.p.callId}`,
-          ).toHaveLength(1);
-        }
+        // Nothing lost, nothing duplicated: one gap-free sequence, each decision one action with exactly one feedback.
+        const { actions, feedback } = await checkRunLedger(c, thread, STEPS);
         const interrupted = new Set(
           feedback
             .filter((f) => (JSON.parse(f.payload) as { status: string }).status === "interrupted")
