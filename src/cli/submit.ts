@@ -20,6 +20,7 @@ export interface SubmitArgs extends Pick<
   retrieval?: "hybrid" | "lexical";
   vectors?: "chroma" | "off";
   priority?: number;
+  setup?: string;
   tasks?: string;
   check?: boolean;
   json?: boolean;
@@ -67,10 +68,14 @@ export function registerSubmit(program: Command): void {
     .argument("[task]", "what the agent should do (or --tasks FILE)")
     .option(
       "--tasks <file>",
-      "queue many runs at once: JSON lines or a JSON array of {task, thread?, repo?, ref?, workspace?, model?, summaryModel?, maxSteps?, budget?, priority?}; all or none are queued",
+      "queue many runs at once: JSON lines or a JSON array of {task, thread?, repo?, ref?, workspace?, model?, summaryModel?, maxSteps?, budget?, priority?, setup?}; all or none are queued",
     )
     .option("--repo <git url or path>", "workers clone this repository for the run")
     .option("--ref <ref>", "branch, tag or commit of --repo (default: its HEAD); pinned to a commit when the run starts")
+    .option(
+      "--setup <command>",
+      'with --repo: a command each worker runs in its fresh clone (first start and every takeover) to re-create what git ignores, e.g. "npm ci"',
+    )
     .option("--workspace <dir>", "a directory every worker can read and write (a shared volume), used as it is")
     .option("-t, --thread <id>", "run id (default: generated)")
     .option("-m, --model <spec>", "openai:<name> or scripted:<trajectory.json> (default: $LEDGERLOOP_MODEL)")

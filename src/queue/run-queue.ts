@@ -25,9 +25,22 @@ const JOB_EXPIRE_SECONDS = 23 * 3600;
 export const RunJob = z.object({ thread: z.string().min(1).max(200) }).strict();
 export type RunJob = z.infer<typeof RunJob>;
 
-/** Where a worker gets the run's files. */
+/** The longest setup command a submission may declare (it is stored, logged and shown to the model). */
+export const SETUP_MAX_CHARS = 2000;
+
+/**
+ * Where a worker gets the run's files. `setup` (repo sources): a command each worker runs in its
+ * fresh clone before driving the run, to re-create what git does not carry (src/runs/worker-setup.ts).
+ */
 export const RunSource = z.discriminatedUnion("kind", [
-  z.object({ kind: z.literal("repo"), repo: z.string().min(1), ref: z.string().min(1).optional() }).strict(),
+  z
+    .object({
+      kind: z.literal("repo"),
+      repo: z.string().min(1),
+      ref: z.string().min(1).optional(),
+      setup: z.string().trim().min(1).max(SETUP_MAX_CHARS).optional(),
+    })
+    .strict(),
   z.object({ kind: z.literal("workspace"), path: z.string().min(1) }).strict(),
 ]);
 export type RunSource = z.infer<typeof RunSource>;
@@ -150,6 +163,22 @@ function checkSubmission(s: NewSubmission): void {
   if (!THREAD_ID.test(s.thread)) throw new ConfigError(`invalid thread id "${s.thread}": letters, digits, '.', '_' and '-' only, at most 128`);
   if (!s.task.trim()) throw new ConfigError("the task must not be empty");
   if (s.source.kind === "repo") refuseCredentials(s.source.repo);
+  if (s.source.kind === "repo" && s.source.setup !== undefined) checkSetup(s.source.setup);
+}
+
+/** Refuses a setup command that is empty, too long, or carries what looks like a secret; returns it trimmed. */
+export function checkSetup(setup: string): string {
+  const cmd = setup.trim();
+  if (!cmd) throw new ConfigError('--setup must not be empty: give the command a worker runs in its fresh clone (e.g. "npm ci")');
+  if (cmd.length > SETUP_MAX_CHARS)
+    throw new ConfigError(`--setup is ${cmd.length} characters long; at most ${SETUP_MAX_CHARS} (put a longer one in a script of the repository)`);
+  if (cmd.includes("\u0000")) throw new ConfigError("--setup contains a NUL character");
+  // Stored in the shared database and shown to the model: a secret belongs in the workers' environment.
+  if (defaultRedactor.redact(cmd) !== cmd)
+    throw new ConfigError(
+      `--setup carries what looks like a secret (${defaultRedactor.redact(cmd)}); give it to the workers through their environment instead`,
+    );
+  return cmd;
 }
 
 /** Refuses a repository URL that carries a password or token. */

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { ConfigError, errorMessage } from "../errors.js";
-import { SubmittedSettings, refuseCredentials, type NewSubmission, type RunSource } from "./run-queue.js";
+import { SubmittedSettings, checkSetup, refuseCredentials, type NewSubmission, type RunSource } from "./run-queue.js";
 import { checkModelSpec, checkSource } from "./submit-check.js";
 import { parseTasks } from "./submit-tasks.js";
 
@@ -22,6 +22,8 @@ export interface SubmitFlags {
   vectors?: "chroma" | "off";
   approve?: "ask" | "auto" | "deny";
   priority?: number;
+  /** A command each worker runs in its fresh clone of --repo before driving the run. */
+  setup?: string;
   /** false (`--no-check`): the workspace or repository is reachable only from the workers; not checked here. */
   check?: boolean;
 }
@@ -60,6 +62,9 @@ export async function buildSubmission(
   if (Boolean(args.repo) === Boolean(args.workspace))
     throw new ConfigError("give exactly one of --repo <git url or path> and --workspace <dir every worker can reach>");
   if (args.ref && !args.repo) throw new ConfigError("--ref goes with --repo");
+  if (args.setup !== undefined && !args.repo)
+    throw new ConfigError("--setup goes with --repo: a --workspace is used as it is, the files git ignores included, so there is nothing to set up again");
+  const setup = args.setup !== undefined ? checkSetup(args.setup) : undefined;
   const model = args.model ?? process.env.LEDGERLOOP_MODEL;
   if (!model) throw new ConfigError("no model given: pass --model (the workers build it with their own environment) or set LEDGERLOOP_MODEL");
   const settings = settingsOf(args, checkModelSpec(model, args.model ? "--model" : "LEDGERLOOP_MODEL"), sandboxed);
@@ -67,7 +72,9 @@ export async function buildSubmission(
   const given: RunSource = args.repo ? { kind: "repo", repo: args.repo, ...(args.ref ? { ref: args.ref } : {}) } : { kind: "workspace", path: args.workspace! };
   // Before any git call: a URL with a password must not reach a git error message.
   if (given.kind === "repo") refuseCredentials(given.repo);
-  const source = args.check === false ? given : given.kind === "repo" ? await (o.checkRepo ?? checkSource)(given) : await checkSource(given);
+  const checked = args.check === false ? given : given.kind === "repo" ? await (o.checkRepo ?? checkSource)(given) : await checkSource(given);
+  // Added after the check: the checked (shared) answer is about the repository and ref only.
+  const source: RunSource = checked.kind === "repo" && setup ? { ...checked, setup } : checked;
   return { thread: args.thread ?? o.newThread(), task, source, settings, ...(args.priority !== undefined ? { priority: args.priority } : {}) };
 }
 
@@ -95,8 +102,9 @@ export async function batchFromFile(file: string, args: SubmitFlags, sandboxed: 
       continue;
     }
     const { task, ...own } = p.entry;
-    // A task's own source replaces the flags' source whole (a --repo flag and a task's workspace are not both meant).
-    const base = own.repo || own.workspace ? { ...args, repo: undefined, ref: undefined, workspace: undefined } : args;
+    // A task's own source replaces the flags' source whole, its setup command included (a --repo
+    // flag and a task's workspace are not both meant).
+    const base = own.repo || own.workspace ? { ...args, repo: undefined, ref: undefined, workspace: undefined, setup: undefined } : args;
     try {
       runs.push(await buildSubmission(task, { ...base, ...own }, sandboxed, { newThread, checkRepo }));
     } catch (err) {

@@ -18,6 +18,8 @@ export const TaskEntry = z
     maxSteps: z.number().int().positive().optional(),
     budget: z.number().int().positive().optional(),
     priority: z.number().int().optional(),
+    // Checked with the flags' value (submit-build.ts), so both give the same errors.
+    setup: z.string().optional(),
   })
   .strict();
 export type TaskEntry = z.infer<typeof TaskEntry>;

@@ -122,7 +122,7 @@ describePg("submit checks what it can before queueing; --tasks queues a batch wh
       `--tasks ${bad}: nothing was queued; 4 task(s) to fix:`,
       `  line 2: --ref nope is not a branch, tag or commit of ${repo}`,
       expect.stringMatching(/^ {2}line 4: not JSON: /),
-      "  line 5: unknown key(s) colour: a task sets task, thread, repo, ref, workspace, model, summaryModel, maxSteps, budget, priority",
+      "  line 5: unknown key(s) colour: a task sets task, thread, repo, ref, workspace, model, summaryModel, maxSteps, budget, priority, setup",
       '  line 6: thread "b1" is also given on line 1',
     ]);
     expect(await queued()).toEqual(before);
