@@ -104,6 +104,11 @@ export interface Runtime {
    * the node that is running (a command included) finishes and is checkpointed first.
    */
   stopBetweenSteps?: AbortSignal;
+  /**
+   * One-time notes for the model's next prompt (a queue worker's: the run moved to a fresh clone).
+   * The context node takes them when it records a prompt, so each is shown once per runtime.
+   */
+  notices?: string[];
   close(): Promise<void>;
 }
 

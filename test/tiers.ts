@@ -58,6 +58,7 @@ export const SLOW_TESTS = [
   "test/queue/worker-faults.test.ts",
   "test/queue/worker-load.test.ts",
   "test/queue/worker-pool.test.ts",
+  "test/queue/worker-setup.test.ts",
   "test/queue/worker.test.ts",
   "test/report/report.test.ts",
   "test/retrieval/chroma-server.test.ts",

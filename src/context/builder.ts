@@ -80,6 +80,8 @@ export interface BuildInput {
   recentTurns?: number;
   /** The run's background processes as the model should see them this step (volatile, with the run status). */
   processes?: string | null;
+  /** One-time notes for the model (the run moved to another worker), shown once with the run status. */
+  notices?: string | null;
   /** Workspace root, for the focus files. */
   workspace?: string;
   searcher?: CodeSearcher;
@@ -197,7 +199,7 @@ async function compact(input: BuildInput, c: Common, kind: "cache" | "legacy", r
   const { systemTokens, pinned, plan, stat } = fixedPart(
     input,
     c,
-    withProcesses(statusText(state, input.maxSteps, c.lastTests, input.repeatLimit), input.processes),
+    withProcesses(statusText(state, input.maxSteps, c.lastTests, input.repeatLimit), input.processes, input.notices),
   );
   budget.charge({ section: "system", source: "instructions", tokens: systemTokens });
   budget.charge({ section: "tools", source: `${input.tools.length} tool schemas`, tokens: c.toolTokens });
@@ -371,7 +373,7 @@ async function extend(input: BuildInput, c: Common, prevMessages: ChatMessage[],
   }
   const logText = [...log, ...added].map((m) => m.content).join("\n");
   const planText = `# Plan\n${planLines(state.subtasks)}`;
-  const statText = `# Run status\n${withProcesses(statusText(state, input.maxSteps, c.lastTests, input.repeatLimit), input.processes)}`;
+  const statText = `# Run status\n${withProcesses(statusText(state, input.maxSteps, c.lastTests, input.repeatLimit), input.processes, input.notices)}`;
   const planChanged = lastPlanShown(log) !== planText;
   const required = planChanged ? [statText, planText] : [statText];
   const needsNudge = turns.at(-1)!.call.payload.toolCalls.length === 0;
@@ -447,7 +449,7 @@ function fitByDroppingExtras(
   return { messages, actual };
 }
 
-/** The run status followed by the background processes, when there are any. */
-function withProcesses(status: string, processes: string | null | undefined): string {
-  return processes ? `${status}\n\n${processes}` : status;
+/** The run status followed by the background processes and the one-time notes, when there are any. */
+function withProcesses(status: string, processes: string | null | undefined, notices?: string | null): string {
+  return [status, processes, notices].filter(Boolean).join("\n\n");
 }

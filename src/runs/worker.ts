@@ -320,6 +320,11 @@ export class RunWorker {
         await restoreRevision(rt, rev);
       }
       const resumed = await rt.runs.hasCheckpoints(thread);
+      if (sub.source.kind === "repo") {
+        // A fresh clone has nothing git ignores: the declared setup re-creates it; the model is told.
+        const { prepareFreshClone } = await import("./worker-setup.js");
+        await prepareFreshClone(rt, { setup: sub.source.setup, moved: resumed, signal: ac.signal, say: (l) => this.say(`${thread}: ${l}`) });
+      }
       const result = await driveRun(rt, thread, resumed ? null : sub.task, { signal: ac.signal, origin: "worker" });
       // Waits for the database if it is away: whether the run is still ours decides what is written.
       if (lost || !(await this.health.retry(`${thread}: renewing its lease`, () => leases.renewRunLease(pool, thread, token, this.ttlMs)))) {

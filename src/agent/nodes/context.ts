@@ -108,9 +108,24 @@ export function createContextNode(deps: NodeDeps): NodeFn {
         prevEvent && prevBlob ? { messages: JSON.parse(prevBlob) as ChatMessage[], items: prevEvent.payload.items, layout: prevEvent.payload.layout } : null;
       // A context-length refusal lowered the budget (decide's compactForRetry): it stays lowered.
       const budgetTokens = Math.min(rt.settings.budgetTokens, prevEvent?.payload.layout?.budget ?? Infinity);
-      // The background processes as of now; this prompt is the one that tells the model of restarts.
-      const built = await buildPrompt({ ...promptSources(rt, state, config, caches), previous, budgetTokens, processes: rt.processes?.describe() ?? null });
-      const promptRef = await rt.ledger.putBlob(JSON.stringify(rt.redactor.redactDeep(built.messages)));
+      // The background processes as of now; this prompt is the one that tells the model of restarts,
+      // and of the worker's notes (taken here: the recorded prompt is what shows them; put back if
+      // it could not be recorded, so a re-run shows them).
+      const notes = rt.notices?.splice(0) ?? [];
+      let built, promptRef;
+      try {
+        built = await buildPrompt({
+          ...promptSources(rt, state, config, caches),
+          previous,
+          budgetTokens,
+          processes: rt.processes?.describe() ?? null,
+          notices: notes.join("\n\n") || null,
+        });
+        promptRef = await rt.ledger.putBlob(JSON.stringify(rt.redactor.redactDeep(built.messages)));
+      } catch (err) {
+        rt.notices?.unshift(...notes);
+        throw err;
+      }
       const reuse = prefixReuse(previous?.messages ?? null, built.messages, rt.counter);
       rt.progress?.({
         node: "context",
