@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
+import { inflateRawSync } from "node:zlib";
 import { afterAll, expect, it } from "vitest";
 import pg from "pg";
 import { cliAsync, jsonLines } from "../helpers/cli.js";
@@ -376,6 +377,18 @@ describePg("ledgerloop submit / worker", () => {
         "?? counter.txt",
         "?? out/",
       ]);
+      // No setup command was declared: the first prompt after the takeover, and only it, says what is missing.
+      const newest = (
+        await c.query<{ data: Buffer }>(
+          `SELECT b.data FROM ll_events e JOIN ll_blobs b ON b.hash = e.payload::jsonb ->> 'promptRef' WHERE e.thread_id = 'k2' AND e.type = 'context_built' ORDER BY e.seq`,
+        )
+      ).rows.map(
+        (r) =>
+          (JSON.parse(inflateRawSync(r.data).toString("utf8")) as Array<{ role: string; content: string }>).filter((m) => m.role === "user").at(-1)!.content,
+      );
+      const told = newest.filter((m) => m.includes("# Workspace moved"));
+      expect(told).toHaveLength(1);
+      expect(told[0]).toContain("No setup command was declared with the task, so whatever ignored files you created before the move are missing here");
     } finally {
       await c.end();
     }
