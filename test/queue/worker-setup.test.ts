@@ -6,6 +6,7 @@ import { afterAll, expect, it } from "vitest";
 import { cliAsync, jsonLines } from "../helpers/cli.js";
 import { describePg, pgQuery, useTestDatabase } from "../helpers/postgres.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
+import { nodeOfRequest, startOpenAIStub, stubToolCall, type StubRequestBody } from "../helpers/openai-stub.js";
 import { exitOf, spawnWorker, until } from "./queue-fixtures.js";
 
 // `submit --setup`: a --repo run's worker clones afresh at every start and takeover; what git
@@ -160,5 +161,65 @@ describePg("submit --setup: a --repo run's ignored files after a move", () => {
     expect(first!.newest).not.toContain("# Workspace moved");
     expect(rest.length).toBeGreaterThan(0);
     expect(rest.some((p) => p.newest.includes("# Workspace setup"))).toBe(false);
+  });
+
+  it("a decide prompt refused as too long is retried smaller with the worker's note still in it", async () => {
+    // A first prompt large enough to be cut to 70 %: retrieved code the task's words find.
+    const big = Array.from({ length: 300 }, (_, i) => `line ${i}: the quick brown fox jumps over the lazy dog`).join("\n");
+    const repo = gitRepo({ "README.md": "repo\n", "fox.txt": big });
+    const scratch = tempWorkspace();
+    let refused = false;
+    const stub = await startOpenAIStub({
+      respond: (body) => {
+        const node = nodeOfRequest(body);
+        if (node === "plan")
+          return {
+            tool_calls: [
+              stubToolCall("p1", "update_plan", { subtasks: [{ id: "w", description: "find the quick brown fox in fox.txt", status: "in_progress" }] }),
+            ],
+          };
+        if (node !== "decide") return { content: "A lesson." };
+        if (!refused) {
+          refused = true;
+          return { status: 400, code: "context_length_exceeded", message: "This model's maximum context length is 2000 tokens." };
+        }
+        return { tool_calls: [stubToolCall("c1", "finish", { summary: "done" })] };
+      },
+    });
+    try {
+      const sub = await cliAsync(
+        [
+          "submit",
+          "find the quick brown fox jumps over the lazy dog",
+          "--repo",
+          repo,
+          "--state",
+          db.url,
+          "--model",
+          "openai:stub-model",
+          "--retrieval",
+          "lexical",
+          "--thread",
+          "cl",
+          "--setup",
+          "exit 4",
+        ],
+        { env: { OPENAI_API_KEY: "sk-proj-Setup7Lr2Vx5Nw7Kt1Bm4Hc9Jd3" } },
+      );
+      expect(sub.code, sub.stderr).toBe(0);
+      const w = spawnWorker(db.url, path.join(scratch, "w"), [], {
+        OPENAI_BASE_URL: stub.url,
+        OPENAI_API_KEY: "sk-proj-Setup7Lr2Vx5Nw7Kt1Bm4Hc9Jd3",
+        LEDGERLOOP_MODEL_RETRY_BASE_MS: "10",
+      });
+      expect(await exitOf(w), w.err()).toEqual({ code: 0, signal: null });
+      expect(jsonLines(w.out()), w.err()).toEqual([expect.objectContaining({ thread: "cl", outcome: "ran", status: "finished" })]);
+      const decides = stub.requests.filter((b: StubRequestBody) => nodeOfRequest(b) === "decide");
+      expect(decides).toHaveLength(2);
+      for (const d of decides) expect(JSON.stringify(d.messages)).toContain("was run in this copy and FAILED (exit 4)");
+      expect(JSON.stringify(decides[1]!.messages).length).toBeLessThan(JSON.stringify(decides[0]!.messages).length);
+    } finally {
+      await stub.close();
+    }
   });
 });

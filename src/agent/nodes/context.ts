@@ -51,6 +51,9 @@ export interface PromptCaches {
   recall: Map<string, Promise<Array<{ eventId: string; score: number }>>>;
 }
 
+/** The one-time notes a runtime's context node showed, with the step they were shown at. */
+const shownNotes = new WeakMap<Runtime, { step: number; text: string }>();
+
 /**
  * Everything a decide prompt is built from except the budget and the previous prompt: the one
  * definition the context node and decide's context-length retry share, so a retry prompt has the
@@ -70,6 +73,8 @@ export function promptSources(
     repeatLimit: rt.settings.repeatLimit,
     // Without taking the one-time notes (restarts): the context node's prompt shows those.
     processes: rt.processes?.describe(3, false) ?? null,
+    // The notes this step's prompt showed (rt.notices): a context-length retry must not lose them.
+    notices: shownNotes.get(rt)?.step === state.step ? shownNotes.get(rt)!.text : null,
     recentTurns: rt.settings.recentTurns,
     tools: toolSpecs(),
     counter: rt.counter,
@@ -122,6 +127,7 @@ export function createContextNode(deps: NodeDeps): NodeFn {
           notices: notes.join("\n\n") || null,
         });
         promptRef = await rt.ledger.putBlob(JSON.stringify(rt.redactor.redactDeep(built.messages)));
+        if (notes.length) shownNotes.set(rt, { step: state.step, text: notes.join("\n\n") });
       } catch (err) {
         rt.notices?.unshift(...notes);
         throw err;
