@@ -53,14 +53,15 @@ export async function runSetup(rt: Runtime, command: string, signal?: AbortSigna
           : e.signal
             ? `killed by ${e.signal}`
             : null;
-    const output = [e.stdout.trimEnd(), e.stderr.trimEnd()].filter(Boolean).join("\n");
+    // Redacted whole before it is cut, so a cut cannot split a secret the redactor would know.
+    const output = rt.redactor.redact([e.stdout.trimEnd(), e.stderr.trimEnd()].filter(Boolean).join("\n"));
     return {
       command,
       ok: e.exitCode === 0 && !e.signal && !e.denied,
       exitCode: e.exitCode,
       durationMs: e.durationMs,
       cause,
-      tail: rt.redactor.redact(output.length > SETUP_TAIL_CHARS ? `…${output.slice(-SETUP_TAIL_CHARS)}` : output),
+      tail: output.length > SETUP_TAIL_CHARS ? `…${output.slice(-SETUP_TAIL_CHARS)}` : output,
     };
   } catch (err) {
     // The sandbox could not start it (a broken session): the run goes on, and the model is told.
@@ -96,7 +97,7 @@ export function setupNotice(moved: boolean, o: SetupOutcome | null): string | nu
   if (!moved) return o && !o.ok ? `# Workspace setup\n${did}` : null;
   return [
     "# Workspace moved",
-    "This run continues on another machine, in a fresh copy of the repository: your tracked files are as you left them, but files git ignores (installed dependencies, build outputs, caches, virtualenvs) were not carried over.",
+    "This run moved to a fresh copy of the repository on this worker (another machine, or the same one starting over): your tracked files are as you left them, but files git ignores (installed dependencies, build outputs, caches, virtualenvs) were not carried over.",
     did ??
       "No setup command was declared with the task, so whatever ignored files you created before the move are missing here and may need to be created again (install the dependencies, rebuild) before you rely on them.",
   ].join("\n");
