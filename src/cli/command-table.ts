@@ -83,7 +83,7 @@ export const COMMANDS: readonly CommandInfo[] = [
     name: "requeue",
     usage: "[options] <thread>",
     module: "run-control",
-    description: "queue a failed, paused or cancelled run of the PostgreSQL queue again; a worker continues it from its last checkpoint",
+    description: "queue a failed, paused, cancelled or rewound run of the PostgreSQL queue again; a worker continues it from its last checkpoint",
   },
   { name: "demo", usage: "[options]", module: "demo", description: "run the bundled demo task (scripted model) on a fresh copy of the example workspace" },
   {

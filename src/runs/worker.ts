@@ -189,7 +189,10 @@ export class RunWorker {
   private async reap(): Promise<void> {
     if (this.stopping || this.retiring || this.health.down || !this.state || !this.boss) return;
     const { reapExpiredRuns } = await import("./worker-reaper.js");
-    this.metrics?.takeovers(await reapExpiredRuns(this.state.pool, this.boss, this.id, (line) => this.say(line)));
+    // Reaped first, counted after: `this.metrics?.takeovers(await reap…)` would skip the reaping itself
+    // whenever metrics are off (optional chaining does not evaluate the arguments).
+    const reaped = await reapExpiredRuns(this.state.pool, this.boss, this.id, (line) => this.say(line));
+    this.metrics?.takeovers(reaped);
   }
 
   /** One job: take the run's lease, materialise its files, drive it, and say where it stands. */
