@@ -1,4 +1,5 @@
 import { isGraphBubbleUp, type LangGraphRunnableConfig } from "@langchain/langgraph";
+import { trackNode } from "./in-flight.js";
 import { alignWorkspace } from "./nodes/align-workspace.js";
 import type { NodeDeps, NodeFn } from "./nodes/deps.js";
 import { threadIdOf } from "./nodes/deps.js";
@@ -55,8 +56,11 @@ export function keepRun(
       rt,
       project.map((t) => t.name),
     );
-    return withRunTools(mcp.length ? [...project, ...mcp] : project, () =>
-      observeNode(rt, thread ? String(thread) : undefined, node, state, () => kept(state, config)),
+    return trackNode(
+      rt,
+      withRunTools(mcp.length ? [...project, ...mcp] : project, () =>
+        observeNode(rt, thread ? String(thread) : undefined, node, state, () => kept(state, config)),
+      ),
     );
   };
 }

@@ -1,6 +1,7 @@
 import readline from "node:readline/promises";
 import { Command, GraphRecursionError } from "@langchain/langgraph";
 import { createCodingAgent, recursionLimitFor } from "../agent/graph.js";
+import { settleNodes } from "../agent/in-flight.js";
 import type { ApprovalRequest } from "../agent/nodes/act.js";
 import { ModelError, errorMessage } from "../errors.js";
 import { isStateUnavailable, unavailableReason } from "../ledger/state-unavailable.js";
@@ -8,6 +9,9 @@ import type { Runtime } from "../runtime.js";
 import { runContextOf } from "../settings.js";
 import type { RunStatus } from "../state.js";
 import { endObservation } from "../telemetry/observer.js";
+
+/** How long a stopped run waits for the node it interrupted to record what it was doing. */
+const NODE_SETTLE_MS = 20_000;
 
 /**
  * How a run can end in `driveRun`: a RunStatus, `failed`, or `state_unavailable` (the PostgreSQL
@@ -96,6 +100,9 @@ export async function driveRun(rt: Runtime, threadId: string, goal: string | nul
         }
       }
     } catch (err) {
+      // An abort stops LangGraph waiting, not the node: let it finish its own record (a killed
+      // command's feedback) before the caller acts on the result, e.g. hands the run back.
+      if (signal?.aborted || rt.stopBetweenSteps?.aborted) await settleNodes(rt, NODE_SETTLE_MS);
       if (leaseLost?.aborted) error = "stopped: the workspace lease was taken over by another process";
       else if (opts.signal?.aborted) error = "interrupted by signal";
       else if (rt.stopBetweenSteps?.aborted) error = "stopped between steps";
