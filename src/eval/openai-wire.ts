@@ -1,4 +1,5 @@
 import type http from "node:http";
+import type { AddressInfo } from "node:net";
 
 // The OpenAI Chat Completions wire format, as far as ChatOpenAI reads it: one answer as a JSON
 // completion or as server-sent chunks. Shared by the eval's test server and the tests' scripted stub.
@@ -120,4 +121,24 @@ export function sendCompletion(res: http.ServerResponse, body: WireRequestBody, 
     return;
   }
   sendJson(res, 200, completion(reply, body.model, n));
+}
+
+/**
+ * Starts `server` on a free loopback port; returns its OpenAI base URL and a close that drops the
+ * clients' kept-alive connections (without that, close() waits for them to time out).
+ */
+export async function listenOnLoopback(server: http.Server): Promise<{ url: string; close: () => Promise<void> }> {
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
 }

@@ -1,8 +1,7 @@
 import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { errorMessage } from "../errors.js";
 import type { Trajectory } from "../models/scripted.js";
-import { errorBody, sendCompletion, sendJson, type WireCompletion, type WireRequestBody } from "./openai-wire.js";
+import { errorBody, listenOnLoopback, sendCompletion, sendJson, type WireCompletion, type WireRequestBody } from "./openai-wire.js";
 import { misbehavingAnswer, oracleAnswer, parseCallId, turnPlans, type Misbehaviour, type TurnPlan } from "./test-server-plan.js";
 
 // The eval's test server (`ledgerloop eval --model test-server`): a real OpenAI-compatible HTTP
@@ -171,19 +170,10 @@ export async function startTestServer(tasks: TestServerTask[], opts: { seed?: nu
     sendCompletion(res, body, { ...reply, usage }, n);
   }
 
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const { url, close } = await listenOnLoopback(server);
   return {
-    url: `http://127.0.0.1:${port}/v1`,
+    url,
     played,
-    close: () =>
-      new Promise<void>((resolve) => {
-        // Clients keep connections alive; without this close() waits for them to time out.
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close,
   };
 }

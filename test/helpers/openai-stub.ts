@@ -1,6 +1,13 @@
 import http from "node:http";
-import type { AddressInfo } from "node:net";
-import { errorBody, sendCompletion, sendJson, type WireCompletion, type WireRequestBody, type WireToolCall } from "../../src/eval/openai-wire.js";
+import {
+  errorBody,
+  listenOnLoopback,
+  sendCompletion,
+  sendJson,
+  type WireCompletion,
+  type WireRequestBody,
+  type WireToolCall,
+} from "../../src/eval/openai-wire.js";
 
 /** One tool call the stub answers with; `arguments` is sent verbatim, so it may be malformed JSON. */
 export type StubToolCall = WireToolCall;
@@ -131,35 +138,23 @@ export async function startOpenAIStub(
     sendCompletion(res, body, reply, n);
   }
 
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-
+  const { url, close } = await listenOnLoopback(server);
   return {
-    url: `http://127.0.0.1:${port}/v1`,
+    url,
     requests,
     headers,
     times,
     enqueue: (...replies) => void queue.push(...replies),
     pending: () => queue.length,
-    close: () =>
-      new Promise<void>((resolve) => {
-        // The client keeps connections alive; without this close() waits for them to time out.
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close,
   };
 }
 
 /** A base URL on 127.0.0.1 where nothing listens (a port just released by the OS). */
 export async function deadBaseURL(): Promise<string> {
-  const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `http://127.0.0.1:${port}/v1`;
+  const { url, close } = await listenOnLoopback(http.createServer());
+  await close();
+  return url;
 }
 
 // ------------------------------------------------------------------------------------------------
