@@ -288,17 +288,8 @@ export class PgLedger implements Ledger, LedgerTransfer {
   }
 
   async actionStart(actionId: string): Promise<ActionStart | null> {
-    const r = (
-      await this.pool.query<{
-        action_id: string;
-        started_at: string;
-        pid: number | null;
-        pgid: number | null;
-        proc_start: string | null;
-        guard: string | null;
-      }>("SELECT * FROM ll_action_starts WHERE action_id = $1", [actionId])
-    ).rows[0];
-    return r ? { actionId: r.action_id, startedAt: r.started_at, pid: r.pid, pgid: r.pgid, procStart: r.proc_start, guard: r.guard } : null;
+    const r = (await this.pool.query<ActionStartRow>("SELECT * FROM ll_action_starts WHERE action_id = $1", [actionId])).rows[0];
+    return r ? toActionStart(r) : null;
   }
 
   async governingConfig(threadId: string, sha: string): Promise<string> {
@@ -316,16 +307,7 @@ export class PgLedger implements Ledger, LedgerTransfer {
   async exportThread(threadId: string): Promise<ThreadExport> {
     const events = await this.rows("SELECT * FROM ll_events WHERE thread_id = $1 ORDER BY seq", [threadId]);
     const actions = new Set(events.filter((e) => e.type === "agent_action").map((e) => e.id));
-    const starts = (
-      await this.pool.query<{
-        action_id: string;
-        started_at: string;
-        pid: number | null;
-        pgid: number | null;
-        proc_start: string | null;
-        guard: string | null;
-      }>("SELECT * FROM ll_action_starts ORDER BY action_id")
-    ).rows.map((r) => ({ actionId: r.action_id, startedAt: r.started_at, pid: r.pid, pgid: r.pgid, procStart: r.proc_start, guard: r.guard }));
+    const starts = (await this.pool.query<ActionStartRow>("SELECT * FROM ll_action_starts ORDER BY action_id")).rows.map(toActionStart);
     const config = (await this.pool.query<{ config_sha: string }>("SELECT config_sha FROM ll_thread_config WHERE thread_id = $1", [threadId])).rows[0];
     return {
       events: events.map((r) => ({ ...r, seq: Number(r.seq), schema_version: Number(r.schema_version) })),
@@ -382,4 +364,18 @@ export class PgLedger implements Ledger, LedgerTransfer {
   async close(): Promise<void> {
     // The pool belongs to whoever opened it (it is shared with the checkpointer and the store).
   }
+}
+
+/** A row of ll_action_starts. */
+interface ActionStartRow {
+  action_id: string;
+  started_at: string;
+  pid: number | null;
+  pgid: number | null;
+  proc_start: string | null;
+  guard: string | null;
+}
+
+function toActionStart(r: ActionStartRow): ActionStart {
+  return { actionId: r.action_id, startedAt: r.started_at, pid: r.pid, pgid: r.pgid, procStart: r.proc_start, guard: r.guard };
 }
