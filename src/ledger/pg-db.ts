@@ -256,7 +256,18 @@ export interface OpenPgStateOptions {
    * EXISTS races when several workers start at once).
    */
   setup?: (pool: pg.Pool) => Promise<void>;
+  /** How long a session may sit idle inside a transaction before the server ends it (default STALLED_TRANSACTION_MS). */
+  stalledTransactionMs?: number;
 }
+
+/**
+ * A transaction left open by a client that stopped (SIGSTOP, a frozen VM, a partition that keeps
+ * the TCP connection) holds its row locks for good: a fenced ledger append holds its run lease's
+ * row FOR SHARE, so the reaper could never hand that run over. PostgreSQL ends such a session after
+ * this long idle in a transaction (idle_in_transaction_session_timeout); a live process's
+ * transactions last milliseconds, and a stopped one finds its connection gone when it wakes.
+ */
+export const STALLED_TRANSACTION_MS = 30_000;
 
 /** An open PostgreSQL state database. */
 export interface PgState {
@@ -345,7 +356,11 @@ export async function openPgState(url: string, opts: OpenPgStateOptions = {}): P
     connectionString: parsed.toString(),
     max: opts.max ?? 5,
     connectionTimeoutMillis: opts.connectTimeoutMs ?? 10_000,
-    options: `-c search_path=${schema}${opts.readOnly && opts.migrate === false ? " -c default_transaction_read_only=on" : ""}`,
+    options: [
+      `-c search_path=${schema}`,
+      `-c idle_in_transaction_session_timeout=${Math.max(1, Math.round(opts.stalledTransactionMs ?? STALLED_TRANSACTION_MS))}`,
+      ...(opts.readOnly && opts.migrate === false ? ["-c default_transaction_read_only=on"] : []),
+    ].join(" "),
   });
   // An idle client that loses its server must not crash the process; the next query reports it.
   pool.on("error", () => {});

@@ -75,11 +75,17 @@ export async function exitOf(w: WorkerProc, ms = 240_000): Promise<{ code: numbe
   return r;
 }
 
-/** Polls `fn` until it returns a truthy value (no wall-clock assertion: the caller's timeout bounds it). */
-export async function until<T>(fn: () => Promise<T | null | undefined | false>, everyMs = 250): Promise<T> {
+/**
+ * Polls `fn` until it returns a truthy value (no wall-clock assertion: the caller's timeout bounds
+ * it). With `giveUp`, a liveness bound below the test's timeout: it throws `why()` instead, so a
+ * hang fails with the evidence (the workers' stderr) rather than a bare timeout.
+ */
+export async function until<T>(fn: () => Promise<T | null | undefined | false>, everyMs = 250, giveUp?: { ms: number; why: () => string }): Promise<T> {
+  const start = Date.now();
   for (;;) {
     const v = await fn();
     if (v) return v;
+    if (giveUp && Date.now() - start > giveUp.ms) throw new Error(`gave up after ${giveUp.ms} ms: ${giveUp.why()}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { openPgState, type PgState } from "../../src/ledger/pg-db.js";
+import { openPgState, STALLED_TRANSACTION_MS, type PgState } from "../../src/ledger/pg-db.js";
 import { PgLedger, RunLeaseLostError } from "../../src/ledger/pg-ledger.js";
 import { acquireRunLease, endRunLease, expiredRunLeases, getRunLease, renewRunLease, requeueRun } from "../../src/queue/run-leases.js";
 import { describePg, useTestDatabase } from "../helpers/postgres.js";
+import { until } from "./queue-fixtures.js";
 
 // The lease rows that decide which worker holds a queued run, and the ledger fence on them, at the
 // SQL level (the worker processes that use them are in worker.test.ts and worker-load.test.ts).
@@ -105,5 +106,39 @@ describePg("run leases", () => {
       c.release();
     }
     expect(await getRunLease(st.pool, thread)).toMatchObject({ state: "held", worker: "b" });
+  });
+
+  it("a holder stopped inside a fenced append (its transaction left open) is cut off by the server, then reaped", async () => {
+    // Every state pool asks the server to end sessions left idle in a transaction.
+    const shown = await st.pool.query<{ t: string }>("SELECT current_setting('idle_in_transaction_session_timeout') AS t");
+    expect(shown.rows[0]!.t).toBe(`${STALLED_TRANSACTION_MS / 1000}s`);
+
+    const stalled = await openPgState(db.url, { migrate: false, stalledTransactionMs: 1_000 });
+    try {
+      const thread = await submitted();
+      const a = await acquireRunLease(st.pool, { thread, worker: "stopped", jobId: "ja", ttlMs: 1 });
+      // What a fenced append holds when its process is SIGSTOPped between two statements.
+      const c = await stalled.pool.connect();
+      await c.query("BEGIN");
+      await c.query("SELECT 1 FROM ll_run_leases WHERE thread_id = $1 AND token = $2 FOR SHARE", [thread, (a as { token: string }).token]);
+      const reap = async () => {
+        const r = await st.pool.connect();
+        try {
+          return await requeueRun(r, { thread, guard: "expired", note: "reaped", enqueue: async () => "next" });
+        } finally {
+          r.release();
+        }
+      };
+      // While the row is locked the reaper skips it (SKIP LOCKED: it never waits on a stalled holder)...
+      expect(await reap()).toBeNull();
+      // ...and once the server has ended the idle transaction, the run is handed over.
+      const r = await until(reap, 200);
+      expect(r).toMatchObject({ jobId: "next", previous: { worker: "stopped" } });
+      // The stopped holder, woken, finds its connection gone: nothing more is written under its lock.
+      await expect(c.query("SELECT 1")).rejects.toThrow(/idle-in-transaction timeout|terminat|Connection/i);
+      c.release(true);
+    } finally {
+      await stalled.close();
+    }
   });
 });
