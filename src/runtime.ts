@@ -164,130 +164,132 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
   // PostgreSQL first: a wrong URL, a refused password or a newer schema is a one-line error before
   // any model, sandbox or file is touched.
   const opened = await openStatePort({ url: stateUrl, shared: overrides.localState ? undefined : overrides.sharedPg, fence: overrides.fence }, redactor);
-  const asked = overrides.model ?? createModel(settings.model, { recordFile: overrides.recordRequestsFile });
-  const model = settings.toolCallFormat === "text" ? new TextToolCallModel(asked) : asked;
-  // --summary-model / the run context first, then the config file; same spec as the main model, same
-  // checks (a missing key is named now, not at the first plan).
-  const summarySpec = settings.summaryModel ?? config.summaryModel;
-  const summaryAsked =
-    overrides.summaryModel ??
-    (summarySpec && summarySpec !== settings.model ? createModel(summarySpec, { recordFile: overrides.recordRequestsFile }) : undefined);
-  const summaryModel = summaryAsked && settings.toolCallFormat === "text" ? new TextToolCallModel(summaryAsked) : summaryAsked;
-  // One session per run: commands share a loopback, so a server started in the background by one
-  // is reachable from the next (session.ts).
-  const ownSandbox = overrides.sandbox
-    ? undefined
-    : createSandbox({ level: settings.sandbox ?? "auto", workspace, allowNetwork, outputCapBytes: settings.outputCapBytes, session: true });
-  const sandbox: Sandbox = overrides.sandbox ?? ownSandbox!;
-  // A level from the probe cache is re-checked while the rest starts; a failure stops the run here.
-  const sandboxChecked = ownSandbox?.verified() ?? Promise.resolve();
-  sandboxChecked.catch(() => {});
-  const { counter, profile } = await tokenCounterFor(model.name);
+  // Whatever was opened before a later step failed (a model spec without its key, a corrupt state
+  // database, a held lease) is closed again, last first: a failed start leaks no connection or session.
+  const undo: Array<() => unknown> = [() => opened.close()];
   try {
+    const asked = overrides.model ?? createModel(settings.model, { recordFile: overrides.recordRequestsFile });
+    const model = settings.toolCallFormat === "text" ? new TextToolCallModel(asked) : asked;
+    // --summary-model / the run context first, then the config file; same spec as the main model, same
+    // checks (a missing key is named now, not at the first plan).
+    const summarySpec = settings.summaryModel ?? config.summaryModel;
+    const summaryAsked =
+      overrides.summaryModel ??
+      (summarySpec && summarySpec !== settings.model ? createModel(summarySpec, { recordFile: overrides.recordRequestsFile }) : undefined);
+    const summaryModel = summaryAsked && settings.toolCallFormat === "text" ? new TextToolCallModel(summaryAsked) : summaryAsked;
+    // One session per run: commands share a loopback, so a server started in the background by one
+    // is reachable from the next (session.ts).
+    const ownSandbox = overrides.sandbox
+      ? undefined
+      : createSandbox({ level: settings.sandbox ?? "auto", workspace, allowNetwork, outputCapBytes: settings.outputCapBytes, session: true });
+    const sandbox: Sandbox = overrides.sandbox ?? ownSandbox!;
+    if (ownSandbox) undo.push(() => ownSandbox.closeSession?.());
+    // A level from the probe cache is re-checked while the rest starts; a failure stops the run here.
+    const sandboxChecked = ownSandbox?.verified() ?? Promise.resolve();
+    sandboxChecked.catch(() => {});
+    const { counter, profile } = await tokenCounterFor(model.name);
     await sandboxChecked;
-  } catch (err) {
-    await opened.close().catch(() => {});
-    throw err;
-  }
-  const budgetTokens = settings.budgetTokens ?? budgetFor(profile);
-  const { stateDir, dbPath } = stateLocation(workspace, settings.stateDir);
-  const db = openStateDb(dbPath);
-  // Progress and warnings reach the terminal and whatever log collects it: same redaction as the ledger.
-  const warn = overrides.warn ? (m: string) => overrides.warn!(redactor.redact(m)) : () => {};
-  // LangSmith tracing (LangChain's, by environment) is checked once: offline it is switched off with one warning.
-  await checkLangSmith(warn);
-  let lease: Lease | undefined;
-  try {
+    const budgetTokens = settings.budgetTokens ?? budgetFor(profile);
+    const { stateDir, dbPath } = stateLocation(workspace, settings.stateDir);
+    const db = openStateDb(dbPath);
+    undo.push(() => db.open && db.close());
+    // Progress and warnings reach the terminal and whatever log collects it: same redaction as the ledger.
+    const warn = overrides.warn ? (m: string) => overrides.warn!(redactor.redact(m)) : () => {};
+    // LangSmith tracing (LangChain's, by environment) is checked once: offline it is switched off with one warning.
+    await checkLangSmith(warn);
+    let lease: Lease | undefined;
     // A copied workspace must not continue the original's runs unnoticed; a moved one is adopted.
     claimWorkspace(db, { workspace, stateDir }, { warn });
     if (overrides.lease) {
       const scopes = [...(overrides.lease.thread ? [threadScope(overrides.lease.thread)] : []), workspaceScope(workspace)];
       lease = acquireLease(db, scopes, { command: overrides.lease.command, thread: overrides.lease.thread });
     }
+    // Keep the state out of the user's own git history.
+    const gi = path.join(stateDir, ".gitignore");
+    if (!fs.existsSync(gi)) fs.writeFileSync(gi, "*\n");
+    const state = opened.attach(db, dbPath);
+    const { ledger } = state;
+    const progress = overrides.progress && ((e: ProgressEvent) => overrides.progress!({ ...e, text: redactor.redact(e.text) }));
+    let retriever: Retriever | undefined;
+    if (settings.retrieval === "hybrid") {
+      try {
+        retriever = await createRetriever({
+          workspace,
+          stateDir,
+          ledger,
+          embedder: settings.embedder,
+          vectorIndex: settings.vectors === "off" ? "off" : undefined,
+          ...(settings.vectorLine ? { vectorLine: settings.vectorLine } : {}),
+          onWarning: warn,
+          // Chroma comes up while the run starts; the first search (the first context) waits for it.
+          connectInBackground: true,
+          redact: (t) => redactor.redact(t),
+          history: settings.history && { perFile: settings.historyPerFile, maxCommits: settings.historyMaxCommits },
+        });
+        // Build or refresh the index in the background; the first search waits for it if needed.
+        void retriever.index().catch((err) => warn(`indexing failed: ${(err as Error).message}`));
+      } catch (err) {
+        warn(`the hybrid retriever could not start (${(err as Error).message}); using a plain file scan for search`);
+      }
+    }
+    const processes = new ProcessManager(sandbox, workspace);
+    const replica = state.revisionReplica;
+    const revisions: RevisionStore = new RevisionStore(db, workspace, {
+      blobsDir: path.join(stateDir, "blobs"),
+      ...(replica && {
+        afterSnapshot: async (r) => {
+          await replica.push(revisions, r.revId);
+        },
+      }),
+    });
+    return {
+      settings: { ...settings, workspace, stateDir, budgetTokens, ...(summaryModel ? { summaryModel: summaryModel.name } : {}) },
+      workspace,
+      stateDir,
+      dbPath,
+      db,
+      backend: state.backend,
+      stateLocation: state.location,
+      pg: state.pg,
+      state,
+      ledger,
+      runs: state.runs,
+      checkpointer: state.checkpointer,
+      sandbox,
+      processes,
+      policy,
+      configSha,
+      model,
+      summaryModel,
+      searcher: retriever ?? createLexicalSearcher(workspace),
+      retriever,
+      redactor,
+      store: state.store,
+      revisions,
+      revisionReplica: replica,
+      counter,
+      prices: config.prices,
+      progress,
+      lease,
+      ...(overrides.stopBetweenSteps ? { stopBetweenSteps: overrides.stopBetweenSteps } : {}),
+      async close() {
+        // The retriever first: it stops an embedded Chroma server this process started.
+        await retriever?.close().catch(() => {});
+        // Background processes and the session end with the run (finish, pause, interrupt).
+        await processes.stopAll().catch(() => {});
+        await sandbox.closeSession?.().catch(() => null);
+        lease?.release();
+        if (db.open) db.close();
+        await state.close().catch(() => {});
+      },
+    };
   } catch (err) {
-    db.close();
-    await opened.close().catch(() => {});
+    for (const u of undo.reverse())
+      await Promise.resolve()
+        .then(u)
+        .catch(() => {});
     throw err;
   }
-  // Keep the state out of the user's own git history.
-  const gi = path.join(stateDir, ".gitignore");
-  if (!fs.existsSync(gi)) fs.writeFileSync(gi, "*\n");
-  const state = opened.attach(db, dbPath);
-  const { ledger } = state;
-  const progress = overrides.progress && ((e: ProgressEvent) => overrides.progress!({ ...e, text: redactor.redact(e.text) }));
-  let retriever: Retriever | undefined;
-  if (settings.retrieval === "hybrid") {
-    try {
-      retriever = await createRetriever({
-        workspace,
-        stateDir,
-        ledger,
-        embedder: settings.embedder,
-        vectorIndex: settings.vectors === "off" ? "off" : undefined,
-        ...(settings.vectorLine ? { vectorLine: settings.vectorLine } : {}),
-        onWarning: warn,
-        // Chroma comes up while the run starts; the first search (the first context) waits for it.
-        connectInBackground: true,
-        redact: (t) => redactor.redact(t),
-        history: settings.history && { perFile: settings.historyPerFile, maxCommits: settings.historyMaxCommits },
-      });
-      // Build or refresh the index in the background; the first search waits for it if needed.
-      void retriever.index().catch((err) => warn(`indexing failed: ${(err as Error).message}`));
-    } catch (err) {
-      warn(`the hybrid retriever could not start (${(err as Error).message}); using a plain file scan for search`);
-    }
-  }
-  const processes = new ProcessManager(sandbox, workspace);
-  const replica = state.revisionReplica;
-  const revisions: RevisionStore = new RevisionStore(db, workspace, {
-    blobsDir: path.join(stateDir, "blobs"),
-    ...(replica && {
-      afterSnapshot: async (r) => {
-        await replica.push(revisions, r.revId);
-      },
-    }),
-  });
-  return {
-    settings: { ...settings, workspace, stateDir, budgetTokens, ...(summaryModel ? { summaryModel: summaryModel.name } : {}) },
-    workspace,
-    stateDir,
-    dbPath,
-    db,
-    backend: state.backend,
-    stateLocation: state.location,
-    pg: state.pg,
-    state,
-    ledger,
-    runs: state.runs,
-    checkpointer: state.checkpointer,
-    sandbox,
-    processes,
-    policy,
-    configSha,
-    model,
-    summaryModel,
-    searcher: retriever ?? createLexicalSearcher(workspace),
-    retriever,
-    redactor,
-    store: state.store,
-    revisions,
-    revisionReplica: replica,
-    counter,
-    prices: config.prices,
-    progress,
-    lease,
-    ...(overrides.stopBetweenSteps ? { stopBetweenSteps: overrides.stopBetweenSteps } : {}),
-    async close() {
-      // The retriever first: it stops an embedded Chroma server this process started.
-      await retriever?.close().catch(() => {});
-      // Background processes and the session end with the run (finish, pause, interrupt).
-      await processes.stopAll().catch(() => {});
-      await sandbox.closeSession?.().catch(() => null);
-      lease?.release();
-      if (db.open) db.close();
-      await state.close().catch(() => {});
-    },
-  };
 }
 
 /** The password of a state URL, so that nothing ledgerloop writes or prints can carry it. */
