@@ -20,6 +20,27 @@ export interface OpenAIModelOptions {
   maxOutputTokens?: number;
 }
 
+/** The filters installed (a WeakSet, not a mark on the function: a test spy copies a function's own properties). */
+const quietWarns = new WeakSet<typeof console.warn>();
+
+/**
+ * Drops one misleading console warning of @langchain/core: when every tool call of an answer has
+ * arguments that are not JSON (what weak models send), ChatOpenAI builds a message whose parsed list
+ * is empty and LangChain tells the user to "upgrade your packages". The calls are not lost (they go
+ * back to the model as error feedback, from the raw list), so the advice is wrong here. Installed
+ * over whatever console.warn is when a model is built; every other warning passes through.
+ */
+function quietToolCallUpgradeWarning(): void {
+  const current = console.warn;
+  if (quietWarns.has(current)) return;
+  const quiet = (...args: unknown[]) => {
+    if (typeof args[0] === "string" && args[0].startsWith("New LangChain packages are available that more efficiently handle")) return;
+    current.apply(console, args);
+  };
+  quietWarns.add(quiet);
+  console.warn = quiet;
+}
+
 /**
  * Any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, LM Studio, llama.cpp server) through
  * LangChain's ChatOpenAI, with tools bound per request. Retries are ours (see retry.ts), so that
@@ -35,6 +56,7 @@ export class OpenAIChatModel implements ChatModel {
 
   constructor(opts: OpenAIModelOptions) {
     this.name = `openai:${opts.model}`;
+    quietToolCallUpgradeWarning();
     this.apiKey = opts.apiKey;
     this.baseURL = opts.baseURL ?? "https://api.openai.com/v1";
     this.timeoutMs = opts.timeoutMs ?? 120_000;
