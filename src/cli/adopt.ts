@@ -5,6 +5,7 @@ import type { IdentityOutcome } from "../ledger/workspace-identity.js";
 import { resolveWorkspace, stateLocation } from "../workspace/location.js";
 import { log, printJson, workspaceOptions } from "./common.js";
 import type { WorkspaceArgs } from "../ledger/open-state.js";
+import { declareCommand } from "./command-specs.js";
 
 /** Makes a copied workspace's state its own (a new identity; the original is not touched). */
 export async function handleAdopt(args: WorkspaceArgs): Promise<{ workspace: string; stateDir: string; outcome: IdentityOutcome; id: string }> {
@@ -23,12 +24,7 @@ export async function handleAdopt(args: WorkspaceArgs): Promise<{ workspace: str
 }
 
 export function registerAdopt(program: Command): void {
-  workspaceOptions(
-    program
-      .command("adopt")
-      .description("make the state of a copied workspace (cp -a) its own, so its runs can continue there separately from the original")
-      .option("--json", "one JSON object"),
-  ).action(async (opts: WorkspaceArgs) => {
+  workspaceOptions(declareCommand(program, "adopt").option("--json", "one JSON object")).action(async (opts: WorkspaceArgs) => {
     const r = await handleAdopt(opts);
     if (opts.json) return printJson(r);
     const said = {

@@ -7,6 +7,7 @@ import type { DryRunOutcome } from "../runs/dry-run.js";
 // The dry-run module (and the diff library) load on use: `--help` needs commander only.
 const dryRunModule = () => import("../dry-run/dry-run.js");
 import { log, printJson } from "./common.js";
+import { declareCommand } from "./command-specs.js";
 
 /** Prints a dry run's outcome for a person: commands, diff, and how to apply it. */
 export function printDryRun(d: DryRunOutcome, thread: string): void {
@@ -34,10 +35,7 @@ export async function handleApply(thread: string, args: { workspace?: string }):
 }
 
 export function registerApply(program: Command): void {
-  program
-    .command("apply")
-    .description("apply the changes of a `run --dry-run` to the real workspace (refused when it changed the same files since)")
-    .argument("<thread>", "the dry run's thread id")
+  declareCommand(program, "apply")
     .option("-w, --workspace <dir>", "the real workspace (checked against the dry run's)")
     .option("--json", "one JSON object")
     .action(async (thread: string, opts: { workspace?: string; json?: boolean }) => {

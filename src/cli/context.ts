@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { getContext, type ContextArgs } from "../inspect/context.js";
 import type { ContextItem } from "../state.js";
 import { intOption, printJson, stateOption, workspaceOptions } from "./common.js";
+import { declareCommand } from "./command-specs.js";
 
 function table(rows: ContextItem[]): string {
   return rows
@@ -14,10 +15,7 @@ function table(rows: ContextItem[]): string {
 
 export function registerContext(program: Command): void {
   const cmd = workspaceOptions(
-    program
-      .command("context")
-      .description("show what the model saw at a step: every piece of the prompt, why it was there, and what was left out")
-      .argument("<thread>", "the run id")
+    declareCommand(program, "context")
       .option("--step <n>", "the decide step (default: the latest)", intOption("--step"))
       .option("--full", "print the whole prompt, not just its first lines per message")
       .option("--json", "one JSON object"),

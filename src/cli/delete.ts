@@ -1,13 +1,12 @@
 import type { Command } from "commander";
 import { deleteThread, type DeleteArgs } from "../runs/delete.js";
 import { intOption, log, printJson, stateOption, workspaceOptions } from "./common.js";
+import { declareCommand } from "./command-specs.js";
 
 export function registerDelete(program: Command): void {
   stateOption(
     workspaceOptions(
-      program
-        .command("delete <thread>")
-        .description("delete one run whole (ledger, checkpoints, prompts, run log, report, indexed events); without --yes, only say what would go")
+      declareCommand(program, "delete")
         .option("--yes", "delete it (otherwise nothing is written)")
         .option(
           "--stale-hours <n>",

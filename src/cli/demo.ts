@@ -8,6 +8,7 @@ import type { DriveResult } from "../runs/drive.js";
 import { cliCommand, log } from "./common.js";
 import { logLevelOption } from "./logs.js";
 import { handleRun } from "./run.js";
+import { declareCommand } from "./command-specs.js";
 
 /** The package's own directory: this file runs from src/cli (tsx) or dist/src/cli (the build). */
 function packageRoot(): string {
@@ -69,9 +70,7 @@ export async function handleDemo(args: DemoArgs): Promise<DriveResult> {
 
 export function registerDemo(program: Command): void {
   logLevelOption(
-    program
-      .command("demo")
-      .description("run the bundled demo task (scripted model) on a fresh copy of the example workspace")
+    declareCommand(program, "demo")
       .option("-w, --workspace <dir>", "where to put the demo workspace (default: a new temp directory)")
       .option("--json", "print one JSON object with the outcome on stdout")
       .option("-q, --quiet", "no progress lines"),

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { printJson, stateOption, workspaceOptions } from "./common.js";
 import { diffRun, type DiffArgs } from "../runs/diff.js";
+import { declareCommand } from "./command-specs.js";
 
 export type { DiffArgs } from "../runs/diff.js";
 
@@ -11,10 +12,7 @@ export async function handleDiff(thread: string, args: DiffArgs) {
 
 export function registerDiff(program: Command): void {
   const cmd = workspaceOptions(
-    program
-      .command("diff")
-      .description("file changes between two checkpoints of a run (unified diff); without --from/--to, the whole run's")
-      .argument("<thread>", "the run id")
+    declareCommand(program, "diff")
       .option("--from <checkpoint>", "older checkpoint (default: the run's first)")
       .option("--to <checkpoint>", "newer checkpoint (default: the run's latest)")
       .option("--stat", "per-file added/removed line counts instead of the diff")

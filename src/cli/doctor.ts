@@ -5,6 +5,7 @@ import { errorMessage, nativeModuleError } from "../errors.js";
 import { installCommand, MissingPackageError } from "../optional-packages.js";
 import { levelPromises, type IsolationLevel } from "../sandbox/isolation.js";
 import { printJson } from "./common.js";
+import { declareCommand } from "./command-specs.js";
 
 export interface DoctorCheck {
   name: string;
@@ -205,9 +206,7 @@ export async function handleDoctor(args: { workspace?: string; model?: string; e
 }
 
 export function registerDoctor(program: Command): void {
-  program
-    .command("doctor")
-    .description("show the isolation level commands will get here and why, and check the parts a run needs")
+  declareCommand(program, "doctor")
     .option("-w, --workspace <dir>", "the workspace to check (default: current directory)")
     .option("-m, --model <spec>", "also check this model's endpoint: openai:<name> (default: $LEDGERLOOP_MODEL)")
     .option("--embedder <spec>", "also check this embedder, e.g. openai:<model> against $LEDGERLOOP_EMBEDDINGS_BASE_URL or $OPENAI_BASE_URL")

@@ -5,6 +5,7 @@ import type { EvalResult } from "../eval/run-task.js";
 import { intOption, log, printJson } from "./common.js";
 import { withStopSignal, type RunArgs } from "./run.js";
 import { RUN_FLAG_SETTINGS, settingOptions, settingsFromFlags } from "./setting-flags.js";
+import { declareCommand } from "./command-specs.js";
 
 /** Every run setting `run` has a flag for, but the model (eval's --model also takes oracle and nothing). */
 const EVAL_SETTINGS = RUN_FLAG_SETTINGS.filter((k) => k !== "model");
@@ -42,13 +43,7 @@ function choice<T extends string>(flag: string, values: readonly T[]) {
 
 /** Registers `ledgerloop eval`: parses, runs src/eval/, prints the table (or JSON). */
 export function registerEval(program: Command): void {
-  const cmd = program
-    .command("eval")
-    .description("run a suite of tasks with a model and score them with their hidden tests (optionally against a plain LangGraph agent)")
-    .argument(
-      "<suite>",
-      "a folder of task folders (task.json, workspace/ or repo+commit, hidden/), e.g. eval/suite; with --format swe-bench a task list (JSON/JSONL)",
-    )
+  const cmd = declareCommand(program, "eval")
     .option(
       "--format <kind>",
       "suite (default), or swe-bench: SUITE is a SWE-bench-style task list; writes predictions.jsonl for the official harness",

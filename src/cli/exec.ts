@@ -5,6 +5,7 @@ import { resolveWorkspace } from "../workspace/location.js";
 import { intOption, log, printJson } from "./common.js";
 import { sandboxOptions, sandboxSettings, type RunArgs } from "./run.js";
 import readline from "node:readline/promises";
+import { declareCommand } from "./command-specs.js";
 
 export interface ExecArgs extends Pick<RunArgs, "sandbox" | "allowNetwork" | "allow"> {
   workspace?: string;
@@ -70,10 +71,7 @@ export async function handleExec(argv: string[], args: ExecArgs): Promise<Comman
 }
 
 export function registerExec(program: Command): void {
-  const cmd = program
-    .command("exec")
-    .description("run one command exactly as the agent would (policy, sandbox, limits) and print the structured feedback")
-    .argument("<command...>", "the command (one quoted command line, or words after --)")
+  const cmd = declareCommand(program, "exec")
     .option("-w, --workspace <dir>", "the workspace directory (default: current directory)")
     .option("--timeout <ms>", "wall-clock limit in milliseconds (default 120000)", intOption("--timeout"))
     .option("-y, --yes", "approve the command if the policy asks for approval")

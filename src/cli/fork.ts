@@ -2,12 +2,10 @@ import type { Command } from "commander";
 import { stateUrlOf } from "../ledger/open-state.js";
 import { forkThread, type ForkArgs } from "../runs/thread-time-travel.js";
 import { cliCommand, log, printJson, shellWord, stateOption } from "./common.js";
+import { declareCommand } from "./command-specs.js";
 
 export function registerFork(program: Command): void {
-  const cmd = program
-    .command("fork")
-    .description("start a new thread from a checkpoint of a run (the original stays untouched)")
-    .argument("<thread>", "the run id")
+  const cmd = declareCommand(program, "fork")
     .requiredOption("--at <checkpoint>", "checkpoint id (or a unique prefix of 6+ characters)")
     .option("-w, --workspace <dir>", "the run's workspace (default: current directory)")
     .option("--state-dir <dir>", "where the run's state database lives")

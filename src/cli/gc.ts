@@ -6,6 +6,7 @@ import { CliError } from "../errors.js";
 import type { PgGcReport } from "../ledger/pg-maintenance.js";
 import { intOption, log, printJson, stateOption, wholeNumberOption, workspaceOptions } from "./common.js";
 import { openExistingState, stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
+import { declareCommand } from "./command-specs.js";
 
 export interface GcArgs extends WorkspaceArgs {
   keepLast?: number;
@@ -50,9 +51,7 @@ export async function handleGc(args: GcArgs): Promise<GcReport> {
 export function registerGc(program: Command): void {
   stateOption(
     workspaceOptions(
-      program
-        .command("gc")
-        .description("prune old checkpoints and unreferenced workspace blobs; branch heads stay resumable and runs replayable")
+      declareCommand(program, "gc")
         .option("--keep-last <n>", "keep this many checkpoints back from each branch head (default: all)", intOption("--keep-last"))
         .option(
           "--grace-minutes <n>",

@@ -4,6 +4,7 @@ import { CliError } from "../errors.js";
 import type { WorkspaceArgs } from "../ledger/open-state.js";
 import { getHistory, type HistoryRow } from "../inspect/history.js";
 import { cliCommand, intOption, printJson, stateOption, workspaceOptions } from "./common.js";
+import { declareCommand } from "./command-specs.js";
 
 interface HistoryArgs extends WorkspaceArgs {
   json?: boolean;
@@ -24,10 +25,7 @@ function beforeStep(rows: HistoryRow[], step: number): HistoryRow {
 
 export function registerHistory(program: Command): void {
   const cmd = workspaceOptions(
-    program
-      .command("history")
-      .description("list a run's checkpoints newest first: the agent step, what runs next, the checkpoint id (one per LangGraph superstep)")
-      .argument("<thread>", "the run id")
+    declareCommand(program, "history")
       .option("--step <n>", "only the checkpoint before agent step <n> acted, with the commands to rewind or fork there", intOption("--step"))
       .option("--json", "one JSON object per line"),
   );

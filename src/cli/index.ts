@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import type { IndexProgress, IndexReport, RetrieverStats } from "../retrieval/hybrid.js";
 import { openRetriever, type RetrievalArgs } from "../retrieval/open-retriever.js";
 import { printJson, workspaceOptions } from "./common.js";
+import { declareCommand } from "./command-specs.js";
 
 /** What `ledgerloop index` reports. */
 export interface IndexSummary extends IndexReport {
@@ -91,9 +92,7 @@ function describe(s: IndexSummary): string {
 
 export function registerIndex(program: Command): void {
   workspaceOptions(
-    program
-      .command("index")
-      .description("build or update the workspace's search index (symbols, n-grams, vectors in Chroma)")
+    declareCommand(program, "index")
       .option(
         "--embedder <name>",
         'embedder: "hashed" (default, offline), "xenova:<model>" with local model files, or "openai:<model>" (an OpenAI-compatible /v1/embeddings)',

@@ -3,6 +3,7 @@ import type { LedgerEvent } from "../events.js";
 import { getLedgerEvents, type LedgerArgs } from "../inspect/ledger.js";
 import { stopWords } from "../sandbox/stop-words.js";
 import { printJson, stateOption, workspaceOptions } from "./common.js";
+import { declareCommand } from "./command-specs.js";
 
 function oneLine(e: LedgerEvent): string {
   const p = e.payload as Record<string, unknown>;
@@ -33,10 +34,7 @@ function oneLine(e: LedgerEvent): string {
 
 export function registerLedger(program: Command): void {
   workspaceOptions(
-    program
-      .command("ledger")
-      .description("print a run's ledger events (actions, feedback, decisions, ...)")
-      .argument("<thread>", "the run id")
+    declareCommand(program, "ledger")
       .option("--type <type...>", "only these event types (repeat or comma-separate)")
       .option("--file <path>", "only events about this workspace path")
       .option("--head <eventId>", "only the branch ending at this event")

@@ -5,6 +5,7 @@ import { LOG_LEVELS, runLogFile, setStderrLogLevel } from "../telemetry/run-log.
 import { resolveWorkspace, stateLocation } from "../workspace/location.js";
 import { workspaceOptions } from "./common.js";
 import { openExistingState, requireThread, type WorkspaceArgs } from "../ledger/open-state.js";
+import { declareCommand } from "./command-specs.js";
 
 export interface LogsArgs extends WorkspaceArgs {
   follow?: boolean;
@@ -122,10 +123,7 @@ export async function handleLogs(thread: string, args: LogsArgs, out: (s: string
 
 export function registerLogs(program: Command): void {
   workspaceOptions(
-    program
-      .command("logs")
-      .description("print a run's structured log: nodes, subtasks (start, end, duration), model calls, tool runs, retries, pauses")
-      .argument("<thread>", "the run id")
+    declareCommand(program, "logs")
       .option("-f, --follow", "keep printing lines as the run appends them (Ctrl-C to stop)")
       .option("--level <level>", "only lines at this level or above (debug, info, warn, error)")
       .option("--json", "the lines as stored: one JSON object per line"),

@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
-import { COMMANDS, listCommands, registerAll, registerCommand } from "./command-table.js";
+import { COMMANDS } from "./command-specs.js";
+import { listCommands, registerAll, registerCommand } from "./command-table.js";
 
 // Start-up is a matter of what loads: the root help, the version and an unknown command need the
 // command table only; `ledgerloop <command> …` (and `help <command>`) load that command's module.
@@ -24,7 +25,7 @@ export async function buildProgram(): Promise<Command> {
 async function programFor(args: string[]): Promise<Command> {
   const program = baseProgram();
   if (await registerCommand(program, (args[0] === "help" ? args[1] : args[0]) ?? "")) return program;
-  const known = new Set(COMMANDS.map((c) => c.name));
+  const known = new Set<string>(COMMANDS.map((c) => c.name));
   // A command name after a root option (`-h run`): rare enough to take the whole program for.
   if (args.some((a) => known.has(a))) await registerAll(program);
   else listCommands(program);

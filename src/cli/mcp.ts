@@ -4,6 +4,7 @@ import { CliError } from "../errors.js";
 import { resolveWorkspace, stateLocation } from "../workspace/location.js";
 import { log, stateOption, workspaceOptions } from "./common.js";
 import { stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
+import { declareCommand } from "./command-specs.js";
 
 export interface McpArgs extends WorkspaceArgs {
   allowWrites?: boolean;
@@ -27,13 +28,10 @@ export async function handleMcp(args: McpArgs): Promise<void> {
 
 export function registerMcp(program: Command): void {
   const cmd = workspaceOptions(
-    program
-      .command("mcp")
-      .description("serve the workspace's memory to other agents over MCP (stdio): search, ledger_query, context_of_step, decisions, lessons, report")
-      .option(
-        "--allow-writes",
-        "also offer record_decision (writes a decision event to a run's ledger), and cancel_run and requeue_run (run control of the --state queue)",
-      ),
+    declareCommand(program, "mcp").option(
+      "--allow-writes",
+      "also offer record_decision (writes a decision event to a run's ledger), and cancel_run and requeue_run (run control of the --state queue)",
+    ),
   );
   // --state is the queue cancel_run and requeue_run act on; the memory tools read the workspace.
   stateOption(cmd).action(async (opts: McpArgs) => {

@@ -3,6 +3,7 @@ import { CliError } from "../errors.js";
 import { listMemory, withLessonStore, type MemoryArgs } from "../inspect/memory.js";
 import type { WorkspaceArgs } from "../ledger/open-state.js";
 import { log, printJson, stateOption, workspaceOptions } from "./common.js";
+import { declareCommand } from "./command-specs.js";
 
 /** Deletes lessons by key (a prefix of 6+ characters is enough). */
 export async function handleMemoryForget(keys: string[], args: WorkspaceArgs): Promise<number> {
@@ -13,7 +14,7 @@ export async function handleMemoryForget(keys: string[], args: WorkspaceArgs): P
 }
 
 export function registerMemory(program: Command): void {
-  const memory = program.command("memory").description("long-term memory: lessons learned by earlier runs in a workspace");
+  const memory = declareCommand(program, "memory");
   const list = workspaceOptions(
     memory
       .command("list")

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import type { MigrationReport } from "../ledger/migrate.js";
 import { log, printJson } from "./common.js";
+import { declareCommand } from "./command-specs.js";
 
 export interface MigrateArgs {
   from: string;
@@ -55,9 +56,7 @@ export function describeMigration(r: MigrationReport): string {
 }
 
 export function registerMigrate(program: Command): void {
-  program
-    .command("migrate")
-    .description("move runs (registry, checkpoints, ledger, lessons) between SQLite and PostgreSQL state, either way, and check the copy")
+  declareCommand(program, "migrate")
     .requiredOption("--from <location>", "the source: a state directory, a workspace, or postgres://…")
     .requiredOption("--to <location>", "the target: postgres://… or a state directory (created when missing)")
     .option("--thread <id>", "move only this run (repeatable; default: every run)", (v: string, acc: string[] = []) => [...acc, v])

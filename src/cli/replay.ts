@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { replayThread, type ReplayArgs } from "../runs/thread-time-travel.js";
 import { log, printJson, stateOption, workspaceOptions } from "./common.js";
 import { progressPrinter } from "./run.js";
+import { declareCommand } from "./command-specs.js";
 
 /** `replay`'s options: the run's, and -q for no progress lines. */
 interface ReplayCliArgs extends ReplayArgs {
@@ -10,12 +11,7 @@ interface ReplayCliArgs extends ReplayArgs {
 
 export function registerReplay(program: Command): void {
   const cmd = workspaceOptions(
-    program
-      .command("replay")
-      .description(
-        "re-run a thread from a checkpoint with the model responses recorded in its ledger (no model calls), in a scratch copy of the workspace, and report where tool results differ",
-      )
-      .argument("<thread>", "the run id")
+    declareCommand(program, "replay")
       .option("--from <checkpoint>", "start from this checkpoint (default: the first)")
       .option("--into <dir>", "where to put the replay's workspace (default: a new temp directory)")
       .option("--json", "one JSON object")

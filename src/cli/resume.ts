@@ -6,6 +6,7 @@ import { savedRun } from "../runs/thread-runtime.js";
 import type { DriveResult } from "../runs/drive.js";
 import { progressPrinter, reportResult, sandboxOptions, sandboxSettings, warnIfUnisolated, withStopSignal, type RunArgs } from "./run.js";
 import { logLevelOption } from "./logs.js";
+import { declareCommand } from "./command-specs.js";
 
 export interface ResumeArgs
   extends WorkspaceArgs, Pick<RunArgs, "sandbox" | "allowNetwork" | "allow" | "maxCost" | "maxTokens" | "summaryModel" | "reconnectSeconds"> {
@@ -79,10 +80,7 @@ export async function handleResume(thread: string, args: ResumeArgs): Promise<Dr
 
 export function registerResume(program: Command): void {
   const cmd = workspaceOptions(
-    program
-      .command("resume")
-      .description("continue a run from its last checkpoint (after a crash, a kill, a stop or a pause for approval)")
-      .argument("<thread>", "the run id")
+    declareCommand(program, "resume")
       .option("-m, --model <spec>", "use another model than the run was started with")
       .option("--summary-model <spec>", "use another model for plan, summarize and reflect than the run was started with")
       .option("--approve", "approve the command the run is paused on")

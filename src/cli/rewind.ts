@@ -2,13 +2,11 @@ import type { Command } from "commander";
 import { stateUrlOf } from "../ledger/open-state.js";
 import { rewindThread, type RewindArgs } from "../runs/thread-time-travel.js";
 import { cliCommand, log, printJson, shellWord, stateOption, workspaceOptions } from "./common.js";
+import { declareCommand } from "./command-specs.js";
 
 export function registerRewind(program: Command): void {
   const cmd = workspaceOptions(
-    program
-      .command("rewind")
-      .description("move a run back to a checkpoint: workspace files, ledger branch and graph state together (runs nothing)")
-      .argument("<thread>", "the run id")
+    declareCommand(program, "rewind")
       .requiredOption("--to <checkpoint>", "checkpoint id (or a unique prefix of 6+ characters)")
       .option("--force", "first save edits made outside the run as a revision of their own, then rewind")
       .option("--json", "one JSON object"),

@@ -3,6 +3,7 @@ import { CliError } from "../errors.js";
 import { log, printJson, stateOption } from "./common.js";
 import { stateUrlOf } from "../ledger/open-state.js";
 import { cancelSubmittedRun, requeueSubmittedRun } from "../runs/run-control.js";
+import { declareCommand } from "./command-specs.js";
 
 // `ledgerloop cancel` and `ledgerloop requeue`: run control of the PostgreSQL queue, from any machine.
 
@@ -34,16 +35,9 @@ export async function handleRequeue(thread: string, args: ControlArgs): Promise<
 }
 
 export function registerRunControl(program: Command): void {
-  const cancel = program
-    .command("cancel")
-    .description("cancel a run of the PostgreSQL queue: a queued one at once, a running one at its next step boundary")
-    .argument("<thread>", "the run's thread id")
-    .option("--json", "print what was done as JSON");
+  const cancel = declareCommand(program, "cancel").option("--json", "print what was done as JSON");
   stateOption(cancel).action(async (thread: string, opts: ControlArgs) => handleCancel(thread, opts));
-  const requeue = program
-    .command("requeue")
-    .description("queue a failed, paused, cancelled or rewound run of the PostgreSQL queue again; a worker continues it from its last checkpoint")
-    .argument("<thread>", "the run's thread id")
+  const requeue = declareCommand(program, "requeue")
     .option("--from <checkpoint>", "continue from this checkpoint of the run instead (an id or 6+ character prefix, as `history --state` lists them)")
     .option("--json", "print the new job as JSON");
   stateOption(requeue).action(async (thread: string, opts: ControlArgs) => handleRequeue(thread, opts));

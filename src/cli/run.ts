@@ -9,6 +9,7 @@ import { cliCommand, log, printJson, reconnectMsOf, reconnectOption, stateOption
 import { stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
 import { logLevelOption } from "./logs.js";
 import { RUN_FLAG_SETTINGS, SANDBOX_FLAG_SETTINGS, settingOptions, settingsFromFlags } from "./setting-flags.js";
+import { declareCommand } from "./command-specs.js";
 
 export interface RunArgs extends WorkspaceArgs {
   thread?: string;
@@ -178,10 +179,7 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
 
 export function registerRun(program: Command): void {
   workspaceOptions(
-    program
-      .command("run")
-      .description("start a new run of the agent on a task")
-      .argument("<task>", "what the agent should do")
+    declareCommand(program, "run")
       .option("-t, --thread <id>", "run id (default: generated)")
       .option("--json", "print one JSON object with the outcome on stdout")
       .option("-q, --quiet", "no progress lines")

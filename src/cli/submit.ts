@@ -5,6 +5,7 @@ import { intOption, log, printJson, stateOption } from "./common.js";
 import { stateUrlOf } from "../ledger/open-state.js";
 import { newThreadId } from "../runs/start.js";
 import { sandboxOptions, sandboxSettings, type RunArgs } from "./run.js";
+import { declareCommand } from "./command-specs.js";
 
 // `ledgerloop submit`: queues a run for the workers (`ledgerloop worker`) of a PostgreSQL state.
 
@@ -62,10 +63,7 @@ export async function handleSubmit(task: string | undefined, args: SubmitArgs): 
 }
 
 export function registerSubmit(program: Command): void {
-  const cmd = program
-    .command("submit")
-    .description("queue a run for the workers of a PostgreSQL state (see `ledgerloop worker`)")
-    .argument("[task]", "what the agent should do (or --tasks FILE)")
+  const cmd = declareCommand(program, "submit")
     .option(
       "--tasks <file>",
       "queue many runs at once: JSON lines or a JSON array of {task, thread?, repo?, ref?, workspace?, model?, summaryModel?, maxSteps?, budget?, priority?, setup?}; all or none are queued",

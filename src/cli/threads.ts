@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import type { WorkspaceArgs } from "../ledger/open-state.js";
 import { listThreads } from "../inspect/threads.js";
 import { printJson, stateOption, workspaceOptions } from "./common.js";
+import { declareCommand } from "./command-specs.js";
 
 /**
  * Who holds a run. A lease past its expiry means the holder died or lost the database: a live
@@ -13,14 +14,7 @@ export function heldBy(worker: string, expiresAt: string | null, now = Date.now(
 }
 
 export function registerThreads(program: Command): void {
-  stateOption(
-    workspaceOptions(
-      program
-        .command("threads")
-        .description("list the runs recorded in a workspace (CLI, scripts, LangGraph server), newest first")
-        .option("--json", "one JSON object per line"),
-    ),
-  ).action(async (opts: WorkspaceArgs) => {
+  stateOption(workspaceOptions(declareCommand(program, "threads").option("--json", "one JSON object per line"))).action(async (opts: WorkspaceArgs) => {
     for (const t of await listThreads(opts)) {
       if (opts.json) printJson(t);
       else {

@@ -4,6 +4,7 @@ import { printJson } from "./common.js";
 import type { WorkspaceArgs } from "../ledger/open-state.js";
 import type { ToolSource } from "../agent/tools/index.js";
 import type { ToolApproval, ToolRisk } from "../tool-catalogue.js";
+import { declareCommand } from "./command-specs.js";
 
 export interface ToolsArgs extends WorkspaceArgs {
   allowNetwork?: boolean;
@@ -115,9 +116,7 @@ export async function withToolsTable(text: string): Promise<string> {
 }
 
 export function registerTools(program: Command): void {
-  program
-    .command("tools")
-    .description("list every tool the model would get in this workspace (built-in and project tools), with its source, risk and arguments")
+  declareCommand(program, "tools")
     .option("-w, --workspace <dir>", "the workspace directory (default: current directory)")
     .option("--allow-network", "as a run with --allow-network would get them")
     .option("--json", "one JSON object per tool: name, source, risk, approve, description, parameters (JSON schema)")

@@ -6,6 +6,7 @@ import type { Viewer } from "../web/server.js";
 import { resolveWorkspace, stateLocation } from "../workspace/location.js";
 import { log, stateOption, workspaceOptions } from "./common.js";
 import { stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
+import { declareCommand } from "./command-specs.js";
 
 export interface WebArgs extends WorkspaceArgs {
   port?: number;
@@ -69,9 +70,7 @@ export async function handleWeb(args: WebArgs): Promise<Viewer> {
 export function registerWeb(program: Command): void {
   stateOption(
     workspaceOptions(
-      program
-        .command("web")
-        .description("serve a read-only web view of the workspace's runs, or with --state of every run in a PostgreSQL state (loopback only unless --host)")
+      declareCommand(program, "web")
         .option("--port <n>", "port to listen on (default: 0, a free port)", portOption)
         .option("--host <host>", "interface to listen on (default: 127.0.0.1); anything else serves the runs to the network")
         .option("--open", "open the viewer in the desktop's browser"),

@@ -5,6 +5,7 @@ import { CliError, StateStoreError, errorMessage } from "../errors.js";
 import { intOption, log, stateOption } from "./common.js";
 import { stateUrlOf } from "../ledger/open-state.js";
 import { isStateUnavailable } from "../ledger/state-unavailable.js";
+import { declareCommand } from "./command-specs.js";
 
 // `ledgerloop worker`: the command around RunWorker (src/runs/worker.ts): its options, the
 // PostgreSQL URL, signals (SIGTERM/SIGINT stop it gracefully, a second one exits at once) and printing.
@@ -125,9 +126,7 @@ export async function handleWorker(args: WorkerArgs): Promise<void> {
 }
 
 export function registerWorker(program: Command): void {
-  const cmd = program
-    .command("worker")
-    .description("take runs from the PostgreSQL queue (ledgerloop submit) and drive them; any number of workers on any number of machines")
+  const cmd = declareCommand(program, "worker")
     .option("-c, --concurrency <n>", "runs driven at once by this worker (default 1)", intOption("--concurrency"))
     .option("--dir <dir>", "where runs from a repository are cloned (default: <tmp>/ledgerloop-worker)")
     .option("--lease-seconds <n>", "a run whose worker has not renewed its lease for this long is taken over (default 30)", intOption("--lease-seconds"))

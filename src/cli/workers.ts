@@ -3,6 +3,7 @@ import { CliError } from "../errors.js";
 import { intOption, printJson, stateOption } from "./common.js";
 import { stateUrlOf } from "../ledger/open-state.js";
 import type { WorkerRow } from "../inspect/workers.js";
+import { declareCommand } from "./command-specs.js";
 
 // `ledgerloop workers`: the fleet of a PostgreSQL state, from its ll_workers rows (queue/fleet.ts).
 
@@ -36,9 +37,7 @@ export async function handleWorkers(args: WorkersArgs): Promise<WorkerRow[]> {
 }
 
 export function registerWorkers(program: Command): void {
-  const cmd = program
-    .command("workers")
-    .description("list the queue's workers: live ones, and those that stopped or died recently (host, pid, slots, runs, last heartbeat, version)")
+  const cmd = declareCommand(program, "workers")
     .option("--recent-minutes <n>", "also list workers that stopped or died within this many minutes (default 60)", intOption("--recent-minutes"))
     .option("--json", "one JSON object per worker");
   stateOption(cmd).action(async (opts: WorkersArgs) => {

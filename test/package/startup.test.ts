@@ -65,17 +65,18 @@ describe("what importing the package loads (built)", () => {
 });
 
 describe("what each command loads (built bin)", () => {
-  it("--help loads commander and the command table, no command's module", () => {
+  it("--help loads commander and the command table (specs and loaders), no command's module", () => {
     const r = packagesLoaded(["--help"]);
     expect(r.code).toBe(0);
     expect([...r.packages]).toEqual(["commander"]);
-    expect(r.own).toEqual(["bin/ledgerloop.js", "dist/src/cli/command-table.js", "dist/src/cli/main.js"]);
+    expect(r.own).toEqual(["bin/ledgerloop.js", "dist/src/cli/command-specs.js", "dist/src/cli/command-table.js", "dist/src/cli/main.js"]);
   });
 
   it("<command> --help loads that command's module and no other's", () => {
     const r = packagesLoaded(["history", "--help"]);
     expect(r.code).toBe(0);
     expect(r.own.filter((f) => f.startsWith("dist/src/cli/"))).toEqual([
+      "dist/src/cli/command-specs.js",
       "dist/src/cli/command-table.js",
       "dist/src/cli/common.js",
       "dist/src/cli/history.js",
