@@ -43,23 +43,15 @@ export async function handleSubmit(task: string | undefined, args: SubmitArgs): 
     if (err instanceof ConfigError) throw new CliError(err.message, 2, "CONFIG_INVALID");
     throw err;
   }
-  const [{ startQueue, submitRuns }, { openPgState }] = await Promise.all([import("../queue/run-queue.js"), import("../ledger/pg-db.js")]);
-  const state = await openPgState(url);
-  try {
-    const boss = await startQueue(url);
-    try {
-      const queued = await submitRuns(state.pool, boss, runs);
-      for (const q of queued) {
-        if (args.json) printJson({ thread: q.thread, jobId: q.jobId, state: state.location });
-        else log(`queued run ${q.thread} (job ${q.jobId}) in ${state.location}; follow it with \`ledgerloop threads --state …\``);
-      }
-      return queued;
-    } finally {
-      await boss.stop({ graceful: false, wait: true }).catch(() => {});
+  const [{ submitRuns }, { withQueueState }] = await Promise.all([import("../queue/run-queue.js"), import("../ledger/state-port-queue.js")]);
+  return withQueueState(url, async ({ state, boss }) => {
+    const queued = await submitRuns(state.pool, boss, runs);
+    for (const q of queued) {
+      if (args.json) printJson({ thread: q.thread, jobId: q.jobId, state: state.location });
+      else log(`queued run ${q.thread} (job ${q.jobId}) in ${state.location}; follow it with \`ledgerloop threads --state …\``);
     }
-  } finally {
-    await state.close();
-  }
+    return queued;
+  });
 }
 
 export function registerSubmit(program: Command): void {

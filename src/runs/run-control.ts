@@ -16,19 +16,10 @@ function asker(): string {
   return `${user}@${os.hostname()}`;
 }
 
+/** The state's pool and queue for one call (ledger/state-port-queue.ts). */
 async function withQueue<T>(url: string, fn: (pool: import("pg").Pool, boss: import("pg-boss")) => Promise<T>): Promise<T> {
-  const [{ openPgState }, { startQueue }] = await Promise.all([import("../ledger/pg-db.js"), import("../queue/run-queue.js")]);
-  const state = await openPgState(url);
-  try {
-    const boss = await startQueue(url);
-    try {
-      return await fn(state.pool, boss);
-    } finally {
-      await boss.stop({ graceful: false, wait: true }).catch(() => {});
-    }
-  } finally {
-    await state.close();
-  }
+  const { withQueueState } = await import("../ledger/state-port-queue.js");
+  return withQueueState(url, ({ state, boss }) => fn(state.pool, boss));
 }
 
 /** Cancels a submitted run (queued or stopped: at once; held: its worker stops it at the next step boundary). */
