@@ -79,3 +79,30 @@ export const SLOW_TESTS = [
   "test/web/postgres.test.ts",
   "test/workspace/pg-revisions.test.ts",
 ];
+
+// Seconds per file from the last full CI run (`npm run test:all`, 2 workers on a busy 2-core
+// machine). Only the order they give matters: the longest files start first, so the two workers
+// do not end with one of them alone on a long file. A file not listed counts as an average one of
+// its tier; vitest's own timings, where a local run left them, take precedence.
+export const SLOW_SECONDS: Record<string, number> = {
+  "test/queue/worker.test.ts": 135,
+  "test/package/pack.test.ts": 128,
+  "test/cli/crash-resume.test.ts": 107,
+  "test/eval/eval.test.ts": 105,
+  "test/queue/worker-faults.test.ts": 95,
+  "test/cli/time-travel-pg.test.ts": 86,
+  "test/mcp/attack-mcp.test.ts": 71,
+  "test/queue/worker-load.test.ts": 68,
+  "test/cli/migrate.test.ts": 68,
+  "test/queue/fleet.test.ts": 53,
+  "test/telemetry/queue-metrics.test.ts": 52,
+  "test/cli/model-pause.test.ts": 51,
+  "test/cli/time-travel-cli.test.ts": 49,
+  "test/cli/delete-run.test.ts": 48,
+  "test/mcp/run-control.test.ts": 47,
+  "test/mcp/client-tools.test.ts": 44,
+  "test/cli/cli.test.ts": 42,
+  "test/queue/worker-setup.test.ts": 41,
+  "test/cli/services.test.ts": 40,
+  "test/sandbox/attack.test.ts": 40,
+};
