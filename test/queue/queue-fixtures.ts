@@ -45,9 +45,15 @@ export interface WorkerProc {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+/**
+ * A test worker: short leases and polls, and it exits 1 s after its last run once the database
+ * has no run queued or held by anyone (idleFor asks the database, so a released run waiting out
+ * its retry delay, or one a dead worker still holds, keeps it alive). A longer idle period only
+ * made every test wait it out once per worker.
+ */
 export function spawnWorker(url: string, dir: string, extra: string[] = [], env: Record<string, string> = {}): WorkerProc {
   const child = cliSpawn(
-    ["worker", "--state", url, "--dir", dir, "--lease-seconds", "3", "--poll-seconds", "1", "--exit-when-idle", "4", "--json", "--verbose", ...extra],
+    ["worker", "--state", url, "--dir", dir, "--lease-seconds", "3", "--poll-seconds", "1", "--exit-when-idle", "1", "--json", "--verbose", ...extra],
     { env },
   );
   let out = "";
