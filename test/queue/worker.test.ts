@@ -315,10 +315,9 @@ describePg("ledgerloop submit / worker", () => {
     const scratch = tempWorkspace();
     const traj = writeTrajectory(scratch, 24);
     // The same run done alone (SQLite, on a copy of the repository's files): the reference.
+    // It runs beside the queued one (a separate workspace and SQLite state): it is only read at the end.
     const alone = tempWorkspace(undefined, { "README.md": "repo\n", "src/a.txt": "a\n" });
-    const ref = await cliAsync(["run", "long", "-w", alone, "--model", `scripted:${traj}`, "--json", "-q"], { timeoutMs: 170_000 });
-    expect(ref.code, ref.stderr).toBe(0);
-    const reference = readTree(alone);
+    const referenceRun = cliAsync(["run", "long", "-w", alone, "--model", `scripted:${traj}`, "--json", "-q"], { timeoutMs: 170_000 });
 
     const sub = await cliAsync([
       "submit",
@@ -355,6 +354,9 @@ describePg("ledgerloop submit / worker", () => {
           )
         ).rows.map((r) => (r.command as string).match(/echo (a\d+)/)?.[1]),
       );
+      const ref = await referenceRun;
+      expect(ref.code, ref.stderr).toBe(0);
+      const reference = readTree(alone);
       const clone = path.join(scratch, "b", "k2");
       const tree = Object.fromEntries(Object.entries(readTree(clone)).filter(([k]) => !k.startsWith(".git/")));
       const expected = {
