@@ -7,7 +7,9 @@ import type { EvalAgent, EvalResult } from "./run-task.js";
 /** One agent's totals over the runs of an eval. */
 export interface EvalSummary {
   agent: EvalAgent;
+  /** Runs that ran: skipped ones (a toolchain this machine lacks) say nothing about the agent. */
   runs: number;
+  skipped: number;
   solved: number;
   /** solved / runs, 0..1. */
   solvedRate: number;
@@ -24,12 +26,14 @@ export interface EvalSummary {
 export function summarize(results: EvalResult[]): EvalSummary[] {
   const agents = [...new Set(results.map((r) => r.agent))].sort((a, b) => (a === "ledgerloop" ? -1 : b === "ledgerloop" ? 1 : 0));
   return agents.map((agent) => {
-    const rs = results.filter((r) => r.agent === agent);
+    const all = results.filter((r) => r.agent === agent);
+    const rs = all.filter((r) => r.status !== "skipped");
     const sum = (f: (r: EvalResult) => number) => rs.reduce((n, r) => n + f(r), 0);
     const solved = rs.filter((r) => r.solved).length;
     return {
       agent,
       runs: rs.length,
+      skipped: all.length - rs.length,
       solved,
       solvedRate: rs.length ? solved / rs.length : 0,
       steps: sum((r) => r.steps),
@@ -50,7 +54,16 @@ function row(r: EvalResult): string[] {
 }
 
 function totalRow(s: EvalSummary): string[] {
-  return ["TOTAL", s.agent, "", `${s.solved}/${s.runs} (${Math.round(s.solvedRate * 100)}%)`, "", String(s.steps), String(s.modelCalls), String(s.inputTokens), String(s.cachedInputTokens), String(s.outputTokens), s.costUsd.toFixed(4), (s.wallMs / 1000).toFixed(1)];
+  return ["TOTAL", s.agent, "", solvedText(s), "", String(s.steps), String(s.modelCalls), String(s.inputTokens), String(s.cachedInputTokens), String(s.outputTokens), s.costUsd.toFixed(4), (s.wallMs / 1000).toFixed(1)];
+}
+
+function solvedText(s: EvalSummary): string {
+  return `${s.solved}/${s.runs} (${Math.round(s.solvedRate * 100)}%)${s.skipped ? `, ${s.skipped} skipped` : ""}`;
+}
+
+/** One line per skipped run: the task and what to install for it. */
+function skippedLines(results: EvalResult[]): string[] {
+  return results.filter((r) => r.status === "skipped").map((r) => `  ${r.task} (${r.agent}${r.repeat > 1 ? ` #${r.repeat}` : ""}): ${r.error ?? "skipped"}`);
 }
 
 /** The results as an aligned text table, one line per run and a total per agent. */
@@ -60,6 +73,8 @@ export function evalTable(results: EvalResult[]): string {
   const line = (r: string[]) => r.map((c, i) => (i >= 5 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  ").trimEnd();
   const sep = widths.map((w) => "-".repeat(w)).join("  ");
   const table = [line(HEAD), sep, ...results.map((r) => line(row(r))), sep, ...summarize(results).map((s) => line(totalRow(s)))];
+  const skipped = skippedLines(results);
+  if (skipped.length) table.push("", "skipped (not counted as runs):", ...skipped);
   const killed = results.filter((r) => r.kills !== undefined);
   if (killed.length) {
     table.push("", "killed and resumed (--kill-every):");
@@ -74,7 +89,7 @@ export function evalMarkdown(results: EvalResult[], meta: { suite: string; model
   const out = [`# ledgerloop eval`, "", `- suite: \`${meta.suite}\``, `- model: \`${meta.model}\``, `- runs: ${results.length}${meta.complete ? "" : " (incomplete: resume it with `--resume`)"}`, ""];
   out.push("## Overall", "", md(["agent", "solved", "steps", "model calls", "input tok", "cached tok", "output tok", "cost $", "wall s"]), md(Array(9).fill("---")));
   for (const s of summarize(results)) {
-    out.push(md([s.agent, `${s.solved}/${s.runs} (${Math.round(s.solvedRate * 100)}%)`, String(s.steps), String(s.modelCalls), String(s.inputTokens), String(s.cachedInputTokens), String(s.outputTokens), s.costUsd.toFixed(4), (s.wallMs / 1000).toFixed(1)]));
+    out.push(md([s.agent, solvedText(s), String(s.steps), String(s.modelCalls), String(s.inputTokens), String(s.cachedInputTokens), String(s.outputTokens), s.costUsd.toFixed(4), (s.wallMs / 1000).toFixed(1)]));
   }
   const agents = summarize(results).map((s) => s.agent);
   if (agents.length > 1) {
@@ -94,7 +109,9 @@ export function evalMarkdown(results: EvalResult[], meta: { suite: string; model
     out.push("", "effects: `ok` when the ledger shows every step decided once and every action with exactly one outcome.");
   }
   out.push("", "## Runs", "", md(HEAD), md(HEAD.map(() => "---")), ...results.map((r) => md(row(r))));
-  const failed = results.filter((r) => !r.solved);
+  const skipped = skippedLines(results);
+  if (skipped.length) out.push("", "## Skipped (not counted as runs)", "", ...skipped.map((l) => `- ${l.trim()}`));
+  const failed = results.filter((r) => !r.solved && r.status !== "skipped");
   if (failed.length) {
     out.push("", "## Why runs were not solved", "");
     for (const r of failed) out.push(`### ${r.task} (${r.agent}, run ${r.repeat}): ${r.status}`, "", ...(r.error ? [`error: ${r.error}`, ""] : []), "```", r.hiddenOutput.slice(-1200) || "(no output)", "```", "");

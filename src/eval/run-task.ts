@@ -13,6 +13,7 @@ import { runLedgerloopKilled, type KillPlan } from "./killed-run.js";
 import { taskModel } from "./models.js";
 import { runLedgerloop, type AgentOutcome, type AgentRunInput } from "./run-ledgerloop.js";
 import type { EvalTask } from "./task.js";
+import { provisionToolchain, resolveToolchain, toolchainBases, ToolchainMissing } from "./toolchain.js";
 
 /** Which loop drives the model: ledgerloop's graph, or the plain LangGraph baseline. */
 export type EvalAgent = "ledgerloop" | "plain";
@@ -72,6 +73,9 @@ export function resultKey(task: string, agent: EvalAgent, repeat: number): strin
 
 const TAIL = 2000;
 
+/** The result of a run that did not start because this machine lacks the task's toolchain. */
+const skipped = { solved: false, status: "skipped", steps: 0, modelCalls: 0, inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costUsd: 0, hiddenExit: null, hiddenOutput: "" };
+
 /**
  * Runs one task: a fresh copy of its workspace, its setup command, the agent, then (only after the
  * agent's run has ended and its runtime is closed) the hidden tests copied in and run in the sandbox.
@@ -95,11 +99,20 @@ export async function runTask(spec: TaskRunSpec): Promise<EvalResult> {
     });
   }
   const base = { task: task.id, agent: spec.agent, repeat: spec.repeat, model: spec.modelSpec };
+  let toolchain: Map<string, string>;
+  try {
+    toolchain = resolveToolchain(task.toolchain, toolchainBases(task.dir));
+  } catch (err) {
+    if (!(err instanceof ToolchainMissing)) throw err;
+    // What this machine lacks is not the agent's failure: the task is skipped, saying what to install.
+    return { ...base, ...skipped, wallMs: Date.now() - t0, error: err.message };
+  }
   const sandbox = createSandbox({ level: spec.settings.sandbox ?? "auto", workspace, allowNetwork: false });
   const empty = { calls: 0, inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costUsd: 0 };
   let outcome: AgentOutcome;
   try {
     if (sourceError) throw new Error(sourceError);
+    if (toolchain.size) provisionToolchain(workspace, toolchain);
     if (task.setup) {
       const r = await sandbox.exec({ command: task.setup, cwd: workspace, timeoutMs: 300_000 });
       if (r.exitCode !== 0) throw new Error(`the task's setup command failed (exit ${r.exitCode}): ${tail(r)}`);
@@ -119,6 +132,8 @@ export async function runTask(spec: TaskRunSpec): Promise<EvalResult> {
     // The diff first: the hidden tests are not the agent's work.
     if (pinned && task.source && !task.hiddenDir) prediction = await predictionPatch(pinned, task.source.commit, workspace);
     if (task.hiddenDir && task.hiddenTest) {
+      // The hidden tests use the real toolchain, whatever the agent did to its copy.
+      if (toolchain.size) provisionToolchain(workspace, toolchain);
       copyHidden(task.hiddenDir, workspace);
       hidden = await sandbox.exec({ command: task.hiddenTest, cwd: workspace, timeoutMs: task.hiddenTestTimeoutSec * 1000 });
     }

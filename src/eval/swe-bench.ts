@@ -100,6 +100,7 @@ export function sweBenchTasks(file: string): Array<EvalTask & { instanceId: stri
       instanceId: inst.instance_id,
       goal: `Resolve this issue in the repository (your workspace is a checkout of it):\n\n${inst.problem_statement}`,
       language: "other",
+      toolchain: [],
       hiddenTestTimeoutSec: 120,
       limits: TaskLimits.parse({}),
       dir: listDir,

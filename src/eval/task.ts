@@ -3,6 +3,7 @@ import path from "node:path";
 import { z } from "zod";
 import { CliError } from "../errors.js";
 import { isRemote, type RepoSource } from "./checkout.js";
+import { ignoresNodeModules } from "./toolchain.js";
 
 // The task format of `ledgerloop eval`: a suite is a folder of task folders, each with task.json,
 // workspace/ (what the agent starts from) or a git repository and commit named in task.json
@@ -30,6 +31,10 @@ export const TaskSpec = z
     id: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,80}$/, "lower-case letters, digits, '.', '_' and '-' (it names files)"),
     goal: z.string().min(1).describe("What the agent is told to do."),
     language: z.enum(["javascript", "typescript", "python", "other"]),
+    toolchain: z
+      .array(z.string().regex(/^(@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*$/, "an npm package name (typescript, @types/node)"))
+      .default([])
+      .describe("npm packages the task needs offline (typescript): copied from where they are installed into the workspace's node_modules."),
     setup: z.string().min(1).optional().describe("A command run in the fresh workspace (sandboxed) before the agent starts."),
     hiddenTest: z.string().min(1).describe("The command that decides `solved` (exit 0), run after hidden/ is copied in."),
     hiddenTestTimeoutSec: z.number().positive().max(3600).default(120),
@@ -82,6 +87,9 @@ export function loadTask(dir: string): EvalTask {
   if (!spec.repo && !hasWorkspace) throw new EvalSuiteError(`task ${dir}: the workspace/ folder is missing (or name a git repository and commit in task.json: "repo", "commit")`);
   if (!fs.statSync(hiddenDir, { throwIfNoEntry: false })?.isDirectory()) throw new EvalSuiteError(`task ${dir}: the hidden/ folder is missing`);
   if (fs.readdirSync(hiddenDir).length === 0) throw new EvalSuiteError(`task ${dir}: hidden/ is empty (the hidden tests decide whether the task is solved)`);
+  // Checked again after a repository's checkout (toolchain.ts); a shipped workspace fails here, before anything runs.
+  if (spec.toolchain.length && hasWorkspace && !ignoresNodeModules(workspaceDir))
+    throw new EvalSuiteError(`task ${dir}: it has a toolchain, so workspace/.gitignore must ignore node_modules/ (the copied toolchain is not the agent's work)`);
   const oracle = path.join(dir, "oracle.json");
   const source = spec.repo && spec.commit ? { repo: isRemote(spec.repo) ? spec.repo : path.resolve(dir, spec.repo), commit: spec.commit } : null;
   return { ...spec, dir, workspaceDir: source ? null : workspaceDir, source, hiddenDir, oracleFile: fs.existsSync(oracle) ? oracle : null };
