@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { isIgnored, excludeRules, withGitignore } from "../workspace/ignore-rules.js";
 import { confined } from "../workspace/confined.js";
 
@@ -25,7 +26,7 @@ export class ToolchainMissing extends Error {
 
 /** The folders whose node_modules are searched, in order: the task's suite (the user's project), the current folder, ledgerloop's own. */
 export function toolchainBases(taskDir: string): string[] {
-  const own = path.dirname(new URL(import.meta.url).pathname);
+  const own = path.dirname(fileURLToPath(import.meta.url));
   return [...new Set([path.resolve(taskDir), process.cwd(), own])];
 }
 
