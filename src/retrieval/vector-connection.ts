@@ -1,8 +1,5 @@
 import { errorMessage } from "../errors.js";
 import { MissingPackageError } from "../optional-packages.js";
-import { createChromaIndex } from "./chroma-index.js";
-import { chromaPackageDir, ensureChromaServer, externalChroma, runningChromaServer } from "./chroma-server.js";
-import { repositoryIdentity, sharedCollectionPrefix, DEFAULT_VECTOR_LINE } from "./collection-naming.js";
 import type { Embedder } from "./embedders/port.js";
 import type { NgramIndex } from "./ngram-index.js";
 import type { RetrieverOptions, VectorStatus } from "./retriever-types.js";
@@ -86,13 +83,20 @@ export class VectorConnection {
       let store: VectorIndex;
       if (opts.vectorIndex && opts.vectorIndex !== "off") store = opts.vectorIndex;
       else {
+        // The Chroma modules load here, not with the retriever: a search with no server never needs
+        // the client side (chroma-index, collection naming).
+        const { chromaPackageDir, ensureChromaServer, externalChroma, runningChromaServer } = await import("./chroma-server.js");
         // Before any server is asked or started: without the package neither is of use.
         chromaPackageDir();
         const url = opts.chromaUrl ?? process.env.CHROMA_URL;
         if (url) {
           // A shared server: collections per repository and revision line, the same for every
           // worker's clone of the repository wherever it is (collection-naming.ts).
-          const server = await externalChroma(url);
+          const [server, { createChromaIndex }, { repositoryIdentity, sharedCollectionPrefix, DEFAULT_VECTOR_LINE }] = await Promise.all([
+            externalChroma(url),
+            import("./chroma-index.js"),
+            import("./collection-naming.js"),
+          ]);
           const repository = await repositoryIdentity(this.o.workspace);
           const line = opts.vectorLine ?? DEFAULT_VECTOR_LINE;
           store = await createChromaIndex({
@@ -113,6 +117,7 @@ export class VectorConnection {
             return;
           }
           // Keyed by workspace and state dir: two indexes of one workspace never share a collection.
+          const { createChromaIndex } = await import("./chroma-index.js");
           store = await createChromaIndex({ server, embedder, namespace: `${this.o.workspace}\0${this.o.stateDir}` });
         }
       }

@@ -2,7 +2,6 @@ import path from "node:path";
 import { EmbedderError } from "../errors.js";
 import { createHashedEmbedder } from "./hashed.js";
 import type { Embedder } from "./port.js";
-import { createXenovaEmbedder } from "./xenova.js";
 
 /** The embedder used when none is named. */
 export const DEFAULT_EMBEDDER = "hashed";
@@ -26,6 +25,8 @@ export async function createEmbedder(spec: string | undefined, opts: { modelsDir
     const model = name.slice("xenova:".length);
     if (!model) throw new EmbedderError("EMBEDDER_UNKNOWN", `embedder "${name}" names no model (xenova:<model>, e.g. xenova:Xenova/all-MiniLM-L6-v2)`);
     const modelsDir = opts.modelsDir ?? process.env.LEDGERLOOP_MODELS_DIR ?? (opts.stateDir ? path.join(opts.stateDir, "models") : path.resolve("models"));
+    // Loaded only when chosen: a search with the default embedder never reads it.
+    const { createXenovaEmbedder } = await import("./xenova.js");
     return createXenovaEmbedder({ model, modelsDir });
   }
   if (name.startsWith("openai:")) {
