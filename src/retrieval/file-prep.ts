@@ -5,10 +5,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { errorMessage } from "../errors.js";
 import { confined } from "../workspace/confined.js";
-import { extractSymbols, type CodeSymbol } from "../symbols/extract.js";
-import { languageOf } from "../symbols/languages.js";
-import { chunkLines } from "./chunker.js";
-import type { ChunkInput, FileRecord, SymbolInput } from "./ngram-index.js";
+import type { CodeSymbol } from "../symbols/extract.js";
+import type { ChunkInput, FileRecord, FileStamp, SymbolInput } from "./ngram-index.js";
 import { MAX_FILE_BYTES, type IndexReport, type SkipCounts } from "./retriever-types.js";
 
 const BINARY_SNIFF_BYTES = 8192;
@@ -69,6 +67,14 @@ function sha256(buf: Buffer): string {
   return createHash("sha256").update(buf).digest("hex");
 }
 
+let parsingModules: Promise<[typeof import("../symbols/extract.js"), typeof import("../symbols/languages.js"), typeof import("./chunker.js")]> | undefined;
+
+/** The symbol extractor and chunker, imported on first use: a search over an unchanged workspace never parses. */
+function parsing() {
+  parsingModules ??= Promise.all([import("../symbols/extract.js"), import("../symbols/languages.js"), import("./chunker.js")]);
+  return parsingModules;
+}
+
 /**
  * Reads and parses one file when it changed. Returns the prepared file, null when there is nothing
  * to store (unchanged, or skipped and never indexed), or "remove" when a stored file must go.
@@ -124,6 +130,7 @@ export async function prepareFile(
   const text = redactKeepingLines(decoded.text, ctx.redact);
   const lines = splitLines(text);
   if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop();
+  const [{ extractSymbols }, { languageOf }, { chunkLines }] = await parsing();
   let symbols: CodeSymbol[] = [];
   try {
     symbols = await extractSymbols(text, rel);
@@ -152,7 +159,7 @@ export async function prepareFile(
 }
 
 /** True when `abs` is a regular file (not a link) with the size and mtime the index recorded for it. */
-function unchangedRegularFile(abs: string, stored: FileRecord): boolean {
+export function unchangedRegularFile(abs: string, stored: FileStamp): boolean {
   const st = fs.lstatSync(abs, { throwIfNoEntry: false });
   return st !== undefined && st.isFile() && st.size === stored.size && st.mtimeMs === stored.mtimeMs;
 }

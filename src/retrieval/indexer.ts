@@ -4,7 +4,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { walkFiles } from "../workspace/files.js";
 import type { Embedder } from "./embedders/port.js";
-import { prepareFile, readLinesIfHash, type PrepareContext, type PreparedFile } from "./file-prep.js";
+import { prepareFile, readLinesIfHash, unchangedRegularFile, type PrepareContext, type PreparedFile } from "./file-prep.js";
 import type { HistorySource } from "./history.js";
 import type { IgnoreChecker } from "./ignore-check.js";
 import type { NgramIndex } from "./ngram-index.js";
@@ -63,7 +63,7 @@ export class Indexer {
     opts.onProgress?.({ phase: "scan", done: 0, total: 0 });
     this.o.ignore.reset();
     const walk = await walkFiles(this.o.workspace);
-    const stored = this.ngram.files();
+    const stored = this.ngram.fileStamps();
     const report = emptyReport();
     report.skipped.ignored = walk.skippedIgnored;
     report.files = walk.files.length;
@@ -75,9 +75,15 @@ export class Indexer {
       const batch = walk.files.slice(i, i + FILE_BATCH);
       const prepared: PreparedFile[] = [];
       for (const rel of batch) {
-        const outcome = await prepareFile(this.prep, rel, stored.get(rel), report);
-        if (outcome === "remove") toRemove.push(rel);
-        else if (outcome) prepared.push(outcome);
+        const stamp = stored.get(rel);
+        // An unchanged file (the common case on a search) costs one lstat here, with no call into
+        // prepareFile; a changed one has its whole record read and goes through the confined reader.
+        if (stamp && unchangedRegularFile(`${this.o.workspace}/${rel}`, stamp)) report.unchanged++;
+        else {
+          const outcome = await prepareFile(this.prep, rel, stamp ? this.ngram.fileRecord(rel) : undefined, report);
+          if (outcome === "remove") toRemove.push(rel);
+          else if (outcome) prepared.push(outcome);
+        }
         opts.onProgress?.({ phase: "index", done: ++done, total: walk.files.length, path: rel });
       }
       this.store(prepared);

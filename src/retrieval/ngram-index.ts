@@ -3,8 +3,8 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { ensurePrivateDir, ensurePrivateFile } from "../private-files.js";
 import { ftsQuery, wordsColumn, type QueryTerm } from "./tokens.js";
-import { asIndexError, checkExisting, INDEX_APPLICATION_ID, INDEX_MMAP_BYTES, INDEX_SCHEMA_VERSION, moveAside, SCHEMA } from "./ngram-schema.js";
-import type { ChunkInput, ChunkRow, EventDoc, FileRecord, RankedChunk, RankedEvent, RankedPath, RankedSymbol, SymbolInput } from "./ngram-types.js";
+import { asIndexError, INDEX_APPLICATION_ID, INDEX_MMAP_BYTES, INDEX_SCHEMA_VERSION, moveAside, openExisting, openIndexDb, SCHEMA } from "./ngram-schema.js";
+import type { ChunkInput, ChunkRow, EventDoc, FileRecord, FileStamp, RankedChunk, RankedEvent, RankedPath, RankedSymbol, SymbolInput } from "./ngram-types.js";
 
 export { INDEX_APPLICATION_ID, INDEX_SCHEMA_VERSION } from "./ngram-schema.js";
 export type * from "./ngram-types.js";
@@ -36,16 +36,18 @@ export class NgramIndex {
   static open(file: string): NgramIndex {
     ensurePrivateDir(path.dirname(file));
     let reason: string | null = null;
+    let db: Database.Database | undefined;
     if (fs.existsSync(file)) {
-      const problem = checkExisting(file);
-      if (problem) {
-        reason = problem;
+      const existing = openExisting(file);
+      if ("db" in existing) db = existing.db;
+      else {
+        reason = existing.problem;
         moveAside(file);
       }
     }
     // Owner-only, like state.db: the index holds the workspace's text.
     ensurePrivateFile(file);
-    const db = new Database(file);
+    db ??= openIndexDb(file);
     try {
       db.pragma("busy_timeout = 5000");
       db.pragma("journal_mode = WAL");
@@ -73,7 +75,7 @@ export class NgramIndex {
     return {
       getMeta: db.prepare("SELECT value FROM meta WHERE key = ?").pluck(),
       setMeta: db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)"),
-      allFiles: db.prepare("SELECT id, path, hash, size, mtime_ms AS mtimeMs, lang, lines, vec_hash AS vecHash FROM files"),
+      allStamps: db.prepare("SELECT path, size, mtime_ms FROM files").raw(),
       getFile: db.prepare("SELECT id, path, hash, size, mtime_ms AS mtimeMs, lang, lines, vec_hash AS vecHash FROM files WHERE path = ?"),
       // A range on the path's unique index: "a/b/" .. "a/b0" ('0' follows '/') is everything under a/b/.
       pathsBetween: db.prepare("SELECT path FROM files WHERE path >= ? AND path < ?").pluck(),
@@ -161,9 +163,18 @@ export class NgramIndex {
     return rows;
   }
 
-  /** Every indexed file, keyed by workspace-relative path (a full index needs them all; a refresh must not). */
-  files(): Map<string, FileRecord> {
-    return this.run(() => new Map(this.counted(this.stmts.allFiles.all() as FileRecord[]).map((r) => [r.path, r])));
+  /**
+   * Size and mtime of every indexed file, keyed by workspace-relative path (a full index needs them
+   * all; a refresh must not). Only what the freshness check compares: the whole record of a file
+   * that changed is read with {@link fileRecord}.
+   */
+  fileStamps(): Map<string, FileStamp> {
+    return this.run(() => {
+      const rows = this.counted(this.stmts.allStamps.all() as Array<[string, number, number]>);
+      const stamps = new Map<string, FileStamp>();
+      for (const [p, size, mtimeMs] of rows) stamps.set(p, { size, mtimeMs });
+      return stamps;
+    });
   }
 
   fileRecord(rel: string): FileRecord | undefined {

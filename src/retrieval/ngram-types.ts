@@ -12,6 +12,9 @@ export interface FileRecord {
   vecHash: string | null;
 }
 
+/** The part of a {@link FileRecord} that tells whether the file changed since it was indexed. */
+export type FileStamp = Pick<FileRecord, "size" | "mtimeMs">;
+
 /** A chunk to store: its range, the names of the symbols in it, and its text. */
 export interface ChunkInput {
   startLine: number;
