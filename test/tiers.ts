@@ -12,6 +12,7 @@ export const SLOW_TESTS = [
   "test/cli/delete-run.test.ts",
   "test/cli/dry-run-symlink.test.ts",
   "test/cli/dry-run.test.ts",
+  "test/cli/first-prompt.test.ts",
   "test/cli/gc-pg.test.ts",
   "test/cli/governing-config.test.ts",
   "test/cli/leases.test.ts",

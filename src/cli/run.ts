@@ -8,6 +8,8 @@ import { writeRunReport } from "../report/write-run-report.js";
 import { cliCommand, log, printJson, reconnectMsOf, reconnectOption, stateOption, workspaceOptions, exitCodeForStatus } from "./common.js";
 import { stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
 import { logLevelOption } from "./logs.js";
+import type { ChromaPrestart } from "../retrieval/chroma-prestart.js";
+import type { RunSettingsInput } from "../settings.js";
 import { RUN_FLAG_SETTINGS, SANDBOX_FLAG_SETTINGS, settingOptions, settingsFromFlags } from "./setting-flags.js";
 import { declareCommand } from "./command-specs.js";
 
@@ -131,6 +133,31 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
       "CONFIG_INVALID",
     );
   }
+  // The embedded Chroma server starts in its own process while this one loads the runtime (a dry
+  // run works on a copy made below, whose server starts with its retriever).
+  const chroma = args.dryRun ? null : await prestartFor(args, flagged);
+  try {
+    return await runWith(task, args, flagged, model);
+  } finally {
+    await chroma?.release();
+  }
+}
+
+async function prestartFor(args: RunArgs, flagged: Partial<RunSettingsInput>): Promise<ChromaPrestart | null> {
+  const [{ prestartChroma }, { resolveWorkspace, stateLocation }] = await Promise.all([
+    import("../retrieval/chroma-prestart.js"),
+    import("../workspace/location.js"),
+  ]);
+  let workspace: string;
+  try {
+    workspace = resolveWorkspace(args.workspace ?? process.cwd());
+  } catch {
+    return null; // createRuntime says what is wrong with it
+  }
+  return prestartChroma(stateLocation(workspace, args.stateDir).stateDir, flagged);
+}
+
+async function runWith(task: string, args: RunArgs, flagged: Partial<RunSettingsInput>, model: string): Promise<{ result: DriveResult; runtime: Runtime }> {
   // The runtime and the graph load on use: `--help` and the inspection commands never need them.
   const [{ createRuntime }, { askOnTerminal, driveRunReconnecting }] = await Promise.all([import("../runtime.js"), import("../runs/drive.js")]);
   const thread = args.thread ?? newThreadId();
