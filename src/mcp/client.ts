@@ -7,9 +7,8 @@
  * transport. Failures are values (`McpFailure`), never throws, so a tool can hand them to the model.
  */
 import path from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { McpServerConfig, McpStdioServerConfig } from "../config.js";
@@ -26,6 +25,9 @@ export interface McpFailure {
   message: string;
 }
 
+/** The SDK's newline-delimited JSON-RPC framing of stdio (loaded with the SDK). */
+type StdioFraming = typeof import("@modelcontextprotocol/sdk/shared/stdio.js");
+
 /**
  * The SDK's stdio transport over a server the sandbox started (Sandbox.startServer), which
  * StdioClientTransport cannot do: it spawns its command directly.
@@ -34,11 +36,18 @@ class SandboxedStdioTransport implements Transport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
   onmessage?: (message: JSONRPCMessage) => void;
-  private readonly buffer = new ReadBuffer();
+  private readonly buffer: InstanceType<StdioFraming["ReadBuffer"]>;
+  private readonly serialize: StdioFraming["serializeMessage"];
   private closed = false;
   stderrTail = "";
 
-  constructor(readonly server: ServerProcess) {}
+  constructor(
+    readonly server: ServerProcess,
+    framing: StdioFraming,
+  ) {
+    this.buffer = new framing.ReadBuffer();
+    this.serialize = framing.serializeMessage;
+  }
 
   async start(): Promise<void> {
     const s = this.server;
@@ -72,7 +81,7 @@ class SandboxedStdioTransport implements Transport {
     return new Promise((resolve) => {
       const stdin = this.server.stdin;
       if (!stdin.writable) return resolve();
-      if (stdin.write(serializeMessage(message))) resolve();
+      if (stdin.write(this.serialize(message))) resolve();
       else stdin.once("drain", resolve);
     });
   }
@@ -128,6 +137,12 @@ export class McpConnection {
   }
 
   private async start(): Promise<Client> {
+    // The SDK (with its schemas) loads when a server is first used: most runs configure none.
+    const [{ Client }, { StreamableHTTPClientTransport }, framing] = await Promise.all([
+      import("@modelcontextprotocol/sdk/client/index.js"),
+      import("@modelcontextprotocol/sdk/client/streamableHttp.js"),
+      import("@modelcontextprotocol/sdk/shared/stdio.js"),
+    ]);
     const client = new Client({ name: "ledgerloop", version: "1.0.0" });
     let transport: SandboxedStdioTransport | StreamableHTTPClientTransport;
     if ("url" in this.config) {
@@ -155,7 +170,7 @@ export class McpConnection {
         throw new McpStartError(`MCP server "${this.name}" failed to start: ${errorMessage(err)}`);
       }
       this.isolation = sandbox.level;
-      transport = new SandboxedStdioTransport(server);
+      transport = new SandboxedStdioTransport(server, framing);
     }
     this.transport = transport;
     try {

@@ -1,5 +1,5 @@
 import type { AIMessage } from "@langchain/core/messages";
-import { ChatOpenAI } from "@langchain/openai";
+import type { ChatOpenAI, ChatOpenAIFields } from "@langchain/openai";
 import { ModelError, errorMessage } from "../errors.js";
 import { withoutKey } from "../secrets.js";
 import { cutOff, splitReasoning, toLangChain, toolCallsOf } from "./langchain.js";
@@ -48,7 +48,9 @@ function quietToolCallUpgradeWarning(): void {
  */
 export class OpenAIChatModel implements ChatModel {
   readonly name: string;
-  private readonly client: ChatOpenAI;
+  /** Built on the first call: @langchain/openai and the openai SDK are a large load a scripted or replayed run never uses. */
+  private client: Promise<ChatOpenAI> | undefined;
+  private readonly fields: ChatOpenAIFields;
   private readonly baseURL: string;
   private readonly apiKey: string | undefined;
   private readonly timeoutMs: number;
@@ -66,7 +68,7 @@ export class OpenAIChatModel implements ChatModel {
       ...(opts.retryBaseMs !== undefined ? { baseDelayMs: opts.retryBaseMs } : {}),
       onRetry: opts.onRetry,
     };
-    this.client = new ChatOpenAI({
+    this.fields = {
       model: opts.model,
       apiKey: opts.apiKey ?? "not-needed",
       temperature: opts.temperature,
@@ -74,15 +76,21 @@ export class OpenAIChatModel implements ChatModel {
       timeout: this.timeoutMs,
       maxTokens: opts.maxOutputTokens,
       configuration: { baseURL: this.baseURL },
-    });
+    };
+  }
+
+  private chat(): Promise<ChatOpenAI> {
+    this.client ??= import("@langchain/openai").then(({ ChatOpenAI }) => new ChatOpenAI(this.fields));
+    return this.client;
   }
 
   async invoke(req: ModelRequest): Promise<ModelResponse> {
+    const client = await this.chat();
     const bound = req.tools.length
-      ? this.client.bindTools(
+      ? client.bindTools(
           req.tools.map((t) => ({ type: "function" as const, function: { name: t.name, description: t.description, parameters: t.parameters } })),
         )
-      : this.client;
+      : client;
     let msg: AIMessage;
     try {
       msg = await withRetries(async () => (await bound.invoke(toLangChain(req.messages), { signal: req.signal })) as AIMessage, this.policy, req.signal);

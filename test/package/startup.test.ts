@@ -98,6 +98,18 @@ describe("what each command loads (built bin)", () => {
     expect([...r.packages].filter((p) => HEAVY.some((h) => p.startsWith(h)))).toEqual([]);
   });
 
+  // A run loads its model's client and the MCP SDK when it uses them: a scripted run uses neither.
+  it("a scripted run loads neither the OpenAI client nor the MCP SDK", () => {
+    const run = path.join(tempWorkspace(), "ws");
+    fs.cpSync(path.join(REPO, "examples/demo/workspace"), run, { recursive: true });
+    const script = path.join(tempWorkspace(), "one-step.json");
+    fs.writeFileSync(script, JSON.stringify({ decide: [{ tool_calls: [{ name: "finish", args: { summary: "done" } }] }] }));
+    const r = packagesLoaded(["run", "finish at once", "-w", run, "--model", `scripted:${script}`, "--max-steps", "1", "-q"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.packages.has("@langchain/langgraph")).toBe(true);
+    expect([...r.packages].filter((p) => ["@langchain/openai", "openai", "@modelcontextprotocol/sdk", "ajv"].includes(p))).toEqual([]);
+  });
+
   // Loading zod and building the event schemas cost more than the rest of these commands: only an
   // append needs them (ledger/event-rows.ts). diff reads the checkpoint tables, without a runtime.
   it.each([
