@@ -134,12 +134,25 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
     );
   }
   // The embedded Chroma server starts in its own process while this one loads the runtime (a dry
-  // run works on a copy made below, whose server starts with its retriever).
-  const chroma = args.dryRun ? null : await prestartFor(args, flagged);
+  // run works on a copy made below, whose server starts with its retriever). Not for a model spec
+  // that createRuntime would refuse: bad input writes nothing, not even the server's directory.
+  const chroma =
+    args.dryRun || stateUrlOf(args) || process.env.LEDGERLOOP_STATE_URL?.trim() || !(await modelIsValid(model)) ? null : await prestartFor(args, flagged);
   try {
     return await runWith(task, args, flagged, model);
   } finally {
     await chroma?.release();
+  }
+}
+
+/** Whether createRuntime will accept the model spec (it builds the model again and reports what is wrong). */
+async function modelIsValid(model: string): Promise<boolean> {
+  const { createModel } = await import("../models/factory.js");
+  try {
+    createModel(model);
+    return true;
+  } catch {
+    return false;
   }
 }
 
