@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { searchWorkspace, type SearchArgs } from "../inspect/search.js";
 import type { SourceScores } from "../retrieval/fusion.js";
 import type { HitSources } from "../retrieval/hybrid.js";
+import { declareCommand } from "./command-specs.js";
 import { intOption, printJson, workspaceOptions } from "./common.js";
 
 function sourcesText(s: SourceScores | HitSources): string {
@@ -12,10 +13,7 @@ function sourcesText(s: SourceScores | HitSources): string {
 
 export function registerSearch(program: Command): void {
   workspaceOptions(
-    program
-      .command("search")
-      .description("search the workspace's code and/or its runs' ledger events (hybrid: n-grams, symbols, paths, vectors)")
-      .argument("<query>", "identifiers, words, a path fragment or a description")
+    declareCommand(program, "search")
       .option("-k <n>", "how many results (default 10)", intOption("-k"))
       .option("--scope <scope>", "code (default), events or all")
       .option("--thread <id>", "only events of this run")
