@@ -5,7 +5,8 @@ import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkp
 import { ConfigError } from "./errors.js";
 import type { Ledger } from "./ledger/port.js";
 import { acquireLease, threadScope, workspaceScope, type Lease } from "./ledger/lease.js";
-import { isPostgresUrl, type PgState } from "./ledger/pg-db.js";
+import type { PgState } from "./ledger/pg-db.js";
+import { isPostgresUrl } from "./ledger/state-url.js";
 import type { RunRegistryPort } from "./ledger/runs.js";
 import { openStateDb } from "./ledger/state-db.js";
 import { claimWorkspace } from "./ledger/workspace-identity.js";

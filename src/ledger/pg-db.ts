@@ -1,6 +1,7 @@
 import pg from "pg";
 import { StateStoreError, errorMessage } from "../errors.js";
 import { isStateUnavailable } from "./state-unavailable.js";
+import { redactUrl } from "./state-url.js";
 
 /**
  * PostgreSQL as the state database (`--state postgres://…`): one database holds the ledger, the
@@ -34,21 +35,7 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => 
   }
 }
 
-/** True when a state location is a PostgreSQL URL rather than a directory. */
-export function isPostgresUrl(location: string | undefined | null): location is string {
-  return typeof location === "string" && /^postgres(ql)?:\/\//i.test(location.trim());
-}
-
-/** The URL without its password, for messages and logs. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  } catch {
-    return url.replace(/\/\/([^:/@]*):[^@/]*@/, "//$1:***@");
-  }
-}
+export { isPostgresUrl, redactUrl } from "./state-url.js";
 
 /**
  * Versioned migrations of ledgerloop's own tables; the position in the list is the version.

@@ -98,8 +98,9 @@ describe("what each command loads (built bin)", () => {
     expect([...r.packages].filter((p) => HEAVY.some((h) => p.startsWith(h)))).toEqual([]);
   });
 
-  // A run loads its model's client and the MCP SDK when it uses them: a scripted run uses neither.
-  it("a scripted run loads neither the OpenAI client nor the MCP SDK", () => {
+  // A run loads its model's client, the MCP SDK and the PostgreSQL driver when it uses them: a
+  // scripted run on a SQLite state uses none.
+  it("a scripted run on a SQLite state loads neither the OpenAI client, the MCP SDK nor pg", () => {
     const run = path.join(tempWorkspace(), "ws");
     fs.cpSync(path.join(REPO, "examples/demo/workspace"), run, { recursive: true });
     const script = path.join(tempWorkspace(), "one-step.json");
@@ -107,7 +108,7 @@ describe("what each command loads (built bin)", () => {
     const r = packagesLoaded(["run", "finish at once", "-w", run, "--model", `scripted:${script}`, "--max-steps", "1", "-q"]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.packages.has("@langchain/langgraph")).toBe(true);
-    expect([...r.packages].filter((p) => ["@langchain/openai", "openai", "@modelcontextprotocol/sdk", "ajv"].includes(p))).toEqual([]);
+    expect([...r.packages].filter((p) => ["@langchain/openai", "openai", "@modelcontextprotocol/sdk", "ajv", "pg", "pg-boss"].includes(p))).toEqual([]);
   });
 
   // Loading zod and building the event schemas cost more than the rest of these commands: only an
