@@ -48,7 +48,10 @@ describe("eval --kill-every", () => {
   it("an oracle run killed several times ends solved, with the same files and nothing done twice", async () => {
     const plain = await runEval({ suiteDir: SUITE, model: "oracle", only: [TASK], outDir: outDir(), settings: { vectors: "off" } });
     const out = outDir();
-    const killed = await runEval({ suiteDir: SUITE, model: "oracle", only: [TASK], outDir: out, settings: { vectors: "off" }, killEverySec: 4, seed: 3 });
+    // The oracle drives this task in about 2 s on a fast machine, so the kills come every 0.25 to
+    // 0.75 s of driving: at least one lands inside the run however fast the machine is (at 4 s, none
+    // did once start-up got quicker), and a slow machine only gets more kills, up to the cap of 10.
+    const killed = await runEval({ suiteDir: SUITE, model: "oracle", only: [TASK], outDir: out, settings: { vectors: "off" }, killEverySec: 0.5, seed: 3 });
     const r = killed.results[0]!;
     const unkilled = plain.results[0]!;
     expect(unkilled.kills).toBeUndefined();
