@@ -77,13 +77,9 @@ export function registerEval(program: Command): void {
     if (!model) throw new CliError("no model given: pass --model <spec> (as `run --model`), --model oracle or --model nothing", 2, "CONFIG_INVALID");
     if (args.resume && !args.out) throw new CliError("--resume needs the --out folder of the eval to continue", 2, "CONFIG_INVALID");
     const settings = await settingsFromFlags(args as unknown as Record<string, unknown>, EVAL_SETTINGS);
-    const [{ runEval }, { evalTable, summarize }] = await Promise.all([import("../eval/eval.js"), import("../eval/report.js")]);
+    const [{ runEval }, { evalTable, progressLine, summarize }] = await Promise.all([import("../eval/eval.js"), import("../eval/report.js")]);
     if (args.seed !== undefined && !args.killEvery) throw new CliError("--seed only seeds --kill-every; pass --kill-every <seconds> too", 2, "CONFIG_INVALID");
-    const progress = (r: EvalResult, done: number, total: number) =>
-      log(
-        `[${done}/${total}] ${r.task} (${r.agent}${r.repeat > 1 ? ` #${r.repeat}` : ""}): ${r.solved ? "solved" : "not solved"}, ${r.status}, ${r.steps} step(s), ${(r.wallMs / 1000).toFixed(1)} s` +
-          (r.kills !== undefined ? `, killed ${r.kills} time(s)` : ""),
-      );
+    const progress = (r: EvalResult, done: number, total: number) => log(progressLine(r, done, total));
     const outcome = await withStopSignal((signal) =>
       runEval({
         suiteDir: suite,

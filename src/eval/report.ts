@@ -61,6 +61,14 @@ function solvedText(s: EvalSummary): string {
   return `${s.solved}/${s.runs} (${Math.round(s.solvedRate * 100)}%)${s.skipped ? `, ${s.skipped} skipped` : ""}`;
 }
 
+/** The line `ledgerloop eval` prints as each run ends; a skipped run says why, not "not solved". */
+export function progressLine(r: EvalResult, done: number, total: number): string {
+  const head = `[${done}/${total}] ${r.task} (${r.agent}${r.repeat > 1 ? ` #${r.repeat}` : ""}): `;
+  if (r.status === "skipped") return `${head}skipped: ${r.error ?? "not runnable on this machine"}`;
+  const kills = r.kills !== undefined ? `, killed ${r.kills} time(s)` : "";
+  return `${head}${r.solved ? "solved" : "not solved"}, ${r.status}, ${r.steps} step(s), ${(r.wallMs / 1000).toFixed(1)} s${kills}`;
+}
+
 /** One line per skipped run: the task and what to install for it. */
 function skippedLines(results: EvalResult[]): string[] {
   return results.filter((r) => r.status === "skipped").map((r) => `  ${r.task} (${r.agent}${r.repeat > 1 ? ` #${r.repeat}` : ""}): ${r.error ?? "skipped"}`);

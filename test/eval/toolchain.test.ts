@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { runEval } from "../../src/eval/eval.js";
-import { evalTable, summarize } from "../../src/eval/report.js";
+import { evalTable, progressLine, summarize } from "../../src/eval/report.js";
 import { loadSuite } from "../../src/eval/task.js";
 import { provisionToolchain, resolveToolchain, toolchainBases, ToolchainMissing } from "../../src/eval/toolchain.js";
 import { statWalk } from "../../src/workspace/walk.js";
@@ -99,6 +99,7 @@ describe("task toolchains", () => {
     expect(x!.error).toMatch(/run `npm i -D ll-no-such-package`/);
     expect(summarize(r.results)[0]).toMatchObject({ runs: 0, skipped: 1, solved: 0 });
     expect(evalTable(r.results)).toContain(`ts-one (ledgerloop): ${x!.error}`);
+    expect(progressLine(x!, 1, 1)).toBe(`[1/1] ts-one (ledgerloop): skipped: ${x!.error}`);
     const md = fs.readFileSync(r.reportFile, "utf8");
     expect(md).toContain("## Skipped (not counted as runs)");
     expect(md).not.toContain("## Why runs were not solved");
