@@ -146,7 +146,7 @@ export class LangChainChatModel implements ChatModel {
     const runnable = tools.length ? this.model.bindTools(tools) : this.model;
     let msg: AIMessage;
     try {
-      msg = (await runnable.invoke(toLangChain(req.messages), { signal: req.signal })) as AIMessage;
+      msg = (await runnable.invoke(toLangChain(req.messages), { signal: callSignal(req.signal) })) as AIMessage;
     } catch (err) {
       throw new ModelError(
         "MODEL_BAD_RESPONSE",
@@ -175,4 +175,14 @@ export function chatModelFromInstance(value: unknown): LangChainChatModel {
     );
   }
   return new LangChainChatModel(value);
+}
+
+/**
+ * A signal for one model call that follows the caller's. The OpenAI client adds an abort listener to
+ * the signal it is given and never removes it, so a run's one long-lived signal collected a listener
+ * per call (a leak, and Node's MaxListenersExceededWarning after 10 calls); the derived signal goes
+ * away with its call, and AbortSignal.any adds no listener to its source.
+ */
+export function callSignal(signal: AbortSignal | undefined): AbortSignal | undefined {
+  return signal ? AbortSignal.any([signal]) : undefined;
 }

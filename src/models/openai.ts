@@ -2,7 +2,7 @@ import type { AIMessage } from "@langchain/core/messages";
 import type { ChatOpenAI, ChatOpenAIFields } from "@langchain/openai";
 import { ModelError, errorMessage } from "../errors.js";
 import { withoutKey } from "../secrets.js";
-import { cutOff, splitReasoning, toLangChain, toolCallsOf } from "./langchain.js";
+import { callSignal, cutOff, splitReasoning, toLangChain, toolCallsOf } from "./langchain.js";
 import type { ChatModel, ModelRequest, ModelResponse } from "./port.js";
 import { DEFAULT_RETRY, RetriesExhausted, classifyFault, withRetries, type RetryPolicy } from "./retry.js";
 
@@ -93,7 +93,11 @@ export class OpenAIChatModel implements ChatModel {
       : client;
     let msg: AIMessage;
     try {
-      msg = await withRetries(async () => (await bound.invoke(toLangChain(req.messages), { signal: req.signal })) as AIMessage, this.policy, req.signal);
+      msg = await withRetries(
+        async () => (await bound.invoke(toLangChain(req.messages), { signal: callSignal(req.signal) })) as AIMessage,
+        this.policy,
+        req.signal,
+      );
     } catch (err) {
       throw this.modelError(err, req.signal);
     }

@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -178,6 +179,25 @@ describe("OpenAIChatModel against a stub OpenAI server", () => {
     // Far below the server's minute: the call did not wait for the answer.
     expect(performance.now() - started).toBeLessThan(30_000);
     expect(stub.requests).toHaveLength(1);
+  });
+
+  it("leaves no listener on the caller's signal after each call (a run's one signal outlives hundreds of calls)", async () => {
+    const ac = new AbortController();
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on("warning", onWarning);
+    try {
+      for (let i = 0; i < 12; i++) {
+        stub.enqueue({ content: `answer ${i}` });
+        expect((await model.invoke({ ...request(USER_ONLY), signal: ac.signal })).content).toBe(`answer ${i}`);
+      }
+      // The OpenAI client's own listener stayed on the signal it was given: 12 before the fix.
+      expect(getEventListeners(ac.signal, "abort")).toHaveLength(0);
+      await new Promise((r) => setImmediate(r));
+      expect(warnings).not.toContain("MaxListenersExceededWarning");
+    } finally {
+      process.off("warning", onWarning);
+    }
   });
 
   it("stub: answers 404 on other paths and 400 when no reply is queued", async () => {
