@@ -10,7 +10,7 @@ import { isPostgresUrl } from "./ledger/state-url.js";
 import type { RunRegistryPort } from "./ledger/runs.js";
 import { openStateDb } from "./ledger/state-db.js";
 import { claimWorkspace } from "./ledger/workspace-identity.js";
-import { budgetFor, tokenCounterFor, type TokenCounter } from "./context/tokens.js";
+import { budgetFor, deferredTokenCounter, modelProfile, type TokenCounter } from "./context/tokens.js";
 import { createModel } from "./models/factory.js";
 import { TextToolCallModel } from "./models/text-tools.js";
 import { checkLangSmith } from "./telemetry/langsmith.js";
@@ -95,6 +95,11 @@ export interface Runtime {
    */
   revisionReplica?: PgRevisionReplica;
   counter: TokenCounter;
+  /**
+   * Resolves once `counter` may be used: its ranks load while the run starts, and the graph's nodes
+   * wait for this before they run (absent: the counter is ready).
+   */
+  counterReady?: Promise<void>;
   /** Model prices from ledgerloop.config.json (over the defaults), read once at start. */
   prices?: PriceTable;
   progress?: (e: ProgressEvent) => void;
@@ -188,7 +193,8 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     // A level from the probe cache is re-checked while the rest starts; a failure stops the run here.
     const sandboxChecked = ownSandbox?.verified() ?? Promise.resolve();
     sandboxChecked.catch(() => {});
-    const { counter, profile } = await tokenCounterFor(model.name);
+    // Only the model's table entry now: the tokenizer itself loads once the index is under way.
+    const profile = await modelProfile(model.name);
     await sandboxChecked;
     const budgetTokens = settings.budgetTokens ?? budgetFor(profile);
     const { stateDir, dbPath } = stateLocation(workspace, settings.stateDir);
@@ -233,6 +239,8 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
         warn(`the hybrid retriever could not start (${(err as Error).message}); using a plain file scan for search`);
       }
     }
+    // After the index has started: parsing the ranks then overlaps its wait for the Chroma server.
+    const counter = deferredTokenCounter(profile);
     const processes = new ProcessManager(sandbox, workspace);
     const replica = state.revisionReplica;
     const revisions: RevisionStore = new RevisionStore(db, workspace, {
@@ -269,6 +277,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
       revisions,
       revisionReplica: replica,
       counter,
+      counterReady: counter.ready,
       prices: config.prices,
       progress,
       lease,

@@ -4,6 +4,8 @@
  * decisions and summaries at every step.
  */
 
+import { LedgerloopError } from "../errors.js";
+
 export interface TokenCounter {
   /** Name of the encoding in use, e.g. "o200k_base". */
   readonly encoding: string;
@@ -151,8 +153,35 @@ export async function loadTokenCounter(encoding: "o200k_base" | "cl100k_base" = 
   };
 }
 
-/** A counter for the model of a spec ("openai:gpt-4o", "scripted:…"). */
-export async function tokenCounterFor(spec: string): Promise<{ counter: TokenCounter; profile: ModelProfile }> {
-  const profile = await modelProfile(spec);
-  return { counter: await loadTokenCounter(profile.encoding, profile.fallback), profile };
+/** A counter whose BPE ranks are still loading: `count` works once `ready` has resolved. */
+export interface DeferredTokenCounter extends TokenCounter {
+  /** Resolves once the ranks are loaded; rejects with the load's error. */
+  readonly ready: Promise<void>;
+}
+
+/**
+ * A counter for a model's profile, returned before its BPE ranks are loaded. Loading them is the
+ * heaviest part of a run's start (a 2.4 MB module parsed on this thread): started this way, it
+ * happens while the run waits on other things (the Chroma server, the index), and only the first
+ * count waits for it. The counts are those of {@link loadTokenCounter}: nothing the model sees changes.
+ */
+export function deferredTokenCounter(profile: ModelProfile): DeferredTokenCounter {
+  let loaded: TokenCounter | undefined;
+  const ready = loadTokenCounter(profile.encoding, profile.fallback).then((c) => {
+    loaded = c;
+  });
+  // Whoever needs a count awaits `ready` and sees the error; nobody else must crash on it.
+  ready.catch(() => {});
+  return {
+    encoding: profile.encoding,
+    ready,
+    count(text: string): number {
+      if (!loaded)
+        throw new LedgerloopError(
+          "TOKENIZER_NOT_READY",
+          `the ${profile.encoding} token counter was used before its ranks loaded: await its ready promise first`,
+        );
+      return loaded.count(text);
+    },
+  };
 }

@@ -1,0 +1,50 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { loadTokenCounter } from "../../src/context/tokens.js";
+import type { LedgerEvent } from "../../src/state.js";
+import { testAgent, type TestAgent } from "../helpers/agent.js";
+import { cleanupTemp, DEMO_WORKSPACE, tempWorkspace } from "../helpers/workspace.js";
+
+// The tokenizer's ranks are the heaviest single load before a run's first prompt (issue 30). The
+// runtime no longer waits for them: they load while the run starts (the index, the Chroma server,
+// the graph), and the graph's nodes wait for them. These tests pin both halves: the runtime comes
+// back first, and no count is taken before the ranks are in, so the prompt's figures are the exact ones.
+
+/** Whether `p` has settled by now: only promise jobs run before the answer, no I/O. */
+async function settled(p: Promise<unknown> | undefined): Promise<boolean> {
+  // No promise at all: the counter was ready when the runtime was returned.
+  if (!p) return true;
+  return Promise.race([
+    p!.then(
+      () => true,
+      () => true,
+    ),
+    Promise.resolve(false),
+  ]);
+}
+
+const finish = { tool_calls: [{ name: "finish", args: { summary: "done" } }] };
+
+let agent: TestAgent | undefined;
+afterEach(async () => {
+  await agent?.close();
+  agent = undefined;
+  cleanupTemp();
+});
+
+describe("the token counter of a runtime", () => {
+  // First in the file: this process has not loaded gpt-tokenizer yet, so its load needs file I/O.
+  it("is still loading when createRuntime returns; the run's nodes wait for it and count exactly", async () => {
+    agent = await testAgent(tempWorkspace(DEMO_WORKSPACE), { decide: [finish] });
+    expect(await settled(agent.rt.counterReady)).toBe(false);
+    expect(() => agent!.rt.counter.count("a word")).toThrow(expect.objectContaining({ code: "TOKENIZER_NOT_READY" }));
+
+    const end = await agent.run("finish at once");
+    expect(end.status).toBe("finished");
+    const built = (await agent.events()).find((e): e is LedgerEvent<"context_built"> => e.type === "context_built")!;
+    expect(built.payload.tokens).toBeGreaterThan(0);
+    // The same counts as a counter loaded up front (the scripted model is counted with o200k and the margin).
+    const eager = await loadTokenCounter("o200k_base", true);
+    const prompt = JSON.stringify(agent.decidePrompt(1));
+    expect(agent.rt.counter.count(prompt)).toBe(eager.count(prompt));
+  });
+});
