@@ -1,4 +1,4 @@
-import { execa } from "execa";
+import { createRequire } from "node:module";
 import { failpoint } from "../failpoints.js";
 import { isSecretName } from "../secrets.js";
 import { sweptCommand, type LimitName } from "./limits.js";
@@ -144,6 +144,19 @@ export type SpawnOutcome = Pick<ExecResult, "exitCode" | "signal" | "stdout" | "
   stoppedFor: LimitName | null;
 };
 
+const require = createRequire(import.meta.url);
+let execaFn: (typeof import("execa"))["execa"] | undefined;
+
+/**
+ * execa and its ~100 modules, loaded at the first command rather than with the sandbox: a run's
+ * start (up to its first decide) and the commands that spawn nothing never need them. Loaded with
+ * require (an ES module, synchronously: Node >= 20.19) because spawning is synchronous here.
+ */
+function loadExeca(): (typeof import("execa"))["execa"] {
+  execaFn ??= (require("execa") as typeof import("execa")).execa;
+  return execaFn;
+}
+
 /**
  * Starts argv as the leader of a new process group, with exactly `env`, no stdin, piped output
  * read as it comes (nothing buffered), and optional bytes on fd 3: how every command and
@@ -151,7 +164,7 @@ export type SpawnOutcome = Pick<ExecResult, "exitCode" | "signal" | "stdout" | "
  */
 export function spawnGroupLeader(spec: Pick<SpawnSpec, "argv" | "cwd" | "env" | "fd3Input">) {
   const [file, ...args] = spec.argv;
-  return execa(file!, args, {
+  return loadExeca()(file!, args, {
     cwd: spec.cwd,
     env: spec.env,
     extendEnv: false,

@@ -99,8 +99,8 @@ describe("what each command loads (built bin)", () => {
   });
 
   // A run loads its model's client, the MCP SDK and the PostgreSQL driver when it uses them: a
-  // scripted run on a SQLite state uses none.
-  it("a scripted run on a SQLite state loads neither the OpenAI client, the MCP SDK nor pg", () => {
+  // scripted run on a SQLite state uses none. execa comes with the first command: none runs here.
+  it("a scripted run on a SQLite state that runs no command loads neither the OpenAI client, the MCP SDK, pg nor execa", () => {
     const run = path.join(tempWorkspace(), "ws");
     fs.cpSync(path.join(REPO, "examples/demo/workspace"), run, { recursive: true });
     const script = path.join(tempWorkspace(), "one-step.json");
@@ -108,7 +108,9 @@ describe("what each command loads (built bin)", () => {
     const r = packagesLoaded(["run", "finish at once", "-w", run, "--model", `scripted:${script}`, "--max-steps", "1", "-q"]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.packages.has("@langchain/langgraph")).toBe(true);
-    expect([...r.packages].filter((p) => ["@langchain/openai", "openai", "@modelcontextprotocol/sdk", "ajv", "pg", "pg-boss"].includes(p))).toEqual([]);
+    expect([...r.packages].filter((p) => ["@langchain/openai", "openai", "@modelcontextprotocol/sdk", "ajv", "pg", "pg-boss", "execa"].includes(p))).toEqual(
+      [],
+    );
   });
 
   // Loading zod and building the event schemas cost more than the rest of these commands: only an
