@@ -52,6 +52,7 @@ export class RunWorker {
   private boss?: PgBoss;
   private reaper?: NodeJS.Timeout;
   private stopping = false;
+  private stopped?: Promise<void>;
   /** Why this worker takes no new jobs though it was not told to stop (a newer schema), or null. */
   private retiring: string | null = null;
   private presence?: WorkerPresence;
@@ -441,8 +442,15 @@ export class RunWorker {
    * Graceful stop: no new jobs; each run finishes its current step and goes back to the queue. After
    * the grace period the steps still running are cut off (their commands killed, reported interrupted).
    */
-  async stop(): Promise<void> {
-    if (this.stopping) return;
+  stop(): Promise<void> {
+    // Every caller waits for the one stop: the CLI's idle check can ask twice (two checks in flight
+    // under load), and a repeat that returned at once let the process exit before the worker had
+    // marked itself stopped or closed its pool.
+    this.stopped ??= this.stopOnce();
+    return this.stopped;
+  }
+
+  private async stopOnce(): Promise<void> {
     this.stopping = true;
     clearInterval(this.reaper);
     const t0 = Date.now();
