@@ -6,6 +6,7 @@ import { intOption, log, stateOption } from "./common.js";
 import { stateUrlOf } from "../ledger/open-state.js";
 import { isStateUnavailable } from "../ledger/state-unavailable.js";
 import { declareCommand } from "./command-specs.js";
+import { DEFAULT_STOP_GRACE_MS } from "../runs/worker-defaults.js";
 
 // `ledgerloop worker`: the command around RunWorker (src/runs/worker.ts): its options, the
 // PostgreSQL URL, signals (SIGTERM/SIGINT stop it gracefully, a second one exits at once) and printing.
@@ -21,6 +22,8 @@ export interface WorkerArgs {
   pollSeconds?: number;
   /** Exit once no run is held and the queue has had nothing for this many seconds (tests, batch jobs). */
   exitWhenIdle?: number;
+  /** How long a run handed back for a passing cause waits in the queue (default 5; a materialise failure waits this × its attempt). */
+  retryDelaySeconds?: number;
   /** On SIGTERM/SIGINT, how long a run's current step may go on before it is cut off (default 20). */
   stopGraceSeconds?: number;
   verbose?: boolean;
@@ -48,7 +51,7 @@ export async function handleWorker(args: WorkerArgs): Promise<void> {
   if (!url) throw new CliError("a worker needs the PostgreSQL state: --state postgres://… or LEDGERLOOP_STATE_URL", 2, "CONFIG_INVALID");
   const leaseMs = (args.leaseSeconds ?? 30) * 1000;
   // Loaded on use: the worker needs pg and pg-boss, which `--help` must not load.
-  const { DEFAULT_STOP_GRACE_MS, RunWorker } = await import("../runs/worker.js");
+  const { RunWorker } = await import("../runs/worker.js");
   const stopGraceMs = args.stopGraceSeconds !== undefined ? args.stopGraceSeconds * 1000 : DEFAULT_STOP_GRACE_MS;
   const stopBoundMs = stopGraceMs + STOP_BOUND_AFTER_GRACE_MS;
   const concurrency = args.concurrency ?? 1;
@@ -61,6 +64,7 @@ export async function handleWorker(args: WorkerArgs): Promise<void> {
     leaseMs,
     pollSeconds: args.pollSeconds ?? 2,
     stopGraceMs,
+    ...(args.retryDelaySeconds !== undefined ? { retryDelaySeconds: args.retryDelaySeconds } : {}),
     verbose: args.verbose,
     keepDirs: args.keepDirs,
     ...(args.poolSize !== undefined ? { poolSize: args.poolSize } : {}),
@@ -136,6 +140,11 @@ export function registerWorker(program: Command): void {
       "--stop-grace-seconds <n>",
       "on SIGTERM/SIGINT, how long a run's current step (its command) may go on before it is cut off (default 20)",
       intOption("--stop-grace-seconds"),
+    )
+    .option(
+      "--retry-delay-seconds <n>",
+      "how long a run handed back for a passing cause (the database away, its files out of reach) waits before it is taken again; a materialise failure waits this × its attempt (default 5)",
+      intOption("--retry-delay-seconds"),
     )
     .option("--pool-size <n>", "PostgreSQL connections this worker holds, for its queue and all its runs (default: concurrency × 2 + 2)", poolSizeOption)
     .option("--keep-dirs", "keep each run's clone under --dir after the run ended (default: removed)")

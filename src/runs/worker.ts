@@ -11,6 +11,7 @@ import type { DriveResult } from "./drive.js";
 import { StateHealth } from "./state-health.js";
 import { WorkerPresence } from "./worker-presence.js";
 import { sleep, withTimeout } from "./timers.js";
+import { DEFAULT_RETRY_DELAY_SECONDS, DEFAULT_STOP_GRACE_MS, defaultPoolSize } from "./worker-defaults.js";
 import { startQueueMetrics, type QueueMetrics } from "../telemetry/queue-metrics.js";
 
 // The queue worker (`ledgerloop worker`): takes runs from the queue (src/queue/) and drives them,
@@ -77,6 +78,8 @@ export class RunWorker {
       leaseMs: number;
       pollSeconds: number;
       stopGraceMs?: number;
+      /** How long a run handed back for a passing cause waits in the queue (default {@link DEFAULT_RETRY_DELAY_SECONDS}). */
+      retryDelaySeconds?: number;
       verbose?: boolean;
       /** Connections of the worker's one pool (default {@link defaultPoolSize}). */
       poolSize?: number;
@@ -98,6 +101,11 @@ export class RunWorker {
   /** The size of the one pool this worker holds. */
   get poolSize(): number {
     return this.opts.poolSize ?? defaultPoolSize(this.opts.concurrency);
+  }
+
+  /** Seconds a run handed back for a passing cause (the database away, its files out of reach) waits before it is taken again. */
+  private get retryDelay(): number {
+    return this.opts.retryDelaySeconds ?? DEFAULT_RETRY_DELAY_SECONDS;
   }
 
   private say(line: string): void {
@@ -229,7 +237,7 @@ export class RunWorker {
     const unavailable = async (err: unknown, extra: Partial<JobOutcome> = {}): Promise<JobOutcome> => {
       // Not the run's fault: it goes back to the queue as it stands, whatever step it was at.
       const why = errorMessage(err).split("\n")[0]!;
-      if (!(await this.handBack(thread, token, `${this.id}: the state database was unavailable (${why}); queued again`, 5))) {
+      if (!(await this.handBack(thread, token, `${this.id}: the state database was unavailable (${why}); queued again`, this.retryDelay))) {
         this.say(`${thread}: the state database was unavailable, and meanwhile another worker took the run over`);
         return this.record({ thread, outcome: "lost", ...extra, detail: "another worker took the run over" });
       }
@@ -289,7 +297,7 @@ export class RunWorker {
         const attempt = ((await this.health.retry(`${thread}: reading its lease`, () => leases.getRunLease(pool, thread)))?.releases ?? 0) + 1;
         const why = `${this.id} could not materialise the run (attempt ${attempt} of ${leases.MATERIALISE_ATTEMPTS}): ${errorMessage(err)}`;
         if (attempt < leases.MATERIALISE_ATTEMPTS) {
-          await this.handBack(thread, token, `${why}; queued for another worker`, 5 * attempt, true);
+          await this.handBack(thread, token, `${why}; queued for another worker`, this.retryDelay * attempt, true);
           this.say(`${thread}: ${why}; released to the queue`);
           return this.record({ thread, outcome: "handed_over", detail: why });
         }
@@ -312,7 +320,7 @@ export class RunWorker {
         if (isStateUnavailable(err)) return await unavailable(err);
         if ((err as LedgerloopError).code === "LEASE_HELD") {
           // Another process still writes these files (a shared workspace whose last holder is not gone yet): try again shortly.
-          await this.handBack(thread, token, `${this.id}: ${errorMessage(err)}; retrying in 5 s`, 5);
+          await this.handBack(thread, token, `${this.id}: ${errorMessage(err)}; retrying in ${this.retryDelay} s`, this.retryDelay);
           return this.record({ thread, outcome: "handed_over", detail: errorMessage(err) });
         }
         await this.endLease(thread, token, "failed", `worker ${this.id} could not start the run: ${errorMessage(err)}`);
@@ -480,14 +488,3 @@ export class RunWorker {
     phase("state closed");
   }
 }
-
-/**
- * The default size of a worker's one pool: two connections a slot (a run's ledger append or checkpoint
- * beside its revision push or lease renewal) and two for the worker's own queue, leases and heartbeat.
- */
-export function defaultPoolSize(concurrency: number): number {
-  return concurrency * 2 + 2;
-}
-
-/** How long a stopping worker lets a run's current step go on before cutting it off. */
-export const DEFAULT_STOP_GRACE_MS = 20_000;

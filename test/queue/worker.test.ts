@@ -113,7 +113,8 @@ describePg("ledgerloop submit / worker", () => {
     const badId = await boss.send(RUN_QUEUE, { thread: 42, extra: true });
     await boss.stop({ graceful: false, wait: true });
 
-    const w = spawnWorker(db.url, path.join(scratch, "w"));
+    // 1 s instead of the default 5 (the job rows below show each wait): the test does not wait out 15 s.
+    const w = spawnWorker(db.url, path.join(scratch, "w"), ["--retry-delay-seconds", "1"]);
     expect(await exitOf(w), w.err()).toEqual({ code: 0, signal: null });
     const c = new pg.Client({ connectionString: db.url });
     await c.connect();
@@ -130,11 +131,16 @@ describePg("ledgerloop submit / worker", () => {
       expect(lease.releases).toBe(2);
       expect(lease.note).toMatch(/could not materialise the run \(attempt 3 of 3\): cannot materialise run gone from .*no-such-repo/);
       // Each attempt was a job of its own (released, not retried by the queue): two handed back, the last failed.
-      const jobs = (await c.query(`SELECT state::text, retry_count FROM ${QUEUE_SCHEMA}.job WHERE data->>'thread' = 'gone' ORDER BY created_on`)).rows;
+      // Attempt n's job waits n × --retry-delay-seconds before a worker may take it.
+      const jobs = (
+        await c.query(
+          `SELECT state::text, retry_count, EXTRACT(EPOCH FROM start_after - created_on)::float8 AS wait FROM ${QUEUE_SCHEMA}.job WHERE data->>'thread' = 'gone' ORDER BY created_on`,
+        )
+      ).rows;
       expect(jobs).toEqual([
-        { state: "completed", retry_count: 0 },
-        { state: "completed", retry_count: 0 },
-        { state: "failed", retry_count: 0 },
+        { state: "completed", retry_count: 0, wait: 0 },
+        { state: "completed", retry_count: 0, wait: 1 },
+        { state: "failed", retry_count: 0, wait: 2 },
       ]);
       expect(
         jsonLines<{ thread: string; outcome: string; detail?: string }>(w.out())
