@@ -1,5 +1,7 @@
 // `node --import <this file>`: appends the URL of every module the process loads to $TRACE_FILE,
-// so a test can check which packages a command pulls in.
+// so a test can check which packages a command pulls in. ES modules are seen as they resolve;
+// what require() loads (createRequire included) bypasses that hook and is listed from the require
+// cache at exit.
 import fs from "node:fs";
 import path from "node:path";
 import { createRequire, register } from "node:module";

@@ -1,10 +1,10 @@
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt } from "../helpers/build.js";
 import { jsonLines } from "../helpers/cli.js";
+import { packagesLoaded } from "../helpers/packages-loaded.js";
 import { cleanupTemp, REPO, tempWorkspace } from "../helpers/workspace.js";
 
 // Fast start is a matter of what a command loads: `--help` needs commander only, and the
@@ -22,22 +22,6 @@ beforeAll(() => {
   thread = (jsonLines<{ thread: string }>(r.stdout)[0] ?? { thread: "" }).thread;
 }, 400_000);
 afterAll(() => cleanupTemp());
-
-/** The npm packages a run of the built bin (or, with `script`, of `node ...args`) loaded. */
-function packagesLoaded(args: string[], script: string[] = [BIN]): { code: number | null; stderr: string; packages: Set<string>; own: string[] } {
-  const trace = path.join(tempWorkspace(), "trace.txt");
-  fs.writeFileSync(trace, "");
-  const r = spawnSync(process.execPath, ["--import", path.join(REPO, "test/helpers/trace-imports.mjs"), ...script, ...args], {
-    encoding: "utf8",
-    timeout: 60_000,
-    env: { ...process.env, TRACE_FILE: trace },
-  });
-  const urls = fs.readFileSync(trace, "utf8").split("\n");
-  // Our own modules, as paths in the repository, sorted.
-  const own = [...new Set(urls.filter((u) => u.startsWith("file:") && !u.includes("/node_modules/")).map((u) => path.relative(REPO, fileURLToPath(u))))].sort();
-  const packages = new Set(urls.map((u) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u)?.[1]).filter((p): p is string => !!p));
-  return { code: r.status, stderr: r.stderr, packages, own };
-}
 
 /** `node -e` of an ES module resolving the package by name, as a consumer does (the repository's own exports map). */
 const importing = (code: string) => ["--input-type=module", "-e", code];

@@ -1,0 +1,29 @@
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { REPO, tempWorkspace } from "./workspace.js";
+
+/** What a process loaded: the npm packages, and our own modules as repository paths, sorted. */
+export interface Loaded {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  packages: Set<string>;
+  own: string[];
+}
+
+/** The modules a run of the built bin (or, with `script`, of `node ...args`) loaded, traced by test/helpers/trace-imports.mjs. */
+export function packagesLoaded(args: string[], script: string[] = [path.join(REPO, "bin/ledgerloop.js")]): Loaded {
+  const trace = path.join(tempWorkspace(), "trace.txt");
+  fs.writeFileSync(trace, "");
+  const r = spawnSync(process.execPath, ["--import", path.join(REPO, "test/helpers/trace-imports.mjs"), ...script, ...args], {
+    encoding: "utf8",
+    timeout: 60_000,
+    env: { ...process.env, TRACE_FILE: trace },
+  });
+  const urls = fs.readFileSync(trace, "utf8").split("\n");
+  const own = [...new Set(urls.filter((u) => u.startsWith("file:") && !u.includes("/node_modules/")).map((u) => path.relative(REPO, fileURLToPath(u))))].sort();
+  const packages = new Set(urls.map((u) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u)?.[1]).filter((p): p is string => !!p));
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr, packages, own };
+}
