@@ -4,6 +4,7 @@ import type { SourceScores } from "../retrieval/fusion.js";
 import type { HitSources } from "../retrieval/hybrid.js";
 import { declareCommand } from "./command-specs.js";
 import { intOption, printJson, workspaceOptions } from "./common.js";
+import { tuneForShortProcess } from "./short-process.js";
 
 function sourcesText(s: SourceScores | HitSources): string {
   return Object.entries(s)
@@ -21,6 +22,7 @@ export function registerSearch(program: Command): void {
       .option("--models-dir <dir>", "where xenova: model files are")
       .option("--json", 'print {"results": [...]} as one JSON object'),
   ).action(async (query: string, opts: SearchArgs) => {
+    tuneForShortProcess();
     const out = await searchWorkspace(query, opts);
     if (opts.json) {
       printJson(out);
