@@ -156,51 +156,9 @@ export async function handleDoctor(args: { workspace?: string; model?: string; e
       return `${e.id}: answers with ${e.dimensions}-dimensional vectors`;
     });
   }
-  // The PostgreSQL state named by --state or LEDGERLOOP_STATE_URL: reachable, login accepted, schema
-  // version one this build understands. Read-only: doctor migrates nothing.
-  const stateUrl = (args.state ?? process.env.LEDGERLOOP_STATE_URL)?.trim();
-  if (stateUrl) {
-    // One connection serves the state, storage and queue checks.
-    const { PG_SCHEMA_VERSION, openPgState } = await import("../ledger/pg-db.js");
-    let st: Awaited<ReturnType<typeof openPgState>> | undefined;
-    try {
-      await check("state", async () => {
-        st = await openPgState(stateUrl, { migrate: false, max: 1 });
-        const server = String((await st.pool.query("SHOW server_version")).rows[0]?.server_version ?? "?").split(" ")[0];
-        const runs = st.version > 0 ? Number((await st.pool.query("SELECT count(*) AS n FROM ll_runs")).rows[0]?.n ?? 0) : 0;
-        const schema =
-          st.version === PG_SCHEMA_VERSION
-            ? `schema version ${st.version} (current), ${runs} run${runs === 1 ? "" : "s"}`
-            : st.version === 0
-              ? `no ledgerloop tables yet (the first run creates schema version ${PG_SCHEMA_VERSION})`
-              : `schema version ${st.version} (the next run migrates it to ${PG_SCHEMA_VERSION}), ${runs} run${runs === 1 ? "" : "s"}`;
-        return `PostgreSQL ${server} at ${st.location}: ${schema}`;
-      });
-      const pool = st?.pool;
-      if (pool && checks.at(-1)?.ok) {
-        // What the state holds, so an operator sees when `gc --state` is due.
-        await check("storage", async () => {
-          const { pgStorage } = await import("../ledger/pg-maintenance.js");
-          const s = await pgStorage(pool);
-          const mb = (b: number) => `${(b / 1e6).toFixed(1)} MB`;
-          return (
-            `${s.checkpoints.count} checkpoint(s), ${mb(s.checkpoints.bytes)}; ${s.ledger.events} ledger event(s), ${mb(s.ledger.bytes)}; ` +
-            `${s.replica.revisions} workspace revision(s), ${mb(s.replica.bytes)} (\`ledgerloop gc --state … --keep-last N\` prunes checkpoints and revisions)`
-          );
-        });
-        // The run queue (pg-boss's tables, read with plain SQL): absent until the first worker starts.
-        await check("queue", async () => {
-          const { describeQueue, fleetIdleWithWork, queueStatus } = await import("../queue/status.js");
-          const q = await queueStatus(pool);
-          // A dead fleet with work waiting is a problem to report, not an "ok" line.
-          if (fleetIdleWithWork(q)) throw new Error(describeQueue(q));
-          return describeQueue(q);
-        });
-      }
-    } finally {
-      await st?.close();
-    }
-  }
+  // The state named by --state or LEDGERLOOP_STATE_URL: reachable, its schema, what it holds, its queue.
+  const { openStateAdmin } = await import("../ledger/open-state-admin.js");
+  checks.push(...(await (await openStateAdmin({ workspace, ...(args.state !== undefined ? { state: args.state } : {}) })).checks()));
   const promises = levelPromises(sandbox.level as IsolationLevel);
   return { sandbox: { level: sandbox.level, reasons: [...sandbox.reasons], uid: sandbox.uidFor(workspace).reason, ...promises }, checks };
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type pg from "pg";
+import { CliError } from "../errors.js";
 import { tableExists } from "../ledger/pg-db.js";
 import { defaultRedactor } from "../secrets.js";
 
@@ -229,4 +230,23 @@ export async function expiredRunLeases(db: Sql, limit = 20): Promise<string[]> {
     [limit],
   );
   return r.rows.map((x) => x.thread_id);
+}
+
+/**
+ * A command that writes a run (resume, rewind, fork, delete) must not race a queue worker: refused,
+ * in one line naming the worker, while one holds the run or while it waits in the queue for one.
+ */
+export async function refuseIfQueued(db: Sql, thread: string, command: string): Promise<void> {
+  const l = await findRunLease(db, thread);
+  if (!l) return;
+  if (leaseLive(l)) {
+    throw new CliError(
+      `run ${thread} is being driven by worker ${l.worker}; stop that worker (SIGTERM hands the run back to the queue) before \`${command}\``,
+      75,
+      "LEASE_HELD",
+    );
+  }
+  if (l.state === "queued" || l.state === "held") {
+    throw new CliError(`run ${thread} is queued for the workers (a worker will take it up); \`${command}\` would race it`, 75, "LEASE_HELD");
+  }
 }

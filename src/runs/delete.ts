@@ -2,12 +2,12 @@ import fs from "node:fs";
 import path from "node:path";
 import { CliError } from "../errors.js";
 import type { RunFootprint } from "../ledger/delete-run.js";
-import { acquireLease, LEASE_EXIT_CODE, LeaseHeldError, threadScope, workspaceScope, type Lease } from "../ledger/lease.js";
+import { LEASE_EXIT_CODE } from "../ledger/lease.js";
 import { checkpointsElsewhere } from "../ledger/checkpoint-home.js";
-import { openExistingState, stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
+import type { WorkspaceArgs } from "../ledger/open-state.js";
 import type { RunSummary } from "../ledger/run-status.js";
-import { resolveWorkspace, stateLocation } from "../workspace/location.js";
-import { refuseIfQueued } from "./thread-runtime.js";
+import { openStateAdmin } from "../ledger/open-state-admin.js";
+import type { DeleteSweep } from "../ledger/state-admin.js";
 
 export interface DeleteArgs extends WorkspaceArgs {
   yes?: boolean;
@@ -24,7 +24,7 @@ export interface DeleteReport extends RunFootprint {
   /** Set when the run's checkpoints are kept by another checkpointer (the LangGraph server's, a script's): those are not deleted. */
   checkpointsElsewhere: string | null;
   /** The revision sweep after the delete: bytes of the state before and after, or why it did not run. */
-  sweep: { bytesBefore: number; bytesAfter: number; revisionsDeleted: number } | { skipped: string } | null;
+  sweep: DeleteSweep | null;
 }
 
 /**
@@ -34,8 +34,16 @@ export interface DeleteReport extends RunFootprint {
  * (unless it has been silent for `staleHours`).
  */
 export async function deleteThread(thread: string, args: DeleteArgs): Promise<DeleteReport> {
-  const url = stateUrlOf(args);
-  return url ? deleteFromPg(url, thread, args) : deleteFromSqlite(thread, args);
+  const admin = await openStateAdmin(args);
+  const { plan, done } = await admin.deleteRun(thread, async (plan) => {
+    await refuseIfActive(plan.run, args);
+    return args.yes === true;
+  });
+  const { location, run, ...footprint } = plan;
+  const report = { ...footprint, state: location, deleted: false, indexEvents: 0, checkpointsElsewhere: elsewhere(run), sweep: null };
+  if (!done) return report;
+  const indexEvents = done.stateDir ? await forgetIndexedEvents(done.stateDir, thread) : 0;
+  return { ...report, deleted: true, indexEvents, sweep: done.sweep };
 }
 
 /** One line refusing a run that may be running, or nothing. */
@@ -55,75 +63,6 @@ function elsewhere(run: RunSummary | undefined): string | null {
   return run?.checkpointsIn === "external" ? `${checkpointsElsewhere(run)}. Those are not deleted here: delete the thread there too` : null;
 }
 
-function unknownThread(thread: string, where: string): CliError {
-  return new CliError(`unknown thread "${thread}" in ${where}; list runs with \`ledgerloop threads\``, 1, "UNKNOWN_THREAD");
-}
-
-async function deleteFromSqlite(thread: string, args: DeleteArgs): Promise<DeleteReport> {
-  const [{ deleteRunRecords, runExists, runFootprint }, { listRuns }] = await Promise.all([
-    import("../ledger/delete-run.js"),
-    import("../ledger/run-status.js"),
-  ]);
-  const st = await openExistingState(args, { write: true });
-  let lease: Lease | undefined;
-  try {
-    const footprint = runFootprint(st.db, thread);
-    if (!runExists(footprint)) throw unknownThread(thread, st.dbPath);
-    const run = listRuns(st.db).find((r) => r.thread === thread);
-    await refuseIfActive(run, args);
-    const report = { ...footprint, state: st.dbPath, deleted: false, indexEvents: 0, checkpointsElsewhere: elsewhere(run), sweep: null };
-    if (!args.yes) return report;
-    // The thread's lease keeps every writer of the run out while its records go.
-    lease = acquireLease(st.db, [threadScope(thread)], { command: "delete", thread });
-    deleteRunRecords(st.db, st.stateDir, thread);
-    lease.release();
-    lease = undefined;
-    return { ...report, deleted: true, indexEvents: await forgetIndexedEvents(st.stateDir, thread), sweep: await sweepRevisions(st) };
-  } catch (err) {
-    throw st.named(err);
-  } finally {
-    lease?.release();
-    st.close();
-  }
-}
-
-async function deleteFromPg(url: string, thread: string, args: DeleteArgs): Promise<DeleteReport> {
-  const [{ openPgState }, { deletePgRunRecords, pgRunFootprint }, { removeRunFiles, runExists }, { listRunsPg }] = await Promise.all([
-    import("../ledger/pg-db.js"),
-    import("../ledger/pg-delete-run.js"),
-    import("../ledger/delete-run.js"),
-    import("../ledger/pg-run-status.js"),
-  ]);
-  // Migrated on open: the guard that lets a whole run's events go is migration 8.
-  const st = await openPgState(url, { max: 2 });
-  try {
-    const footprint = await pgRunFootprint(st.pool, thread);
-    if (!runExists(footprint)) throw unknownThread(thread, st.location);
-    await refuseIfQueued(st.pool, thread, "delete");
-    const run = (await listRunsPg(st.pool, { thread }))[0];
-    await refuseIfActive(run, args);
-    const report = { ...footprint, state: st.location, deleted: false, indexEvents: 0, checkpointsElsewhere: elsewhere(run), sweep: null };
-    if (!args.yes) return report;
-    await deletePgRunRecords(st.pool, thread);
-    // This machine's copy of the workspace keeps the run's log, report and indexed events; other
-    // machines' copies keep theirs (see README).
-    const { stateDir } = stateLocation(resolveWorkspace(args.workspace ?? process.cwd()), args.stateDir);
-    let indexEvents = 0;
-    if (fs.existsSync(stateDir)) {
-      removeRunFiles(stateDir, thread);
-      indexEvents = await forgetIndexedEvents(stateDir, thread);
-    }
-    return {
-      ...report,
-      deleted: true,
-      indexEvents,
-      sweep: { skipped: "on PostgreSQL, `ledgerloop gc --state …` sweeps the revisions only the run named from the replica" },
-    };
-  } finally {
-    await st.close();
-  }
-}
-
 /** Drops the run's events from the search index of a state directory (their vectors follow at the index's next sync). */
 async function forgetIndexedEvents(stateDir: string, thread: string): Promise<number> {
   const file = path.join(stateDir, "index.db");
@@ -134,28 +73,5 @@ async function forgetIndexedEvents(stateDir: string, thread: string): Promise<nu
     return index.deleteThreadEvents(thread);
   } finally {
     index.close();
-  }
-}
-
-/**
- * Gives the space back when the workspace is free: the same sweep as `gc` (which keeps every
- * checkpoint), removing the revisions only the deleted run named. Skipped, with the reason, while
- * another run uses the workspace.
- */
-async function sweepRevisions(st: Awaited<ReturnType<typeof openExistingState>>): Promise<DeleteReport["sweep"]> {
-  const [{ collectGarbage }, { RevisionStore }] = await Promise.all([import("../ledger/maintenance.js"), import("../workspace/revisions.js")]);
-  let lease: Lease;
-  try {
-    lease = acquireLease(st.db, [workspaceScope(st.workspace)], { command: "delete" });
-  } catch (err) {
-    if (err instanceof LeaseHeldError) return { skipped: `${err.message}; run \`ledgerloop gc\` later to free the run's workspace revisions` };
-    throw err;
-  }
-  try {
-    const revisions = new RevisionStore(st.db, st.workspace, { blobsDir: path.join(st.stateDir, "blobs") });
-    const r = await collectGarbage(st.db, revisions, st.stateDir);
-    return { bytesBefore: r.bytesBefore, bytesAfter: r.bytesAfter, revisionsDeleted: r.revisionsDeleted };
-  } finally {
-    lease.release();
   }
 }

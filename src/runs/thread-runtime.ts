@@ -116,22 +116,8 @@ export async function runtimeForThread(
   return rt;
 }
 
-/**
- * A command that writes a run (resume, rewind, fork) must not race a queue worker: refused, in one
- * line naming the worker, while one holds the run or while it waits in the queue for one.
- */
+/** Refuses, in one line, a command that would race a queue worker over the run (see queue/run-leases.ts). */
 export async function refuseIfQueued(pool: import("pg").Pool, thread: string, command: string): Promise<void> {
-  const { findRunLease, leaseLive } = await import("../queue/run-leases.js");
-  const l = await findRunLease(pool, thread);
-  if (!l) return;
-  if (leaseLive(l)) {
-    throw new CliError(
-      `run ${thread} is being driven by worker ${l.worker}; stop that worker (SIGTERM hands the run back to the queue) before \`${command}\``,
-      75,
-      "LEASE_HELD",
-    );
-  }
-  if (l.state === "queued" || l.state === "held") {
-    throw new CliError(`run ${thread} is queued for the workers (a worker will take it up); \`${command}\` would race it`, 75, "LEASE_HELD");
-  }
+  // Loaded on use: the commands that import this module also run on SQLite, which must not load pg.
+  await (await import("../queue/run-leases.js")).refuseIfQueued(pool, thread, command);
 }
