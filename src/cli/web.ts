@@ -6,6 +6,7 @@ import type { Viewer } from "../web/server.js";
 import { resolveWorkspace, stateLocation } from "../workspace/location.js";
 import { log, stateOption, workspaceOptions } from "./common.js";
 import { stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
+import { redactUrl } from "../ledger/state-url.js";
 import { declareCommand } from "./command-specs.js";
 
 export interface WebArgs extends WorkspaceArgs {
@@ -49,7 +50,6 @@ export async function handleWeb(args: WebArgs): Promise<Viewer> {
   let what: string;
   if (url) {
     // The runs are all in the database, whichever machine ran them: no workspace is read.
-    const { redactUrl } = await import("../ledger/pg-db.js");
     viewer = await startViewer({ workspace: process.cwd(), state: url, ...listen });
     what = redactUrl(url);
   } else {
