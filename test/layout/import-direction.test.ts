@@ -1,22 +1,6 @@
-import fs from "node:fs";
-import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { REPO } from "../helpers/workspace.js";
 import { coreFolderCycles, describeViolation, importCycles, importsOf, importViolations, ringOf, type SourceFile } from "./import-rings.js";
-
-/** Every TypeScript and JavaScript module of the rings (everything under src/). */
-function sources(): SourceFile[] {
-  const out: SourceFile[] = [];
-  const walk = (dir: string) => {
-    for (const e of fs.readdirSync(path.join(REPO, dir), { withFileTypes: true })) {
-      const rel = `${dir}/${e.name}`;
-      if (e.isDirectory()) walk(rel);
-      else if (/\.(ts|mts|js|mjs)$/.test(e.name) && !e.name.endsWith(".d.ts")) out.push({ path: rel, text: fs.readFileSync(path.join(REPO, rel), "utf8") });
-    }
-  };
-  walk("src");
-  return out;
-}
+import { sources } from "./sources.js";
 
 describe("import direction: core ← agent/tools ← agent/nodes ← agent ← runs | inspect ← eval ← entry points (src/cli, src/web, src/api, src/mcp-server, src/index.ts)", () => {
   it("no module of the code base imports against the rings", () => {
