@@ -3,7 +3,6 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { LedgerloopError, errorMessage } from "../errors.js";
-import { resolveWorkspace, stateLocation } from "../workspace/location.js";
 import {
   HttpError,
   listThreads,
@@ -16,11 +15,10 @@ import {
   threadEvents,
   threadSteps,
   type ReadOnlyState,
-  type StateSource,
   type ThreadList,
   type ViewerSource,
 } from "./data.js";
-import { sqliteSource } from "./sqlite-state.js";
+import { openViewerSource } from "../ledger/open-viewer-state.js";
 
 export interface ViewerOptions extends ViewerSource {
   /** 0 (the default) picks a free port. */
@@ -123,24 +121,11 @@ function loadAssets(): Map<string, { body: Buffer; type: string }> {
 }
 
 /**
- * The state the viewer reads: a PostgreSQL database (opened now, read-only, failing in one line) or
- * a workspace's SQLite file (opened per request; it may not exist until the first run).
- */
-async function openSource(src: ViewerSource): Promise<StateSource> {
-  if (src.state) {
-    const { pgSource } = await import("./pg-state.js");
-    return pgSource(src.state);
-  }
-  const workspace = resolveWorkspace(src.workspace);
-  return sqliteSource(workspace, stateLocation(workspace, src.stateDir).dbPath);
-}
-
-/**
  * Starts the run viewer: a read-only JSON API over a state (a workspace's SQLite database, or with
  * `state` a PostgreSQL one) and the page that shows it. Loopback only unless `host` says otherwise.
  */
 export async function startViewer(opts: ViewerOptions): Promise<Viewer> {
-  const source = await openSource(opts);
+  const source = await openViewerSource(opts);
   const host = opts.host ?? "127.0.0.1";
   const guardHost = opts.host === undefined;
   const assets = loadAssets();

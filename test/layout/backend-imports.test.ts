@@ -30,9 +30,6 @@ const ALLOWED: Record<string, string> = {
   // Adapters of other ports that live beside their SQLite twins rather than in src/ledger/.
   "src/workspace/pg-revisions.ts": "the PostgreSQL replica of the workspace revisions (RevisionStore's twin)",
   "src/memory/pg-store.ts": "the PostgreSQL lessons store (SqliteStore's twin)",
-  // The viewer's read port (web/read-state.ts) still has its two adapters in src/web/.
-  "src/web/pg-state.ts": "the viewer's PostgreSQL read adapter",
-  "src/web/sqlite-state.ts": "the viewer's SQLite read adapter",
 };
 
 describe("one state port: only src/ledger/ knows the backend", () => {

@@ -1,9 +1,9 @@
 import fs from "node:fs";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
-import { listRuns } from "../ledger/run-status.js";
-import { SqliteLedger } from "../ledger/sqlite-ledger.js";
-import { asStateError, isSqliteError, openStateDb } from "../ledger/state-db.js";
-import { parseSettings, type ReadOnlyState, type StateSource } from "./read-state.js";
+import { listRuns } from "./run-status.js";
+import { SqliteLedger } from "./sqlite-ledger.js";
+import { asStateError, isSqliteError, openStateDb } from "./state-db.js";
+import { parseSettings, type ReadOnlyState, type StateSource } from "./viewer-state.js";
 
 // The viewer's read port on a workspace's SQLite state database (the default backend).
 

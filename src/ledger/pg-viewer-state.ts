@@ -1,8 +1,8 @@
-import { openPgInspection } from "../ledger/open-state.js";
-import { asPgStateError, tableExists } from "../ledger/pg-db.js";
-import { listRunsPg } from "../ledger/pg-run-status.js";
-import { isStateUnavailable } from "../ledger/state-unavailable.js";
-import { parseSettings, type ReadOnlyState, type RunInfo, type StateSource } from "./read-state.js";
+import { openPgInspection } from "./open-state.js";
+import { asPgStateError, tableExists } from "./pg-db.js";
+import { listRunsPg } from "./pg-run-status.js";
+import { isStateUnavailable } from "./state-unavailable.js";
+import { parseSettings, type ReadOnlyState, type RunInfo, type StateSource } from "./viewer-state.js";
 
 // The viewer's read port on a PostgreSQL state database (`ledgerloop web --state postgres://…`):
 // every run of the database, those waiting in the queue included, each with the worker holding it.
