@@ -117,7 +117,7 @@ export async function runtimeForThread(
 }
 
 /** Refuses, in one line, a command that would race a queue worker over the run (see queue/run-leases.ts). */
-export async function refuseIfQueued(pool: import("pg").Pool, thread: string, command: string): Promise<void> {
+export async function refuseIfQueued(pool: import("../queue/run-leases.js").Sql, thread: string, command: string): Promise<void> {
   // Loaded on use: the commands that import this module also run on SQLite, which must not load pg.
   await (await import("../queue/run-leases.js")).refuseIfQueued(pool, thread, command);
 }

@@ -19,7 +19,6 @@ const ALLOWED: Record<string, string> = {
   "src/runs/worker-reaper.ts": "hands over the runs of dead workers (queue leases)",
   "src/runs/run-control.ts": "cancel and requeue a submitted run: queue rows",
   "src/runs/requeue-from.ts": "requeues a run from a checkpoint of the PostgreSQL state, for the workers",
-  "src/runs/thread-runtime.ts": "refuses to race a queue worker (the queue's pool)",
   // A run that loses its PostgreSQL server waits for it to answer again (SQLite cannot go away).
   "src/runs/drive.ts": "waits for a lost PostgreSQL server to answer",
   // The runtime carries the open PostgreSQL state for the queue checks above, and re-exports the
