@@ -4,12 +4,12 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { openPgState } from "../src/ledger/pg-db.js";
 import { openStateDb } from "../src/ledger/state-db.js";
-import { PgRevisionReplica } from "../src/workspace/pg-revisions.js";
+import { PgRevisionReplica } from "../src/ledger/pg-revisions.js";
 import { RevisionStore } from "../src/workspace/revisions.js";
 import { median, printTable, quantile, benchPgUrl, type BenchResult } from "./report.js";
 import { DIRS, PER_DIR, makeWorkspace, rel, source } from "./revisions.js";
 
-// What the PostgreSQL replica of the revisions adds to a step (workspace/pg-revisions.ts): the push
+// What the PostgreSQL replica of the revisions adds to a step (ledger/pg-revisions.ts): the push
 // the runtime makes after each snapshot, on the 2,000-file workspace of the revisions bench with one
 // file changed per step, next to the snapshot itself; and what a worker on another machine pays to
 // pull a revision. PostgreSQL from LEDGERLOOP_BENCH_PG_URL or LEDGERLOOP_TEST_PG_URL (the CI server

@@ -28,7 +28,7 @@ import { createRedactor, secretValuesFromDotenv, secretValuesFromEnv, type Redac
 import { RunSettings, type RunSettingsInput } from "./settings.js";
 import { openStatePort } from "./ledger/open-state-port.js";
 import type { StatePort } from "./ledger/state-port.js";
-import type { PgRevisionReplica } from "./workspace/pg-revisions.js";
+import type { PgRevisionReplica } from "./ledger/pg-revisions.js";
 import { RevisionStore } from "./workspace/revisions.js";
 import { resolveWorkspace, stateLocation } from "./workspace/location.js";
 

@@ -1,37 +1,12 @@
-import type { BaseStore } from "@langchain/langgraph-checkpoint";
-import { openExistingState, openPgInspection, stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
+import { withLessonStore } from "../ledger/open-lesson-store.js";
+import type { WorkspaceArgs } from "../ledger/open-state.js";
 import type { Lesson } from "../memory/lessons.js";
+
+export { withLessonStore };
 
 /** Which lessons `memory list` shows: all, or those relevant to a query. */
 export interface MemoryArgs extends WorkspaceArgs {
   query?: string;
-}
-
-/**
- * Runs `fn` on the lessons store: PostgreSQL's with --state (or LEDGERLOOP_STATE_URL), where every
- * machine's runs keep theirs, else the workspace's SQLite state. Loaded on use only (the stores
- * extend LangGraph's BaseStore).
- */
-export async function withLessonStore<T>(args: WorkspaceArgs, write: boolean, fn: (store: BaseStore) => Promise<T>): Promise<T> {
-  const url = stateUrlOf(args);
-  if (url) {
-    const { PgStore } = await import("../memory/pg-store.js");
-    const pg = await openPgInspection(url);
-    try {
-      return await fn(new PgStore(pg.pool));
-    } finally {
-      await pg.close();
-    }
-  }
-  const { SqliteStore } = await import("../memory/sqlite-store.js");
-  const st = await openExistingState(args, { write });
-  try {
-    return await fn(new SqliteStore(st.db));
-  } catch (err) {
-    throw st.named(err);
-  } finally {
-    st.close();
-  }
 }
 
 /** Lessons stored for a workspace (all, or the ones relevant to a query). */

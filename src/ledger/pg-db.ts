@@ -109,7 +109,7 @@ export const PG_MIGRATIONS: string[] = [
   );
   CREATE INDEX ll_store_tsv ON ll_store USING gin (tsv);
   `,
-  // 2: the replica of the workspace revision stores (workspace/pg-revisions.ts): the same objects as
+  // 2: the replica of the workspace revision stores (ledger/pg-revisions.ts): the same objects as
   // the local SQLite store, so a worker on another machine can materialise any revision a run took.
   // Blobs keep their stored form (raw DEFLATE or raw, as chosen by rev-blobs.ts); EXTERNAL storage
   // stops PostgreSQL from trying to compress them a second time.
@@ -170,7 +170,7 @@ export const PG_MIGRATIONS: string[] = [
   `,
   // 7: garbage collection of the revision replica (ledger/pg-maintenance.ts). A sweep bumps the
   // generation under a row lock; a push commits its revision only under the generation it checked
-  // its objects in (workspace/pg-revisions.ts), so it never names a tree or blob a sweep removed.
+  // its objects in (ledger/pg-revisions.ts), so it never names a tree or blob a sweep removed.
   // pushed_at keeps a revision a run pushed moments ago, before its ledger names it.
   `
   CREATE TABLE ll_rev_gc (id SMALLINT PRIMARY KEY CHECK (id = 1), generation BIGINT NOT NULL);

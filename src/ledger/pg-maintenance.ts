@@ -1,6 +1,6 @@
 import type pg from "pg";
 import { StateStoreError } from "../errors.js";
-import { sweepReplica, type ReplicaSweep } from "../workspace/pg-revisions.js";
+import { sweepReplica, type ReplicaSweep } from "./pg-revisions.js";
 import type { CheckpointLink } from "./checkpoints.js";
 import { planCheckpointPrune } from "./maintenance.js";
 import { inTransaction, tableExists } from "./pg-db.js";
@@ -13,7 +13,7 @@ import { mayBeRunning } from "./run-status.js";
 // - a run that may be running somewhere (running, queued, or a runner this machine cannot check)
 //   is left whole, and said so;
 // - each thread's checkpoints are pruned in a transaction of their own;
-// - the revision replica is swept under its generation row (workspace/pg-revisions.ts), and a
+// - the revision replica is swept under its generation row (ledger/pg-revisions.ts), and a
 //   revision pushed within the grace period stays: a run pushes a revision just before its ledger
 //   names it.
 

@@ -3,9 +3,9 @@ import { openPgState, type OpenPgStateOptions, type PgState } from "./pg-db.js";
 import { RedactingPostgresSaver } from "./pg-checkpoints.js";
 import { PgLedger } from "./pg-ledger.js";
 import { PgRunRegistry } from "./pg-runs.js";
-import { PgStore } from "../memory/pg-store.js";
+import { PgStore } from "./pg-store.js";
 import type { Redactor } from "../secrets.js";
-import { PgRevisionReplica } from "../workspace/pg-revisions.js";
+import { PgRevisionReplica } from "./pg-revisions.js";
 import type { StatePort } from "./state-port.js";
 
 // The PostgreSQL adapter of the state port: every part on one pool. Loaded on use (state-port.ts), so a

@@ -1,6 +1,6 @@
 import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkpoint";
 import type Database from "better-sqlite3";
-import type { PgRevisionReplica } from "../workspace/pg-revisions.js";
+import type { PgRevisionReplica } from "./pg-revisions.js";
 import type { PgState } from "./pg-db.js";
 import type { Ledger } from "./port.js";
 import type { RunRegistryPort } from "./runs.js";

@@ -4,7 +4,7 @@ import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkp
 import { MigrationError } from "../errors.js";
 import { defaultRedactor } from "../secrets.js";
 import { isPostgresUrl, redactUrl, tableExists } from "./pg-db.js";
-import type { PgRevisionReplica } from "../workspace/pg-revisions.js";
+import type { PgRevisionReplica } from "./pg-revisions.js";
 import type { RevisionStore } from "../workspace/revisions.js";
 import type { Ledger } from "./port.js";
 import type { RunRow } from "./runs.js";
@@ -137,10 +137,10 @@ async function openPgSide(url: string, opts: { write: boolean }): Promise<StateS
       import("./pg-db.js"),
       import("./pg-ledger.js"),
       import("./pg-runs.js"),
-      import("../memory/pg-store.js"),
+      import("./pg-store.js"),
       import("./pg-checkpoints.js"),
       import("@langchain/langgraph-checkpoint-postgres"),
-      import("../workspace/pg-revisions.js"),
+      import("./pg-revisions.js"),
     ]);
   let saver: BaseCheckpointSaver | null = null;
   const st = opts.write

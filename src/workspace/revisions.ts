@@ -324,7 +324,7 @@ export class RevisionStore {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Copying revisions between stores: copyTo across state DBs, the PostgreSQL replica (pg-revisions.ts);
+  // Copying revisions between stores: copyTo across state DBs, the PostgreSQL replica (ledger/pg-revisions.ts);
   // the checks are in rev-transfer.ts.
 
   /**

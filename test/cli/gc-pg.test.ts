@@ -7,7 +7,7 @@ import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { DEMO_TASK } from "../../src/cli/demo.js";
 import type { HistoryRow } from "../../src/inspect/history.js";
 import { openStateDb } from "../../src/ledger/state-db.js";
-import { PgRevisionReplica } from "../../src/workspace/pg-revisions.js";
+import { PgRevisionReplica } from "../../src/ledger/pg-revisions.js";
 import { RevisionStore } from "../../src/workspace/revisions.js";
 import { cliAsync, jsonLines } from "../helpers/cli.js";
 import { DEMO_TRAJECTORY, DEMO_WORKSPACE, cleanupTemp, readTree, tempWorkspace } from "../helpers/workspace.js";

@@ -26,9 +26,6 @@ const ALLOWED: Record<string, string> = {
   "src/runtime.ts": "exposes the shared PostgreSQL state to the worker, and RedactingSqliteSaver to scripts",
   // The search index is this machine's, next to the workspace's own SQLite file, whatever the state.
   "src/retrieval/open-retriever.ts": "indexes the workspace's local SQLite ledger",
-  // Adapters of other ports that live beside their SQLite twins rather than in src/ledger/.
-  "src/workspace/pg-revisions.ts": "the PostgreSQL replica of the workspace revisions (RevisionStore's twin)",
-  "src/memory/pg-store.ts": "the PostgreSQL lessons store (SqliteStore's twin)",
 };
 
 describe("one state port: only src/ledger/ knows the backend", () => {

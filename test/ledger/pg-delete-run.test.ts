@@ -7,7 +7,7 @@ import { deletePgRunRecords, pgRunFootprint } from "../../src/ledger/pg-delete-r
 import { PgLedger } from "../../src/ledger/pg-ledger.js";
 import { PgRunRegistry } from "../../src/ledger/pg-runs.js";
 import { rememberLessons } from "../../src/memory/lessons.js";
-import { PgStore } from "../../src/memory/pg-store.js";
+import { PgStore } from "../../src/ledger/pg-store.js";
 import { createRedactor } from "../../src/secrets.js";
 import type { RunSettings } from "../../src/settings.js";
 import { seedRunEvents } from "./delete-run-seed.js";

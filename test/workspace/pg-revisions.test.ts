@@ -11,7 +11,7 @@ import { StateStoreError } from "../../src/errors.js";
 import { openAgent, type Agent } from "../../src/index.js";
 import { openPgState, type PgState } from "../../src/ledger/pg-db.js";
 import { openStateDb } from "../../src/ledger/state-db.js";
-import { PgRevisionReplica, sweepReplica } from "../../src/workspace/pg-revisions.js";
+import { PgRevisionReplica, sweepReplica } from "../../src/ledger/pg-revisions.js";
 import { RevisionError, RevisionStore, type RevisionStoreOptions } from "../../src/workspace/revisions.js";
 import { describePg, freshSchema, useTestDatabase } from "../helpers/postgres.js";
 import { DEMO_TRAJECTORY, DEMO_WORKSPACE, cleanupTemp, readTree, tempWorkspace } from "../helpers/workspace.js";

@@ -1,9 +1,9 @@
 import type pg from "pg";
 import { LedgerloopError, StateStoreError, errorMessage } from "../errors.js";
-import { inTransaction } from "../ledger/pg-db.js";
-import { RevisionError } from "./rev-errors.js";
-import { decodeTree, sha256 } from "./rev-tree.js";
-import type { PreparedBlob, RevisionInfo, RevisionStore } from "./revisions.js";
+import { inTransaction } from "./pg-db.js";
+import { RevisionError } from "../workspace/rev-errors.js";
+import { decodeTree, sha256 } from "../workspace/rev-tree.js";
+import type { PreparedBlob, RevisionInfo, RevisionStore } from "../workspace/revisions.js";
 
 // The PostgreSQL replica of the workspace revision stores (tables of pg-db.ts's migration 2).
 //

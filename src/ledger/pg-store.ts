@@ -10,9 +10,9 @@ import {
   type SearchItem,
   type SearchOperation,
 } from "@langchain/langgraph-checkpoint";
-import { inTransaction } from "../ledger/pg-db.js";
+import { inTransaction } from "./pg-db.js";
 import { defaultRedactor, type Redactor } from "../secrets.js";
-import { SEP, listNamespaces, matches, nsKey, nsOf, queryWords, textOf } from "./store-common.js";
+import { SEP, listNamespaces, matches, nsKey, nsOf, queryWords, textOf } from "../memory/store-common.js";
 
 interface Row {
   namespace: string;
