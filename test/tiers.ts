@@ -52,6 +52,7 @@ export const SLOW_TESTS = [
   "test/package/pack.test.ts",
   "test/package/scripts.test.ts",
   "test/package/search-startup.test.ts",
+  "test/package/startup.test.ts",
   "test/queue/fleet.test.ts",
   "test/queue/run-control.test.ts",
   "test/queue/requeue-from.test.ts",
