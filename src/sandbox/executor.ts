@@ -31,7 +31,7 @@ import { BackgroundSetid, clearNewSetid, setidNote } from "./setid.js";
 
 export { COMMAND_TAG_VAR, readProcStart } from "./proc.js";
 export { DEFAULT_OUTPUT_CAP, ENV_ALLOW, commandEnv, killGroup, killOrphan, spawnCapped, stopLeftovers, type SpawnOutcome, type SpawnSpec } from "./spawn.js";
-import { DEFAULT_OUTPUT_CAP, commandEnv, spawnCapped } from "./spawn.js";
+import { DEFAULT_OUTPUT_CAP, commandEnv, loadSpawner, spawnCapped } from "./spawn.js";
 
 /** How a sandbox is built; everything has a default. */
 export interface SandboxOptions {
@@ -295,6 +295,7 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
     uidFor,
     verified,
     async startBackground(req: BackgroundRequest): Promise<BackgroundProcess> {
+      await loadSpawner();
       const { argv, env, cg, fd3, guard, scan, marker, asRoot, workspace } = await prepare(req, true);
       const sweepSetid = asRoot ? backgroundSetid.started(workspace, Date.now()) : null;
       const ring = new LineRing();

@@ -1,4 +1,3 @@
-import { createRequire } from "node:module";
 import { failpoint } from "../failpoints.js";
 import { isSecretName } from "../secrets.js";
 import { sweptCommand, type LimitName } from "./limits.js";
@@ -144,17 +143,17 @@ export type SpawnOutcome = Pick<ExecResult, "exitCode" | "signal" | "stdout" | "
   stoppedFor: LimitName | null;
 };
 
-const require = createRequire(import.meta.url);
 let execaFn: (typeof import("execa"))["execa"] | undefined;
 
 /**
- * execa and its ~100 modules, loaded at the first command rather than with the sandbox: a run's
- * start (up to its first decide) and the commands that spawn nothing never need them. Loaded with
- * require (an ES module, synchronously: Node >= 20.19) because spawning is synchronous here.
+ * Loads execa (~100 modules) at the first command rather than with the sandbox: a run's start (up
+ * to its first decide) and the commands that spawn nothing never need it. Awaited by every spawn
+ * path before {@link spawnGroupLeader}. A dynamic import, not require(): under tsx (a script that
+ * imports ledgerloop from TypeScript) require() resolved execa's ES-only dependencies with
+ * CommonJS conditions and failed (ERR_PACKAGE_PATH_NOT_EXPORTED, unicorn-magic).
  */
-function loadExeca(): (typeof import("execa"))["execa"] {
-  execaFn ??= (require("execa") as typeof import("execa")).execa;
-  return execaFn;
+export async function loadSpawner(): Promise<void> {
+  execaFn ??= (await import("execa")).execa;
 }
 
 /**
@@ -164,7 +163,8 @@ function loadExeca(): (typeof import("execa"))["execa"] {
  */
 export function spawnGroupLeader(spec: Pick<SpawnSpec, "argv" | "cwd" | "env" | "fd3Input">) {
   const [file, ...args] = spec.argv;
-  return loadExeca()(file!, args, {
+  if (!execaFn) throw new Error("spawnGroupLeader before loadSpawner(): await loadSpawner() first");
+  return execaFn(file!, args, {
     cwd: spec.cwd,
     env: spec.env,
     extendEnv: false,
@@ -184,6 +184,7 @@ export function spawnGroupLeader(spec: Pick<SpawnSpec, "argv" | "cwd" | "env" | 
  */
 export async function spawnCapped(spec: SpawnSpec): Promise<SpawnOutcome> {
   const started = performance.now();
+  await loadSpawner();
   const out = new OutputCap(spec.outputCapBytes);
   const err = new OutputCap(spec.outputCapBytes);
   const child = spawnGroupLeader(spec);
