@@ -68,6 +68,7 @@ export const SLOW_TESTS = [
   "test/retrieval/history.test.ts",
   "test/retrieval/search-no-server.test.ts",
   "test/retrieval/hybrid-openai.test.ts",
+  "test/retrieval/index-overlap.test.ts",
   "test/sandbox/attack-git.test.ts",
   "test/sandbox/attack-host-git.test.ts",
   "test/sandbox/attack.test.ts",

@@ -130,6 +130,7 @@ class HybridRetriever implements Retriever {
       redact: opts.redact,
       warnOnce,
       syncLedger: () => this.events.syncLedger(),
+      vectorsReady: () => this.connected(),
     });
     this.engine = new SearchEngine({
       workspace,
@@ -154,10 +155,16 @@ class HybridRetriever implements Retriever {
     e.attachCache?.(sqliteEmbeddingCache(() => this.ngram.db));
     if (this.ngram.rebuilt)
       this.warn(`the search index ${this.indexFile} was unusable (${this.ngram.rebuildReason}); it was moved to index.db.corrupt and is being rebuilt`);
-    // Every index write and search runs after this (the lock), so none sees a half-made connection.
+    // Every index write and search waits for this (see exclusive), so none sees a half-made
+    // connection; a full index reads the workspace's files meanwhile.
     this.connecting = this.vectors.connect();
-    this.lock = this.connecting.catch(() => {});
+    this.connecting.catch(() => {});
     if (!this.opts.connectInBackground) await this.connecting;
+  }
+
+  /** Settles once the vector side's first connection attempt has. */
+  private connected(): Promise<void> {
+    return this.connecting.catch(() => {});
   }
 
   private warnOnce(key: string, msg: string): void {
@@ -166,9 +173,13 @@ class HybridRetriever implements Retriever {
     this.warn(msg);
   }
 
-  /** Runs fn after every earlier index write, and before any later one. */
-  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.lock.then(fn, fn);
+  /**
+   * Runs fn after every earlier index write, and before any later one; after the vector side's first
+   * connection attempt, unless `early` (a full index: the indexer waits for it itself, see vectorsReady).
+   */
+  private exclusive<T>(fn: () => Promise<T>, early = false): Promise<T> {
+    const start = early ? fn : () => this.connected().then(fn);
+    const run = this.lock.then(start, start);
     this.lock = run.catch(() => {});
     return run;
   }
@@ -193,7 +204,7 @@ class HybridRetriever implements Retriever {
   }
 
   index(opts: { onProgress?: (p: IndexProgress) => void } = {}): Promise<IndexReport> {
-    return this.exclusive(() => this.resilient(() => this.indexer.index(opts)));
+    return this.exclusive(() => this.resilient(() => this.indexer.index(opts)), true);
   }
 
   refresh(changedPaths: string[]): Promise<IndexReport> {
@@ -233,7 +244,7 @@ class HybridRetriever implements Retriever {
     // Checked again under the lock: an index started earlier (the runtime starts one at once)
     // may finish while this search waits for it, and then there is nothing left to do.
     if (!this.indexer.indexedOnce)
-      await this.exclusive(() => this.resilient(async () => void (this.indexer.indexedOnce ? undefined : await this.indexer.index({}))));
+      await this.exclusive(() => this.resilient(async () => void (this.indexer.indexedOnce ? undefined : await this.indexer.index({}))), true);
     // A search of one thread's history needs only that thread's new events (not a scan of all threads).
     if (scope !== "code" && this.opts.ledger) await this.exclusive(() => this.resilient(() => this.events.syncLedger(opts.threadId)));
     return this.resilient(async () => {
@@ -264,6 +275,7 @@ class HybridRetriever implements Retriever {
     await this.events.whenIdle();
     this.closed = true;
     await this.lock.catch(() => {});
+    await this.connected();
     // A history read still under way stops after its batch (git too) before index.db is closed.
     await this.history?.stop();
     this.ngram.close();

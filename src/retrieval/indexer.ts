@@ -14,6 +14,8 @@ import type { VectorConnection } from "./vector-connection.js";
 import type { VectorItem, VectorMetadata } from "./vector-index.js";
 
 const FILE_BATCH = 64;
+/** Files read ahead of a vector connection still being made, at most (their lines wait in memory). */
+const MAX_READ_AHEAD = FILE_BATCH * 16;
 
 export interface IndexerOptions {
   workspace: string;
@@ -26,6 +28,8 @@ export interface IndexerOptions {
   warnOnce: (key: string, message: string) => void;
   /** Pulls new ledger events; a full index ends with it (its time counts as vector time, as before). */
   syncLedger: () => Promise<void>;
+  /** Settles once the vector side's first connection attempt has (a full index reads files meanwhile). */
+  vectorsReady?: () => Promise<void>;
 }
 
 /** Indexes files: a full walk ({@link Indexer.index}) or the changed paths ({@link Indexer.refresh}). Callers hold the retriever's lock. */
@@ -58,8 +62,19 @@ export class Indexer {
   }
 
   private async indexAll(opts: { onProgress?: (p: IndexProgress) => void }, t0: number): Promise<IndexReport> {
-    await this.o.vectors.maybeRecover();
-    this.o.vectors.takeRecovered(); // every file lacking vectors is embedded below anyway
+    // Files are walked, read and parsed while the vector side connects (a Chroma server starting
+    // takes a second or more), and stored only once it has, in the order read: index.db then gets
+    // the rows, ids and vector state it gets when the connection comes first, and a connection that
+    // finds another store (and clears the vector state) still does so before any file is stored.
+    // A failed side is tried again first (as before any store, so its own clearing comes first too).
+    let connected = false;
+    const ready = (this.o.vectorsReady?.() ?? Promise.resolve())
+      .then(() => this.o.vectors.maybeRecover())
+      .then(() => {
+        this.o.vectors.takeRecovered(); // every file lacking vectors is embedded below anyway
+        connected = true;
+      });
+    ready.catch(() => {}); // awaited below; a walk that fails first must not leave it unhandled
     opts.onProgress?.({ phase: "scan", done: 0, total: 0 });
     this.o.ignore.reset();
     const walk = await walkFiles(this.o.workspace);
@@ -71,6 +86,15 @@ export class Indexer {
     const toRemove = [...stored.keys()].filter((p) => !listed.has(p));
 
     let done = 0;
+    const waiting: PreparedFile[][] = [];
+    let readAhead = 0;
+    const storeWaiting = () => {
+      for (const prepared of waiting.splice(0)) {
+        this.store(prepared);
+        report.indexed += prepared.length;
+      }
+      readAhead = 0;
+    };
     for (let i = 0; i < walk.files.length; i += FILE_BATCH) {
       const batch = walk.files.slice(i, i + FILE_BATCH);
       const prepared: PreparedFile[] = [];
@@ -86,10 +110,14 @@ export class Indexer {
         }
         opts.onProgress?.({ phase: "index", done: ++done, total: walk.files.length, path: rel });
       }
-      this.store(prepared);
-      report.indexed += prepared.length;
+      waiting.push(prepared);
+      readAhead += prepared.length;
+      if (!connected && readAhead >= MAX_READ_AHEAD) await ready;
+      if (connected) storeWaiting();
       await new Promise<void>((r) => setImmediate(r));
     }
+    await ready;
+    storeWaiting();
     report.removed = await this.removeFiles(toRemove);
     if (report.indexed > 200) this.ngram.optimize();
     if (report.indexed + report.removed > 0) this.ngram.checkpoint();
