@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import Database from "better-sqlite3";
@@ -15,10 +16,10 @@ import { startTestChroma } from "./helpers/chroma.js";
 
 const FILES = 120;
 
-/** A workspace of small TypeScript modules (enough for two read batches). */
-function workspace(): string {
+/** A workspace of `n` small TypeScript modules and a README. */
+function workspace(n = FILES): string {
   const files: Record<string, string> = {};
-  for (let i = 0; i < FILES; i++) {
+  for (let i = 0; i < n; i++) {
     files[`src/pkg${i % 7}/module${i}.ts`] =
       `export interface Row${i} { id: number; name: string }\n` +
       `export function parseRow${i}(line: string): Row${i} {\n  const [id, name] = line.split(",");\n  return { id: Number(id), name: name ?? "" };\n}\n`;
@@ -170,6 +171,47 @@ describe("a full index while the Chroma server is not answering yet", () => {
       expect(indexRows(stateDir)).toEqual(indexRows(stateDir2));
     } finally {
       await g.close();
+    }
+  }, 120_000);
+});
+
+describe("a full index while the workspace's embedded Chroma server is slow to start", () => {
+  it("reads ahead at most 1024 files, then waits for the server; nothing is stored before it answers", async () => {
+    const ws = workspace(1100);
+    const stateDir = tempWorkspace();
+    // Another live process (this one) holds the start lock: the retriever's start of the embedded
+    // server waits for it, as it waits for a concurrent start.
+    const startLock = path.join(stateDir, "chroma.lock");
+    fs.writeFileSync(startLock, String(process.pid));
+    const r = await createRetriever({ workspace: ws, stateDir, history: false, connectInBackground: true, chromaStartTimeoutMs: 45_000 });
+    open.push(r);
+    let read = 0;
+    let readAtRelease = -1;
+    let storedAtRelease = -1;
+    const release = () => {
+      if (readAtRelease >= 0) return;
+      readAtRelease = read;
+      storedAtRelease = filesStored(stateDir);
+      fs.rmSync(startLock, { force: true });
+    };
+    // Released once reading has stalled for 1.5 s (or after 30 s, whatever happened).
+    let last = -1;
+    let stillSince = Date.now();
+    const t0 = Date.now();
+    const poll = setInterval(() => {
+      if (read !== last) [last, stillSince] = [read, Date.now()];
+      else if ((read > 0 && Date.now() - stillSince > 1_500) || Date.now() - t0 > 30_000) release();
+    }, 100);
+    try {
+      const report = await r.index({ onProgress: (p) => void (p.phase === "index" && read++) });
+      expect(readAtRelease).toBe(1024);
+      expect(storedAtRelease).toBe(0);
+      expect(report).toMatchObject({ files: 1101, indexed: 1101, vectorsMissing: 0 });
+      expect((await r.stats()).vector).toMatchObject({ state: "ok" });
+      expect(filesStored(stateDir)).toBe(1101);
+    } finally {
+      clearInterval(poll);
+      release();
     }
   }, 120_000);
 });
