@@ -3,7 +3,7 @@ import os from "node:os";
 import { randomBytes } from "node:crypto";
 import type Database from "better-sqlite3";
 import { LedgerloopError } from "../errors.js";
-import { isRunning, readProcStart } from "../sandbox/proc.js";
+import { isRunning, readProcStart } from "../proc.js";
 
 // One writer per workspace and per thread. A lease is a row in the state database naming its holder
 // (host, boot id, pid, process start time, a random token). Acquisition is one IMMEDIATE transaction

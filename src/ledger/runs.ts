@@ -1,7 +1,7 @@
 import os from "node:os";
 import type Database from "better-sqlite3";
 import type { RunSettings } from "../settings.js";
-import { isRunning, readProcStart } from "../sandbox/proc.js";
+import { isRunning, readProcStart } from "../proc.js";
 import { threadHasCheckpoints } from "./checkpoints.js";
 
 /** What started a run: the CLI, a script (createCodingAgent / the package API), the LangGraph server (Studio, SDK), or a queue worker. */

@@ -13,7 +13,7 @@ import type { Embedder } from "./embedders/port.js";
 import { EmbedderError, IndexCorruptError } from "./errors.js";
 import { EventSync } from "./event-sync.js";
 import { HistorySource } from "./history.js";
-import { IgnoreChecker } from "./ignore-check.js";
+import { IgnoreChecker } from "../workspace/ignore-check.js";
 import { Indexer } from "./indexer.js";
 import { createLexicalSearcher } from "./lexical.js";
 import { NgramIndex } from "./ngram-index.js";

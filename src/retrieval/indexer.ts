@@ -6,7 +6,7 @@ import { walkFiles } from "../workspace/files.js";
 import type { Embedder } from "./embedders/port.js";
 import { prepareFile, readLinesIfHash, unchangedRegularFile, type PrepareContext, type PreparedFile } from "./file-prep.js";
 import type { HistorySource } from "./history.js";
-import type { IgnoreChecker } from "./ignore-check.js";
+import type { IgnoreChecker } from "../workspace/ignore-check.js";
 import type { NgramIndex } from "./ngram-index.js";
 import { chunkKey } from "./ranking.js";
 import type { IndexProgress, IndexReport } from "./retriever-types.js";

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import { spawnGroupLeader } from "./spawn.js";
-import { descendants, readProcStart } from "./proc.js";
+import { descendants, readProcStart } from "../proc.js";
 
 // A long-lived process of a run (a dev server, a database): spawned like a command, through the
 // same wrapper (cgroups, rlimits, isolation), but not waited for. Its output is kept in a bounded

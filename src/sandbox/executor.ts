@@ -21,7 +21,7 @@ import {
 import { CommandCgroups, detectCgroups, resolveLimits, rlimitScript, whichLimit, type CgroupSupport, type Limits } from "./limits.js";
 import { noneNamespacePrefix } from "./none-pidns.js";
 import type { BackgroundRequest, ExecRequest, ExecResult, Sandbox, ServerRequest } from "./port.js";
-import { COMMAND_TAG_VAR, descendants, processesWithEnv, readProcStart, tasksOfUid } from "./proc.js";
+import { COMMAND_TAG_VAR, descendants, processesWithEnv, readProcStart, tasksOfUid } from "../proc.js";
 import { WorkspaceGuard } from "./git-guard.js";
 import { buildSeccompFilter } from "./seccomp.js";
 import { BackgroundProcess, LineRing, listeningPorts } from "./background.js";
@@ -29,7 +29,7 @@ import { ServerProcess, serverSpec } from "./server-process.js";
 import { SandboxSession } from "./session.js";
 import { BackgroundSetid, clearNewSetid, setidNote } from "./setid.js";
 
-export { COMMAND_TAG_VAR, readProcStart } from "./proc.js";
+export { COMMAND_TAG_VAR, readProcStart } from "../proc.js";
 export { DEFAULT_OUTPUT_CAP, ENV_ALLOW, commandEnv, killGroup, killOrphan, spawnCapped, stopLeftovers, type SpawnOutcome, type SpawnSpec } from "./spawn.js";
 import { DEFAULT_OUTPUT_CAP, commandEnv, loadSpawner, spawnCapped } from "./spawn.js";
 

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import type { CommandLimit } from "../events.js";
-import { COMMAND_TAG_VAR, readProcStart } from "./proc.js";
+import { COMMAND_TAG_VAR, readProcStart } from "../proc.js";
 
 /** Names of the resource limits a command can hit; reported as `ExecResult.limit` (and recorded in its feedback event). */
 export type LimitName = CommandLimit;

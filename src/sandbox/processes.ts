@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import type { BackgroundProcess, ProcessExit } from "./background.js";
 import type { BackgroundRequest, Sandbox } from "./port.js";
-import { descendants } from "./proc.js";
+import { descendants } from "../proc.js";
 
 // The background processes of one run (start_process and friends): names, ready checks, bounded
 // output, a cap. Ledger events are written by the caller from what these methods return.

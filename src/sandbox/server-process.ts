@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 import type { WorkspaceGuard } from "./git-guard.js";
 import type { CommandCgroups } from "./limits.js";
-import { COMMAND_TAG_VAR, descendants, isRunning, processesWithEnv, readProcStart } from "./proc.js";
+import { COMMAND_TAG_VAR, descendants, isRunning, processesWithEnv, readProcStart } from "../proc.js";
 import { clearNewSetid } from "./setid.js";
 
 // A long-lived process that the runtime talks to over its stdin and stdout (an MCP server), started

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import { ConfigError } from "../errors.js";
 import { findProgram } from "./detect.js";
-import { isExiting, isRunning, readProcStart } from "./proc.js";
+import { isExiting, isRunning, readProcStart } from "../proc.js";
 
 // One sandbox session per run: a network namespace (its own loopback) and a PID namespace that
 // every command of the run enters, so that a server one command starts in the background is

@@ -3,7 +3,7 @@ import { isSecretName } from "../secrets.js";
 import { sweptCommand, type LimitName } from "./limits.js";
 import { OutputCap } from "./output-cap.js";
 import type { ExecResult, ProcessInfo } from "./exec-result.js";
-import { COMMAND_TAG_VAR, isRunning, processesWithEnv, readProcStart } from "./proc.js";
+import { COMMAND_TAG_VAR, isRunning, processesWithEnv, readProcStart } from "../proc.js";
 
 // Spawning one command process with its limits (wall clock, output), and killing what it leaves:
 // the process-level half of the executor, below isolation and policy.

@@ -4,7 +4,7 @@ import type { Ignore } from "ignore";
 import { confined } from "./confined.js";
 
 // The one implementation of "is this path gitignored here?", shared by the one walker (walk.ts:
-// the files the agent sees, command feedback, revisions) and the single-path check (retrieval/ignore-check.ts).
+// the files the agent sees, command feedback, revisions) and the single-path check (ignore-check.ts).
 
 // git matches ignore rules case-insensitively where it probes the file system as such (core.ignorecase);
 // the platform is the stand-in for that probe.

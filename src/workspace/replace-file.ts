@@ -1,4 +1,4 @@
-import { isRunning } from "../sandbox/proc.js";
+import { isRunning } from "../proc.js";
 import { confined, type ConfinedDir } from "./confined.js";
 import { assertWritable } from "./paths.js";
 

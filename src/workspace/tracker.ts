@@ -1,6 +1,6 @@
 import { confined } from "./confined.js";
 import path from "node:path";
-import { IgnoreChecker } from "../retrieval/ignore-check.js";
+import { IgnoreChecker } from "./ignore-check.js";
 import { diffSnapshots, fileStatsOf, type FileChanges } from "./files.js";
 import { statWalk, type StatEntry, type StatWalk } from "./walk.js";
 

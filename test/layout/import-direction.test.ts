@@ -129,17 +129,12 @@ const KNOWN_CORE_LOOP = [
   "src/config.ts",
   "src/context/",
   "src/ledger/",
-  "src/memory/",
   "src/models/",
   "src/queue/",
   "src/report/",
   "src/retrieval/",
   "src/runtime.ts",
-  "src/sandbox/",
-  "src/secrets.ts",
-  "src/secrets/",
   "src/telemetry/",
-  "src/workspace/",
 ];
 
 describe("loops among the core's folders", () => {

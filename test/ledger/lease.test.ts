@@ -7,7 +7,7 @@ import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { acquireLease, LEASE_EXIT_CODE, LeaseHeldError, listLeases, threadScope, workspaceScope } from "../../src/ledger/lease.js";
 import { openStateDb } from "../../src/ledger/state-db.js";
-import { readProcStart } from "../../src/sandbox/proc.js";
+import { readProcStart } from "../../src/proc.js";
 import { REPO, cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 
 const children: ChildProcess[] = [];

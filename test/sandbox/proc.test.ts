@@ -1,7 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
-import { isExiting, isRunning, readProcStart } from "../../src/sandbox/proc.js";
+import { isExiting, isRunning, readProcStart } from "../../src/proc.js";
 
 // A PID namespace's init killed with SIGKILL first kills every process of its namespace and waits
 // until each is reaped; only then does it become a zombie. A command entered with nsenter is reaped

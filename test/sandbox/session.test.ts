@@ -8,7 +8,7 @@ import { detectIsolation } from "../../src/sandbox/detect.js";
 import { createSandbox } from "../../src/sandbox/executor.js";
 import { runCommand } from "../../src/sandbox/engine.js";
 import { SandboxSession } from "../../src/sandbox/session.js";
-import { isRunning } from "../../src/sandbox/proc.js";
+import { isRunning } from "../../src/proc.js";
 import { findProcesses } from "../helpers/processes.js";
 
 const report = detectIsolation();

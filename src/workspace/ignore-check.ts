@@ -1,4 +1,4 @@
-import { isAlwaysSkipped, isIgnored, makeIgnore, readIgnoreFile, type RuleSet } from "../workspace/ignore-rules.js";
+import { isAlwaysSkipped, isIgnored, makeIgnore, readIgnoreFile, type RuleSet } from "./ignore-rules.js";
 
 /**
  * Answers "would walkFiles list this path?" for single paths without walking the tree: the same
