@@ -1,6 +1,13 @@
 import type pg from "pg";
-import type { Runtime } from "../runtime.js";
+import type { PgRevisionReplica } from "../ledger/pg-revisions.js";
+import type { RevisionStore } from "../workspace/revisions.js";
 import { MaterialiseError } from "./materialise.js";
+
+/** The parts of a run's runtime a restore touches (declared here so the queue does not import the runtime above it). */
+export interface RestoreTarget {
+  revisions: RevisionStore;
+  revisionReplica?: PgRevisionReplica;
+}
 
 /**
  * The workspace revision a queued run continues from: the newest one its ledger names (an action's
@@ -23,7 +30,7 @@ export async function lastRevision(pool: pg.Pool, thread: string): Promise<strin
  * Writes revision `rev` into the runtime's (freshly cloned, empty) workspace from the PostgreSQL
  * revision store, so the run continues on the files its last checkpoint recorded.
  */
-export async function restoreRevision(rt: Runtime, rev: string): Promise<void> {
+export async function restoreRevision(rt: RestoreTarget, rev: string): Promise<void> {
   const replica = rt.revisionReplica;
   if (!replica) throw new MaterialiseError(`run continues from revision ${rev.slice(0, 12)}, but this state keeps no revisions in PostgreSQL`);
   await replica.pull(rt.revisions, rev);

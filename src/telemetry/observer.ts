@@ -6,7 +6,7 @@ import { errorMessage } from "../errors.js";
 import type { PayloadOf, Subtask } from "../events.js";
 import type { RunRegistryPort, RunTrace } from "../ledger/runs.js";
 import { retryWatch } from "../models/retry.js";
-import type { Runtime } from "../runtime.js";
+import type { Redactor } from "../secrets.js";
 import { otelEnabled, startOtel, type Otel } from "./otel.js";
 import { openRunLog } from "./run-log.js";
 
@@ -40,6 +40,17 @@ interface StateView {
   subtasks: Subtask[];
 }
 
+/** The parts of a run's runtime the observer reads (declared here so telemetry/ does not import the runtime above it). */
+export interface ObservedRuntime {
+  workspace: string;
+  stateDir: string;
+  dbPath: string;
+  runs: RunRegistryPort;
+  model: { name: string };
+  redactor: Redactor;
+  progress?: (e: { node: string; step: number; text: string }) => void;
+}
+
 /** One run's observer in this process: its log, and its spans when OTel is on. */
 export class RunObserver {
   private readonly subtaskStarts = new Map<string, number>();
@@ -48,7 +59,7 @@ export class RunObserver {
   private ended = false;
 
   constructor(
-    readonly rt: Runtime,
+    readonly rt: ObservedRuntime,
     readonly thread: string,
     readonly trace: RunTrace,
     private readonly log: Logger,
@@ -325,7 +336,7 @@ export class RunObserver {
 
 const observers = new Map<string, Promise<RunObserver | null>>();
 
-async function createObserver(rt: Runtime, thread: string): Promise<RunObserver> {
+async function createObserver(rt: ObservedRuntime, thread: string): Promise<RunObserver> {
   // The backend's registry: on PostgreSQL a run continued by another worker keeps its trace.
   const registry = rt.runs;
   const stored = (await registry.get(thread).catch(() => null))?.trace ?? null;
@@ -355,7 +366,7 @@ async function createObserver(rt: Runtime, thread: string): Promise<RunObserver>
 }
 
 /** The observer of a run in this process (created on first use; null when its log cannot be opened). */
-export function observerFor(rt: Runtime, thread: string): Promise<RunObserver | null> {
+export function observerFor(rt: ObservedRuntime, thread: string): Promise<RunObserver | null> {
   const key = `${rt.dbPath}\u0000${thread}`;
   let o = observers.get(key);
   if (!o) {
@@ -369,7 +380,7 @@ export function observerFor(rt: Runtime, thread: string): Promise<RunObserver | 
 }
 
 /** Wraps a graph node (see RunObserver.node); without a thread id the node just runs. */
-export async function observeNode<T>(rt: Runtime, thread: string | undefined, node: string, state: StateView, fn: () => Promise<T>): Promise<T> {
+export async function observeNode<T>(rt: ObservedRuntime, thread: string | undefined, node: string, state: StateView, fn: () => Promise<T>): Promise<T> {
   const obs = thread ? await observerFor(rt, thread) : null;
   return obs ? obs.node(node, state, fn) : fn();
 }
@@ -394,7 +405,7 @@ export function observeToolCall(
 }
 
 /** Ends the observation of a run in this process (after its last node), exporting pending telemetry. */
-export async function endObservation(rt: Runtime, thread: string, status: string, steps: number): Promise<void> {
+export async function endObservation(rt: ObservedRuntime, thread: string, status: string, steps: number): Promise<void> {
   const key = `${rt.dbPath}\u0000${thread}`;
   const o = observers.get(key);
   if (!o) return;
