@@ -1,8 +1,8 @@
 import fs from "node:fs";
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
-import { LOG_LEVELS, runLogFile, setStderrLogLevel } from "../telemetry/run-log.js";
-import { resolveWorkspace, stateLocation } from "../workspace/location.js";
+import { LOG_LEVELS, setStderrLogLevel } from "../telemetry/run-log.js";
+import { resolveWorkspace, runLogFile, stateLocation } from "../workspace/location.js";
 import { workspaceOptions } from "./common.js";
 import { openExistingState, requireThread, type WorkspaceArgs } from "../ledger/open-state.js";
 import { declareCommand } from "./command-specs.js";

@@ -5,7 +5,7 @@ import { writePrivateFile } from "../private-files.js";
 import type { Redactor } from "../secrets.js";
 import type { TaskStateValue } from "../state.js";
 import type { RevisionStore } from "../workspace/revisions.js";
-import { reportFile } from "./report-file.js";
+import { reportFile } from "../workspace/location.js";
 
 /** The parts of a run's runtime a report is built from (declared here so report/ does not import the runtime above it). */
 export interface ReportSource {

@@ -3,6 +3,7 @@ import path from "node:path";
 import type { Logger } from "pino";
 import { ConfigError } from "../errors.js";
 import { PRIVATE_FILE_MODE, ensurePrivateDir } from "../private-files.js";
+import { runLogFile } from "../workspace/location.js";
 
 /** pino's levels, and `silent`. */
 export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
@@ -14,11 +15,6 @@ let stderrLevel: LogLevel = "silent";
 export function setStderrLogLevel(level: string): void {
   if (!LOG_LEVELS.includes(level as LogLevel)) throw new ConfigError(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got "${level}"`);
   stderrLevel = level as LogLevel;
-}
-
-/** Where a run's JSON log lives: `<state dir>/logs/<thread>.jsonl` (one JSON object a line, appended by every process that runs the thread). */
-export function runLogFile(stateDir: string, thread: string): string {
-  return path.join(stateDir, "logs", `${thread.replace(/[^\w.-]/g, "_")}.jsonl`);
 }
 
 export interface RunLog {

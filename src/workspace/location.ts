@@ -22,3 +22,13 @@ export function stateLocation(workspace: string, stateDir?: string): { stateDir:
   const dir = path.resolve(stateDir ?? path.join(workspace, ".ledgerloop"));
   return { stateDir: dir, dbPath: path.join(dir, "state.db") };
 }
+
+/** Where the report of a run that stopped is written: `<state dir>/reports/<thread>.md`. */
+export function reportFile(stateDir: string, thread: string): string {
+  return path.join(stateDir, "reports", `${thread}.md`);
+}
+
+/** Where a run's JSON log lives: `<state dir>/logs/<thread>.jsonl` (one JSON object a line, appended by every process that runs the thread). */
+export function runLogFile(stateDir: string, thread: string): string {
+  return path.join(stateDir, "logs", `${thread.replace(/[^\w.-]/g, "_")}.jsonl`);
+}

@@ -12,8 +12,7 @@ import { openStateDb } from "../../src/ledger/state-db.js";
 import { rememberLessons } from "../../src/memory/lessons.js";
 import { SqliteStore } from "../../src/memory/sqlite-store.js";
 import type { RunSettings } from "../../src/settings.js";
-import { runLogFile } from "../../src/telemetry/run-log.js";
-import { reportFile } from "../../src/report/report-file.js";
+import { reportFile, runLogFile } from "../../src/workspace/location.js";
 import { seedRunEvents } from "./delete-run-seed.js";
 
 // Deleting one run whole from a SQLite state, on real tables: the ledger (with its append-only

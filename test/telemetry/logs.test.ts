@@ -10,7 +10,7 @@ import { withRetries } from "../../src/models/retry.js";
 import type { Runtime } from "../../src/runtime.js";
 import { createRedactor } from "../../src/secrets.js";
 import { endObservation, observeModelCall, observeNode } from "../../src/telemetry/observer.js";
-import { runLogFile } from "../../src/telemetry/run-log.js";
+import { runLogFile } from "../../src/workspace/location.js";
 import { cli, cliSpawn, jsonLines } from "../helpers/cli.js";
 import { DEMO_TRAJECTORY, DEMO_WORKSPACE, cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_TASK } from "../../src/cli/demo.js";
 import { RunRegistry } from "../../src/ledger/runs.js";
 import { detectCgroups } from "../../src/sandbox/limits.js";
-import { runLogFile } from "../../src/telemetry/run-log.js";
+import { runLogFile } from "../../src/workspace/location.js";
 import { BIN, cliAsync, jsonLines } from "../helpers/cli.js";
 import { DEMO_TRAJECTORY, DEMO_WORKSPACE, REPO, cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 

@@ -6,7 +6,7 @@ import { adjustVerdict, projectTool } from "../../src/agent/tools/project.js";
 import { handleTools, withToolsTable } from "../../src/cli/tools.js";
 import { parseConfig } from "../../src/config.js";
 import type { PolicyVerdict } from "../../src/sandbox/policy.js";
-import { runLogFile } from "../../src/telemetry/run-log.js";
+import { runLogFile } from "../../src/workspace/location.js";
 import { BUILTIN_TOOL_NAMES } from "../../src/tool-catalogue.js";
 import { jsonLines } from "../helpers/cli.js";
 import { cleanupTemp, REPO, tempWorkspace } from "../helpers/workspace.js";
