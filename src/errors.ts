@@ -51,7 +51,7 @@ export class LedgerError extends LedgerloopError {
       | "LEDGER_NOT_FOUND"
       // An import (ledgerloop migrate) into a thread that already holds other events.
       | "LEDGER_IMPORT_CONFLICT"
-      // A queue worker whose lease on the run was taken over (src/queue/run-leases.ts).
+      // A queue worker whose lease on the run was taken over (src/ledger/pg-run-leases.ts).
       | "LEASE_LOST",
     message: string,
     options?: { cause?: unknown },

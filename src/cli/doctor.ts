@@ -157,7 +157,7 @@ export async function handleDoctor(args: { workspace?: string; model?: string; e
     });
   }
   // The state named by --state or LEDGERLOOP_STATE_URL: reachable, its schema, what it holds, its queue.
-  const { openStateAdmin } = await import("../ledger/open-state-admin.js");
+  const { openStateAdmin } = await import("../state-admin/open-state-admin.js");
   checks.push(...(await (await openStateAdmin({ workspace, ...(args.state !== undefined ? { state: args.state } : {}) })).checks()));
   const promises = levelPromises(sandbox.level as IsolationLevel);
   return { sandbox: { level: sandbox.level, reasons: [...sandbox.reasons], uid: sandbox.uidFor(workspace).reason, ...promises }, checks };

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import type { WorkspaceArgs } from "../ledger/open-state.js";
-import { openStateAdmin } from "../ledger/open-state-admin.js";
-import type { GcOutcome } from "../ledger/state-admin.js";
+import { openStateAdmin } from "../state-admin/open-state-admin.js";
+import type { GcOutcome } from "../state-admin/state-admin.js";
 import { intOption, log, printJson, stateOption, wholeNumberOption, workspaceOptions } from "./common.js";
 import { declareCommand } from "./command-specs.js";
 

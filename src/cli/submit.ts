@@ -43,7 +43,7 @@ export async function handleSubmit(task: string | undefined, args: SubmitArgs): 
     if (err instanceof ConfigError) throw new CliError(err.message, 2, "CONFIG_INVALID");
     throw err;
   }
-  const [{ submitRuns }, { withQueueState }] = await Promise.all([import("../queue/run-queue.js"), import("../ledger/state-port-queue.js")]);
+  const [{ submitRuns }, { withQueueState }] = await Promise.all([import("../queue/run-queue.js"), import("../queue/queue-state.js")]);
   return withQueueState(url, async ({ state, boss }) => {
     const queued = await submitRuns(state.pool, boss, runs);
     for (const q of queued) {

@@ -7,6 +7,6 @@ export type { WorkerRow };
 
 /** The fleet of a PostgreSQL state: live workers, and those that stopped or died within `recentSeconds`. */
 export async function listWorkers(url: string, opts: { recentSeconds?: number } = {}): Promise<WorkerRow[]> {
-  const { openStateAdmin } = await import("../ledger/open-state-admin.js");
+  const { openStateAdmin } = await import("../state-admin/open-state-admin.js");
   return (await openStateAdmin({ state: url })).workers(opts);
 }

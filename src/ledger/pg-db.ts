@@ -164,7 +164,7 @@ export const PG_MIGRATIONS: string[] = [
   );
   `,
   // 6: how often workers released a run because they could not materialise its workspace
-  // (queue/run-leases.ts): another machine may reach what one cannot, up to MATERIALISE_ATTEMPTS.
+  // (pg-run-leases.ts): another machine may reach what one cannot, up to MATERIALISE_ATTEMPTS.
   `
   ALTER TABLE ll_run_leases ADD COLUMN releases INTEGER NOT NULL DEFAULT 0;
   `,

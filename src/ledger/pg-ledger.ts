@@ -16,7 +16,7 @@ export interface PgLedgerOptions {
   redactor?: Redactor;
   now?: () => Date;
   /**
-   * A queued run's holding (src/queue/run-leases.ts): appends to `thread` commit only while
+   * A queued run's holding (pg-run-leases.ts): appends to `thread` commit only while
    * `token` still holds its lease, checked in the append's own transaction. A worker that stalled
    * past its lease and was taken over can then record nothing more of the run, so it cannot start
    * another of its actions either (an action is recorded before it runs).

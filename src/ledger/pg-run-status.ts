@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { findRunLease, leaseLive, listRunLeases } from "../queue/run-leases.js";
+import { findRunLease, leaseLive, listRunLeases } from "./pg-run-leases.js";
 import { tableExists } from "./pg-db.js";
 import { runEnded } from "./run-ended.js";
 import { PgRunRegistry } from "./pg-runs.js";

@@ -1,5 +1,5 @@
 import { tableExists } from "../ledger/pg-db.js";
-import { noteText, type Sql } from "./run-leases.js";
+import { noteText, type Sql } from "../ledger/pg-run-leases.js";
 
 // The fleet: one row per worker process in ll_workers (pg-db.ts, migration 10). A worker inserts
 // its row when it starts, renews it every lease/3 (as it renews its runs' leases) and marks it

@@ -1,7 +1,7 @@
 import type PgBoss from "pg-boss";
 import type pg from "pg";
 import { ConfigError } from "../errors.js";
-import { noteText, requeueRun, type RunLeaseRow, type RunLeaseState } from "./run-leases.js";
+import { noteText, requeueRun, type RunLeaseRow, type RunLeaseState } from "../ledger/pg-run-leases.js";
 import { enqueueOn, RUN_QUEUE } from "./run-queue.js";
 
 // Run control from any machine with the state URL: cancel a run (queued: its job cancelled and the

@@ -14,7 +14,7 @@ import { QUEUE_SCHEMA, RUN_QUEUE } from "./status.js";
 // four hours, which does not fit runs that last hours and must move within seconds).
 //
 // A job only says which run to work on ({ thread }); what the run is (task, source, settings) is
-// in ll_submissions, and who holds it in ll_run_leases (run-leases.ts). pg-boss delivers each job
+// in ll_submissions, and who holds it in ll_run_leases (ledger/pg-run-leases.ts). pg-boss delivers each job
 // once; a run outlives its jobs: when its worker dies, a reaper puts the run back with a new job.
 
 export { QUEUE_SCHEMA, RUN_QUEUE };

@@ -6,8 +6,8 @@ import { LEASE_EXIT_CODE } from "../ledger/lease.js";
 import { checkpointsElsewhere } from "../ledger/checkpoint-home.js";
 import type { WorkspaceArgs } from "../ledger/open-state.js";
 import type { RunSummary } from "../ledger/run-status.js";
-import { openStateAdmin } from "../ledger/open-state-admin.js";
-import type { DeleteSweep } from "../ledger/state-admin.js";
+import { openStateAdmin } from "../state-admin/open-state-admin.js";
+import type { DeleteSweep } from "../state-admin/state-admin.js";
 
 export interface DeleteArgs extends WorkspaceArgs {
   yes?: boolean;

@@ -1,6 +1,6 @@
 import os from "node:os";
 import type { CancelResult } from "../queue/run-control.js";
-import type { RunLeaseState } from "../queue/run-leases.js";
+import type { RunLeaseState } from "../ledger/pg-run-leases.js";
 
 // `ledgerloop cancel` and `requeue` against a PostgreSQL state: each opens the state and the queue
 // for one call (queue/run-control.ts) and closes them again.
@@ -16,9 +16,9 @@ function asker(): string {
   return `${user}@${os.hostname()}`;
 }
 
-/** The state's pool and queue for one call (ledger/state-port-queue.ts). */
+/** The state's pool and queue for one call (queue/queue-state.ts). */
 async function withQueue<T>(url: string, fn: (pool: import("pg").Pool, boss: import("pg-boss")) => Promise<T>): Promise<T> {
-  const { withQueueState } = await import("../ledger/state-port-queue.js");
+  const { withQueueState } = await import("../queue/queue-state.js");
   return withQueueState(url, ({ state, boss }) => fn(state.pool, boss));
 }
 
@@ -39,7 +39,7 @@ export async function requeueSubmittedRun(
 ): Promise<{ thread: string; jobId: string; was: RunLeaseState; from?: string }> {
   const [{ requeueStoppedRun }, { getRunLease }, { requeuePoint }] = await Promise.all([
     import("../queue/run-control.js"),
-    import("../queue/run-leases.js"),
+    import("../ledger/pg-run-leases.js"),
     import("./requeue-from.js"),
   ]);
   const r = await withQueue(url, async (pool, boss) => {

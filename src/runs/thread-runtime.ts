@@ -116,8 +116,8 @@ export async function runtimeForThread(
   return rt;
 }
 
-/** Refuses, in one line, a command that would race a queue worker over the run (see queue/run-leases.ts). */
-export async function refuseIfQueued(pool: import("../queue/run-leases.js").Sql, thread: string, command: string): Promise<void> {
+/** Refuses, in one line, a command that would race a queue worker over the run (see ledger/pg-run-leases.ts). */
+export async function refuseIfQueued(pool: import("../ledger/pg-run-leases.js").Sql, thread: string, command: string): Promise<void> {
   // Loaded on use: the commands that import this module also run on SQLite, which must not load pg.
-  await (await import("../queue/run-leases.js")).refuseIfQueued(pool, thread, command);
+  await (await import("../ledger/pg-run-leases.js")).refuseIfQueued(pool, thread, command);
 }

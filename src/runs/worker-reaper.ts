@@ -1,6 +1,6 @@
 import type PgBoss from "pg-boss";
 import type pg from "pg";
-import { expiredRunLeases, requeueRun } from "../queue/run-leases.js";
+import { expiredRunLeases, requeueRun } from "../ledger/pg-run-leases.js";
 import { enqueueOn, RUN_QUEUE } from "../queue/run-queue.js";
 
 // A worker's reaper: hands over runs whose holder stopped renewing its lease (a dead worker, or

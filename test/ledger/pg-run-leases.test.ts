@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { openPgState, STALLED_TRANSACTION_MS, type PgState } from "../../src/ledger/pg-db.js";
 import { PgLedger, RunLeaseLostError } from "../../src/ledger/pg-ledger.js";
-import { acquireRunLease, endRunLease, expiredRunLeases, getRunLease, renewRunLease, requeueRun } from "../../src/queue/run-leases.js";
+import { acquireRunLease, endRunLease, expiredRunLeases, getRunLease, renewRunLease, requeueRun } from "../../src/ledger/pg-run-leases.js";
 import { describePg, useTestDatabase } from "../helpers/postgres.js";
-import { until } from "./queue-fixtures.js";
+import { until } from "../queue/queue-fixtures.js";
 
 // The lease rows that decide which worker holds a queued run, and the ledger fence on them, at the
 // SQL level (the worker processes that use them are in worker.test.ts and worker-load.test.ts).

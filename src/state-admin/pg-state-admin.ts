@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import { CliError, errorMessage, nativeModuleError } from "../errors.js";
 import { resolveWorkspace, stateLocation } from "../workspace/location.js";
-import type { WorkspaceArgs } from "./open-state.js";
+import type { WorkspaceArgs } from "../ledger/open-state.js";
 import type { StateAdmin, StateCheck } from "./state-admin.js";
 
 // The state admin of a PostgreSQL state, which many machines use at once: every operation opens a
@@ -13,11 +13,11 @@ export function pgStateAdmin(url: string, args: WorkspaceArgs): StateAdmin {
     backend: "postgres",
     deleteRun: async (thread, decide) => {
       const [{ openPgState }, { deletePgRunRecords, pgRunFootprint }, { removeRunFiles, runExists }, { listRunsPg }, { refuseIfQueued }] = await Promise.all([
-        import("./pg-db.js"),
-        import("./pg-delete-run.js"),
-        import("./delete-run.js"),
-        import("./pg-run-status.js"),
-        import("../queue/run-leases.js"),
+        import("../ledger/pg-db.js"),
+        import("../ledger/pg-delete-run.js"),
+        import("../ledger/delete-run.js"),
+        import("../ledger/pg-run-status.js"),
+        import("../ledger/pg-run-leases.js"),
       ]);
       // Migrated on open: the guard that lets a whole run's events go is migration 8.
       const st = await openPgState(url, { max: 2 });
@@ -41,7 +41,7 @@ export function pgStateAdmin(url: string, args: WorkspaceArgs): StateAdmin {
       }
     },
     gc: async (req) => {
-      const [{ openPgState }, { collectPgGarbage }] = await Promise.all([import("./pg-db.js"), import("./pg-maintenance.js")]);
+      const [{ openPgState }, { collectPgGarbage }] = await Promise.all([import("../ledger/pg-db.js"), import("../ledger/pg-maintenance.js")]);
       const st = await openPgState(url, { max: 3 });
       try {
         const report = await collectPgGarbage(st.pool, {
@@ -58,7 +58,7 @@ export function pgStateAdmin(url: string, args: WorkspaceArgs): StateAdmin {
     workers: async (opts) => {
       // Read-only: listing the fleet never migrates or writes the database it looks at. A newer schema
       // is when an operator most needs the list (which workers are too old), so it is read all the same.
-      const [{ openPgState }, { listFleetWorkers }] = await Promise.all([import("./pg-db.js"), import("../queue/fleet.js")]);
+      const [{ openPgState }, { listFleetWorkers }] = await Promise.all([import("../ledger/pg-db.js"), import("../queue/fleet.js")]);
       const st = await openPgState(url, { migrate: false, readOnly: true, allowNewer: true, max: 1 });
       try {
         return await listFleetWorkers(st.pool, opts);
@@ -74,7 +74,7 @@ export function pgStateAdmin(url: string, args: WorkspaceArgs): StateAdmin {
  * understands; then what it holds and its run queue. Read-only: doctor migrates nothing.
  */
 async function pgChecks(url: string): Promise<StateCheck[]> {
-  const { PG_SCHEMA_VERSION, openPgState } = await import("./pg-db.js");
+  const { PG_SCHEMA_VERSION, openPgState } = await import("../ledger/pg-db.js");
   const checks: StateCheck[] = [];
   const check = async (name: string, fn: () => Promise<string>) => {
     try {
@@ -102,7 +102,7 @@ async function pgChecks(url: string): Promise<StateCheck[]> {
     if (!pool || !checks.at(-1)?.ok) return checks;
     // What the state holds, so an operator sees when `gc --state` is due.
     await check("storage", async () => {
-      const { pgStorage } = await import("./pg-maintenance.js");
+      const { pgStorage } = await import("../ledger/pg-maintenance.js");
       const s = await pgStorage(pool);
       const mb = (b: number) => `${(b / 1e6).toFixed(1)} MB`;
       return (

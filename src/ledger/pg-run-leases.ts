@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type pg from "pg";
 import { CliError } from "../errors.js";
-import { tableExists } from "../ledger/pg-db.js";
+import { tableExists } from "./pg-db.js";
 import { defaultRedactor } from "../secrets.js";
 
 // Who holds a queued run. One row per submitted run in ll_run_leases (pg-db.ts, migration 2):

@@ -1,14 +1,16 @@
 import type { WorkerRow } from "../queue/fleet.js";
-import type { RunFootprint } from "./delete-run.js";
-import type { GcReport } from "./maintenance.js";
-import type { PgGcReport } from "./pg-maintenance.js";
-import type { RunSummary } from "./run-status.js";
+import type { RunFootprint } from "../ledger/delete-run.js";
+import type { GcReport } from "../ledger/maintenance.js";
+import type { PgGcReport } from "../ledger/pg-maintenance.js";
+import type { RunSummary } from "../ledger/run-status.js";
 
 // The administrative side of a state (delete a run, collect garbage, describe it for doctor, list
 // its workers), whichever backend holds it: the application layer and the entry points take one
 // StateAdmin and never ask whether it is SQLite or PostgreSQL (the write side's twin is
-// state-port.ts, the read side's inspection.ts). The adapters (sqlite-state-admin.ts,
+// ledger/state-port.ts, the read side's ledger/inspection.ts). The adapters (sqlite-state-admin.ts,
 // pg-state-admin.ts) are the only places that know; open-state-admin.ts loads the one a state needs.
+// It sits above src/ledger/ and src/queue/ because administering a state reads both (doctor checks
+// the run queue, `workers` lists the fleet), while the queue itself is built on the ledger's pool.
 
 /** What deleting a run would remove, for the caller to refuse or go ahead. */
 export interface DeletePlan extends RunFootprint {

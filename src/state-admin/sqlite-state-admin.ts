@@ -1,7 +1,7 @@
 import path from "node:path";
 import { CliError } from "../errors.js";
-import { acquireLease, LeaseHeldError, threadScope, workspaceScope, type Lease } from "./lease.js";
-import { openExistingState, type OpenedState, type WorkspaceArgs } from "./open-state.js";
+import { acquireLease, LeaseHeldError, threadScope, workspaceScope, type Lease } from "../ledger/lease.js";
+import { openExistingState, type OpenedState, type WorkspaceArgs } from "../ledger/open-state.js";
 import type { DeleteSweep, StateAdmin } from "./state-admin.js";
 
 // The state admin of a workspace's own SQLite file (state.db): every operation opens the file for
@@ -12,7 +12,10 @@ export function sqliteStateAdmin(args: WorkspaceArgs): StateAdmin {
   return {
     backend: "sqlite",
     deleteRun: async (thread, decide) => {
-      const [{ deleteRunRecords, runExists, runFootprint }, { listRuns }] = await Promise.all([import("./delete-run.js"), import("./run-status.js")]);
+      const [{ deleteRunRecords, runExists, runFootprint }, { listRuns }] = await Promise.all([
+        import("../ledger/delete-run.js"),
+        import("../ledger/run-status.js"),
+      ]);
       const st = await openExistingState(args, { write: true });
       let lease: Lease | undefined;
       try {
@@ -38,7 +41,7 @@ export function sqliteStateAdmin(args: WorkspaceArgs): StateAdmin {
         throw new CliError("--grace-minutes applies to a PostgreSQL state (--state); a local gc has no pushes to wait for", 2, "CONFIG_INVALID");
       if (req.staleHours !== undefined)
         throw new CliError("--stale-hours applies to a PostgreSQL state (--state); a local gc runs while no run writes the workspace", 2, "CONFIG_INVALID");
-      const [{ collectGarbage }, { RevisionStore }] = await Promise.all([import("./maintenance.js"), import("../workspace/revisions.js")]);
+      const [{ collectGarbage }, { RevisionStore }] = await Promise.all([import("../ledger/maintenance.js"), import("../workspace/revisions.js")]);
       const st = await openExistingState(args, { write: true });
       // gc deletes checkpoints and blobs: never while a run writes the workspace.
       let lease: Lease | undefined;
@@ -67,7 +70,7 @@ export function sqliteStateAdmin(args: WorkspaceArgs): StateAdmin {
  * another run uses the workspace.
  */
 async function sweepRevisions(st: OpenedState): Promise<DeleteSweep> {
-  const [{ collectGarbage }, { RevisionStore }] = await Promise.all([import("./maintenance.js"), import("../workspace/revisions.js")]);
+  const [{ collectGarbage }, { RevisionStore }] = await Promise.all([import("../ledger/maintenance.js"), import("../workspace/revisions.js")]);
   let lease: Lease;
   try {
     lease = acquireLease(st.db, [workspaceScope(st.workspace)], { command: "delete" });

@@ -1,5 +1,5 @@
 import type PgBoss from "pg-boss";
-import type { PgState } from "./pg-db.js";
+import type { PgState } from "../ledger/pg-db.js";
 
 // The run queue lives only in a PostgreSQL state: `submit`, `cancel` and `requeue` open the state
 // (migrated, so the queue's tables exist) and start pg-boss for one call, then stop both. They did
@@ -14,7 +14,7 @@ export interface QueueState {
 
 /** Opens the PostgreSQL state at `url` and its queue, runs `fn` on them, and closes both whatever happens. */
 export async function withQueueState<T>(url: string, fn: (q: QueueState) => Promise<T>): Promise<T> {
-  const [{ openPgState }, { startQueue }] = await Promise.all([import("./pg-db.js"), import("../queue/run-queue.js")]);
+  const [{ openPgState }, { startQueue }] = await Promise.all([import("../ledger/pg-db.js"), import("./run-queue.js")]);
   const state = await openPgState(url);
   try {
     const boss = await startQueue(url);
