@@ -65,6 +65,9 @@ export function keepRun(
   };
 }
 
+/** The nodes a step starts with: where a graceful stop takes effect. */
+const STEP_STARTS = new Set(["plan", "context"]);
+
 function keepRunInner(
   node: string,
   fn: NodeFn,
@@ -76,9 +79,11 @@ function keepRunInner(
     let current = state;
     let patch: Partial<TaskStateValue> = {};
     try {
-      // A graceful stop (a worker handing the run back): the node before this one was checkpointed,
-      // and this one does not start, so nothing is cut off half-way.
-      if (rt.stopBetweenSteps?.aborted) throw new RunStoppedError(node);
+      // A graceful stop (a worker handing the run back, `ledgerloop cancel`): the step in progress
+      // (decide → act → observe, and the reflection or summary after it) ends as it would, and the
+      // next one does not start. Stopping at any node boundary left a decided action unrun and
+      // without an outcome when the stop came while the model answered.
+      if (rt.stopBetweenSteps?.aborted && STEP_STARTS.has(node)) throw new RunStoppedError(node);
       const thread = threadIdOf(config);
       await noteRunner(rt, thread);
       const moved = await alignWorkspace(rt, state, config, node, rerun ? () => rerun(rt, state, config) : undefined);
