@@ -227,14 +227,32 @@ describe("run endings", () => {
 describe("reflect and summarize", () => {
   it("reflects after a failure streak and at the end", async () => {
     const ws = tempWorkspace(undefined, { "a.txt": "a\n" });
-    const fail = { tool_calls: [{ name: "run_command", args: { command: "echo boom >&2; exit 3" } }] };
-    const a = await agentFor(ws, { decide: [fail, fail, fail, { tool_calls: [{ name: "finish", args: { summary: "gave up" } }] }] }, { failureStreakLimit: 3 });
+    // Three different failing commands: a failure streak, not a repetition.
+    const fail = (n: number) => ({ tool_calls: [{ name: "run_command", args: { command: `echo boom ${n} >&2; exit 3` } }] });
+    const a = await agentFor(
+      ws,
+      { decide: [fail(1), fail(2), fail(3), { tool_calls: [{ name: "finish", args: { summary: "gave up" } }] }] },
+      { failureStreakLimit: 3 },
+    );
     const final = await a.run("fail three times");
     expect(final.status).toBe("finished");
     const reflections = of(await a.events(), "reflection");
     expect(reflections.map((r) => r.payload.trigger)).toEqual(["failure_streak", "end_of_run"]);
     expect(reflections[0]!.payload.lessons.join("\n")).toMatch(/run_command failed/);
     expect(reflections[0]!.payload.fromEvents.length).toBeGreaterThan(0);
+  });
+
+  it("the same failing command three times is a repetition, whatever each run's duration", async () => {
+    const ws = tempWorkspace(undefined, { "a.txt": "a\n" });
+    // Each run sleeps longer (0.1, 0.4, 0.7 s, counted in a file), so the durations surely differ; the results do not.
+    const cmd = "n=$(cat .n 2>/dev/null || echo 0); echo $((n + 1)) > .n; sleep 0.$((n * 3 + 1)); echo boom >&2; exit 3";
+    const fail = { tool_calls: [{ name: "run_command", args: { command: cmd } }] };
+    const a = await agentFor(ws, { decide: [fail, fail, fail, { tool_calls: [{ name: "finish", args: { summary: "gave up" } }] }] }, { failureStreakLimit: 5 });
+    const final = await a.run("fail three times the same way");
+    expect(final.status).toBe("finished");
+    const feedback = of(await a.events(), "environment_feedback").filter((f) => f.payload.tool === "run_command");
+    expect(new Set(feedback.map((f) => f.payload.output)).size).toBeGreaterThan(1);
+    expect(of(await a.events(), "reflection").map((r) => r.payload.trigger)).toEqual(["repetition", "end_of_run"]);
   });
 
   it("folds old history into a summary that the prompt shows instead of the old turns", async () => {

@@ -23,15 +23,20 @@ export function routeAfterStep(
 }
 
 /**
- * What a step did, as a fingerprint: its calls (tool and arguments) and their results (status and
- * output), in order. Two steps with the same fingerprint changed nothing the model could learn from.
+ * What a step did, as a fingerprint: its calls (tool and arguments) and their results, in order. Two
+ * steps with the same fingerprint changed nothing the model could learn from. A command's result is
+ * its exit and its output, not the rendered text, whose duration ("0.04 s") differs between two runs
+ * of the same command: with it, a loop on one failing command went unnoticed whenever the timings
+ * differed, and was caught when they happened to match.
  */
 export function stepSignature(actions: LedgerEvent[], feedback: LedgerEvent<"environment_feedback">[]): string {
   const h = createHash("sha256");
   for (const a of actions) {
     if (a.type !== "agent_action") continue;
-    const fb = feedback.find((f) => f.causedBy === a.id);
-    h.update(JSON.stringify([a.payload.tool, a.payload.args ?? a.payload.argsText ?? null, fb?.payload.status ?? null, fb?.payload.output ?? null]));
+    const fb = feedback.find((f) => f.causedBy === a.id)?.payload;
+    const result =
+      fb?.stdout !== undefined || fb?.stderr !== undefined ? [fb.exitCode ?? null, fb.signal ?? null, fb.stdout ?? "", fb.stderr ?? ""] : (fb?.output ?? null);
+    h.update(JSON.stringify([a.payload.tool, a.payload.args ?? a.payload.argsText ?? null, fb?.status ?? null, result]));
     h.update("\0");
   }
   return h.digest("hex").slice(0, 16);
