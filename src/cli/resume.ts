@@ -57,7 +57,7 @@ export async function handleResume(thread: string, args: ResumeArgs): Promise<Dr
   );
   try {
     // A run of the queue is the workers' to drive (or to hand back first).
-    if (rt.pg) await (await import("../runs/thread-runtime.js")).refuseIfQueued(rt.pg.pool, thread, "resume");
+    await rt.state.refuseIfQueued(thread, "resume");
     // Before anything runs: a run never obeys a config it was not started with unless told to.
     const [{ CONFIG_FILE }, { acceptThreadConfig, checkThreadConfig }] = await Promise.all([import("../config.js"), import("../ledger/governing.js")]);
     if (args.acceptConfig) await acceptThreadConfig(rt.ledger, thread, rt.configSha);

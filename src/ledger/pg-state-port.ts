@@ -6,6 +6,7 @@ import { PgRunRegistry } from "./pg-runs.js";
 import { PgStore } from "./pg-store.js";
 import type { Redactor } from "../secrets.js";
 import { PgRevisionReplica } from "./pg-revisions.js";
+import { refuseIfQueued } from "./pg-run-leases.js";
 import type { StatePort } from "./state-port.js";
 
 // The PostgreSQL adapter of the state port: every part on one pool. Loaded on use (state-port.ts), so a
@@ -40,8 +41,27 @@ export function postgresStatePort(state: PgState, redactor: Redactor, opts: { fe
     checkpointer: new RedactingPostgresSaver(state.pool, redactor, { schema: state.schema }),
     store: new PgStore(state.pool, redactor),
     revisionReplica: new PgRevisionReplica(state.pool),
+    reconnects: true,
+    answersAgain: (ms, signal) => answersAgain(state, ms, signal),
+    refuseIfQueued: (thread, command) => refuseIfQueued(state.pool, thread, command),
     close: async () => {
       if (opts.owned) await state.close();
     },
   };
+}
+
+/** True once `SELECT 1` succeeds on the state's pool (tried every second), false after `ms` or a stop. */
+async function answersAgain(state: PgState, ms: number, signal?: AbortSignal): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (signal?.aborted) return false;
+    try {
+      await state.pool.query("SELECT 1");
+      return true;
+    } catch {
+      // Still away: refused, terminated or unreachable.
+    }
+    if (Date.now() + 1000 > deadline) return false;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
 }

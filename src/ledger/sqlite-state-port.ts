@@ -18,6 +18,9 @@ export function sqliteStatePort(db: Database.Database, redactor: Redactor, locat
     runs: sqliteRunRegistry(db),
     checkpointer: new RedactingSqliteSaver(db, redactor),
     store: new SqliteStore(db, redactor),
+    reconnects: false,
+    answersAgain: async () => false,
+    refuseIfQueued: async () => {},
     close: async () => {},
   };
 }

@@ -27,6 +27,18 @@ export interface StatePort {
   readonly revisionReplica?: PgRevisionReplica;
   /** PostgreSQL only: the open database the adapters share (its pool), for the few callers that query it directly. */
   readonly pg?: PgState;
+  /** Whether a state that stops answering may come back, so a run waits for it (a server: yes; a file: no). */
+  readonly reconnects: boolean;
+  /**
+   * Waits up to `ms` for a state that stopped answering to answer again (tried every second): true
+   * once it does, false after `ms` or a stop; false at once when it does not reconnect.
+   */
+  answersAgain(ms: number, signal?: AbortSignal): Promise<boolean>;
+  /**
+   * Refuses (CliError) a `command` on a run a queue worker holds or the queue still has (PostgreSQL's
+   * run queue); nothing to refuse on SQLite, which has no queue.
+   */
+  refuseIfQueued(thread: string, command: string): Promise<void>;
   /** Closes what the port opened itself; a database handed to it by its caller stays open. */
   close(): Promise<void>;
 }

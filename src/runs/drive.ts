@@ -195,32 +195,16 @@ export async function driveRunReconnecting(
   opts: DriveOptions & { reconnectMs: number; say?: (line: string) => void },
 ): Promise<DriveResult> {
   let result = await driveRun(rt, threadId, goal, opts);
-  for (let n = 0; n < MAX_RECONNECTS && result.status === "state_unavailable" && opts.reconnectMs > 0 && rt.pg && !opts.signal?.aborted; n++) {
+  for (let n = 0; n < MAX_RECONNECTS && result.status === "state_unavailable" && opts.reconnectMs > 0 && rt.state.reconnects && !opts.signal?.aborted; n++) {
     const t0 = Date.now();
     opts.say?.(
       `${result.error?.split("; the run is paused")[0] ?? "the state database is unavailable"}; waiting up to ${Math.round(opts.reconnectMs / 1000)} s for it to answer again`,
     );
-    if (!(await waitForDatabase(rt.pg.pool, opts.reconnectMs, opts.signal))) break;
+    if (!(await rt.state.answersAgain(opts.reconnectMs, opts.signal))) break;
     opts.say?.(`the state database answers again after ${((Date.now() - t0) / 1000).toFixed(1)} s; resuming ${threadId} from its last checkpoint`);
     result = await driveRun(rt, threadId, null, { ...opts, resume: undefined });
   }
   return result;
-}
-
-/** True once `SELECT 1` succeeds on the pool (tried every second), false after `ms` or a stop. */
-async function waitForDatabase(pool: import("pg").Pool, ms: number, signal?: AbortSignal): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (signal?.aborted) return false;
-    try {
-      await pool.query("SELECT 1");
-      return true;
-    } catch {
-      // Still away: refused, terminated or unreachable.
-    }
-    if (Date.now() + 1000 > deadline) return false;
-    await new Promise((r) => setTimeout(r, 1000));
-  }
 }
 
 /** The values of the thread's newest checkpoint (what the result reports). */

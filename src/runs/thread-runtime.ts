@@ -105,19 +105,13 @@ export async function runtimeForThread(
       ...(opts.lease ? { lease: { command: opts.lease, thread } } : {}),
     },
   );
-  if (opts.lease && rt.pg) {
+  if (opts.lease) {
     try {
-      await refuseIfQueued(rt.pg.pool, thread, opts.lease);
+      await rt.state.refuseIfQueued(thread, opts.lease);
     } catch (err) {
       await rt.close();
       throw err;
     }
   }
   return rt;
-}
-
-/** Refuses, in one line, a command that would race a queue worker over the run (see ledger/pg-run-leases.ts). */
-export async function refuseIfQueued(pool: import("../ledger/pg-run-leases.js").Sql, thread: string, command: string): Promise<void> {
-  // Loaded on use: the commands that import this module also run on SQLite, which must not load pg.
-  await (await import("../ledger/pg-run-leases.js")).refuseIfQueued(pool, thread, command);
 }

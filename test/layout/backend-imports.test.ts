@@ -19,11 +19,8 @@ const ALLOWED: Record<string, string> = {
   "src/runs/worker-presence.ts": "the worker's row in ll_workers",
   "src/runs/worker-reaper.ts": "hands over the runs of dead workers (queue leases)",
   "src/runs/run-control.ts": "cancel and requeue a submitted run: queue rows",
-  "src/runs/thread-runtime.ts": "refuses a command while a queue worker holds the run (its queue lease)",
   "src/runs/requeue-from.ts": "requeues a run from a checkpoint of the PostgreSQL state, for the workers",
-  // A run that loses its PostgreSQL server waits for it to answer again (SQLite cannot go away).
-  "src/runs/drive.ts": "waits for a lost PostgreSQL server to answer",
-  // The runtime carries the open PostgreSQL state for the queue checks above, and re-exports the
+  // The runtime carries the open PostgreSQL state for the worker, and re-exports the
   // SQLite saver as part of the package's API.
   "src/runtime.ts": "exposes the shared PostgreSQL state to the worker, and RedactingSqliteSaver to scripts",
   // The search index is this machine's, next to the workspace's own SQLite file, whatever the state.
