@@ -101,7 +101,10 @@ describe(`services example (sandbox ${level})`, () => {
     expect(resumed.stdout).not.toBe("");
     const procs = ledgerOf(ws, "F").filter((e) => e.type === "process");
     const failed = procs.find((e) => e.payload.kind === "failed" && e.payload.name === "web")!;
-    expect(failed.payload.reason).toMatch(/restart after resume failed: "web" exited before it was ready \(exit code 2\)/);
+    // Its output in the message: exit code 1 instead of 2 was seen once in a loaded full run, unexplained.
+    expect(failed.payload.reason, `web's last lines: ${JSON.stringify(failed.payload.lastLines)}; resume's stderr: ${resumed.stderr}`).toMatch(
+      /restart after resume failed: "web" exited before it was ready \(exit code 2\)/,
+    );
     expect(failed.payload.lastLines).toContain("web: missing WEB_SECRET");
     const ctx = cli(["context", "F", "-w", ws, "--step", "4", "--full"]).stdout;
     expect(ctx).toMatch(/- web: could NOT be restarted: "web" exited before it was ready \(exit code 2\)\n\s+\| web: missing WEB_SECRET/);
