@@ -8,7 +8,7 @@ const STAMP = path.join(REPO, "dist", ".built");
 // own time says how fresh the build is.
 const MAIN = path.join(REPO, "dist", "src", "cli", "main.js");
 const LOCK = path.join(REPO, ".build-lock");
-const SOURCES = ["src", "package.json", "tsconfig.json", "tsconfig.build.json"];
+const SOURCES = ["src", "scripts", "package.json", "tsconfig.json", "tsconfig.build.json"];
 
 function newestSource(): number {
   let newest = 0;

@@ -13,8 +13,15 @@ export interface Loaded {
   own: string[];
 }
 
-/** The modules a run of the built bin (or, with `script`, of `node ...args`) loaded, traced by test/helpers/trace-imports.mjs. */
-export function packagesLoaded(args: string[], script: string[] = [path.join(REPO, "bin/ledgerloop.js")]): Loaded {
+/**
+ * The compiled CLI before bundling (dist/src/cli/main.js): what a command loads there is the lazy
+ * structure the bundle keeps, since its dynamic imports stay chunk boundaries (scripts/bundle-cli.mjs).
+ * The bundle itself is checked in test/package/bundle.test.ts.
+ */
+export const UNBUNDLED_CLI = path.join(REPO, "dist", "src", "cli", "main.js");
+
+/** The modules a run of the compiled CLI (or, with `script`, of `node ...args`) loaded, traced by test/helpers/trace-imports.mjs. */
+export function packagesLoaded(args: string[], script: string[] = [UNBUNDLED_CLI]): Loaded {
   const trace = path.join(tempWorkspace(), "trace.txt");
   fs.writeFileSync(trace, "");
   const r = spawnSync(process.execPath, ["--import", path.join(REPO, "test/helpers/trace-imports.mjs"), ...script, ...args], {

@@ -48,12 +48,12 @@ describe("what importing the package loads (built)", () => {
   });
 });
 
-describe("what each command loads (built bin)", () => {
+describe("what each command loads (compiled CLI, before bundling)", () => {
   it("--help loads commander and the command table (specs and loaders), no command's module", () => {
     const r = packagesLoaded(["--help"]);
     expect(r.code).toBe(0);
     expect([...r.packages]).toEqual(["commander"]);
-    expect(r.own).toEqual(["bin/ledgerloop.js", "dist/src/cli/command-specs.js", "dist/src/cli/command-table.js", "dist/src/cli/main.js"]);
+    expect(r.own).toEqual(["dist/src/cli/command-specs.js", "dist/src/cli/command-table.js", "dist/src/cli/main.js"]);
   });
 
   it("<command> --help loads that command's module and no other's", () => {
