@@ -49,6 +49,7 @@ export const SLOW_TESTS = [
   "test/models/openai.test.ts",
   "test/models/probe.test.ts",
   "test/models/prose.test.ts",
+  "test/package/bundle.test.ts",
   "test/package/pack.test.ts",
   "test/package/scripts.test.ts",
   "test/package/search-startup.test.ts",
