@@ -38,6 +38,7 @@ export const SLOW_TESTS = [
   "test/agent/coding-agent.test.ts",
   "test/agent/context-scenarios.test.ts",
   "test/agent/dev-server.test.ts",
+  "test/agent/recall-determinism.test.ts",
   "test/agent/studio-entry.test.ts",
   "test/agent/time-travel.test.ts",
   "test/ledger/checkpoint-validation.test.ts",

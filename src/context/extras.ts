@@ -155,7 +155,7 @@ export async function recalledSection(x: ExtrasInput, query: string): Promise<st
     const by = summarisedBy(e.seq);
     const line = `- (seq ${e.seq}, ${e.type}${by ? `, expanded from summary seq ${by.payload.fromSeq}-${by.payload.toSeq}` : ""}) ${capText(eventText(e), 600)}`;
     if (x.seen(line)) continue;
-    const note = by ? `expanded from summary ${by.id}` : undefined;
+    const note = [by ? `expanded from summary ${by.id}` : "", h.note ?? ""].filter(Boolean).join("; ") || undefined;
     if (x.budget.take({ section: "recalled", source: `event:${e.id}`, tokens: x.counter.count(line) + 1, score: h.score, note }, SECTION_SHARE.recalled)) {
       parts.push(line);
       x.shownEvents.add(e.id);

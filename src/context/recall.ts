@@ -3,9 +3,16 @@ import { splitTerms } from "../retrieval/lexical.js";
 import type { LedgerEvent } from "../state.js";
 import { describeAction } from "./render.js";
 
+/** An event found by history search; `note` says when the search was not a full one (recorded with the prompt). */
+export interface EventMatch {
+  eventId: string;
+  score: number;
+  note?: string;
+}
+
 /** Searches a run's history: implemented by the hybrid retriever, with a lexical fallback here. */
 export interface EventSearcher {
-  searchEvents(query: string, k: number): Promise<Array<{ eventId: string; score: number }>>;
+  searchEvents(query: string, k: number): Promise<EventMatch[]>;
 }
 
 /** The searchable text of an event. */

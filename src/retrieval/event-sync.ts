@@ -76,6 +76,39 @@ export class EventSync {
     if (done) this.o.index().clearForgotten(threads);
   }
 
+  /**
+   * Waits, at most `timeoutMs`, until every indexed event of `threadId` with seq < `before` has its
+   * vector (normally made in the background already: no wait). False when they could not all be made
+   * (vector store down, or too slow): the caller then leaves vectors out rather than use a partial set.
+   */
+  async vectorsBefore(threadId: string, before: number, timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (!this.o.vectors.ok) return false;
+      if (this.pendingBefore(threadId, before) === 0) return true;
+      const left = deadline - Date.now();
+      if (left <= 0) return false;
+      this.scheduleVectors();
+      let timer: NodeJS.Timeout | undefined;
+      const run = this.vectorsRun ?? Promise.resolve();
+      const finished = await Promise.race([
+        run.then(
+          () => true,
+          () => true,
+        ),
+        new Promise<false>((r) => (timer = setTimeout(() => r(false), left))),
+      ]);
+      clearTimeout(timer);
+      // A run that ended with the events still pending failed to store them (it degrades the store, or it would retry forever).
+      if (finished && this.pendingBefore(threadId, before) > 0) return false;
+    }
+  }
+
+  private pendingBefore(threadId: string, before: number): number {
+    const db = this.o.index().db;
+    return (db.prepare("SELECT count(*) AS n FROM events WHERE thread_id = ? AND seq < ? AND vec = 0").get(threadId, before) as { n: number }).n;
+  }
+
   /** Resolves when no event vectors are being made. */
   async whenIdle(): Promise<void> {
     while (this.vectorsRun) await this.vectorsRun.catch(() => {});

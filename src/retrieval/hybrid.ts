@@ -31,6 +31,9 @@ import type {
 import { SearchEngine } from "./search.js";
 import { VectorConnection, type VectorConnectionOptions } from "./vector-connection.js";
 
+/** How long an event search waits for the vectors its cut-off needs before it goes lexical-only. */
+const EVENT_VECTOR_WAIT_MS = 20_000;
+
 export { isTestPath } from "./ranking.js";
 export {
   MAX_FILE_BYTES,
@@ -247,9 +250,16 @@ class HybridRetriever implements Retriever {
       await this.exclusive(() => this.resilient(async () => void (this.indexer.indexedOnce ? undefined : await this.indexer.index({}))), true);
     // A search of one thread's history needs only that thread's new events (not a scan of all threads).
     if (scope !== "code" && this.opts.ledger) await this.exclusive(() => this.resilient(() => this.events.syncLedger(opts.threadId)));
+    // Outside the lock: the vectors waited for are made under it, one batch per turn.
+    const thread = opts.threadId ?? this.opts.threadId;
+    let eventVectors = true;
+    if (scope !== "code" && opts.vectorsBefore !== undefined && thread) {
+      await this.vectors.maybeRecover();
+      eventVectors = await this.events.vectorsBefore(thread, opts.vectorsBefore, EVENT_VECTOR_WAIT_MS);
+    }
     return this.resilient(async () => {
       await this.vectors.maybeRecover();
-      const { hits, timings } = await this.engine.search(query, opts);
+      const { hits, timings } = await this.engine.search(query, opts, eventVectors);
       this.lastSearchTimings = timings;
       return hits;
     });

@@ -35,6 +35,8 @@ export interface EventHit {
   score: number;
   sources: SourceScores;
   preview: string;
+  /** Why the vector half was left out of this search (vectorsBefore could not be honoured). */
+  lexicalOnly?: string;
 }
 
 export type RetrievalHit = CodeHit | EventHit;
@@ -47,6 +49,12 @@ export interface SearchOptions {
   threadId?: string;
   /** Only events on the branch ending at this event (a run's `ledgerHead`): forks never see each other. */
   branchHead?: string;
+  /**
+   * The vector half of an event search sees only the thread's events with seq below this, and waits
+   * (bounded) for their vectors first, so its answer depends on the ledger, not on how far the
+   * background embedding got. Later events are found by the n-gram half only. Needs a thread.
+   */
+  vectorsBefore?: number;
   /** Diagnostics and ablations: fuse only these sources (default all). */
   sources?: SourceName[];
 }

@@ -42,8 +42,8 @@ export class SearchEngine {
 
   constructor(private readonly o: SearchEngineOptions) {}
 
-  /** Searches code and/or events; returns the hits and where the time went. */
-  async search(query: string, opts: SearchOptions): Promise<{ hits: RetrievalHit[]; timings: SearchTimings }> {
+  /** Searches code and/or events (`eventVectors` false: the events' vector half is left out); returns the hits and where the time went. */
+  async search(query: string, opts: SearchOptions, eventVectors = true): Promise<{ hits: RetrievalHit[]; timings: SearchTimings }> {
     const k = Math.max(1, opts.k ?? 10);
     const scope = opts.scope ?? "code";
     const t0 = performance.now();
@@ -59,7 +59,7 @@ export class SearchEngine {
       timings.embedMs = performance.now() - te;
     }
     const code = scope === "events" ? [] : await this.searchCode(query, k, qv, timings, new Set(opts.sources ?? ALL_SOURCES));
-    const events = scope === "code" ? [] : await this.searchEvents(query, k, qv, timings, opts);
+    const events = scope === "code" ? [] : await this.searchEvents(query, k, eventVectors ? qv : null, timings, opts);
     timings.totalMs = performance.now() - t0;
     const hits = scope === "code" ? code : scope === "events" ? events : [...code, ...events].sort((a, b) => b.score - a.score).slice(0, k);
     return { hits, timings };
@@ -179,16 +179,23 @@ export class SearchEngine {
     const bm25 = ngram.searchEvents(queryTerms(query), CANDIDATES, threadId);
     timings.ngramMs += performance.now() - tn;
     const tv = performance.now();
-    const vec = qv ? ((await this.o.vectors.use((v) => v.query("events", qv, CANDIDATES))) ?? []) : [];
+    let vec = qv ? ((await this.o.vectors.use((v) => v.query("events", qv, CANDIDATES))) ?? null) : null;
     timings.vectorMs += performance.now() - tv;
+    // With a cut-off, the vector half is all of the thread's events below it or nothing: never a
+    // part that depends on how far the background embedding got (the hits say it was left out).
+    const before = opts.vectorsBefore;
+    const off = this.o.vectors.status().state === "off";
+    const lexicalOnly =
+      before !== undefined && threadId && vec === null && !off ? `vectors not searched (${this.o.vectors.error ?? "not all made in time"})` : undefined;
+    if (before !== undefined && vec) vec = vec.filter((m) => String(m.metadata.threadId) === threadId && Number(m.metadata.seq) < before);
     let allowed: Set<string> | null = null;
     if (opts.branchHead && this.o.ledger) {
       // Only the candidates are checked against the branch: loading the whole branch costs O(history).
-      const ids = [...new Set([...bm25.map((e) => e.eventId), ...vec.map((m) => m.id)])];
+      const ids = [...new Set([...bm25.map((e) => e.eventId), ...(vec ?? []).map((m) => m.id)])];
       allowed = await this.o.ledger.onBranch(opts.branchHead, ids);
     }
     const ranked = rankEvents(
-      { bm25, vectors: vec.map((m) => ({ eventId: m.id, threadId: String(m.metadata.threadId), score: m.similarity })) },
+      { bm25, vectors: (vec ?? []).map((m) => ({ eventId: m.id, threadId: String(m.metadata.threadId), score: m.similarity })) },
       k,
       (id, thread) => (!threadId || thread === threadId) && (!allowed || allowed.has(id)),
     );
@@ -207,6 +214,7 @@ export class SearchEngine {
         score: f.score,
         sources: f.sources,
         preview: e.preview.slice(0, 300),
+        ...(lexicalOnly ? { lexicalOnly } : {}),
       });
     }
     return hits;

@@ -2,7 +2,8 @@ import { buildPrompt, type PreviousPrompt } from "../../context/builder.js";
 import { prefixReuse } from "../../context/reuse.js";
 import type { ChatMessage } from "../../models/port.js";
 import type { LedgerEvent } from "../../state.js";
-import { lexicalEventSearcher, type EventSearcher } from "../../context/recall.js";
+import { lexicalEventSearcher, type EventMatch, type EventSearcher } from "../../context/recall.js";
+import type { Ledger } from "../../ledger/port.js";
 import type { CodeSearcher, SearchHit } from "../../retrieval/port.js";
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import type { Runtime } from "../../runtime.js";
@@ -39,7 +40,7 @@ function cachedSearcher(inner: CodeSearcher, revision: string | null, cache: Map
  * same query is answered from cache for up to RECALL_REFRESH_STEPS steps, and afresh when it changes.
  */
 const RECALL_REFRESH_STEPS = 5;
-function cachedEventSearcher(inner: EventSearcher, step: number, cache: Map<string, Promise<Array<{ eventId: string; score: number }>>>): EventSearcher {
+function cachedEventSearcher(inner: EventSearcher, step: number, cache: Map<string, Promise<EventMatch[]>>): EventSearcher {
   return {
     searchEvents: (query, k) => memo(cache, `${Math.floor(step / RECALL_REFRESH_STEPS)}\u0000${k}\u0000${query}`, () => inner.searchEvents(query, k)),
   };
@@ -48,7 +49,22 @@ function cachedEventSearcher(inner: EventSearcher, step: number, cache: Map<stri
 /** The caches of one graph's context builds (search and recall answers). */
 export interface PromptCaches {
   search: Map<string, Promise<SearchHit[]>>;
-  recall: Map<string, Promise<Array<{ eventId: string; score: number }>>>;
+  recall: Map<string, Promise<EventMatch[]>>;
+}
+
+/**
+ * The seq below which history search may use event vectors: the previous prompt's context_built on
+ * this branch (the events before it were indexed at that build and embedded in the background
+ * since), or, at the first prompt, everything up to the head (the plan's few events). Fixed by the
+ * state, so a replay, a resumed run or a time-travel fork recalls the same events with the same
+ * scores as the original, whatever the background embedding had done by then.
+ */
+export async function vectorCutoff(ledger: Ledger, head: string | null): Promise<number | undefined> {
+  if (!head) return undefined;
+  const prev = (await ledger.branch(head, { types: ["context_built"], last: 1 }))[0];
+  if (prev) return prev.seq;
+  const h = await ledger.get(head);
+  return h ? h.seq + 1 : undefined;
 }
 
 /** The one-time notes a runtime's context node showed, with the step they were shown at. */
@@ -84,10 +100,19 @@ export function promptSources(
       rt.retriever
         ? {
             // History search through the index; branchHead keeps a fork from seeing its siblings' events.
-            searchEvents: async (query: string, k: number) =>
-              (await rt.retriever!.searchAll(query, { k, scope: "events", threadId: threadIdOf(config), branchHead: state.ledgerHead ?? undefined }))
-                .filter((h) => h.kind === "event")
-                .map((h) => ({ eventId: (h as { eventId: string }).eventId, score: h.score })),
+            searchEvents: async (query: string, k: number) => {
+              const vectorsBefore = await vectorCutoff(rt.ledger, state.ledgerHead);
+              const hits = await rt.retriever!.searchAll(query, {
+                k,
+                scope: "events",
+                threadId: threadIdOf(config),
+                branchHead: state.ledgerHead ?? undefined,
+                vectorsBefore,
+              });
+              return hits.flatMap((h) =>
+                h.kind === "event" ? [{ eventId: h.eventId, score: h.score, ...(h.lexicalOnly ? { note: h.lexicalOnly } : {}) }] : [],
+              );
+            },
           }
         : lexicalEventSearcher(rt.ledger, state.ledgerHead),
       state.step,
