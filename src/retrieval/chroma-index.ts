@@ -6,7 +6,7 @@ import type { RepositoryIdentity } from "./collection-naming.js";
 import type { Embedder } from "./embedders/port.js";
 import { VectorStoreError } from "./errors.js";
 import type { ChromaServer } from "./chroma-server.js";
-import type { VectorIndex, VectorItem, VectorMatch, VectorMetadata, VectorSpace } from "./vector-index.js";
+import type { VectorFilter, VectorIndex, VectorItem, VectorMatch, VectorMetadata, VectorSpace } from "./vector-index.js";
 
 /** Options of {@link createChromaIndex}. */
 export interface ChromaIndexOptions {
@@ -126,9 +126,12 @@ export async function createChromaIndex(opts: ChromaIndexOptions): Promise<Chrom
         await guard(`deleting vectors`, writeTimeoutMs, () => c.delete({ where: { [field]: { $in: chunk } } as never }));
       }
     },
-    async query(space, vector, k) {
+    async query(space, vector, k, filter) {
       const c = await collection(space);
-      const res = await guard("a query", timeoutMs, () => c.query({ queryEmbeddings: [vector], nResults: k, include: ["distances", "metadatas"] as never }));
+      const where = chromaWhere(filter);
+      const res = await guard("a query", timeoutMs, () =>
+        c.query({ queryEmbeddings: [vector], nResults: k, include: ["distances", "metadatas"] as never, ...(where ? { where: where as never } : {}) }),
+      );
       const ids = res.ids[0] ?? [];
       const distances = res.distances?.[0] ?? [];
       const metadatas = res.metadatas?.[0] ?? [];
@@ -173,3 +176,12 @@ export async function createChromaIndex(opts: ChromaIndexOptions): Promise<Chrom
 
 /** Items for one batch: used by the retriever and the conformance suite alike. */
 export type { VectorItem };
+
+/** A VectorFilter as a Chroma where clause (Chroma wants `$and` only around two or more conditions). */
+function chromaWhere(f: VectorFilter | undefined): Record<string, unknown> | null {
+  const conds = [
+    ...Object.entries(f?.equals ?? {}).map(([k, v]) => ({ [k]: { $eq: v } })),
+    ...Object.entries(f?.below ?? {}).map(([k, v]) => ({ [k]: { $lt: v } })),
+  ];
+  return conds.length === 0 ? null : conds.length === 1 ? conds[0]! : { $and: conds };
+}

@@ -179,15 +179,15 @@ export class SearchEngine {
     const bm25 = ngram.searchEvents(queryTerms(query), CANDIDATES, threadId);
     timings.ngramMs += performance.now() - tn;
     const tv = performance.now();
-    let vec = qv ? ((await this.o.vectors.use((v) => v.query("events", qv, CANDIDATES))) ?? null) : null;
-    timings.vectorMs += performance.now() - tv;
     // With a cut-off, the vector half is all of the thread's events below it or nothing: never a
     // part that depends on how far the background embedding got (the hits say it was left out).
+    // The store filters, so later events cannot take the candidates' places either.
     const before = opts.vectorsBefore;
+    const filter = before !== undefined && threadId ? { equals: { threadId }, below: { seq: before } } : undefined;
+    const vec = qv ? await this.o.vectors.use((v) => v.query("events", qv, CANDIDATES, filter)) : null;
+    timings.vectorMs += performance.now() - tv;
     const off = this.o.vectors.status().state === "off";
-    const lexicalOnly =
-      before !== undefined && threadId && vec === null && !off ? `vectors not searched (${this.o.vectors.error ?? "not all made in time"})` : undefined;
-    if (before !== undefined && vec) vec = vec.filter((m) => String(m.metadata.threadId) === threadId && Number(m.metadata.seq) < before);
+    const lexicalOnly = filter && vec === null && !off ? `vectors not searched (${this.o.vectors.error ?? "not all made in time"})` : undefined;
     let allowed: Set<string> | null = null;
     if (opts.branchHead && this.o.ledger) {
       // Only the candidates are checked against the branch: loading the whole branch costs O(history).

@@ -17,11 +17,26 @@ export interface VectorMatch {
   metadata: VectorMetadata;
 }
 
+/** Metadata conditions a query's matches must all meet: fields equal to a value, numeric fields below a bound. */
+export interface VectorFilter {
+  equals?: Record<string, string | number>;
+  below?: Record<string, number>;
+}
+
+/** True when `m` meets every condition of `f`. */
+export function matchesFilter(m: VectorMetadata, f: VectorFilter | undefined): boolean {
+  if (!f) return true;
+  for (const [k, v] of Object.entries(f.equals ?? {})) if (m[k] !== v) return false;
+  for (const [k, v] of Object.entries(f.below ?? {})) if (!(typeof m[k] === "number" && (m[k] as number) < v)) return false;
+  return true;
+}
+
 /**
  * A store of unit vectors searched by cosine similarity, one collection per {@link VectorSpace}.
  *
  * Contract (checked by `test/retrieval/vector-index-conformance.ts` for every adapter):
- * - `upsert` replaces an item with the same id; `query` returns at most `k` matches, best first;
+ * - `upsert` replaces an item with the same id; `query` returns at most `k` matches, best first,
+ *   among the items meeting `filter` only (so the k are not taken by items the caller would drop);
  * - `deleteWhere(space, field, values)` removes every item whose metadata `field` is one of `values`;
  * - the two spaces never see each other's items; `clear` empties one space;
  * - failures reject with a `VectorStoreError` (`VECTOR_UNREACHABLE` when the store cannot be reached),
@@ -32,7 +47,7 @@ export interface VectorIndex {
   readonly description: string;
   upsert(space: VectorSpace, items: VectorItem[]): Promise<void>;
   deleteWhere(space: VectorSpace, field: string, values: Array<string | number>): Promise<void>;
-  query(space: VectorSpace, vector: number[], k: number): Promise<VectorMatch[]>;
+  query(space: VectorSpace, vector: number[], k: number, filter?: VectorFilter): Promise<VectorMatch[]>;
   count(space: VectorSpace): Promise<number>;
   clear(space: VectorSpace): Promise<void>;
   /**
@@ -58,8 +73,8 @@ export function createMemoryVectorIndex(): VectorIndex {
       const set = new Set(values);
       for (const [id, it] of spaces[space]) if (set.has(it.metadata[field] as string | number)) spaces[space].delete(id);
     },
-    async query(space, vector, k) {
-      const items = [...spaces[space].values()];
+    async query(space, vector, k, filter) {
+      const items = [...spaces[space].values()].filter((it) => matchesFilter(it.metadata, filter));
       const dots = new Float64Array(items.length);
       for (let j = 0; j < items.length; j++) {
         const v = items[j]!.vector;

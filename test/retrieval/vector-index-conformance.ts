@@ -51,6 +51,20 @@ export function vectorIndexConformance(name: string, create: () => Promise<Vecto
       expect(await v.count("events")).toBe(0);
     });
 
+    it("answers a filtered query from the matching items only, so others never take the k places", async () => {
+      await v.upsert("events", [
+        { id: "late-near", vector: unit(1, 0, 0, 0), metadata: { threadId: "t", seq: 9 } },
+        { id: "other-near", vector: unit(1, 0.01, 0, 0), metadata: { threadId: "u", seq: 1 } },
+        { id: "early-far", vector: unit(0, 1, 0, 0), metadata: { threadId: "t", seq: 2 } },
+        { id: "early-mid", vector: unit(1, 1, 0, 0), metadata: { threadId: "t", seq: 3 } },
+      ]);
+      const q = unit(1, 0, 0, 0);
+      expect((await v.query("events", q, 2, { equals: { threadId: "t" }, below: { seq: 5 } })).map((r) => r.id)).toEqual(["early-mid", "early-far"]);
+      expect((await v.query("events", q, 1, { below: { seq: 9 } })).map((r) => r.id)).toEqual(["other-near"]);
+      expect((await v.query("events", q, 5, { equals: { threadId: "t" } })).map((r) => r.id)).toEqual(["late-near", "early-mid", "early-far"]);
+      expect(await v.query("events", q, 5, { equals: { threadId: "none" } })).toEqual([]);
+    });
+
     it("takes large batches and empty calls", async () => {
       const items = Array.from({ length: 1500 }, (_, i) => ({
         id: `x${i}`,
