@@ -1,4 +1,5 @@
 import http from "node:http";
+import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChromaServer } from "../../src/retrieval/chroma-server.js";
 import type { LedgerEvent } from "../../src/state.js";
@@ -128,4 +129,28 @@ describe("the first prompt's recalled history", () => {
     expect(late.record).toBe(early.record);
     expect(late.prompt).toBe(early.prompt);
   }, 120_000);
+
+  it("says so when the vector store is down: the n-gram half alone, recorded as not a full search", async () => {
+    // A port nothing listens on: the connection is refused, the vector side degrades.
+    const free = net.createServer();
+    await new Promise<void>((r) => free.listen(0, "127.0.0.1", r));
+    const port = (free.address() as net.AddressInfo).port;
+    await new Promise<void>((r) => free.close(() => r()));
+    const saved = process.env.CHROMA_URL;
+    process.env.CHROMA_URL = `http://127.0.0.1:${port}`;
+    const ws = tempWorkspace(undefined, { "src/invoice.ts": "export const total = 0;\n" });
+    const a = await testAgent(ws, { decide: [{ tool_calls: [{ name: "finish", args: { summary: "done" } }] }] }, { retrieval: "hybrid", maxSteps: 1 });
+    try {
+      await a.run("fix the invoice total rounding", "down");
+      const built = (await a.events("down")).find((e): e is LedgerEvent<"context_built"> => e.type === "context_built")!;
+      const recalled = built.payload.items.filter((i) => i.section === "recalled");
+      expect(recalled.length).toBeGreaterThan(0);
+      expect(recalled[0]!.score).toBeLessThan(1);
+      expect(recalled[0]!.note).toMatch(/^vectors not searched \(/);
+    } finally {
+      await a.close();
+      if (saved === undefined) delete process.env.CHROMA_URL;
+      else process.env.CHROMA_URL = saved;
+    }
+  }, 60_000);
 });
