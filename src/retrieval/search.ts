@@ -184,10 +184,12 @@ export class SearchEngine {
     // The store filters, so later events cannot take the candidates' places either.
     const before = opts.vectorsBefore;
     const filter = before !== undefined && threadId ? { equals: { threadId }, below: { seq: before } } : undefined;
-    const vec = qv ? await this.o.vectors.use((v) => v.query("events", qv, CANDIDATES, filter)) : null;
+    // A cut-off at the start (a run's first prompt) leaves nothing to search: no query, no note.
+    const empty = before !== undefined && before <= 0;
+    const vec = qv && !empty ? await this.o.vectors.use((v) => v.query("events", qv, CANDIDATES, filter)) : null;
     timings.vectorMs += performance.now() - tv;
     const off = this.o.vectors.status().state === "off";
-    const lexicalOnly = filter && vec === null && !off ? `vectors not searched (${this.o.vectors.error ?? "not all made in time"})` : undefined;
+    const lexicalOnly = filter && !empty && vec === null && !off ? `vectors not searched (${this.o.vectors.error ?? "not all made in time"})` : undefined;
     let allowed: Set<string> | null = null;
     if (opts.branchHead && this.o.ledger) {
       // Only the candidates are checked against the branch: loading the whole branch costs O(history).

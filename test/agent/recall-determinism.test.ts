@@ -12,7 +12,9 @@ import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 // both halves when the background embedding won the race, and with the n-gram half only when the
 // search did. A replay or a resumed run could then see another prompt than the original. Here a
 // real Chroma server sits behind an HTTP proxy that forces either order, and the first prompt and
-// its recorded sections must come out the same.
+// its recorded sections must come out the same. The first prompt searches no event vectors (its
+// events are the plan's); a later one searches the events before the previous prompt by vector
+// too, after waiting for their vectors: that search is checked here through the retriever.
 
 type Mode = "early" | "late";
 
@@ -65,7 +67,13 @@ async function orderingProxy(target: string, mode: Mode): Promise<{ url: string;
 }
 
 /** The first prompt and its context_built record of a one-step run, with what differs between runs replaced. */
-async function firstPrompt(mode: Mode): Promise<{ prompt: string; record: string; recalled: Array<{ score?: number; note?: string }>; eventUpserts: number }> {
+async function firstPrompt(mode: Mode): Promise<{
+  prompt: string;
+  record: string;
+  recalled: Array<{ score?: number; note?: string }>;
+  later: Array<{ seq: number; score: number; note?: string }>;
+  eventUpserts: number;
+}> {
   const proxy = await orderingProxy(chroma.url, mode);
   const saved = process.env.CHROMA_URL;
   process.env.CHROMA_URL = proxy.url;
@@ -92,7 +100,20 @@ async function firstPrompt(mode: Mode): Promise<{ prompt: string; record: string
         .join("<thread>")
         .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, "<id>");
     const { items, omitted } = built.payload;
-    result = { prompt: norm(blob), record: norm(JSON.stringify({ items, omitted })), recalled: items.filter((i) => i.section === "recalled") };
+    // What the next prompt's history search would find: the events before this prompt, by both halves.
+    const events = await a.events(thread);
+    const seqOf = new Map(events.map((e) => [e.id, e.seq]));
+    const hits = await a.rt.retriever!.searchAll("fix the invoice total rounding", {
+      k: 12,
+      scope: "events",
+      threadId: thread,
+      branchHead: events.at(-1)!.id,
+      vectorsBefore: built.seq,
+    });
+    const later = hits.flatMap((h) =>
+      h.kind === "event" ? [{ seq: seqOf.get(h.eventId)!, score: h.score, ...(h.lexicalOnly ? { note: h.lexicalOnly } : {}) }] : [],
+    );
+    result = { prompt: norm(blob), record: norm(JSON.stringify({ items, omitted })), recalled: items.filter((i) => i.section === "recalled"), later };
   } finally {
     // Closing waits for the event vectors still being made (a delayed upsert among them).
     await a.close();
@@ -121,11 +142,16 @@ describe("the first prompt's recalled history", () => {
     // Both orders really happened: event vectors were stored in each run.
     expect(early.eventUpserts).toBeGreaterThan(0);
     expect(late.eventUpserts).toBeGreaterThan(0);
-    // The goal's task_spec is recalled, found by both halves (a vector-less search scores it lower).
+    // The first prompt's recall is the n-gram half's alone (reciprocal-rank fusion: one half scores
+    // at most 60/61 < 1): it searches no event vectors, so nothing waits for the store, and no note.
     expect(early.recalled.length).toBeGreaterThan(0);
     expect(early.recalled[0]!.note).toBeUndefined();
-    // Reciprocal-rank fusion: one half alone scores at most 60/61 < 1.
-    expect(early.recalled[0]!.score).toBeGreaterThan(1);
+    expect(early.recalled[0]!.score).toBeLessThan(1);
+    // A later search of the events before that prompt waits for their vectors: both halves, same scores.
+    expect(early.later.length).toBeGreaterThan(0);
+    expect(early.later[0]!.score).toBeGreaterThan(1);
+    expect(early.later.every((h) => h.note === undefined)).toBe(true);
+    expect(late.later).toEqual(early.later);
     expect(late.record).toBe(early.record);
     expect(late.prompt).toBe(early.prompt);
   }, 120_000);
@@ -142,11 +168,21 @@ describe("the first prompt's recalled history", () => {
     const a = await testAgent(ws, { decide: [{ tool_calls: [{ name: "finish", args: { summary: "done" } }] }] }, { retrieval: "hybrid", maxSteps: 1 });
     try {
       await a.run("fix the invoice total rounding", "down");
-      const built = (await a.events("down")).find((e): e is LedgerEvent<"context_built"> => e.type === "context_built")!;
-      const recalled = built.payload.items.filter((i) => i.section === "recalled");
+      const events = await a.events("down");
+      const built = events.find((e): e is LedgerEvent<"context_built"> => e.type === "context_built")!;
+      // The first prompt searched no event vectors: no note there.
+      expect(built.payload.items.filter((i) => i.section === "recalled").every((i) => i.note === undefined)).toBe(true);
+      const hits = await a.rt.retriever!.searchAll("fix the invoice total rounding", {
+        k: 12,
+        scope: "events",
+        threadId: "down",
+        branchHead: events.at(-1)!.id,
+        vectorsBefore: built.seq,
+      });
+      const recalled = hits.flatMap((h) => (h.kind === "event" ? [h] : []));
       expect(recalled.length).toBeGreaterThan(0);
       expect(recalled[0]!.score).toBeLessThan(1);
-      expect(recalled[0]!.note).toMatch(/^vectors not searched \(/);
+      expect(recalled[0]!.lexicalOnly).toMatch(/^vectors not searched \(/);
     } finally {
       await a.close();
       if (saved === undefined) delete process.env.CHROMA_URL;

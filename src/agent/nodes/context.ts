@@ -55,16 +55,15 @@ export interface PromptCaches {
 /**
  * The seq below which history search may use event vectors: the previous prompt's context_built on
  * this branch (the events before it were indexed at that build and embedded in the background
- * since), or, at the first prompt, everything up to the head (the plan's few events). Fixed by the
- * state, so a replay, a resumed run or a time-travel fork recalls the same events with the same
- * scores as the original, whatever the background embedding had done by then.
+ * since). The first prompt uses none (0): its few events are the plan's, already in the prompt's
+ * fixed part, and waiting for their vectors would put the vector store's start before the first
+ * decide. Fixed by the state, so a replay, a resumed run or a time-travel fork recalls the same
+ * events with the same scores as the original, whatever the background embedding had done by then.
  */
 export async function vectorCutoff(ledger: Ledger, head: string | null): Promise<number | undefined> {
   if (!head) return undefined;
   const prev = (await ledger.branch(head, { types: ["context_built"], last: 1 }))[0];
-  if (prev) return prev.seq;
-  const h = await ledger.get(head);
-  return h ? h.seq + 1 : undefined;
+  return prev ? prev.seq : 0;
 }
 
 /** The one-time notes a runtime's context node showed, with the step they were shown at. */
