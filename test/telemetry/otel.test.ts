@@ -10,6 +10,7 @@ import { RunRegistry } from "../../src/ledger/runs.js";
 import { detectCgroups } from "../../src/sandbox/limits.js";
 import { runLogFile } from "../../src/workspace/location.js";
 import { BIN, cliAsync, jsonLines } from "../helpers/cli.js";
+import { UNBUNDLED_CLI } from "../helpers/packages-loaded.js";
 import { DEMO_TRAJECTORY, DEMO_WORKSPACE, REPO, cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 
 // A real OTLP/HTTP receiver (JSON protocol, what the http exporters send) in the test process; the
@@ -198,7 +199,9 @@ describe("OpenTelemetry export of a run (OTLP/HTTP)", () => {
       [
         "--import",
         path.join(REPO, "test/helpers/trace-imports.mjs"),
-        BIN,
+        // The compiled CLI before bundling: the trace names its modules (the bin's bundle keeps the
+        // same dynamic-import boundaries, and leaves OpenTelemetry external).
+        UNBUNDLED_CLI,
         "run",
         DEMO_TASK,
         "-w",
