@@ -9,7 +9,7 @@ import { DEMO_TASK } from "../../src/cli/demo.js";
 import { RunRegistry } from "../../src/ledger/runs.js";
 import { detectCgroups } from "../../src/sandbox/limits.js";
 import { runLogFile } from "../../src/workspace/location.js";
-import { BIN, cliAsync, jsonLines } from "../helpers/cli.js";
+import { cliAsync, jsonLines } from "../helpers/cli.js";
 import { UNBUNDLED_CLI } from "../helpers/packages-loaded.js";
 import { DEMO_TRAJECTORY, DEMO_WORKSPACE, REPO, cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 
