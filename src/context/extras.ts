@@ -152,8 +152,12 @@ export async function recalledSection(x: ExtrasInput, query: string): Promise<st
     if (x.shownEvents.has(h.eventId)) continue;
     const e = await x.ledger.get(h.eventId);
     if (!e || e.seq >= x.oldestShownSeq || e.type === "summary") continue;
+    // An event with no searchable text (a task_spec: the plan section shows the current one) would
+    // be a bare "(seq 1, task_spec)" line: nothing to recall.
+    const text = eventText(e).trim();
+    if (!text) continue;
     const by = summarisedBy(e.seq);
-    const line = `- (seq ${e.seq}, ${e.type}${by ? `, expanded from summary seq ${by.payload.fromSeq}-${by.payload.toSeq}` : ""}) ${capText(eventText(e), 600)}`;
+    const line = `- (seq ${e.seq}, ${e.type}${by ? `, expanded from summary seq ${by.payload.fromSeq}-${by.payload.toSeq}` : ""}) ${capText(text, 600)}`;
     if (x.seen(line)) continue;
     const note = [by ? `expanded from summary ${by.id}` : "", h.note ?? ""].filter(Boolean).join("; ") || undefined;
     if (x.budget.take({ section: "recalled", source: `event:${e.id}`, tokens: x.counter.count(line) + 1, score: h.score, note }, SECTION_SHARE.recalled)) {
