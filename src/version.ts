@@ -1,17 +1,13 @@
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { packageRoot } from "./package-root.js";
 
-/** The nearest package.json above this module: src/ in a checkout, dist/src/ once built. */
+/** The version in this package's package.json. */
 function ownPackageVersion(): string {
-  for (let dir = path.dirname(fileURLToPath(import.meta.url)); ; dir = path.dirname(dir)) {
-    try {
-      const p = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8")) as { name?: string; version?: string };
-      if (p.name === "ledgerloop" && p.version) return p.version;
-    } catch {
-      // No package.json at this level: look one up.
-    }
-    if (path.dirname(dir) === dir) return "unknown";
+  try {
+    return (JSON.parse(fs.readFileSync(path.join(packageRoot(), "package.json"), "utf8")) as { version?: string }).version ?? "unknown";
+  } catch {
+    return "unknown";
   }
 }
 

@@ -1,8 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { CliError, LedgerloopError } from "../errors.js";
+import { packageRoot } from "../package-root.js";
 import { defaultRedactor } from "../secrets.js";
 
 /** Adds --state to a command that can keep its durable state in PostgreSQL. */
@@ -89,9 +89,7 @@ export function shellWord(w: string): string {
  * are gone once they exit, so those do not count).
  */
 export function cliCommand(env: NodeJS.ProcessEnv = process.env): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "package.json")) && path.dirname(dir) !== dir) dir = path.dirname(dir);
-  const bin = path.join(dir, "bin", "ledgerloop.js");
+  const bin = path.join(packageRoot(), "bin", "ledgerloop.js");
   const real = (p: string) => {
     try {
       return fs.realpathSync(p);

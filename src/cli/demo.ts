@@ -1,21 +1,15 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { CliError } from "../errors.js";
+import { packageRoot } from "../package-root.js";
 import type { DriveResult } from "../runs/drive.js";
 import { cliCommand, log } from "./common.js";
 import { logLevelOption } from "./logs.js";
 import { handleRun } from "./run.js";
 import { declareCommand } from "./command-specs.js";
 
-/** The package's own directory: this file runs from src/cli (tsx) or dist/src/cli (the build). */
-function packageRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "package.json")) && path.dirname(dir) !== dir) dir = path.dirname(dir);
-  return dir;
-}
 export const DEMO_DIR = path.join(packageRoot(), "examples", "demo");
 export const DEMO_TASK =
   'Give the users and orders services a GET /health endpoint answering {status: "ok", service: <name>}, ' +

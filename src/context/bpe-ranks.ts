@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { packageRoot } from "../package-root.js";
 
 // gpt-tokenizer ships each encoding's byte-pair ranks as a JavaScript module (o200k: 2.4 MB of
 // array literals). Importing it means compiling and running that module on the main thread, about
@@ -29,26 +29,13 @@ export function tokenizerVersion(): string {
   return `${pkg.name}@${pkg.version}`;
 }
 
-/** ledgerloop's package directory: src/context/ in a checkout, dist/src/context/ once built. */
-function packageRoot(): string | undefined {
-  for (let dir = path.dirname(fileURLToPath(import.meta.url)); path.dirname(dir) !== dir; dir = path.dirname(dir)) {
-    try {
-      if ((JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8")) as { name?: string }).name === "ledgerloop") return dir;
-    } catch {
-      // No package.json at this level: look one up.
-    }
-  }
-  return undefined;
-}
-
 /** Where the build writes an encoding's ranks as JSON. */
-export function preparedRanksFile(encoding: Encoding, root = packageRoot()): string | undefined {
-  return root ? path.join(root, "dist", "tokenizer", `${encoding}.json`) : undefined;
+export function preparedRanksFile(encoding: Encoding, root = packageRoot()): string {
+  return path.join(root, "dist", "tokenizer", `${encoding}.json`);
 }
 
 /** The prepared ranks, when the build wrote them for the installed gpt-tokenizer; else undefined. */
 export function readPreparedRanks(encoding: Encoding, file = preparedRanksFile(encoding)): Rank[] | undefined {
-  if (!file) return undefined;
   let prepared: PreparedRanks;
   try {
     prepared = JSON.parse(fs.readFileSync(file, "utf8")) as PreparedRanks;
