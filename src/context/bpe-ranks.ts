@@ -59,3 +59,11 @@ export async function loadRanks(encoding: Encoding): Promise<{ ranks: Rank[]; so
   const prepared = readPreparedRanks(encoding);
   return prepared ? { ranks: prepared, source: "prepared" } : { ranks: await moduleRanks(encoding), source: "module" };
 }
+
+/** Writes the ranks of the installed gpt-tokenizer where {@link readPreparedRanks} reads them (run by the build). */
+export async function writePreparedRanks(encoding: Encoding, file = preparedRanksFile(encoding)): Promise<void> {
+  const prepared: PreparedRanks = { tokenizer: tokenizerVersion(), encoding, ranks: await moduleRanks(encoding) };
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(`${file}.tmp`, JSON.stringify(prepared));
+  fs.renameSync(`${file}.tmp`, file);
+}
