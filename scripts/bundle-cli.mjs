@@ -22,7 +22,7 @@ const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const OUT = path.join(REPO, "dist", "cli");
 const OWN = path.join(REPO, "dist", "src") + path.sep;
 
-export const EXTERNAL = [
+const EXTERNAL = [
   "better-sqlite3", // native addon
   "pg",
   "pg-boss",
@@ -52,7 +52,7 @@ const keepModuleUrl = {
 
 export async function bundleCli() {
   fs.rmSync(OUT, { recursive: true, force: true });
-  const result = await build({
+  await build({
     entryPoints: { main: path.join(REPO, "dist", "src", "cli", "main.js") },
     outdir: OUT,
     bundle: true,
@@ -68,9 +68,7 @@ export async function bundleCli() {
     chunkNames: "[name]-[hash]",
     legalComments: "eof",
     logLevel: "warning",
-    metafile: true,
   });
-  return result;
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) await bundleCli();
