@@ -253,7 +253,8 @@ class HybridRetriever implements Retriever {
     // Outside the lock: the vectors waited for are made under it, one batch per turn.
     const thread = opts.threadId ?? this.opts.threadId;
     let eventVectors = true;
-    if (scope !== "code" && opts.vectorsBefore !== undefined && thread) {
+    // A cut-off at the start (a run's first prompt) searches no event vectors: nothing to wait for.
+    if (scope !== "code" && opts.vectorsBefore !== undefined && opts.vectorsBefore > 0 && thread) {
       await this.vectors.maybeRecover();
       eventVectors = await this.events.vectorsBefore(thread, opts.vectorsBefore, EVENT_VECTOR_WAIT_MS);
     }
