@@ -1,17 +1,15 @@
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureBuilt } from "../helpers/build.js";
-import { jsonLines } from "../helpers/cli.js";
+import { BIN, demoRun } from "../helpers/cli.js";
 import { packagesLoaded } from "../helpers/packages-loaded.js";
-import { cleanupTemp, REPO, tempWorkspace } from "../helpers/workspace.js";
+import { cleanupTemp, REPO } from "../helpers/workspace.js";
 
 // The bin runs dist/cli/, the compiled CLI bundled by esbuild (scripts/bundle-cli.mjs). What a
 // command loads from the bundle is read off esbuild's `// <source path>` comments in the chunks it
 // loaded: a chunk that drags LangGraph into `threads` would show here.
-const BIN = path.join(REPO, "bin/ledgerloop.js");
 const BUNDLE = path.join(REPO, "dist", "cli");
 
 /** The source modules inside the bundle files a command loaded, by esbuild's module comments. */
@@ -29,11 +27,7 @@ const packagesIn = (sources: string[]) =>
 let ws = "";
 let thread = "";
 beforeAll(() => {
-  ensureBuilt();
-  ws = path.join(tempWorkspace(), "demo");
-  const r = spawnSync(process.execPath, [BIN, "demo", "-w", ws, "--json", "-q"], { encoding: "utf8", timeout: 120_000 });
-  expect(r.status, r.stderr).toBe(0);
-  thread = (jsonLines<{ thread: string }>(r.stdout)[0] ?? { thread: "" }).thread;
+  ({ ws, thread } = demoRun());
 }, 400_000);
 afterAll(() => cleanupTemp());
 

@@ -2,24 +2,18 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureBuilt } from "../helpers/build.js";
-import { jsonLines } from "../helpers/cli.js";
+import { demoRun } from "../helpers/cli.js";
 import { packagesLoaded } from "../helpers/packages-loaded.js";
 import { cleanupTemp, REPO, tempWorkspace } from "../helpers/workspace.js";
 
 // Fast start is a matter of what a command loads: `--help` needs commander only, and the
 // inspection commands SQLite (and zod) only, never LangGraph, Chroma, tree-sitter or execa.
-const BIN = path.join(REPO, "bin/ledgerloop.js");
 const HEAVY = ["@langchain/", "langsmith", "openai", "chromadb", "web-tree-sitter", "execa", "gpt-tokenizer", "@xenova/", "tsx"];
 
 let ws = "";
 let thread = "";
 beforeAll(() => {
-  ensureBuilt();
-  ws = path.join(tempWorkspace(), "demo");
-  const r = spawnSync(process.execPath, [BIN, "demo", "-w", ws, "--json", "-q"], { encoding: "utf8", timeout: 120_000 });
-  expect(r.status, r.stderr).toBe(0);
-  thread = (jsonLines<{ thread: string }>(r.stdout)[0] ?? { thread: "" }).thread;
+  ({ ws, thread } = demoRun());
 }, 400_000);
 afterAll(() => cleanupTemp());
 
