@@ -212,6 +212,20 @@ export const PromptLayout = z.object({
   budget: z.number().int(),
 });
 export type PromptLayout = z.infer<typeof PromptLayout>;
+/**
+ * The history search a prompt used, recorded with it: the next prompts of the same 5-step window
+ * that ask the same thing reuse these hits, read from here, so a resumed run or a fork in a new
+ * process recalls what the original did (see agent/nodes/context.ts).
+ */
+export const RecallRecord = z.object({
+  /** floor(step / 5) of the step whose prompt searched. */
+  window: z.number().int(),
+  k: z.number().int(),
+  /** sha256 of the query (the query itself may quote a secret). */
+  queryHash: z.string(),
+  hits: z.array(z.object({ eventId: z.string(), score: z.number(), note: z.string().optional() })),
+});
+export type RecallRecord = z.infer<typeof RecallRecord>;
 export const ContextBuiltPayload = z.object({
   step: z.number().int(),
   /** Blob holding the exact messages sent to the model. */
@@ -223,6 +237,7 @@ export const ContextBuiltPayload = z.object({
   layout: PromptLayout.optional(),
   /** Leading tokens equal to the previous decide prompt's, over this prompt's tokens (messages only). */
   prefixReuse: z.object({ reusedTokens: z.number().int(), tokens: z.number().int(), ratio: z.number() }).optional(),
+  recall: RecallRecord.optional(),
 });
 export const ModelCallPayload = z.object({
   node: ModelNode,

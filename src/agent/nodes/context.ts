@@ -1,7 +1,8 @@
+import { createHash } from "node:crypto";
 import { buildPrompt, type PreviousPrompt } from "../../context/builder.js";
 import { prefixReuse } from "../../context/reuse.js";
 import type { ChatMessage } from "../../models/port.js";
-import type { LedgerEvent } from "../../state.js";
+import type { LedgerEvent, RecallRecord } from "../../state.js";
 import { lexicalEventSearcher, type EventMatch, type EventSearcher } from "../../context/recall.js";
 import type { Ledger } from "../../ledger/port.js";
 import type { CodeSearcher, SearchHit } from "../../retrieval/port.js";
@@ -36,20 +37,50 @@ function cachedSearcher(inner: CodeSearcher, revision: string | null, cache: Map
 }
 
 /**
- * History recall changes slowly: only events leaving the recent window become new candidates. The
- * same query is answered from cache for up to RECALL_REFRESH_STEPS steps, and afresh when it changes.
+ * History recall changes slowly: only events leaving the recent window become new candidates. A
+ * query is searched once per RECALL_REFRESH_STEPS-step window; the later prompts of the window that
+ * ask the same thing reuse the hits the previous prompt recorded with it (context_built.recall).
+ * They are read from the ledger, not from this process's memory, so a run resumed or forked
+ * mid-window in a new process recalls exactly what the original run did, and two runs sharing a
+ * graph never see each other's answers.
  */
 const RECALL_REFRESH_STEPS = 5;
-function cachedEventSearcher(inner: EventSearcher, step: number, cache: Map<string, Promise<EventMatch[]>>): EventSearcher {
+
+/** A history searcher for one prompt build; `record` is the search the build used, to store with it. */
+export interface RecordingEventSearcher extends EventSearcher {
+  readonly record: RecallRecord | undefined;
+}
+
+type PreviousBuild = LedgerEvent<"context_built"> | undefined;
+
+function recordingEventSearcher(
+  ledger: Ledger,
+  head: string | null,
+  step: number,
+  search: (query: string, k: number, previous: PreviousBuild) => Promise<EventMatch[]>,
+): RecordingEventSearcher {
+  let record: RecallRecord | undefined;
+  let previous: Promise<PreviousBuild> | undefined;
   return {
-    searchEvents: (query, k) => memo(cache, `${Math.floor(step / RECALL_REFRESH_STEPS)}\u0000${k}\u0000${query}`, () => inner.searchEvents(query, k)),
+    get record() {
+      return record;
+    },
+    async searchEvents(query, k) {
+      const window = Math.floor(step / RECALL_REFRESH_STEPS);
+      const queryHash = createHash("sha256").update(query).digest("hex");
+      previous ??= head ? ledger.branch(head, { types: ["context_built"], last: 1 }).then((e) => e[0] as PreviousBuild) : Promise.resolve(undefined);
+      const prev = await previous;
+      const rec = prev?.payload.recall;
+      const hits = rec && rec.window === window && rec.k === k && rec.queryHash === queryHash ? rec.hits : await search(query, k, prev);
+      record = { window, k, queryHash, hits };
+      return hits;
+    },
   };
 }
 
-/** The caches of one graph's context builds (search and recall answers). */
+/** The caches of one graph's context builds (code search answers). */
 export interface PromptCaches {
   search: Map<string, Promise<SearchHit[]>>;
-  recall: Map<string, Promise<EventMatch[]>>;
 }
 
 /**
@@ -60,10 +91,27 @@ export interface PromptCaches {
  * decide. Fixed by the state, so a replay, a resumed run or a time-travel fork recalls the same
  * events with the same scores as the original, whatever the background embedding had done by then.
  */
-export async function vectorCutoff(ledger: Ledger, head: string | null): Promise<number | undefined> {
+function vectorCutoff(head: string | null, previous: PreviousBuild): number | undefined {
   if (!head) return undefined;
-  const prev = (await ledger.branch(head, { types: ["context_built"], last: 1 }))[0];
-  return prev ? prev.seq : 0;
+  return previous ? previous.seq : 0;
+}
+
+/** This build's history searcher: through the index when there is one, else a lexical scan of the branch. */
+function eventSearcherFor(rt: Runtime, state: TaskStateValue, config: LangGraphRunnableConfig): RecordingEventSearcher {
+  const head = state.ledgerHead;
+  const lexical = lexicalEventSearcher(rt.ledger, head);
+  return recordingEventSearcher(rt.ledger, head, state.step, async (query, k, previous) => {
+    if (!rt.retriever) return lexical.searchEvents(query, k);
+    // branchHead keeps a fork from seeing its siblings' events.
+    const hits = await rt.retriever.searchAll(query, {
+      k,
+      scope: "events",
+      threadId: threadIdOf(config),
+      branchHead: head ?? undefined,
+      vectorsBefore: vectorCutoff(head, previous),
+    });
+    return hits.flatMap((h) => (h.kind === "event" ? [{ eventId: h.eventId, score: h.score, ...(h.lexicalOnly ? { note: h.lexicalOnly } : {}) }] : []));
+  });
 }
 
 /** The one-time notes a runtime's context node showed, with the step they were shown at. */
@@ -78,8 +126,8 @@ export function promptSources(
   rt: Runtime,
   state: TaskStateValue,
   config: LangGraphRunnableConfig,
-  caches: PromptCaches = { search: new Map(), recall: new Map() },
-): Omit<Parameters<typeof buildPrompt>[0], "budgetTokens" | "previous"> {
+  caches: PromptCaches = { search: new Map() },
+): Omit<Parameters<typeof buildPrompt>[0], "budgetTokens" | "previous"> & { eventSearcher: RecordingEventSearcher } {
   return {
     layout: rt.settings.promptLayout,
     ledger: rt.ledger,
@@ -95,35 +143,14 @@ export function promptSources(
     counter: rt.counter,
     workspace: rt.workspace,
     searcher: cachedSearcher(rt.searcher, state.workspaceRev, caches.search),
-    eventSearcher: cachedEventSearcher(
-      rt.retriever
-        ? {
-            // History search through the index; branchHead keeps a fork from seeing its siblings' events.
-            searchEvents: async (query: string, k: number) => {
-              const vectorsBefore = await vectorCutoff(rt.ledger, state.ledgerHead);
-              const hits = await rt.retriever!.searchAll(query, {
-                k,
-                scope: "events",
-                threadId: threadIdOf(config),
-                branchHead: state.ledgerHead ?? undefined,
-                vectorsBefore,
-              });
-              return hits.flatMap((h) =>
-                h.kind === "event" ? [{ eventId: h.eventId, score: h.score, ...(h.lexicalOnly ? { note: h.lexicalOnly } : {}) }] : [],
-              );
-            },
-          }
-        : lexicalEventSearcher(rt.ledger, state.ledgerHead),
-      state.step,
-      caches.recall,
-    ),
+    eventSearcher: eventSearcherFor(rt, state, config),
     store: (config.store as typeof rt.store | undefined) ?? rt.store,
   };
 }
 
 /** Builds this step's prompt under the token budget and records what went in (and what did not). */
 export function createContextNode(deps: NodeDeps): NodeFn {
-  const caches: PromptCaches = { search: new Map(), recall: new Map() };
+  const caches: PromptCaches = { search: new Map() };
   return async (state, config) => {
     const rt = await deps.resolve(config);
     const w = branchWriter(rt, state, config, "context");
@@ -142,9 +169,10 @@ export function createContextNode(deps: NodeDeps): NodeFn {
       // it could not be recorded, so a re-run shows them).
       const notes = rt.notices?.splice(0) ?? [];
       let built, promptRef;
+      const sources = promptSources(rt, state, config, caches);
       try {
         built = await buildPrompt({
-          ...promptSources(rt, state, config, caches),
+          ...sources,
           previous,
           budgetTokens,
           processes: rt.processes?.describe() ?? null,
@@ -171,6 +199,7 @@ export function createContextNode(deps: NodeDeps): NodeFn {
         budget: budgetTokens,
         items: built.items,
         omitted: built.omitted,
+        ...(sources.eventSearcher.record ? { recall: sources.eventSearcher.record } : {}),
       };
     });
     return { contextId: event.id, ledgerHead: w.head };

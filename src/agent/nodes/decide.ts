@@ -160,6 +160,7 @@ async function compactForRetry(rt: Runtime, state: TaskStateValue, config: LangG
       items: built.items,
       omitted: built.omitted,
       layout: { ...built.layout, reason: "context length" },
+      ...(sources.eventSearcher.record ? { recall: sources.eventSearcher.record } : {}),
     };
   });
   const blob = (await rt.ledger.getBlob(event.payload.promptRef)) ?? "[]";
