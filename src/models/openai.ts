@@ -2,7 +2,6 @@ import type { AIMessage } from "@langchain/core/messages";
 import type { ChatOpenAI, ChatOpenAIFields } from "@langchain/openai";
 import { ModelError, errorMessage } from "../errors.js";
 import { withoutKey } from "../secrets.js";
-import { callSignal, cutOff, splitReasoning, toLangChain, toolCallsOf } from "./langchain.js";
 import type { ChatModel, ModelRequest, ModelResponse } from "./port.js";
 import { DEFAULT_RETRY, RetriesExhausted, classifyFault, withRetries, type RetryPolicy } from "./retry.js";
 
@@ -85,7 +84,9 @@ export class OpenAIChatModel implements ChatModel {
   }
 
   async invoke(req: ModelRequest): Promise<ModelResponse> {
-    const client = await this.chat();
+    // LangChain's message classes load with the first call: building the model (which the CLI does
+    // before it starts the run's Chroma server, to refuse a bad spec first) must not wait for them.
+    const [client, { callSignal, cutOff, splitReasoning, toLangChain, toolCallsOf }] = await Promise.all([this.chat(), import("./langchain.js")]);
     const bound = req.tools.length
       ? client.bindTools(
           req.tools.map((t) => ({ type: "function" as const, function: { name: t.name, description: t.description, parameters: t.parameters } })),

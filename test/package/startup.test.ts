@@ -30,6 +30,22 @@ describe("what importing the package loads (built)", () => {
     expect([...r.packages]).toEqual(["zod"]);
   });
 
+  it("building a model from its spec loads no LangChain: `run` checks the spec so before it starts the Chroma server", () => {
+    const factory = path.join(REPO, "dist", "src", "models", "factory.js");
+    const script = path.join(tempWorkspace(), "one.json");
+    fs.writeFileSync(script, JSON.stringify({ decide: [{ tool_calls: [{ name: "finish", args: { summary: "done" } }] }] }));
+    const r = packagesLoaded(
+      importing(
+        `const { createModel } = await import(${JSON.stringify(factory)});` +
+          `const m = [createModel(${JSON.stringify(`scripted:${script}`)}), createModel("openai:gpt-4o-mini", { env: { OPENAI_BASE_URL: "http://127.0.0.1:9/v1" } })];` +
+          'if (m.some((x) => typeof x.invoke !== "function")) process.exit(3);',
+      ),
+      [],
+    );
+    expect(r.code, r.stderr).toBe(0);
+    expect([...r.packages]).toEqual(["zod"]);
+  });
+
   it("the graph and model builders moved to ledgerloop/graph and ledgerloop/models, and are there", () => {
     const code =
       'const g = await import("ledgerloop/graph"); const m = await import("ledgerloop/models"); const root = await import("ledgerloop");' +
