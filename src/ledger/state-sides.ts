@@ -3,7 +3,7 @@ import path from "node:path";
 import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkpoint";
 import { MigrationError } from "../errors.js";
 import { defaultRedactor } from "../secrets.js";
-import { isPostgresUrl, redactUrl, tableExists } from "./pg-db.js";
+import { isPostgresUrl, redactUrl } from "./state-url.js";
 import type { PgRevisionReplica } from "./pg-revisions.js";
 import type { RevisionStore } from "../workspace/revisions.js";
 import type { Ledger } from "./port.js";
@@ -132,7 +132,7 @@ async function openSqliteSide(location: string, opts: { write: boolean }): Promi
 }
 
 async function openPgSide(url: string, opts: { write: boolean }): Promise<StateSide> {
-  const [{ openPgState }, { PgLedger }, { PgRunRegistry }, { PgStore }, { RedactingPostgresSaver }, { PostgresSaver }, { PgRevisionReplica }] =
+  const [{ openPgState, tableExists }, { PgLedger }, { PgRunRegistry }, { PgStore }, { RedactingPostgresSaver }, { PostgresSaver }, { PgRevisionReplica }] =
     await Promise.all([
       import("./pg-db.js"),
       import("./pg-ledger.js"),

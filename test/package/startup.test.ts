@@ -107,6 +107,15 @@ describe("what each command loads (compiled CLI, before bundling)", () => {
     );
   });
 
+  it("migrate between two SQLite states loads no PostgreSQL driver", () => {
+    const to = path.join(tempWorkspace(), "state");
+    const r = packagesLoaded(["migrate", "--from", ws, "--to", to, "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ threads: [{ thread, result: "migrated" }] });
+    expect(r.packages.has("better-sqlite3")).toBe(true);
+    expect([...r.packages].filter((p) => p.startsWith("pg"))).toEqual([]);
+  });
+
   // Loading zod and building the event schemas cost more than the rest of these commands: only an
   // append needs them (ledger/event-rows.ts). diff reads the checkpoint tables, without a runtime.
   it.each([
