@@ -10,7 +10,8 @@ import { isPostgresUrl } from "./ledger/state-url.js";
 import type { RunRegistryPort } from "./ledger/runs.js";
 import { openStateDb } from "./ledger/state-db.js";
 import { claimWorkspace } from "./ledger/workspace-identity.js";
-import { budgetFor, deferredTokenCounter, modelProfile, type TokenCounter } from "./context/tokens.js";
+import { deferredTokenCounter } from "./context/token-thread.js";
+import { budgetFor, modelProfile, type TokenCounter } from "./context/tokens.js";
 import { createModel } from "./models/factory.js";
 import { TextToolCallModel } from "./models/text-tools.js";
 import { checkLangSmith } from "./telemetry/langsmith.js";
@@ -277,7 +278,10 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
       revisions,
       revisionReplica: replica,
       counter,
-      counterReady: counter.ready,
+      // A getter: the load keeps the process alive only once someone waits for it (the graph's nodes).
+      get counterReady() {
+        return counter.ready;
+      },
       prices: config.prices,
       progress,
       lease,
@@ -291,6 +295,7 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
         lease?.release();
         if (db.open) db.close();
         await state.close().catch(() => {});
+        await counter.close();
       },
     };
   } catch (err) {

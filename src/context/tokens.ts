@@ -4,7 +4,6 @@
  * decisions and summaries at every step.
  */
 
-import { LedgerloopError } from "../errors.js";
 import { loadRanks, type Encoding } from "./bpe-ranks.js";
 
 export interface TokenCounter {
@@ -122,8 +121,24 @@ export function countLinear(text: string, split: RegExp, countExact: CountFn): n
   return total;
 }
 
-/** A counter over the given encoding; loads the BPE ranks once per process. */
-export async function loadTokenCounter(encoding: Encoding = "o200k_base", fallback = false): Promise<TokenCounter> {
+/** What one text counts, uncached: the figure every counter of this encoding and margin returns. */
+export type Measure = (text: string) => number;
+
+/** The count margin: 1, or the safety margin of a model the tokenizer does not know. */
+export function countMargin(fallback: boolean): number {
+  return fallback ? UNKNOWN_MODEL_MARGIN : 1;
+}
+
+/**
+ * The count of a text longer than {@link MAX_COUNTED_CHARS}: its UTF-8 length (an upper bound) with
+ * the margin. Every counter answers these without the tokenizer.
+ */
+export function countBeyondCap(text: string, fallback: boolean): number {
+  return Math.ceil(Buffer.byteLength(text, "utf8") * countMargin(fallback));
+}
+
+/** Loads an encoding's tokenizer and returns its uncached count of one text, margin included. */
+export async function loadMeasure(encoding: Encoding = "o200k_base", fallback = false): Promise<Measure> {
   // What gpt-tokenizer's `encoding/<name>` module does, with the ranks read as JSON when the build prepared them.
   const [{ GptEncoding }, { ranks }] = await Promise.all([import("gpt-tokenizer/GptEncoding"), loadRanks(encoding)]);
   const mod = GptEncoding.getEncodingApi(encoding, () => ranks);
@@ -135,52 +150,36 @@ export async function loadTokenCounter(encoding: Encoding = "o200k_base", fallba
   // here: the default options make countTokens throw on it, which would break every prompt.
   const asText = { disallowedSpecial: new Set<string>() };
   const exact: CountFn = (t) => mod.countTokens(t, asText);
+  const margin = countMargin(fallback);
+  return (text) => (text.length < SHORT ? Math.ceil(exact(text) * margin) : Math.ceil(countLinear(text, split, exact) * margin));
+}
+
+/**
+ * A counter over `measure` that memoises texts of {@link SHORT} chars or more (a long run re-counts
+ * the same outputs at every step); with `cacheShort`, the short ones too, in a cache of their own
+ * (for a measure that costs a round trip, not only tokenizing).
+ */
+export function memoCounter(encoding: string, measure: Measure, opts: { cacheShort?: boolean } = {}): TokenCounter {
   const cache = new Map<string, number>();
-  const margin = fallback ? UNKNOWN_MODEL_MARGIN : 1;
+  const short = opts.cacheShort ? new Map<string, number>() : undefined;
+  const remember = (map: Map<string, number>, text: string, n: number): number => {
+    if (map.size >= CACHE_LIMIT) map.delete(map.keys().next().value as string);
+    map.set(text, n);
+    return n;
+  };
   return {
     encoding,
     count(text: string): number {
       if (!text) return 0;
-      if (text.length < SHORT) return Math.ceil(exact(text) * margin);
-      const hit = cache.get(text);
-      if (hit !== undefined) return hit;
-      const n = Math.ceil(countLinear(text, split, exact) * margin);
-      if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value as string);
-      cache.set(text, n);
-      return n;
+      const map = text.length < SHORT ? short : cache;
+      if (!map) return measure(text);
+      const hit = map.get(text);
+      return hit !== undefined ? hit : remember(map, text, measure(text));
     },
   };
 }
 
-/** A counter whose BPE ranks are still loading: `count` works once `ready` has resolved. */
-export interface DeferredTokenCounter extends TokenCounter {
-  /** Resolves once the ranks are loaded; rejects with the load's error. */
-  readonly ready: Promise<void>;
-}
-
-/**
- * A counter for a model's profile, returned before its BPE ranks are loaded. Loading them is the
- * heaviest part of a run's start (2 MB of JSON parsed and 200k ranks indexed, on this thread): started this way, it
- * happens while the run waits on other things (the Chroma server, the index), and only the first
- * count waits for it. The counts are those of {@link loadTokenCounter}: nothing the model sees changes.
- */
-export function deferredTokenCounter(profile: ModelProfile): DeferredTokenCounter {
-  let loaded: TokenCounter | undefined;
-  const ready = loadTokenCounter(profile.encoding, profile.fallback).then((c) => {
-    loaded = c;
-  });
-  // Whoever needs a count awaits `ready` and sees the error; nobody else must crash on it.
-  ready.catch(() => {});
-  return {
-    encoding: profile.encoding,
-    ready,
-    count(text: string): number {
-      if (!loaded)
-        throw new LedgerloopError(
-          "TOKENIZER_NOT_READY",
-          `the ${profile.encoding} token counter was used before its ranks loaded: await its ready promise first`,
-        );
-      return loaded.count(text);
-    },
-  };
+/** A counter over the given encoding, loaded on this thread. */
+export async function loadTokenCounter(encoding: Encoding = "o200k_base", fallback = false): Promise<TokenCounter> {
+  return memoCounter(encoding, await loadMeasure(encoding, fallback));
 }

@@ -1,0 +1,171 @@
+/**
+ * A token counter whose tokenizer lives on a worker thread (issue 30). Loading the BPE ranks and
+ * building the encoder costs about 0.3 s of CPU; on the main thread it blocked the plan node, the
+ * indexer and module loading before a run's first prompt, while the second core sat idle. Counting
+ * stays synchronous (every caller in context/ is): the text goes through shared memory and this
+ * thread waits on Atomics for the answer, tens of microseconds a round trip.
+ *
+ * No fallback to counting on this thread when the worker fails: the worker runs the same loader
+ * (`loadMeasure`), so a tokenizer that cannot load there cannot load here either; the one
+ * worker-only failure, a missing worker file, is a broken build that should be seen, not hidden
+ * behind a slower start. Every failure is a LedgerloopError naming its cause, and no wait is unbounded.
+ */
+
+import fs from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { Worker } from "node:worker_threads";
+import { LedgerloopError } from "../errors.js";
+import { countBeyondCap, MAX_COUNTED_CHARS, memoCounter, type ModelProfile, type TokenCounter } from "./tokens.js";
+import { CONTROL_SLOTS, LOAD, readText, REQ, SLOT, TEXT_BYTES, writeText, type TokenWorkerData } from "./token-wire.js";
+
+/** A counter whose BPE ranks load on a worker thread; `count` waits for them when called first. */
+export interface DeferredTokenCounter extends TokenCounter {
+  /** Resolves once the tokenizer has loaded; rejects with the load's error. Awaiting it keeps the process alive. */
+  readonly ready: Promise<void>;
+  /** Stops the worker thread; counting afterwards throws. */
+  close(): Promise<void>;
+}
+
+export interface DeferredTokenCounterOptions {
+  /** The worker module (tests): by default token-worker beside this module. */
+  worker?: URL;
+  /** The longest wait for the tokenizer to load, and for one count. */
+  timeoutMs?: number;
+}
+
+/**
+ * Far above the slowest count (about a second for a {@link MAX_COUNTED_CHARS}-char adversarial text)
+ * and a load on a busy machine: reaching it means the worker is stuck, not slow.
+ */
+export const COUNT_TIMEOUT_MS = 60_000;
+
+/** token-worker beside this module: compiled JavaScript, or the TypeScript sources under tsx. */
+function workerFile(): URL {
+  const ext = path.extname(fileURLToPath(import.meta.url));
+  return new URL(`./token-worker${ext === ".ts" ? ".ts" : ".js"}`, import.meta.url);
+}
+
+function startWorker(file: URL, workerData: TokenWorkerData): Worker {
+  if (!file.pathname.endsWith(".ts")) return new Worker(file, { workerData });
+  // Sources (tests, tsx): tsx registers its loader on the main thread only, so the worker
+  // registers it itself (through tsx's ES module API) before importing the sources.
+  const require = createRequire(import.meta.url);
+  const pkgFile = require.resolve("tsx/package.json");
+  const pkg = JSON.parse(fs.readFileSync(pkgFile, "utf8")) as { exports: Record<string, { import: { default: string } }> };
+  const api = pathToFileURL(path.join(path.dirname(pkgFile), pkg.exports["./esm/api"]!.import.default)).href;
+  const boot = `import { register } from ${JSON.stringify(api)}; register(); await import(${JSON.stringify(file.href)});`;
+  return new Worker(new URL(`data:text/javascript,${encodeURIComponent(boot)}`), { workerData });
+}
+
+/**
+ * A counter for a model's profile, returned before its tokenizer has loaded: the load runs on a
+ * worker thread while the run starts. The counts are those of `loadTokenCounter`, through the
+ * same memo cache as on one thread: nothing the model sees changes.
+ */
+export function deferredTokenCounter(profile: ModelProfile, opts: DeferredTokenCounterOptions = {}): DeferredTokenCounter {
+  const timeoutMs = opts.timeoutMs ?? COUNT_TIMEOUT_MS;
+  const what = `the ${profile.encoding} token counter`;
+  const control = new Int32Array(new SharedArrayBuffer(CONTROL_SLOTS * Int32Array.BYTES_PER_ELEMENT));
+  const shared = new SharedArrayBuffer(TEXT_BYTES);
+  const text = Buffer.from(shared);
+  let worker: Worker | undefined;
+  let loaded = false;
+  let settled = false;
+  // Once set, every count throws it: the worker is gone or stuck.
+  let broken: LedgerloopError | undefined;
+  let settle: { resolve(): void; reject(e: Error): void } = { resolve() {}, reject() {} };
+  const ready = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
+  // Whoever needs a count awaits `ready` or counts and sees the error; nobody else must crash on it.
+  ready.catch(() => {});
+
+  const finish = (err?: LedgerloopError): void => {
+    if (!settled) {
+      settled = true;
+      if (err) settle.reject(err);
+      else settle.resolve();
+    }
+    worker?.unref();
+  };
+  const fail = (err: LedgerloopError): LedgerloopError => {
+    broken ??= err;
+    finish(broken);
+    void worker?.terminate();
+    return broken;
+  };
+  const workerError = (): string => readText(text, Atomics.load(control, SLOT.length));
+
+  /** Waits until `slot` is no longer `value`, at most `timeoutMs`; false on timeout. */
+  const waitWhile = (slot: number, value: number): boolean => {
+    const deadline = performance.now() + timeoutMs;
+    while (Atomics.load(control, slot) === value) {
+      const left = deadline - performance.now();
+      if (left <= 0) return false;
+      Atomics.wait(control, slot, value, left);
+    }
+    return true;
+  };
+
+  const awaitLoad = (): void => {
+    if (!waitWhile(SLOT.load, LOAD.loading))
+      throw fail(new LedgerloopError("TOKENIZER_TIMEOUT", `${what} did not load its ranks within ${timeoutMs} ms; its worker thread was stopped`));
+    if (Atomics.load(control, SLOT.load) === LOAD.failed) throw fail(new LedgerloopError("TOKENIZER_FAILED", `${what} could not load: ${workerError()}`));
+    loaded = true;
+    finish();
+  };
+
+  const measure = (t: string): number => {
+    if (broken) throw broken;
+    // Never sent: its count needs no tokenizer (and would not fit the buffer).
+    if (t.length > MAX_COUNTED_CHARS) return countBeyondCap(t, profile.fallback);
+    if (!loaded) awaitLoad();
+    Atomics.store(control, SLOT.length, writeText(text, t));
+    Atomics.store(control, SLOT.req, REQ.ask);
+    Atomics.notify(control, SLOT.req);
+    if (!waitWhile(SLOT.req, REQ.ask))
+      throw fail(
+        new LedgerloopError("TOKENIZER_TIMEOUT", `${what} did not answer within ${timeoutMs} ms (a text of ${t.length} chars); its worker thread was stopped`),
+      );
+    if (Atomics.load(control, SLOT.req) === REQ.error)
+      throw new LedgerloopError("TOKENIZER_FAILED", `${what} failed on a text of ${t.length} chars: ${workerError()}`);
+    return Atomics.load(control, SLOT.result);
+  };
+
+  const file = opts.worker ?? workerFile();
+  if (!fs.existsSync(fileURLToPath(file))) {
+    fail(new LedgerloopError("TOKENIZER_FAILED", `${what} cannot start: its worker module ${fileURLToPath(file)} is missing (an incomplete build?)`));
+  } else {
+    try {
+      const w = startWorker(file, { encoding: profile.encoding, fallback: profile.fallback, control: control.buffer as SharedArrayBuffer, text: shared });
+      worker = w;
+      w.unref();
+      w.on("message", (m: { loaded?: boolean; error?: string }) => {
+        if (m.loaded) finish();
+        else fail(new LedgerloopError("TOKENIZER_FAILED", `${what} could not load: ${m.error ?? workerError()}`));
+      });
+      w.on("error", (err) => fail(new LedgerloopError("TOKENIZER_FAILED", `${what}'s worker thread failed: ${err.message}`, { cause: err })));
+      w.on("exit", (code) => fail(broken ?? new LedgerloopError("TOKENIZER_FAILED", `${what}'s worker thread stopped (exit code ${code})`)));
+    } catch (err) {
+      fail(new LedgerloopError("TOKENIZER_FAILED", `${what} cannot start its worker thread: ${(err as Error).message}`, { cause: err }));
+    }
+  }
+
+  const counter = memoCounter(profile.encoding, measure, { cacheShort: true });
+  return {
+    encoding: profile.encoding,
+    count: (t) => counter.count(t),
+    get ready() {
+      // Unreferenced, the worker lets the process end; whoever awaits the load keeps it alive until then.
+      if (!settled) worker?.ref();
+      return ready;
+    },
+    async close() {
+      if (!worker) return;
+      fail(new LedgerloopError("TOKENIZER_CLOSED", `${what} was closed`));
+      Atomics.store(control, SLOT.req, REQ.stop);
+      Atomics.notify(control, SLOT.req);
+      await worker.terminate();
+    },
+  };
+}
