@@ -2,7 +2,9 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { buildPrompt } from "../src/context/builder.js";
-import { loadTokenCounter } from "../src/context/tokens.js";
+import { deferredTokenCounter } from "../src/context/token-thread.js";
+import { loadTokenCounter, type TokenCounter } from "../src/context/tokens.js";
+import { loadEventSchemas } from "../src/ledger/event-rows.js";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.js";
 import { openStateDb } from "../src/ledger/state-db.js";
 import { SqliteStore } from "../src/memory/sqlite-store.js";
@@ -14,6 +16,20 @@ import { benchPrefixReuse } from "./context-reuse.js";
 import { median, printTable, quantile, type BenchResult } from "./report.js";
 
 const RUNS = Number(process.env.BENCH_CONTEXT_RUNS ?? 30);
+const SIZES = process.env.BENCH_CONTEXT_SIZES?.split(",").map(Number);
+
+/** A counter that counts its calls. */
+function counting(inner: TokenCounter): TokenCounter & { calls: number } {
+  const c = { encoding: inner.encoding, calls: 0, count: (t: string) => (c.calls++, inner.count(t)) };
+  return c;
+}
+
+/** A fresh (empty-cached) in-thread counter and a fresh worker-thread counter, both loaded. */
+async function freshCounters(): Promise<{ thread: TokenCounter; worker: TokenCounter & { close(): Promise<void> } }> {
+  const worker = deferredTokenCounter({ model: "bench", encoding: "o200k_base", contextWindow: 128_000, reservedOutput: 4_096, fallback: false });
+  await worker.ready;
+  return { thread: await loadTokenCounter("o200k_base"), worker };
+}
 
 function workspace(): string {
   const ws = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "ll-bench-ctx-")));
@@ -97,7 +113,8 @@ function stateFor(head: string, steps: number): TaskStateValue {
  * Context build time and tokens per section at growing ledger sizes, next to a prompt holding all
  * history. Each build searches afresh (the context node's per-step caches are not used here).
  */
-export async function benchContext(sizes = [1_000, 10_000, 50_000]): Promise<BenchResult[]> {
+export async function benchContext(sizes = SIZES ?? [1_000, 10_000, 50_000]): Promise<BenchResult[]> {
+  await loadEventSchemas();
   const counter = await loadTokenCounter("o200k_base");
   const tools = toolSpecs();
   const ws = workspace();
@@ -136,6 +153,39 @@ export async function benchContext(sizes = [1_000, 10_000, 50_000]): Promise<Ben
       built = await buildPrompt(input);
       times.push(performance.now() - t);
     }
+    // The run's counter lives on a worker thread (token-thread.ts): a count it has not memoised is a
+    // round trip. A fresh counter (every count a miss, as in a run's first prompt), then warm ones.
+    const probe = counting(counter);
+    await buildPrompt({ ...input, counter: probe });
+    const fresh = await freshCounters();
+    const tThread = performance.now();
+    await buildPrompt({ ...input, counter: fresh.thread });
+    const firstThread = performance.now() - tThread;
+    const tWorker = performance.now();
+    await buildPrompt({ ...input, counter: fresh.worker });
+    const firstWorker = performance.now() - tWorker;
+    const workerTimes: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      const t = performance.now();
+      await buildPrompt({ ...input, counter: fresh.worker });
+      workerTimes.push(performance.now() - t);
+    }
+    await fresh.worker.close();
+    rows.push({ name: `count() calls per build at ${size} events`, value: probe.calls, unit: "calls" });
+    rows.push({
+      name: `first build, fresh worker counter at ${size}`,
+      value: firstWorker,
+      unit: "ms",
+      baseline: firstThread,
+      baselineName: "fresh in-thread counter",
+    });
+    rows.push({
+      name: `build p50, worker counter at ${size}`,
+      value: median(workerTimes),
+      unit: "ms",
+      baseline: median(times),
+      baselineName: "in-thread counter",
+    });
     // The naive alternative: every feedback of the run in the prompt.
     const t0 = performance.now();
     const all = await ledger.branch(head, { types: ["environment_feedback"] });

@@ -194,8 +194,11 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     // A level from the probe cache is re-checked while the rest starts; a failure stops the run here.
     const sandboxChecked = ownSandbox?.verified() ?? Promise.resolve();
     sandboxChecked.catch(() => {});
-    // Only the model's table entry now: the tokenizer itself loads once the index is under way.
     const profile = await modelProfile(model.name);
+    // The tokenizer loads on a worker thread (token-thread.ts): started as early as its profile is
+    // known, it loads while this thread opens the state, the sandbox, the index and the Chroma server.
+    const counter = deferredTokenCounter(profile);
+    undo.push(() => counter.close());
     await sandboxChecked;
     const budgetTokens = settings.budgetTokens ?? budgetFor(profile);
     const { stateDir, dbPath } = stateLocation(workspace, settings.stateDir);
@@ -240,8 +243,6 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
         warn(`the hybrid retriever could not start (${(err as Error).message}); using a plain file scan for search`);
       }
     }
-    // After the index has started: parsing the ranks then overlaps its wait for the Chroma server.
-    const counter = deferredTokenCounter(profile);
     const processes = new ProcessManager(sandbox, workspace);
     const replica = state.revisionReplica;
     const revisions: RevisionStore = new RevisionStore(db, workspace, {

@@ -37,18 +37,15 @@ const routeAfterReflect = (s: TaskStateValue) => (s.status !== "running" ? END :
 
 /** Builds the coding-agent graph: plan → context → decide → act → observe → (reflect | summarize | plan | context). */
 export function createCodingAgent(opts: CodingAgentOptions) {
-  const base: NodeDeps["resolve"] =
+  // The tokenizer loads on a worker thread while the run starts (createRuntime). Nodes do not wait
+  // for it here: the plan node counts nothing, the context node awaits it before its first count,
+  // and any other count waits for the load on its own.
+  const resolve: NodeDeps["resolve"] =
     opts.resolve ??
     (async () => {
       if (!opts.runtime) throw new Error("createCodingAgent needs a runtime or a resolve function");
       return opts.runtime;
     });
-  // The tokenizer loads while the run starts (createRuntime): no node counts a token before it has.
-  const resolve: NodeDeps["resolve"] = async (config) => {
-    const rt = await base(config);
-    await rt.counterReady;
-    return rt;
-  };
   const own = opts.checkpointer === undefined || (opts.runtime !== undefined && opts.checkpointer === opts.runtime.checkpointer);
   const deps: NodeDeps = { resolve, origin: opts.origin ?? "script", checkpoints: own ? "state-db" : "external" };
   // Input: the goal (run settings go in the context); output: how the run ended. The state itself

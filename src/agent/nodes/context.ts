@@ -153,6 +153,9 @@ export function createContextNode(deps: NodeDeps): NodeFn {
   const caches: PromptCaches = { search: new Map() };
   return async (state, config) => {
     const rt = await deps.resolve(config);
+    // The first count of a run: waiting here (not in count(), which blocks the thread) leaves the
+    // thread to the index and the Chroma server while the tokenizer loads on its worker.
+    await rt.counterReady;
     const w = branchWriter(rt, state, config, "context");
     // Background processes the ledger says were running come back before the model is asked.
     if (!(await w.find("context"))) await restoreProcesses(rt, state, w);
