@@ -48,7 +48,10 @@ function workerFile(): URL {
 }
 
 function startWorker(file: URL, workerData: TokenWorkerData): Worker {
-  if (!file.pathname.endsWith(".ts")) return new Worker(file, { workerData });
+  // Not the parent's execArgv: a host's loader hooks (the LangGraph dev server's) fail in a worker,
+  // and this worker needs none.
+  const options = { workerData, execArgv: [] };
+  if (!file.pathname.endsWith(".ts")) return new Worker(file, options);
   // Sources (tests, tsx): tsx registers its loader on the main thread only, so the worker
   // registers it itself (through tsx's ES module API) before importing the sources.
   const require = createRequire(import.meta.url);
@@ -56,7 +59,7 @@ function startWorker(file: URL, workerData: TokenWorkerData): Worker {
   const pkg = JSON.parse(fs.readFileSync(pkgFile, "utf8")) as { exports: Record<string, { import: { default: string } }> };
   const api = pathToFileURL(path.join(path.dirname(pkgFile), pkg.exports["./esm/api"]!.import.default)).href;
   const boot = `import { register } from ${JSON.stringify(api)}; register(); await import(${JSON.stringify(file.href)});`;
-  return new Worker(new URL(`data:text/javascript,${encodeURIComponent(boot)}`), { workerData });
+  return new Worker(new URL(`data:text/javascript,${encodeURIComponent(boot)}`), options);
 }
 
 /**
