@@ -10,7 +10,7 @@ import { isPostgresUrl } from "./ledger/state-url.js";
 import type { RunRegistryPort } from "./ledger/runs.js";
 import { openStateDb } from "./ledger/state-db.js";
 import { claimWorkspace } from "./ledger/workspace-identity.js";
-import { deferredTokenCounter } from "./context/token-thread.js";
+import { tokenCounterFor } from "./context/token-thread.js";
 import { budgetFor, modelProfile, type TokenCounter } from "./context/tokens.js";
 import { createModel } from "./models/factory.js";
 import { TextToolCallModel } from "./models/text-tools.js";
@@ -196,8 +196,9 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
     sandboxChecked.catch(() => {});
     const profile = await modelProfile(model.name);
     // The tokenizer loads on a worker thread (token-thread.ts): started as early as its profile is
-    // known, it loads while this thread opens the state, the sandbox, the index and the Chroma server.
-    const counter = deferredTokenCounter(profile);
+    // known (by the CLI before it loads the graph, else here), it loads while this thread opens the
+    // state, the sandbox, the index and the Chroma server.
+    const counter = tokenCounterFor(profile);
     undo.push(() => counter.close());
     await sandboxChecked;
     const budgetTokens = settings.budgetTokens ?? budgetFor(profile);

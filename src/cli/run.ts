@@ -136,24 +136,31 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
   // The embedded Chroma server starts in its own process while this one loads the runtime (a dry
   // run works on a copy made below, whose server starts with its retriever). Not for a model spec
   // that createRuntime would refuse: bad input writes nothing, not even the server's directory.
-  const chroma =
-    args.dryRun || stateUrlOf(args) || process.env.LEDGERLOOP_STATE_URL?.trim() || !(await modelIsValid(model)) ? null : await prestartFor(args, flagged);
+  // The tokenizer loads on a worker thread from here on too (the runtime adopts it).
+  const name = await modelNameOf(model);
+  const chroma = args.dryRun || stateUrlOf(args) || process.env.LEDGERLOOP_STATE_URL?.trim() || name === null ? null : await prestartFor(args, flagged);
+  const tokens = name === null ? null : await prestartTokens(name);
   try {
     return await runWith(task, args, flagged, model);
   } finally {
     await chroma?.release();
+    await tokens?.release();
   }
 }
 
-/** Whether createRuntime will accept the model spec (it builds the model again and reports what is wrong). */
-async function modelIsValid(model: string): Promise<boolean> {
+/** The model's name when createRuntime will accept its spec (it builds the model again and reports what is wrong), else null. */
+async function modelNameOf(model: string): Promise<string | null> {
   const { createModel } = await import("../models/factory.js");
   try {
-    createModel(model);
-    return true;
+    return createModel(model).name;
   } catch {
-    return false;
+    return null;
   }
+}
+
+async function prestartTokens(modelName: string): Promise<{ release(): Promise<void> }> {
+  const [{ modelProfile }, { prestartTokenCounter }] = await Promise.all([import("../context/tokens.js"), import("../context/token-thread.js")]);
+  return prestartTokenCounter(await modelProfile(modelName));
 }
 
 async function prestartFor(args: RunArgs, flagged: Partial<RunSettingsInput>): Promise<ChromaPrestart | null> {

@@ -172,3 +172,41 @@ export function deferredTokenCounter(profile: ModelProfile, opts: DeferredTokenC
     },
   };
 }
+
+/** Counters started before the runtime that counts with them exists, by encoding and margin. */
+const early = new Map<string, DeferredTokenCounter>();
+const keyOf = (p: ModelProfile): string => `${p.encoding}\u0000${p.fallback}`;
+
+/**
+ * Starts the tokenizer of a profile now, before the runtime that will count with it is built: the
+ * CLI's `run` does this next to the Chroma server's early start, so the load runs on the other core
+ * while this thread loads the graph's modules. The next runtime built for the same profile takes it
+ * ({@link tokenCounterFor}); `release` closes it when none did (a run refused before its runtime).
+ */
+export function prestartTokenCounter(profile: ModelProfile): { release(): Promise<void> } {
+  const key = keyOf(profile);
+  let counter = early.get(key);
+  if (!counter) {
+    counter = deferredTokenCounter(profile);
+    early.set(key, counter);
+  }
+  const started = counter;
+  return {
+    async release() {
+      if (early.get(key) !== started) return; // taken by a runtime, which closes it
+      early.delete(key);
+      await started.close();
+    },
+  };
+}
+
+/** The counter started early for this profile, taken by the first runtime that asks; else a new one. */
+export function tokenCounterFor(profile: ModelProfile): DeferredTokenCounter {
+  const key = keyOf(profile);
+  const started = early.get(key);
+  if (started) {
+    early.delete(key);
+    return started;
+  }
+  return deferredTokenCounter(profile);
+}

@@ -5,7 +5,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Encoding } from "../../src/context/bpe-ranks.js";
-import { deferredTokenCounter, type DeferredTokenCounter } from "../../src/context/token-thread.js";
+import { deferredTokenCounter, prestartTokenCounter, tokenCounterFor, type DeferredTokenCounter } from "../../src/context/token-thread.js";
 import { readText, TEXT_BYTES, writeText } from "../../src/context/token-wire.js";
 import { loadTokenCounter, MAX_COUNTED_CHARS, MAX_EXACT_PIECE, type ModelProfile } from "../../src/context/tokens.js";
 import { cleanupTemp, REPO, tempWorkspace } from "../helpers/workspace.js";
@@ -146,6 +146,25 @@ describe("a token counter on a worker thread", () => {
     );
     // The worker was stopped: later counts fail at once with the same error.
     expect(() => neverAnswers.count("other words")).toThrow(/did not answer within 300 ms/);
+  });
+
+  it("started early (the CLI's run), is taken by the first runtime that asks, and closed by release only when none did", async () => {
+    const p = profile("cl100k_base", true);
+    const early = prestartTokenCounter(p);
+    const taken = tokenCounterFor(p);
+    open.push(taken);
+    // A second runtime of the same profile gets its own counter, not the taken one.
+    const second = tokenCounterFor(p);
+    open.push(second);
+    expect(second).not.toBe(taken);
+    await early.release(); // taken: the runtime owns it now
+    expect(taken.count("counted after release")).toBe((await loadTokenCounter("cl100k_base", true)).count("counted after release"));
+    // Not taken: release closes it, and the next runtime starts its own.
+    const unused = prestartTokenCounter(p);
+    await unused.release();
+    const fresh = tokenCounterFor(p);
+    open.push(fresh);
+    expect(fresh.count("a fresh counter")).toBeGreaterThan(0);
   });
 
   it("refuses to count once closed", async () => {
