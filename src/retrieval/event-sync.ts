@@ -120,27 +120,41 @@ export class EventSync {
       return;
     }
     this.vectorsRun = (async () => {
-      // One batch per turn of the lock, so a search never waits behind a long backlog.
+      // One batch at a time; syncVectors takes the retriever's lock only around index.db, never
+      // around the vector store's round trips, so a search never waits behind a backlog or a write.
       let done = false;
       do {
         this.vectorsAgain = false;
         if (this.o.isClosed()) return;
-        done = await this.o.guarded(() => this.syncVectors(1)).catch(() => true);
+        done = await this.syncVectors(1).catch(() => true);
       } while (!done || this.vectorsAgain);
     })().finally(() => {
       this.vectorsRun = null;
     });
   }
 
-  /** Embeds and stores the vectors of up to `batches` × 256 events; true when none are left. */
+  /**
+   * Embeds and stores the vectors of up to `batches` × 256 events; true when none are left. Which
+   * events need vectors is read under the retriever's lock, and they are marked done under it; the
+   * embedding and the store's write happen outside it (a fresh Chroma collection's first write takes
+   * ~0.1 s, and a search waiting for it would be the run's wait). What changed meanwhile is checked
+   * when marking: a store replaced by a reconnect (which cleared the vector state) gets the batch
+   * again, and the vectors of a run forgotten meanwhile (deleted, its vectors purged) are deleted
+   * again rather than left in the store.
+   */
   private async syncVectors(batches = Infinity): Promise<boolean> {
     const vectors = this.o.vectors;
     for (let b = 0; b < batches; b++) {
-      if (!vectors.ok) return true;
-      const ngram = this.o.index();
-      const todo = ngram.eventsNeedingVectors(EVENT_BATCH);
-      if (todo.length === 0) return true;
-      const meta = new Map(ngram.eventsByIds(todo.map((t) => t.eventId)).map((e) => [e.eventId, e]));
+      const batch = await this.o.guarded(async () => {
+        const store = vectors.store;
+        if (!store) return null;
+        const ngram = this.o.index();
+        const todo = ngram.eventsNeedingVectors(EVENT_BATCH);
+        if (todo.length === 0) return null;
+        return { store, todo, meta: new Map(ngram.eventsByIds(todo.map((t) => t.eventId)).map((e) => [e.eventId, e])) };
+      });
+      if (!batch) return true;
+      const { store, todo, meta } = batch;
       let embedded: number[][];
       try {
         embedded = await this.o.embedder.embedDocuments(todo.map((t) => t.preview));
@@ -149,6 +163,7 @@ export class EventSync {
         return true;
       }
       const ok = await vectors.use(async (v) => {
+        if (v !== store) return false; // replaced since: the new store's vector state was cleared
         await v.upsert(
           "events",
           todo.map((t, i) => {
@@ -159,7 +174,19 @@ export class EventSync {
         return true;
       });
       if (!ok) return true;
-      this.o.index().markEventsVectorized(todo.map((t) => t.eventId));
+      const settled = await this.o.guarded(async () => {
+        if (vectors.store !== store) return false;
+        const ngram = this.o.index();
+        const ids = todo.map((t) => t.eventId);
+        const still = new Set(ngram.eventsByIds(ids).map((e) => e.eventId));
+        ngram.markEventsVectorized(ids.filter((id) => still.has(id)));
+        // Events gone from the index while their vectors were written: their run was forgotten, and
+        // its purge may have run before this write landed.
+        const gone = [...new Set(ids.filter((id) => !still.has(id)).map((id) => meta.get(id)?.threadId ?? ""))].filter(Boolean);
+        if (gone.length) await vectors.use((v) => v.deleteWhere("events", "threadId", gone));
+        return true;
+      });
+      if (!settled) return true;
     }
     return false;
   }

@@ -203,6 +203,11 @@ export class VectorConnection {
     return r;
   }
 
+  /** The store in use while the side is up (a reconnect replaces it); null otherwise. */
+  get store(): VectorIndex | null {
+    return this.state === "ok" ? this.vectors : null;
+  }
+
   /** Runs fn against the store when it is up; a failure degrades the side and gives undefined. */
   async use<T>(fn: (v: VectorIndex) => Promise<T>): Promise<T | undefined> {
     if (!this.vectors || this.state !== "ok") return undefined;
