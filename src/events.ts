@@ -221,7 +221,7 @@ export const RecallRecord = z.object({
   /** floor(step / 5) of the step whose prompt searched. */
   window: z.number().int(),
   k: z.number().int(),
-  /** sha256 of the query (the query itself may quote a secret). */
+  /** sha256 of the query, redacted (the query may quote a secret). */
   queryHash: z.string(),
   hits: z.array(z.object({ eventId: z.string(), score: z.number(), note: z.string().optional() })),
 });

@@ -90,3 +90,30 @@ describe("history recall across a resume in the middle of a 5-step window", () =
     expect(resumed).toEqual(whole);
   }, 120_000);
 });
+
+describe("the recorded history search", () => {
+  it("names its query by a hash of the redacted query: a secret in it cannot be tested against the ledger", async () => {
+    const hashes: string[] = [];
+    for (const secret of ["hunter2-recall-secret-one", "hunter2-recall-secret-two"]) {
+      // A secret the redactor knows (an environment variable named like a key) quoted in the goal,
+      // hence in the subtask that the recall query is made of.
+      process.env.RECALL_TEST_API_KEY = secret;
+      try {
+        const ws = tempWorkspace(undefined, FILES);
+        const a = await agentOn(ws);
+        await a.graph
+          .invoke({ goal: `${GOAL} with key ${secret}` }, { configurable: { thread_id: "s" }, durability: "sync", recursionLimit: 12 })
+          .catch(() => {});
+        const built = (await a.rt.ledger.list("s")).filter((e): e is LedgerEvent<"context_built"> => e.type === "context_built");
+        await a.rt.close();
+        expect(built.length).toBeGreaterThan(0);
+        hashes.push(built[0]!.payload.recall!.queryHash);
+      } finally {
+        delete process.env.RECALL_TEST_API_KEY;
+      }
+    }
+    // Two different secrets, one redacted query: the same hash (a hash of the raw query would differ).
+    expect(hashes[0]).toMatch(/^[0-9a-f]{64}$/);
+    expect(hashes[1]).toBe(hashes[0]);
+  }, 120_000);
+});

@@ -57,6 +57,7 @@ function recordingEventSearcher(
   ledger: Ledger,
   head: string | null,
   step: number,
+  redact: (text: string) => string,
   search: (query: string, k: number, previous: PreviousBuild) => Promise<EventMatch[]>,
 ): RecordingEventSearcher {
   let record: RecallRecord | undefined;
@@ -67,7 +68,9 @@ function recordingEventSearcher(
     },
     async searchEvents(query, k) {
       const window = Math.floor(step / RECALL_REFRESH_STEPS);
-      const queryHash = createHash("sha256").update(query).digest("hex");
+      // Of the redacted query: a hash of a query quoting a short secret would let whoever reads the
+      // ledger test guesses of it. Redaction is the same at every step, so equal queries still match.
+      const queryHash = createHash("sha256").update(redact(query)).digest("hex");
       previous ??= head ? ledger.branch(head, { types: ["context_built"], last: 1 }).then((e) => e[0] as PreviousBuild) : Promise.resolve(undefined);
       const prev = await previous;
       const rec = prev?.payload.recall;
@@ -100,18 +103,24 @@ function vectorCutoff(head: string | null, previous: PreviousBuild): number | un
 function eventSearcherFor(rt: Runtime, state: TaskStateValue, config: LangGraphRunnableConfig): RecordingEventSearcher {
   const head = state.ledgerHead;
   const lexical = lexicalEventSearcher(rt.ledger, head);
-  return recordingEventSearcher(rt.ledger, head, state.step, async (query, k, previous) => {
-    if (!rt.retriever) return lexical.searchEvents(query, k);
-    // branchHead keeps a fork from seeing its siblings' events.
-    const hits = await rt.retriever.searchAll(query, {
-      k,
-      scope: "events",
-      threadId: threadIdOf(config),
-      branchHead: head ?? undefined,
-      vectorsBefore: vectorCutoff(head, previous),
-    });
-    return hits.flatMap((h) => (h.kind === "event" ? [{ eventId: h.eventId, score: h.score, ...(h.lexicalOnly ? { note: h.lexicalOnly } : {}) }] : []));
-  });
+  return recordingEventSearcher(
+    rt.ledger,
+    head,
+    state.step,
+    (t) => rt.redactor.redact(t),
+    async (query, k, previous) => {
+      if (!rt.retriever) return lexical.searchEvents(query, k);
+      // branchHead keeps a fork from seeing its siblings' events.
+      const hits = await rt.retriever.searchAll(query, {
+        k,
+        scope: "events",
+        threadId: threadIdOf(config),
+        branchHead: head ?? undefined,
+        vectorsBefore: vectorCutoff(head, previous),
+      });
+      return hits.flatMap((h) => (h.kind === "event" ? [{ eventId: h.eventId, score: h.score, ...(h.lexicalOnly ? { note: h.lexicalOnly } : {}) }] : []));
+    },
+  );
 }
 
 /** The one-time notes a runtime's context node showed, with the step they were shown at. */
