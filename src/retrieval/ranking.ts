@@ -286,10 +286,18 @@ export function lendByCoChange(
   return lenders;
 }
 
+/** One event a source found: its seq orders equal scores. */
+export interface EventSourceHit {
+  eventId: string;
+  threadId: string;
+  seq: number;
+  score: number;
+}
+
 /** What the event sources found for one query, each list best first. */
 export interface EventSourceHits {
-  bm25: Array<{ eventId: string; threadId: string; score: number }>;
-  vectors: Array<{ eventId: string; threadId: string; score: number }>;
+  bm25: EventSourceHit[];
+  vectors: EventSourceHit[];
 }
 
 /** A ranked event: its fused score (scaled by RRF_K, 4 decimals) and each source's score. */
@@ -301,14 +309,24 @@ export interface RankedEvent {
 
 /**
  * Ranks events: the candidates `keep` accepts (their thread, their branch), fused by RRF, best `k`.
- * Ties break on the event id.
+ * Equal scores go by seq (then id), within each source and after fusion: an order fixed by the
+ * events themselves, so a resumed run, or another run of the same task, recalls them in the same
+ * order (the ids are random, and a store returns equal scores in any order).
  */
 export function rankEvents(hits: EventSourceHits, k: number, keep: (eventId: string, threadId: string) => boolean): RankedEvent[] {
+  const seqOf = new Map<string, number>();
+  const byScore = (a: EventSourceHit, b: EventSourceHit) => b.score - a.score || a.seq - b.seq || (a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0);
+  const list = (xs: EventSourceHit[]) =>
+    xs
+      .filter((e) => keep(e.eventId, e.threadId))
+      .sort(byScore)
+      .map((e) => (seqOf.set(e.eventId, e.seq), { key: e.eventId, score: e.score }));
   const fused: Fused[] = reciprocalRankFusion([
-    { source: "bm25", items: hits.bm25.filter((e) => keep(e.eventId, e.threadId)).map((e) => ({ key: e.eventId, score: e.score })) },
-    { source: "vector", items: hits.vectors.filter((e) => keep(e.eventId, e.threadId)).map((e) => ({ key: e.eventId, score: e.score })) },
-  ]).slice(0, k);
-  return fused.map((f) => ({ eventId: f.key, score: round(f.score * RRF_K, 4), sources: roundSources(f.sources) }));
+    { source: "bm25", items: list([...hits.bm25]) },
+    { source: "vector", items: list([...hits.vectors]) },
+  ]);
+  fused.sort((a, b) => b.score - a.score || seqOf.get(a.key)! - seqOf.get(b.key)! || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return fused.slice(0, k).map((f) => ({ eventId: f.key, score: round(f.score * RRF_K, 4), sources: roundSources(f.sources) }));
 }
 
 /** Source scores without the history score (a hit carries the commit subjects instead). */

@@ -197,7 +197,10 @@ export class SearchEngine {
       allowed = await this.o.ledger.onBranch(opts.branchHead, ids);
     }
     const ranked = rankEvents(
-      { bm25, vectors: (vec ?? []).map((m) => ({ eventId: m.id, threadId: String(m.metadata.threadId), score: m.similarity })) },
+      {
+        bm25,
+        vectors: (vec ?? []).map((m) => ({ eventId: m.id, threadId: String(m.metadata.threadId), seq: Number(m.metadata.seq ?? 0), score: m.similarity })),
+      },
       k,
       (id, thread) => (!threadId || thread === threadId) && (!allowed || allowed.has(id)),
     );

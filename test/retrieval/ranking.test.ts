@@ -239,27 +239,52 @@ describe("rankCode: history options (re-weighting, strength, re-ranking, co-chan
 });
 
 describe("rankEvents", () => {
-  it("fuses lexical and vector hits of the events `keep` accepts, with their scores, ties by id", () => {
+  it("fuses lexical and vector hits of the events `keep` accepts, with their scores", () => {
     const out = rankEvents(
       {
         bm25: [
-          { eventId: "e2", threadId: "t1", score: 4 },
-          { eventId: "e9", threadId: "t2", score: 8 },
-          { eventId: "e1", threadId: "t1", score: 2 },
+          { eventId: "e2", threadId: "t1", seq: 2, score: 4 },
+          { eventId: "e9", threadId: "t2", seq: 9, score: 8 },
+          { eventId: "e1", threadId: "t1", seq: 1, score: 2 },
         ],
         vectors: [
-          { eventId: "e1", threadId: "t1", score: 0.75 },
-          { eventId: "e3", threadId: "t1", score: 0.5 },
+          { eventId: "e1", threadId: "t1", seq: 1, score: 0.75 },
+          { eventId: "e3", threadId: "t1", seq: 3, score: 0.5 },
         ],
       },
       10,
       (id, thread) => thread === "t1" && id !== "e3",
     );
-    // e9 is of another thread and e3 is off the branch; e1 and e2 are each once first, once second.
+    // e9 is of another thread and e3 is off the branch; e1 is second then first, e2 first only.
     expect(out).toEqual([
       { eventId: "e1", score: Math.round((1 / 62 + 1 / 61) * 60 * 10_000) / 10_000, sources: { bm25: 2, vector: 0.75 } },
       { eventId: "e2", score: 0.9836, sources: { bm25: 4 } },
     ]);
     expect(rankEvents({ bm25: [], vectors: [] }, 5, () => true)).toEqual([]);
+  });
+
+  it("orders equal scores by seq, whatever the ids and the order the sources returned them in", () => {
+    // Two events each first in one source and second in the other fuse to the same score; two more
+    // tie inside a source. Ids are random in a real run: here the older event has the larger id.
+    const hits = (ids: [string, string, string, string]) => ({
+      bm25: [
+        { eventId: ids[0], threadId: "t", seq: 7, score: 3 },
+        { eventId: ids[1], threadId: "t", seq: 19, score: 2 },
+        { eventId: ids[3], threadId: "t", seq: 30, score: 1 },
+        { eventId: ids[2], threadId: "t", seq: 25, score: 1 },
+      ],
+      vectors: [
+        { eventId: ids[1], threadId: "t", seq: 19, score: 0.9 },
+        { eventId: ids[0], threadId: "t", seq: 7, score: 0.8 },
+      ],
+    });
+    const seqs = (ids: [string, string, string, string], reverse: boolean) => {
+      const h = hits(ids);
+      if (reverse) h.bm25.reverse();
+      const bySeq = new Map(h.bm25.map((e) => [e.eventId, e.seq]));
+      return rankEvents(h, 10, () => true).map((r) => bySeq.get(r.eventId));
+    };
+    expect(seqs(["z7", "a19", "m25", "b30"], false)).toEqual([7, 19, 25, 30]);
+    expect(seqs(["a7", "z19", "b25", "a30"], true)).toEqual([7, 19, 25, 30]);
   });
 });
