@@ -5,30 +5,11 @@ import { describe, expect, it } from "vitest";
 import { loadRanks, moduleRanks, preparedRanksFile, readPreparedRanks, tokenizerVersion, type Encoding } from "../../src/context/bpe-ranks.js";
 import { loadTokenCounter } from "../../src/context/tokens.js";
 import { ensureBuilt } from "../helpers/build.js";
-import { REPO, tempWorkspace } from "../helpers/workspace.js";
+import { tempWorkspace } from "../helpers/workspace.js";
+import { tokenizerCorpus } from "../helpers/token-corpus.js";
 
 // The build writes gpt-tokenizer's ranks as JSON (scripts/bpe-ranks.mjs) because parsing JSON is
 // far cheaper than compiling the 2.4 MB module they ship as. A count must not change with it.
-
-/** Text a prompt carries: our own sources and docs, plus what breaks naive tokenizers. */
-function corpus(): string[] {
-  const texts: string[] = [];
-  for (const dir of ["src/context", "src/agent/nodes", "docs"]) {
-    for (const f of fs.readdirSync(path.join(REPO, dir)).sort()) {
-      const p = path.join(REPO, dir, f);
-      if (fs.statSync(p).isFile()) texts.push(fs.readFileSync(p, "utf8"));
-    }
-  }
-  texts.push(
-    "数据库连接失败，请稍后重试。データベース接続エラー。",
-    "emoji 🧪🔥👩‍💻 and combining e\u0301 marks",
-    "<|endoftext|> spelled in a file about tokenizers <|im_start|>",
-    "\ud800 a lone surrogate, \uffff and \u0000 a NUL",
-    " ".repeat(300) + "\t\t\n\n\r\n",
-    "Здравствуй, мир! Γειά σου κόσμε! مرحبا بالعالم",
-  );
-  return texts;
-}
 
 describe("prepared byte-pair ranks", () => {
   it.each(["o200k_base", "cl100k_base"] as Encoding[])(
@@ -43,7 +24,7 @@ describe("prepared byte-pair ranks", () => {
       const fromJson = GptEncoding.getEncodingApi(encoding, () => prepared!);
       const fromModule = (await import(`gpt-tokenizer/encoding/${encoding}`)) as { countTokens(t: string, o?: object): number };
       const asText = { disallowedSpecial: new Set<string>() };
-      for (const text of corpus()) expect(fromJson.countTokens(text, asText)).toBe(fromModule.countTokens(text, asText));
+      for (const text of tokenizerCorpus()) expect(fromJson.countTokens(text, asText)).toBe(fromModule.countTokens(text, asText));
     },
   );
 
@@ -52,7 +33,7 @@ describe("prepared byte-pair ranks", () => {
     expect((await loadRanks("o200k_base")).source).toBe("prepared");
     const counter = await loadTokenCounter("o200k_base");
     const reference = (await import("gpt-tokenizer/encoding/o200k_base")) as { countTokens(t: string, o?: object): number };
-    for (const text of corpus().slice(0, 20)) expect(counter.count(text)).toBe(reference.countTokens(text, { disallowedSpecial: new Set() }));
+    for (const text of tokenizerCorpus().slice(0, 20)) expect(counter.count(text)).toBe(reference.countTokens(text, { disallowedSpecial: new Set() }));
   });
 
   it("is not used when it names another gpt-tokenizer version, another encoding, or cannot be read", async () => {

@@ -9,6 +9,7 @@ import { deferredTokenCounter, prestartTokenCounter, tokenCounterFor, type Defer
 import { readText, TEXT_BYTES, writeText } from "../../src/context/token-wire.js";
 import { loadTokenCounter, MAX_COUNTED_CHARS, MAX_EXACT_PIECE, type ModelProfile } from "../../src/context/tokens.js";
 import { cleanupTemp, REPO, tempWorkspace } from "../helpers/workspace.js";
+import { tokenizerCorpus } from "../helpers/token-corpus.js";
 
 // The tokenizer loads and counts on a worker thread (issue 30); count() stays synchronous through
 // shared memory. Nothing the model sees may change: every count equals the one-thread count.
@@ -40,32 +41,20 @@ async function settled(p: Promise<unknown>): Promise<boolean> {
   ]);
 }
 
-/** Our sources and docs, and what tokenizers and transports get wrong. */
+/** The shared corpus, plus what the shared-memory transport and the worker's limits could get wrong. */
 function corpus(): string[] {
-  const texts: string[] = [];
-  for (const dir of ["src/context", "src/agent/nodes", "docs"]) {
-    for (const f of fs.readdirSync(path.join(REPO, dir)).sort()) {
-      const p = path.join(REPO, dir, f);
-      if (fs.statSync(p).isFile()) texts.push(fs.readFileSync(p, "utf8"));
-    }
-  }
+  const texts = tokenizerCorpus();
   texts.push(fs.readFileSync(path.join(REPO, "README.md"), "utf8"));
   const code = fs.readFileSync(path.join(REPO, "src/context/builder.ts"), "utf8");
   texts.push(
     "",
     "a",
     "a word",
-    "数据库连接失败，请稍后重试。データベース接続エラー。",
-    "emoji 🧪🔥👩‍💻 and combining e\u0301 marks",
-    "<|endoftext|> spelled in a file about tokenizers <|im_start|>",
     // Lone surrogates anywhere, short and long (a UTF-8 transport would turn them into U+FFFD).
     "\ud800",
     "\udc00 leading, trailing \ud83d",
     "\udc00\ud800 reversed pair " + "x".repeat(60) + "\ud800",
     ("lone \udfff in a longer text " + code.slice(0, 400)).repeat(3),
-    "\uffff and \u0000 a NUL",
-    " ".repeat(300) + "\t\t\n\n\r\n",
-    "Здравствуй, мир! Γειά σου κόσμε! مرحبا بالعالم",
     // Pieces beyond MAX_EXACT_PIECE: estimated, the same way on either thread.
     "A".repeat(MAX_EXACT_PIECE * 7 + 3),
     `${code.slice(0, 500)} ${"漢".repeat(MAX_EXACT_PIECE * 3)} ${"😀".repeat(MAX_EXACT_PIECE)} ${code.slice(500, 900)}`,
