@@ -41,6 +41,9 @@ export interface DeferredTokenCounterOptions {
  */
 export const COUNT_TIMEOUT_MS = 60_000;
 
+/** The longest close() waits for the worker thread to exit (it is stopped either way). */
+const CLOSE_WAIT_MS = 2_000;
+
 /** token-worker beside this module: compiled JavaScript, or the TypeScript sources under tsx. */
 function workerFile(): URL {
   const ext = path.extname(fileURLToPath(import.meta.url));
@@ -168,7 +171,12 @@ export function deferredTokenCounter(profile: ModelProfile, opts: DeferredTokenC
       fail(new LedgerloopError("TOKENIZER_CLOSED", `${what} was closed`));
       Atomics.store(control, SLOT.req, REQ.stop);
       Atomics.notify(control, SLOT.req);
-      await worker.terminate();
+      // Waits for the thread's exit, at most CLOSE_WAIT_MS, on a timer that holds the process: the
+      // worker is unreferenced, and on a busy machine its exit could come after the event loop had
+      // nothing left to wait for, ending the process mid-close (exit code 13, an unsettled await).
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([worker.terminate(), new Promise((r) => (timer = setTimeout(r, CLOSE_WAIT_MS)))]);
+      clearTimeout(timer);
     },
   };
 }
