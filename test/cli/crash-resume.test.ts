@@ -128,7 +128,10 @@ describe("a run killed in the middle of a slow command", () => {
         const t0 = Date.now();
         // Generous: on a loaded machine the CLI's start, the index and the plan come first.
         // "spawned" kills the runner before the command's shell has run a line: only another end counts.
-        while (!fs.existsSync(path.join(ws, "started.log"))) {
+        // The line, not the file: the shell creates started.log before echo writes to it, and a
+        // kill in between (bwrap takes the command along) would leave it empty.
+        const started = () => fs.existsSync(path.join(ws, "started.log")) && fs.readFileSync(path.join(ws, "started.log"), "utf8") === "started\n";
+        while (!started()) {
           const ended = child.exitCode !== null || child.signalCode !== null;
           if (ended && !(when === "spawned" && child.signalCode === "SIGKILL"))
             throw new Error(`the run ended (${child.exitCode ?? child.signalCode}) before its command started`);
