@@ -1,15 +1,13 @@
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deleteRunRecords } from "../../src/ledger/delete-run.js";
-import { SqliteLedger } from "../../src/ledger/sqlite-ledger.js";
-import { openStateDb } from "../../src/ledger/state-db.js";
 import { createChromaIndex } from "../../src/retrieval/chroma-index.js";
 import { externalChroma, type ChromaServer } from "../../src/retrieval/chroma-server.js";
 import { createEmbedder } from "../../src/retrieval/embedders/factory.js";
 import { createRetriever, type EventHit, type Retriever } from "../../src/retrieval/hybrid.js";
 import type { VectorIndex } from "../../src/retrieval/vector-index.js";
-import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
+import { cleanupTemp } from "../helpers/workspace.js";
 import { startTestChroma } from "./helpers/chroma.js";
+import { twoTariffRuns } from "./helpers/tariff-runs.js";
 
 // Event vectors are written in the background. The write used to hold the retriever's lock, so the
 // next search (a step's context) waited for it: a fresh Chroma collection's first write takes about
@@ -64,14 +62,7 @@ function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
 }
 
 async function setUp(name: string) {
-  const ws = tempWorkspace(undefined, { "src/tariff.ts": "export function tariffFor(region: string) {\n  return region.length;\n}\n" });
-  const stateDir = path.join(ws, ".ledgerloop");
-  const db = openStateDb(path.join(stateDir, "state.db"));
-  const ledger = new SqliteLedger(db);
-  const kept = await ledger.append({ threadId: "kept", parentId: null, type: "decision", payload: { text: "Cache the tariff table in memory", step: 1 } });
-  await ledger.append({ threadId: "kept", parentId: kept.id, type: "decision", payload: { text: "Expire the tariff cache hourly", step: 2 } });
-  const gone = await ledger.append({ threadId: "gone", parentId: null, type: "decision", payload: { text: "Store the tariff table in redis", step: 1 } });
-  await ledger.append({ threadId: "gone", parentId: gone.id, type: "decision", payload: { text: "Shard redis by tariff region", step: 2 } });
+  const { ws, stateDir, db, ledger } = await twoTariffRuns({ "src/tariff.ts": "export function tariffFor(region: string) {\n  return region.length;\n}\n" });
   const gated = await gatedStore(`${name} ${ws}`);
   const r: Retriever = await createRetriever({ workspace: ws, stateDir, ledger, vectorIndex: gated.store, chromaUrl: chroma.url });
   open.push({

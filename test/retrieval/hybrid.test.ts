@@ -11,6 +11,7 @@ import { createRetriever, isTestPath, type CodeHit, type EventHit, type Retrieve
 import { NgramIndex } from "../../src/retrieval/ngram-index.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 import { startTestChroma } from "./helpers/chroma.js";
+import { twoTariffRuns } from "./helpers/tariff-runs.js";
 
 let chroma: ChromaServer;
 const open: Retriever[] = [];
@@ -271,14 +272,7 @@ describe("hybrid retriever: ledger events", () => {
 
 describe("hybrid retriever: a run deleted whole", () => {
   it("leaves the n-gram index and the vector store at the index's next sync with the ledger, other runs untouched", async () => {
-    const ws = tempWorkspace(undefined, { "src/db.ts": "export function connect() {}\n" });
-    const stateDir = path.join(ws, ".ledgerloop");
-    const db = openStateDb(path.join(stateDir, "state.db"));
-    const ledger = new SqliteLedger(db);
-    const kept = await ledger.append({ threadId: "kept", parentId: null, type: "decision", payload: { text: "Cache the tariff table in memory", step: 1 } });
-    await ledger.append({ threadId: "kept", parentId: kept.id, type: "decision", payload: { text: "Expire the tariff cache hourly", step: 2 } });
-    const gone = await ledger.append({ threadId: "gone", parentId: null, type: "decision", payload: { text: "Store the tariff table in redis", step: 1 } });
-    await ledger.append({ threadId: "gone", parentId: gone.id, type: "decision", payload: { text: "Shard redis by tariff region", step: 2 } });
+    const { ws, stateDir, db, ledger } = await twoTariffRuns({ "src/db.ts": "export function connect() {}\n" });
     const store = await createChromaIndex({
       server: await externalChroma(chroma.url),
       embedder: await createEmbedder("hashed"),
