@@ -30,6 +30,8 @@ const until = async (ok: () => boolean, ms = 10_000) => {
   }
   return ok();
 };
+// The state letter of /proc/<pid>/stat: "T" once a SIGSTOP has really stopped the process.
+const stateOf = (pid: number) => fs.readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /s, "")[0];
 const childOf = (pid: number) => Number(fs.readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/)[0] || 0);
 
 describe.skipIf(!canUnshare)(`isExiting${canUnshare ? "" : " (skipped: unshare --pid --fork is not permitted here)"}`, () => {
@@ -45,6 +47,9 @@ describe.skipIf(!canUnshare)(`isExiting${canUnshare ? "" : " (skipped: unshare -
     children.push(entered);
     expect(await until(() => childOf(entered.pid!) > 0)).toBe(true);
     entered.kill("SIGSTOP");
+    // A signal is acted on when its process next runs. On a busy machine nsenter could still be in
+    // wait() when the init dies, reap its command there and only then stop: wait until it has stopped.
+    expect(await until(() => stateOf(entered.pid!) === "T")).toBe(true);
     process.kill(init, "SIGKILL");
 
     // Its command is dead (a zombie nsenter cannot reap while stopped); the init is in its exit path.
