@@ -27,6 +27,13 @@ export interface ChromaIndexOptions {
 
 const UPSERT_BATCH = 1000;
 
+/**
+ * The record prime() writes into an empty collection and deletes again at once. Should a process die
+ * between the two, the record stays: no query or get ever returns it, and a store holding only it
+ * is empty to the retriever's checks as before (they run before priming).
+ */
+export const PRIME_ID = "ledgerloop:prime";
+
 /** A VectorIndex on Chroma, with the names of its collections (doctor, tests). */
 export interface ChromaVectorIndex extends VectorIndex {
   readonly collections: Record<VectorSpace, string>;
@@ -135,12 +142,14 @@ export async function createChromaIndex(opts: ChromaIndexOptions): Promise<Chrom
       const ids = res.ids[0] ?? [];
       const distances = res.distances?.[0] ?? [];
       const metadatas = res.metadatas?.[0] ?? [];
-      return ids.map((id, i): VectorMatch => ({
-        id,
-        // Chroma's cosine distance is 1 - cosine similarity.
-        similarity: 1 - (distances[i] ?? 1),
-        metadata: (metadatas[i] ?? {}) as VectorMetadata,
-      }));
+      return ids
+        .map((id, i): VectorMatch => ({
+          id,
+          // Chroma's cosine distance is 1 - cosine similarity.
+          similarity: 1 - (distances[i] ?? 1),
+          metadata: (metadatas[i] ?? {}) as VectorMetadata,
+        }))
+        .filter((m) => m.id !== PRIME_ID);
     },
     async count(space) {
       const c = await collection(space);
@@ -156,6 +165,20 @@ export async function createChromaIndex(opts: ChromaIndexOptions): Promise<Chrom
         res.ids.forEach((id, j) => out.set(id, (res.metadatas?.[j] ?? {}) as VectorMetadata));
       }
       return out;
+    },
+    async prime() {
+      // Chroma allocates and saves a new collection's HNSW index (10,000 slots of the vector's
+      // size: ~17 MB at 384 dimensions) at its first write, whatever that write holds. Done here,
+      // it runs on the server's core while the caller still walks and chunks the workspace.
+      const dims = opts.embedder.dimensions;
+      if (!Number.isInteger(dims) || dims <= 0) return; // learned at the first embedding: nothing to write yet
+      for (const space of ["code", "events"] as const) {
+        const c = await collection(space);
+        if ((await guard("counting", timeoutMs, () => c.count())) > 0) continue;
+        const vector = Array.from({ length: dims }, (_, i) => (i === 0 ? 1 : 0));
+        await guard(`priming ${names[space]}`, writeTimeoutMs, () => c.upsert({ ids: [PRIME_ID], embeddings: [vector], metadatas: [{ prime: 1 }] }));
+        await guard(`priming ${names[space]}`, writeTimeoutMs, () => c.delete({ ids: [PRIME_ID] }));
+      }
     },
     async clear(space) {
       collections.delete(space);
