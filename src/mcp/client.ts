@@ -13,7 +13,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { McpServerConfig, McpStdioServerConfig } from "../config.js";
 import { errorMessage } from "../errors.js";
-import { shQuote } from "../sandbox/isolation.js";
+import { pathsInPrivateDirs, PRIVATE_DIRS, shQuote } from "../sandbox/isolation.js";
 import type { Sandbox } from "../sandbox/port.js";
 import type { ServerProcess } from "../sandbox/server-process.js";
 
@@ -181,7 +181,7 @@ export class McpConnection {
       this.transport = null;
       const tail =
         transport instanceof SandboxedStdioTransport && transport.stderrTail.trim() ? `; its stderr: ${transport.stderrTail.trim().slice(-500)}` : "";
-      throw new McpStartError(`MCP server "${this.name}" failed to start: ${errorMessage(err)}${tail}${this.noteText()}`);
+      throw new McpStartError(`MCP server "${this.name}" failed to start: ${errorMessage(err)}${tail}${this.hiddenNote()}${this.noteText()}`);
     }
     // The SDK's own close handler (on the transport) fails the pending requests; this one forgets the client.
     client.onclose = () => {
@@ -189,6 +189,21 @@ export class McpConnection {
     };
     this.client = client;
     return client;
+  }
+
+  /**
+   * Why a stdio server may not have been found: paths of its command line that an isolating level
+   * hides (a server kept in /tmp runs on the host, not in the sandbox, whose /tmp is private).
+   */
+  private hiddenNote(): string {
+    if ("url" in this.config || this.isolation === "none") return "";
+    const c = this.config as McpStdioServerConfig;
+    const hidden = pathsInPrivateDirs([c.command, ...(c.args ?? [])], this.env.workspace);
+    if (hidden.length === 0) return "";
+    return (
+      `; note: ${hidden.join(", ")} ${hidden.length === 1 ? "is" : "are"} outside the workspace under ${PRIVATE_DIRS.join(", ")}, ` +
+      `which the sandbox (${this.isolation}) replaces with private, empty directories: keep the server elsewhere or in the workspace`
+    );
   }
 
   /** The server's tools as it lists them. */

@@ -345,8 +345,21 @@ const UNSHARE_INNER = [
   '"$@"',
 ].join("\n");
 
-/** Directories the unshare level replaces with private ones (and so never remounts). */
-const PRIVATE_DIRS = ["/run", "/tmp", "/dev/shm"];
+/**
+ * Directories both isolating levels replace with private, empty ones (bwrap with its tmpfs mounts and
+ * a fresh /dev, unshare with the mounts below, which never remount them). Only the workspace stays
+ * visible under them.
+ */
+export const PRIVATE_DIRS = ["/run", "/tmp", "/dev/shm"];
+
+/**
+ * The absolute paths among `words` (a command line) that a command at an isolating level cannot
+ * see: under a private directory and outside the workspace. For error messages: a program kept in
+ * /tmp runs on the host and is "not found" in the sandbox.
+ */
+export function pathsInPrivateDirs(words: string[], workspace: string): string[] {
+  return words.filter((w) => path.isAbsolute(w) && PRIVATE_DIRS.some((d) => under(path.resolve(w), d)) && !under(path.resolve(w), path.resolve(workspace)));
+}
 
 /**
  * The mount operations that make the unshare level keep what bwrap promises for files: every host

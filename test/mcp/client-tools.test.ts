@@ -233,6 +233,28 @@ describe("through the CLI", () => {
 });
 
 describe("the server inside the sandbox", () => {
+  it("a server kept in /tmp outside the workspace is not found in the sandbox, and the failure says why", async () => {
+    const probe = createSandbox({ level: "auto" });
+    if (probe.level === "none") return void console.warn("skipped: level none keeps the host's /tmp (no bwrap/unshare here)");
+    const ws = mcpWorkspace();
+    const elsewhere = fs.mkdtempSync("/tmp/ll-mcp-");
+    try {
+      const script = path.join(elsewhere, "server.mjs");
+      fs.writeFileSync(script, serverBundle());
+      const servers = { demo: parseConfig({ mcpServers: { demo: { ...serverEntry(ws), args: [script], timeoutMs: 5000 } } }).mcpServers!.demo! };
+      const set = await loadMcpTools(servers, { sandbox: createSandbox({ level: probe.level, workspace: ws }), workspace: ws, allowNetwork: false });
+      try {
+        expect(set.problems.join("\n")).toContain(
+          `note: ${script} is outside the workspace under /run, /tmp, /dev/shm, which the sandbox (${probe.level}) replaces with private, empty directories`,
+        );
+      } finally {
+        await set.close();
+      }
+    } finally {
+      fs.rmSync(elsewhere, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   it("reaches the network only when its risk is network and the run allows it", async () => {
     const probe = createSandbox({ level: "auto" });
     if (probe.level === "none") return void console.warn("skipped: level none cannot take the network away (no bwrap/unshare here)");

@@ -6,7 +6,7 @@ import { ConfigError } from "../../src/errors.js";
 import { detectIsolation, isolationWarning, type IsolationReport } from "../../src/sandbox/detect.js";
 import { runCommand } from "../../src/sandbox/engine.js";
 import { createLocalSandbox, createSandbox, killOrphan } from "../../src/sandbox/executor.js";
-import { LEVELS, levelPromises, planUid } from "../../src/sandbox/isolation.js";
+import { LEVELS, levelPromises, pathsInPrivateDirs, planUid } from "../../src/sandbox/isolation.js";
 import { DEFAULT_LIMITS, detectCgroups, resolveLimits, rlimitScript, whichLimit, type LimitEvidence } from "../../src/sandbox/limits.js";
 import type { ProcessInfo } from "../../src/sandbox/port.js";
 import { buildSeccompFilter } from "../../src/sandbox/seccomp.js";
@@ -177,6 +177,14 @@ describe("seccomp filter", () => {
       expect(f.length / 8).toBeLessThan(256);
     }
     expect(buildSeccompFilter("ia32")).toBeNull();
+  });
+});
+
+describe("pathsInPrivateDirs", () => {
+  it("names the absolute paths of a command line under /tmp, /run or /dev/shm, except the workspace's", () => {
+    const words = ["/usr/bin/node", "/tmp/tools/server.mjs", "/tmp/ws/server.mjs", "/tmpfile", "rel/x.mjs", "/run/user/0/s", "/dev/shm/x", "--flag"];
+    expect(pathsInPrivateDirs(words, "/tmp/ws")).toEqual(["/tmp/tools/server.mjs", "/run/user/0/s", "/dev/shm/x"]);
+    expect(pathsInPrivateDirs(["/tmp/ws", "/tmp/ws/../other/a"], "/tmp/ws/")).toEqual(["/tmp/ws/../other/a"]);
   });
 });
 
