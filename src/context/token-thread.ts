@@ -24,7 +24,9 @@ import { CONTROL_SLOTS, LOAD, readText, REQ, SLOT, TEXT_BYTES, writeText, type T
 export interface DeferredTokenCounter extends TokenCounter {
   /** Resolves once the tokenizer has loaded; rejects with the load's error. Awaiting it keeps the process alive. */
   readonly ready: Promise<void>;
-  /** Stops the worker thread; counting afterwards throws. */
+  /** False once it failed or was closed: counting throws. */
+  readonly usable: boolean;
+  /** Stops the worker thread (a shared counter: releases this handle); counting afterwards throws. */
   close(): Promise<void>;
 }
 
@@ -161,6 +163,9 @@ export function deferredTokenCounter(profile: ModelProfile, opts: DeferredTokenC
   return {
     encoding: profile.encoding,
     count: (t) => counter.count(t),
+    get usable() {
+      return !broken;
+    },
     get ready() {
       // Unreferenced, the worker lets the process end; whoever awaits the load keeps it alive until then.
       if (!settled) worker?.ref();
@@ -181,40 +186,96 @@ export function deferredTokenCounter(profile: ModelProfile, opts: DeferredTokenC
   };
 }
 
-/** Counters started before the runtime that counts with them exists, by encoding and margin. */
-const early = new Map<string, DeferredTokenCounter>();
+/** One worker thread per encoding and margin in a process, shared by every runtime counting with it. */
+interface Shared {
+  counter: DeferredTokenCounter;
+  users: number;
+  idle?: NodeJS.Timeout;
+}
+const shared = new Map<string, Shared>();
 const keyOf = (p: ModelProfile): string => `${p.encoding}\u0000${p.fallback}`;
 
 /**
- * Starts the tokenizer of a profile now, before the runtime that will count with it is built: the
- * CLI's `run` does this next to the Chroma server's early start, so the load runs on the other core
- * while this thread loads the graph's modules. The next runtime built for the same profile takes it
- * ({@link tokenCounterFor}); `release` closes it when none did (a run refused before its runtime).
+ * How long a shared counter nobody uses keeps its thread for the next runtime (a queue worker's next
+ * job, an eval's next task). It never holds the process: idle counters are also closed when the
+ * event loop runs dry.
  */
-export function prestartTokenCounter(profile: ModelProfile): { release(): Promise<void> } {
+export const SHARED_IDLE_MS = 60_000;
+
+function retire(key: string, entry: Shared): void {
+  if (shared.get(key) !== entry || entry.users > 0) return;
+  shared.delete(key);
+  clearTimeout(entry.idle);
+  void entry.counter.close();
+}
+
+let closingIdleAtExit = false;
+function closeIdleAtExit(): void {
+  if (closingIdleAtExit) return;
+  closingIdleAtExit = true;
+  // A process about to end closes the threads nobody uses (their stop is awaited, so the loop runs
+  // once more and ends); process.exit() skips this and Node stops the threads itself.
+  process.on("beforeExit", () => {
+    for (const [key, entry] of [...shared]) retire(key, entry);
+  });
+}
+
+/**
+ * A counter for this profile on the process's shared worker thread, started now if there is none (or
+ * the last one failed). Loading the tokenizer costs ~0.3 s of CPU and its tables tens of MB: a queue
+ * worker running one job after another used to pay both per job. Counting is synchronous and this
+ * thread is the only caller, so runtimes never interleave on it. close() releases this handle only;
+ * the thread stops once no handle is left and it stays unused for {@link SHARED_IDLE_MS}.
+ */
+export function tokenCounterFor(profile: ModelProfile, opts: DeferredTokenCounterOptions = {}): DeferredTokenCounter {
   const key = keyOf(profile);
-  let counter = early.get(key);
-  if (!counter) {
-    counter = deferredTokenCounter(profile);
-    early.set(key, counter);
+  let entry = shared.get(key);
+  if (entry && !entry.counter.usable) {
+    shared.delete(key);
+    clearTimeout(entry.idle);
+    void entry.counter.close();
+    entry = undefined;
   }
-  const started = counter;
+  if (!entry) {
+    // The options apply to a thread started here (tests); a running one is shared as it is.
+    entry = { counter: deferredTokenCounter(profile, opts), users: 0 };
+    shared.set(key, entry);
+    closeIdleAtExit();
+  }
+  clearTimeout(entry.idle);
+  entry.idle = undefined;
+  entry.users++;
+  const held = entry;
+  let closed: LedgerloopError | undefined;
   return {
-    async release() {
-      if (early.get(key) !== started) return; // taken by a runtime, which closes it
-      early.delete(key);
-      await started.close();
+    encoding: held.counter.encoding,
+    count(t) {
+      if (closed) throw closed;
+      return held.counter.count(t);
+    },
+    get ready() {
+      return held.counter.ready;
+    },
+    get usable() {
+      return !closed && held.counter.usable;
+    },
+    async close() {
+      if (closed) return;
+      closed = new LedgerloopError("TOKENIZER_CLOSED", `the ${profile.encoding} token counter was closed`);
+      if (--held.users > 0) return;
+      held.idle = setTimeout(() => retire(key, held), SHARED_IDLE_MS);
+      held.idle.unref();
     },
   };
 }
 
-/** The counter started early for this profile, taken by the first runtime that asks; else a new one. */
-export function tokenCounterFor(profile: ModelProfile): DeferredTokenCounter {
-  const key = keyOf(profile);
-  const started = early.get(key);
-  if (started) {
-    early.delete(key);
-    return started;
-  }
-  return deferredTokenCounter(profile);
+/**
+ * Starts the tokenizer of a profile now, before the runtime that will count with it is built: the
+ * CLI's `run` does this next to the Chroma server's early start, so the load runs on the other core
+ * while this thread loads the graph's modules. The runtime then finds the thread running
+ * ({@link tokenCounterFor}); `release` lets it go.
+ */
+export function prestartTokenCounter(profile: ModelProfile): { release(): Promise<void> } {
+  const handle = tokenCounterFor(profile);
+  return { release: () => handle.close() };
 }

@@ -30,15 +30,15 @@ function counter(p: ModelProfile, opts?: Parameters<typeof deferredTokenCounter>
   return c;
 }
 
-/** Whether `p` has settled by now (only promise jobs run before the answer). */
+/** Whether `p` has settled by now (only promise jobs run before the answer, no I/O and no timer). */
 async function settled(p: Promise<unknown>): Promise<boolean> {
-  return Promise.race([
-    p.then(
-      () => true,
-      () => true,
-    ),
-    Promise.resolve(false),
-  ]);
+  let done = false;
+  p.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  for (let i = 0; i < 10; i++) await Promise.resolve();
+  return done;
 }
 
 /** The shared corpus, plus what the shared-memory transport and the worker's limits could get wrong. */
@@ -137,23 +137,44 @@ describe("a token counter on a worker thread", () => {
     expect(() => neverAnswers.count("other words")).toThrow(/did not answer within 300 ms/);
   });
 
-  it("started early (the CLI's run), is taken by the first runtime that asks, and closed by release only when none did", async () => {
-    const p = profile("cl100k_base", true);
-    const early = prestartTokenCounter(p);
-    const taken = tokenCounterFor(p);
-    open.push(taken);
-    // A second runtime of the same profile gets its own counter, not the taken one.
+  it("is one thread per encoding in a process: a second runtime's counter is ready at once, and outlives the first's close", async () => {
+    const p = profile("o200k_base", true);
+    const early = prestartTokenCounter(p); // the CLI's run, before its runtime exists
+    const first = tokenCounterFor(p);
+    open.push(first);
+    await first.ready;
+    await early.release();
+    // A queue worker's next job: its runtime finds the tokenizer loaded, with no new thread.
     const second = tokenCounterFor(p);
     open.push(second);
-    expect(second).not.toBe(taken);
-    await early.release(); // taken: the runtime owns it now
-    expect(taken.count("counted after release")).toBe((await loadTokenCounter("cl100k_base", true)).count("counted after release"));
-    // Not taken: release closes it, and the next runtime starts its own.
-    const unused = prestartTokenCounter(p);
-    await unused.release();
+    expect(await settled(second.ready)).toBe(true);
+    await first.close();
+    expect(() => first.count("after its close")).toThrow(expect.objectContaining({ code: "TOKENIZER_CLOSED" }));
+    expect(second.count("still counted after the first closed")).toBe(
+      (await loadTokenCounter("o200k_base", true)).count("still counted after the first closed"),
+    );
+    await second.close();
+    // Nobody holds it now; within the idle time the next runtime still finds it loaded.
+    const third = tokenCounterFor(p);
+    open.push(third);
+    expect(await settled(third.ready)).toBe(true);
+    // Another encoding is another thread, loading on its own.
+    const other = tokenCounterFor(profile("cl100k_base", true));
+    open.push(other);
+    expect(await settled(other.ready)).toBe(false);
+  });
+
+  it("never hands out a shared thread that failed: the next runtime gets a fresh one", async () => {
+    const p = profile("cl100k_base");
+    const stuck = pathToFileURL(path.join(REPO, "test/fixtures/stuck-token-worker.ts"));
+    const broken = tokenCounterFor(p, { worker: stuck, timeoutMs: 300 });
+    open.push(broken);
+    expect(() => broken.count("a few words")).toThrow(expect.objectContaining({ code: "TOKENIZER_TIMEOUT" }));
+    expect(broken.usable).toBe(false);
     const fresh = tokenCounterFor(p);
     open.push(fresh);
-    expect(fresh.count("a fresh counter")).toBeGreaterThan(0);
+    expect(fresh.usable).toBe(true);
+    expect(fresh.count("counted by a fresh thread")).toBe((await loadTokenCounter("cl100k_base", false)).count("counted by a fresh thread"));
   });
 
   it("refuses to count once closed", async () => {
@@ -176,6 +197,11 @@ console.log(c.count("hello world"));`,
 const c = deferredTokenCounter({ model: "x", encoding: "o200k_base", contextWindow: 1, reservedOutput: 0, fallback: false });
 await c.ready;
 console.log(c.count("hello world"));`,
+      // A runtime's shared counter, released: its idle thread is closed as the event loop runs dry.
+      shared: `import { tokenCounterFor } from ${JSON.stringify(src)};
+const c = tokenCounterFor({ model: "x", encoding: "o200k_base", contextWindow: 1, reservedOutput: 0, fallback: false });
+console.log(c.count("hello world"));
+await c.close();`,
     };
     for (const [name, code] of Object.entries(scripts)) {
       const file = path.join(dir, `${name}.mts`);
