@@ -29,8 +29,7 @@ const UPSERT_BATCH = 1000;
 
 /**
  * The record prime() writes into an empty collection and deletes again at once. Should a process die
- * between the two, the record stays: no query or get ever returns it, and a store holding only it
- * is empty to the retriever's checks as before (they run before priming).
+ * between the two, the record stays, but no query returns it (and no get asks for it).
  */
 export const PRIME_ID = "ledgerloop:prime";
 
