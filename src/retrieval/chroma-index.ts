@@ -111,18 +111,43 @@ export async function createChromaIndex(opts: ChromaIndexOptions): Promise<Chrom
     return c;
   };
 
+  // Chroma fails a read of a collection while its first write is being saved ("Error creating hnsw
+  // segment reader: Nothing found on disk"). So until a space is known to have been written (a
+  // count above 0, or a write of ours done), each read waits for our writes to it in flight.
+  const written = new Set<VectorSpace>();
+  const inFlight = new Map<VectorSpace, Promise<unknown>>();
+  const writing = <T>(space: VectorSpace, write: Promise<T>): Promise<T> => {
+    if (!written.has(space)) {
+      const done = write.then(
+        () => written.add(space),
+        () => {},
+      );
+      inFlight.set(space, Promise.all([inFlight.get(space), done]));
+    }
+    return write;
+  };
+  const reading = async (space: VectorSpace): Promise<void> => {
+    if (!written.has(space)) await inFlight.get(space);
+  };
+
   return {
     description,
     collections: names,
-    async upsert(space, items) {
-      if (items.length === 0) return;
-      const c = await collection(space);
-      for (let i = 0; i < items.length; i += UPSERT_BATCH) {
-        const batch = items.slice(i, i + UPSERT_BATCH);
-        await guard(`storing ${batch.length} vectors`, writeTimeoutMs, () =>
-          c.upsert({ ids: batch.map((b) => b.id), embeddings: batch.map((b) => b.vector), metadatas: batch.map((b) => b.metadata) }),
-        );
-      }
+    upsert(space, items) {
+      if (items.length === 0) return Promise.resolve();
+      // Registered before any await: a read asked right after this call waits for it.
+      return writing(
+        space,
+        (async () => {
+          const c = await collection(space);
+          for (let i = 0; i < items.length; i += UPSERT_BATCH) {
+            const batch = items.slice(i, i + UPSERT_BATCH);
+            await guard(`storing ${batch.length} vectors`, writeTimeoutMs, () =>
+              c.upsert({ ids: batch.map((b) => b.id), embeddings: batch.map((b) => b.vector), metadatas: batch.map((b) => b.metadata) }),
+            );
+          }
+        })(),
+      );
     },
     async deleteWhere(space, field, values) {
       if (values.length === 0) return;
@@ -134,6 +159,7 @@ export async function createChromaIndex(opts: ChromaIndexOptions): Promise<Chrom
     },
     async query(space, vector, k, filter) {
       const c = await collection(space);
+      await reading(space);
       const where = chromaWhere(filter);
       const res = await guard("a query", timeoutMs, () =>
         c.query({ queryEmbeddings: [vector], nResults: k, include: ["distances", "metadatas"] as never, ...(where ? { where: where as never } : {}) }),
@@ -152,12 +178,16 @@ export async function createChromaIndex(opts: ChromaIndexOptions): Promise<Chrom
     },
     async count(space) {
       const c = await collection(space);
-      return guard("counting", timeoutMs, () => c.count());
+      await reading(space);
+      const n = await guard("counting", timeoutMs, () => c.count());
+      if (n > 0) written.add(space);
+      return n;
     },
     async get(space, ids) {
       const out = new Map<string, VectorMetadata>();
       if (ids.length === 0) return out;
       const c = await collection(space);
+      await reading(space);
       for (let i = 0; i < ids.length; i += UPSERT_BATCH) {
         const chunk = ids.slice(i, i + UPSERT_BATCH);
         const res = await guard("reading vectors' metadata", timeoutMs, () => c.get({ ids: chunk, include: ["metadatas"] as never }));
@@ -165,22 +195,31 @@ export async function createChromaIndex(opts: ChromaIndexOptions): Promise<Chrom
       }
       return out;
     },
-    async prime() {
+    prime() {
       // Chroma allocates and saves a new collection's HNSW index (10,000 slots of the vector's
       // size: ~17 MB at 384 dimensions) at its first write, whatever that write holds. Done here,
       // it runs on the server's core while the caller still walks and chunks the workspace.
       const dims = opts.embedder.dimensions;
-      if (!Number.isInteger(dims) || dims <= 0) return; // learned at the first embedding: nothing to write yet
-      for (const space of ["code", "events"] as const) {
+      if (!Number.isInteger(dims) || dims <= 0) return Promise.resolve(); // learned at the first embedding
+      const primeSpace = async (space: VectorSpace): Promise<void> => {
         const c = await collection(space);
-        if ((await guard("counting", timeoutMs, () => c.count())) > 0) continue;
+        const n = await guard("counting", timeoutMs, () => c.count());
+        if (n > 0) return void written.add(space);
         const vector = Array.from({ length: dims }, (_, i) => (i === 0 ? 1 : 0));
         await guard(`priming ${names[space]}`, writeTimeoutMs, () => c.upsert({ ids: [PRIME_ID], embeddings: [vector], metadatas: [{ prime: 1 }] }));
         await guard(`priming ${names[space]}`, writeTimeoutMs, () => c.delete({ ids: [PRIME_ID] }));
-      }
+      };
+      // Registered as writes at once, before any await: a read asked right after this call waits.
+      const code = writing("code", primeSpace("code"));
+      const events = writing(
+        "events",
+        code.catch(() => {}).then(() => primeSpace("events")),
+      );
+      return Promise.all([code, events]).then(() => {});
     },
     async clear(space) {
       collections.delete(space);
+      written.delete(space);
       await guard(`dropping ${names[space]}`, writeTimeoutMs, async () => {
         try {
           await client.deleteCollection({ name: names[space] });

@@ -78,6 +78,29 @@ describe("priming a Chroma collection", () => {
     expect(hits.map((h) => h.id)).toEqual(["b.ts:1-9"]);
   }, 60_000);
 
+  it("a read asked while a collection's first write is being saved waits for it: it neither fails nor misses the write", async () => {
+    // Chroma answers such a read with "Error creating hnsw segment reader: Nothing found on disk",
+    // which would turn vector search off for a while. Reads right after priming (the retriever's
+    // first search) and right after a first write (event vectors, stored in the background) wait.
+    const failures: string[] = [];
+    const ask = (index: Awaited<ReturnType<typeof freshIndex>>, space: VectorSpace) =>
+      index.query(space, unit(384, 1), 5).catch((err: unknown) => void failures.push(String(err)));
+    for (let i = 0; i < 4; i++) {
+      const primed = await freshIndex(`prime-race-${i} ${Date.now()}`);
+      await primed.count("code");
+      const priming = primed.prime!();
+      await Promise.all([ask(primed, "code"), ask(primed, "events"), ask(primed, "code")]);
+      await priming;
+
+      const written = await freshIndex(`write-race-${i} ${Date.now()}`);
+      const first = written.upsert("events", [{ id: `e${i}`, vector: unit(384, 1), metadata: { thread: "t", seq: 1 } }]);
+      const hits = await written.query("events", unit(384, 1), 5);
+      await first;
+      expect(hits.map((h) => h.id)).toEqual([`e${i}`]);
+    }
+    expect(failures).toEqual([]);
+  }, 60_000);
+
   it("the retriever primes right after connecting, before the first vectors are stored", async () => {
     const inner = await freshIndex(`prime-c ${Date.now()}`);
     const calls: string[] = [];
