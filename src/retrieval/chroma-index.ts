@@ -27,12 +27,6 @@ export interface ChromaIndexOptions {
 
 const UPSERT_BATCH = 1000;
 
-/**
- * The record prime() writes into an empty collection and deletes again at once. Should a process die
- * between the two, the record stays, but no query returns it (and no get asks for it).
- */
-export const PRIME_ID = "ledgerloop:prime";
-
 /** A VectorIndex on Chroma, with the names of its collections (doctor, tests). */
 export interface ChromaVectorIndex extends VectorIndex {
   readonly collections: Record<VectorSpace, string>;
@@ -112,8 +106,9 @@ export async function createChromaIndex(opts: ChromaIndexOptions): Promise<Chrom
   };
 
   // Chroma fails a read of a collection while its first write is being saved ("Error creating hnsw
-  // segment reader: Nothing found on disk"). So until a space is known to have been written (a
-  // count above 0, or a write of ours done), each read waits for our writes to it in flight.
+  // segment reader: Nothing found on disk"): event vectors are stored in the background, beside
+  // searches. So until a space is known to have been written (a count above 0, or a write of ours
+  // done), each read waits for our writes to it in flight.
   const written = new Set<VectorSpace>();
   const inFlight = new Map<VectorSpace, Promise<unknown>>();
   const writing = <T>(space: VectorSpace, write: Promise<T>): Promise<T> => {
@@ -167,14 +162,12 @@ export async function createChromaIndex(opts: ChromaIndexOptions): Promise<Chrom
       const ids = res.ids[0] ?? [];
       const distances = res.distances?.[0] ?? [];
       const metadatas = res.metadatas?.[0] ?? [];
-      return ids
-        .map((id, i): VectorMatch => ({
-          id,
-          // Chroma's cosine distance is 1 - cosine similarity.
-          similarity: 1 - (distances[i] ?? 1),
-          metadata: (metadatas[i] ?? {}) as VectorMetadata,
-        }))
-        .filter((m) => m.id !== PRIME_ID);
+      return ids.map((id, i): VectorMatch => ({
+        id,
+        // Chroma's cosine distance is 1 - cosine similarity.
+        similarity: 1 - (distances[i] ?? 1),
+        metadata: (metadatas[i] ?? {}) as VectorMetadata,
+      }));
     },
     async count(space) {
       const c = await collection(space);
@@ -194,28 +187,6 @@ export async function createChromaIndex(opts: ChromaIndexOptions): Promise<Chrom
         res.ids.forEach((id, j) => out.set(id, (res.metadatas?.[j] ?? {}) as VectorMetadata));
       }
       return out;
-    },
-    prime() {
-      // Chroma allocates and saves a new collection's HNSW index (10,000 slots of the vector's
-      // size: ~17 MB at 384 dimensions) at its first write, whatever that write holds. Done here,
-      // it runs on the server's core while the caller still walks and chunks the workspace.
-      const dims = opts.embedder.dimensions;
-      if (!Number.isInteger(dims) || dims <= 0) return Promise.resolve(); // learned at the first embedding
-      const primeSpace = async (space: VectorSpace): Promise<void> => {
-        const c = await collection(space);
-        const n = await guard("counting", timeoutMs, () => c.count());
-        if (n > 0) return void written.add(space);
-        const vector = Array.from({ length: dims }, (_, i) => (i === 0 ? 1 : 0));
-        await guard(`priming ${names[space]}`, writeTimeoutMs, () => c.upsert({ ids: [PRIME_ID], embeddings: [vector], metadatas: [{ prime: 1 }] }));
-        await guard(`priming ${names[space]}`, writeTimeoutMs, () => c.delete({ ids: [PRIME_ID] }));
-      };
-      // Registered as writes at once, before any await: a read asked right after this call waits.
-      const code = writing("code", primeSpace("code"));
-      const events = writing(
-        "events",
-        code.catch(() => {}).then(() => primeSpace("events")),
-      );
-      return Promise.all([code, events]).then(() => {});
     },
     async clear(space) {
       collections.delete(space);

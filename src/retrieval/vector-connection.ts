@@ -131,11 +131,6 @@ export class VectorConnection {
         ngram.clearVectorState();
         ngram.setMeta("vector_key", key);
       }
-      // After the check above: a primed store is never mistaken for an empty one. Not awaited: the
-      // first write of vectors comes once the files are read and chunked, and a failure here is met
-      // again by that write, which degrades the side as any failed write does.
-      // Nor awaited at close: a store closed meanwhile fails the priming, which is dropped.
-      void store.prime?.().catch(() => {});
       if (this.state === "degraded") {
         this.o.warn(`vector search is available again (${store.description}, embedder ${embedder.id})`);
         this.recovered = true;

@@ -55,13 +55,6 @@ export interface VectorIndex {
    * indexer skips embedding files whose vectors another worker already stored in a shared store.
    */
   get?(space: VectorSpace, ids: string[]): Promise<Map<string, VectorMetadata>>;
-  /**
-   * Optional: does now the one-time work a store does at the first write into a new collection, so
-   * the first real write does not wait for it. Nothing a read returns changes. Chroma builds and
-   * saves a collection's vector index at its first write (~0.1-0.2 s of its CPU each); the retriever
-   * primes right after connecting, while this process is still preparing the files to embed.
-   */
-  prime?(): Promise<void>;
   /** Releases connections (and an embedded server this process started, when it is the last user). */
   close(): Promise<void>;
 }
