@@ -202,11 +202,16 @@ const keyOf = (p: ModelProfile): string => `${p.encoding}\u0000${p.fallback}`;
  */
 export const SHARED_IDLE_MS = 60_000;
 
-function retire(key: string, entry: Shared): void {
-  if (shared.get(key) !== entry || entry.users > 0) return;
+/** Takes the entry out of the pool and stops its thread. */
+function drop(key: string, entry: Shared): void {
   shared.delete(key);
   clearTimeout(entry.idle);
   void entry.counter.close();
+}
+
+/** Drops the entry if it is still the pool's and nobody holds it. */
+function retire(key: string, entry: Shared): void {
+  if (shared.get(key) === entry && entry.users === 0) drop(key, entry);
 }
 
 let closingIdleAtExit = false;
@@ -231,9 +236,7 @@ export function tokenCounterFor(profile: ModelProfile, opts: DeferredTokenCounte
   const key = keyOf(profile);
   let entry = shared.get(key);
   if (entry && !entry.counter.usable) {
-    shared.delete(key);
-    clearTimeout(entry.idle);
-    void entry.counter.close();
+    drop(key, entry);
     entry = undefined;
   }
   if (!entry) {
