@@ -358,7 +358,12 @@ export const PRIVATE_DIRS = ["/run", "/tmp", "/dev/shm"];
  * /tmp runs on the host and is "not found" in the sandbox.
  */
 export function pathsInPrivateDirs(words: string[], workspace: string): string[] {
-  return words.filter((w) => path.isAbsolute(w) && PRIVATE_DIRS.some((d) => under(path.resolve(w), d)) && !under(path.resolve(w), path.resolve(workspace)));
+  const ws = path.resolve(workspace);
+  return words.filter((w) => {
+    if (!path.isAbsolute(w)) return false;
+    const p = path.resolve(w);
+    return PRIVATE_DIRS.some((d) => under(p, d)) && !under(p, ws);
+  });
 }
 
 /**
