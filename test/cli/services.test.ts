@@ -117,17 +117,41 @@ describe(`services example, time travel (sandbox ${level})`, () => {
     const ws = tempWorkspace(WORKSPACE);
     const r = cli(["run", "check the services", "-w", ws, "--model", MODEL, "--thread", "R", "--json", "-q"], { timeoutMs: 120_000 });
     expect(r.code, r.stderr).toBe(0);
+    // The run itself went as straight through: both services stayed up until they were stopped.
+    const first = ledgerOf(ws, "R");
+    const firstProcs = first.filter((e) => e.type === "process").map((e) => e.payload);
+    expect(
+      feedbackOf(first).map((f) => `${f.tool}:${f.status}`),
+      `the run's process events: ${JSON.stringify(firstProcs)}`,
+    ).toEqual([
+      "start_process:ok",
+      "start_process:ok",
+      "run_command:ok",
+      "run_command:ok",
+      "process_status:ok",
+      "process_output:ok",
+      "stop_process:ok",
+      "stop_process:ok",
+      "finish:ok",
+    ]);
+    expect(firstProcs.map((p) => `${p.kind}:${p.name}`)).toEqual(["start:api", "ready:api", "start:web", "ready:web", "stop:api", "stop:web"]);
     const history = jsonLines<{ checkpointId: string; agentStep: number | null; next: string[] }>(cli(["history", "R", "-w", ws, "--json"]).stdout);
     // Before the act of step 4 (the second check): both services were running on that branch.
     const to = history.filter((h) => h.agentStep === 4 && h.next.includes("act")).at(-1)!.checkpointId;
     const rw = cli(["rewind", "R", "-w", ws, "--to", to]);
     expect(rw.code, rw.stderr).toBe(0);
-    const resumed = cli(["resume", "R", "-w", ws, "--json", "-q"], { timeoutMs: 120_000 });
+    // Not quiet: its progress (on stderr) says why a restart failed.
+    const resumed = cli(["resume", "R", "-w", ws, "--json"], { timeoutMs: 120_000 });
     expect(resumed.code, resumed.stderr).toBe(0);
     // The ledger as the resumed branch has it (rewind continues on the checkpoint's branch).
     const events = ledgerOf(ws, "R");
     const restarts = events.filter((e) => e.type === "process" && e.payload.kind === "restart");
-    expect(restarts.map((e) => e.payload.name)).toEqual(["api", "web"]);
+    // Seen once in a loaded CI run: only api was restarted. What the ledger says about each process.
+    const procs = events.filter((e) => e.type === "process").map((e) => e.payload);
+    expect(
+      restarts.map((e) => e.payload.name),
+      `process events: ${JSON.stringify(procs)}; resume's stderr: ${resumed.stderr}`,
+    ).toEqual(["api", "web"]);
     const checks = feedbackOf(events).filter((f) => f.tool === "run_command");
     expect(checks.at(-1)).toMatchObject({ status: "ok" });
     expect(checks.at(-1)!.output).toContain("dashboard: all services healthy");
