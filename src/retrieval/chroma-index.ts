@@ -26,6 +26,10 @@ export interface ChromaIndexOptions {
 }
 
 const UPSERT_BATCH = 1000;
+/** Chroma's answer to a read of a collection whose first write is being saved. */
+const FIRST_WRITE_SAVING = /Nothing found on disk|Error creating hnsw segment reader/i;
+/** How long a read meeting another process's first write is asked again (it takes ~0.1-0.2 s). */
+const FIRST_WRITE_RETRY_MS = 3_000;
 
 /** A VectorIndex on Chroma, with the names of its collections (doctor, tests). */
 export interface ChromaVectorIndex extends VectorIndex {
@@ -124,6 +128,20 @@ export async function createChromaIndex(opts: ChromaIndexOptions): Promise<Chrom
   const reading = async (space: VectorSpace): Promise<void> => {
     if (!written.has(space)) await inFlight.get(space);
   };
+  // Another process's first write into the collection (a second command on the workspace, another
+  // worker on a shared server) is not in `inFlight`: a read that meets it is asked again, briefly.
+  const read = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
+    const until = Date.now() + FIRST_WRITE_RETRY_MS;
+    for (let pause = 50; ; pause = Math.min(pause * 2, 400)) {
+      try {
+        return await guard(what, timeoutMs, fn);
+      } catch (err) {
+        if (!(err instanceof VectorStoreError) || err.code !== "VECTOR_FAILED" || !FIRST_WRITE_SAVING.test(err.message) || Date.now() + pause > until)
+          throw err;
+        await new Promise((r) => setTimeout(r, pause));
+      }
+    }
+  };
 
   return {
     description,
@@ -156,7 +174,7 @@ export async function createChromaIndex(opts: ChromaIndexOptions): Promise<Chrom
       const c = await collection(space);
       await reading(space);
       const where = chromaWhere(filter);
-      const res = await guard("a query", timeoutMs, () =>
+      const res = await read("a query", () =>
         c.query({ queryEmbeddings: [vector], nResults: k, include: ["distances", "metadatas"] as never, ...(where ? { where: where as never } : {}) }),
       );
       const ids = res.ids[0] ?? [];
@@ -172,7 +190,7 @@ export async function createChromaIndex(opts: ChromaIndexOptions): Promise<Chrom
     async count(space) {
       const c = await collection(space);
       await reading(space);
-      const n = await guard("counting", timeoutMs, () => c.count());
+      const n = await read("counting", () => c.count());
       if (n > 0) written.add(space);
       return n;
     },
@@ -183,7 +201,7 @@ export async function createChromaIndex(opts: ChromaIndexOptions): Promise<Chrom
       await reading(space);
       for (let i = 0; i < ids.length; i += UPSERT_BATCH) {
         const chunk = ids.slice(i, i + UPSERT_BATCH);
-        const res = await guard("reading vectors' metadata", timeoutMs, () => c.get({ ids: chunk, include: ["metadatas"] as never }));
+        const res = await read("reading vectors' metadata", () => c.get({ ids: chunk, include: ["metadatas"] as never }));
         res.ids.forEach((id, j) => out.set(id, (res.metadatas?.[j] ?? {}) as VectorMetadata));
       }
       return out;

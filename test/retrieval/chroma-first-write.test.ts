@@ -47,4 +47,25 @@ describe("the first write into a Chroma collection", () => {
       await later;
     }
   }, 60_000);
+
+  it("a read from another process meeting the first write is asked again: it never fails", async () => {
+    // Two indexes on one namespace stand for two processes (a second command on the workspace,
+    // another worker on a shared server): the reader knows nothing of the writer's write in flight.
+    // Before the retry this test failed in each of three runs (Chroma's "Nothing found on disk").
+    for (let i = 0; i < 12; i++) {
+      const namespace = `cross-${i} ${Date.now()}`;
+      const writer = await freshIndex(namespace);
+      const reader = await freshIndex(namespace);
+      // The reader opens the (empty) collection first, as a second process would have.
+      expect(await reader.count("events")).toBe(0);
+      const write = writer.upsert("events", [{ id: `e${i}`, vector: unit(384, 1), metadata: { thread: "t", seq: 1 } }]);
+      // Asked a little after the write started, when the server is most likely saving it.
+      await new Promise((r) => setTimeout(r, (i % 4) * 20));
+      const hits = await reader.query("events", unit(384, 1), 5);
+      await write;
+      // Before or after the write, never an error; and the write is there once it is done.
+      expect(hits.map((h) => h.id)).toEqual(hits.length ? [`e${i}`] : []);
+      expect((await reader.query("events", unit(384, 1), 5)).map((h) => h.id)).toEqual([`e${i}`]);
+    }
+  }, 120_000);
 });
