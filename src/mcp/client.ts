@@ -13,7 +13,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { McpServerConfig, McpStdioServerConfig } from "../config.js";
 import { errorMessage } from "../errors.js";
-import { pathsInPrivateDirs, PRIVATE_DIRS, shQuote } from "../sandbox/isolation.js";
+import { MASK_RACE_ATTEMPTS, pathsInPrivateDirs, PRIVATE_DIRS, shQuote } from "../sandbox/isolation.js";
 import type { Sandbox } from "../sandbox/port.js";
 import type { ServerProcess } from "../sandbox/server-process.js";
 
@@ -40,6 +40,8 @@ class SandboxedStdioTransport implements Transport {
   private readonly serialize: StdioFraming["serializeMessage"];
   private closed = false;
   stderrTail = "";
+  /** The start of its stderr: where a sandbox that failed to set up says why. */
+  stderrHead = "";
 
   constructor(
     readonly server: ServerProcess,
@@ -74,6 +76,7 @@ class SandboxedStdioTransport implements Transport {
     });
     s.stderr.on("data", (d: Buffer) => {
       this.stderrTail = (this.stderrTail + d.toString()).slice(-2000);
+      if (this.stderrHead.length < 2000) this.stderrHead = (this.stderrHead + d.toString()).slice(0, 2000);
     });
   }
 
@@ -143,52 +146,62 @@ export class McpConnection {
       import("@modelcontextprotocol/sdk/client/streamableHttp.js"),
       import("@modelcontextprotocol/sdk/shared/stdio.js"),
     ]);
-    const client = new Client({ name: "ledgerloop", version: "1.0.0" });
-    let transport: SandboxedStdioTransport | StreamableHTTPClientTransport;
-    if ("url" in this.config) {
-      transport = new StreamableHTTPClientTransport(new URL(this.config.url), { requestInit: { headers: this.config.headers ?? {} } });
-      this.isolation = "http";
-    } else {
-      const c = this.config as McpStdioServerConfig;
-      const cwd = c.cwd ? path.join(this.env.workspace, c.cwd) : this.env.workspace;
-      const line = [c.command, ...(c.args ?? [])].map(shQuote).join(" ");
-      const sandbox = this.env.sandbox;
-      if (!sandbox.startServer) throw new McpStartError(`MCP server "${this.name}" failed to start: this sandbox (${sandbox.level}) cannot run a server`);
-      let server: ServerProcess;
-      try {
-        // Wrapped as a command at the run's level; the runner's environment is scrubbed as for
-        // commands, and what the config names is the server's.
-        server = await sandbox.startServer({
-          command: `exec ${line}`,
-          cwd,
-          workspace: this.env.workspace,
-          ownEnv: c.env ?? {},
-          allowNetwork: this.env.allowNetwork && c.risk === "network",
-          limits: { cpuSeconds: 24 * 3600 },
-        });
-      } catch (err) {
-        throw new McpStartError(`MCP server "${this.name}" failed to start: ${errorMessage(err)}`);
+    for (let attempt = 1; ; attempt++) {
+      const client = new Client({ name: "ledgerloop", version: "1.0.0" });
+      let server: ServerProcess | null = null;
+      let transport: SandboxedStdioTransport | StreamableHTTPClientTransport;
+      if ("url" in this.config) {
+        transport = new StreamableHTTPClientTransport(new URL(this.config.url), { requestInit: { headers: this.config.headers ?? {} } });
+        this.isolation = "http";
+      } else {
+        const c = this.config as McpStdioServerConfig;
+        const cwd = c.cwd ? path.join(this.env.workspace, c.cwd) : this.env.workspace;
+        const line = [c.command, ...(c.args ?? [])].map(shQuote).join(" ");
+        const sandbox = this.env.sandbox;
+        if (!sandbox.startServer) throw new McpStartError(`MCP server "${this.name}" failed to start: this sandbox (${sandbox.level}) cannot run a server`);
+        try {
+          // Wrapped as a command at the run's level; the runner's environment is scrubbed as for
+          // commands, and what the config names is the server's.
+          server = await sandbox.startServer({
+            command: `exec ${line}`,
+            cwd,
+            workspace: this.env.workspace,
+            ownEnv: c.env ?? {},
+            allowNetwork: this.env.allowNetwork && c.risk === "network",
+            limits: { cpuSeconds: 24 * 3600 },
+          });
+        } catch (err) {
+          throw new McpStartError(`MCP server "${this.name}" failed to start: ${errorMessage(err)}`);
+        }
+        this.isolation = sandbox.level;
+        transport = new SandboxedStdioTransport(server, framing);
       }
-      this.isolation = sandbox.level;
-      transport = new SandboxedStdioTransport(server, framing);
+      this.transport = transport;
+      try {
+        // Starting runs the server's code too: the guard watches it as it watches a call.
+        await this.guarded(transport, () => client.connect(transport, { timeout: this.startTimeoutMs }));
+      } catch (err) {
+        await transport.close().catch(() => {});
+        this.transport = null;
+        if (server && transport instanceof SandboxedStdioTransport) {
+          // Its exit and its last words may still be on their way.
+          const s = server;
+          const ended = Promise.all([s.exited, s.stderr.closed ? null : new Promise((r) => s.stderr.once("close", r))]);
+          await Promise.race([ended, new Promise((r) => setTimeout(r, 500))]);
+          // bwrap stopped before the server ran: a host socket (or hidden file) it was to mask went away.
+          if (attempt < MASK_RACE_ATTEMPTS && server.setupRaced(transport.stderrHead)) continue;
+        }
+        const tail =
+          transport instanceof SandboxedStdioTransport && transport.stderrTail.trim() ? `; its stderr: ${transport.stderrTail.trim().slice(-500)}` : "";
+        throw new McpStartError(`MCP server "${this.name}" failed to start: ${errorMessage(err)}${tail}${this.hiddenNote()}${this.noteText()}`);
+      }
+      // The SDK's own close handler (on the transport) fails the pending requests; this one forgets the client.
+      client.onclose = () => {
+        if (this.client === client) this.client = null;
+      };
+      this.client = client;
+      return client;
     }
-    this.transport = transport;
-    try {
-      // Starting runs the server's code too: the guard watches it as it watches a call.
-      await this.guarded(transport, () => client.connect(transport, { timeout: this.startTimeoutMs }));
-    } catch (err) {
-      await transport.close().catch(() => {});
-      this.transport = null;
-      const tail =
-        transport instanceof SandboxedStdioTransport && transport.stderrTail.trim() ? `; its stderr: ${transport.stderrTail.trim().slice(-500)}` : "";
-      throw new McpStartError(`MCP server "${this.name}" failed to start: ${errorMessage(err)}${tail}${this.hiddenNote()}${this.noteText()}`);
-    }
-    // The SDK's own close handler (on the transport) fails the pending requests; this one forgets the client.
-    client.onclose = () => {
-      if (this.client === client) this.client = null;
-    };
-    this.client = client;
-    return client;
   }
 
   /**

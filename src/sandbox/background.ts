@@ -81,6 +81,8 @@ export interface BackgroundSpec {
   /** Called once when it has exited and its tree is gone (cleanup: cgroups, workspace guard). */
   onGone?: () => void;
   ring?: LineRing;
+  /** Whether its output says its sandbox's set-up failed before anything of it ran, on a mask that vanished. */
+  setupRaced?: (output: string) => boolean;
 }
 
 export interface ProcessExit {
@@ -97,6 +99,8 @@ export class BackgroundProcess {
   readonly startedAt = Date.now();
   exit: ProcessExit | null = null;
   readonly exited: Promise<ProcessExit>;
+  /** Resolves once its stdout and stderr have closed: all it wrote is in `output` (a daemon holding them keeps it pending). */
+  readonly outputEnded: Promise<void>;
   private listeners = new Set<(line: string) => void>();
   private stopping = false;
 
@@ -110,6 +114,8 @@ export class BackgroundProcess {
     };
     child.stdout?.on("data", onData);
     child.stderr?.on("data", onData);
+    const closed = (st: NodeJS.ReadableStream | null | undefined) => (st ? new Promise<void>((r) => st.once("close", () => r())) : Promise.resolve());
+    this.outputEnded = Promise.all([closed(child.stdout), closed(child.stderr)]).then(() => this.output.flush());
     this.exited = new Promise<ProcessExit>((resolve) => {
       const done = (code: number | null, sig: string | null) => {
         if (this.exit) return;
@@ -145,6 +151,11 @@ export class BackgroundProcess {
 
   get running(): boolean {
     return this.exit === null;
+  }
+
+  /** It exited because its sandbox's set-up met a mask that vanished meanwhile: nothing of it ran, it may be started again. */
+  get setupRaced(): boolean {
+    return this.exit?.exitCode === 1 && (this.spec.setupRaced?.(this.output.dropped === 0 ? (this.output.snapshot()[0] ?? "") : "") ?? false);
   }
 
   /** SIGTERM to its process group, SIGKILL to all of it after `graceMs`; resolves once it is gone. */

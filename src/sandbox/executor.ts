@@ -8,10 +8,12 @@ import {
   DEFAULT_HIDDEN_IN_HOME,
   DEFAULT_PROTECTED,
   hiddenPaths,
+  MASK_RACE_ATTEMPTS,
   planUid,
   protectedPaths,
   unshareArgv,
   unshareEnv,
+  vanishedMask,
   wrapperArgv,
   type IsolationLevel,
   type Tools,
@@ -288,6 +290,123 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
     return { argv, env, limits, workspace, guard, cg, fd3, asRoot, scan, marker, sess };
   };
 
+  /** One start of a command; `exec` starts it again when bwrap's set-up met a vanished mask. */
+  const execOnce = async (req: ExecRequest): Promise<{ result: ExecResult; argv: string[] }> => {
+    const { argv, env, limits, workspace, guard, cg, fd3, asRoot, scan, marker, sess } = await prepare(req);
+
+    const tracked = new Map<number, string | null>();
+    let leader: number | undefined;
+    let leaderStart = Number.NaN;
+    const track = () => {
+      if (leader) for (const d of descendants(leader)) tracked.set(d.pid, d.start);
+    };
+    const cpuBudgetMs = limits.cpuSeconds * 1000;
+    const startedAt = Date.now();
+    let result: ExecResult;
+    let violations: string[] = [];
+    try {
+      const r = await spawnCapped({
+        argv,
+        cwd: req.cwd,
+        env,
+        timeoutMs: req.timeoutMs,
+        outputCapBytes: req.outputCapBytes ?? opts.outputCapBytes ?? DEFAULT_OUTPUT_CAP,
+        signal: req.signal,
+        fd3Input: fd3,
+        maxOutputBytes: limits.outputBytes,
+        onStart: async (p) => {
+          leader = p.pid;
+          leaderStart = Number(p.procStart ?? Number.NaN);
+          await req.onStart?.(p);
+        },
+        watch: {
+          intervalMs: 200,
+          check: () => {
+            if (scan) track();
+            const cpu = cg?.cpuMs();
+            return cpu != null && cpu > cpuBudgetMs ? "cpu" : null;
+          },
+        },
+        killTree: () => {
+          cg?.killAll();
+          if (scan) {
+            track();
+            if (marker && Number.isFinite(leaderStart)) {
+              for (const d of processesWithEnv(`${COMMAND_TAG_VAR}=${marker}`, leaderStart)) tracked.set(d.pid, d.start);
+            }
+            for (const [pid, start] of tracked) {
+              if (start !== null && readProcStart(pid) === start) {
+                try {
+                  process.kill(pid, "SIGKILL");
+                } catch {
+                  // gone
+                }
+              }
+            }
+          }
+        },
+      });
+      const usage = { cpuMs: cg?.cpuMs() ?? null, memoryPeakBytes: cg?.memoryPeak() ?? null };
+      const oomKills = cg?.oomKills() ?? 0;
+      const limit = whichLimit({
+        exitCode: r.exitCode,
+        signal: r.signal,
+        stderr: r.stderr,
+        timedOut: r.timedOut,
+        stoppedFor: r.stoppedFor,
+        oomKills,
+        pidsRefused: cg?.pidsRefused() ?? 0,
+      });
+      const { stoppedFor: _stopped, ...rest } = r;
+      // Every process of the command is gone (killTree ran): clear what it (or a background
+      // process running as root) left set-uid.
+      const since = backgroundSetid.since(workspace, startedAt) ?? (asRoot ? startedAt : null);
+      if (since !== null) {
+        const cleared = clearNewSetid(workspace, since);
+        if (cleared.length) rest.stderr = withNotes(rest.stderr, [setidNote(cleared)]);
+      }
+      result = { ...rest, isolation: level, limit, denied: null, usage };
+      // Killed with the whole session (its holder died: killed from outside, or the runner's end
+      // of its watchdog pipe closed), not by anything the command did or by a limit of ours.
+      if (sess && r.signal && !limit && !req.signal?.aborted && sess.ended()) {
+        result.sessionEnded = true;
+        result.stderr = withNotes(result.stderr, [
+          "the run's sandbox session ended while this command ran (its PID namespace was killed, with every process in it); " +
+            "the next command starts in a new session",
+        ]);
+      } else if (
+        !limit &&
+        !r.timedOut &&
+        !req.signal?.aborted &&
+        (r.signal === "SIGKILL" || r.exitCode === 128 + 9) &&
+        cg?.has("memory") &&
+        cg.has("cpuacct") &&
+        oomKills === 0 &&
+        usage.cpuMs !== null &&
+        usage.cpuMs < cpuBudgetMs
+      ) {
+        // A SIGKILL is what the OOM killer and the hard CPU rlimit send, but here the command's
+        // cgroups saw neither (every OOM kill, the machine's own included, is counted in the
+        // victim's memory group): someone outside killed it, and a limit is not what to change.
+        result.limitsRuledOut = true;
+        result.stderr = withNotes(result.stderr, [
+          `no limit of the sandbox stopped this command (its cgroups counted no OOM kill and ${(usage.cpuMs / 1000).toFixed(1)} s of CPU); ` +
+            "the SIGKILL came from outside it",
+        ]);
+      }
+    } finally {
+      // Also kills whatever is left, whatever happened above.
+      cg?.destroy();
+      // Only now is no process of the command left to undo the repairs.
+      violations = guard.after().violations;
+    }
+    if (violations.length) {
+      result.stderr = withNotes(result.stderr, violations);
+      result.violations = violations;
+    }
+    return { result, argv };
+  };
+
   return {
     level,
     reasons,
@@ -313,6 +432,7 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
       };
       const setpriv = tools.setpriv ?? findProgram("setpriv");
       return new BackgroundProcess({
+        setupRaced: (output) => level === "bwrap" && vanishedMask(argv, output) !== null,
         // With the runner gone, the top process dies too (at "none" its PID namespace with it; in a
         // session the session's own teardown covers everything).
         argv: setpriv ? [setpriv, "--pdeathsig", "SIGKILL", "--", ...argv] : argv,
@@ -331,7 +451,10 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
     },
     async startServer(req: ServerRequest): Promise<ServerProcess> {
       const prepared = await prepare(req, false, true);
-      return ServerProcess.start(serverSpec({ ...prepared, cwd: req.cwd, setpriv: tools.setpriv ?? findProgram("setpriv") }));
+      return ServerProcess.start({
+        ...serverSpec({ ...prepared, cwd: req.cwd, setpriv: tools.setpriv ?? findProgram("setpriv") }),
+        setupRaced: (head) => level === "bwrap" && vanishedMask(prepared.argv, head) !== null,
+      });
     },
     listeningPorts(): Set<number> {
       if (level === "none" || !opts.session) return listeningPorts("self");
@@ -345,119 +468,12 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
       return s ? s.close() : null;
     },
     async exec(req: ExecRequest): Promise<ExecResult> {
-      const { argv, env, limits, workspace, guard, cg, fd3, asRoot, scan, marker, sess } = await prepare(req);
-
-      const tracked = new Map<number, string | null>();
-      let leader: number | undefined;
-      let leaderStart = Number.NaN;
-      const track = () => {
-        if (leader) for (const d of descendants(leader)) tracked.set(d.pid, d.start);
-      };
-      const cpuBudgetMs = limits.cpuSeconds * 1000;
-      const startedAt = Date.now();
-      let result: ExecResult;
-      let violations: string[] = [];
-      try {
-        const r = await spawnCapped({
-          argv,
-          cwd: req.cwd,
-          env,
-          timeoutMs: req.timeoutMs,
-          outputCapBytes: req.outputCapBytes ?? opts.outputCapBytes ?? DEFAULT_OUTPUT_CAP,
-          signal: req.signal,
-          fd3Input: fd3,
-          maxOutputBytes: limits.outputBytes,
-          onStart: async (p) => {
-            leader = p.pid;
-            leaderStart = Number(p.procStart ?? Number.NaN);
-            await req.onStart?.(p);
-          },
-          watch: {
-            intervalMs: 200,
-            check: () => {
-              if (scan) track();
-              const cpu = cg?.cpuMs();
-              return cpu != null && cpu > cpuBudgetMs ? "cpu" : null;
-            },
-          },
-          killTree: () => {
-            cg?.killAll();
-            if (scan) {
-              track();
-              if (marker && Number.isFinite(leaderStart)) {
-                for (const d of processesWithEnv(`${COMMAND_TAG_VAR}=${marker}`, leaderStart)) tracked.set(d.pid, d.start);
-              }
-              for (const [pid, start] of tracked) {
-                if (start !== null && readProcStart(pid) === start) {
-                  try {
-                    process.kill(pid, "SIGKILL");
-                  } catch {
-                    // gone
-                  }
-                }
-              }
-            }
-          },
-        });
-        const usage = { cpuMs: cg?.cpuMs() ?? null, memoryPeakBytes: cg?.memoryPeak() ?? null };
-        const oomKills = cg?.oomKills() ?? 0;
-        const limit = whichLimit({
-          exitCode: r.exitCode,
-          signal: r.signal,
-          stderr: r.stderr,
-          timedOut: r.timedOut,
-          stoppedFor: r.stoppedFor,
-          oomKills,
-          pidsRefused: cg?.pidsRefused() ?? 0,
-        });
-        const { stoppedFor: _stopped, ...rest } = r;
-        // Every process of the command is gone (killTree ran): clear what it (or a background
-        // process running as root) left set-uid.
-        const since = backgroundSetid.since(workspace, startedAt) ?? (asRoot ? startedAt : null);
-        if (since !== null) {
-          const cleared = clearNewSetid(workspace, since);
-          if (cleared.length) rest.stderr = withNotes(rest.stderr, [setidNote(cleared)]);
-        }
-        result = { ...rest, isolation: level, limit, denied: null, usage };
-        // Killed with the whole session (its holder died: killed from outside, or the runner's end
-        // of its watchdog pipe closed), not by anything the command did or by a limit of ours.
-        if (sess && r.signal && !limit && !req.signal?.aborted && sess.ended()) {
-          result.sessionEnded = true;
-          result.stderr = withNotes(result.stderr, [
-            "the run's sandbox session ended while this command ran (its PID namespace was killed, with every process in it); " +
-              "the next command starts in a new session",
-          ]);
-        } else if (
-          !limit &&
-          !r.timedOut &&
-          !req.signal?.aborted &&
-          (r.signal === "SIGKILL" || r.exitCode === 128 + 9) &&
-          cg?.has("memory") &&
-          cg.has("cpuacct") &&
-          oomKills === 0 &&
-          usage.cpuMs !== null &&
-          usage.cpuMs < cpuBudgetMs
-        ) {
-          // A SIGKILL is what the OOM killer and the hard CPU rlimit send, but here the command's
-          // cgroups saw neither (every OOM kill, the machine's own included, is counted in the
-          // victim's memory group): someone outside killed it, and a limit is not what to change.
-          result.limitsRuledOut = true;
-          result.stderr = withNotes(result.stderr, [
-            `no limit of the sandbox stopped this command (its cgroups counted no OOM kill and ${(usage.cpuMs / 1000).toFixed(1)} s of CPU); ` +
-              "the SIGKILL came from outside it",
-          ]);
-        }
-      } finally {
-        // Also kills whatever is left, whatever happened above.
-        cg?.destroy();
-        // Only now is no process of the command left to undo the repairs.
-        violations = guard.after().violations;
+      for (let attempt = 1; ; attempt++) {
+        const { result, argv } = await execOnce(req);
+        // bwrap stopped before running anything: a host socket (or hidden file) it was to mask went away.
+        if (attempt < MASK_RACE_ATTEMPTS && level === "bwrap" && result.exitCode === 1 && vanishedMask(argv, result.stderr)) continue;
+        return result;
       }
-      if (violations.length) {
-        result.stderr = withNotes(result.stderr, violations);
-        result.violations = violations;
-      }
-      return result;
     },
   };
 }

@@ -147,6 +147,35 @@ function under(p: string, dir: string): boolean {
 }
 
 /**
+ * The mask bwrap could not set up because its path vanished after the argv was built: a host
+ * socket closed, a hidden credential file or directory deleted, in between. bwrap must create the
+ * mount point on the read-only root and stops ("Can't create file at …", "Can't mkdir …") before
+ * anything of the command runs, so it can be started again with a fresh argv; what vanished can no
+ * longer be reached through that path anyway. Null for any other failure, for a path that is not
+ * one of the argv's masks, and for one that exists.
+ */
+export function vanishedMask(argv: readonly string[], stderr: string): string | null {
+  const first = stderr.slice(0, 4096).split("\n", 1)[0] ?? "";
+  const m = /^bwrap: Can't (?:create file at|mkdir) (\/.*): [^:]+$/.exec(first);
+  if (!m) return null;
+  const p = m[1]!;
+  let masked = false;
+  for (let i = 0; i + 1 < argv.length && !masked; i++) {
+    masked = (argv[i] === "--ro-bind" && argv[i + 1] === "/dev/null" && argv[i + 2] === p) || (argv[i] === "--tmpfs" && argv[i + 1] === p);
+  }
+  if (!masked) return null;
+  try {
+    fs.lstatSync(p);
+    return null;
+  } catch {
+    return p;
+  }
+}
+
+/** How often a command whose mask vanished during bwrap's set-up is started (see {@link vanishedMask}). */
+export const MASK_RACE_ATTEMPTS = 3;
+
+/**
  * Listening unix sockets of the host (from /proc/net/unix) that a command could connect to by
  * path. Network namespaces do not cover these, and a root-owned daemon socket (docker, systemd,
  * dbus) is a way out for a command that keeps uid 0.
@@ -331,8 +360,10 @@ const UNSHARE_INNER = [
   '    stage) mkdir -p "/run/.ll/$b" && "$mnt" --bind "$a" "/run/.ll/$b" || fail "cannot stage $a";;',
   '    ro) "$mnt" -o "remount,bind,ro$b" "$a" || fail "cannot make $a read-only";;',
   '    unstage) mkdir -p "$a" 2>/dev/null; "$mnt" --bind "/run/.ll/$b" "$a" && umount "/run/.ll/$b" || fail "cannot bind $a";;',
-  '    hidedir) "$mnt" -t tmpfs -o ro,mode=755 tmpfs "$a" || fail "cannot hide $a";;',
-  '    hidefile) "$mnt" --bind /dev/null "$a" || fail "cannot hide $a";;',
+  // What vanished since the list was made (a host socket closed, a credential file deleted) has
+  // nothing left to reach through its path: skipped, not a failure.
+  '    hidedir) e=$("$mnt" -t tmpfs -o ro,mode=755 tmpfs "$a" 2>&1) || ! [ -e "$a" ] || fail "cannot hide $a: $e";;',
+  '    hidefile) e=$("$mnt" --bind /dev/null "$a" 2>&1) || ! [ -e "$a" ] || fail "cannot hide $a: $e";;',
   '    robind) "$mnt" --bind -o ro "$a" "$a" || fail "cannot protect $a";;',
   '    *) fail "unknown operation $op";;',
   "  esac",

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import type { BackgroundProcess, ProcessExit } from "./background.js";
 import type { BackgroundRequest, Sandbox } from "./port.js";
 import { descendants } from "../proc.js";
+import { MASK_RACE_ATTEMPTS } from "./isolation.js";
 
 // The background processes of one run (start_process and friends): names, ready checks, bounded
 // output, a cap. Ledger events are written by the caller from what these methods return.
@@ -71,8 +72,8 @@ export class ProcessManager {
     readonly maxProcesses = DEFAULT_MAX_PROCESSES,
   ) {}
 
-  /** Starts a process and waits until it is ready (port listening, output matched) or fails. */
-  async start(spec: StartSpec): Promise<StartOutcome> {
+  /** Starts a process and waits until it is ready (port listening, output matched) or fails (`attempt`: this start's number, see vanishedMask). */
+  async start(spec: StartSpec, attempt = 1): Promise<StartOutcome> {
     const fail = (code: StartFailure, reason: string, lines: string[] = [], exit?: ProcessExit | null): StartOutcome => ({
       ok: false,
       name: spec.name,
@@ -161,6 +162,13 @@ export class ProcessManager {
           .filter(Boolean)
           .join(" and ");
         return fail("ready_timeout", `"${spec.name}" was not ready after ${timeoutMs} ms (waited for ${what}); it was stopped`, proc.output.snapshot(40), exit);
+      }
+      // Its last words may still be in the pipe when it has exited.
+      await Promise.race([proc.outputEnded, new Promise((r) => setTimeout(r, 500))]);
+      // bwrap stopped before running anything: a host socket (or hidden file) it was to mask went away.
+      if (proc.setupRaced && attempt < MASK_RACE_ATTEMPTS) {
+        this.entries.delete(spec.name);
+        return this.start(spec, attempt + 1);
       }
       entry.exitReported = true;
       const exit = proc.exit!;

@@ -27,6 +27,8 @@ export interface ServerSpec {
   afterCall: (sinceMs: number) => string[];
   /** Called once when it and its tree are gone. */
   onGone?: () => void;
+  /** Whether the start of its stderr says its sandbox's set-up failed before anything of it ran, on a mask that vanished. */
+  setupRaced?: (stderrHead: string) => boolean;
 }
 
 export interface ServerExit {
@@ -138,6 +140,11 @@ export class ServerProcess {
         for (const s of LIVE) s.killNow();
       });
     }
+  }
+
+  /** It exited because its sandbox's set-up met a mask that vanished meanwhile (given the start of its stderr): nothing of it ran. */
+  setupRaced(stderrHead: string): boolean {
+    return this.exit?.exitCode === 1 && (this.spec.setupRaced?.(stderrHead) ?? false);
   }
 
   get stdin(): Writable {
