@@ -150,30 +150,29 @@ function under(p: string, dir: string): boolean {
  * The mask bwrap could not set up because its path vanished after the argv was built: a host
  * socket closed, a hidden credential file or directory deleted, in between. bwrap must create the
  * mount point on the read-only root and stops ("Can't create file at …", "Can't mkdir …") before
- * anything of the command runs, so it can be started again with a fresh argv; what vanished can no
- * longer be reached through that path anyway. Null for any other failure, for a path that is not
- * one of the argv's masks, and for one that exists.
+ * anything of the command runs, so it can be started again with a fresh argv (which masks the path
+ * again if it is back). Null for any other output and for a path that is not one of the argv's
+ * masks. (A command printing those words first gets started again: what it could do anyway.)
  */
 export function vanishedMask(argv: readonly string[], stderr: string): string | null {
   const first = stderr.slice(0, 4096).split("\n", 1)[0] ?? "";
-  const m = /^bwrap: Can't (?:create file at|mkdir) (\/.*): [^:]+$/.exec(first);
-  if (!m) return null;
-  const p = m[1]!;
-  let masked = false;
-  for (let i = 0; i + 1 < argv.length && !masked; i++) {
-    masked = (argv[i] === "--ro-bind" && argv[i + 1] === "/dev/null" && argv[i + 2] === p) || (argv[i] === "--tmpfs" && argv[i + 1] === p);
+  if (!first.startsWith("bwrap: Can't ")) return null;
+  for (let i = 0; i + 2 < argv.length; i++) {
+    const file = argv[i] === "--ro-bind" && argv[i + 1] === "/dev/null" ? argv[i + 2]! : null;
+    const dir = argv[i] === "--tmpfs" ? argv[i + 1]! : null;
+    const p = file ?? dir;
+    if (!p) continue;
+    // Gone before its mount point was made, or between the mount and its read-only remount.
+    const says = file
+      ? [`Can't create file at ${p}: `, `Can't bind mount /oldroot/dev/null on /newroot${p}: `]
+      : [`Can't mkdir ${p}: `, `Can't mount tmpfs on /newroot${p}: `, `Can't remount readonly on /newroot${p}: `];
+    if (says.some((w) => first.startsWith(`bwrap: ${w}`))) return p;
   }
-  if (!masked) return null;
-  try {
-    fs.lstatSync(p);
-    return null;
-  } catch {
-    return p;
-  }
+  return null;
 }
 
 /** How often a command whose mask vanished during bwrap's set-up is started (see {@link vanishedMask}). */
-export const MASK_RACE_ATTEMPTS = 3;
+export const MASK_RACE_ATTEMPTS = 5;
 
 /**
  * Listening unix sockets of the host (from /proc/net/unix) that a command could connect to by

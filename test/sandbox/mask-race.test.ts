@@ -88,11 +88,18 @@ describe("vanishedMask", () => {
     expect(vanishedMask(argv, "bwrap: Can't create file at /var/tmp/gone.sock: Read-only file system\n")).toBe("/var/tmp/gone.sock");
   });
 
-  it("names nothing for a path that exists, a path the argv does not mask, or other output", () => {
-    const there = ["bwrap", "--ro-bind", "/dev/null", "/etc/hostname"];
-    expect(vanishedMask(there, "bwrap: Can't create file at /etc/hostname: Read-only file system")).toBeNull();
+  it("names a hidden directory that is gone, and nothing for a path the argv does not mask or other output", () => {
+    expect(vanishedMask(argv, "bwrap: Can't mkdir /root/.aws: Read-only file system")).toBe("/root/.aws");
+    // Gone between the bind and its read-only remount.
+    expect(
+      vanishedMask(
+        argv,
+        'bwrap: Can\'t bind mount /oldroot/dev/null on /newroot/var/tmp/gone.sock: Unable to remount destination "/newroot/var/tmp/gone.sock" with correct flags: No such file or directory',
+      ),
+    ).toBe("/var/tmp/gone.sock");
     expect(vanishedMask(argv, "bwrap: Can't create file at /var/tmp/other.sock: Read-only file system")).toBeNull();
-    // A command printing the same words is not bwrap failing first.
+    expect(vanishedMask(argv, "bwrap: Can't find source path /var/tmp/gone.sock: No such file or directory")).toBeNull();
+    // Those words after other output are not bwrap failing first.
     expect(vanishedMask(argv, "starting\nbwrap: Can't create file at /var/tmp/gone.sock: Read-only file system")).toBeNull();
     expect(vanishedMask(argv, "bash: x: command not found")).toBeNull();
   });
