@@ -9,6 +9,7 @@ import {
   DEFAULT_PROTECTED,
   hiddenPaths,
   MASK_RACE_ATTEMPTS,
+  mergeProtected,
   planUid,
   protectedPaths,
   unshareArgv,
@@ -481,14 +482,6 @@ export function createSandbox(opts: SandboxOptions = {}): ConfiguredSandbox {
 /** `stderr` with one `ledgerloop: …` line per note after it, on a line of their own. */
 function withNotes(stderr: string, notes: readonly string[]): string {
   return `${stderr}${stderr && !stderr.endsWith("\n") ? "\n" : ""}${notes.map((n) => `ledgerloop: ${n}\n`).join("")}`;
-}
-
-/** Protected paths without those already covered by a protected directory above them. */
-function mergeProtected(paths: string[]): string[] {
-  const sorted = [...new Set(paths)].sort((a, b) => a.length - b.length);
-  const out: string[] = [];
-  for (const p of sorted) if (!out.some((q) => p.startsWith(`${q}/`))) out.push(p);
-  return out;
 }
 
 export interface LocalSandboxOptions {

@@ -142,6 +142,14 @@ export function protectedPaths(workspace: string, rel: string[] = DEFAULT_PROTEC
   return out;
 }
 
+/** Protected paths without those already covered by a protected directory above them. */
+export function mergeProtected(paths: string[]): string[] {
+  const sorted = [...new Set(paths)].sort((a, b) => a.length - b.length);
+  const out: string[] = [];
+  for (const p of sorted) if (!out.some((q) => p.startsWith(`${q}/`))) out.push(p);
+  return out;
+}
+
 function under(p: string, dir: string): boolean {
   return p === dir || p.startsWith(dir.endsWith("/") ? dir : dir + "/");
 }
