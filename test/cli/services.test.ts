@@ -19,6 +19,19 @@ afterAll(() => cleanupTemp());
 /** Service processes (by their command line) working in this workspace, after up to 10 s. */
 const noServicesLeft = (ws: string) => noProcessesLeft(ws, /services\/(api|web)\/server\.js/);
 
+/** Each action's tool and status when the run goes straight through. */
+const STRAIGHT_THROUGH = [
+  "start_process:ok",
+  "start_process:ok",
+  "run_command:ok",
+  "run_command:ok",
+  "process_status:ok",
+  "process_output:ok",
+  "stop_process:ok",
+  "stop_process:ok",
+  "finish:ok",
+];
+
 type Ev = { type: string; causedBy: string | null; payload: Record<string, unknown> };
 const ledgerOf = (ws: string, thread: string) => jsonLines<Ev>(cli(["ledger", thread, "-w", ws, "--json"]).stdout);
 const feedbackOf = (events: Ev[]) =>
@@ -32,17 +45,7 @@ describe(`services example (sandbox ${level})`, () => {
     expect(JSON.parse(r.stdout)).toMatchObject({ status: "finished", steps: 7 });
     const events = ledgerOf(ws, "S");
     const fb = feedbackOf(events);
-    expect(fb.map((f) => `${f.tool}:${f.status}`)).toEqual([
-      "start_process:ok",
-      "start_process:ok",
-      "run_command:ok",
-      "run_command:ok",
-      "process_status:ok",
-      "process_output:ok",
-      "stop_process:ok",
-      "stop_process:ok",
-      "finish:ok",
-    ]);
+    expect(fb.map((f) => `${f.tool}:${f.status}`)).toEqual(STRAIGHT_THROUGH);
     expect(fb[2]!.output).toContain("dashboard: all services healthy");
     expect(fb[3]!.output).toContain('{"service":"api","status":"ok"}');
     // Each start, ready and stop is an event caused by the action that did it.
@@ -124,17 +127,7 @@ describe(`services example, time travel (sandbox ${level})`, () => {
     expect(
       feedbackOf(first).map((f) => `${f.tool}:${f.status}`),
       `the run's process events: ${JSON.stringify(firstProcs)}`,
-    ).toEqual([
-      "start_process:ok",
-      "start_process:ok",
-      "run_command:ok",
-      "run_command:ok",
-      "process_status:ok",
-      "process_output:ok",
-      "stop_process:ok",
-      "stop_process:ok",
-      "finish:ok",
-    ]);
+    ).toEqual(STRAIGHT_THROUGH);
     expect(firstProcs.map((p) => `${p.kind}:${p.name}`)).toEqual(["start:api", "ready:api", "start:web", "ready:web", "stop:api", "stop:web"]);
     const history = jsonLines<{ checkpointId: string; agentStep: number | null; next: string[] }>(cli(["history", "R", "-w", ws, "--json"]).stdout);
     // Before the act of step 4 (the second check): both services were running on that branch.
