@@ -155,26 +155,29 @@ function under(p: string, dir: string): boolean {
 }
 
 /**
- * The mask bwrap could not set up because its path vanished after the argv was built: a host
- * socket closed, a hidden credential file or directory deleted, in between. bwrap must create the
- * mount point on the read-only root and stops ("Can't create file at …", "Can't mkdir …") before
- * anything of the command runs, so it can be started again with a fresh argv (which masks the path
- * again if it is back). Null for any other output and for a path that is not one of the argv's
- * masks. (A command printing those words first gets started again: what it could do anyway.)
+ * The path bwrap could not mount because it vanished after the argv was built: a host socket
+ * closed, a hidden credential file or a protected workspace path deleted, in between. bwrap stops
+ * before anything of the command runs ("Can't create file at …" for a mask's mount point on the
+ * read-only root, "Can't find source path …" for a protected path), so the command can be started
+ * again with a fresh argv (which mounts the path again if it is back). Null for any other output and
+ * for a path the argv does not mount. (A command printing those words first gets started again: what
+ * it could do anyway.)
  */
 export function vanishedMask(argv: readonly string[], stderr: string): string | null {
   const first = stderr.slice(0, 4096).split("\n", 1)[0] ?? "";
   if (!first.startsWith("bwrap: Can't ")) return null;
   for (let i = 0; i + 2 < argv.length; i++) {
-    const file = argv[i] === "--ro-bind" && argv[i + 1] === "/dev/null" ? argv[i + 2]! : null;
-    const dir = argv[i] === "--tmpfs" ? argv[i + 1]! : null;
-    const p = file ?? dir;
-    if (!p) continue;
+    const [op, a, b] = [argv[i], argv[i + 1]!, argv[i + 2]!];
     // Gone before its mount point was made, or between the mount and its read-only remount.
-    const says = file
-      ? [`Can't create file at ${p}: `, `Can't bind mount /oldroot/dev/null on /newroot${p}: `]
-      : [`Can't mkdir ${p}: `, `Can't mount tmpfs on /newroot${p}: `, `Can't remount readonly on /newroot${p}: `];
-    if (says.some((w) => first.startsWith(`bwrap: ${w}`))) return p;
+    const says =
+      op === "--ro-bind" && a === "/dev/null"
+        ? { p: b, w: [`Can't create file at ${b}: `, `Can't bind mount /oldroot/dev/null on /newroot${b}: `] }
+        : op === "--tmpfs"
+          ? { p: a, w: [`Can't mkdir ${a}: `, `Can't mount tmpfs on /newroot${a}: `, `Can't remount readonly on /newroot${a}: `] }
+          : op === "--ro-bind" && a === b && a !== "/"
+            ? { p: a, w: [`Can't find source path ${a}: `, `Can't bind mount /oldroot${a} on /newroot${a}: `] }
+            : null;
+    if (says?.w.some((w) => first.startsWith(`bwrap: ${w}`))) return says.p;
   }
   return null;
 }
@@ -358,6 +361,7 @@ function lockedFlags(options: string[]): string {
 const UNSHARE_INNER = [
   'ip="$1"; mnt="$2"; cwd="$3"; shift 3',
   'fail() { echo "ledgerloop: unshare sandbox: $*" >&2; exit 125; }',
+  'gone() { ! [ -e "$1" ] && ! [ -L "$1" ]; }',
   'if [ -n "$ip" ]; then "$ip" link set lo up 2>/dev/null || echo "ledgerloop: could not bring up lo" >&2; fi',
   '"$mnt" --make-rprivate / || fail "cannot make the mounts private"',
   'while [ "$1" != "--" ]; do',
@@ -367,11 +371,11 @@ const UNSHARE_INNER = [
   '    stage) mkdir -p "/run/.ll/$b" && "$mnt" --bind "$a" "/run/.ll/$b" || fail "cannot stage $a";;',
   '    ro) "$mnt" -o "remount,bind,ro$b" "$a" || fail "cannot make $a read-only";;',
   '    unstage) mkdir -p "$a" 2>/dev/null; "$mnt" --bind "/run/.ll/$b" "$a" && umount "/run/.ll/$b" || fail "cannot bind $a";;',
-  // What vanished since the list was made (a host socket closed, a credential file deleted) has
-  // nothing left to reach through its path: skipped, not a failure.
-  '    hidedir) e=$("$mnt" -t tmpfs -o ro,mode=755 tmpfs "$a" 2>&1) || ! [ -e "$a" ] || fail "cannot hide $a: $e";;',
-  '    hidefile) e=$("$mnt" --bind /dev/null "$a" 2>&1) || ! [ -e "$a" ] || fail "cannot hide $a: $e";;',
-  '    robind) "$mnt" --bind -o ro "$a" "$a" || fail "cannot protect $a";;',
+  // What vanished since the list was made (a host socket closed, a credential file or a protected
+  // path deleted) has nothing left to reach or protect through its path: skipped, not a failure.
+  '    hidedir) e=$("$mnt" -t tmpfs -o ro,mode=755 tmpfs "$a" 2>&1) || gone "$a" || fail "cannot hide $a: $e";;',
+  '    hidefile) e=$("$mnt" --bind /dev/null "$a" 2>&1) || gone "$a" || fail "cannot hide $a: $e";;',
+  '    robind) e=$("$mnt" --bind -o ro "$a" "$a" 2>&1) || gone "$a" || fail "cannot protect $a: $e";;',
   '    *) fail "unknown operation $op";;',
   "  esac",
   "done",

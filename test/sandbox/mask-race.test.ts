@@ -49,11 +49,15 @@ async function hostSocket(name: string): Promise<string> {
 }
 
 /**
- * A sandbox whose bwrap, the first time it is asked to mask the socket, removes the socket's file
- * first (the host daemon closing it at the worst moment), then runs the real bwrap.
+ * A sandbox whose bwrap, the first time it is asked to mount `target` (by default a new listening
+ * host socket), removes it first (the host daemon closing it at the worst moment, a user deleting a
+ * file), then runs the real bwrap.
  */
-async function racingSandbox(name: string): Promise<{ sb: ConfiguredSandbox; calls: () => number }> {
-  const sock = await hostSocket(name);
+async function racingSandbox(
+  name: string,
+  opts: { target?: string; workspace?: string; protectedPaths?: string[] } = {},
+): Promise<{ sb: ConfiguredSandbox; calls: () => number }> {
+  const target = opts.target ?? (await hostSocket(name));
   const dir = path.join(tmp, name);
   fs.mkdirSync(dir);
   const wrapper = path.join(dir, "bwrap");
@@ -62,9 +66,9 @@ async function racingSandbox(name: string): Promise<{ sb: ConfiguredSandbox; cal
     wrapper,
     [
       "#!/bin/sh",
-      `case " $* " in *" ${sock} "*)`,
+      `case " $* " in *" ${target} "*)`,
       `  echo x >> '${mark}'`,
-      `  [ "$(wc -l < '${mark}')" -eq 1 ] && rm -f '${sock}';;`,
+      `  [ "$(wc -l < '${mark}')" -eq 1 ] && rm -f '${target}';;`,
       "esac",
       `exec '${report.tools.bwrap}' "$@"`,
       "",
@@ -74,8 +78,9 @@ async function racingSandbox(name: string): Promise<{ sb: ConfiguredSandbox; cal
   const sb = createSandbox({
     level: "bwrap",
     report: { ...report, tools: { ...report.tools, bwrap: wrapper } },
-    workspace: path.join(tmp, "ws"),
+    workspace: opts.workspace ?? path.join(tmp, "ws"),
     session: true,
+    ...(opts.protectedPaths ? { protectedPaths: opts.protectedPaths } : {}),
   });
   const calls = () => (fs.existsSync(mark) ? fs.readFileSync(mark, "utf8").split("\n").filter(Boolean).length : 0);
   return { sb, calls };
@@ -98,6 +103,10 @@ describe("vanishedMask", () => {
       ),
     ).toBe("/var/tmp/gone.sock");
     expect(vanishedMask(argv, "bwrap: Can't create file at /var/tmp/other.sock: Read-only file system")).toBeNull();
+    // A protected workspace path deleted before its read-only bind; the root's bind is no such path.
+    const prot = ["bwrap", "--ro-bind", "/", "/", "--ro-bind", "/w/keep.json", "/w/keep.json"];
+    expect(vanishedMask(prot, "bwrap: Can't find source path /w/keep.json: No such file or directory")).toBe("/w/keep.json");
+    expect(vanishedMask(prot, "bwrap: Can't find source path /: No such file or directory")).toBeNull();
     expect(vanishedMask(argv, "bwrap: Can't find source path /var/tmp/gone.sock: No such file or directory")).toBeNull();
     // Those words after other output are not bwrap failing first.
     expect(vanishedMask(argv, "starting\nbwrap: Can't create file at /var/tmp/gone.sock: Read-only file system")).toBeNull();
@@ -114,6 +123,22 @@ describe.skipIf(!report.levels.bwrap.ok)("bwrap: a host socket closed while a co
       expect(r.exitCode).toBe(0);
       expect(r.stdout).toBe("ran\n");
       // Asked to mask it once; the second start no longer lists it.
+      expect(calls()).toBe(1);
+    } finally {
+      await sb.closeSession?.();
+    }
+  }, 60_000);
+
+  it("a protected workspace file deleted while a command starts: the command is started again", async () => {
+    const ws = path.join(tmp, "ws-protected");
+    fs.mkdirSync(ws);
+    fs.writeFileSync(path.join(ws, "keep.json"), "{}\n");
+    const { sb, calls } = await racingSandbox("protected", { target: path.join(ws, "keep.json"), workspace: ws, protectedPaths: ["keep.json"] });
+    try {
+      const r = await sb.exec({ command: "echo ran", cwd: ws, timeoutMs: 30_000 });
+      expect(r.stderr).not.toMatch(/Can't find source path/);
+      expect(r.exitCode).toBe(0);
+      expect(r.stdout).toBe("ran\n");
       expect(calls()).toBe(1);
     } finally {
       await sb.closeSession?.();
@@ -162,7 +187,7 @@ describe.skipIf(!report.levels.bwrap.ok)("bwrap: a host socket closed while an M
 });
 
 describe.skipIf(!report.levels.unshare.ok || !isRoot)("unshare: a hidden path that vanished before its mount", () => {
-  it("is skipped instead of refusing the command; a path still there is hidden", () => {
+  it("is skipped instead of refusing the command (a protected one too); a path still there is hidden", () => {
     const ws = path.join(tmp, "ws");
     const present = path.join("/var/tmp", `ll-mask-race-${process.pid}-present`);
     fs.writeFileSync(present, "secret\n");
@@ -173,7 +198,8 @@ describe.skipIf(!report.levels.unshare.ok || !isRoot)("unshare: a hidden path th
       workspace: ws,
       env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
       allowNetwork: false,
-      protect: [],
+      // Listed, then deleted before the command's mounts, as the first hidden path.
+      protect: [path.join(ws, `gone-${process.pid}.json`)],
       writable: [],
       // The first was listed, then deleted before the command's mounts.
       hidden: [path.join("/var/tmp", `ll-mask-race-${process.pid}-gone`), present],
