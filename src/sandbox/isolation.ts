@@ -362,6 +362,8 @@ const UNSHARE_INNER = [
   'ip="$1"; mnt="$2"; cwd="$3"; shift 3',
   'fail() { echo "ledgerloop: unshare sandbox: $*" >&2; exit 125; }',
   'gone() { ! [ -e "$1" ] && ! [ -L "$1" ]; }',
+  // Mounts over $a: done, or $a is gone; a mount that failed on a path that is back is tried again.
+  'over() { n=0; until e=$("$@" 2>&1); do gone "$a" && return 0; n=$((n+1)); [ "$n" -lt 5 ] || return 1; done; }',
   'if [ -n "$ip" ]; then "$ip" link set lo up 2>/dev/null || echo "ledgerloop: could not bring up lo" >&2; fi',
   '"$mnt" --make-rprivate / || fail "cannot make the mounts private"',
   'while [ "$1" != "--" ]; do',
@@ -373,9 +375,9 @@ const UNSHARE_INNER = [
   '    unstage) mkdir -p "$a" 2>/dev/null; "$mnt" --bind "/run/.ll/$b" "$a" && umount "/run/.ll/$b" || fail "cannot bind $a";;',
   // What vanished since the list was made (a host socket closed, a credential file or a protected
   // path deleted) has nothing left to reach or protect through its path: skipped, not a failure.
-  '    hidedir) e=$("$mnt" -t tmpfs -o ro,mode=755 tmpfs "$a" 2>&1) || gone "$a" || fail "cannot hide $a: $e";;',
-  '    hidefile) e=$("$mnt" --bind /dev/null "$a" 2>&1) || gone "$a" || fail "cannot hide $a: $e";;',
-  '    robind) e=$("$mnt" --bind -o ro "$a" "$a" 2>&1) || gone "$a" || fail "cannot protect $a: $e";;',
+  '    hidedir) over "$mnt" -t tmpfs -o ro,mode=755 tmpfs "$a" || fail "cannot hide $a: $e";;',
+  '    hidefile) over "$mnt" --bind /dev/null "$a" || fail "cannot hide $a: $e";;',
+  '    robind) over "$mnt" --bind -o ro "$a" "$a" || fail "cannot protect $a: $e";;',
   '    *) fail "unknown operation $op";;',
   "  esac",
   "done",
