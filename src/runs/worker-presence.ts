@@ -18,7 +18,6 @@ export class WorkerPresence {
   private retiring: string | null = null;
   /** The heartbeat under way: stop() waits for it, or it could write its state after "stopped". */
   private beating: Promise<void> | null = null;
-  private stopped = false;
 
   constructor(
     private readonly pool: () => pg.Pool,
@@ -42,7 +41,7 @@ export class WorkerPresence {
     await registerFleetWorker(this.pool(), this.identity(), this.o.ttlMs);
     this.timer = setInterval(
       () => {
-        if (this.beating || this.stopped) return;
+        if (this.beating) return;
         this.beating = this.beat().finally(() => (this.beating = null));
       },
       Math.max(200, Math.floor(this.o.ttlMs / 3)),
@@ -68,7 +67,6 @@ export class WorkerPresence {
   /** Stops the heartbeat and marks the worker stopped (bounded: an unreachable database must not hold up the exit). */
   async stop(note: string): Promise<void> {
     clearInterval(this.timer);
-    this.stopped = true;
     // A heartbeat in flight would otherwise land after the stop and list the worker as running (or retiring) again.
     if (this.beating) await withTimeout(this.beating, 3_000).catch(() => {});
     await withTimeout(stopFleetWorker(this.pool(), this.o.id, this.retiring ?? note), 3_000).catch((e) =>
