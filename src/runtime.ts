@@ -148,6 +148,12 @@ export interface RuntimeOverrides {
    * say: replay's scratch copy of a PostgreSQL run is its own, and leaves nothing in the shared database.
    */
   localState?: boolean;
+  /**
+   * The runtime serves a run started now, not resumed: its first prompt searches code without vectors
+   * (the context node's rule for step 0), so the vector side connects, and the embedded Chroma server
+   * starts, only once the workspace's files are indexed (the retriever's connectAfterFiles).
+   */
+  newRun?: boolean;
 }
 
 /** Validates settings and builds the runtime. The model is built before any file is touched. */
@@ -233,8 +239,10 @@ export async function createRuntime(input: RunSettingsInput, overrides: RuntimeO
           vectorIndex: settings.vectors === "off" ? "off" : undefined,
           ...(settings.vectorLine ? { vectorLine: settings.vectorLine } : {}),
           onWarning: warn,
-          // Chroma comes up while the run starts; the first search (the first context) waits for it.
+          // Chroma comes up while the run starts (a new run: after the files are indexed); the first
+          // search that may use vectors waits for it.
           connectInBackground: true,
+          ...(overrides.newRun ? { connectAfterFiles: true } : {}),
           redact: (t) => redactor.redact(t),
           history: settings.history && { perFile: settings.historyPerFile, maxCommits: settings.historyMaxCommits },
         });

@@ -8,7 +8,6 @@ import { writeRunReport } from "../report/write-run-report.js";
 import { cliCommand, log, printJson, reconnectMsOf, reconnectOption, stateOption, workspaceOptions, exitCodeForStatus } from "./common.js";
 import { stateUrlOf, type WorkspaceArgs } from "../ledger/open-state.js";
 import { logLevelOption } from "./logs.js";
-import type { ChromaPrestart } from "../retrieval/chroma-prestart.js";
 import type { RunSettingsInput } from "../settings.js";
 import { RUN_FLAG_SETTINGS, SANDBOX_FLAG_SETTINGS, settingOptions, settingsFromFlags } from "./setting-flags.js";
 import { declareCommand } from "./command-specs.js";
@@ -133,17 +132,15 @@ export async function handleRun(task: string, args: RunArgs): Promise<{ result: 
       "CONFIG_INVALID",
     );
   }
-  // The embedded Chroma server starts in its own process while this one loads the runtime (a dry
-  // run works on a copy made below, whose server starts with its retriever). Not for a model spec
-  // that createRuntime would refuse: bad input writes nothing, not even the server's directory.
-  // The tokenizer loads on a worker thread from here on too (the runtime adopts it).
+  // The tokenizer loads on a worker thread from here on (the runtime adopts it). Not for a model
+  // spec that createRuntime would refuse. The embedded Chroma server is not started here: a new
+  // run's first prompt searches without vectors, and the server starts once the files are indexed
+  // (RuntimeOverrides.newRun), off the first prompt's path.
   const name = await modelNameOf(model);
-  const chroma = args.dryRun || stateUrlOf(args) || process.env.LEDGERLOOP_STATE_URL?.trim() || name === null ? null : await prestartFor(args, flagged);
   const tokens = name === null ? null : await prestartTokens(name);
   try {
     return await runWith(task, args, flagged, model);
   } finally {
-    await chroma?.release();
     await tokens?.release();
   }
 }
@@ -161,20 +158,6 @@ async function modelNameOf(model: string): Promise<string | null> {
 async function prestartTokens(modelName: string): Promise<{ release(): Promise<void> }> {
   const [{ modelProfile }, { prestartTokenCounter }] = await Promise.all([import("../context/tokens.js"), import("../context/token-thread.js")]);
   return prestartTokenCounter(await modelProfile(modelName));
-}
-
-async function prestartFor(args: RunArgs, flagged: Partial<RunSettingsInput>): Promise<ChromaPrestart | null> {
-  const [{ prestartChroma }, { resolveWorkspace, stateLocation }] = await Promise.all([
-    import("../retrieval/chroma-prestart.js"),
-    import("../workspace/location.js"),
-  ]);
-  let workspace: string;
-  try {
-    workspace = resolveWorkspace(args.workspace ?? process.cwd());
-  } catch {
-    return null; // createRuntime says what is wrong with it
-  }
-  return prestartChroma(stateLocation(workspace, args.stateDir).stateDir, flagged);
 }
 
 async function runWith(task: string, args: RunArgs, flagged: Partial<RunSettingsInput>, model: string): Promise<{ result: DriveResult; runtime: Runtime }> {
@@ -195,6 +178,7 @@ async function runWith(task: string, args: RunArgs, flagged: Partial<RunSettings
       recordRequestsFile: process.env.LEDGERLOOP_RECORD_REQUESTS,
       warn: (m) => log(`warning: ${m}`),
       lease: { command: "run", thread },
+      newRun: true,
     },
   );
   try {

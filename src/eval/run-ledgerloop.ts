@@ -80,6 +80,7 @@ export async function runLedgerloop(input: AgentRunInput, mode: LedgerloopRunMod
   const rt = await createRuntime(evalRunSettings(input), {
     ...(input.model.instance ? { model: input.model.instance } : {}),
     lease: { command: "eval", thread },
+    newRun: !mode.resume,
   });
   try {
     if (!mode.resume) {

@@ -28,7 +28,7 @@ import type {
   SearchOptions,
   SearchTimings,
 } from "./retriever-types.js";
-import { SearchEngine } from "./search.js";
+import { SearchEngine, wantsVectors } from "./search.js";
 import { VectorConnection, type VectorConnectionOptions } from "./vector-connection.js";
 
 /** How long an event search waits for the vectors its cut-off needs before it goes lexical-only. */
@@ -95,7 +95,10 @@ class HybridRetriever implements Retriever {
   private readonly events: EventSync;
   private readonly engine: SearchEngine;
   private lock: Promise<unknown> = Promise.resolve();
-  private connecting: Promise<void> = Promise.resolve();
+  /** The vector side's first connection attempt, once started (see connected). */
+  private connecting: Promise<void> | null = null;
+  /** The full index under way, if any. */
+  private indexing: Promise<IndexReport> | null = null;
   private readonly warn: (m: string) => void;
   private readonly warned = new Set<string>();
   private closed = false;
@@ -158,16 +161,23 @@ class HybridRetriever implements Retriever {
     e.attachCache?.(sqliteEmbeddingCache(() => this.ngram.db));
     if (this.ngram.rebuilt)
       this.warn(`the search index ${this.indexFile} was unusable (${this.ngram.rebuildReason}); it was moved to index.db.corrupt and is being rebuilt`);
-    // Every index write and search waits for this (see exclusive), so none sees a half-made
-    // connection; a full index reads the workspace's files meanwhile.
-    this.connecting = this.vectors.connect();
-    this.connecting.catch(() => {});
-    if (!this.opts.connectInBackground) await this.connecting;
+    // Every index write and search that may use vectors waits for this (see exclusive), so none
+    // sees a half-made connection; a full index reads and stores the workspace's files meanwhile.
+    // With connectAfterFiles it starts when first waited for: after the full index's files.
+    if (this.opts.connectAfterFiles) return;
+    const connecting = this.connected();
+    if (!this.opts.connectInBackground) await connecting;
   }
 
-  /** Settles once the vector side's first connection attempt has. */
+  /** Settles once the vector side's first connection attempt has; starts that attempt if it has not begun. */
   private connected(): Promise<void> {
+    this.connecting ??= this.vectors.connect();
     return this.connecting.catch(() => {});
+  }
+
+  /** Settles once a connection attempt under way has (at once when none was started). */
+  private async connectionSettled(): Promise<void> {
+    await this.connecting?.catch(() => {});
   }
 
   private warnOnce(key: string, msg: string): void {
@@ -206,8 +216,22 @@ class HybridRetriever implements Retriever {
     }
   }
 
+  /**
+   * A full index, in two turns of the lock: the files (early: without waiting for the vector side),
+   * then, once the vector side's first connection attempt has settled, their vectors. What was
+   * queued between the two (a first prompt's event sync) runs before the vectors are made.
+   */
   index(opts: { onProgress?: (p: IndexProgress) => void } = {}): Promise<IndexReport> {
-    return this.exclusive(() => this.resilient(() => this.indexer.index(opts)), true);
+    const run = this.exclusive(() => this.resilient(() => this.indexer.indexFiles(opts)), true).then(async (pending) => {
+      await this.connected();
+      return this.exclusive(() => this.resilient(() => this.indexer.indexVectors(pending, opts)));
+    });
+    this.indexing = run;
+    const done = () => {
+      if (this.indexing === run) this.indexing = null;
+    };
+    run.then(done, done);
+    return run;
   }
 
   refresh(changedPaths: string[]): Promise<IndexReport> {
@@ -244,12 +268,26 @@ class HybridRetriever implements Retriever {
 
   private async searchAllUnguarded(query: string, opts: SearchOptions): Promise<RetrievalHit[]> {
     const scope = opts.scope ?? "code";
-    // Checked again under the lock: an index started earlier (the runtime starts one at once)
-    // may finish while this search waits for it, and then there is nothing left to do.
-    if (!this.indexer.indexedOnce)
-      await this.exclusive(() => this.resilient(async () => void (this.indexer.indexedOnce ? undefined : await this.indexer.index({}))), true);
+    const vectors = wantsVectors(opts);
+    if (!this.indexer.indexedOnce) {
+      // The index under way (the runtime starts one at once), else a new one.
+      const full = this.indexing ?? this.index();
+      // A search that uses no vector needs only the n-gram rows: it goes on while the index's vectors
+      // are made (the first prompt does not wait for the vector store to start).
+      if (vectors) await full;
+      else {
+        full.catch(() => {}); // a failure is met again by the next search that waits for it
+        await this.indexer.lexicalReady;
+      }
+    }
     // A search of one thread's history needs only that thread's new events (not a scan of all threads).
-    if (scope !== "code" && this.opts.ledger) await this.exclusive(() => this.resilient(() => this.events.syncLedger(opts.threadId)));
+    if (scope !== "code" && this.opts.ledger) {
+      // Without vectors, not under the lock either: a full index's vectors may hold it for a while
+      // (a new collection's first write), and pulling events only adds n-gram rows, which commutes
+      // with what the lock guards (an event already there is skipped, whoever adds it first).
+      if (vectors) await this.exclusive(() => this.resilient(() => this.events.syncLedger(opts.threadId)));
+      else await this.events.syncLedger(opts.threadId);
+    }
     // Outside the lock: the vectors waited for are made under it, one batch per turn.
     const thread = opts.threadId ?? this.opts.threadId;
     let eventVectors = true;
@@ -267,7 +305,7 @@ class HybridRetriever implements Retriever {
   }
 
   async stats(): Promise<RetrieverStats> {
-    await this.connecting.catch(() => {});
+    await this.connectionSettled();
     const counts = this.ngram.counts();
     return {
       workspace: this.workspace,
@@ -283,10 +321,12 @@ class HybridRetriever implements Retriever {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    // A full index may be between its halves (waiting for the connection, outside the lock).
+    await this.indexing?.catch(() => {});
     await this.events.whenIdle();
     this.closed = true;
     await this.lock.catch(() => {});
-    await this.connected();
+    await this.connectionSettled();
     // A history read still under way stops after its batch (git too) before index.db is closed.
     await this.history?.stop();
     this.ngram.close();

@@ -14,8 +14,6 @@ import type { VectorConnection } from "./vector-connection.js";
 import type { VectorItem, VectorMetadata } from "./vector-index.js";
 
 const FILE_BATCH = 64;
-/** Files read ahead of a vector connection still being made, at most (their lines wait in memory). */
-const MAX_READ_AHEAD = FILE_BATCH * 16;
 
 export interface IndexerOptions {
   workspace: string;
@@ -36,10 +34,17 @@ export interface IndexerOptions {
 export class Indexer {
   /** True once a full index has run in this process. */
   indexedOnce = false;
+  /**
+   * Settles once a full index has stored every file's n-gram rows (or failed), before its vectors
+   * are made: what a search without vectors waits for.
+   */
+  readonly lexicalReady: Promise<void>;
+  private filesStored!: () => void;
   lastReport: IndexReport | null = null;
   private readonly prep: PrepareContext;
 
   constructor(private readonly o: IndexerOptions) {
+    this.lexicalReady = new Promise<void>((res) => (this.filesStored = res));
     this.prep = { workspace: o.workspace, redact: o.redact, warnOnce: o.warnOnce, touch: (rel, size, mtimeMs) => o.index().touch(rel, size, mtimeMs) };
   }
 
@@ -47,7 +52,20 @@ export class Indexer {
     return this.o.index();
   }
 
+  /** A full index: {@link Indexer.indexFiles}, then {@link Indexer.indexVectors}. */
   async index(opts: { onProgress?: (p: IndexProgress) => void } = {}): Promise<IndexReport> {
+    return this.indexVectors(await this.indexFiles(opts), opts);
+  }
+
+  /**
+   * A full index's first half: walks, reads, parses and stores every file in index.db, while the
+   * vector side connects (a Chroma server starting takes a second or more). Then the n-gram index
+   * is complete and a search that needs no vectors can run ({@link Indexer.lexicalReady}), before
+   * any vector is made. Storing before the connection leaves index.db as it would be after: putFile
+   * resets a file's vector state, and a connection that finds another store clears every file's.
+   * Only the store's deletes of removed files wait for it (they are in the returned half).
+   */
+  async indexFiles(opts: { onProgress?: (p: IndexProgress) => void } = {}): Promise<PendingIndex> {
     const t0 = performance.now();
     // History is read in the background, alongside the files (git log works in its own process): a
     // search never waits for a long history. Its time budget runs from the end of this index.
@@ -55,26 +73,18 @@ export class Indexer {
     const budgetFrom = new Promise<void>((res) => (indexed = res));
     void this.o.history?.sync({ budgetFrom });
     try {
-      return await this.indexAll(opts, t0);
-    } finally {
+      const pending = await this.storeFiles(opts, t0);
+      return { ...pending, indexed };
+    } catch (err) {
       indexed();
+      throw err;
+    } finally {
+      // A failed index settles it too: a lexical search then runs on what index.db holds.
+      this.filesStored();
     }
   }
 
-  private async indexAll(opts: { onProgress?: (p: IndexProgress) => void }, t0: number): Promise<IndexReport> {
-    // Files are walked, read and parsed while the vector side connects (a Chroma server starting
-    // takes a second or more), and stored only once it has, in the order read: index.db then gets
-    // the rows, ids and vector state it gets when the connection comes first, and a connection that
-    // finds another store (and clears the vector state) still does so before any file is stored.
-    // A failed side is tried again first (as before any store, so its own clearing comes first too).
-    let connected = false;
-    const ready = (this.o.vectorsReady?.() ?? Promise.resolve())
-      .then(() => this.o.vectors.maybeRecover())
-      .then(() => {
-        this.o.vectors.takeRecovered(); // every file lacking vectors is embedded below anyway
-        connected = true;
-      });
-    ready.catch(() => {}); // awaited below; a walk that fails first must not leave it unhandled
+  private async storeFiles(opts: { onProgress?: (p: IndexProgress) => void }, t0: number): Promise<Omit<PendingIndex, "indexed">> {
     opts.onProgress?.({ phase: "scan", done: 0, total: 0 });
     this.o.ignore.reset();
     const walk = await walkFiles(this.o.workspace);
@@ -86,15 +96,6 @@ export class Indexer {
     const toRemove = [...stored.keys()].filter((p) => !listed.has(p));
 
     let done = 0;
-    const waiting: PreparedFile[][] = [];
-    let readAhead = 0;
-    const storeWaiting = () => {
-      for (const prepared of waiting.splice(0)) {
-        this.store(prepared);
-        report.indexed += prepared.length;
-      }
-      readAhead = 0;
-    };
     for (let i = 0; i < walk.files.length; i += FILE_BATCH) {
       const batch = walk.files.slice(i, i + FILE_BATCH);
       const prepared: PreparedFile[] = [];
@@ -110,27 +111,42 @@ export class Indexer {
         }
         opts.onProgress?.({ phase: "index", done: ++done, total: walk.files.length, path: rel });
       }
-      waiting.push(prepared);
-      readAhead += prepared.length;
-      if (!connected && readAhead >= MAX_READ_AHEAD) await ready;
-      if (connected) storeWaiting();
+      this.store(prepared);
+      report.indexed += prepared.length;
       await new Promise<void>((r) => setImmediate(r));
     }
-    await ready;
-    storeWaiting();
-    report.removed = await this.removeFiles(toRemove);
+    const removed = this.removeRows(toRemove);
+    report.removed = removed.length;
     if (report.indexed > 200) this.ngram.optimize();
     if (report.indexed + report.removed > 0) this.ngram.checkpoint();
-    const tv = performance.now();
-    const vectorsWereOk = this.o.vectors.ok;
-    report.vectorized = await this.syncVectors(null, opts.onProgress);
-    this.noteMissingVectors(report, vectorsWereOk);
-    await this.o.syncLedger();
-    report.vectorMs = performance.now() - tv;
-    report.durationMs = performance.now() - t0;
-    this.indexedOnce = true;
-    this.lastReport = report;
-    return report;
+    return { report, removed, t0 };
+  }
+
+  /**
+   * A full index's second half, once the vector side's first connection attempt has settled (a
+   * failed side is tried again first, so its own clearing comes before any embedding): deletes the
+   * removed files' vectors, embeds every file lacking them, and pulls the ledger's new events.
+   */
+  async indexVectors(pending: PendingIndex, opts: { onProgress?: (p: IndexProgress) => void } = {}): Promise<IndexReport> {
+    const { report, removed, t0, indexed } = pending;
+    try {
+      await this.o.vectorsReady?.();
+      await this.o.vectors.maybeRecover();
+      this.o.vectors.takeRecovered(); // every file lacking vectors is embedded below anyway
+      await this.removeVectors(removed);
+      const tv = performance.now();
+      const vectorsWereOk = this.o.vectors.ok;
+      report.vectorized = await this.syncVectors(null, opts.onProgress);
+      this.noteMissingVectors(report, vectorsWereOk);
+      await this.o.syncLedger();
+      report.vectorMs = performance.now() - tv;
+      report.durationMs = performance.now() - t0;
+      this.indexedOnce = true;
+      this.lastReport = report;
+      return report;
+    } finally {
+      indexed();
+    }
   }
 
   /**
@@ -222,11 +238,21 @@ export class Indexer {
   }
 
   private async removeFiles(rels: string[]): Promise<number> {
+    const removed = this.removeRows(rels);
+    await this.removeVectors(removed);
+    return removed.length;
+  }
+
+  /** Forgets these files in index.db; returns the ones it held. */
+  private removeRows(rels: string[]): string[] {
     const unique = [...new Set(rels)];
     const ngram = this.ngram;
-    const removed = ngram.transaction(() => unique.filter((r) => ngram.removeFile(r)));
+    return ngram.transaction(() => unique.filter((r) => ngram.removeFile(r)));
+  }
+
+  /** Deletes removed files' vectors from the store (when it is up). */
+  private async removeVectors(removed: string[]): Promise<void> {
     if (removed.length) await this.o.vectors.use((v) => v.deleteWhere("code", "path", removed));
-    return removed.length;
   }
 
   /**
@@ -341,6 +367,16 @@ export class Indexer {
 /** The text embedded for a chunk: where it is and what it declares, then the code. */
 function docText(rel: string, symbols: string[], body: string): string {
   return `${rel}\n${symbols.join(" ")}\n${body}`;
+}
+
+/** A full index between its halves: what the files half found, for the vectors half. */
+export interface PendingIndex {
+  report: IndexReport;
+  /** Files removed from index.db whose vectors the store may still hold. */
+  removed: string[];
+  t0: number;
+  /** Starts the history read's time budget (at the end of the whole index). */
+  indexed: () => void;
 }
 
 export function emptyReport(): IndexReport {

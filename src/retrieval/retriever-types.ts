@@ -10,6 +10,12 @@ import type { VectorIndex } from "./vector-index.js";
 /** Files larger than this are not indexed (generated code, data, bundles). */
 export const MAX_FILE_BYTES = 1024 * 1024;
 
+/**
+ * The sources of a code search that needs no vector: the n-gram index (chunks, paths, symbols) and
+ * git history. Such a search waits only for the n-gram rows, not for the vector store.
+ */
+export const SOURCES_WITHOUT_VECTORS: readonly SourceName[] = ["bm25", "path", "symbol", "history"];
+
 /** What `search` scans: the workspace's code, the ledger's events, or both. */
 export type SearchScope = "code" | "events" | "all";
 
@@ -197,6 +203,13 @@ export interface RetrieverOptions {
    * first index or search waits for the connection (a run starts while Chroma comes up).
    */
   connectInBackground?: boolean;
+  /**
+   * Connect to the vector store (starting the embedded Chroma server) only when first needed: after
+   * the first full index has stored the files, or a search or write that may use vectors. For a new
+   * run, whose first prompt searches without vectors: the server's start and the client's loading
+   * then do not compete with that prompt for the CPU. The caller starts a full index at once.
+   */
+  connectAfterFiles?: boolean;
   /** How long a failed vector side (store or embedder) waits before it is tried again (default 30 s). */
   vectorRetryMs?: number;
   /** Applied to file text before it is indexed or previewed (the runtime's secret redactor), and to commit messages. */

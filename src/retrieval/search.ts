@@ -22,6 +22,17 @@ export const rankInputTap: { fn?: (query: string, input: RankCodeInput) => void 
 
 const ALL_SOURCES: SourceName[] = ["bm25", "path", "symbol", "vector", "history"];
 
+/**
+ * Whether a search can use vectors: a code search fusing them, or an event search other than one
+ * with a cut-off at the start (a run's first prompt), which searches no event vector.
+ */
+export function wantsVectors(opts: SearchOptions): boolean {
+  const scope = opts.scope ?? "code";
+  const code = scope !== "events" && (!opts.sources || opts.sources.includes("vector"));
+  const events = scope !== "code" && !(opts.vectorsBefore !== undefined && opts.vectorsBefore <= 0);
+  return code || events;
+}
+
 export interface SearchEngineOptions {
   workspace: string;
   index: () => NgramIndex;
@@ -49,7 +60,8 @@ export class SearchEngine {
     const t0 = performance.now();
     const timings: SearchTimings = { totalMs: 0, ngramMs: 0, embedMs: 0, vectorMs: 0 };
     let qv: number[] | null = null;
-    if (this.o.vectors.ok) {
+    const sources = new Set(opts.sources ?? ALL_SOURCES);
+    if (this.o.vectors.ok && wantsVectors(opts) && (scope !== "events" || eventVectors)) {
       const te = performance.now();
       try {
         qv = await this.embedQuery(query);
@@ -58,7 +70,7 @@ export class SearchEngine {
       }
       timings.embedMs = performance.now() - te;
     }
-    const code = scope === "events" ? [] : await this.searchCode(query, k, qv, timings, new Set(opts.sources ?? ALL_SOURCES));
+    const code = scope === "events" ? [] : await this.searchCode(query, k, qv, timings, sources);
     const events = scope === "code" ? [] : await this.searchEvents(query, k, eventVectors ? qv : null, timings, opts);
     timings.totalMs = performance.now() - t0;
     const hits = scope === "code" ? code : scope === "events" ? events : [...code, ...events].sort((a, b) => b.score - a.score).slice(0, k);

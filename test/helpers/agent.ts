@@ -3,7 +3,7 @@ import type { Checkpoint, CheckpointMetadata } from "@langchain/langgraph-checkp
 import { createCodingAgent, recursionLimitFor } from "../../src/agent/graph.js";
 import type { ChatMessage } from "../../src/models/port.js";
 import { ScriptedModel, type Trajectory } from "../../src/models/scripted.js";
-import { createRuntime, RedactingSqliteSaver, type Runtime } from "../../src/runtime.js";
+import { createRuntime, RedactingSqliteSaver, type Runtime, type RuntimeOverrides } from "../../src/runtime.js";
 import type { RunSettingsInput } from "../../src/settings.js";
 import type { LedgerEvent, TaskStateValue } from "../../src/state.js";
 
@@ -41,10 +41,15 @@ export interface TestAgent {
 }
 
 /** A runtime on `workspace` driven by a scripted trajectory, with the mutation-guarded checkpointer. */
-export async function testAgent(workspace: string, trajectory: Trajectory, settings: Partial<RunSettingsInput> = {}): Promise<TestAgent> {
+export async function testAgent(
+  workspace: string,
+  trajectory: Trajectory,
+  settings: Partial<RunSettingsInput> = {},
+  overrides: Omit<RuntimeOverrides, "model"> = {},
+): Promise<TestAgent> {
   const model = new ScriptedModel(trajectory);
   // A plain file scan unless a test asks for the hybrid retriever: it starts a Chroma server per runtime.
-  const rt = await createRuntime({ workspace, model: "scripted:test", retrieval: "lexical", ...settings }, { model });
+  const rt = await createRuntime({ workspace, model: "scripted:test", retrieval: "lexical", ...settings }, { ...overrides, model });
   const saver = new GuardedSaver(rt.db, rt.redactor);
   rt.checkpointer = saver;
   const agent = createCodingAgent({ runtime: rt });

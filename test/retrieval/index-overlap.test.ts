@@ -1,18 +1,20 @@
 import fs from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { ChromaClient } from "chromadb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChromaServer } from "../../src/retrieval/chroma-server.js";
 import { createRetriever, type Retriever } from "../../src/retrieval/hybrid.js";
+import { SOURCES_WITHOUT_VECTORS } from "../../src/retrieval/retriever-types.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 import { startTestChroma } from "./helpers/chroma.js";
+import { filesStored, gate } from "./helpers/gate.js";
 
-// A run's first search waits for its index, which waited for the Chroma connection before reading a
-// single file. The files are now read and parsed while Chroma comes up, and stored once it answers.
-// The server's start is delayed here by a gate in front of a real server: connections are held
-// unanswered until the gate opens.
+// A run's first search waited for its index, which waited for the Chroma connection before
+// storing a single file. The files are now read, parsed and stored while Chroma comes up, so a
+// search without vectors (a new run's first prompt) answers before the server does; the vectors
+// follow once it answers. The server's start is delayed here by a gate in front of a real server:
+// connections are held unanswered until the gate opens.
 
 const FILES = 120;
 
@@ -28,46 +30,6 @@ function workspace(n = FILES): string {
   return tempWorkspace(undefined, files);
 }
 
-/** A TCP proxy to `target` that holds every connection unanswered until open() is called. */
-async function gate(target: string): Promise<{ url: string; open: () => void; opened: () => boolean; close: () => Promise<void> }> {
-  const { hostname, port } = new URL(target);
-  const held: net.Socket[] = [];
-  const sockets = new Set<net.Socket>();
-  let isOpen = false;
-  const pipe = (client: net.Socket) => {
-    const upstream = net.connect(Number(port), hostname);
-    sockets.add(upstream);
-    client.pipe(upstream).pipe(client);
-    client.on("error", () => upstream.destroy());
-    upstream.on("error", () => client.destroy());
-  };
-  const server = net.createServer((client) => {
-    sockets.add(client);
-    if (isOpen) pipe(client);
-    else {
-      client.pause();
-      held.push(client);
-    }
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
-    open() {
-      if (isOpen) return;
-      isOpen = true;
-      for (const c of held.splice(0)) {
-        pipe(c);
-        c.resume();
-      }
-    },
-    opened: () => isOpen,
-    close: () => {
-      for (const s of sockets) s.destroy();
-      return new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-}
-
 /** What index.db holds, in id order (mtimes left out: copies differ there). */
 function indexRows(stateDir: string): unknown {
   const db = new Database(path.join(stateDir, "index.db"), { readonly: true });
@@ -77,15 +39,6 @@ function indexRows(stateDir: string): unknown {
       chunks: db.prepare("SELECT id, file_id, start_line, end_line, symbols FROM chunks ORDER BY id").all(),
       symbols: db.prepare("SELECT * FROM symbols ORDER BY id").all(),
     };
-  } finally {
-    db.close();
-  }
-}
-
-function filesStored(stateDir: string): number {
-  const db = new Database(path.join(stateDir, "index.db"), { readonly: true });
-  try {
-    return (db.prepare("SELECT count(*) AS n FROM files").get() as { n: number }).n;
   } finally {
     db.close();
   }
@@ -116,7 +69,7 @@ afterAll(async () => {
 });
 
 describe("a full index while the Chroma server is not answering yet", () => {
-  it("reads and parses the files meanwhile, stores none before the server answers, and ends with the same index and vectors as when connected first", async () => {
+  it("stores every file and answers a search without vectors before the server answers, and ends with the same index and vectors as when connected first", async () => {
     const g = await gate(chroma.url);
     try {
       const ws = workspace();
@@ -131,30 +84,26 @@ describe("a full index while the Chroma server is not answering yet", () => {
         onWarning: (m) => warnings.push(m),
       });
       open.push(r);
-      let readWhileClosed = 0;
-      let storedAtOpen = -1;
-      const openGate = () => {
-        if (g.opened()) return;
-        storedAtOpen = filesStored(stateDir);
-        g.open();
-      };
-      // Old code: nothing is read before the server answers, so the gate opens on this timer (well
-      // inside the 3 s a heartbeat to a CHROMA_URL is given) and the count below stays 0.
-      const fallback = setTimeout(openGate, 2_000);
-      const report = await r.index({
-        onProgress: (p) => {
-          if (p.phase !== "index" || g.opened()) return;
-          readWhileClosed++;
-          if (p.done === p.total) openGate();
-        },
-      });
+      // Old code: the search waits for the whole index, which stores nothing before the server
+      // answers, so the gate opens on this timer (inside the 3 s a heartbeat to a CHROMA_URL is given).
+      const fallback = setTimeout(() => g.open(), 2_500);
+      const indexing = r.index();
+      const lexical = await r.searchAll("parseRow42 line split", { k: 3, sources: [...SOURCES_WITHOUT_VECTORS] });
+      const answeredClosed = !g.opened();
+      const storedClosed = filesStored(stateDir);
+      g.open();
       clearTimeout(fallback);
-      expect(readWhileClosed).toBeGreaterThan(0);
-      expect(storedAtOpen).toBe(0);
+      const report = await indexing;
+      expect(answeredClosed).toBe(true);
+      expect(storedClosed).toBe(FILES + 1);
+      expect(lexical[0]).toMatchObject({ kind: "code", path: "src/pkg0/module42.ts" });
+      expect(lexical.every((h) => h.kind === "code" && h.sources.vector === undefined)).toBe(true);
       expect(warnings).toEqual([]);
       expect(report).toMatchObject({ files: FILES + 1, indexed: FILES + 1, vectorsMissing: 0 });
       expect(report.vectorized).toBeGreaterThanOrEqual(FILES + 1);
       expect((await r.stats()).vector.state).toBe("ok");
+      // Once the vectors are made, a search fuses them.
+      expect((await r.search("parseRow42 line split", 3))[0]?.sources.vector).toBeDefined();
 
       // The same workspace indexed with the connection made first (as every index did before).
       const ws2 = tempWorkspace(ws);
@@ -176,7 +125,7 @@ describe("a full index while the Chroma server is not answering yet", () => {
 });
 
 describe("a full index while the workspace's embedded Chroma server is slow to start", () => {
-  it("reads ahead at most 1024 files, then waits for the server; nothing is stored before it answers", async () => {
+  it("stores the whole workspace before the server answers (no read-ahead limit), then adds the vectors", async () => {
     const ws = workspace(1100);
     const stateDir = tempWorkspace();
     // Another live process (this one) holds the start lock: the retriever's start of the embedded
@@ -194,7 +143,8 @@ describe("a full index while the workspace's embedded Chroma server is slow to s
       storedAtRelease = filesStored(stateDir);
       fs.rmSync(startLock, { force: true });
     };
-    // Released once reading has stalled for 1.5 s (or after 30 s, whatever happened).
+    // Released once reading has stalled for 1.5 s (or after 30 s, whatever happened). Old code
+    // stalled after reading 1,024 files, with none stored.
     let last = -1;
     let stillSince = Date.now();
     const t0 = Date.now();
@@ -204,9 +154,10 @@ describe("a full index while the workspace's embedded Chroma server is slow to s
     }, 100);
     try {
       const report = await r.index({ onProgress: (p) => void (p.phase === "index" && read++) });
-      expect(readAtRelease).toBe(1024);
-      expect(storedAtRelease).toBe(0);
+      expect(readAtRelease).toBe(1101);
+      expect(storedAtRelease).toBe(1101);
       expect(report).toMatchObject({ files: 1101, indexed: 1101, vectorsMissing: 0 });
+      expect(report.vectorized).toBeGreaterThanOrEqual(1101);
       expect((await r.stats()).vector).toMatchObject({ state: "ok" });
       expect(filesStored(stateDir)).toBe(1101);
     } finally {

@@ -6,6 +6,7 @@ import type { LedgerEvent, RecallRecord } from "../../state.js";
 import { lexicalEventSearcher, type EventMatch, type EventSearcher } from "../../context/recall.js";
 import type { Ledger } from "../../ledger/port.js";
 import type { CodeSearcher, SearchHit } from "../../retrieval/port.js";
+import { SOURCES_WITHOUT_VECTORS } from "../../retrieval/retriever-types.js";
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import type { Runtime } from "../../runtime.js";
 import type { TaskStateValue } from "../../state.js";
@@ -30,9 +31,26 @@ function memo<T>(cache: Map<string, Promise<T>>, key: string, compute: () => Pro
  * revision. Consecutive steps that change no file and ask the same thing (reading, thinking) reuse
  * the last answer instead of searching again.
  */
-function cachedSearcher(inner: CodeSearcher, revision: string | null, cache: Map<string, Promise<SearchHit[]>>): CodeSearcher {
+function cachedSearcher(inner: CodeSearcher, revision: string | null, cache: Map<string, Promise<SearchHit[]>>, variant: string): CodeSearcher {
   return {
-    search: (query, k) => (revision ? memo(cache, `${revision}\u0000${k}\u0000${query}`, () => inner.search(query, k)) : inner.search(query, k)),
+    search: (query, k) =>
+      revision ? memo(cache, `${variant}\u0000${revision}\u0000${k}\u0000${query}`, () => inner.search(query, k)) : inner.search(query, k),
+  };
+}
+
+/**
+ * The code searcher of a step's prompt. The first prompt (step 0) searches the n-gram index and
+ * history only: the vector store (an embedded Chroma server starts in a second or more, and a new
+ * collection's first write allocates its index) is made ready while the model answers, and every
+ * later prompt fuses its vectors. Fixed by the state, so a replay, a resumed run or a fork of the
+ * first step builds the same prompt whatever the vector store had done by then.
+ */
+function codeSearcherFor(rt: Runtime, state: TaskStateValue): { searcher: CodeSearcher; variant: string } {
+  const retriever = rt.retriever;
+  if (state.step > 0 || !retriever) return { searcher: rt.searcher, variant: "all" };
+  return {
+    searcher: { search: async (query, k) => (await retriever.searchAll(query, { k, scope: "code", sources: [...SOURCES_WITHOUT_VECTORS] })) as SearchHit[] },
+    variant: "lexical",
   };
 }
 
@@ -137,6 +155,7 @@ export function promptSources(
   config: LangGraphRunnableConfig,
   caches: PromptCaches = { search: new Map() },
 ): Omit<Parameters<typeof buildPrompt>[0], "budgetTokens" | "previous"> & { eventSearcher: RecordingEventSearcher } {
+  const code = codeSearcherFor(rt, state);
   return {
     layout: rt.settings.promptLayout,
     ledger: rt.ledger,
@@ -151,7 +170,7 @@ export function promptSources(
     tools: toolSpecs(),
     counter: rt.counter,
     workspace: rt.workspace,
-    searcher: cachedSearcher(rt.searcher, state.workspaceRev, caches.search),
+    searcher: cachedSearcher(code.searcher, state.workspaceRev, caches.search, code.variant),
     eventSearcher: eventSearcherFor(rt, state, config),
     store: (config.store as typeof rt.store | undefined) ?? rt.store,
   };
