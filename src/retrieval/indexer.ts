@@ -113,7 +113,7 @@ export class Indexer {
       }
       this.store(prepared);
       report.indexed += prepared.length;
-      await new Promise<void>((r) => setImmediate(r));
+      if (i + FILE_BATCH < walk.files.length) await new Promise<void>((r) => setImmediate(r));
     }
     const removed = this.removeRows(toRemove);
     report.removed = removed.length;
