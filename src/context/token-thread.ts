@@ -274,7 +274,7 @@ export function tokenCounterFor(profile: ModelProfile, opts: DeferredTokenCounte
 
 /**
  * Starts the tokenizer of a profile now, before the runtime that will count with it is built: the
- * CLI's `run` does this next to the Chroma server's early start, so the load runs on the other core
+ * CLI's `run` does this as soon as the model spec is checked, so the load runs on the other core
  * while this thread loads the graph's modules. The runtime then finds the thread running
  * ({@link tokenCounterFor}); `release` lets it go.
  */
