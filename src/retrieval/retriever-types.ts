@@ -62,7 +62,7 @@ export interface SearchOptions {
    */
   vectorsBefore?: number;
   /** Diagnostics and ablations: fuse only these sources (default all). */
-  sources?: SourceName[];
+  sources?: readonly SourceName[];
 }
 
 /** Progress of an index run, reported per file. */

@@ -88,7 +88,7 @@ describe("a full index while the Chroma server is not answering yet", () => {
       // answers, so the gate opens on this timer (inside the 3 s a heartbeat to a CHROMA_URL is given).
       const fallback = setTimeout(() => g.open(), 2_500);
       const indexing = r.index();
-      const lexical = await r.searchAll("parseRow42 line split", { k: 3, sources: [...SOURCES_WITHOUT_VECTORS] });
+      const lexical = await r.searchAll("parseRow42 line split", { k: 3, sources: SOURCES_WITHOUT_VECTORS });
       const answeredClosed = !g.opened();
       const storedClosed = filesStored(stateDir);
       g.open();

@@ -49,7 +49,7 @@ function codeSearcherFor(rt: Runtime, state: TaskStateValue): { searcher: CodeSe
   const retriever = rt.retriever;
   if (state.step > 0 || !retriever) return { searcher: rt.searcher, variant: "all" };
   return {
-    searcher: { search: async (query, k) => (await retriever.searchAll(query, { k, scope: "code", sources: [...SOURCES_WITHOUT_VECTORS] })) as SearchHit[] },
+    searcher: { search: async (query, k) => (await retriever.searchAll(query, { k, scope: "code", sources: SOURCES_WITHOUT_VECTORS })) as SearchHit[] },
     variant: "lexical",
   };
 }
