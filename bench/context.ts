@@ -48,7 +48,7 @@ function workspace(): string {
 }
 
 /** A ledger of about `events` events shaped like a real run (5 events a step, a decision every 25 steps, summaries). */
-function synthesize(db: import("better-sqlite3").Database, events: number): { head: string; steps: number } {
+function synthesize(db: import("../src/sqlite/driver.js").Database, events: number): { head: string; steps: number } {
   const ledger = new SqliteLedger(db);
   let head: string | null = null;
   const add = (type: string, payload: unknown, causedBy?: string): string => {

@@ -5,7 +5,7 @@ import { AIMessage, ToolMessage } from "@langchain/core/messages";
 import { END, MessagesValue, START, StateGraph, StateSchema } from "@langchain/langgraph";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { Checkpoint, CheckpointMetadata } from "@langchain/langgraph-checkpoint";
-import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import { SqliteCheckpointSaver } from "../src/ledger/sqlite-saver.js";
 import { z } from "zod";
 import { createCodingAgent, recursionLimitFor } from "../src/agent/graph.js";
 import { openStateDb } from "../src/ledger/state-db.js";
@@ -27,7 +27,7 @@ function makeWorkspace(): string {
 }
 
 /** Bytes of checkpoint + metadata rows, averaged per checkpoint, for checkpoints whose agent step is `step`. */
-function bytesAtStep(db: import("better-sqlite3").Database, thread: string, step: number, stepOf: (cp: Buffer) => number | null): number {
+function bytesAtStep(db: import("../src/sqlite/driver.js").Database, thread: string, step: number, stepOf: (cp: Buffer) => number | null): number {
   const rows = db.prepare("SELECT checkpoint, metadata FROM checkpoints WHERE thread_id = ?").all(thread) as Array<{ checkpoint: Buffer; metadata: Buffer }>;
   const sizes = rows.filter((r) => stepOf(r.checkpoint) === step).map((r) => r.checkpoint.length + r.metadata.length);
   return sizes.length ? sizes.reduce((a, b) => a + b, 0) / sizes.length : NaN;
@@ -76,7 +76,7 @@ async function runLedgerloop(steps: number) {
  * Records the size of every checkpoint it writes and keeps only the newest few rows: the naive
  * design writes O(steps²) bytes in total (gigabytes at 1,000 steps), which would measure the disk.
  */
-class MeasuringPruningSaver extends SqliteSaver {
+class MeasuringPruningSaver extends SqliteCheckpointSaver {
   readonly sizes = new Map<number, number[]>();
   written = 0;
   override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata): Promise<RunnableConfig> {

@@ -16,7 +16,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import Database from "better-sqlite3";
+import { Database } from "../src/sqlite/driver.js";
 import { createRetriever, isTestPath, MAX_FILE_BYTES, type CodeHit, type Retriever } from "../src/retrieval/hybrid.js";
 import type { SourceName } from "../src/retrieval/fusion.js";
 import { HISTORY_TUNING, HistorySource } from "../src/retrieval/history.js";

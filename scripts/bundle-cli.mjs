@@ -23,7 +23,7 @@ const OUT = path.join(REPO, "dist", "cli");
 const OWN = path.join(REPO, "dist", "src") + path.sep;
 
 const EXTERNAL = [
-  "better-sqlite3", // native addon
+  "libsql", // native addon, loaded from its per-platform package
   "pg",
   "pg-boss",
   "pino", // its transports start worker files by path

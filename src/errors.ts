@@ -1,6 +1,3 @@
-import { createRequire } from "node:module";
-import path from "node:path";
-
 /**
  * One error family for the whole runtime. `code` is a stable literal that callers and tests match on;
  * `name` follows the concrete class so logs say what failed.
@@ -126,7 +123,7 @@ export function errorMessage(err: unknown): string {
   return String(err);
 }
 
-/** better-sqlite3's compiled addon is missing, or was built for another Node.js or platform. */
+/** SQLite's driver cannot be loaded: its per-platform compiled package is missing or unusable. */
 export class NativeModuleError extends LedgerloopError {
   constructor(message: string, options?: { cause?: unknown }) {
     super("NATIVE_MODULE_UNUSABLE", message, options);
@@ -134,44 +131,11 @@ export class NativeModuleError extends LedgerloopError {
 }
 
 /**
- * better-sqlite3 loads its compiled addon at the first `new Database`, not at import, so a missing
- * build surfaces as a failure to open whatever file comes first. Such a failure says nothing about
- * the file: it must not be reported as "cannot open state database" nor make a cache be moved aside
- * as corrupt. Returns the error to throw instead, or null when `err` is something else.
+ * The driver loads its compiled module at the first `new Database`, not at import, so a missing or
+ * broken one surfaces as a failure to open whatever file comes first. Such a failure says nothing
+ * about the file: it must not be reported as "cannot open state database" nor make a cache be moved
+ * aside as corrupt. Returns the error to throw instead, or null when `err` is something else.
  */
 export function nativeModuleError(err: unknown): NativeModuleError | null {
-  if (err instanceof NativeModuleError) return err;
-  const msg = errorMessage(err);
-  const code = (err as { code?: unknown } | null)?.code;
-  let reason: string;
-  if (/Could not locate the bindings file/.test(msg)) reason = "better_sqlite3.node was never built";
-  else if (code === "ERR_DLOPEN_FAILED" && /better_sqlite3/.test(msg)) {
-    const abi = /NODE_MODULE_VERSION (\d+)[\s\S]*?requires\s+NODE_MODULE_VERSION (\d+)/.exec(msg);
-    reason = abi
-      ? `it was built for another Node.js (NODE_MODULE_VERSION ${abi[1]}; node ${process.versions.node} needs ${abi[2]})`
-      : msg
-          .split("\n")
-          .map((l) => l.trim())
-          .filter(Boolean)
-          .join(" ");
-  } else return null;
-  const where = packageRoot("better-sqlite3");
-  return new NativeModuleError(
-    `better-sqlite3's compiled module cannot be loaded: ${reason}. It is built by its install script, which npm 12 ` +
-      `skips unless package.json's allowScripts approves it, and it must be rebuilt for another Node.js or platform. ` +
-      `Run \`npm rebuild better-sqlite3\`${where ? ` in ${where}` : ""} (npm 12, where it is not approved yet: ` +
-      `\`npm install-scripts approve better-sqlite3\` first; a global install: \`npm i -g --allow-scripts=better-sqlite3 …\`)`,
-    { cause: err },
-  );
-}
-
-/** The directory whose node_modules holds `name`, or null when it cannot be resolved. */
-function packageRoot(name: string): string | null {
-  try {
-    const dir = path.dirname(createRequire(import.meta.url).resolve(`${name}/package.json`));
-    const parent = path.dirname(dir);
-    return path.basename(parent) === "node_modules" ? path.dirname(parent) : dir;
-  } catch {
-    return null;
-  }
+  return err instanceof NativeModuleError ? err : null;
 }

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import type Database from "better-sqlite3";
+import type { Database } from "./sqlite/driver.js";
 import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkpoint";
 import { ConfigError } from "./errors.js";
 import type { Ledger } from "./ledger/port.js";
@@ -57,7 +57,7 @@ export interface Runtime {
    * this machine's copy of the workspace (its lease, its identity, its revisions); the ledger,
    * checkpoints, lessons and run registry are in PostgreSQL.
    */
-  db: Database.Database;
+  db: Database;
   /** Where the durable state is: "sqlite" (dbPath, the default) or "postgres" (stateUrl). */
   backend: "sqlite" | "postgres";
   /** The state's location for messages: dbPath, or the PostgreSQL URL without its password. */

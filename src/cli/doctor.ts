@@ -21,21 +21,15 @@ export interface DoctorReport {
 /** What this machine gives a run: isolation level and why, and the parts the runtime needs. */
 export async function handleDoctor(args: { workspace?: string; model?: string; embedder?: string; state?: string }): Promise<DoctorReport> {
   const workspace = path.resolve(args.workspace ?? process.cwd());
-  const [
-    { default: Database },
-    { CONFIG_FILE, loadConfig },
-    { probeEndpoint },
-    { detectIsolation },
-    { createSandbox },
-    { chromaCli, chromaHostScript, probeChroma },
-  ] = await Promise.all([
-    import("better-sqlite3"),
-    import("../config.js"),
-    import("../models/probe.js"),
-    import("../sandbox/detect.js"),
-    import("../sandbox/executor.js"),
-    import("../retrieval/chroma-server.js"),
-  ]);
+  const [{ Database }, { CONFIG_FILE, loadConfig }, { probeEndpoint }, { detectIsolation }, { createSandbox }, { chromaCli, chromaHostScript, probeChroma }] =
+    await Promise.all([
+      import("../sqlite/driver.js"),
+      import("../config.js"),
+      import("../models/probe.js"),
+      import("../sandbox/detect.js"),
+      import("../sandbox/executor.js"),
+      import("../retrieval/chroma-server.js"),
+    ]);
   // Doctor probes for real (and refreshes the per-machine probe cache), never reads it.
   const report = detectIsolation({ refresh: true });
   const sandbox = createSandbox({ level: "auto", workspace, report });

@@ -1,4 +1,4 @@
-import type Database from "better-sqlite3";
+import type { Database } from "../sqlite/driver.js";
 
 // The one module that knows the tables LangGraph's SqliteSaver writes (`checkpoints`, `writes`):
 // every other module asks here instead of writing SQL over them, so a change of LangGraph's storage
@@ -127,35 +127,35 @@ export async function latestValues<T = Record<string, unknown>>(
 }
 
 /** Every checkpoint of a thread (root graph only), newest first. */
-export function checkpointHistory(db: Database.Database, thread: string): CheckpointRow[] {
+export function checkpointHistory(db: Database, thread: string): CheckpointRow[] {
   const rows = db.prepare(`SELECT ${COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id DESC`).all(thread) as Row[];
   return rows.map(toRow);
 }
 
 /** The newest checkpoint of a thread, or undefined when it has none. */
-export function latestCheckpoint(db: Database.Database, thread: string): CheckpointRow | undefined {
+export function latestCheckpoint(db: Database, thread: string): CheckpointRow | undefined {
   const row = db.prepare(`SELECT ${COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1`).get(thread) as
     Row | undefined;
   return row ? toRow(row) : undefined;
 }
 
-function hasTable(db: Database.Database, name: "checkpoints" | "writes"): boolean {
+function hasTable(db: Database, name: "checkpoints" | "writes"): boolean {
   return Boolean(db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name));
 }
 
 /** True when LangGraph has created its checkpoint table in this database (a run was checkpointed here). */
-export function hasCheckpointTable(db: Database.Database): boolean {
+export function hasCheckpointTable(db: Database): boolean {
   return hasTable(db, "checkpoints");
 }
 
 /** True when LangGraph has at least one checkpoint for the thread (any namespace) in this database. */
-export function threadHasCheckpoints(db: Database.Database, thread: string): boolean {
+export function threadHasCheckpoints(db: Database, thread: string): boolean {
   if (!hasTable(db, "checkpoints")) return false;
   return Boolean(db.prepare("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1").get(thread));
 }
 
 /** Number of checkpoints (all namespaces) of every thread that has some. */
-export function checkpointCounts(db: Database.Database): Map<string, number> {
+export function checkpointCounts(db: Database): Map<string, number> {
   const counts = new Map<string, number>();
   if (!hasTable(db, "checkpoints")) return counts;
   for (const r of db.prepare("SELECT thread_id, COUNT(*) AS n FROM checkpoints GROUP BY thread_id").all() as Array<{ thread_id: string; n: number }>) {
@@ -168,7 +168,7 @@ export function checkpointCounts(db: Database.Database): Map<string, number> {
  * A check, prepared once, of whether a thread is paused by interrupt(): its newest root checkpoint has
  * a pending `__interrupt__` write. Null when the database has no checkpoint or write table.
  */
-export function interruptedCheck(db: Database.Database): ((thread: string) => boolean) | null {
+export function interruptedCheck(db: Database): ((thread: string) => boolean) | null {
   if (!hasTable(db, "checkpoints") || !hasTable(db, "writes")) return null;
   const stmt = db.prepare<[string, string], { one: number }>(
     `SELECT 1 AS one FROM writes WHERE thread_id = ? AND checkpoint_ns = '' AND channel = '__interrupt__'
@@ -185,7 +185,7 @@ export interface CheckpointLink {
 }
 
 /** Every root-graph checkpoint of every thread with its parent (empty without a checkpoint table). */
-export function checkpointLinks(db: Database.Database): CheckpointLink[] {
+export function checkpointLinks(db: Database): CheckpointLink[] {
   if (!hasTable(db, "checkpoints")) return [];
   return db.prepare("SELECT thread_id, checkpoint_id, parent_checkpoint_id FROM checkpoints WHERE checkpoint_ns = ''").all() as CheckpointLink[];
 }
@@ -195,7 +195,7 @@ export function checkpointLinks(db: Database.Database): CheckpointLink[] {
  * one transaction, so the history LangGraph reads stays a chain.
  */
 export function pruneCheckpoints(
-  db: Database.Database,
+  db: Database,
   drop: ReadonlyArray<{ thread_id: string; checkpoint_id: string }>,
   reparent: ReadonlyArray<{ thread_id: string; checkpoint_id: string; parent: string | null }>,
 ): void {
@@ -213,14 +213,14 @@ export function pruneCheckpoints(
 }
 
 /** Deletes every checkpoint (all namespaces) and pending write of a thread; the caller holds the transaction. */
-export function deleteThreadCheckpoints(db: Database.Database, thread: string): { checkpoints: number; writes: number } {
+export function deleteThreadCheckpoints(db: Database, thread: string): { checkpoints: number; writes: number } {
   const checkpoints = hasTable(db, "checkpoints") ? db.prepare("DELETE FROM checkpoints WHERE thread_id = ?").run(thread).changes : 0;
   const writes = hasTable(db, "writes") ? db.prepare("DELETE FROM writes WHERE thread_id = ?").run(thread).changes : 0;
   return { checkpoints, writes };
 }
 
 /** The workspace revisions (`workspaceRev`) that some stored checkpoint's state names. */
-export function checkpointWorkspaceRevs(db: Database.Database): Set<string> {
+export function checkpointWorkspaceRevs(db: Database): Set<string> {
   const live = new Set<string>();
   if (!hasTable(db, "checkpoints")) return live;
   for (const r of db.prepare("SELECT checkpoint FROM checkpoints").all() as Array<{ checkpoint: Buffer }>) {
@@ -235,7 +235,7 @@ export function checkpointWorkspaceRevs(db: Database.Database): Set<string> {
 }
 
 /** Count and bytes of the stored checkpoints (with their metadata) and of the pending writes. */
-export function checkpointStorage(db: Database.Database): { count: number; bytes: number; writesBytes: number } {
+export function checkpointStorage(db: Database): { count: number; bytes: number; writesBytes: number } {
   const cp = hasTable(db, "checkpoints")
     ? (db.prepare("SELECT COUNT(*) AS n, SUM(length(checkpoint) + length(metadata)) AS b FROM checkpoints").get() as { n: number; b: number | null })
     : { n: 0, b: 0 };

@@ -5,7 +5,7 @@
 // thread's id is retired in ll_deleted_runs, from which every search index learns to forget it.
 import fs from "node:fs";
 import path from "node:path";
-import type Database from "better-sqlite3";
+import type { Database } from "../sqlite/driver.js";
 import { LESSONS_NS } from "../memory/lessons.js";
 import { nsKey } from "../memory/store-common.js";
 import { reportFile, runLogFile } from "../workspace/location.js";
@@ -27,10 +27,10 @@ export interface RunFootprint {
   lessons: number;
 }
 
-const hasTable = (db: Database.Database, name: string) => Boolean(db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name));
+const hasTable = (db: Database, name: string) => Boolean(db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name));
 
 /** Prompt refs of a thread's events that no event of another thread shares (a forked copy of a branch shares them). */
-function ownPrompts(db: Database.Database, thread: string): string[] {
+function ownPrompts(db: Database, thread: string): string[] {
   if (!hasTable(db, "ll_blobs")) return [];
   // context_built and model_call events point at prompts. One pass over each side, not a lookup per ref.
   const refs = (where: string) =>
@@ -42,12 +42,12 @@ function ownPrompts(db: Database.Database, thread: string): string[] {
 }
 
 /** What deleting `thread` would remove; nothing is written. */
-export function runFootprint(db: Database.Database, thread: string): RunFootprint {
+export function runFootprint(db: Database, thread: string): RunFootprint {
   return measure(db, thread).footprint;
 }
 
 /** The footprint, with the refs of the prompts only this run uses (one pass over the ledger for both). */
-function measure(db: Database.Database, thread: string): { footprint: RunFootprint; prompts: string[] } {
+function measure(db: Database, thread: string): { footprint: RunFootprint; prompts: string[] } {
   const count = (table: string, sql: string) => (hasTable(db, table) ? ((db.prepare(sql).pluck().get(thread) as number) ?? 0) : 0);
   const lessons = hasTable(db, "ll_store")
     ? (db
@@ -83,7 +83,7 @@ export function runExists(f: RunFootprint): boolean {
  * this run named are left to the revision sweep (`gc`), which needs the workspace to itself. The
  * caller holds the thread's lease, so no process is writing the run meanwhile.
  */
-export function deleteRunRecords(db: Database.Database, stateDir: string, thread: string): RunFootprint {
+export function deleteRunRecords(db: Database, stateDir: string, thread: string): RunFootprint {
   const footprint = db.transaction(() => {
     const { footprint, prompts } = measure(db, thread);
     if (hasTable(db, "ll_events")) {

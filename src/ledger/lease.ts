@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import { randomBytes } from "node:crypto";
-import type Database from "better-sqlite3";
+import type { Database } from "../sqlite/driver.js";
 import { LedgerloopError } from "../errors.js";
 import { isRunning, readProcStart } from "../proc.js";
 
@@ -92,7 +92,7 @@ function bootId(): string {
   return bootIdCache;
 }
 
-function ensureTable(db: Database.Database): void {
+function ensureTable(db: Database): void {
   db.exec(`CREATE TABLE IF NOT EXISTS ll_leases (
     scope TEXT PRIMARY KEY,
     token TEXT NOT NULL,
@@ -158,13 +158,13 @@ export function describeConflict(h: LeaseHolder, now = Date.now()): string {
 }
 
 /** Current lease rows (for inspection and tests); none when no lease was ever taken. */
-export function listLeases(db: Database.Database): LeaseHolder[] {
+export function listLeases(db: Database): LeaseHolder[] {
   const has = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'll_leases'").get();
   return has ? (db.prepare("SELECT * FROM ll_leases ORDER BY scope").all() as Row[]).map(fromRow) : [];
 }
 
 /** Drops every lease row: for a copied state database, whose rows name the original's holders. */
-export function clearLeases(db: Database.Database): void {
+export function clearLeases(db: Database): void {
   ensureTable(db);
   db.prepare("DELETE FROM ll_leases").run();
 }
@@ -173,7 +173,7 @@ export function clearLeases(db: Database.Database): void {
  * Takes the leases of all `scopes` at once, or throws LeaseHeldError naming the first live holder.
  * Rows of dead or expired holders are taken over. The lease renews itself until `release()`.
  */
-export function acquireLease(db: Database.Database, scopes: LeaseScope[], opts: LeaseOptions): Lease {
+export function acquireLease(db: Database, scopes: LeaseScope[], opts: LeaseOptions): Lease {
   const now = opts.now ?? Date.now;
   const heartbeatMs = opts.heartbeatMs ?? envMs("LEDGERLOOP_LEASE_HEARTBEAT_MS", DEFAULT_HEARTBEAT_MS);
   const ttlMs = Math.max(opts.ttlMs ?? envMs("LEDGERLOOP_LEASE_TTL_MS", DEFAULT_TTL_MS), heartbeatMs * 2);

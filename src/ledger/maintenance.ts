@@ -1,10 +1,10 @@
 import fs from "node:fs";
 import path from "node:path";
-import type Database from "better-sqlite3";
+import type { Database } from "../sqlite/driver.js";
 import type { RevisionStore } from "../workspace/revisions.js";
 import { checkpointLinks, checkpointStorage, checkpointWorkspaceRevs, pruneCheckpoints, type CheckpointLink } from "./checkpoints.js";
 
-function hasTable(db: Database.Database, name: string): boolean {
+function hasTable(db: Database, name: string): boolean {
   return Boolean(db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name));
 }
 
@@ -84,7 +84,7 @@ export function planCheckpointPrune(rows: readonly CheckpointLink[], keepLast: n
  * rewound within that window and replayed from its start; the ledger is never pruned, and the
  * revisions it names (run starts, edits saved by a forced rewind) are kept.
  */
-export async function collectGarbage(db: Database.Database, revisions: RevisionStore, stateDir: string, opts: GcOptions = {}): Promise<GcReport> {
+export async function collectGarbage(db: Database, revisions: RevisionStore, stateDir: string, opts: GcOptions = {}): Promise<GcReport> {
   const files = [path.join(stateDir, "state.db"), path.join(stateDir, "state.db-wal"), path.join(stateDir, "blobs")];
   const bytesBefore = files.reduce((n, f) => n + diskBytes(f), 0);
   let deleted = 0;
@@ -135,7 +135,7 @@ export interface StorageStats {
 }
 
 /** Sizes of everything a workspace's state holds. */
-export function storageStats(db: Database.Database, revisions: RevisionStore, stateDir: string): StorageStats {
+export function storageStats(db: Database, revisions: RevisionStore, stateDir: string): StorageStats {
   const one = <T>(sql: string, fallback: T): T => {
     try {
       return (db.prepare(sql).get() as T) ?? fallback;

@@ -1,5 +1,5 @@
 import fs from "node:fs";
-import type Database from "better-sqlite3";
+import type { Database } from "../sqlite/driver.js";
 import { CliError } from "../errors.js";
 import type { LedgerEvent, Subtask } from "../events.js";
 import { defaultRedactor } from "../secrets.js";
@@ -81,7 +81,7 @@ export interface OpenedState {
   workspace: string;
   stateDir: string;
   dbPath: string;
-  db: Database.Database;
+  db: Database;
   ledger: SqliteLedger;
   runs: RunRegistry;
   /** The database has LangGraph's checkpoint tables (a run whose checkpoints live elsewhere may not). */

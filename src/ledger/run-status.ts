@@ -1,4 +1,4 @@
-import type Database from "better-sqlite3";
+import type { Database } from "../sqlite/driver.js";
 import { checkpointCounts, interruptedCheck } from "./checkpoints.js";
 import { RunRegistry, runnerAlive, type CheckpointHome, type RunOrigin, type RunRecord } from "./runs.js";
 
@@ -73,10 +73,10 @@ export interface RunSummary {
   queue?: { state: string; worker: string | null; takeovers: number; heartbeatAt: string | null; expiresAt: string | null; note: string | null };
 }
 
-const hasTable = (db: Database.Database, name: string) => Boolean(db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name));
+const hasTable = (db: Database, name: string) => Boolean(db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name));
 
 /** Every run recorded in a state database (registry, ledger or checkpoints), newest first, each with its status. */
-export function listRuns(db: Database.Database): RunSummary[] {
+export function listRuns(db: Database): RunSummary[] {
   const runs = new Map(new RunRegistry(db).list().map((r) => [r.threadId, r]));
   const ledger = hasTable(db, "ll_events");
   const events = new Map<string, ThreadEvents>();

@@ -1,5 +1,5 @@
 import os from "node:os";
-import type Database from "better-sqlite3";
+import type { Database } from "../sqlite/driver.js";
 import type { RunSettings } from "../settings.js";
 import { isRunning, readProcStart } from "../proc.js";
 import { threadHasCheckpoints } from "./checkpoints.js";
@@ -92,7 +92,7 @@ export function portable(settings: RunSettings): RunSettings {
 export class RunRegistry {
   private readonly present: boolean;
 
-  constructor(private readonly db: Database.Database) {
+  constructor(private readonly db: Database) {
     if (!db.readonly) {
       db.exec(`CREATE TABLE IF NOT EXISTS ll_runs (
         thread_id TEXT PRIMARY KEY,
@@ -224,7 +224,7 @@ export interface RunRegistryPort {
 }
 
 /** The SQLite registry behind the async port. */
-export function sqliteRunRegistry(db: Database.Database): RunRegistryPort {
+export function sqliteRunRegistry(db: Database): RunRegistryPort {
   const r = new RunRegistry(db);
   return {
     register: async (...args) => r.register(...args),

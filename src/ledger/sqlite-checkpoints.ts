@@ -1,18 +1,18 @@
-import type Database from "better-sqlite3";
+import type { Database } from "../sqlite/driver.js";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { Checkpoint, CheckpointMetadata, PendingWrite } from "@langchain/langgraph-checkpoint";
-import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import { SqliteCheckpointSaver } from "./sqlite-saver.js";
 import { failpoint } from "../failpoints.js";
 import { checkpointRedaction } from "./checkpoint-redaction.js";
 import type { Redactor } from "../secrets.js";
 
 /**
- * SqliteSaver that redacts secrets from every checkpoint and pending write before they are stored:
+ * The SQLite checkpointer, redacting secrets from every checkpoint and pending write before they are stored:
  * a token pasted into a goal must not end up on disk (the same redaction as RedactingPostgresSaver).
  */
-export class RedactingSqliteSaver extends SqliteSaver {
+export class RedactingSqliteSaver extends SqliteCheckpointSaver {
   constructor(
-    db: Database.Database,
+    db: Database,
     private readonly redactor: Redactor,
   ) {
     super(db);

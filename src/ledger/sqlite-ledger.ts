@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { deflateRawSync, inflateRawSync } from "node:zlib";
-import type Database from "better-sqlite3";
+import type { Database } from "../sqlite/driver.js";
 import { LedgerError } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import { defaultRedactor, type Redactor } from "../secrets.js";
@@ -89,12 +89,12 @@ export interface SqliteLedgerOptions {
 
 /** The Ledger on SQLite, in the same database file as the checkpoints. */
 export class SqliteLedger implements Ledger, LedgerTransfer {
-  private readonly db: Database.Database;
+  private readonly db: Database;
   private readonly redactor: Redactor;
   private readonly now: () => Date;
   private readonly stmts: ReturnType<SqliteLedger["prepare"]>;
 
-  constructor(db: Database.Database, opts: SqliteLedgerOptions = {}) {
+  constructor(db: Database, opts: SqliteLedgerOptions = {}) {
     this.db = db;
     this.redactor = opts.redactor ?? defaultRedactor;
     this.now = opts.now ?? (() => new Date());

@@ -1,4 +1,4 @@
-import type Database from "better-sqlite3";
+import type { Database } from "../sqlite/driver.js";
 import { SqliteStore } from "../memory/sqlite-store.js";
 import type { Redactor } from "../secrets.js";
 import { sqliteRunRegistry } from "./runs.js";
@@ -10,7 +10,7 @@ import type { StatePort } from "./state-port.js";
  * The state in the workspace's own SQLite database. The database is the caller's (the runtime keeps
  * its lease, identity and revisions there whatever the backend), so close() leaves it open.
  */
-export function sqliteStatePort(db: Database.Database, redactor: Redactor, location: string): StatePort {
+export function sqliteStatePort(db: Database, redactor: Redactor, location: string): StatePort {
   return {
     backend: "sqlite",
     location,

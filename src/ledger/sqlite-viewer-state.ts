@@ -1,5 +1,5 @@
 import fs from "node:fs";
-import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import { SqliteCheckpointSaver } from "./sqlite-saver.js";
 import { listRuns } from "./run-status.js";
 import { SqliteLedger } from "./sqlite-ledger.js";
 import { asStateError, isSqliteError, openStateDb } from "./state-db.js";
@@ -35,8 +35,8 @@ export function openReadOnly(dbPath: string): ReadOnlyState | null {
   try {
     const tables = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((r) => r.name));
     const ledger = tables.has("ll_events") && tables.has("ll_blobs");
-    // Its setup() only runs CREATE TABLE IF NOT EXISTS, a no-op on existing tables, so it is safe read-only.
-    const checkpointer = tables.has("checkpoints") && tables.has("writes") ? new SqliteSaver(db) : null;
+    // Its setup() creates nothing when both tables exist, so it is safe read-only.
+    const checkpointer = tables.has("checkpoints") && tables.has("writes") ? new SqliteCheckpointSaver(db) : null;
     const run = (thread: string) => (tables.has("ll_runs") ? db.prepare<[string], RunRow>("SELECT * FROM ll_runs WHERE thread_id = ?").get(thread) : undefined);
     return {
       where: "this workspace",

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import Database from "better-sqlite3";
+import { Database } from "../sqlite/driver.js";
 import { StateStoreError, errorMessage, nativeModuleError } from "../errors.js";
 import { ensurePrivateDir, ensurePrivateFile, tightenExisting } from "../private-files.js";
 
@@ -27,7 +27,7 @@ export interface OpenStateDbOptions {
  * Opens (or creates) the state database shared by the checkpointer and the ledger, refusing a file
  * that is not SQLite or that belongs to another application before anything is written to it.
  */
-export function openStateDb(file: string, opts: OpenStateDbOptions = {}): Database.Database {
+export function openStateDb(file: string, opts: OpenStateDbOptions = {}): Database {
   const create = opts.create ?? true;
   const exists = fs.existsSync(file);
   if (!exists && !create) {
@@ -37,7 +37,7 @@ export function openStateDb(file: string, opts: OpenStateDbOptions = {}): Databa
   ensurePrivateDir(path.dirname(file));
   if (exists) tightenExisting(file);
   else ensurePrivateFile(file);
-  let db: Database.Database;
+  let db: Database;
   try {
     db = new Database(file, { readonly: opts.readonly ?? false, fileMustExist: exists });
   } catch (err) {
@@ -92,7 +92,7 @@ function recoveryHint(file: string): string {
  * not the index-to-table cross-check of integrity_check). Linear in the file's size: 0.2 ms for the
  * demo's 0.5 MB, about 30 ms CPU for the 32 MB of a 1,000-step run.
  */
-export function checkIntegrity(db: Database.Database, file: string): void {
+export function checkIntegrity(db: Database, file: string): void {
   const rows = (db.pragma("quick_check(3)") as Array<Record<string, string>>).map((r) => Object.values(r)[0]);
   if (rows.length === 1 && rows[0] === "ok") return;
   const problems = rows.flatMap((r) => String(r).split("\n")).filter((l) => l.trim() && !/^\*\*\* in database/.test(l));
@@ -103,7 +103,7 @@ export function checkIntegrity(db: Database.Database, file: string): void {
   );
 }
 
-/** True for an error raised by SQLite itself (better-sqlite3's SqliteError), which never names the file. */
+/** True for an error raised by SQLite itself (the driver's SqliteError), which never names the file. */
 export function isSqliteError(err: unknown): boolean {
   return typeof (err as { code?: unknown })?.code === "string" && /^SQLITE_/.test((err as { code: string }).code);
 }

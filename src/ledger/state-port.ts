@@ -1,5 +1,5 @@
 import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkpoint";
-import type Database from "better-sqlite3";
+import type { Database } from "../sqlite/driver.js";
 import type { PgRevisionReplica } from "./pg-revisions.js";
 import type { PgState } from "./pg-db.js";
 import type { Ledger } from "./port.js";
@@ -60,7 +60,7 @@ export interface StateTarget {
 export interface OpenedState {
   readonly backend: StatePort["backend"];
   /** The port on the workspace's database (the SQLite adapter's home; the PostgreSQL adapter ignores it). */
-  attach(db: Database.Database, dbPath: string): StatePort;
+  attach(db: Database, dbPath: string): StatePort;
   /** Gives up before attach (a later check failed): closes what was opened. */
   close(): Promise<void>;
 }

@@ -74,12 +74,12 @@ export async function openSide(location: string, opts: { write: boolean }): Prom
 }
 
 async function openSqliteSide(location: string, opts: { write: boolean }): Promise<StateSide> {
-  const [{ openStateDb }, { SqliteLedger }, { RunRegistry }, { SqliteStore }, { SqliteSaver }, { RevisionStore }] = await Promise.all([
+  const [{ openStateDb }, { SqliteLedger }, { RunRegistry }, { SqliteStore }, { SqliteCheckpointSaver }, { RevisionStore }] = await Promise.all([
     import("./state-db.js"),
     import("./sqlite-ledger.js"),
     import("./runs.js"),
     import("../memory/sqlite-store.js"),
-    import("@langchain/langgraph-checkpoint-sqlite"),
+    import("./sqlite-saver.js"),
     import("../workspace/revisions.js"),
   ]);
   const file = sqliteStateFile(location, { mustExist: !opts.write });
@@ -97,7 +97,7 @@ async function openSqliteSide(location: string, opts: { write: boolean }): Promi
       const { RedactingSqliteSaver } = await import("./sqlite-checkpoints.js");
       checkpointer = new RedactingSqliteSaver(db, defaultRedactor);
     } else if (tables().has("checkpoints") && tables().has("writes")) {
-      checkpointer = new SqliteSaver(db);
+      checkpointer = new SqliteCheckpointSaver(db);
     }
     const store = opts.write || tables().has("ll_store") ? new SqliteStore(db) : null;
     // Only the objects are read or written here, never a workspace's head: the path is the state's own workspace.

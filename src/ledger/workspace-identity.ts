@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
-import type Database from "better-sqlite3";
+import type { Database } from "../sqlite/driver.js";
 import { LedgerloopError } from "../errors.js";
 import { renameWorkspaceRevisions } from "../workspace/revisions.js";
 import { clearLeases } from "./lease.js";
@@ -32,7 +32,7 @@ export interface WorkspaceIdentity {
 
 export type IdentityOutcome = "created" | "same" | "moved" | "adopted";
 
-function ensureTable(db: Database.Database): void {
+function ensureTable(db: Database): void {
   db.exec(`CREATE TABLE IF NOT EXISTS ll_workspace (
     key INTEGER PRIMARY KEY CHECK (key = 1),
     id TEXT NOT NULL,
@@ -54,7 +54,7 @@ function dirId(dir: string): { dev: string; ino: string } | null {
 }
 
 /** The identity recorded in a state database, or null (none yet, or a database from before identities). */
-export function readIdentity(db: Database.Database): WorkspaceIdentity | null {
+export function readIdentity(db: Database): WorkspaceIdentity | null {
   const has = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'll_workspace'").get();
   if (!has) return null;
   const r = db.prepare("SELECT * FROM ll_workspace WHERE key = 1").get() as
@@ -68,7 +68,7 @@ export function readIdentity(db: Database.Database): WorkspaceIdentity | null {
  * `adopt` (which gives the copy an identity of its own and drops the original's leases).
  */
 export function claimWorkspace(
-  db: Database.Database,
+  db: Database,
   loc: { workspace: string; stateDir: string },
   opts: { adopt?: boolean; warn?: (message: string) => void } = {},
 ): { outcome: IdentityOutcome; identity: WorkspaceIdentity } {

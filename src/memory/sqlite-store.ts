@@ -1,4 +1,4 @@
-import type Database from "better-sqlite3";
+import type { Database } from "../sqlite/driver.js";
 import { defaultRedactor, type Redactor } from "../secrets.js";
 import { SEP, listNamespaces, matches, nsKey, nsOf, queryWords, textOf } from "./store-common.js";
 import {
@@ -38,7 +38,7 @@ export function ftsQuery(text: string): string | null {
 export class SqliteStore extends BaseStore {
   /** `redactor`: applied to every stored value (any graph node, or a LangGraph server client, can put). */
   constructor(
-    private readonly db: Database.Database,
+    private readonly db: Database,
     private readonly redactor: Redactor = defaultRedactor,
   ) {
     super();

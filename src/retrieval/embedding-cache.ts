@@ -1,4 +1,4 @@
-import type Database from "better-sqlite3";
+import type { Database } from "../sqlite/driver.js";
 import type { EmbeddingCache } from "./embedders/openai.js";
 
 const SCHEMA = "CREATE TABLE IF NOT EXISTS embed_cache (space TEXT NOT NULL, hash TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (space, hash)) WITHOUT ROWID";
@@ -9,8 +9,8 @@ const SCHEMA = "CREATE TABLE IF NOT EXISTS embed_cache (space TEXT NOT NULL, has
  * float32 (what every embedding model computes in); `db` is read at each call, as the retriever
  * replaces the handle when it rebuilds a corrupt index.
  */
-export function sqliteEmbeddingCache(db: () => Database.Database): EmbeddingCache {
-  const ready = new WeakSet<Database.Database>();
+export function sqliteEmbeddingCache(db: () => Database): EmbeddingCache {
+  const ready = new WeakSet<Database>();
   const handle = () => {
     const d = db();
     if (!ready.has(d)) {

@@ -6,7 +6,7 @@
 // Stored in index.db next to the n-gram tables (derived data: rebuilt with it). Reading is
 // incremental (only commits since the remembered HEAD), bounded (newest N commits per file, a total
 // cap, a time budget per read) and runs in the background: a search uses whatever has been read.
-import type Database from "better-sqlite3";
+import type { Database } from "../sqlite/driver.js";
 import { errorMessage } from "../errors.js";
 import { defaultRedactor } from "../secrets.js";
 import { gitHead, isAncestor, readLog, type GitCommit, type ReadEnd } from "./git-log.js";
@@ -96,14 +96,14 @@ export class HistorySource {
   private stopped = false;
   private again = false;
   private status: HistoryStatus = { state: "off", detail: "not read yet", head: null, commits: 0, shallow: false, partial: null };
-  private readonly ready = new WeakMap<Database.Database, ReturnType<typeof prepareSearch>>();
+  private readonly ready = new WeakMap<Database, ReturnType<typeof prepareSearch>>();
   /** Co-change lists by path, valid while the connection has written nothing (see {@link HistorySource.neighbours}). */
-  private cochangeMemo: { db: Database.Database; stamp: string; lists: Map<string, CoChange[]> } | null = null;
+  private cochangeMemo: { db: Database; stamp: string; lists: Map<string, CoChange[]> } | null = null;
 
   constructor(
     private readonly workspace: string,
     /** The current index.db handle (it changes when the index is rebuilt). */
-    private readonly db: () => Database.Database,
+    private readonly db: () => Database,
     settings: HistorySettings = {},
     /**
      * Applied to every message before it is stored. Without one, the process-wide redactor (credential
@@ -116,7 +116,7 @@ export class HistorySource {
     this.s = { ...HISTORY_DEFAULTS, ...settings };
   }
 
-  private handle(): Database.Database {
+  private handle(): Database {
     const db = this.db();
     if (!this.ready.has(db)) {
       db.exec(SCHEMA);
@@ -126,7 +126,7 @@ export class HistorySource {
   }
 
   /** The search's statements, prepared once per index handle. */
-  private stmts(db: Database.Database): ReturnType<typeof prepareSearch> {
+  private stmts(db: Database): ReturnType<typeof prepareSearch> {
     return this.ready.get(db)!;
   }
 
@@ -377,7 +377,7 @@ export class HistorySource {
   }
 
   private lendToNeighbours(
-    db: Database.Database,
+    db: Database,
     top: Array<[string, { score: number }]>,
     votes: Map<string, { score: number; why: Array<{ subject: string; w: number }> }>,
   ): void {
@@ -404,7 +404,7 @@ export class HistorySource {
     }
   }
 
-  private neighboursIn(db: Database.Database, path: string): CoChange[] {
+  private neighboursIn(db: Database, path: string): CoChange[] {
     // Remembered until this connection writes anything (an index, a refresh, new commits) or another
     // connection commits: a search asks for the same few lists twice (history's own lending, then the
     // fused one), and the next search often for the same files again.
@@ -423,7 +423,7 @@ export class HistorySource {
 }
 
 /** The statements of a history search (history tables and the files table of the same index.db). */
-function prepareSearch(db: Database.Database) {
+function prepareSearch(db: Database) {
   return {
     matched: db.prepare(
       `SELECT c.id, c.ts, c.subject, c.nfiles, -r.rank AS score

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import Database from "better-sqlite3";
+import { Database } from "../sqlite/driver.js";
 import { ensurePrivateDir, ensurePrivateFile } from "../private-files.js";
 import { ftsQuery, wordsColumn, type QueryTerm } from "./tokens.js";
 import { asIndexError, INDEX_APPLICATION_ID, INDEX_MMAP_BYTES, INDEX_SCHEMA_VERSION, moveAside, openExisting, openIndexDb, SCHEMA } from "./ngram-schema.js";
@@ -23,7 +23,7 @@ export class NgramIndex {
   private readonly stmts: ReturnType<NgramIndex["prepare"]>;
 
   private constructor(
-    readonly db: Database.Database,
+    readonly db: Database,
     readonly file: string,
     rebuildReason: string | null,
   ) {
@@ -36,7 +36,7 @@ export class NgramIndex {
   static open(file: string): NgramIndex {
     ensurePrivateDir(path.dirname(file));
     let reason: string | null = null;
-    let db: Database.Database | undefined;
+    let db: Database | undefined;
     if (fs.existsSync(file)) {
       const existing = openExisting(file);
       if ("db" in existing) db = existing.db;

@@ -1,6 +1,5 @@
 import fs from "node:fs";
-import { fileURLToPath } from "node:url";
-import Database from "better-sqlite3";
+import { Database } from "../sqlite/driver.js";
 import { errorMessage, nativeModuleError } from "../errors.js";
 import { IndexCorruptError } from "./errors.js";
 
@@ -70,38 +69,17 @@ CREATE VIRTUAL TABLE IF NOT EXISTS symbols_fts USING fts5(name, tokenize='trigra
 CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(words, kind, tokenize='porter unicode61', content='', contentless_delete=1);
 `;
 
-let addonPath: string | null | undefined;
-
-/**
- * The better-sqlite3 addon's file, resolved once. Given to the driver as `nativeBinding`, it skips the
- * `bindings` package's search (a dozen candidate paths, each a thrown and caught require): a
- * measurable share of a search's start-up. It is the Release build beside the driver this module
- * imports (resolved as that import is, hooks included); when there is none the driver searches as
- * usual, and says what it says about a missing build.
- */
-function nativeBinding(): { nativeBinding?: string } {
-  if (addonPath === undefined) {
-    try {
-      const file = fileURLToPath(new URL("../build/Release/better_sqlite3.node", import.meta.resolve("better-sqlite3")));
-      addonPath = fs.existsSync(file) ? file : null;
-    } catch {
-      addonPath = null;
-    }
-  }
-  return addonPath === null ? {} : { nativeBinding: addonPath };
-}
-
 /** Opens index.db with the driver's options (creating it unless `fileMustExist`). */
-export function openIndexDb(file: string, opts: { fileMustExist?: boolean } = {}): Database.Database {
-  return new Database(file, { ...opts, ...nativeBinding() });
+export function openIndexDb(file: string, opts: { fileMustExist?: boolean } = {}): Database {
+  return new Database(file, opts);
 }
 
 /**
  * Opens an existing index file and checks it on that same connection (one open per process, not
  * two): the open handle when it is usable, or why it is not (the handle then closed).
  */
-export function openExisting(file: string): { db: Database.Database } | { problem: string } {
-  let db: Database.Database | undefined;
+export function openExisting(file: string): { db: Database } | { problem: string } {
+  let db: Database | undefined;
   try {
     db = openIndexDb(file, { fileMustExist: true });
     db.pragma("busy_timeout = 5000");
@@ -119,7 +97,7 @@ export function openExisting(file: string): { db: Database.Database } | { proble
 }
 
 /** Why the open index cannot be used, or null when it can. */
-function problemOf(db: Database.Database): string | null {
+function problemOf(db: Database): string | null {
   const appId = db.pragma("application_id", { simple: true }) as number;
   const tables = db.prepare("SELECT COUNT(*) FROM sqlite_master").pluck().get() as number;
   if (appId !== INDEX_APPLICATION_ID) return tables === 0 ? null : `it is not a ledgerloop index (application_id ${appId})`;

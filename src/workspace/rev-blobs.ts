@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { deflateRawSync, inflateRawSync } from "node:zlib";
-import type Database from "better-sqlite3";
+import type { Database } from "../sqlite/driver.js";
 import { errorMessage } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import { RevisionError } from "./rev-errors.js";
@@ -69,11 +69,11 @@ interface BlobRow {
 /** The blob half of the revision store (SQLite rows, big blobs as files). */
 export class BlobStore {
   readonly dir: string;
-  private readonly db: Database.Database;
+  private readonly db: Database;
   private readonly inlineMax: number;
   private readonly stmts: ReturnType<BlobStore["prepare"]>;
 
-  constructor(db: Database.Database, dir: string, inlineMaxBytes: number) {
+  constructor(db: Database, dir: string, inlineMaxBytes: number) {
     this.db = db;
     this.dir = dir;
     this.inlineMax = inlineMaxBytes;

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import type Database from "better-sqlite3";
+import type { Database } from "../sqlite/driver.js";
 import type { BlobStore } from "./rev-blobs.js";
 import { collectTrees, type TreeEntry } from "./rev-tree.js";
 import type { GcResult, RevisionStoreStats } from "./rev-types.js";
@@ -21,7 +21,7 @@ export interface GcInput {
  * and blob no remaining revision reaches (blob files included, and stray blob files an interrupted
  * snapshot left over an hour ago).
  */
-export function gcRevisions(db: Database.Database, o: GcInput, liveRevIds: Set<string>): GcResult {
+export function gcRevisions(db: Database, o: GcInput, liveRevIds: Set<string>): GcResult {
   const freedFiles: string[] = [];
   const result = db
     .transaction((): GcResult => {
@@ -74,7 +74,7 @@ export function gcRevisions(db: Database.Database, o: GcInput, liveRevIds: Set<s
 }
 
 /** Blob files with no row, older than an hour (younger ones may belong to a snapshot in flight). */
-function sweepStrayBlobFiles(db: Database.Database, blobsDir: string): number {
+function sweepStrayBlobFiles(db: Database, blobsDir: string): number {
   let freed = 0;
   if (!fs.existsSync(blobsDir)) return 0;
   const cutoff = Date.now() - 3600_000;
@@ -101,7 +101,7 @@ function sweepStrayBlobFiles(db: Database.Database, blobsDir: string): number {
 }
 
 /** Counts and sizes of revisions, trees, blobs and stat cache rows in this state DB. */
-export function revisionStats(db: Database.Database): RevisionStoreStats {
+export function revisionStats(db: Database): RevisionStoreStats {
   const one = <T>(sql: string) => db.prepare(sql).get() as T;
   const trees = one<{ c: number; b: number | null }>("SELECT COUNT(*) AS c, SUM(length(data)) AS b FROM ll_rev_trees");
   const inDb = one<{ c: number; b: number | null; r: number | null }>(

@@ -1,4 +1,4 @@
-import type Database from "better-sqlite3";
+import type { Database, Statement } from "../sqlite/driver.js";
 import type { StatRow } from "./rev-stat-cache.js";
 
 // The tables of the revision store (revisions.ts), and moving a workspace's rows to a new path.
@@ -53,7 +53,7 @@ CREATE TABLE IF NOT EXISTS ll_rev_stat (
  * is a copy adopted as a workspace of its own), so its files are compared with the revision they
  * were last recorded as. Does nothing when the new path already has a head of its own.
  */
-export function renameWorkspaceRevisions(db: Database.Database, from: string, to: string): void {
+export function renameWorkspaceRevisions(db: Database, from: string, to: string): void {
   if (from === to || !db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'll_rev_heads'").get()) return;
   if (db.prepare("SELECT 1 FROM ll_rev_heads WHERE workspace = ?").get(to)) return;
   db.prepare("UPDATE ll_rev_heads SET workspace = ? WHERE workspace = ?").run(to, from);
@@ -62,7 +62,7 @@ export function renameWorkspaceRevisions(db: Database.Database, from: string, to
   db.prepare("UPDATE ll_rev_stat SET workspace = ? WHERE workspace = ?").run(to, from);
 }
 
-type Stmt<P extends unknown[] = unknown[], R = unknown> = Database.Statement<P, R>;
+type Stmt<P extends unknown[] = unknown[], R = unknown> = Statement<P, R>;
 
 /** The prepared statements a revision store runs. */
 export interface RevisionStatements {
@@ -81,7 +81,7 @@ export interface RevisionStatements {
 }
 
 /** The statements of a revision store over `db`. */
-export function prepareRevisionStatements(db: Database.Database): RevisionStatements {
+export function prepareRevisionStatements(db: Database): RevisionStatements {
   return {
     getTree: db.prepare<[string], { data: Buffer }>("SELECT data FROM ll_rev_trees WHERE hash = ?"),
     hasTree: db.prepare<[string], { one: number }>("SELECT 1 AS one FROM ll_rev_trees WHERE hash = ?"),

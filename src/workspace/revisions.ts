@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import type Database from "better-sqlite3";
+import type { Database } from "../sqlite/driver.js";
 import { ConfigError } from "../errors.js";
 import { BlobStore, decodeBlob, type PreparedBlob } from "./rev-blobs.js";
 import { diffOne, pairRenames, type FileDiffStat } from "./rev-diff.js";
@@ -59,7 +59,7 @@ export class RevisionStore {
   readonly blobsDir: string;
   /** The newest walk of the workspace, shared with command feedback (one walk per step). */
   readonly tracker: WorkspaceTracker;
-  private readonly db: Database.Database;
+  private readonly db: Database;
   private readonly blobs: BlobStore;
   private readonly largeBytes: number;
   private readonly opts: RevisionStoreOptions;
@@ -69,7 +69,7 @@ export class RevisionStore {
   private cache: Map<string, CacheEntry> | null = null;
   private cacheGen = -1;
 
-  constructor(db: Database.Database, workspace: string, opts: RevisionStoreOptions = {}) {
+  constructor(db: Database, workspace: string, opts: RevisionStoreOptions = {}) {
     this.db = db;
     this.opts = opts;
     this.workspace = realOrResolved(workspace);

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
-import Database from "better-sqlite3";
+import { Database } from "../../src/sqlite/driver.js";
 import { DEMO_TASK } from "../../src/cli/demo.js";
 import { StateStoreError } from "../../src/errors.js";
 import { openAgent, type Agent } from "../../src/index.js";

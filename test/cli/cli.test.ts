@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { createHash } from "node:crypto";
 import { inflateRawSync } from "node:zlib";
-import Database from "better-sqlite3";
+import { Database } from "../../src/sqlite/driver.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnSync } from "node:child_process";
 import { BIN, cli, jsonLines } from "../helpers/cli.js";
@@ -249,10 +249,12 @@ describe("bad input gets a one-line error, a non-zero exit, and nothing overwrit
 
   it("inspection of a plain LangGraph checkpoint database says it holds no run, and writes nothing to it", async () => {
     const { SqliteSaver } = await import("@langchain/langgraph-checkpoint-sqlite");
+    const { default: BetterSqlite } = await import("better-sqlite3");
     const ws = tempWorkspace();
     fs.mkdirSync(path.join(ws, ".ledgerloop"));
     const file = path.join(ws, ".ledgerloop/state.db");
-    const plain = new Database(file);
+    // LangGraph's own saver and driver (devDependencies), as a LangGraph user's file would be written.
+    const plain = new BetterSqlite(file);
     await new SqliteSaver(plain).getTuple({ configurable: { thread_id: "x" } }); // creates its tables
     plain.close();
     const before = sha(file);

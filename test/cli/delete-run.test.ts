@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import Database from "better-sqlite3";
+import { Database } from "../../src/sqlite/driver.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { acquireLease, threadScope } from "../../src/ledger/lease.js";
 import { RunRegistry } from "../../src/ledger/runs.js";

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { once } from "node:events";
-import Database from "better-sqlite3";
+import { Database } from "../../src/sqlite/driver.js";
 import { afterAll, describe, expect, it } from "vitest";
 import { cli, cliSpawn, jsonLines, type CliResult } from "../helpers/cli.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";

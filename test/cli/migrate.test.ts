@@ -2,7 +2,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import Database from "better-sqlite3";
+import { Database } from "../../src/sqlite/driver.js";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { MigrationReport } from "../../src/ledger/migrate.js";
 import { cliAsync, jsonLines, type CliResult } from "../helpers/cli.js";

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { inflateRawSync } from "node:zlib";
-import Database from "better-sqlite3";
+import { Database } from "../../src/sqlite/driver.js";
 import { afterAll, describe, expect, it } from "vitest";
 import { runEval } from "../../src/eval/eval.js";
 import { loadSuite } from "../../src/eval/task.js";

@@ -2,7 +2,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import Database from "better-sqlite3";
+import { Database } from "../../src/sqlite/driver.js";
 import { afterAll, describe, expect, it } from "vitest";
 import { runEval } from "../../src/eval/eval.js";
 import { seededRandom } from "../../src/eval/killed-run.js";

@@ -34,3 +34,16 @@ export function packagesLoaded(args: string[], script: string[] = [UNBUNDLED_CLI
   const packages = new Set(urls.map((u) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u)?.[1]).filter((p): p is string => !!p));
   return { code: r.status, stdout: r.stdout, stderr: r.stderr, packages, own };
 }
+
+/** The packages the SQLite driver loads, besides its compiled module's per-platform `@libsql/…` package. */
+export const SQLITE_PACKAGES = ["@neon-rs/load", "detect-libc", "libsql"];
+
+/**
+ * `packages` sorted, with the one `@libsql/<platform>` package (which one depends on the machine)
+ * checked present and left out.
+ */
+export function withoutPlatformPackage(packages: Set<string>): string[] {
+  const platform = [...packages].filter((p) => p.startsWith("@libsql/"));
+  if (platform.length !== 1) throw new Error(`expected one @libsql/<platform> package among the loaded ones, got: ${[...packages].sort().join(", ")}`);
+  return [...packages].filter((p) => !p.startsWith("@libsql/")).sort();
+}

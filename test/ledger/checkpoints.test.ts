@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import Database from "better-sqlite3";
+import BetterSqlite from "better-sqlite3";
 import { Annotation, END, interrupt, START, StateGraph } from "@langchain/langgraph";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { afterEach, describe, expect, it } from "vitest";
@@ -15,15 +15,18 @@ import {
   pruneCheckpoints,
   threadHasCheckpoints,
 } from "../../src/ledger/checkpoints.js";
+import { Database } from "../../src/sqlite/driver.js";
 
-// The one module over LangGraph's own tables, checked against rows a real SqliteSaver wrote.
+// The one module over LangGraph's own tables, checked against rows a real SqliteSaver wrote: LangGraph's
+// own (over better-sqlite3, a devDependency kept for this), since state databases written by earlier
+// ledgerloop versions hold its rows. Our functions read them through our driver, on a second connection.
 
 const dirs: string[] = [];
 afterEach(() => {
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });
 
-function graphOn(db: Database.Database) {
+function graphOn(db: BetterSqlite.Database) {
   const State = Annotation.Root({ workspaceRev: Annotation<string>(), n: Annotation<number>() });
   return new StateGraph(State)
     .addNode("one", (s) => ({ n: s.n + 1, workspaceRev: `rev-${s.n + 1}` }))
@@ -52,12 +55,13 @@ describe("checkpoints: LangGraph's tables read in one place", () => {
   it("counts, finds the pause, names the revisions and prunes a chain as LangGraph reads it", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ll-cp-"));
     dirs.push(dir);
-    const db = new Database(path.join(dir, "state.db"));
-    const graph = graphOn(db);
+    const theirs = new BetterSqlite(path.join(dir, "state.db"));
+    const graph = graphOn(theirs);
     await graph.invoke({ n: 0, workspaceRev: "rev-0" }, { configurable: { thread_id: "paused" } });
     await graph.invoke({ n: 5, workspaceRev: "rev-x" }, { configurable: { thread_id: "other" } });
     const history = [];
     for await (const s of graph.getStateHistory({ configurable: { thread_id: "paused" } })) history.push(s);
+    const db = new Database(path.join(dir, "state.db"));
 
     expect(hasCheckpointTable(db)).toBe(true);
     expect(threadHasCheckpoints(db, "paused")).toBe(true);
@@ -83,5 +87,6 @@ describe("checkpoints: LangGraph's tables read in one place", () => {
     expect(after).toEqual(ids.filter((id) => id !== middle));
     expect(paused("paused")).toBe(true);
     db.close();
+    theirs.close();
   });
 });

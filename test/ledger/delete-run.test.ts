@@ -2,8 +2,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { emptyCheckpoint, uuid6 } from "@langchain/langgraph-checkpoint";
-import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
-import type Database from "better-sqlite3";
+import { SqliteCheckpointSaver } from "../../src/ledger/sqlite-saver.js";
+import type { Database } from "../../src/sqlite/driver.js";
 import { afterAll, describe, expect, it } from "vitest";
 import { deleteRunRecords, runExists, runFootprint } from "../../src/ledger/delete-run.js";
 import { RunRegistry } from "../../src/ledger/runs.js";
@@ -16,7 +16,7 @@ import { reportFile, runLogFile } from "../../src/workspace/location.js";
 import { seedRunEvents } from "./delete-run-seed.js";
 
 // Deleting one run whole from a SQLite state, on real tables: the ledger (with its append-only
-// triggers), LangGraph's SqliteSaver checkpoints and writes, the run registry, the lessons store.
+// triggers), the SQLite checkpointer's checkpoints and writes, the run registry, the lessons store.
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
@@ -28,7 +28,7 @@ const OLD_GUARD = `CREATE TRIGGER ll_events_no_delete BEFORE DELETE ON ll_events
 
 interface Seeded {
   dir: string;
-  db: Database.Database;
+  db: Database;
   ledger: SqliteLedger;
   shared: string;
   own: Record<string, string>;
@@ -40,7 +40,7 @@ async function seed(): Promise<Seeded> {
   dirs.push(dir);
   const db = openStateDb(path.join(dir, "state.db"));
   const ledger = new SqliteLedger(db);
-  const saver = new SqliteSaver(db);
+  const saver = new SqliteCheckpointSaver(db);
   const shared = await ledger.putBlob("the prompt both runs saw");
   const own: Record<string, string> = {};
   for (const t of ["A", "B"]) {
@@ -62,7 +62,7 @@ async function seed(): Promise<Seeded> {
   return { dir, db, ledger, shared, own };
 }
 
-const rows = (db: Database.Database, sql: string, ...args: unknown[]) =>
+const rows = (db: Database, sql: string, ...args: unknown[]) =>
   db
     .prepare(sql)
     .pluck()

@@ -3,7 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { once } from "node:events";
-import Database from "better-sqlite3";
+import { Database } from "../../src/sqlite/driver.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { acquireLease, LEASE_EXIT_CODE, LeaseHeldError, listLeases, threadScope, workspaceScope } from "../../src/ledger/lease.js";
 import { openStateDb } from "../../src/ledger/state-db.js";
@@ -16,14 +16,14 @@ afterEach(() => {
   cleanupTemp();
 });
 
-function freshDb(): { db: Database.Database; file: string } {
+function freshDb(): { db: Database; file: string } {
   const file = path.join(tempWorkspace(), ".ledgerloop", "state.db");
   return { db: openStateDb(file), file };
 }
 
 /** Puts a lease row as another process would have left it. */
 function plant(
-  db: Database.Database,
+  db: Database,
   scope: string,
   h: { host?: string; bootId?: string; pid: number; start: string | null; heartbeatAt?: number; expiresAt?: number },
 ) {

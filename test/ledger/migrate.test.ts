@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { emptyCheckpoint, uuid6, type BaseCheckpointSaver, type Checkpoint, type CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
-import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import { SqliteCheckpointSaver } from "../../src/ledger/sqlite-saver.js";
 import { afterAll, expect, it } from "vitest";
 import { MigrationError } from "../../src/errors.js";
 import { migrateState } from "../../src/ledger/migrate.js";
@@ -91,7 +91,7 @@ async function tuples(saver: BaseCheckpointSaver, thread: string): Promise<unkno
 
 function sqliteTuples(dir: string, thread: string): Promise<unknown[]> {
   const db = openStateDb(path.join(dir, "state.db"), { create: false, readonly: true });
-  return tuples(new SqliteSaver(db), thread).finally(() => db.close());
+  return tuples(new SqliteCheckpointSaver(db), thread).finally(() => db.close());
 }
 
 describePg("migrateState", () => {

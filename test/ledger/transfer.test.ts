@@ -1,4 +1,4 @@
-import Database from "better-sqlite3";
+import { Database } from "../../src/sqlite/driver.js";
 import { describe, expect, it } from "vitest";
 import { LedgerError } from "../../src/errors.js";
 import { openPgState } from "../../src/ledger/pg-db.js";

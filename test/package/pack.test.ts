@@ -24,27 +24,9 @@ function installScripts(nodeModules: string): string[] {
   return names;
 }
 
-/**
- * better-sqlite3's install script (prebuild-install) looks for its prebuilt binary in a local
- * directory before downloading it. Where the download is not possible (CI) it compiled SQLite from
- * source, ~70 s CPU that tests better-sqlite3, not this package; the binary this repository's own
- * install holds is handed over instead, as a user's download would be. The install script still
- * runs, and the demo below loads the binary. A version the repository does not hold finds no file
- * here and falls back to the download or the compile.
- */
-function sqlitePrebuild(out: string): Record<string, string> {
-  const pkg = path.join(REPO, "node_modules/better-sqlite3");
-  const { version } = JSON.parse(fs.readFileSync(path.join(pkg, "package.json"), "utf8")) as { version: string };
-  const dir = path.join(out, "prebuilds");
-  fs.mkdirSync(dir, { recursive: true });
-  const tarball = path.join(dir, `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`);
-  execFileSync("tar", ["-czf", tarball, "-C", pkg, "build/Release/better_sqlite3.node"]);
-  return { npm_config_better_sqlite3_local_prebuilds: dir };
-}
-
 // What a user gets from the registry: `npm pack`, then the tarball installed in an empty directory
-// with plain npm (dependencies from npm's cache; better-sqlite3's binary from this repository's
-// install, see sqlitePrebuild). Slow: a minute or more, mostly that install.
+// with plain npm (dependencies from npm's cache). Nothing is compiled: SQLite's driver (libsql) comes
+// with its compiled module as a per-platform package from the registry.
 describe("the packed package", () => {
   it("installs from its tarball in an empty directory, runs the demo and imports in a script", () => {
     ensureBuilt();
@@ -75,20 +57,17 @@ describe("the packed package", () => {
       encoding: "utf8",
       timeout: 900_000,
       stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, ...sqlitePrebuild(out) },
     });
     // Not asserted: the machine is shared with the other tests.
     console.log(`npm install of the tarball: ${((Date.now() - t0) / 1000).toFixed(0)} s`);
     const installed = fs.readdirSync(path.join(app, "node_modules"));
     // No TypeScript loader came with it, nor any optional heavy part.
-    for (const absent of ["tsx", "chromadb", "sharp", "onnxruntime-node", "protobufjs", "@xenova"]) expect(installed).not.toContain(absent);
-    // The install scripts that run: better-sqlite3's build and the grammars' (prebuilt binaries shipped).
-    expect(installScripts(path.join(app, "node_modules")).sort()).toEqual([
-      "better-sqlite3",
-      "tree-sitter-javascript",
-      "tree-sitter-python",
-      "tree-sitter-typescript",
-    ]);
+    // Nor a SQLite driver that compiles at install (better-sqlite3: a minute of CPU where its binary
+    // cannot be downloaded), nor LangGraph's SQLite checkpointer, which requires that one.
+    for (const absent of ["tsx", "chromadb", "sharp", "onnxruntime-node", "protobufjs", "@xenova", "better-sqlite3"]) expect(installed).not.toContain(absent);
+    expect(fs.existsSync(path.join(app, "node_modules/@langchain/langgraph-checkpoint-sqlite"))).toBe(false);
+    // The only install scripts: the grammars', which find the prebuilt binaries they ship.
+    expect(installScripts(path.join(app, "node_modules")).sort()).toEqual(["tree-sitter-javascript", "tree-sitter-python", "tree-sitter-typescript"]);
 
     const bin = path.join(app, "node_modules/.bin/ledgerloop");
     const ws = path.join(out, "demo");

@@ -88,7 +88,7 @@ describe("what each command loads (compiled CLI, before bundling)", () => {
   ])("%s needs SQLite, not LangGraph, Chroma or tree-sitter", (_name, args) => {
     const r = packagesLoaded(args());
     expect(r.code, r.stderr).toBe(0);
-    expect(r.packages.has("better-sqlite3")).toBe(true);
+    expect(r.packages.has("libsql")).toBe(true);
     expect([...r.packages].filter((p) => HEAVY.some((h) => p.startsWith(h)))).toEqual([]);
   });
 
@@ -112,7 +112,7 @@ describe("what each command loads (compiled CLI, before bundling)", () => {
     const r = packagesLoaded(["migrate", "--from", ws, "--to", to, "--json"]);
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ threads: [{ thread, result: "migrated" }] });
-    expect(r.packages.has("better-sqlite3")).toBe(true);
+    expect(r.packages.has("libsql")).toBe(true);
     expect([...r.packages].filter((p) => p.startsWith("pg"))).toEqual([]);
   });
 

@@ -6,7 +6,7 @@ import { searchWorkspace } from "../../src/inspect/search.js";
 import { CliError } from "../../src/errors.js";
 import { SqliteLedger } from "../../src/ledger/sqlite-ledger.js";
 import { openStateDb } from "../../src/ledger/state-db.js";
-import Database from "better-sqlite3";
+import { Database } from "../../src/sqlite/driver.js";
 import { cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 import { makeRepo } from "./helpers/git-repo.js";
 

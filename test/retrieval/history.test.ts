@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import Database from "better-sqlite3";
+import { Database } from "../../src/sqlite/driver.js";
 import { afterAll, describe, expect, it } from "vitest";
 import { createRetriever, type CodeHit, type Retriever, type RetrieverOptions } from "../../src/retrieval/hybrid.js";
 import { HistorySource, historyWords } from "../../src/retrieval/history.js";

@@ -357,7 +357,7 @@ describe("hybrid retriever: failures", () => {
     const buf = fs.readFileSync(file);
     for (let i = 4096; i < buf.length; i += 97) buf[i] = 0xff;
     fs.writeFileSync(file, buf);
-    const Database = (await import("better-sqlite3")).default;
+    const { Database } = await import("../../src/sqlite/driver.js");
     try {
       const raw = new Database(file);
       raw.prepare("UPDATE meta SET value = '1' WHERE key = 'open'").run();

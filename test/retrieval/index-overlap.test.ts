@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import Database from "better-sqlite3";
+import { Database } from "../../src/sqlite/driver.js";
 import { ChromaClient } from "chromadb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChromaServer } from "../../src/retrieval/chroma-server.js";

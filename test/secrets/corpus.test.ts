@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { inflateRawSync } from "node:zlib";
-import Database from "better-sqlite3";
+import { Database } from "../../src/sqlite/driver.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { writeRunReport } from "../../src/report/write-run-report.js";
 import { createRetriever } from "../../src/retrieval/hybrid.js";

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import Database from "better-sqlite3";
+import { Database } from "../../src/sqlite/driver.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { SqliteLedger } from "../../src/ledger/sqlite-ledger.js";
 import { openStateDb } from "../../src/ledger/state-db.js";

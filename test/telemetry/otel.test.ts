@@ -3,7 +3,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { spawnSync } from "node:child_process";
-import Database from "better-sqlite3";
+import { Database } from "../../src/sqlite/driver.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_TASK } from "../../src/cli/demo.js";
 import { RunRegistry } from "../../src/ledger/runs.js";

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type Database from "better-sqlite3";
+import type { Database } from "../../src/sqlite/driver.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openStateDb } from "../../src/ledger/state-db.js";
 import { createLexicalSearcher } from "../../src/retrieval/lexical.js";
@@ -96,7 +96,7 @@ describe("a workspace file hard-linked to a file outside", () => {
   });
 
   it("a rewind restore replaces the workspace name and leaves the outside file byte-identical (held already: restore renames a temp file)", async () => {
-    const db: Database.Database = openStateDb(path.join(ws, ".ledgerloop", "state.db"));
+    const db: Database = openStateDb(path.join(ws, ".ledgerloop", "state.db"));
     try {
       const revs = new RevisionStore(db, ws);
       // Snapshot a different content, then put the hard link back in place and restore over it.

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import Database from "better-sqlite3";
+import { Database } from "../../src/sqlite/driver.js";
 import { afterAll, describe, expect, it } from "vitest";
 import { TOOLS } from "../../src/agent/tools/index.js";
 import { cli, cliAsync, jsonLines } from "../helpers/cli.js";

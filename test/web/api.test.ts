@@ -3,7 +3,7 @@ import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import Database from "better-sqlite3";
+import { Database } from "../../src/sqlite/driver.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { handleWeb } from "../../src/cli/web.js";
 import { detectCgroups } from "../../src/sandbox/limits.js";

@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type Database from "better-sqlite3";
+import type { Database } from "../../src/sqlite/driver.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openStateDb } from "../../src/ledger/state-db.js";
 import { bytesOfName, hostPath, nameOfBytes, shownName } from "../../src/workspace/byte-names.js";
@@ -57,7 +57,7 @@ describe("nameOfBytes / bytesOfName", () => {
 describe("workspace names that are not UTF-8", () => {
   let tmp: string;
   let ws: string;
-  let db: Database.Database;
+  let db: Database;
   let store: RevisionStore;
   const ODD = Buffer.from([0x6f, 0xff, 0xfe]); // "o" then two bytes that are not UTF-8
   const oddAbs = (suffix = "") => Buffer.concat([Buffer.from(`${ws}/`), ODD, Buffer.from(suffix)]);
@@ -125,7 +125,7 @@ describe("restore never goes through a symlink", () => {
   let tmp: string;
   let ws: string;
   let outside: string;
-  let db: Database.Database;
+  let db: Database;
   let store: RevisionStore;
 
   beforeEach(() => {

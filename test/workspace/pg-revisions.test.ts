@@ -3,7 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import net from "node:net";
-import type Database from "better-sqlite3";
+import type { Database } from "../../src/sqlite/driver.js";
 import pg from "pg";
 import { afterAll, afterEach, beforeEach, expect, it } from "vitest";
 import { DEMO_TASK } from "../../src/cli/demo.js";
@@ -20,7 +20,7 @@ import { DEMO_TRAJECTORY, DEMO_WORKSPACE, cleanupTemp, readTree, tempWorkspace }
 // two machines) that meet only through a real PostgreSQL.
 
 let tmp: string;
-const open: Array<Database.Database | PgState> = [];
+const open: Array<Database | PgState> = [];
 const agents: Agent[] = [];
 
 beforeEach(() => {

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type Database from "better-sqlite3";
+import type { Database } from "../../src/sqlite/driver.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openStateDb } from "../../src/ledger/state-db.js";
 import { RevisionError, RevisionStore } from "../../src/workspace/revisions.js";
@@ -10,7 +10,7 @@ import { RevisionError, RevisionStore } from "../../src/workspace/revisions.js";
 
 let tmp: string;
 let ws: string;
-let db: Database.Database;
+let db: Database;
 let store: RevisionStore;
 
 beforeEach(() => {

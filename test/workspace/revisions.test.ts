@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type Database from "better-sqlite3";
+import type { Database } from "../../src/sqlite/driver.js";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { openStateDb } from "../../src/ledger/state-db.js";
 import { ConfinedDir } from "../../src/workspace/confined.js";
@@ -11,7 +11,7 @@ import { RevisionError, RevisionStore, formatStat } from "../../src/workspace/re
 
 let tmp: string;
 let ws: string;
-let db: Database.Database;
+let db: Database;
 let store: RevisionStore;
 
 beforeEach(() => {

@@ -1,6 +1,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import Database from "better-sqlite3";
+import { Database } from "../../../src/sqlite/driver.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { handleDoctor } from "../../../src/cli/doctor.js";
 import { createEmbedder } from "../../../src/retrieval/embedders/factory.js";

@@ -1,6 +1,6 @@
 import net from "node:net";
 import path from "node:path";
-import Database from "better-sqlite3";
+import { Database } from "../../../src/sqlite/driver.js";
 
 /** A TCP proxy in front of a server, holding connections unanswered until it is opened. */
 export interface Gate {
@@ -61,7 +61,7 @@ export async function gate(target: string, onConnect: () => void = () => {}): Pr
 
 /** How many files a retriever's index.db in `stateDir` holds (0 before it exists). */
 export function filesStored(stateDir: string): number {
-  let db: Database.Database;
+  let db: Database;
   try {
     db = new Database(path.join(stateDir, "index.db"), { readonly: true, fileMustExist: true });
   } catch {

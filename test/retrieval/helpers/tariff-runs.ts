@@ -1,5 +1,5 @@
 import path from "node:path";
-import type Database from "better-sqlite3";
+import type { Database } from "../../../src/sqlite/driver.js";
 import { SqliteLedger } from "../../../src/ledger/sqlite-ledger.js";
 import { openStateDb } from "../../../src/ledger/state-db.js";
 import { tempWorkspace } from "../../helpers/workspace.js";
@@ -8,7 +8,7 @@ import { tempWorkspace } from "../../helpers/workspace.js";
  * A workspace whose state holds two runs of two decisions each about a tariff table, "kept" and
  * "gone" (the one a test deletes), for the tests of a run deleted under the index.
  */
-export async function twoTariffRuns(files: Record<string, string>): Promise<{ ws: string; stateDir: string; db: Database.Database; ledger: SqliteLedger }> {
+export async function twoTariffRuns(files: Record<string, string>): Promise<{ ws: string; stateDir: string; db: Database; ledger: SqliteLedger }> {
   const ws = tempWorkspace(undefined, files);
   const stateDir = path.join(ws, ".ledgerloop");
   const db = openStateDb(path.join(stateDir, "state.db"));
