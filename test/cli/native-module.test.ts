@@ -19,13 +19,13 @@ import { REPO, cleanupTemp, tempWorkspace } from "../helpers/workspace.js";
 afterAll(() => cleanupTemp());
 
 /**
- * A copy of the built package (bin/, dist/, package.json) with a node_modules of links to the
+ * A copy of the built package (bin/, dist/, examples/, package.json) with a node_modules of links to the
  * repository's packages, where `@libsql/<platform>` is missing, or holds `addon` as its module. Returns
  * the copy's bin.
  */
 function installWithoutPlatformSqlite(addon?: Buffer): string {
   const dir = tempWorkspace();
-  for (const part of ["bin", "dist", "package.json"]) fs.cpSync(path.join(REPO, part), path.join(dir, part), { recursive: true });
+  for (const part of ["bin", "dist", "examples", "package.json"]) fs.cpSync(path.join(REPO, part), path.join(dir, part), { recursive: true });
   const modules = path.join(dir, "node_modules");
   fs.mkdirSync(modules);
   for (const entry of fs.readdirSync(path.join(REPO, "node_modules"))) {

@@ -35,8 +35,8 @@ export function packagesLoaded(args: string[], script: string[] = [UNBUNDLED_CLI
   return { code: r.status, stdout: r.stdout, stderr: r.stderr, packages, own };
 }
 
-/** The packages the SQLite driver loads, besides its compiled module's per-platform `@libsql/…` package. */
-export const SQLITE_PACKAGES = ["@neon-rs/load", "detect-libc", "libsql"];
+/** The packages the SQLite driver loads (libsql counts its own nested detect-libc), besides its per-platform `@libsql/…` package. */
+export const SQLITE_PACKAGES = ["@neon-rs/load", "libsql"];
 
 /**
  * `packages` sorted, with the one `@libsql/<platform>` package (which one depends on the machine)
