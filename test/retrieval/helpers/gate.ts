@@ -14,9 +14,11 @@ export interface Gate {
 
 /**
  * A TCP proxy to `target` that holds every connection unanswered until open() is called; `onConnect`
- * sees each connection as it arrives (before it is held or passed on).
+ * sees each connection as it arrives (before it is held or passed on). With `passes`, a connection
+ * whose first bytes it accepts goes through while the gate is closed (say, Chroma's heartbeat, so a
+ * client that gives up on a silent server after a few seconds does not, however slow the machine).
  */
-export async function gate(target: string, onConnect: () => void = () => {}): Promise<Gate> {
+export async function gate(target: string, onConnect: () => void = () => {}, passes?: (firstBytes: Buffer) => boolean): Promise<Gate> {
   const { hostname, port } = new URL(target);
   const held: net.Socket[] = [];
   const sockets = new Set<net.Socket>();
@@ -34,9 +36,18 @@ export async function gate(target: string, onConnect: () => void = () => {}): Pr
     onConnect();
     sockets.add(client);
     if (isOpen) pipe(client);
-    else {
+    else if (!passes) {
       client.pause();
       held.push(client);
+    } else {
+      client.once("data", (first: Buffer) => {
+        client.pause();
+        client.unshift(first);
+        if (isOpen || passes(first)) {
+          pipe(client);
+          client.resume();
+        } else held.push(client);
+      });
     }
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
