@@ -41,7 +41,7 @@ export function openStateDb(file: string, opts: OpenStateDbOptions = {}): Databa
   try {
     db = new Database(file, { readonly: opts.readonly ?? false, fileMustExist: exists });
   } catch (err) {
-    // An unbuilt better-sqlite3 fails here first: that is the installation's fault, not the file's.
+    // A driver without its compiled module fails here first: that is the installation's fault, not the file's.
     throw (
       nativeModuleError(err) ??
       new StateStoreError("STATE_DB_UNREADABLE", `cannot open state database ${file}: ${errorMessage(err)}`, {

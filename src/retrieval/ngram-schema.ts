@@ -89,7 +89,7 @@ export function openExisting(file: string): { db: Database } | { problem: string
     return { problem };
   } catch (err) {
     db?.close();
-    // An unbuilt better-sqlite3 cannot open any file: moving this one aside would lose a good index.
+    // Without its compiled module the driver cannot open any file: moving this one aside would lose a good index.
     const native = nativeModuleError(err);
     if (native) throw native;
     return { problem: `it cannot be read (${errorMessage(err)})` };
