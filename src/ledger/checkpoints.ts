@@ -1,8 +1,8 @@
 import type { Database } from "../sqlite/driver.js";
 
-// The one module that knows the tables LangGraph's SqliteSaver writes (`checkpoints`, `writes`):
-// every other module asks here instead of writing SQL over them, so a change of LangGraph's storage
-// is met in one place. It reads them without loading LangGraph: the inspection commands (history,
+// Besides the checkpointer that writes them (sqlite-saver.ts, on LangGraph's SqliteSaver tables
+// `checkpoints` and `writes`), the one module that knows those tables: every other module asks here
+// instead of writing SQL over them, so a change of the storage is met in one place. It reads them without loading LangGraph: the inspection commands (history,
 // context, report) must start in a few hundred milliseconds, and @langchain/langgraph-checkpoint
 // alone costs ~400 ms to import. The graph itself keeps using the saver (runtime.ts) for every
 // write; only gc deletes rows here. test/api/open-agent.test.ts checks the history rows against
@@ -139,7 +139,8 @@ export function latestCheckpoint(db: Database, thread: string): CheckpointRow | 
   return row ? toRow(row) : undefined;
 }
 
-function hasTable(db: Database, name: "checkpoints" | "writes"): boolean {
+/** True when LangGraph's `checkpoints` or `writes` table exists in this database. */
+export function hasTable(db: Database, name: "checkpoints" | "writes"): boolean {
   return Boolean(db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name));
 }
 

@@ -14,6 +14,7 @@ import {
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import type { Database, Statement } from "../sqlite/driver.js";
+import { hasTable } from "./checkpoints.js";
 
 /**
  * LangGraph's checkpoint tables, column for column as `@langchain/langgraph-checkpoint-sqlite` creates
@@ -252,8 +253,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
 
   private ready(): Statements {
     if (this.statements) return this.statements;
-    const tables = this.db.prepare<[], string>("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('checkpoints', 'writes')").pluck().all();
-    if (tables.length < 2) this.db.exec(SCHEMA);
+    if (!hasTable(this.db, "checkpoints") || !hasTable(this.db, "writes")) this.db.exec(SCHEMA);
     const writeInsert = (conflict: "REPLACE" | "IGNORE") =>
       this.db.prepare<WriteParams, unknown>(
         `INSERT OR ${conflict} INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,

@@ -39,7 +39,7 @@ export function openStateDb(file: string, opts: OpenStateDbOptions = {}): Databa
   else ensurePrivateFile(file);
   let db: Database;
   try {
-    db = new Database(file, { readonly: opts.readonly ?? false, fileMustExist: exists });
+    db = new Database(file, { readonly: opts.readonly ?? false, fileMustExist: exists, timeout: opts.busyTimeoutMs ?? 5000 });
   } catch (err) {
     // A driver without its compiled module fails here first: that is the installation's fault, not the file's.
     throw (
@@ -50,7 +50,6 @@ export function openStateDb(file: string, opts: OpenStateDbOptions = {}): Databa
     );
   }
   try {
-    db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
     if (opts.check ?? true) checkIntegrity(db, file);
     const appId = db.pragma("application_id", { simple: true }) as number;
     const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((r) => r.name);

@@ -3,7 +3,7 @@ import path from "node:path";
 import { Database } from "../sqlite/driver.js";
 import { ensurePrivateDir, ensurePrivateFile } from "../private-files.js";
 import { ftsQuery, wordsColumn, type QueryTerm } from "./tokens.js";
-import { asIndexError, INDEX_APPLICATION_ID, INDEX_MMAP_BYTES, INDEX_SCHEMA_VERSION, moveAside, openExisting, openIndexDb, SCHEMA } from "./ngram-schema.js";
+import { asIndexError, INDEX_APPLICATION_ID, INDEX_MMAP_BYTES, INDEX_SCHEMA_VERSION, moveAside, openExisting, SCHEMA } from "./ngram-schema.js";
 import type { ChunkInput, ChunkRow, EventDoc, FileRecord, FileStamp, RankedChunk, RankedEvent, RankedPath, RankedSymbol, SymbolInput } from "./ngram-types.js";
 
 export { INDEX_APPLICATION_ID, INDEX_SCHEMA_VERSION } from "./ngram-schema.js";
@@ -47,9 +47,8 @@ export class NgramIndex {
     }
     // Owner-only, like state.db: the index holds the workspace's text.
     ensurePrivateFile(file);
-    db ??= openIndexDb(file);
+    db ??= new Database(file);
     try {
-      db.pragma("busy_timeout = 5000");
       db.pragma("journal_mode = WAL");
       db.pragma("synchronous = NORMAL");
       // Pages are read through a memory map instead of copied into SQLite's page cache. After this

@@ -69,11 +69,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS symbols_fts USING fts5(name, tokenize='trigra
 CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(words, kind, tokenize='porter unicode61', content='', contentless_delete=1);
 `;
 
-/** Opens index.db with the driver's options (creating it unless `fileMustExist`). */
-export function openIndexDb(file: string, opts: { fileMustExist?: boolean } = {}): Database {
-  return new Database(file, opts);
-}
-
 /**
  * Opens an existing index file and checks it on that same connection (one open per process, not
  * two): the open handle when it is usable, or why it is not (the handle then closed).
@@ -81,8 +76,7 @@ export function openIndexDb(file: string, opts: { fileMustExist?: boolean } = {}
 export function openExisting(file: string): { db: Database } | { problem: string } {
   let db: Database | undefined;
   try {
-    db = openIndexDb(file, { fileMustExist: true });
-    db.pragma("busy_timeout = 5000");
+    db = new Database(file, { fileMustExist: true });
     const problem = problemOf(db);
     if (problem === null) return { db };
     db.close();

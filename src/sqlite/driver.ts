@@ -218,8 +218,9 @@ export class Database {
     try {
       this.db = new Native(target);
     } catch (err) {
-      throw convert(err) instanceof SqliteError
-        ? convert(err)
+      const converted = convert(err);
+      throw converted instanceof SqliteError
+        ? converted
         : Object.assign(new SqliteError(`unable to open database file ${file}: ${errorMessage(err)}`, "SQLITE_CANTOPEN"), { cause: err });
     }
     this.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.trunc(opts.timeout ?? 5000))}`);
